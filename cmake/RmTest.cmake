@@ -1,0 +1,15 @@
+# rm_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s])
+# One GoogleTest binary per target; registered with ctest as one test per binary so that a
+# suite of ranks-as-threads tests shares one process start.
+include(GoogleTest)
+function(rm_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+    ENVIRONMENT "RM_SOURCE_DIR=${PROJECT_SOURCE_DIR};RM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()

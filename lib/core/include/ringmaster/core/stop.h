@@ -1,0 +1,39 @@
+#pragma once
+// Cooperative shutdown. A StopSource is requested to stop once (SIGTERM, SIGINT, or a test);
+// long-running loops poll stopRequested() or sleep with waitFor() so they wake at once.
+//
+// Thread-safety: all members are thread-safe. Ownership: the caller owns StopSource objects;
+// installSignalStop() returns a process-wide one that lives until exit.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+namespace ringmaster::core {
+
+class StopSource {
+ public:
+  void requestStop(std::string reason = "stop requested");
+  bool stopRequested() const { return stopped_.load(std::memory_order_acquire); }
+  std::string reason() const;
+  // Sleeps up to `timeout`; returns true (early) when a stop was requested.
+  bool waitFor(std::chrono::nanoseconds timeout) const;
+
+ private:
+  std::atomic<bool> stopped_{false};
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::string reason_;  // guarded by mu_
+};
+
+// Blocks SIGTERM and SIGINT in the calling thread (call from main() before starting threads, so
+// every thread inherits the mask) and starts a thread that turns them into requestStop() on the
+// returned source. A second signal of the same kind exits the process with 128+N at once.
+// Children started with exec must unblock these signals (see unblockStopSignals()).
+StopSource& installSignalStop();
+// Restores the default disposition and unblocks SIGTERM/SIGINT; for child processes after fork.
+void unblockStopSignals();
+
+}  // namespace ringmaster::core
