@@ -1,0 +1,325 @@
+// TcpStoreClient: connects with retries (start order never matters), then speaks the protocol
+// of tcp_store.h over one non-blocking socket, bounding every wait with poll().
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "key_value_map.h"
+#include "ringmaster/core/log.h"
+#include "ringmaster/rendezvous/tcp_store.h"
+#include "wire.h"
+
+namespace ringmaster::rendezvous {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr milliseconds kFirstBackoff{50};
+constexpr milliseconds kMaxBackoff{1000};
+// get/wait: the server answers TIMEOUT at the caller's deadline; allow this long on top for
+// that answer to arrive before deciding the server is not responding.
+constexpr milliseconds kReplyGrace{10000};
+
+std::string errnoText(int err) {
+  char buf[256];
+  return strerror_r(err, buf, sizeof buf);  // GNU variant returns the text
+}
+
+// poll()'s timeout for the time left until `deadline`, rounded up; 0 once it has passed.
+int msUntil(Clock::time_point deadline) {
+  auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
+}
+
+// Waits for `events` on `fd` until `deadline`. Returns false on timeout.
+core::Result<bool> pollUntil(int fd, short events, Clock::time_point deadline) {
+  while (true) {
+    pollfd p{fd, events, 0};
+    int rc = ::poll(&p, 1, msUntil(deadline));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) return core::errnoError("poll", errno);
+  }
+}
+
+bool connectedToItself(int fd) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  socklen_t local_len = sizeof local;
+  socklen_t peer_len = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+    return false;
+  }
+  return local_len == peer_len && std::memcmp(&local, &peer, local_len) == 0;
+}
+
+// One pass over the host's addresses. Returns a connected non-blocking socket, or why not.
+core::Result<int> connectOnce(const std::string& host, int port, Clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  // getaddrinfo cannot be bounded by our deadline; resolvers time out on their own.
+  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    return core::unavailable("cannot resolve host '" + host + "': " + gai_strerror(rc));
+  }
+  std::string last = "no addresses";
+  int connected = -1;
+  for (addrinfo* ai = found; ai != nullptr && connected < 0; ai = ai->ai_next) {
+    int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last = "socket: " + errnoText(errno);
+      continue;
+    }
+    int err = 0;
+    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) err = errno;
+    if (err == EINPROGRESS) {
+      core::Result<bool> ready = pollUntil(fd, POLLOUT, deadline);
+      if (!ready.ok()) {
+        last = ready.status().message();
+      } else if (!*ready) {
+        err = ETIMEDOUT;
+      } else {
+        socklen_t len = sizeof err;
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      }
+    }
+    // Connecting to a free local port can "succeed" by TCP simultaneous open onto itself.
+    if (err == 0 && connectedToItself(fd)) err = ECONNREFUSED;
+    if (err == 0) {
+      connected = fd;
+      break;
+    }
+    if (err != EINPROGRESS) last = errnoText(err);
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (connected < 0) return core::unavailable(last);
+  return connected;
+}
+
+std::string seconds(Clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+milliseconds waitReplyTimeout(milliseconds timeout) {
+  constexpr milliseconds kForever = std::chrono::hours(24 * 365);
+  return std::clamp(timeout, milliseconds::zero(), kForever) + kReplyGrace;
+}
+
+uint64_t wireTimeout(milliseconds timeout) {
+  return static_cast<uint64_t>(std::max<int64_t>(timeout.count(), 0));
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std::string& host,
+                                                                      int port,
+                                                                      milliseconds connect_deadline,
+                                                                      milliseconds op_timeout) {
+  const std::string address = host + ":" + std::to_string(port);
+  if (port <= 0 || port > 65535) {
+    return core::invalidArgument("rendezvous store at " + address + ": port out of range 1..65535");
+  }
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = deadlineAfter(connect_deadline);
+  milliseconds backoff = kFirstBackoff;
+  for (int attempt = 1;; ++attempt) {
+    core::Result<int> fd = connectOnce(host, port, deadline);
+    if (fd.ok()) {
+      int one = 1;
+      ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      RM_LOG(INFO, RDZV) << "connected to rendezvous store at " << address << " (attempt "
+                         << attempt << ", " << seconds(Clock::now() - start) << ")";
+      return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(*fd, address, op_timeout));
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      return core::unavailable("cannot reach rendezvous store at " + address + " after " +
+                               seconds(now - start) + ": " + fd.status().message());
+    }
+    RM_LOG(DEBUG, RDZV) << "rendezvous store at " << address << " not reachable yet (attempt "
+                        << attempt << "): " << fd.status().message() << "; retrying in "
+                        << backoff.count() << " ms";
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+}
+
+TcpStoreClient::TcpStoreClient(int fd, std::string address, milliseconds op_timeout)
+    : fd_(fd), address_(std::move(address)), op_timeout_(op_timeout) {}
+
+TcpStoreClient::~TcpStoreClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+core::Status TcpStoreClient::set(const std::string& key, const Bytes& value) {
+  std::string request = wire::Writer()
+                            .u8(static_cast<uint8_t>(wire::Op::kSet))
+                            .str(key)
+                            .str(std::string_view(value.data(), value.size()))
+                            .take();
+  RM_ASSIGN_OR_RETURN(std::string reply, roundTrip(request, op_timeout_));
+  return decodeStatusOnly(reply, "set '" + key + "'");
+}
+
+core::Result<Bytes> TcpStoreClient::get(const std::string& key, milliseconds timeout) {
+  std::string request = wire::Writer()
+                            .u8(static_cast<uint8_t>(wire::Op::kGet))
+                            .u64(wireTimeout(timeout))
+                            .str(key)
+                            .take();
+  RM_ASSIGN_OR_RETURN(std::string reply, roundTrip(request, waitReplyTimeout(timeout)));
+  RM_RETURN_IF_ERROR(decodeStatus(reply, "get '" + key + "'"));
+  return Bytes(reply.begin() + 1, reply.end());
+}
+
+core::Status TcpStoreClient::wait(const std::vector<std::string>& keys, milliseconds timeout) {
+  wire::Writer w;
+  w.u8(static_cast<uint8_t>(wire::Op::kWait))
+      .u64(wireTimeout(timeout))
+      .u32(static_cast<uint32_t>(keys.size()));
+  for (const auto& key : keys) w.str(key);
+  RM_ASSIGN_OR_RETURN(std::string reply, roundTrip(w.take(), waitReplyTimeout(timeout)));
+  return decodeStatusOnly(reply, "wait");
+}
+
+core::Result<int64_t> TcpStoreClient::add(const std::string& key, int64_t delta) {
+  std::string request = wire::Writer()
+                            .u8(static_cast<uint8_t>(wire::Op::kAdd))
+                            .str(key)
+                            .u64(static_cast<uint64_t>(delta))
+                            .take();
+  RM_ASSIGN_OR_RETURN(std::string reply, roundTrip(request, op_timeout_));
+  const std::string what = "add '" + key + "'";
+  RM_RETURN_IF_ERROR(decodeStatus(reply, what));
+  wire::Reader r(std::string_view(reply).substr(1));
+  uint64_t sum = 0;
+  if (!r.u64(&sum) || !r.done()) return protocolError(what + ": malformed reply");
+  return static_cast<int64_t>(sum);
+}
+
+core::Status TcpStoreClient::decodeStatus(const std::string& reply, const std::string& what) {
+  const std::string context = "rendezvous store at " + address_ + ": " + what;
+  std::string message = reply.substr(1);
+  switch (static_cast<wire::Reply>(reply[0])) {
+    case wire::Reply::kOk:
+      return core::Status::Ok();
+    case wire::Reply::kTimeout:
+      return core::timeoutError(context + ": " + message);
+    case wire::Reply::kInvalid:
+      return core::invalidArgument(context + ": " + message);
+  }
+  return protocolError(what + ": unknown reply status " +
+                       std::to_string(static_cast<uint8_t>(reply[0])));
+}
+
+core::Status TcpStoreClient::decodeStatusOnly(const std::string& reply, const std::string& what) {
+  RM_RETURN_IF_ERROR(decodeStatus(reply, what));
+  if (reply.size() != 1) return protocolError(what + ": malformed reply");
+  return core::Status::Ok();
+}
+
+core::Status TcpStoreClient::protocolError(const std::string& what) {
+  core::Status st = core::unavailable("rendezvous store at " + address_ + ": " + what);
+  std::lock_guard lock(mu_);
+  markBroken(st);
+  return st;
+}
+
+core::Result<std::string> TcpStoreClient::roundTrip(const std::string& request,
+                                                    milliseconds reply_timeout) {
+  if (request.size() - wire::kFrameHeaderBytes > kMaxFrameBytes) {
+    return core::invalidArgument("rendezvous store at " + address_ + ": request of " +
+                                 std::to_string(request.size()) + " bytes exceeds the " +
+                                 std::to_string(kMaxFrameBytes) + "-byte frame limit");
+  }
+  std::lock_guard lock(mu_);
+  if (fd_ < 0) {
+    return core::unavailable("rendezvous store at " + address_ +
+                             ": connection already lost: " + broken_reason_);
+  }
+  const Clock::time_point deadline = Clock::now() + reply_timeout;
+  core::Status st = sendAll(request, deadline);
+  char header[wire::kFrameHeaderBytes];
+  if (st.ok()) st = recvExact(header, sizeof header, deadline);
+  std::string body;
+  if (st.ok()) {
+    uint32_t len = 0;
+    if (wire::peekFrame(std::string_view(header, sizeof header), &len) == wire::FrameStatus::kBad) {
+      st = core::unavailable("malformed reply frame");
+    } else {
+      wire::Reader(std::string_view(header, sizeof header)).u32(&len);
+      body.resize(len);
+      st = recvExact(body.data(), len, deadline);
+    }
+  }
+  if (!st.ok()) {
+    st = std::move(st).withContext("rendezvous store at " + address_);
+    markBroken(st);
+    return st;
+  }
+  return body;
+}
+
+core::Status TcpStoreClient::sendAll(const std::string& data, Clock::time_point deadline) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    ssize_t n = ::send(fd_, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return core::unavailable("send: " + errnoText(errno));
+    RM_ASSIGN_OR_RETURN(bool ready, pollUntil(fd_, POLLOUT, deadline));
+    if (!ready) return core::timeoutError("request not sent within the operation timeout");
+  }
+  return core::Status::Ok();
+}
+
+core::Status TcpStoreClient::recvExact(char* out, size_t n, Clock::time_point deadline) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::recv(fd_, out + got, n - got, 0);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0) return core::unavailable("connection closed by the server");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return core::unavailable("recv: " + errnoText(errno));
+    RM_ASSIGN_OR_RETURN(bool ready, pollUntil(fd_, POLLIN, deadline));
+    if (!ready) return core::timeoutError("no reply within the operation timeout");
+  }
+  return core::Status::Ok();
+}
+
+void TcpStoreClient::markBroken(const core::Status& why) {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  broken_reason_ = why.message();
+  RM_LOG(WARN, RDZV) << "closing the connection: " << why.message();
+}
+
+}  // namespace ringmaster::rendezvous
