@@ -52,6 +52,10 @@ class LineBuilder {
   Subsystem subsystem_;
   std::ostringstream out_;
 };
+
+struct Voidify {
+  void operator&(const LineBuilder&) {}
+};
 }  // namespace detail
 
 inline bool enabled(Level level) {
@@ -63,11 +67,12 @@ inline bool enabled(Level level) {
 // RM_LOG(INFO, STEP) << "epoch " << e;   levels: ERROR WARN INFO DEBUG TRACE;
 // subsystems: CORE CONFIG DATA MODEL STEP COMM RDZV CKPT METRICS WATCH RECONCILE KUBE LOCAL
 // LAUNCH BENCH.
+// An expression (glog's trick: `&` binds looser than `<<`), so it nests in unbraced ifs.
 #define RM_LOG(LEVEL, SUBSYS)                                                \
-  if (!::ringmaster::core::log::enabled(RM_LOG_LEVEL_##LEVEL))               \
-    ;                                                                        \
-  else                                                                       \
-    ::ringmaster::core::log::detail::LineBuilder(RM_LOG_LEVEL_##LEVEL, RM_LOG_SUBSYS_##SUBSYS)
+  !::ringmaster::core::log::enabled(RM_LOG_LEVEL_##LEVEL)                    \
+      ? (void)0                                                              \
+      : ::ringmaster::core::log::detail::Voidify() &                         \
+            ::ringmaster::core::log::detail::LineBuilder(RM_LOG_LEVEL_##LEVEL, RM_LOG_SUBSYS_##SUBSYS)
 
 #define RM_LOG_LEVEL_ERROR ::ringmaster::core::log::Level::kError
 #define RM_LOG_LEVEL_WARN ::ringmaster::core::log::Level::kWarn

@@ -1,0 +1,73 @@
+#include "ringmaster/metrics/metrics.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace ringmaster::metrics {
+namespace {
+
+std::string httpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "";
+  }
+  std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
+  close(fd);
+  return out;
+}
+
+TEST(CheckName, EnforcesPrefixUnitsAndTotal) {
+  EXPECT_TRUE(checkName("ringmaster_trainer_steps_total", true).ok());
+  EXPECT_TRUE(checkName("ringmaster_trainer_step_seconds", false).ok());
+  EXPECT_FALSE(checkName("trainer_steps_total", true).ok());
+  EXPECT_FALSE(checkName("ringmaster_trainer_steps", true).ok());
+  EXPECT_FALSE(checkName("ringmaster_trainer_loss_total", false).ok());
+  EXPECT_FALSE(checkName("ringmaster_step_milliseconds", false).ok());
+  EXPECT_FALSE(checkName("ringmaster_Step", false).ok());
+}
+
+TEST(Registry, RejectsBadNameWithTheName) {
+  Registry r;
+  auto bad = r.counter("ringmaster_steps", "x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("ringmaster_steps"), std::string::npos);
+}
+
+TEST(Exposer, ServesRegisteredMetricsWithConstantLabelsOnAnyPort) {
+  Registry r({{"job", "fmnist"}, {"rank", "0"}});
+  auto steps = r.counter("ringmaster_trainer_steps_total", "Optimizer steps");
+  ASSERT_TRUE(steps.ok());
+  (*steps)->Add({}).Increment(3);
+  auto exposer = Exposer::start("127.0.0.1", 0, r);
+  ASSERT_TRUE(exposer.ok()) << exposer.status().message();
+  ASSERT_GT((*exposer)->port(), 0);
+  std::string body = httpGet((*exposer)->port(), "/metrics");
+  EXPECT_NE(body.find("ringmaster_trainer_steps_total{job=\"fmnist\",rank=\"0\"} 3"),
+            std::string::npos)
+      << body;
+}
+
+TEST(Exposer, BusyPortIsAnErrorNamingTheAddress) {
+  Registry r;
+  auto first = Exposer::start("127.0.0.1", 0, r);
+  ASSERT_TRUE(first.ok());
+  auto second = Exposer::start("127.0.0.1", (*first)->port(), r);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("127.0.0.1:" + std::to_string((*first)->port())),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringmaster::metrics

@@ -1,0 +1,102 @@
+// Drives the real ringmaster-trainer binary: bad input must give one clear error line and the
+// documented exit code (never a crash), and real training must reach the accuracy targets.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "process.h"
+
+namespace ringmaster::testutil {
+namespace {
+
+const std::string kData = "/usr/share/datasets/fashion-mnist";
+
+std::string trainer() { return binaryPath("trainer/ringmaster-trainer"); }
+
+bool haveData() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
+
+// No crash: exited (not signaled), no core dump, with this code, and the error named `needle`.
+void expectCleanFailure(const ProcessResult& r, int code, const std::string& needle) {
+  EXPECT_FALSE(r.signaled) << "killed by signal " << r.term_signal << "\n" << r.stderr_text;
+  EXPECT_FALSE(r.core_dumped);
+  EXPECT_EQ(r.exit_code, code) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(needle), std::string::npos) << r.stderr_text;
+  // One clear error line, not a cascade.
+  const int errors = countLines(r.stderr_text, " E ") + countLines(r.stderr_text, "ringmaster-trainer:");
+  EXPECT_EQ(errors, 1) << r.stderr_text;
+}
+
+TEST(TrainerCli, HelpListsFlagsAndExitsZero) {
+  auto r = run({trainer(), "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.stdout_text.find("--batch-size"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("--summary-json"), std::string::npos);
+}
+
+TEST(TrainerCli, UnknownFlagIsUsageErrorExitTwo) {
+  auto r = run({trainer(), "--epochz=3"});
+  expectCleanFailure(r, 2, "--epochz");
+}
+
+TEST(TrainerCli, MissingDataSetNamesTheDirectory) {
+  TempDir dir;
+  auto r = run({trainer(), "--data", dir.path() + "/nowhere"});
+  expectCleanFailure(r, 1, dir.path() + "/nowhere");
+}
+
+TEST(TrainerCli, CorruptIdxNamesFileAndOffset) {
+  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  TempDir dir;
+  for (const char* f : {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+                        "train-labels-idx1-ubyte.gz"})
+    std::filesystem::copy_file(kData + "/" + f, dir.path() + "/" + f);
+  // A training image file cut short: valid header, 1000 bytes of pixels instead of 47M.
+  gzFile gz = gzopen((dir.path() + "/train-images-idx3-ubyte.gz").c_str(), "wb");
+  const unsigned char header[16] = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28};
+  gzwrite(gz, header, sizeof header);
+  std::vector<unsigned char> pixels(1000, 7);
+  gzwrite(gz, pixels.data(), pixels.size());
+  gzclose(gz);
+  auto r = run({trainer(), "--data", dir.path()});
+  expectCleanFailure(r, 1, "train-images-idx3-ubyte.gz");
+  EXPECT_NE(r.stderr_text.find("offset"), std::string::npos) << r.stderr_text;
+}
+
+TEST(TrainerCli, UnknownConfigKeyIsNamed) {
+  TempDir dir;
+  const std::string path = dir.path() + "/job.yaml";
+  std::ofstream(path) << "epochs: 1\noptimizer:\n  type: sgd\n  momentm: 0.9\n";
+  auto r = run({trainer(), "--config", path});
+  expectCleanFailure(r, 1, "trainer.optimizer.momentm: unknown key");
+}
+
+TEST(TrainerCli, BadConfigValueIsNamed) {
+  TempDir dir;
+  const std::string path = dir.path() + "/job.yaml";
+  std::ofstream(path) << "batchSize: many\n";
+  auto r = run({trainer(), "--config", path});
+  expectCleanFailure(r, 1, "trainer.batchSize: expected an integer, got 'many'");
+}
+
+TEST(TrainerCli, RankNotBelowWorldSizeIsRejected) {
+  auto r = run({trainer()}, {{"RANK", "2"}, {"WORLD_SIZE", "2"}});
+  expectCleanFailure(r, 1, "RANK=2 must be in [0, WORLD_SIZE=2)");
+}
+
+TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
+  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const int port = freePort();
+  auto r = run({trainer(), "--backend", "gloo"},
+               {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", std::to_string(port)}, {"RINGMASTER_RDZV_TIMEOUT_SECONDS", "2"}},
+               std::chrono::seconds(60));
+  EXPECT_FALSE(r.timed_out);
+  expectCleanFailure(r, 1, "127.0.0.1:" + std::to_string(port));
+}
+
+}  // namespace
+}  // namespace ringmaster::testutil

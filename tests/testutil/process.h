@@ -1,0 +1,77 @@
+#pragma once
+// Runs real binaries from tests: fork/exec with extra environment, stdout/stderr captured to
+// files, a wall-clock limit, and the exit code or signal. Background processes can be signalled.
+//
+// Thread-safety: one Process per thread. Failure: a process that cannot be started reports
+// exit_code 127 and the reason in stderr_text.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ringmaster::testutil {
+
+struct ProcessResult {
+  int exit_code = -1;     // valid when !signaled
+  bool signaled = false;  // killed by a signal (term_signal); also true on timeout (SIGKILL)
+  int term_signal = 0;
+  bool core_dumped = false;
+  bool timed_out = false;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+class Process {
+ public:
+  // argv[0] is the program path. env entries are added to (and override) the test's environment;
+  // an entry with an empty value removes that variable.
+  Process(std::vector<std::string> argv, std::map<std::string, std::string> env = {});
+  ~Process();  // kills a still-running process
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  void start();
+  void signal(int sig);
+  bool running();
+  // Waits up to `limit` (then SIGKILL and timed_out = true).
+  ProcessResult wait(std::chrono::seconds limit);
+  // The stderr written so far (for polling on progress).
+  std::string stderrSoFar() const;
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::vector<std::string> argv_;
+  std::map<std::string, std::string> env_;
+  std::string out_path_, err_path_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+// Runs to completion.
+ProcessResult run(std::vector<std::string> argv, std::map<std::string, std::string> env = {},
+                  std::chrono::seconds limit = std::chrono::seconds(300));
+
+// A fresh temporary directory (removed by the destructor).
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A TCP port that was free a moment ago on 127.0.0.1.
+int freePort();
+// Path of a built binary: $RM_BINARY_DIR/<relative>.
+std::string binaryPath(const std::string& relative);
+std::string readFile(const std::string& path);
+// Counts the lines of `text` that contain `needle`.
+int countLines(const std::string& text, const std::string& needle);
+
+}  // namespace ringmaster::testutil

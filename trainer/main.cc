@@ -1,0 +1,256 @@
+// ringmaster-trainer: the built-in data-parallel trainer (one process per rank).
+//
+// Reads spec.trainer-shaped YAML (--config), lets flags override it, takes its place in the world
+// from the environment (DESIGN §5: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
+// RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun), trains, and exits
+// 0 on success, 1 on bad input or a failure, 2 on a usage error, 128+15 when stopped by SIGTERM.
+
+#include <cblas.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "ringmaster/core/flags.h"
+#include "ringmaster/core/log.h"
+#include "ringmaster/core/stop.h"
+#include "ringmaster/metrics/metrics.h"
+#include "trainer/comm/factory.h"
+#include "trainer/config.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/trainer.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace ringmaster::trainer {
+namespace {
+
+using core::Result;
+using core::Status;
+
+struct World {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string job = "local";
+  int64_t attempt = 0;
+};
+
+Result<int64_t> envInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  auto parsed = core::parseInt(v);
+  if (!parsed.ok()) return core::invalidArgument(std::string("environment ") + name + ": " +
+                                                 parsed.status().message());
+  return *parsed;
+}
+
+Result<World> worldFromEnv() {
+  World w;
+  // Under mpirun the MPI variables are the truth; otherwise torchrun's names.
+  const bool mpi = std::getenv("OMPI_COMM_WORLD_RANK") != nullptr && std::getenv("RANK") == nullptr;
+  RM_ASSIGN_OR_RETURN(int64_t rank, envInt(mpi ? "OMPI_COMM_WORLD_RANK" : "RANK", 0));
+  RM_ASSIGN_OR_RETURN(int64_t size, envInt(mpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE", 1));
+  RM_ASSIGN_OR_RETURN(int64_t local, envInt(mpi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "LOCAL_RANK", 0));
+  RM_ASSIGN_OR_RETURN(int64_t port, envInt("MASTER_PORT", 29500));
+  RM_ASSIGN_OR_RETURN(w.attempt, envInt("RINGMASTER_ATTEMPT", 0));
+  if (size < 1 || size > 65536)
+    return core::invalidArgument("WORLD_SIZE=" + std::to_string(size) + " must be in [1, 65536]");
+  if (rank < 0 || rank >= size)
+    return core::invalidArgument("RANK=" + std::to_string(rank) + " must be in [0, WORLD_SIZE=" +
+                                 std::to_string(size) + ")");
+  if (port < 1 || port > 65535)
+    return core::invalidArgument("MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
+  w.rank = static_cast<int>(rank);
+  w.world_size = static_cast<int>(size);
+  w.local_rank = static_cast<int>(local);
+  w.master_port = static_cast<int>(port);
+  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) w.master_addr = a;
+  if (const char* j = std::getenv("RINGMASTER_JOB"); j && *j) w.job = j;
+  return w;
+}
+
+Result<std::vector<int>> parseIntList(const std::string& text, const std::string& flag) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    auto v = core::parseInt(item);
+    if (!v.ok()) return core::usageError("flag --" + flag + ": " + v.status().message());
+    out.push_back(static_cast<int>(*v));
+  }
+  return out;
+}
+
+int run(int argc, char** argv) {
+  core::log::initFromEnv();
+  core::StopSource& stop = core::installSignalStop();
+
+  TrainerConfig config;
+  std::string config_path, summary_path, hidden, channels, log_level;
+  int64_t rdzv_timeout = 300;
+  core::FlagSet flags("ringmaster-trainer",
+                      "Data-parallel SGD on Fashion-MNIST. Configuration is spec.trainer's shape "
+                      "(YAML, --config); flags override it.\nPlace in the world comes from RANK, "
+                      "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (or mpirun).");
+  flags.addString("config", &config_path, "YAML file in the shape of spec.trainer");
+  flags.addString("model", &config.model.type, "model type: mlp | cnn");
+  flags.addString("hidden", &hidden, "MLP hidden widths, comma separated (e.g. 512,512)");
+  flags.addString("channels", &channels, "CNN conv channels, two comma separated counts");
+  flags.addString("data", &config.dataset.path, "Fashion-MNIST directory (IDX, plain or .gz)");
+  flags.addInt("epochs", &config.epochs, "epochs to train");
+  flags.addInt("batch-size", &config.batch_size, "batch size per rank");
+  flags.addString("optimizer", &config.optimizer.type, "sgd | adam");
+  flags.addDouble("lr", &config.optimizer.learning_rate, "learning rate");
+  flags.addDouble("momentum", &config.optimizer.momentum, "SGD momentum");
+  flags.addDouble("weight-decay", &config.optimizer.weight_decay, "weight decay (L2)");
+  flags.addString("backend", &config.backend, "auto | gloo | mpi | shm", "RINGMASTER_BACKEND");
+  flags.addDouble("bucket-cap-mb", &config.bucket_cap_mb, "gradient bucket size in MiB");
+  flags.addDouble("first-bucket-cap-mb", &config.first_bucket_cap_mb, "first bucket size in MiB");
+  flags.addString("checkpoint-dir", &config.checkpoint.path, "checkpoint directory (empty: off)");
+  flags.addInt("checkpoint-every", &config.checkpoint.every_steps,
+               "checkpoint every N steps (and after every epoch)");
+  int64_t seed = static_cast<int64_t>(config.seed);
+  flags.addInt("seed", &seed, "random seed (initialization and shuffling)");
+  flags.addInt("blas-threads", &config.blas_threads, "OpenBLAS threads per rank");
+  flags.addInt("metrics-port", &config.metrics_port, "serve /metrics on this port (0: any, -1: off)",
+               "RINGMASTER_METRICS_PORT");
+  flags.addInt("max-steps", &config.max_steps, "stop after this many steps (0: no limit)");
+  flags.addInt("log-every-steps", &config.log_every_steps, "log the loss every N steps (0: off)");
+  flags.addInt("comm-timeout-seconds", &config.comm_timeout_seconds, "allreduce timeout");
+  flags.addInt("rendezvous-timeout-seconds", &rdzv_timeout,
+               "how long to wait for the other ranks at start", "RINGMASTER_RDZV_TIMEOUT_SECONDS");
+  flags.addString("summary-json", &summary_path, "write a JSON summary here at the end");
+  flags.addString("log-level", &log_level, "error | warn | info | debug | trace");
+
+  bool help = false;
+  Status s = flags.parse(argc, argv, &help);
+  if (!s.ok()) {
+    std::fprintf(stderr, "ringmaster-trainer: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (help) {
+    std::fputs(flags.help().c_str(), stdout);
+    return 0;
+  }
+  if (!log_level.empty()) {
+    core::log::Level level;
+    if (!core::log::parseLevel(log_level, &level)) {
+      std::fprintf(stderr, "ringmaster-trainer: flag --log-level: unknown level '%s'\n",
+                   log_level.c_str());
+      return 2;
+    }
+    core::log::setLevel(level);
+  }
+
+  auto fail = [](const Status& status) {
+    RM_LOG(ERROR, CORE) << status.message();
+    return status.exitCode();
+  };
+
+  // The file is the base; flags given explicitly win over it.
+  if (!config_path.empty()) {
+    TrainerConfig from_flags = config;
+    auto loaded = loadTrainerConfig(config_path);
+    if (!loaded.ok()) return fail(loaded.status());
+    config = *loaded;
+    if (flags.wasSet("model")) config.model.type = from_flags.model.type;
+    if (flags.wasSet("data")) config.dataset.path = from_flags.dataset.path;
+    if (flags.wasSet("epochs")) config.epochs = from_flags.epochs;
+    if (flags.wasSet("batch-size")) config.batch_size = from_flags.batch_size;
+    if (flags.wasSet("optimizer")) config.optimizer.type = from_flags.optimizer.type;
+    if (flags.wasSet("lr")) config.optimizer.learning_rate = from_flags.optimizer.learning_rate;
+    if (flags.wasSet("momentum")) config.optimizer.momentum = from_flags.optimizer.momentum;
+    if (flags.wasSet("weight-decay")) config.optimizer.weight_decay = from_flags.optimizer.weight_decay;
+    if (flags.wasSet("backend")) config.backend = from_flags.backend;
+    if (flags.wasSet("bucket-cap-mb")) config.bucket_cap_mb = from_flags.bucket_cap_mb;
+    if (flags.wasSet("first-bucket-cap-mb")) config.first_bucket_cap_mb = from_flags.first_bucket_cap_mb;
+    if (flags.wasSet("checkpoint-dir")) config.checkpoint.path = from_flags.checkpoint.path;
+    if (flags.wasSet("checkpoint-every")) config.checkpoint.every_steps = from_flags.checkpoint.every_steps;
+    if (flags.wasSet("blas-threads")) config.blas_threads = from_flags.blas_threads;
+    if (flags.wasSet("metrics-port")) config.metrics_port = from_flags.metrics_port;
+    if (flags.wasSet("max-steps")) config.max_steps = from_flags.max_steps;
+    if (flags.wasSet("log-every-steps")) config.log_every_steps = from_flags.log_every_steps;
+    if (flags.wasSet("comm-timeout-seconds")) config.comm_timeout_seconds = from_flags.comm_timeout_seconds;
+  }
+  if (flags.wasSet("seed")) config.seed = static_cast<uint64_t>(seed);
+  if (!hidden.empty()) {
+    auto list = parseIntList(hidden, "hidden");
+    if (!list.ok()) return fail(list.status());
+    config.model.hidden = *list;
+  }
+  if (!channels.empty()) {
+    auto list = parseIntList(channels, "channels");
+    if (!list.ok()) return fail(list.status());
+    config.model.conv_channels = *list;
+  }
+  if (Status v = validate(config); !v.ok()) return fail(v);
+
+  auto world = worldFromEnv();
+  if (!world.ok()) return fail(world.status());
+  core::log::setDefaultPrefix(world->job + " rank " + std::to_string(world->rank) + "/" +
+                              std::to_string(world->world_size));
+  openblas_set_num_threads(static_cast<int>(config.blas_threads));
+  RM_LOG(INFO, CONFIG) << describe(config);
+
+  auto train = data::loadFashionMnist(config.dataset.path, data::Split::kTrain);
+  if (!train.ok()) return fail(train.status());
+  auto test = data::loadFashionMnist(config.dataset.path, data::Split::kTest);
+  if (!test.ok()) return fail(test.status());
+
+  comm::CommConfig comm_config;
+  comm_config.backend = config.backend;
+  comm_config.rank = world->rank;
+  comm_config.world_size = world->world_size;
+  comm_config.master_addr = world->master_addr;
+  comm_config.master_port = world->master_port;
+  comm_config.key_prefix = world->job + "/" + std::to_string(world->attempt) + "/trainer";
+  comm_config.timeout = std::chrono::seconds(rdzv_timeout);
+  auto communicator = comm::makeCommunicator(comm_config);
+  if (!communicator.ok()) return fail(communicator.status());
+
+  metrics::Registry registry({{"job", world->job}, {"rank", std::to_string(world->rank)}});
+  auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend());
+  if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
+  std::unique_ptr<metrics::Exposer> exposer;
+  if (config.metrics_port >= 0) {
+    auto started = metrics::Exposer::start("0.0.0.0", static_cast<int>(config.metrics_port), registry);
+    if (!started.ok()) return fail(started.status());
+    exposer = std::move(*started);
+    RM_LOG(INFO, METRICS) << "serving /metrics on port " << exposer->port();
+  }
+
+  TrainerContext ctx;
+  ctx.comm = communicator->get();
+  ctx.train = &*train;
+  ctx.test = &*test;
+  ctx.stop = &stop;
+  ctx.metrics = &*trainer_metrics;
+  ctx.progress_bar = world->rank == 0 && isatty(STDOUT_FILENO);
+  Trainer trainer(config, ctx);
+  auto summary = trainer.run();
+  if (!summary.ok()) {
+    if (summary.status().code() == core::Code::kCancelled) {
+      RM_LOG(WARN, CORE) << summary.status().message();
+      return 128 + 15;
+    }
+    return fail(summary.status());
+  }
+  if (world->rank == 0) {
+    RM_LOG(INFO, STEP) << "done: " << summary->epochs << " epochs, " << summary->steps
+                       << " steps, test accuracy " << summary->test_accuracy * 100 << "%, "
+                       << static_cast<int64_t>(summary->samples_per_second) << " samples/s";
+    if (!summary_path.empty()) {
+      if (Status w = writeSummaryJson(*summary, summary_path); !w.ok()) return fail(w);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer
+
+int main(int argc, char** argv) { return ringmaster::trainer::run(argc, argv); }

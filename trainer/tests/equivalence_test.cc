@@ -1,0 +1,155 @@
+// Data-parallel equivalence: W ranks x batch b train to the same parameters as 1 rank x batch W*b
+// (the sampler's strided shards make the global batches identical; gradients are averaged).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "ringmaster/rendezvous/store.h"
+#include "trainer/comm/factory.h"
+#include "trainer/comm/inproc_communicator.h"
+#include "trainer/trainer.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace ringmaster::trainer {
+namespace {
+
+const std::string kData = "/usr/share/datasets/fashion-mnist";
+
+class Equivalence : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    openblas_set_num_threads(1);
+    if (!std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz")) return;
+    auto tr = data::loadFashionMnist(kData, data::Split::kTrain);
+    auto te = data::loadFashionMnist(kData, data::Split::kTest);
+    ASSERT_TRUE(tr.ok() && te.ok());
+    train_ = new data::Dataset(std::move(*tr));
+    test_ = new data::Dataset(std::move(*te));
+  }
+  static void TearDownTestSuite() {
+    delete train_;
+    delete test_;
+    train_ = test_ = nullptr;
+  }
+  void SetUp() override {
+    if (!train_) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  }
+
+  static TrainerConfig config(int batch) {
+    TrainerConfig c;
+    c.batch_size = batch;
+    c.max_steps = 50;
+    c.epochs = 1;
+    c.optimizer.learning_rate = 0.05;
+    c.optimizer.momentum = 0.9;
+    c.optimizer.weight_decay = 1e-4;
+    // Small buckets force the multi-bucket, overlapped path even on this small model.
+    c.first_bucket_cap_mb = 0.25;
+    c.bucket_cap_mb = 0.5;
+    return c;
+  }
+
+  // Runs one Trainer per communicator, each on its own thread; returns rank 0's parameters.
+  static std::vector<float> trainRanks(std::vector<std::unique_ptr<comm::Communicator>> comms,
+                                       int batch) {
+    const size_t n = comms.size();
+    std::vector<std::vector<float>> params(n);
+    std::vector<core::Status> status(n);
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        TrainerContext ctx;
+        ctx.comm = comms[r].get();
+        ctx.train = train_;
+        ctx.test = test_;
+        Trainer t(config(batch), ctx);
+        auto s = t.run();
+        status[r] = s.status();
+        if (s.ok()) EXPECT_EQ(s->steps, 50);
+        params[r] = t.parameters();
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t r = 0; r < n; ++r) EXPECT_TRUE(status[r].ok()) << status[r].message();
+    for (size_t r = 1; r < n; ++r) EXPECT_EQ(params[r], params[0]) << "rank " << r << " diverged";
+    return params[0];
+  }
+
+  static double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+      norm += double(b[i]) * b[i];
+    }
+    return std::sqrt(diff / norm);
+  }
+
+  static const std::vector<float>& reference() {
+    static std::vector<float> ref = trainRanks(comm::makeInProcCommunicators(1), 128);
+    return ref;
+  }
+
+  // Communicators of a backend for `world` thread-ranks over one in-memory store.
+  static std::vector<std::unique_ptr<comm::Communicator>> makeComms(const std::string& backend,
+                                                                    int world,
+                                                                    rendezvous::Store* store) {
+    std::vector<std::unique_ptr<comm::Communicator>> comms(world);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r) {
+      threads.emplace_back([&, r] {
+        comm::CommConfig c;
+        c.backend = backend;
+        c.rank = r;
+        c.world_size = world;
+        c.master_addr = "127.0.0.1";
+        c.key_prefix = "equivalence/" + backend;
+        c.timeout = std::chrono::seconds(60);
+        c.store = store;
+        auto made = comm::makeCommunicator(c);
+        EXPECT_TRUE(made.ok()) << made.status().message();
+        if (made.ok()) comms[r] = std::move(*made);
+      });
+    }
+    for (auto& t : threads) t.join();
+    return comms;
+  }
+
+  static data::Dataset* train_;
+  static data::Dataset* test_;
+};
+data::Dataset* Equivalence::train_ = nullptr;
+data::Dataset* Equivalence::test_ = nullptr;
+
+TEST_F(Equivalence, TwoInProcRanksOfBatch64MatchOneRankOfBatch128) {
+  auto two = trainRanks(comm::makeInProcCommunicators(2), 64);
+  EXPECT_LE(relativeError(two, reference()), 1e-5);
+}
+
+TEST_F(Equivalence, TwoGlooRanksOfBatch64MatchOneRankOfBatch128) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto comms = makeComms("gloo", 2, store.get());
+  ASSERT_TRUE(comms[0] && comms[1]);
+  EXPECT_EQ(comms[0]->backend(), "gloo");
+  auto two = trainRanks(std::move(comms), 64);
+  EXPECT_LE(relativeError(two, reference()), 1e-5);
+}
+
+TEST_F(Equivalence, TwoShmRanksOfBatch64MatchOneRankOfBatch128) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto comms = makeComms("shm", 2, store.get());
+  if (!comms[0] || !comms[1]) GTEST_SKIP() << "shm communicator unavailable";
+  auto two = trainRanks(std::move(comms), 64);
+  EXPECT_LE(relativeError(two, reference()), 1e-5);
+}
+
+TEST_F(Equivalence, FourRanksOfBatch32MatchOneRankOfBatch128) {
+  auto four = trainRanks(comm::makeInProcCommunicators(4), 32);
+  EXPECT_LE(relativeError(four, reference()), 1e-5);
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer

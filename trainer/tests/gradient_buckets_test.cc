@@ -1,0 +1,131 @@
+#include "trainer/gradient_buckets.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "trainer/comm/inproc_communicator.h"
+
+namespace ringmaster::trainer {
+namespace {
+
+std::vector<model::ParamView> views(std::vector<size_t> counts) {
+  std::vector<model::ParamView> out;
+  size_t offset = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    out.push_back({"p" + std::to_string(i), offset, counts[i]});
+    offset += counts[i];
+  }
+  return out;
+}
+
+TEST(PlanBuckets, CoversBufferFromTheEndWithoutSplittingParameters) {
+  // 4 params of 100, 200, 300, 50 floats; first cap 1000 bytes (250 floats), then 2000 bytes.
+  auto plan = planBuckets(views({100, 200, 300, 50}), 1000, 2000);
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].offset, 600u);  // the last param (50) alone: adding 300 would exceed 250
+  EXPECT_EQ(plan[0].count, 50u);
+  EXPECT_EQ(plan[1].offset, 100u);  // 300 + 200 fill the 500-float cap exactly
+  EXPECT_EQ(plan[1].count, 500u);
+  EXPECT_EQ(plan[2].offset, 0u);
+  EXPECT_EQ(plan[2].count, 100u);
+}
+
+TEST(PlanBuckets, OneBucketWhenEverythingFits) {
+  auto plan = planBuckets(views({10, 20, 30}), 1 << 20, 25 << 20);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].offset, 0u);
+  EXPECT_EQ(plan[0].count, 60u);
+}
+
+TEST(PlanBuckets, OversizedParameterGetsItsOwnBucket) {
+  auto plan = planBuckets(views({1000, 10}), 16, 16);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[1].count, 1000u);
+}
+
+// A communicator that records each allreduce and lets the test wait for one to start.
+class RecordingComm : public comm::Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string backend() const override { return "recording"; }
+  core::Status allreduceSum(float* data, size_t count, const comm::AllreduceOptions&) override {
+    for (size_t i = 0; i < count; ++i) data[i] *= 2;  // as if the peer had the same gradients
+    std::lock_guard lock(mu);
+    offsets.push_back(static_cast<size_t>(data - base));
+    cv.notify_all();
+    return core::Status::Ok();
+  }
+  core::Status broadcast(void*, size_t, int) override { return core::Status::Ok(); }
+  core::Status barrier() override { return core::Status::Ok(); }
+
+  // True once `n` allreduces have happened (false after a generous deadline).
+  bool waitForCalls(size_t n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return offsets.size() >= n; });
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<size_t> offsets;
+  float* base = nullptr;
+};
+
+TEST(GradientBuckets, LaunchesEachBucketAsSoonAsItsRangeIsReady) {
+  RecordingComm comm;
+  std::vector<float> grads(650, 1.0f);
+  comm.base = grads.data();
+  GradientBuckets buckets(&comm, grads.data(), planBuckets(views({100, 200, 300, 50}), 1000, 2000),
+                          {});
+  buckets.beginStep();
+  // Backward reports the last parameter first; each completed bucket goes out before backward
+  // reaches the earlier layers (finishStep is not called until the end).
+  buckets.onGradsReady(600, 50);
+  ASSERT_TRUE(comm.waitForCalls(1)) << "bucket 0 was not launched while backward ran";
+  buckets.onGradsReady(300, 300);
+  buckets.onGradsReady(100, 200);
+  ASSERT_TRUE(comm.waitForCalls(2)) << "bucket 1 was not launched while backward ran";
+  buckets.onGradsReady(0, 100);
+  ASSERT_TRUE(buckets.finishStep().ok());
+  EXPECT_EQ(comm.offsets, (std::vector<size_t>{600, 100, 0}));
+  // Summed over 2 "ranks" then averaged: every gradient is back to 1.
+  for (float g : grads) ASSERT_FLOAT_EQ(g, 1.0f);
+  EXPECT_EQ(buckets.lastStep().bucket_seconds.size(), 3u);
+  EXPECT_EQ(buckets.lastStep().bytes, 650u * 4);
+}
+
+TEST(GradientBuckets, AveragesAcrossThreadRanks) {
+  constexpr int kRanks = 3;
+  auto comms = comm::makeInProcCommunicators(kRanks);
+  std::vector<std::vector<float>> grads(kRanks);
+  std::vector<std::thread> threads;
+  std::vector<core::Status> results(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      comm::Communicator* comm = comms[r].get();
+      grads[r].assign(1000, static_cast<float>(r + 1));
+      GradientBuckets buckets(comm, grads[r].data(),
+                              planBuckets(views({400, 400, 200}), 800, 1600), {});
+      for (int step = 0; step < 3; ++step) {
+        for (auto& g : grads[r]) g = static_cast<float>(r + 1);
+        buckets.beginStep();
+        buckets.onGradsReady(800, 200);
+        buckets.onGradsReady(400, 400);
+        buckets.onGradsReady(0, 400);
+        results[r] = buckets.finishStep();
+        if (!results[r].ok()) return;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(results[r].ok()) << results[r].message();
+    for (float g : grads[r]) ASSERT_FLOAT_EQ(g, 2.0f);  // mean of 1, 2, 3
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer

@@ -1,0 +1,417 @@
+#include "trainer/trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ringmaster/core/log.h"
+#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/data/sampler.h"
+#include "trainer/gradient_buckets.h"
+#include "trainer/model/model.h"
+#include "trainer/optim/optimizer.h"
+
+namespace ringmaster::trainer {
+
+using Clock = std::chrono::steady_clock;
+using core::Result;
+using core::Status;
+
+namespace {
+
+double secondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Where training stands; what a checkpoint records and a resume restores.
+struct Position {
+  int64_t epoch = 0;          // epochs completed
+  int64_t step = 0;           // global optimizer steps completed
+  int64_t step_in_epoch = 0;  // steps of the current epoch completed
+};
+
+std::string humanBytesPerSecond(double bps) {
+  char buf[32];
+  if (bps >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB/s", bps / 1e9);
+  else std::snprintf(buf, sizeof buf, "%.1f MB/s", bps / 1e6);
+  return buf;
+}
+
+void drawProgressBar(int64_t epoch, int64_t epochs, int64_t done, int64_t total, double loss,
+                     double samples_per_second) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+  std::string bar(filled, '#');
+  bar.append(kWidth - filled, '.');
+  std::printf("\repoch %lld/%lld [%s] %3d%% loss %.4f %.0f samples/s ", (long long)epoch,
+              (long long)epochs, bar.c_str(), total > 0 ? (int)(100 * done / total) : 100, loss,
+              samples_per_second);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+struct Trainer::State {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<optim::Optimizer> optimizer;
+};
+
+Trainer::Trainer(TrainerConfig config, TrainerContext context)
+    : config_(std::move(config)), ctx_(context), state_(std::make_unique<State>()) {}
+Trainer::~Trainer() = default;
+
+std::vector<float> Trainer::parameters() const {
+  if (!state_->model) return {};
+  auto p = state_->model->params();
+  return {p.begin(), p.end()};
+}
+
+namespace {
+
+// Rank 0 loads the newest valid checkpoint (if any) and every rank receives its contents, or
+// rank 0's freshly initialized parameters when there is none.
+Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, model::Model& model,
+                     optim::Optimizer& optimizer, Position* pos, int64_t* resumed_from) {
+  const int rank = comm.rank();
+  // header: ok(1)/error(-1), found, epoch, step, step_in_epoch, optimizer_step
+  int64_t header[6] = {1, 0, 0, 0, 0, 0};
+  Status rank0_error;
+  if (rank == 0 && !config.checkpoint.path.empty()) {
+    auto loaded = checkpoint::loadNewestCheckpoint(config.checkpoint.path, model.signature());
+    if (!loaded.ok()) {
+      rank0_error = loaded.status();
+      header[0] = -1;
+    } else if (loaded->has_value()) {
+      const checkpoint::Checkpoint& ck = **loaded;
+      auto state = optimizer.state();
+      bool compatible = ck.params.size() == model.params().size() &&
+                        ck.optimizer_type == optimizer.type() &&
+                        ck.optimizer_state.size() == state.size();
+      for (size_t i = 0; compatible && i < state.size(); ++i)
+        compatible = ck.optimizer_state[i].size() == state[i]->size();
+      if (!compatible) {
+        rank0_error = core::invalidArgument(
+            "checkpoint in " + config.checkpoint.path + " (step " + std::to_string(ck.step) +
+            ") was written with optimizer '" + ck.optimizer_type + "' and cannot resume '" +
+            optimizer.type() + "': use another checkpoint.path");
+        header[0] = -1;
+      } else {
+        std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
+        for (size_t i = 0; i < state.size(); ++i) *state[i] = ck.optimizer_state[i];
+        header[1] = 1;
+        header[2] = ck.epoch;
+        header[3] = ck.step;
+        header[4] = ck.step_in_epoch;
+        header[5] = ck.optimizer_step;
+      }
+    }
+  }
+  if (comm.size() > 1) {
+    RM_RETURN_IF_ERROR_CTX(comm.broadcast(header, sizeof header, 0), "broadcast resume header");
+  }
+  if (header[0] < 0) {
+    if (rank == 0) return rank0_error.withContext("restoring checkpoint");
+    return core::invalidArgument("rank 0 could not restore its checkpoint (see rank 0's log)");
+  }
+  if (comm.size() > 1) {
+    auto params = model.params();
+    RM_RETURN_IF_ERROR_CTX(comm.broadcast(params.data(), params.size_bytes(), 0),
+                           "broadcast parameters");
+    if (header[1]) {
+      for (auto* buffer : optimizer.state())
+        RM_RETURN_IF_ERROR_CTX(comm.broadcast(buffer->data(), buffer->size() * sizeof(float), 0),
+                               "broadcast optimizer state");
+    }
+  }
+  if (header[1]) {
+    pos->epoch = header[2];
+    pos->step = header[3];
+    pos->step_in_epoch = header[4];
+    optimizer.setStepCount(header[5]);
+    *resumed_from = pos->step;
+    RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (epoch "
+                       << pos->epoch + 1 << ", step " << pos->step_in_epoch << " of the epoch)";
+  }
+  return Status::Ok();
+}
+
+Status saveCheckpoint(const TrainerConfig& config, model::Model& model,
+                      optim::Optimizer& optimizer, const Position& pos) {
+  checkpoint::Checkpoint ck;
+  ck.epoch = pos.epoch;
+  ck.step = pos.step;
+  ck.step_in_epoch = pos.step_in_epoch;
+  ck.model_signature = model.signature();
+  auto params = model.params();
+  ck.params.assign(params.begin(), params.end());
+  ck.optimizer_type = optimizer.type();
+  ck.optimizer_step = optimizer.stepCount();
+  for (auto* buffer : optimizer.state()) ck.optimizer_state.push_back(*buffer);
+  const auto t0 = Clock::now();
+  RM_RETURN_IF_ERROR_CTX(
+      checkpoint::writeCheckpoint(config.checkpoint.path, ck, static_cast<int>(config.checkpoint.keep)),
+      "writing checkpoint at step " + std::to_string(pos.step));
+  RM_LOG(DEBUG, CKPT) << "checkpoint at step " << pos.step << " written in "
+                      << static_cast<int>(secondsBetween(t0, Clock::now()) * 1000) << " ms";
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TrainSummary> Trainer::run() {
+  comm::Communicator& comm = *ctx_.comm;
+  const int rank = comm.rank();
+  const int world = comm.size();
+  const data::Dataset& train = *ctx_.train;
+  const data::Dataset& test = *ctx_.test;
+  const auto batch = static_cast<int>(config_.batch_size);
+
+  RM_ASSIGN_OR_RETURN(state_->model, model::Model::create(config_.model, config_.seed, batch));
+  model::Model& model = *state_->model;
+  if (model.inputSize() != train.featureSize())
+    return core::invalidArgument("model expects " + std::to_string(model.inputSize()) +
+                                 " input features, data set has " +
+                                 std::to_string(train.featureSize()));
+  RM_ASSIGN_OR_RETURN(state_->optimizer,
+                      optim::Optimizer::create(config_.optimizer, model.params().size()));
+  optim::Optimizer& optimizer = *state_->optimizer;
+
+  TrainSummary summary;
+  summary.world_size = world;
+  summary.backend = comm.backend();
+  summary.model_signature = model.signature();
+  Position pos;
+  RM_RETURN_IF_ERROR(restoreOrSync(config_, comm, model, optimizer, &pos, &summary.resumed_from_step));
+
+  comm::AllreduceOptions ar_options;
+  ar_options.timeout = std::chrono::seconds(config_.comm_timeout_seconds);
+  GradientBuckets buckets(
+      &comm, model.grads().data(),
+      planBuckets(model.paramViews(), static_cast<size_t>(config_.first_bucket_cap_mb * (1 << 20)),
+                  static_cast<size_t>(config_.bucket_cap_mb * (1 << 20))),
+      ar_options);
+  if (rank == 0)
+    RM_LOG(INFO, STEP) << model.signature() << ": " << model.params().size() << " parameters in "
+                       << buckets.buckets().size() << " gradient bucket(s); world size " << world
+                       << ", backend " << comm.backend();
+
+  data::ShardedSampler sampler(train.size(), rank, world, config_.seed);
+  const size_t features = train.featureSize();
+  std::vector<float> x(static_cast<size_t>(batch) * features);
+  std::vector<int32_t> y(batch);
+  const int64_t max_steps = config_.max_steps;
+  const bool checkpoints = !config_.checkpoint.path.empty();
+  TrainerMetrics* metrics = ctx_.metrics;
+
+  double train_seconds = 0;  // inside steps
+  double train_wall = 0;     // epoch loops, without evaluation
+  int64_t samples_run = 0;   // on all ranks, in this run
+  double comm_seconds_total = 0, exposed_total = 0;
+  uint64_t comm_bytes_total = 0, comm_calls_total = 0;
+  bool reached_max_steps = max_steps > 0 && pos.step >= max_steps;
+
+  for (int64_t epoch = pos.epoch; epoch < config_.epochs && !reached_max_steps; ++epoch) {
+    sampler.setEpoch(epoch);
+    const std::vector<uint32_t>& shard = sampler.indices();
+    const int64_t num_batches = static_cast<int64_t>(sampler.numBatches(batch));
+    const int64_t first_batch = epoch == pos.epoch ? pos.step_in_epoch : 0;
+    if (metrics) metrics->epoch->Set(static_cast<double>(epoch + 1));
+
+    double loss_sum = 0;
+    int64_t loss_count = 0;
+    int64_t epoch_samples = 0;  // on all ranks
+    double epoch_comm = 0, epoch_exposed = 0;
+    uint64_t epoch_bytes = 0;
+    const auto epoch_start = Clock::now();
+    auto last_bar = epoch_start;
+
+    for (int64_t b = first_batch; b < num_batches; ++b) {
+      if (ctx_.stop && ctx_.stop->stopRequested()) {
+        if (rank == 0 && checkpoints) {
+          Position here{epoch, pos.step, b};
+          RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, here));
+          RM_LOG(INFO, CKPT) << "checkpoint written at step " << pos.step << " before stopping";
+        }
+        return core::cancelled(ctx_.stop->reason() + ": stopped at epoch " +
+                               std::to_string(epoch + 1) + " step " + std::to_string(pos.step));
+      }
+      if (max_steps > 0 && pos.step >= max_steps) {
+        reached_max_steps = true;
+        break;
+      }
+      const size_t begin = static_cast<size_t>(b) * batch;
+      const int n = static_cast<int>(std::min<size_t>(batch, shard.size() - begin));
+      data::gatherBatch(train, shard.data() + begin, n, x.data(), y.data());
+
+      const auto t0 = Clock::now();
+      int correct = 0;
+      const float loss = model.forwardLoss(x.data(), y.data(), n, &correct);
+      buckets.beginStep();
+      model.backward([&](size_t offset, size_t count) { buckets.onGradsReady(offset, count); });
+      RM_RETURN_IF_ERROR_CTX(buckets.finishStep(), "rank " + std::to_string(rank) + ": step " +
+                                                      std::to_string(pos.step + 1));
+      optimizer.step(model.params(), model.grads());
+      const auto t1 = Clock::now();
+      const double step_seconds = secondsBetween(t0, t1);
+      train_seconds += step_seconds;
+
+      ++pos.step;
+      epoch_samples += static_cast<int64_t>(n) * world;
+      loss_sum += loss;
+      ++loss_count;
+      const StepCommTiming& timing = buckets.lastStep();
+      epoch_comm += timing.comm_seconds;
+      epoch_exposed += timing.exposed_seconds;
+      epoch_bytes += timing.bytes;
+      comm_calls_total += timing.bucket_seconds.size();
+      if (metrics) {
+        metrics->samples->Increment(n);
+        metrics->steps->Increment();
+        metrics->step_seconds->Observe(step_seconds);
+        for (double s : timing.bucket_seconds) metrics->allreduce_seconds->Observe(s);
+        if (world > 1) metrics->allreduce_bytes->Increment(static_cast<double>(timing.bytes));
+      }
+      if (!std::isfinite(loss))
+        return core::invalidArgument("rank " + std::to_string(rank) + ": loss became " +
+                                     std::to_string(loss) + " at step " + std::to_string(pos.step) +
+                                     " (learning rate " +
+                                     std::to_string(config_.optimizer.learning_rate) + " too high?)");
+      if (config_.log_every_steps > 0 && pos.step % config_.log_every_steps == 0 && rank == 0)
+        RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << pos.step << " loss " << loss;
+      if (ctx_.progress_bar && rank == 0 &&
+          secondsBetween(last_bar, t1) > 0.2) {
+        last_bar = t1;
+        const double elapsed = secondsBetween(epoch_start, t1);
+        drawProgressBar(epoch + 1, config_.epochs, b + 1, num_batches, loss_sum / loss_count,
+                        elapsed > 0 ? (b + 1 - first_batch) * batch * world / elapsed : 0);
+      }
+      if (rank == 0 && checkpoints && config_.checkpoint.every_steps > 0 &&
+          pos.step % config_.checkpoint.every_steps == 0 && b + 1 < num_batches) {
+        RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, {epoch, pos.step, b + 1}));
+      }
+    }
+    const double epoch_wall = secondsBetween(epoch_start, Clock::now());
+    comm_seconds_total += epoch_comm;
+    exposed_total += epoch_exposed;
+    comm_bytes_total += epoch_bytes;
+
+    // Evaluate on this rank's strided share of the test set; sum the counts over ranks.
+    std::vector<uint32_t> test_idx;
+    for (size_t i = rank; i < test.size(); i += world) test_idx.push_back(static_cast<uint32_t>(i));
+    double test_loss_sum = 0;
+    int64_t test_correct = 0;
+    for (size_t begin = 0; begin < test_idx.size(); begin += batch) {
+      const int n = static_cast<int>(std::min<size_t>(batch, test_idx.size() - begin));
+      data::gatherBatch(test, test_idx.data() + begin, n, x.data(), y.data());
+      test_correct += model.evaluate(x.data(), y.data(), n, &test_loss_sum);
+    }
+    float totals[5] = {static_cast<float>(test_correct), static_cast<float>(test_loss_sum),
+                       static_cast<float>(test_idx.size()), static_cast<float>(loss_sum),
+                       static_cast<float>(loss_count)};
+    if (world > 1) {
+      comm::AllreduceOptions opts = ar_options;
+      opts.tag = "epoch totals";
+      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals, 5, opts),
+                             "rank " + std::to_string(rank) + ": epoch " + std::to_string(epoch + 1));
+    }
+    summary.test_accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0;
+    summary.test_loss = totals[2] > 0 ? totals[1] / totals[2] : 0;
+    summary.final_train_loss = totals[4] > 0 ? totals[3] / totals[4] : 0;
+    const int64_t steps_this_epoch = loss_count;
+    const double sps = epoch_wall > 0 ? static_cast<double>(epoch_samples) / epoch_wall : 0;
+    train_wall += epoch_wall;
+    samples_run += epoch_samples;
+    const double busbw =
+        comm::allreduceBusBandwidth(static_cast<double>(epoch_bytes), epoch_comm, world);
+    const double overlap = epoch_comm > 0 ? std::max(0.0, 1.0 - epoch_exposed / epoch_comm) : 0;
+    if (metrics) {
+      metrics->loss->Set(summary.final_train_loss);
+      metrics->accuracy->Set(summary.test_accuracy);
+      metrics->samples_per_second->Set(sps);
+      metrics->bus_bandwidth->Set(busbw);
+      metrics->overlap_ratio->Set(overlap);
+      metrics->comm_hidden_seconds->Increment(std::max(0.0, epoch_comm - epoch_exposed));
+      metrics->comm_exposed_seconds->Increment(epoch_exposed);
+    }
+    if (ctx_.progress_bar && rank == 0) std::printf("\n");
+    if (!reached_max_steps) {
+      pos = {epoch + 1, pos.step, 0};
+      summary.epochs = epoch + 1;
+    } else {
+      summary.epochs = epoch;
+    }
+    if (rank == 0) {
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "epoch %lld/%lld: train loss %.4f, test accuracy %.2f%% (loss %.4f), "
+                    "%.0f samples/s, %lld steps in %.1f s",
+                    (long long)(epoch + 1), (long long)config_.epochs, summary.final_train_loss,
+                    100.0 * summary.test_accuracy, summary.test_loss, sps,
+                    (long long)steps_this_epoch, epoch_wall);
+      std::string text = line;
+      if (world > 1)
+        text += ", allreduce " + humanBytesPerSecond(busbw) + " busbw, " +
+                std::to_string(static_cast<int>(overlap * 100)) + "% hidden behind backward";
+      RM_LOG(INFO, STEP) << text;
+      if (checkpoints && !reached_max_steps) RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos));
+    }
+  }
+  if (rank == 0 && checkpoints && reached_max_steps)
+    RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos));
+
+  summary.steps = pos.step;
+  summary.train_seconds = train_wall;
+  summary.samples_per_second = train_wall > 0 ? static_cast<double>(samples_run) / train_wall : 0;
+  if (rank == 0 && train_wall > 0)
+    RM_LOG(DEBUG, STEP) << "time inside steps " << train_seconds << " s of " << train_wall << " s";
+  summary.allreduce_calls = comm_calls_total;
+  summary.allreduce_bytes = comm_bytes_total;
+  summary.allreduce_seconds = comm_seconds_total;
+  summary.allreduce_bus_bandwidth =
+      comm::allreduceBusBandwidth(static_cast<double>(comm_bytes_total), comm_seconds_total, world);
+  summary.comm_exposed_seconds = exposed_total;
+  summary.comm_hidden_seconds = std::max(0.0, comm_seconds_total - exposed_total);
+  summary.overlap_ratio = comm_seconds_total > 0 ? summary.comm_hidden_seconds / comm_seconds_total : 0;
+  return summary;
+}
+
+Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
+  nlohmann::json j = {
+      {"epochs", s.epochs},
+      {"steps", s.steps},
+      {"resumedFromStep", s.resumed_from_step},
+      {"samplesPerSecond", s.samples_per_second},
+      {"finalTrainLoss", s.final_train_loss},
+      {"testAccuracy", s.test_accuracy},
+      {"testLoss", s.test_loss},
+      {"worldSize", s.world_size},
+      {"backend", s.backend},
+      {"model", s.model_signature},
+      {"trainSeconds", s.train_seconds},
+      {"allreduce",
+       {{"calls", s.allreduce_calls},
+        {"bytes", s.allreduce_bytes},
+        {"seconds", s.allreduce_seconds},
+        {"busBandwidthBytesPerSecond", s.allreduce_bus_bandwidth},
+        {"hiddenSeconds", s.comm_hidden_seconds},
+        {"exposedSeconds", s.comm_exposed_seconds},
+        {"overlapRatio", s.overlap_ratio}}},
+  };
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return core::errnoError("summary " + tmp, errno);
+    out << j.dump(2) << "\n";
+    if (!out) return core::errnoError("writing summary " + tmp, errno);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return core::errnoError("rename " + tmp + " -> " + path, errno);
+  return Status::Ok();
+}
+
+}  // namespace ringmaster::trainer

@@ -1,0 +1,77 @@
+#pragma once
+// The data-parallel training loop of one rank: sharded batches, forward/backward, gradient
+// buckets allreduced while backward runs, optimizer step, periodic checkpoints (rank 0), an
+// evaluation on the test set after every epoch (sharded across ranks, counts allreduced).
+//
+// Resuming: rank 0 loads the newest valid checkpoint from checkpoint.path and broadcasts
+// parameters, optimizer state and position (epoch, step in epoch) to every rank, so only rank 0
+// needs to see the checkpoint volume. Without one, rank 0's initial parameters are broadcast.
+//
+// Ownership: borrows everything in TrainerContext (it must outlive run()).
+// Thread-safety: one Trainer per rank; ranks may be threads of one process (tests).
+// Failure: run() returns the first error (communication, checkpoint I/O, stop requested) with
+// the rank in the message.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+#include "ringmaster/core/stop.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/config.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/trainer_metrics.h"
+
+namespace ringmaster::trainer {
+
+struct TrainSummary {
+  int64_t epochs = 0;            // epochs completed (including ones done before a resume)
+  int64_t steps = 0;             // global optimizer steps completed
+  int64_t resumed_from_step = -1;  // -1: fresh start
+  double samples_per_second = 0;  // global (all ranks), training time only
+  double final_train_loss = 0;   // mean over the last epoch, all ranks
+  double test_accuracy = 0;      // after the last epoch
+  double test_loss = 0;
+  int world_size = 1;
+  std::string backend;
+  std::string model_signature;
+  uint64_t allreduce_calls = 0;
+  uint64_t allreduce_bytes = 0;
+  double allreduce_seconds = 0;
+  double allreduce_bus_bandwidth = 0;  // bytes/s, over the whole run
+  double comm_hidden_seconds = 0;
+  double comm_exposed_seconds = 0;
+  double overlap_ratio = 0;
+  double train_seconds = 0;
+};
+
+struct TrainerContext {
+  comm::Communicator* comm = nullptr;
+  const data::Dataset* train = nullptr;
+  const data::Dataset* test = nullptr;
+  const core::StopSource* stop = nullptr;  // optional
+  TrainerMetrics* metrics = nullptr;       // optional
+  bool progress_bar = false;               // live bar on stdout (rank 0, when a terminal)
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerConfig config, TrainerContext context);
+  ~Trainer();
+  core::Result<TrainSummary> run();
+  // Final parameters (after run()); tests compare them across world sizes.
+  std::vector<float> parameters() const;
+
+ private:
+  struct State;
+  TrainerConfig config_;
+  TrainerContext ctx_;
+  std::unique_ptr<State> state_;
+};
+
+// Writes `summary` as one JSON object to `path` (atomically: temp file + rename).
+core::Status writeSummaryJson(const TrainSummary& summary, const std::string& path);
+
+}  // namespace ringmaster::trainer

@@ -1,0 +1,49 @@
+#include "trainer/trainer_metrics.h"
+
+namespace ringmaster::trainer {
+
+core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r, const std::string& backend) {
+  TrainerMetrics m;
+  const metrics::Labels by_backend = {{"backend", backend}};
+  RM_ASSIGN_OR_RETURN(auto samples, r.counter("ringmaster_trainer_samples_total",
+                                              "Training samples processed by this rank"));
+  m.samples = &samples->Add({});
+  RM_ASSIGN_OR_RETURN(auto steps, r.counter("ringmaster_trainer_steps_total", "Optimizer steps"));
+  m.steps = &steps->Add({});
+  RM_ASSIGN_OR_RETURN(auto step_seconds, r.histogram("ringmaster_trainer_step_seconds",
+                                                     "Wall time of one training step"));
+  m.step_seconds = &step_seconds->Add({}, metrics::exponentialBuckets(0.0005, 2, 16));
+  RM_ASSIGN_OR_RETURN(auto loss, r.gauge("ringmaster_trainer_loss",
+                                         "Mean training loss of the last logged interval"));
+  m.loss = &loss->Add({});
+  RM_ASSIGN_OR_RETURN(auto acc, r.gauge("ringmaster_trainer_test_accuracy_ratio",
+                                        "Test-set accuracy after the last epoch (0..1)"));
+  m.accuracy = &acc->Add({});
+  RM_ASSIGN_OR_RETURN(auto epoch, r.gauge("ringmaster_trainer_epoch", "Current epoch (1-based)"));
+  m.epoch = &epoch->Add({});
+  RM_ASSIGN_OR_RETURN(auto sps, r.gauge("ringmaster_trainer_samples_per_second",
+                                        "Global training throughput over the last epoch"));
+  m.samples_per_second = &sps->Add({});
+  RM_ASSIGN_OR_RETURN(auto ar_seconds, r.histogram("ringmaster_trainer_allreduce_seconds",
+                                                   "Wall time of one bucket allreduce"));
+  m.allreduce_seconds = &ar_seconds->Add(by_backend, metrics::exponentialBuckets(1e-5, 2, 20));
+  RM_ASSIGN_OR_RETURN(auto ar_bytes, r.counter("ringmaster_trainer_allreduce_bytes_total",
+                                               "Bytes allreduced by this rank"));
+  m.allreduce_bytes = &ar_bytes->Add(by_backend);
+  RM_ASSIGN_OR_RETURN(auto busbw,
+                      r.gauge("ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second",
+                              "Allreduce bus bandwidth (nccl-tests formula) over the last epoch"));
+  m.bus_bandwidth = &busbw->Add(by_backend);
+  RM_ASSIGN_OR_RETURN(auto overlap, r.gauge("ringmaster_trainer_comm_overlap_ratio",
+                                            "Share of allreduce time hidden behind backward"));
+  m.overlap_ratio = &overlap->Add({});
+  RM_ASSIGN_OR_RETURN(auto hidden, r.counter("ringmaster_trainer_comm_hidden_seconds_total",
+                                             "Allreduce time that overlapped with compute"));
+  m.comm_hidden_seconds = &hidden->Add({});
+  RM_ASSIGN_OR_RETURN(auto exposed, r.counter("ringmaster_trainer_comm_exposed_seconds_total",
+                                              "Time the training thread waited for allreduce"));
+  m.comm_exposed_seconds = &exposed->Add({});
+  return m;
+}
+
+}  // namespace ringmaster::trainer
