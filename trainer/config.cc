@@ -134,6 +134,7 @@ Status readConfig(MapReader& t, TrainerConfig* c) {
     RM_RETURN_IF_ERROR(o.read("momentum", &c->optimizer.momentum));
     RM_RETURN_IF_ERROR(o.read("weightDecay", &c->optimizer.weight_decay));
     RM_RETURN_IF_ERROR(o.read("nesterov", &c->optimizer.nesterov));
+    RM_RETURN_IF_ERROR(o.read("schedule", &c->lr_schedule));
     RM_RETURN_IF_ERROR(o.read("beta1", &c->optimizer.beta1));
     RM_RETURN_IF_ERROR(o.read("beta2", &c->optimizer.beta2));
     return o.read("epsilon", &c->optimizer.epsilon);
@@ -224,6 +225,8 @@ Status validate(const TrainerConfig& c) {
   if (o.type != "sgd" && o.type != "adam")
     return bad("optimizer.type", "must be sgd or adam, got '" + o.type + "'");
   if (!(o.learning_rate > 0)) return bad("optimizer.learningRate", "must be > 0");
+  if (c.lr_schedule != "constant" && c.lr_schedule != "cosine")
+    return bad("optimizer.schedule", "must be constant or cosine, got '" + c.lr_schedule + "'");
   if (o.momentum < 0 || o.momentum >= 1) return bad("optimizer.momentum", "must be in [0, 1)");
   if (o.weight_decay < 0) return bad("optimizer.weightDecay", "must be >= 0");
   if (o.beta1 < 0 || o.beta1 >= 1) return bad("optimizer.beta1", "must be in [0, 1)");
@@ -243,7 +246,7 @@ std::string describe(const TrainerConfig& c) {
     out << " channels=[" << c.model.conv_channels[0] << "," << c.model.conv_channels[1] << "]";
   }
   out << " epochs=" << c.epochs << " batchSize=" << c.batch_size << " optimizer=" << c.optimizer.type
-      << " lr=" << c.optimizer.learning_rate << " momentum=" << c.optimizer.momentum
+      << " lr=" << c.optimizer.learning_rate << " schedule=" << c.lr_schedule << " momentum=" << c.optimizer.momentum
       << " weightDecay=" << c.optimizer.weight_decay << " bucketCapMB=" << c.bucket_cap_mb
       << " backend=" << c.backend << " seed=" << c.seed << " blasThreads=" << c.blas_threads
       << " data=" << c.dataset.path

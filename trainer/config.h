@@ -32,6 +32,9 @@ struct TrainerConfig {
   int64_t epochs = 5;
   int64_t batch_size = 128;  // per rank
   optim::OptimizerConfig optimizer;
+  // Learning-rate schedule over the whole run (optimizer.schedule): constant, or cosine decay
+  // from learningRate to 0 at the last step.
+  std::string lr_schedule = "constant";
   double bucket_cap_mb = 25.0;
   // DDP-style small first bucket so communication starts while most of backward remains.
   double first_bucket_cap_mb = 1.0;

@@ -105,6 +105,7 @@ int run(int argc, char** argv) {
   flags.addInt("batch-size", &config.batch_size, "batch size per rank");
   flags.addString("optimizer", &config.optimizer.type, "sgd | adam");
   flags.addDouble("lr", &config.optimizer.learning_rate, "learning rate");
+  flags.addString("lr-schedule", &config.lr_schedule, "constant | cosine (decay to 0 at the end)");
   flags.addDouble("momentum", &config.optimizer.momentum, "SGD momentum");
   flags.addDouble("weight-decay", &config.optimizer.weight_decay, "weight decay (L2)");
   flags.addString("backend", &config.backend, "auto | gloo | mpi | shm", "RINGMASTER_BACKEND");
@@ -163,6 +164,7 @@ int run(int argc, char** argv) {
     if (flags.wasSet("batch-size")) config.batch_size = from_flags.batch_size;
     if (flags.wasSet("optimizer")) config.optimizer.type = from_flags.optimizer.type;
     if (flags.wasSet("lr")) config.optimizer.learning_rate = from_flags.optimizer.learning_rate;
+    if (flags.wasSet("lr-schedule")) config.lr_schedule = from_flags.lr_schedule;
     if (flags.wasSet("momentum")) config.optimizer.momentum = from_flags.optimizer.momentum;
     if (flags.wasSet("weight-decay")) config.optimizer.weight_decay = from_flags.optimizer.weight_decay;
     if (flags.wasSet("backend")) config.backend = from_flags.backend;

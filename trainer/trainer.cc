@@ -201,6 +201,15 @@ Result<TrainSummary> Trainer::run() {
                        << ", backend " << comm.backend();
 
   data::ShardedSampler sampler(train.size(), rank, world, config_.seed);
+  // Every epoch has the same number of steps, so the schedule is a function of the step alone
+  // and a resumed run follows it exactly.
+  const double total_steps = static_cast<double>(config_.epochs) *
+                             static_cast<double>(sampler.numBatches(batch));
+  const double base_lr = config_.optimizer.learning_rate;
+  auto learningRateAt = [&](int64_t step) {
+    if (config_.lr_schedule != "cosine" || total_steps <= 0) return base_lr;
+    return base_lr * 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / total_steps));
+  };
   const size_t features = train.featureSize();
   std::vector<float> x(static_cast<size_t>(batch) * features);
   std::vector<int32_t> y(batch);
@@ -255,6 +264,7 @@ Result<TrainSummary> Trainer::run() {
       model.backward([&](size_t offset, size_t count) { buckets.onGradsReady(offset, count); });
       RM_RETURN_IF_ERROR_CTX(buckets.finishStep(), "rank " + std::to_string(rank) + ": step " +
                                                       std::to_string(pos.step + 1));
+      optimizer.setLearningRate(learningRateAt(pos.step));
       optimizer.step(model.params(), model.grads());
       const auto t1 = Clock::now();
       const double step_seconds = secondsBetween(t0, t1);

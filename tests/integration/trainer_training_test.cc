@@ -65,7 +65,8 @@ class TrainerTraining : public ::testing::Test {
 };
 
 const std::vector<std::string> kMlp = {"--model", "mlp", "--hidden", "512,512", "--epochs", "5",
-                                       "--batch-size", "128", "--lr", "0.05", "--momentum", "0.9"};
+                                       "--batch-size", "128", "--lr", "0.05", "--momentum", "0.9",
+                                       "--lr-schedule", "cosine"};
 
 TEST_F(TrainerTraining, MlpOneRankReaches88PercentIn5Epochs) {
   TempDir dir;
@@ -102,8 +103,8 @@ TEST_F(TrainerTraining, MlpTwoRanksMpiReaches88PercentIn5Epochs) {
 
 TEST_F(TrainerTraining, CnnReaches90Percent) {
   TempDir dir;
-  auto s = trainRanks(1, {"--model", "cnn", "--epochs", "5", "--batch-size", "64", "--lr", "0.05",
-                          "--momentum", "0.9"},
+  auto s = trainRanks(1, {"--model", "cnn", "--epochs", "5", "--batch-size", "64", "--lr", "0.02",
+                          "--momentum", "0.9", "--lr-schedule", "cosine"},
                       dir);
   EXPECT_GE(s.value("testAccuracy", 0.0), 0.90) << s.dump();
 }

@@ -1,0 +1,61 @@
+#pragma once
+// The collective-communication seam of the trainer. One Communicator per rank; the backend is
+// chosen at run time (makeCommunicator in factory.h): gloo (ring allreduce over TCP, rendezvous
+// through rm::rendezvous), mpi (when started under mpirun), inproc (ranks as threads, tests).
+//
+// Thread-safety: a Communicator is used by one thread at a time (the trainer's communication
+// thread); collectives must be called in the same order on every rank.
+// Failure: calls return a Status naming the rank, the call and the size; after an error the
+// communicator is unusable (peers may be gone) and the trainer exits.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ringmaster/core/status.h"
+
+namespace ringmaster::trainer::comm {
+
+struct AllreduceOptions {
+  // Give up when a peer has not answered for this long (0 = backend default).
+  std::chrono::milliseconds timeout{0};
+  // A caller-chosen tag that appears in error messages ("bucket 3").
+  std::string tag;
+};
+
+struct CommStats {
+  uint64_t allreduce_calls = 0;
+  uint64_t allreduce_bytes = 0;    // payload bytes summed over calls (per rank)
+  double allreduce_seconds = 0.0;  // wall time inside allreduce, summed
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "gloo", "mpi", "inproc"
+  virtual std::string backend() const = 0;
+
+  // In-place sum of `count` floats across all ranks. `data` must stay valid until return.
+  virtual core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) = 0;
+  // Broadcast `bytes` bytes from `root` to every rank (used to sync initial parameters).
+  virtual core::Status broadcast(void* data, size_t bytes, int root) = 0;
+  virtual core::Status barrier() = 0;
+
+  const CommStats& stats() const { return stats_; }
+
+ protected:
+  CommStats stats_;  // updated by implementations in allreduceSum
+};
+
+// nccl-tests' bus bandwidth for allreduce: bytes / seconds * 2 * (n - 1) / n.
+inline double allreduceBusBandwidth(double bytes, double seconds, int n) {
+  if (seconds <= 0 || n <= 1) return 0.0;
+  return bytes / seconds * 2.0 * (n - 1) / n;
+}
+
+}  // namespace ringmaster::trainer::comm

@@ -1,0 +1,67 @@
+#pragma once
+// Picks and builds the Communicator for this rank at run time. The only file that knows which
+// backends were compiled in (#if RM_HAVE_MPI lives in factory.cc alone).
+//
+// backend:
+//   "auto"   under mpirun: mpi. Otherwise a world of 1: single (no store, no network); else shm
+//            when every rank can map one shared-memory segment (same host), else gloo.
+//   "shm"    shared memory, fails unless every rank can map the segment
+//   "gloo"   Gloo ring over TCP
+//   "mpi"    MPI_Allreduce (only when built with Open MPI; rank and size come from mpirun)
+//   "inproc" ranks as threads of this process sharing `inproc_group` (tests)
+// Rendezvous (shm, gloo): through `store` when given; otherwise a TcpStoreClient to
+// master_addr:master_port, where rank 0 first tries to host the TcpStoreServer itself (so the
+// trainer works without the launcher) and simply connects when the port is taken (the
+// launcher hosts it). Keys live under "<key_prefix>/comm/".
+//
+// Ownership: the returned communicator owns any store client/server the factory made; a
+// caller's `store` is not owned and is used only while makeCommunicator runs.
+// Thread-safety: makeCommunicator is safe to call from several threads (one per rank).
+// Failure: a Status naming the rank and the backend (kInvalidArgument for a bad config,
+// kUnavailable for a backend not built in, kTimeout for peers that do not show up).
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "ringmaster/core/status.h"
+#include "ringmaster/rendezvous/store.h"
+#include "trainer/comm/communicator.h"
+
+namespace ringmaster::trainer::comm {
+
+class InProcGroup;
+
+struct CommConfig {
+  std::string backend = "auto";  // auto | shm | gloo | mpi | inproc
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string key_prefix;  // e.g. "<job>/<attempt>"; empty: keys start at "comm/"
+  // Rendezvous timeout, and the default for collectives whose options say 0.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  rendezvous::Store* store = nullptr;  // optional, not owned
+  // gloo: where peers reach this rank (see GlooConfig); empty hostname means
+  // defaultGlooHostname(master_addr).
+  std::string gloo_hostname;
+  std::string gloo_iface;
+  // shm: staging slot size and the single-synchronization threshold (see ShmConfig).
+  size_t shm_slot_bytes = 512 << 10;
+  size_t shm_direct_max_bytes = 32 << 10;
+  // Test-only: this rank claims it cannot map the shm segment (see ShmConfig).
+  bool shm_pretend_unreachable_for_testing = false;
+  // inproc: the group shared by the ranks of this process.
+  std::shared_ptr<InProcGroup> inproc_group;
+};
+
+core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& config);
+
+// True when this process was started by mpirun (Open MPI or PMIx environment variables).
+bool runningUnderMpirun();
+
+// Whether this build includes the MPI backend.
+bool mpiBackendBuilt();
+
+}  // namespace ringmaster::trainer::comm

@@ -1,0 +1,146 @@
+#include "trainer/comm/mpi_communicator.h"
+
+// The C API only: Open MPI's deprecated C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <string>
+
+#include "ringmaster/core/log.h"
+#include "trainer/comm/call_context.h"
+
+// Checks an MPI call's return code; on failure returns a Status with `ctx` and MPI's message.
+#define RM_MPI_CHECK(call, ctx)                                                         \
+  do {                                                                                  \
+    const int rm_mpi_rc_ = (call);                                                      \
+    if (rm_mpi_rc_ != MPI_SUCCESS) return ::ringmaster::trainer::comm::mpiError(        \
+        rm_mpi_rc_, std::string(ctx) + ": " #call);                                     \
+  } while (0)
+
+namespace ringmaster::trainer::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+core::Status mpiError(int rc, const std::string& what) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) {
+    return core::internalError(what + ": MPI error " + std::to_string(rc));
+  }
+  return core::unavailable(what + ": " + std::string(text, len));
+}
+
+const char* threadLevelName(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "unknown";
+}
+
+// MPI counts are int: large buffers go in pieces of at most this many elements.
+constexpr size_t kMaxMpiCount = static_cast<size_t>(INT_MAX) / 2;
+
+}  // namespace
+
+struct MpiCommunicator::State {
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool we_initialized = false;
+};
+
+core::Result<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create() {
+  auto state = std::make_unique<State>();
+  int initialized = 0;
+  int finalized = 0;
+  RM_MPI_CHECK(MPI_Initialized(&initialized), "mpi init");
+  RM_MPI_CHECK(MPI_Finalized(&finalized), "mpi init");
+  if (finalized) return core::internalError("mpi init: MPI was already finalized in this process");
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized) {
+    RM_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "mpi init");
+    state->we_initialized = true;
+  } else {
+    RM_MPI_CHECK(MPI_Query_thread(&provided), "mpi init");
+  }
+  if (provided < MPI_THREAD_SERIALIZED) {
+    if (state->we_initialized) MPI_Finalize();
+    return core::unavailable(std::string("mpi init: need MPI_THREAD_SERIALIZED, MPI provides ") +
+                             threadLevelName(provided));
+  }
+  // Errors come back as codes instead of aborting the job.
+  RM_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "mpi init");
+  RM_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &state->comm), "mpi init");
+  RM_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN), "mpi init");
+  int rank = 0;
+  int size = 0;
+  RM_MPI_CHECK(MPI_Comm_rank(state->comm, &rank), "mpi init");
+  RM_MPI_CHECK(MPI_Comm_size(state->comm, &size), "mpi init");
+  RM_LOG(DEBUG, COMM) << "mpi: rank " << rank << "/" << size << ", thread level "
+                      << threadLevelName(provided);
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(std::move(state), rank, size));
+}
+
+MpiCommunicator::MpiCommunicator(std::unique_ptr<State> state, int rank, int size)
+    : state_(std::move(state)), rank_(rank), size_(size) {}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (state_->comm != MPI_COMM_NULL) {
+    const int rc = MPI_Comm_free(&state_->comm);
+    if (rc != MPI_SUCCESS) {
+      RM_LOG(WARN, COMM) << mpiError(rc, "rank " + std::to_string(rank_) + ": MPI_Comm_free")
+                                .message();
+    }
+  }
+  if (state_->we_initialized) {
+    int finalized = 0;
+    if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) {
+      const int rc = MPI_Finalize();
+      if (rc != MPI_SUCCESS) {
+        RM_LOG(WARN, COMM) << mpiError(rc, "rank " + std::to_string(rank_) + ": MPI_Finalize")
+                                  .message();
+      }
+    }
+  }
+}
+
+core::Status MpiCommunicator::allreduceSum(float* data, size_t count,
+                                           const AllreduceOptions& opts) {
+  const auto start = Clock::now();
+  const size_t bytes = count * sizeof(float);
+  const std::string what = describeRankCall(rank_, "allreduceSum", opts.tag, bytes);
+  for (size_t done = 0; done < count; done += kMaxMpiCount) {
+    const int n = static_cast<int>(std::min(kMaxMpiCount, count - done));
+    RM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_FLOAT, MPI_SUM, state_->comm),
+                 what);
+  }
+  stats_.allreduce_calls++;
+  stats_.allreduce_bytes += bytes;
+  stats_.allreduce_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  return core::Status::Ok();
+}
+
+core::Status MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
+  const std::string what =
+      describeRankCall(rank_, "broadcast from rank " + std::to_string(root), "", bytes);
+  if (root < 0 || root >= size_) return core::invalidArgument(what + ": root out of range");
+  char* p = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes; done += kMaxMpiCount) {
+    const int n = static_cast<int>(std::min(kMaxMpiCount, bytes - done));
+    RM_MPI_CHECK(MPI_Bcast(p + done, n, MPI_BYTE, root, state_->comm), what);
+  }
+  return core::Status::Ok();
+}
+
+core::Status MpiCommunicator::barrier() {
+  RM_MPI_CHECK(MPI_Barrier(state_->comm), "rank " + std::to_string(rank_) + ": barrier");
+  return core::Status::Ok();
+}
+
+}  // namespace ringmaster::trainer::comm

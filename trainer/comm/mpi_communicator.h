@@ -1,0 +1,43 @@
+#pragma once
+// The "mpi" backend (built only when Open MPI is found: RM_HAVE_MPI): MPI_Allreduce in place on
+// a duplicate of MPI_COMM_WORLD. Rank and size come from MPI (mpirun).
+//
+// Ownership: initializes MPI (MPI_Init_thread, at least MPI_THREAD_SERIALIZED) if nobody has,
+// and then finalizes it when destroyed; MPI cannot be initialized again after that, so create
+// at most one MpiCommunicator per process. Owns its duplicated MPI communicator.
+// Thread-safety: one thread at a time (Communicator contract; SERIALIZED is all that needs).
+// Failure: every MPI call is checked; errors are returned (MPI_ERRORS_RETURN) as a Status that
+// names the rank, the call and MPI's error string. MPI has no per-call timeout:
+// AllreduceOptions::timeout is ignored.
+
+#include <memory>
+#include <string>
+
+#include "ringmaster/core/status.h"
+#include "trainer/comm/communicator.h"
+
+namespace ringmaster::trainer::comm {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  static core::Result<std::unique_ptr<MpiCommunicator>> create();
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+
+  core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
+  core::Status broadcast(void* data, size_t bytes, int root) override;
+  core::Status barrier() override;
+
+ private:
+  struct State;  // the MPI_Comm, kept out of this header so it needs no <mpi.h>
+  MpiCommunicator(std::unique_ptr<State> state, int rank, int size);
+
+  std::unique_ptr<State> state_;
+  int rank_;
+  int size_;
+};
+
+}  // namespace ringmaster::trainer::comm

@@ -1,0 +1,149 @@
+// How the backends fail: peers that never join or stop taking part, mismatched calls.
+// Timeouts are small; nothing here sleeps.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "trainer/comm/tests/rank_threads.h"
+
+namespace ringmaster::trainer::comm {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::runRanks;
+
+constexpr std::chrono::milliseconds kShort{300};
+
+TEST(CommErrorsTest, GlooSetupTimesOutNamingThePeerThatNeverJoins) {
+  auto store = rendezvous::makeInMemoryStore();
+  // World of 3, rank 2 never starts.
+  auto results = testing::tryMakeCommunicators("gloo", 3, store.get(), kShort, {0, 1});
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_FALSE(results[r].ok());
+    EXPECT_EQ(results[r].status().code(), core::Code::kTimeout) << results[r].status().message();
+    EXPECT_THAT(results[r].status().message(), HasSubstr("rank " + std::to_string(r) + ": gloo"));
+    EXPECT_THAT(results[r].status().message(), HasSubstr("rank(s) 2 did not join"));
+  }
+}
+
+TEST(CommErrorsTest, ShmSetupTimesOutNamingThePeerThatNeverReports) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto results = testing::tryMakeCommunicators("shm", 2, store.get(), kShort, {0});
+  ASSERT_FALSE(results[0].ok());
+  EXPECT_EQ(results[0].status().code(), core::Code::kTimeout) << results[0].status().message();
+  EXPECT_THAT(results[0].status().message(), HasSubstr("rank(s) 1 did not report"));
+}
+
+TEST(CommErrorsTest, ShmSetupWithoutRankZeroSaysSo) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto results = testing::tryMakeCommunicators("shm", 2, store.get(), kShort, {1});
+  ASSERT_FALSE(results[0].ok());
+  EXPECT_EQ(results[0].status().code(), core::Code::kTimeout) << results[0].status().message();
+  EXPECT_THAT(results[0].status().message(), HasSubstr("rank 0 did not publish the segment"));
+}
+
+// A peer that joined but never calls the collective.
+void expectAllreduceTimesOutNamingCall(const std::string& backend) {
+  auto comms = testing::makeCommunicators(backend, 2, kShort);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> data(1000, 1.0f);
+  core::Status s = comms[0]->allreduceSum(data.data(), data.size(),
+                                          {.timeout = kShort, .tag = "bucket 7"});
+  EXPECT_EQ(s.code(), core::Code::kTimeout) << s.message();
+  EXPECT_THAT(s.message(), HasSubstr("rank 0: allreduceSum 'bucket 7' (4000 bytes)"));
+  // The communicator is unusable afterwards, and says why.
+  core::Status again = comms[0]->allreduceSum(data.data(), data.size(), {});
+  EXPECT_FALSE(again.ok());
+  EXPECT_THAT(again.message(), HasSubstr("bucket 7"));
+}
+
+TEST(CommErrorsTest, GlooAllreduceTimesOutNamingRankTagAndBytes) {
+  expectAllreduceTimesOutNamingCall("gloo");
+}
+
+TEST(CommErrorsTest, ShmAllreduceTimesOutNamingRankTagAndBytes) {
+  expectAllreduceTimesOutNamingCall("shm");
+}
+
+TEST(CommErrorsTest, InProcAllreduceTimesOutNamingTheMissingRank) {
+  auto comms = testing::makeCommunicators("inproc", 3, kShort);
+  ASSERT_EQ(comms.size(), 3u);
+  std::vector<core::Status> status(2);
+  float v[4] = {1, 2, 3, 4};
+  float w[4] = {1, 2, 3, 4};
+  float* bufs[2] = {v, w};
+  runRanks(2, [&](int r) {
+    status[r] = comms[r]->allreduceSum(bufs[r], 4, {.timeout = kShort, .tag = "t"});
+  });
+  // One of the two times out naming rank 2; the other sees the group broken.
+  bool named = false;
+  for (const core::Status& s : status) {
+    EXPECT_FALSE(s.ok());
+    named = named || (s.code() == core::Code::kTimeout &&
+                      s.message().find("waiting for rank(s) 2") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << status[0].message() << " | " << status[1].message();
+}
+
+TEST(CommErrorsTest, ShmTimeoutAbortsTheGroupForThePeers) {
+  auto comms = testing::makeCommunicators("shm", 2, std::chrono::seconds(60));
+  ASSERT_EQ(comms.size(), 2u);
+  float v = 1.0f;
+  core::Status first = comms[0]->allreduceSum(&v, 1, {.timeout = kShort, .tag = ""});
+  ASSERT_EQ(first.code(), core::Code::kTimeout) << first.message();
+  // Rank 1 arrives late, with a long timeout: it must not wait it out.
+  float w = 1.0f;
+  core::Status late = comms[1]->allreduceSum(&w, 1, {});
+  EXPECT_EQ(late.code(), core::Code::kUnavailable) << late.message();
+  EXPECT_THAT(late.message(), HasSubstr("rank 0 failed and aborted the group"));
+}
+
+void expectMismatchedSizesRejected(const std::string& backend) {
+  auto comms = testing::makeCommunicators(backend, 2, std::chrono::seconds(60));
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> a(10, 1.0f);
+  std::vector<float> b(12, 1.0f);
+  std::vector<core::Status> status(2);
+  runRanks(2, [&](int r) {
+    status[r] = r == 0 ? comms[0]->allreduceSum(a.data(), a.size(), {})
+                       : comms[1]->allreduceSum(b.data(), b.size(), {});
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(status[r].ok()) << backend << " rank " << r;
+  }
+  // At least one rank names the other's size.
+  const std::string both = status[0].message() + " | " + status[1].message();
+  EXPECT_THAT(both, ::testing::AnyOf(HasSubstr("48 bytes"), HasSubstr("40 bytes"))) << both;
+  EXPECT_TRUE(status[0].code() == core::Code::kInvalidArgument ||
+              status[1].code() == core::Code::kInvalidArgument)
+      << both;
+}
+
+TEST(CommErrorsTest, InProcRejectsMismatchedSizesOnEveryRank) {
+  expectMismatchedSizesRejected("inproc");
+}
+
+TEST(CommErrorsTest, ShmRejectsMismatchedSizesOnEveryRank) {
+  expectMismatchedSizesRejected("shm");
+}
+
+TEST(CommErrorsTest, ShmRejectsMismatchedCallsAcrossRanks) {
+  auto comms = testing::makeCommunicators("shm", 2, std::chrono::seconds(60));
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<core::Status> status(2);
+  float v[4] = {0, 0, 0, 0};
+  char bytes[16] = {};
+  runRanks(2, [&](int r) {
+    status[r] = r == 0 ? comms[0]->allreduceSum(v, 4, {}) : comms[1]->broadcast(bytes, 16, 0);
+  });
+  const std::string both = status[0].message() + " | " + status[1].message();
+  EXPECT_FALSE(status[0].ok());
+  EXPECT_FALSE(status[1].ok());
+  EXPECT_THAT(both, HasSubstr("rank 1 called broadcast")) << both;
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::comm

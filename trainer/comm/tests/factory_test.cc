@@ -1,0 +1,213 @@
+// makeCommunicator: backend choice, fallbacks, and the store it uses (given, self-hosted by
+// rank 0, or hosted elsewhere).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringmaster/rendezvous/tcp_store.h"
+#include "trainer/comm/factory.h"
+#include "trainer/comm/inproc_communicator.h"
+#include "trainer/comm/tests/rank_threads.h"
+
+namespace ringmaster::trainer::comm {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::runRanks;
+
+// Creates one communicator per rank on its own thread, each with config(rank).
+std::vector<core::Result<std::unique_ptr<Communicator>>> makeAll(
+    int n, const std::function<CommConfig(int)>& config) {
+  std::vector<std::optional<core::Result<std::unique_ptr<Communicator>>>> slots(n);
+  runRanks(n, [&](int r) { slots[r] = makeCommunicator(config(r)); });
+  std::vector<core::Result<std::unique_ptr<Communicator>>> out;
+  for (auto& s : slots) out.push_back(std::move(*s));
+  return out;
+}
+
+// Every rank allreduces {rank + 1}; returns the sums.
+std::vector<float> allreduceRankPlusOne(std::vector<std::unique_ptr<Communicator>>& comms) {
+  std::vector<float> v(comms.size());
+  std::vector<core::Status> status(comms.size());
+  runRanks(static_cast<int>(comms.size()), [&](int r) {
+    v[r] = static_cast<float>(r + 1);
+    status[r] = comms[r]->allreduceSum(&v[r], 1, {});
+  });
+  for (const auto& s : status) EXPECT_TRUE(s.ok()) << s.message();
+  return v;
+}
+
+std::vector<std::unique_ptr<Communicator>> unwrapAll(
+    std::vector<core::Result<std::unique_ptr<Communicator>>> results) {
+  std::vector<std::unique_ptr<Communicator>> out;
+  for (auto& r : results) {
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status().message();
+      return {};
+    }
+    out.push_back(std::move(r).value());
+  }
+  return out;
+}
+
+CommConfig configFor(const std::string& backend, int rank, int n, rendezvous::Store* store) {
+  CommConfig c;
+  c.backend = backend;
+  c.rank = rank;
+  c.world_size = n;
+  c.store = store;
+  c.timeout = std::chrono::seconds(30);
+  return c;
+}
+
+TEST(FactoryTest, AutoWithOneRankNeedsNoStoreOrPeers) {
+  CommConfig c;
+  c.master_port = 1;  // nothing listens there: it must not be used
+  auto comm = makeCommunicator(c);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  EXPECT_EQ((*comm)->backend(), "single");
+  float v[3] = {1, 2, 3};
+  ASSERT_TRUE((*comm)->allreduceSum(v, 3, {}).ok());
+  EXPECT_EQ(v[2], 3.0f);
+  EXPECT_TRUE((*comm)->barrier().ok());
+}
+
+TEST(FactoryTest, AutoPicksShmWhenEveryRankCanMapTheSegment) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto comms = unwrapAll(makeAll(3, [&](int r) { return configFor("auto", r, 3, store.get()); }));
+  ASSERT_EQ(comms.size(), 3u);
+  for (auto& c : comms) EXPECT_EQ(c->backend(), "shm");
+  EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(3, 6.0f));
+}
+
+TEST(FactoryTest, AutoFallsBackToGlooWhenARankCannotMapTheSegment) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto comms = unwrapAll(makeAll(3, [&](int r) {
+    CommConfig c = configFor("auto", r, 3, store.get());
+    c.shm_pretend_unreachable_for_testing = (r == 2);
+    return c;
+  }));
+  ASSERT_EQ(comms.size(), 3u);
+  for (auto& c : comms) EXPECT_EQ(c->backend(), "gloo");
+  EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(3, 6.0f));
+}
+
+TEST(FactoryTest, ExplicitShmFailsOnEveryRankWhenOneCannotMapTheSegment) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto results = makeAll(2, [&](int r) {
+    CommConfig c = configFor("shm", r, 2, store.get());
+    c.shm_pretend_unreachable_for_testing = (r == 1);
+    return c;
+  });
+  for (auto& r : results) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), core::Code::kUnavailable);
+    EXPECT_THAT(r.status().message(), HasSubstr("rank 1: pretending to be unreachable"));
+  }
+}
+
+TEST(FactoryTest, ExplicitGlooIsHonored) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto comms = unwrapAll(makeAll(2, [&](int r) { return configFor("gloo", r, 2, store.get()); }));
+  ASSERT_EQ(comms.size(), 2u);
+  EXPECT_EQ(comms[0]->backend(), "gloo");
+  EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
+}
+
+TEST(FactoryTest, KeyPrefixKeepsTwoGroupsOnOneStoreApart) {
+  auto store = rendezvous::makeInMemoryStore();
+  for (std::string prefix : {"job/0", "job/1"}) {
+    auto comms = unwrapAll(makeAll(2, [&](int r) {
+      CommConfig c = configFor("gloo", r, 2, store.get());
+      c.key_prefix = prefix;
+      return c;
+    }));
+    ASSERT_EQ(comms.size(), 2u) << prefix;
+    EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
+  }
+}
+
+TEST(FactoryTest, InprocUsesTheGivenGroup) {
+  auto group = std::make_shared<InProcGroup>(2);
+  auto comms = unwrapAll(makeAll(2, [&](int r) {
+    CommConfig c = configFor("inproc", r, 2, nullptr);
+    c.inproc_group = group;
+    return c;
+  }));
+  ASSERT_EQ(comms.size(), 2u);
+  EXPECT_EQ(comms[1]->backend(), "inproc");
+  EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
+}
+
+TEST(FactoryTest, InprocWithoutAGroupIsRejected) {
+  auto comm = makeCommunicator(configFor("inproc", 0, 2, nullptr));
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), core::Code::kInvalidArgument);
+  EXPECT_THAT(comm.status().message(), HasSubstr("inproc_group"));
+}
+
+TEST(FactoryTest, UnknownBackendIsRejectedNamingTheChoices) {
+  auto comm = makeCommunicator(configFor("nccl-over-pigeons", 0, 2, nullptr));
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), core::Code::kInvalidArgument);
+  EXPECT_THAT(comm.status().message(), HasSubstr("auto, shm, gloo, mpi, inproc"));
+}
+
+TEST(FactoryTest, RankOutsideTheWorldIsRejected) {
+  auto comm = makeCommunicator(configFor("gloo", 2, 2, nullptr));
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), core::Code::kInvalidArgument);
+}
+
+// A port that was free a moment ago (the store server picks one, then stops).
+int freePort() {
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  EXPECT_TRUE(server.ok()) << server.status().message();
+  return server.ok() ? (*server)->port() : 0;
+}
+
+TEST(FactoryTest, RankZeroHostsTheStoreWhenNobodyElseDoes) {
+  const int port = freePort();
+  for (std::string backend : {"gloo", "shm"}) {
+    auto comms = unwrapAll(makeAll(2, [&](int r) {
+      CommConfig c = configFor(backend, r, 2, nullptr);
+      c.master_addr = "127.0.0.1";
+      c.master_port = port;
+      c.key_prefix = backend;
+      return c;
+    }));
+    ASSERT_EQ(comms.size(), 2u) << backend;
+    EXPECT_EQ(comms[0]->backend(), backend);
+    EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
+    EXPECT_EQ(comms[1]->stats().allreduce_calls, 1u);
+  }
+}
+
+TEST(FactoryTest, ConnectsToAStoreHostedBySomeoneElse) {
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  const int port = (*server)->port();
+  auto comms = unwrapAll(makeAll(2, [&](int r) {
+    CommConfig c = configFor("auto", r, 2, nullptr);
+    c.master_addr = "127.0.0.1";
+    c.master_port = port;
+    return c;
+  }));
+  ASSERT_EQ(comms.size(), 2u);
+  EXPECT_EQ(comms[0]->backend(), "shm");
+  EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
+}
+
+TEST(FactoryTest, MpiBackendIsReportedMissingWhenNotBuilt) {
+  if (mpiBackendBuilt()) GTEST_SKIP() << "this build has the MPI backend";
+  auto comm = makeCommunicator(configFor("mpi", 0, 1, nullptr));
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), core::Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::comm

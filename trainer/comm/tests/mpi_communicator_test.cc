@@ -1,0 +1,92 @@
+// The MPI backend, run as `mpirun -np 2 comm_mpi_test` (ctest does that). Started any other way,
+// every test skips: MPI needs its launcher to have peers.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainer/comm/factory.h"
+#include "trainer/comm/mpi_communicator.h"
+
+namespace ringmaster::trainer::comm {
+namespace {
+
+class MpiCommunicatorTest : public ::testing::Test {
+ protected:
+  // One communicator for the whole binary: MPI can be initialized only once per process.
+  static void SetUpTestSuite() {
+    if (!runningUnderMpirun()) return;
+    auto created = MpiCommunicator::create();
+    if (created.ok()) {
+      comm_ = std::move(created).value().release();
+    } else {
+      create_error_ = new std::string(created.status().message());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete comm_;  // finalizes MPI
+    comm_ = nullptr;
+  }
+  void SetUp() override {
+    if (!runningUnderMpirun()) {
+      GTEST_SKIP() << "not started by mpirun; run: mpirun -np 2 comm_mpi_test";
+    }
+    ASSERT_NE(comm_, nullptr) << (create_error_ ? *create_error_ : "");
+  }
+
+  static inline MpiCommunicator* comm_ = nullptr;
+  static inline std::string* create_error_ = nullptr;
+};
+
+TEST_F(MpiCommunicatorTest, SumsEveryElementAcrossRanks) {
+  const int n = comm_->size();
+  ASSERT_GE(n, 2) << "run with -np 2 or more";
+  for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, (size_t{1} << 20) + 3}) {
+    std::vector<float> data(count);
+    for (size_t i = 0; i < count; ++i) {
+      data[i] = static_cast<float>((comm_->rank() + 1) * static_cast<int>(i % 251 + 1));
+    }
+    core::Status s = comm_->allreduceSum(data.data(), count, {.timeout = {}, .tag = "t"});
+    ASSERT_TRUE(s.ok()) << s.message();
+    const int rank_sum = n * (n + 1) / 2;
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (data[i] != static_cast<float>(rank_sum * static_cast<int>(i % 251 + 1))) ++wrong;
+    }
+    EXPECT_EQ(wrong, 0u) << count << " floats on rank " << comm_->rank();
+  }
+}
+
+TEST_F(MpiCommunicatorTest, BroadcastCopiesTheRootBytes) {
+  std::vector<char> data(10000, static_cast<char>(comm_->rank()));
+  const int root = comm_->size() - 1;
+  ASSERT_TRUE(comm_->broadcast(data.data(), data.size(), root).ok());
+  EXPECT_EQ(data, std::vector<char>(10000, static_cast<char>(root)));
+  EXPECT_TRUE(comm_->barrier().ok());
+}
+
+TEST_F(MpiCommunicatorTest, FactoryAutoPicksMpiUnderMpirun) {
+  CommConfig config;  // rank and world size left at their defaults: MPI knows them
+  auto made = makeCommunicator(config);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_EQ((*made)->backend(), "mpi");
+  EXPECT_EQ((*made)->rank(), comm_->rank());
+  float v = 1.0f;
+  ASSERT_TRUE((*made)->allreduceSum(&v, 1, {}).ok());
+  EXPECT_EQ(v, static_cast<float>(comm_->size()));
+}
+
+TEST_F(MpiCommunicatorTest, FactoryRejectsAWorldSizeThatDisagreesWithMpirun) {
+  CommConfig config;
+  config.backend = "mpi";
+  config.world_size = comm_->size() + 1;
+  config.rank = 0;
+  auto made = makeCommunicator(config);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), core::Code::kInvalidArgument) << made.status().message();
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::comm

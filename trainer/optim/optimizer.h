@@ -1,0 +1,68 @@
+#pragma once
+// Optimizers over the model's flat parameter buffer, with PyTorch's semantics so results
+// compare with torch.optim runs:
+//   sgd:  d = g + wd*p; buf = m*buf + d (buf starts at 0, i.e. d on the first step);
+//         p -= lr * (nesterov ? d + m*buf : buf)          (torch.optim.SGD, dampening 0)
+//   adam: g += wd*p (L2, not AdamW); m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+//         p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)   (torch.optim.Adam)
+// Each step is one fused pass over params, grads and state.
+//
+// Ownership: an Optimizer owns its state buffers (momentum; Adam's m and v), sized at
+// create(); state() exposes them for checkpoints (restore by writing into them, same size).
+// Thread-safety: none; one per rank, used by one thread.
+// Failure: create() returns kInvalidArgument naming the field, spelled as in the TrainingJob
+// spec ("optimizer.momentum: must be in [0, 1), got 1"). step() with spans whose size differs
+// from num_params is a caller bug and aborts.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+
+namespace ringmaster::trainer::optim {
+
+struct OptimizerConfig {
+  std::string type = "sgd";  // sgd | adam
+  double learning_rate = 0.1, momentum = 0.9, weight_decay = 0.0;
+  bool nesterov = false;                              // sgd only
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam only
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+
+  static core::Result<std::unique_ptr<Optimizer>> create(const OptimizerConfig& config,
+                                                         size_t num_params);
+
+  // One update of params from grads (both num_params long); counts the step.
+  void step(std::span<float> params, std::span<const float> grads);
+
+  virtual std::string type() const = 0;
+  // Steps taken so far (Adam's bias correction uses it); restored from checkpoints.
+  int64_t stepCount() const { return step_count_; }
+  void setStepCount(int64_t steps) { step_count_ = steps; }
+  // The buffers to save and restore with a checkpoint, in a fixed order (may be empty).
+  virtual std::vector<std::vector<float>*> state() = 0;
+  // For schedules (warm-up, decay) between steps.
+  void setLearningRate(double lr) { config_.learning_rate = lr; }
+  double learningRate() const { return config_.learning_rate; }
+
+ protected:
+  Optimizer(const OptimizerConfig& config, size_t num_params)
+      : config_(config), num_params_(num_params) {}
+  // step_count_ already counts this step (1 on the first).
+  virtual void update(float* params, const float* grads) = 0;
+
+  OptimizerConfig config_;
+  size_t num_params_;
+
+ private:
+  int64_t step_count_ = 0;
+};
+
+}  // namespace ringmaster::trainer::optim
