@@ -1,6 +1,7 @@
 #include "trainer/trainer.h"
 
 #include <unistd.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <chrono>
@@ -164,6 +165,9 @@ Status saveCheckpoint(const TrainerConfig& config, model::Model& model,
 }  // namespace
 
 Result<TrainSummary> Trainer::run() {
+  // Flush denormals to zero (FTZ | DAZ, per thread): late in training tiny gradients otherwise
+  // slow steps by ~25%.
+  _mm_setcsr(_mm_getcsr() | 0x8040);
   comm::Communicator& comm = *ctx_.comm;
   const int rank = comm.rank();
   const int world = comm.size();

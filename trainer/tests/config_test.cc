@@ -73,6 +73,7 @@ TEST(TrainerConfig, OutOfRangeAndEnumErrorsNameTheKey) {
       {"backend: nccl2", "trainer.backend"},
       {"bucketCapMB: -1", "trainer.bucketCapMB"},
       {"model: {type: cnn, channels: [8]}", "trainer.model.channels"},
+      {"optimizer: {schedule: linear}", "trainer.optimizer.schedule"},
   };
   for (const auto& c : cases) {
     auto r = parseTrainerConfig(c.yaml, "job.yaml");
