@@ -70,7 +70,8 @@ class MapReader {
   }
   static Status convert(const YAML::Node& v, const std::string& path, int64_t* out) {
     int64_t x = 0;
-    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x)) return typeError(path, v, "an integer");
+    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x))
+      return typeError(path, v, "an integer");
     *out = x;
     return Status::Ok();
   }
@@ -89,13 +90,15 @@ class MapReader {
   }
   static Status convert(const YAML::Node& v, const std::string& path, double* out) {
     double x = 0;
-    if (!v.IsScalar() || !YAML::convert<double>::decode(v, x)) return typeError(path, v, "a number");
+    if (!v.IsScalar() || !YAML::convert<double>::decode(v, x))
+      return typeError(path, v, "a number");
     *out = x;
     return Status::Ok();
   }
   static Status convert(const YAML::Node& v, const std::string& path, bool* out) {
     bool x = false;
-    if (!v.IsScalar() || !YAML::convert<bool>::decode(v, x)) return typeError(path, v, "true or false");
+    if (!v.IsScalar() || !YAML::convert<bool>::decode(v, x))
+      return typeError(path, v, "true or false");
     *out = x;
     return Status::Ok();
   }
@@ -162,8 +165,8 @@ Result<TrainerConfig> parseTrainerConfig(const std::string& yaml_text, const std
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    return core::invalidArgument(source + ": invalid YAML at line " + std::to_string(e.mark.line + 1) +
-                                 ": " + e.msg);
+    return core::invalidArgument(source + ": invalid YAML at line " +
+                                 std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   TrainerConfig config;
   if (!root || root.IsNull()) return config;
@@ -245,8 +248,9 @@ std::string describe(const TrainerConfig& c) {
   } else {
     out << " channels=[" << c.model.conv_channels[0] << "," << c.model.conv_channels[1] << "]";
   }
-  out << " epochs=" << c.epochs << " batchSize=" << c.batch_size << " optimizer=" << c.optimizer.type
-      << " lr=" << c.optimizer.learning_rate << " schedule=" << c.lr_schedule << " momentum=" << c.optimizer.momentum
+  out << " epochs=" << c.epochs << " batchSize=" << c.batch_size
+      << " optimizer=" << c.optimizer.type << " lr=" << c.optimizer.learning_rate
+      << " schedule=" << c.lr_schedule << " momentum=" << c.optimizer.momentum
       << " weightDecay=" << c.optimizer.weight_decay << " bucketCapMB=" << c.bucket_cap_mb
       << " backend=" << c.backend << " seed=" << c.seed << " blasThreads=" << c.blas_threads
       << " data=" << c.dataset.path

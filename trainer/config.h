@@ -21,7 +21,7 @@ struct DatasetConfig {
 };
 
 struct CheckpointConfig {
-  std::string path;        // empty: no checkpoints
+  std::string path;           // empty: no checkpoints
   int64_t every_steps = 500;  // also written at the end of every epoch
   int64_t keep = 3;
 };
@@ -42,8 +42,8 @@ struct TrainerConfig {
   uint64_t seed = 42;
   std::string backend = "auto";  // auto | gloo | mpi | shm | inproc
   int64_t blas_threads = 1;
-  int64_t metrics_port = -1;  // -1: no endpoint; 0: any free port
-  int64_t max_steps = 0;      // stop after this many optimizer steps in total (0: no limit)
+  int64_t metrics_port = -1;    // -1: no endpoint; 0: any free port
+  int64_t max_steps = 0;        // stop after this many optimizer steps in total (0: no limit)
   int64_t log_every_steps = 0;  // 0: one line per epoch only
   int64_t comm_timeout_seconds = 300;
 };

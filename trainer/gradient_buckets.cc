@@ -112,7 +112,8 @@ void GradientBuckets::commLoop() {
     if (!failed) {
       const Bucket& bucket = buckets_[b];
       comm::AllreduceOptions opts = options_;
-      opts.tag = "bucket " + std::to_string(b) + " (" + std::to_string(bucket.count * 4) + " bytes)";
+      opts.tag =
+          "bucket " + std::to_string(b) + " (" + std::to_string(bucket.count * 4) + " bytes)";
       const auto t0 = Clock::now();
       float* data = grads_ + bucket.offset;
       status = comm_->allreduceSum(data, bucket.count, opts);

@@ -75,18 +75,18 @@ class GradientBuckets {
   const float scale_;
 
   // Training-thread state.
-  size_t ready_low_ = 0;     // lowest offset reported ready this step
-  size_t next_launch_ = 0;   // next bucket index to hand to the comm thread
+  size_t ready_low_ = 0;    // lowest offset reported ready this step
+  size_t next_launch_ = 0;  // next bucket index to hand to the comm thread
   StepCommTiming last_;
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<size_t> queue_;   // guarded by mu_
-  size_t done_ = 0;            // guarded by mu_
-  double comm_seconds_ = 0;    // guarded by mu_
+  std::deque<size_t> queue_;            // guarded by mu_
+  size_t done_ = 0;                     // guarded by mu_
+  double comm_seconds_ = 0;             // guarded by mu_
   std::vector<double> bucket_seconds_;  // guarded by mu_
-  core::Status error_;         // guarded by mu_
-  bool shutdown_ = false;      // guarded by mu_
+  core::Status error_;                  // guarded by mu_
+  bool shutdown_ = false;               // guarded by mu_
   std::thread thread_;
 };
 

@@ -43,8 +43,9 @@ Result<int64_t> envInt(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
   auto parsed = core::parseInt(v);
-  if (!parsed.ok()) return core::invalidArgument(std::string("environment ") + name + ": " +
-                                                 parsed.status().message());
+  if (!parsed.ok())
+    return core::invalidArgument(std::string("environment ") + name + ": " +
+                                 parsed.status().message());
   return *parsed;
 }
 
@@ -60,8 +61,8 @@ Result<World> worldFromEnv() {
   if (size < 1 || size > 65536)
     return core::invalidArgument("WORLD_SIZE=" + std::to_string(size) + " must be in [1, 65536]");
   if (rank < 0 || rank >= size)
-    return core::invalidArgument("RANK=" + std::to_string(rank) + " must be in [0, WORLD_SIZE=" +
-                                 std::to_string(size) + ")");
+    return core::invalidArgument("RANK=" + std::to_string(rank) +
+                                 " must be in [0, WORLD_SIZE=" + std::to_string(size) + ")");
   if (port < 1 || port > 65535)
     return core::invalidArgument("MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
   w.rank = static_cast<int>(rank);
@@ -117,8 +118,8 @@ int run(int argc, char** argv) {
   int64_t seed = static_cast<int64_t>(config.seed);
   flags.addInt("seed", &seed, "random seed (initialization and shuffling)");
   flags.addInt("blas-threads", &config.blas_threads, "OpenBLAS threads per rank");
-  flags.addInt("metrics-port", &config.metrics_port, "serve /metrics on this port (0: any, -1: off)",
-               "RINGMASTER_METRICS_PORT");
+  flags.addInt("metrics-port", &config.metrics_port,
+               "serve /metrics on this port (0: any, -1: off)", "RINGMASTER_METRICS_PORT");
   flags.addInt("max-steps", &config.max_steps, "stop after this many steps (0: no limit)");
   flags.addInt("log-every-steps", &config.log_every_steps, "log the loss every N steps (0: off)");
   flags.addInt("comm-timeout-seconds", &config.comm_timeout_seconds, "allreduce timeout");
@@ -166,17 +167,21 @@ int run(int argc, char** argv) {
     if (flags.wasSet("lr")) config.optimizer.learning_rate = from_flags.optimizer.learning_rate;
     if (flags.wasSet("lr-schedule")) config.lr_schedule = from_flags.lr_schedule;
     if (flags.wasSet("momentum")) config.optimizer.momentum = from_flags.optimizer.momentum;
-    if (flags.wasSet("weight-decay")) config.optimizer.weight_decay = from_flags.optimizer.weight_decay;
+    if (flags.wasSet("weight-decay"))
+      config.optimizer.weight_decay = from_flags.optimizer.weight_decay;
     if (flags.wasSet("backend")) config.backend = from_flags.backend;
     if (flags.wasSet("bucket-cap-mb")) config.bucket_cap_mb = from_flags.bucket_cap_mb;
-    if (flags.wasSet("first-bucket-cap-mb")) config.first_bucket_cap_mb = from_flags.first_bucket_cap_mb;
+    if (flags.wasSet("first-bucket-cap-mb"))
+      config.first_bucket_cap_mb = from_flags.first_bucket_cap_mb;
     if (flags.wasSet("checkpoint-dir")) config.checkpoint.path = from_flags.checkpoint.path;
-    if (flags.wasSet("checkpoint-every")) config.checkpoint.every_steps = from_flags.checkpoint.every_steps;
+    if (flags.wasSet("checkpoint-every"))
+      config.checkpoint.every_steps = from_flags.checkpoint.every_steps;
     if (flags.wasSet("blas-threads")) config.blas_threads = from_flags.blas_threads;
     if (flags.wasSet("metrics-port")) config.metrics_port = from_flags.metrics_port;
     if (flags.wasSet("max-steps")) config.max_steps = from_flags.max_steps;
     if (flags.wasSet("log-every-steps")) config.log_every_steps = from_flags.log_every_steps;
-    if (flags.wasSet("comm-timeout-seconds")) config.comm_timeout_seconds = from_flags.comm_timeout_seconds;
+    if (flags.wasSet("comm-timeout-seconds"))
+      config.comm_timeout_seconds = from_flags.comm_timeout_seconds;
   }
   if (flags.wasSet("seed")) config.seed = static_cast<uint64_t>(seed);
   if (!hidden.empty()) {
@@ -219,7 +224,8 @@ int run(int argc, char** argv) {
   if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
   std::unique_ptr<metrics::Exposer> exposer;
   if (config.metrics_port >= 0) {
-    auto started = metrics::Exposer::start("0.0.0.0", static_cast<int>(config.metrics_port), registry);
+    auto started =
+        metrics::Exposer::start("0.0.0.0", static_cast<int>(config.metrics_port), registry);
     if (!started.ok()) return fail(started.status());
     exposer = std::move(*started);
     RM_LOG(INFO, METRICS) << "serving /metrics on port " << exposer->port();

@@ -38,8 +38,10 @@ struct Position {
 
 std::string humanBytesPerSecond(double bps) {
   char buf[32];
-  if (bps >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB/s", bps / 1e9);
-  else std::snprintf(buf, sizeof buf, "%.1f MB/s", bps / 1e6);
+  if (bps >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f GB/s", bps / 1e9);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MB/s", bps / 1e6);
   return buf;
 }
 
@@ -141,8 +143,8 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
   return Status::Ok();
 }
 
-Status saveCheckpoint(const TrainerConfig& config, model::Model& model,
-                      optim::Optimizer& optimizer, const Position& pos) {
+Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::Optimizer& optimizer,
+                      const Position& pos) {
   checkpoint::Checkpoint ck;
   ck.epoch = pos.epoch;
   ck.step = pos.step;
@@ -154,9 +156,9 @@ Status saveCheckpoint(const TrainerConfig& config, model::Model& model,
   ck.optimizer_step = optimizer.stepCount();
   for (auto* buffer : optimizer.state()) ck.optimizer_state.push_back(*buffer);
   const auto t0 = Clock::now();
-  RM_RETURN_IF_ERROR_CTX(
-      checkpoint::writeCheckpoint(config.checkpoint.path, ck, static_cast<int>(config.checkpoint.keep)),
-      "writing checkpoint at step " + std::to_string(pos.step));
+  RM_RETURN_IF_ERROR_CTX(checkpoint::writeCheckpoint(config.checkpoint.path, ck,
+                                                     static_cast<int>(config.checkpoint.keep)),
+                         "writing checkpoint at step " + std::to_string(pos.step));
   RM_LOG(DEBUG, CKPT) << "checkpoint at step " << pos.step << " written in "
                       << static_cast<int>(secondsBetween(t0, Clock::now()) * 1000) << " ms";
   return Status::Ok();
@@ -190,7 +192,8 @@ Result<TrainSummary> Trainer::run() {
   summary.backend = comm.backend();
   summary.model_signature = model.signature();
   Position pos;
-  RM_RETURN_IF_ERROR(restoreOrSync(config_, comm, model, optimizer, &pos, &summary.resumed_from_step));
+  RM_RETURN_IF_ERROR(
+      restoreOrSync(config_, comm, model, optimizer, &pos, &summary.resumed_from_step));
 
   comm::AllreduceOptions ar_options;
   ar_options.timeout = std::chrono::seconds(config_.comm_timeout_seconds);
@@ -207,8 +210,8 @@ Result<TrainSummary> Trainer::run() {
   data::ShardedSampler sampler(train.size(), rank, world, config_.seed);
   // Every epoch has the same number of steps, so the schedule is a function of the step alone
   // and a resumed run follows it exactly.
-  const double total_steps = static_cast<double>(config_.epochs) *
-                             static_cast<double>(sampler.numBatches(batch));
+  const double total_steps =
+      static_cast<double>(config_.epochs) * static_cast<double>(sampler.numBatches(batch));
   const double base_lr = config_.optimizer.learning_rate;
   auto learningRateAt = [&](int64_t step) {
     if (config_.lr_schedule != "cosine" || total_steps <= 0) return base_lr;
@@ -267,7 +270,7 @@ Result<TrainSummary> Trainer::run() {
       buckets.beginStep();
       model.backward([&](size_t offset, size_t count) { buckets.onGradsReady(offset, count); });
       RM_RETURN_IF_ERROR_CTX(buckets.finishStep(), "rank " + std::to_string(rank) + ": step " +
-                                                      std::to_string(pos.step + 1));
+                                                       std::to_string(pos.step + 1));
       optimizer.setLearningRate(learningRateAt(pos.step));
       optimizer.step(model.params(), model.grads());
       const auto t1 = Clock::now();
@@ -291,14 +294,13 @@ Result<TrainSummary> Trainer::run() {
         if (world > 1) metrics->allreduce_bytes->Increment(static_cast<double>(timing.bytes));
       }
       if (!std::isfinite(loss))
-        return core::invalidArgument("rank " + std::to_string(rank) + ": loss became " +
-                                     std::to_string(loss) + " at step " + std::to_string(pos.step) +
-                                     " (learning rate " +
-                                     std::to_string(config_.optimizer.learning_rate) + " too high?)");
+        return core::invalidArgument(
+            "rank " + std::to_string(rank) + ": loss became " + std::to_string(loss) + " at step " +
+            std::to_string(pos.step) + " (learning rate " +
+            std::to_string(config_.optimizer.learning_rate) + " too high?)");
       if (config_.log_every_steps > 0 && pos.step % config_.log_every_steps == 0 && rank == 0)
         RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << pos.step << " loss " << loss;
-      if (ctx_.progress_bar && rank == 0 &&
-          secondsBetween(last_bar, t1) > 0.2) {
+      if (ctx_.progress_bar && rank == 0 && secondsBetween(last_bar, t1) > 0.2) {
         last_bar = t1;
         const double elapsed = secondsBetween(epoch_start, t1);
         drawProgressBar(epoch + 1, config_.epochs, b + 1, num_batches, loss_sum / loss_count,
@@ -330,8 +332,9 @@ Result<TrainSummary> Trainer::run() {
     if (world > 1) {
       comm::AllreduceOptions opts = ar_options;
       opts.tag = "epoch totals";
-      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals, 5, opts),
-                             "rank " + std::to_string(rank) + ": epoch " + std::to_string(epoch + 1));
+      RM_RETURN_IF_ERROR_CTX(
+          comm.allreduceSum(totals, 5, opts),
+          "rank " + std::to_string(rank) + ": epoch " + std::to_string(epoch + 1));
     }
     summary.test_accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0;
     summary.test_loss = totals[2] > 0 ? totals[1] / totals[2] : 0;
@@ -372,7 +375,8 @@ Result<TrainSummary> Trainer::run() {
         text += ", allreduce " + humanBytesPerSecond(busbw) + " busbw, " +
                 std::to_string(static_cast<int>(overlap * 100)) + "% hidden behind backward";
       RM_LOG(INFO, STEP) << text;
-      if (checkpoints && !reached_max_steps) RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos));
+      if (checkpoints && !reached_max_steps)
+        RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos));
     }
   }
   if (rank == 0 && checkpoints && reached_max_steps)
@@ -390,7 +394,8 @@ Result<TrainSummary> Trainer::run() {
       comm::allreduceBusBandwidth(static_cast<double>(comm_bytes_total), comm_seconds_total, world);
   summary.comm_exposed_seconds = exposed_total;
   summary.comm_hidden_seconds = std::max(0.0, comm_seconds_total - exposed_total);
-  summary.overlap_ratio = comm_seconds_total > 0 ? summary.comm_hidden_seconds / comm_seconds_total : 0;
+  summary.overlap_ratio =
+      comm_seconds_total > 0 ? summary.comm_hidden_seconds / comm_seconds_total : 0;
   return summary;
 }
 

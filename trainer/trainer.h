@@ -27,12 +27,12 @@
 namespace ringmaster::trainer {
 
 struct TrainSummary {
-  int64_t epochs = 0;            // epochs completed (including ones done before a resume)
-  int64_t steps = 0;             // global optimizer steps completed
+  int64_t epochs = 0;              // epochs completed (including ones done before a resume)
+  int64_t steps = 0;               // global optimizer steps completed
   int64_t resumed_from_step = -1;  // -1: fresh start
-  double samples_per_second = 0;  // global (all ranks), training time only
-  double final_train_loss = 0;   // mean over the last epoch, all ranks
-  double test_accuracy = 0;      // after the last epoch
+  double samples_per_second = 0;   // global (all ranks), training time only
+  double final_train_loss = 0;     // mean over the last epoch, all ranks
+  double test_accuracy = 0;        // after the last epoch
   double test_loss = 0;
   int world_size = 1;
   std::string backend;

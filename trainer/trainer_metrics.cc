@@ -2,7 +2,8 @@
 
 namespace ringmaster::trainer {
 
-core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r, const std::string& backend) {
+core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
+                                                    const std::string& backend) {
   TrainerMetrics m;
   const metrics::Labels by_backend = {{"backend", backend}};
   RM_ASSIGN_OR_RETURN(auto samples, r.counter("ringmaster_trainer_samples_total",

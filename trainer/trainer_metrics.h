@@ -13,21 +13,25 @@
 namespace ringmaster::trainer {
 
 struct TrainerMetrics {
-  prometheus::Counter* samples = nullptr;             // ringmaster_trainer_samples_total
-  prometheus::Counter* steps = nullptr;               // ringmaster_trainer_steps_total
-  prometheus::Histogram* step_seconds = nullptr;      // ringmaster_trainer_step_seconds
-  prometheus::Gauge* loss = nullptr;                  // ringmaster_trainer_loss
-  prometheus::Gauge* accuracy = nullptr;              // ringmaster_trainer_test_accuracy_ratio
-  prometheus::Gauge* epoch = nullptr;                 // ringmaster_trainer_epoch
-  prometheus::Gauge* samples_per_second = nullptr;    // ringmaster_trainer_samples_per_second
-  prometheus::Histogram* allreduce_seconds = nullptr; // ringmaster_trainer_allreduce_seconds
-  prometheus::Counter* allreduce_bytes = nullptr;     // ringmaster_trainer_allreduce_bytes_total
-  prometheus::Gauge* bus_bandwidth = nullptr;  // ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second
+  prometheus::Counter* samples = nullptr;              // ringmaster_trainer_samples_total
+  prometheus::Counter* steps = nullptr;                // ringmaster_trainer_steps_total
+  prometheus::Histogram* step_seconds = nullptr;       // ringmaster_trainer_step_seconds
+  prometheus::Gauge* loss = nullptr;                   // ringmaster_trainer_loss
+  prometheus::Gauge* accuracy = nullptr;               // ringmaster_trainer_test_accuracy_ratio
+  prometheus::Gauge* epoch = nullptr;                  // ringmaster_trainer_epoch
+  prometheus::Gauge* samples_per_second = nullptr;     // ringmaster_trainer_samples_per_second
+  prometheus::Histogram* allreduce_seconds = nullptr;  // ringmaster_trainer_allreduce_seconds
+  prometheus::Counter* allreduce_bytes = nullptr;      // ringmaster_trainer_allreduce_bytes_total
+  prometheus::Gauge* bus_bandwidth =
+      nullptr;  // ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second
   prometheus::Gauge* overlap_ratio = nullptr;  // ringmaster_trainer_comm_overlap_ratio
-  prometheus::Counter* comm_hidden_seconds = nullptr;   // ringmaster_trainer_comm_hidden_seconds_total
-  prometheus::Counter* comm_exposed_seconds = nullptr;  // ringmaster_trainer_comm_exposed_seconds_total
+  prometheus::Counter* comm_hidden_seconds =
+      nullptr;  // ringmaster_trainer_comm_hidden_seconds_total
+  prometheus::Counter* comm_exposed_seconds =
+      nullptr;  // ringmaster_trainer_comm_exposed_seconds_total
 
-  static core::Result<TrainerMetrics> create(metrics::Registry& registry, const std::string& backend);
+  static core::Result<TrainerMetrics> create(metrics::Registry& registry,
+                                             const std::string& backend);
 };
 
 }  // namespace ringmaster::trainer

@@ -26,7 +26,8 @@ void expectCleanFailure(const ProcessResult& r, int code, const std::string& nee
   EXPECT_EQ(r.exit_code, code) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find(needle), std::string::npos) << r.stderr_text;
   // One clear error line, not a cascade.
-  const int errors = countLines(r.stderr_text, " E ") + countLines(r.stderr_text, "ringmaster-trainer:");
+  const int errors =
+      countLines(r.stderr_text, " E ") + countLines(r.stderr_text, "ringmaster-trainer:");
   EXPECT_EQ(errors, 1) << r.stderr_text;
 }
 
@@ -51,8 +52,8 @@ TEST(TrainerCli, MissingDataSetNamesTheDirectory) {
 TEST(TrainerCli, CorruptIdxNamesFileAndOffset) {
   if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   TempDir dir;
-  for (const char* f : {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
-                        "train-labels-idx1-ubyte.gz"})
+  for (const char* f :
+       {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz"})
     std::filesystem::copy_file(kData + "/" + f, dir.path() + "/" + f);
   // The real training images, cut short after 20 MB of their 47 MB of pixels.
   gzFile in = gzopen((kData + "/train-images-idx3-ubyte.gz").c_str(), "rb");
@@ -92,8 +93,11 @@ TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
   if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const int port = freePort();
   auto r = run({trainer(), "--backend", "gloo"},
-               {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                {"MASTER_PORT", std::to_string(port)}, {"RINGMASTER_RDZV_TIMEOUT_SECONDS", "2"}},
+               {{"RANK", "1"},
+                {"WORLD_SIZE", "2"},
+                {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", std::to_string(port)},
+                {"RINGMASTER_RDZV_TIMEOUT_SECONDS", "2"}},
                std::chrono::seconds(60));
   EXPECT_FALSE(r.timed_out);
   expectCleanFailure(r, 1, "127.0.0.1:" + std::to_string(port));

@@ -34,7 +34,7 @@ class TrainerTraining : public ::testing::Test {
 
   // Starts `world` trainer processes with RANK/WORLD_SIZE/MASTER_* set; returns them started.
   static std::vector<std::unique_ptr<Process>> startRanks(int world, std::vector<std::string> args,
-                                                         const std::string& summary_path) {
+                                                          const std::string& summary_path) {
     const int port = freePort();
     std::vector<std::unique_ptr<Process>> ranks;
     for (int r = 0; r < world; ++r) {
@@ -64,9 +64,9 @@ class TrainerTraining : public ::testing::Test {
   }
 };
 
-const std::vector<std::string> kMlp = {"--model", "mlp", "--hidden", "512,512", "--epochs", "5",
-                                       "--batch-size", "128", "--lr", "0.05", "--momentum", "0.9",
-                                       "--lr-schedule", "cosine"};
+const std::vector<std::string> kMlp = {
+    "--model", "mlp",  "--hidden",   "512,512", "--epochs",      "5",     "--batch-size", "128",
+    "--lr",    "0.05", "--momentum", "0.9",     "--lr-schedule", "cosine"};
 
 TEST_F(TrainerTraining, MlpOneRankReaches88PercentIn5Epochs) {
   TempDir dir;
@@ -89,8 +89,14 @@ TEST_F(TrainerTraining, MlpTwoRanksMpiReaches88PercentIn5Epochs) {
   if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun not installed";
   TempDir dir;
   const std::string path = dir.path() + "/summary.json";
-  std::vector<std::string> argv = {"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe",
-                                   "-np", "2", "-x", "OMP_NUM_THREADS=1", trainer()};
+  std::vector<std::string> argv = {"/usr/bin/mpirun",
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "-np",
+                                   "2",
+                                   "-x",
+                                   "OMP_NUM_THREADS=1",
+                                   trainer()};
   argv.insert(argv.end(), kMlp.begin(), kMlp.end());
   argv.insert(argv.end(), {"--backend", "mpi", "--summary-json", path});
   auto r = run(argv, {{"RANK", ""}, {"WORLD_SIZE", ""}}, std::chrono::seconds(900));
@@ -103,8 +109,9 @@ TEST_F(TrainerTraining, MlpTwoRanksMpiReaches88PercentIn5Epochs) {
 
 TEST_F(TrainerTraining, CnnReaches90Percent) {
   TempDir dir;
-  auto s = trainRanks(1, {"--model", "cnn", "--epochs", "5", "--batch-size", "64", "--lr", "0.02",
-                          "--momentum", "0.9", "--lr-schedule", "cosine"},
+  auto s = trainRanks(1,
+                      {"--model", "cnn", "--epochs", "5", "--batch-size", "64", "--lr", "0.02",
+                       "--momentum", "0.9", "--lr-schedule", "cosine"},
                       dir);
   EXPECT_GE(s.value("testAccuracy", 0.0), 0.90) << s.dump();
 }
@@ -112,8 +119,9 @@ TEST_F(TrainerTraining, CnnReaches90Percent) {
 // A rank SIGKILLed mid-epoch: the gang fails, a restart resumes from the newest checkpoint
 // (skipping a truncated one with a warning) and ends where an uninterrupted run ends.
 TEST_F(TrainerTraining, KilledRankResumesFromCheckpointWithSameAccuracy) {
-  const std::vector<std::string> args = {"--epochs", "2", "--batch-size", "128", "--lr", "0.05",
-                                         "--backend", "gloo", "--comm-timeout-seconds", "20"};
+  const std::vector<std::string> args = {
+      "--epochs",  "2",    "--batch-size",           "128", "--lr", "0.05",
+      "--backend", "gloo", "--comm-timeout-seconds", "20"};
   TempDir reference_dir;
   const double reference = trainRanks(2, args, reference_dir).value("testAccuracy", 0.0);
   ASSERT_GT(reference, 0.80);
@@ -157,7 +165,8 @@ TEST_F(TrainerTraining, KilledRankResumesFromCheckpointWithSameAccuracy) {
   ASSERT_EQ(rank0.exit_code, 0) << rank0.stderr_text;
   ASSERT_EQ(rank1.exit_code, 0) << rank1.stderr_text;
   EXPECT_NE(rank0.stderr_text.find(files.back().filename().string()), std::string::npos)
-      << "the truncated checkpoint should be named in a warning:\n" << rank0.stderr_text;
+      << "the truncated checkpoint should be named in a warning:\n"
+      << rank0.stderr_text;
   EXPECT_GE(countLines(rank0.stderr_text, " W "), 1) << rank0.stderr_text;
   auto s = summary(path);
   EXPECT_GT(s.value("resumedFromStep", -1), 235) << s.dump();

@@ -67,9 +67,10 @@ std::string binaryPath(const std::string& relative) {
 Process::Process(std::vector<std::string> argv, std::map<std::string, std::string> env)
     : argv_(std::move(argv)), env_(std::move(env)) {
   static int counter = 0;
-  const std::string base = (std::filesystem::temp_directory_path() /
-                            ("rm-proc-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
-                               .string();
+  const std::string base =
+      (std::filesystem::temp_directory_path() /
+       ("rm-proc-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
+          .string();
   out_path_ = base + ".out";
   err_path_ = base + ".err";
 }
@@ -144,7 +145,8 @@ ProcessResult Process::wait(std::chrono::seconds limit) {
       result.timed_out = true;
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling a child, not a test sleep
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(20));  // polling a child, not a test sleep
   }
   if (WIFEXITED(status_)) result.exit_code = WEXITSTATUS(status_);
   if (WIFSIGNALED(status_)) {

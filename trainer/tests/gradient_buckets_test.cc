@@ -107,8 +107,8 @@ TEST(GradientBuckets, AveragesAcrossThreadRanks) {
     threads.emplace_back([&, r] {
       comm::Communicator* comm = comms[r].get();
       grads[r].assign(1000, static_cast<float>(r + 1));
-      GradientBuckets buckets(comm, grads[r].data(),
-                              planBuckets(views({400, 400, 200}), 800, 1600), {});
+      GradientBuckets buckets(comm, grads[r].data(), planBuckets(views({400, 400, 200}), 800, 1600),
+                              {});
       for (int step = 0; step < 3; ++step) {
         for (auto& g : grads[r]) g = static_cast<float>(r + 1);
         buckets.beginStep();

@@ -141,8 +141,10 @@ std::string FlagSet::help() const {
   for (const auto& f : flags_) {
     std::string head = "  --" + f.name + (f.kind == "bool" ? "" : "=<" + f.kind + ">");
     out << head;
-    if (head.size() < 30) out << std::string(30 - head.size(), ' ');
-    else out << "\n" << std::string(30, ' ');
+    if (head.size() < 30)
+      out << std::string(30 - head.size(), ' ');
+    else
+      out << "\n" << std::string(30, ' ');
     out << f.help;
     if (!f.default_text.empty()) out << " (default " << f.default_text << ")";
     if (!f.env.empty()) out << " [env " << f.env << "]";

@@ -16,39 +16,59 @@ std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
 
 namespace {
 std::mutex g_mu;
-std::string g_default_prefix;          // guarded by g_mu
-thread_local std::string t_prefix;     // empty: use the default
+std::string g_default_prefix;       // guarded by g_mu
+thread_local std::string t_prefix;  // empty: use the default
 thread_local bool t_prefix_set = false;
 }  // namespace
 
 std::string_view levelName(Level level) {
   switch (level) {
-    case Level::kError: return "E";
-    case Level::kWarn: return "W";
-    case Level::kInfo: return "I";
-    case Level::kDebug: return "D";
-    case Level::kTrace: return "T";
+    case Level::kError:
+      return "E";
+    case Level::kWarn:
+      return "W";
+    case Level::kInfo:
+      return "I";
+    case Level::kDebug:
+      return "D";
+    case Level::kTrace:
+      return "T";
   }
   return "?";
 }
 
 std::string_view subsystemName(Subsystem s) {
   switch (s) {
-    case Subsystem::kCore: return "CORE";
-    case Subsystem::kConfig: return "CONFIG";
-    case Subsystem::kData: return "DATA";
-    case Subsystem::kModel: return "MODEL";
-    case Subsystem::kStep: return "STEP";
-    case Subsystem::kComm: return "COMM";
-    case Subsystem::kRdzv: return "RDZV";
-    case Subsystem::kCkpt: return "CKPT";
-    case Subsystem::kMetrics: return "METRICS";
-    case Subsystem::kWatch: return "WATCH";
-    case Subsystem::kReconcile: return "RECONCILE";
-    case Subsystem::kKube: return "KUBE";
-    case Subsystem::kLocal: return "LOCAL";
-    case Subsystem::kLaunch: return "LAUNCH";
-    case Subsystem::kBench: return "BENCH";
+    case Subsystem::kCore:
+      return "CORE";
+    case Subsystem::kConfig:
+      return "CONFIG";
+    case Subsystem::kData:
+      return "DATA";
+    case Subsystem::kModel:
+      return "MODEL";
+    case Subsystem::kStep:
+      return "STEP";
+    case Subsystem::kComm:
+      return "COMM";
+    case Subsystem::kRdzv:
+      return "RDZV";
+    case Subsystem::kCkpt:
+      return "CKPT";
+    case Subsystem::kMetrics:
+      return "METRICS";
+    case Subsystem::kWatch:
+      return "WATCH";
+    case Subsystem::kReconcile:
+      return "RECONCILE";
+    case Subsystem::kKube:
+      return "KUBE";
+    case Subsystem::kLocal:
+      return "LOCAL";
+    case Subsystem::kLaunch:
+      return "LAUNCH";
+    case Subsystem::kBench:
+      return "BENCH";
   }
   return "?";
 }
@@ -57,9 +77,11 @@ void setLevel(Level level) { detail::g_level.store(static_cast<int>(level)); }
 Level level() { return static_cast<Level>(detail::g_level.load()); }
 
 bool parseLevel(std::string_view text, Level* out) {
-  static constexpr std::pair<std::string_view, Level> kNames[] = {
-      {"error", Level::kError}, {"warn", Level::kWarn},   {"info", Level::kInfo},
-      {"debug", Level::kDebug}, {"trace", Level::kTrace}};
+  static constexpr std::pair<std::string_view, Level> kNames[] = {{"error", Level::kError},
+                                                                  {"warn", Level::kWarn},
+                                                                  {"info", Level::kInfo},
+                                                                  {"debug", Level::kDebug},
+                                                                  {"trace", Level::kTrace}};
   for (const auto& [name, value] : kNames) {
     if (text == name) {
       *out = value;

@@ -6,16 +6,26 @@ namespace ringmaster::core {
 
 std::string_view codeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
-    case Code::kUsage: return "USAGE";
-    case Code::kNotFound: return "NOT_FOUND";
-    case Code::kAlreadyExists: return "ALREADY_EXISTS";
-    case Code::kTimeout: return "TIMEOUT";
-    case Code::kUnavailable: return "UNAVAILABLE";
-    case Code::kDataLoss: return "DATA_LOSS";
-    case Code::kCancelled: return "CANCELLED";
-    case Code::kInternal: return "INTERNAL";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case Code::kUsage:
+      return "USAGE";
+    case Code::kNotFound:
+      return "NOT_FOUND";
+    case Code::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case Code::kTimeout:
+      return "TIMEOUT";
+    case Code::kUnavailable:
+      return "UNAVAILABLE";
+    case Code::kDataLoss:
+      return "DATA_LOSS";
+    case Code::kCancelled:
+      return "CANCELLED";
+    case Code::kInternal:
+      return "INTERNAL";
   }
   return "UNKNOWN";
 }

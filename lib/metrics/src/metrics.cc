@@ -13,8 +13,8 @@ core::Status checkName(const std::string& name, bool is_counter) {
   if (name.rfind(kPrefix, 0) != 0)
     return core::invalidArgument("metric " + name + ": name must start with " + kPrefix);
   for (char c : name) {
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '_'))
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
       return core::invalidArgument("metric " + name + ": only [a-z0-9_] allowed");
   }
   const bool has_total = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
@@ -37,22 +37,31 @@ Registry::Registry(Labels constant_labels)
 core::Result<prometheus::Family<prometheus::Counter>*> Registry::counter(const std::string& name,
                                                                          const std::string& help) {
   RM_RETURN_IF_ERROR(checkName(name, /*is_counter=*/true));
-  return &prometheus::BuildCounter().Name(name).Help(help).Labels(constant_labels_).Register(
-      *registry_);
+  return &prometheus::BuildCounter()
+              .Name(name)
+              .Help(help)
+              .Labels(constant_labels_)
+              .Register(*registry_);
 }
 
 core::Result<prometheus::Family<prometheus::Gauge>*> Registry::gauge(const std::string& name,
                                                                      const std::string& help) {
   RM_RETURN_IF_ERROR(checkName(name, /*is_counter=*/false));
-  return &prometheus::BuildGauge().Name(name).Help(help).Labels(constant_labels_).Register(
-      *registry_);
+  return &prometheus::BuildGauge()
+              .Name(name)
+              .Help(help)
+              .Labels(constant_labels_)
+              .Register(*registry_);
 }
 
 core::Result<prometheus::Family<prometheus::Histogram>*> Registry::histogram(
     const std::string& name, const std::string& help) {
   RM_RETURN_IF_ERROR(checkName(name, /*is_counter=*/false));
-  return &prometheus::BuildHistogram().Name(name).Help(help).Labels(constant_labels_).Register(
-      *registry_);
+  return &prometheus::BuildHistogram()
+              .Name(name)
+              .Help(help)
+              .Labels(constant_labels_)
+              .Register(*registry_);
 }
 
 std::string Registry::serialize() const {

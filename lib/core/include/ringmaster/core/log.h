@@ -15,8 +15,23 @@
 namespace ringmaster::core::log {
 
 enum class Level { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3, kTrace = 4 };
-enum class Subsystem { kCore, kConfig, kData, kModel, kStep, kComm, kRdzv, kCkpt, kMetrics,
-                       kWatch, kReconcile, kKube, kLocal, kLaunch, kBench };
+enum class Subsystem {
+  kCore,
+  kConfig,
+  kData,
+  kModel,
+  kStep,
+  kComm,
+  kRdzv,
+  kCkpt,
+  kMetrics,
+  kWatch,
+  kReconcile,
+  kKube,
+  kLocal,
+  kLaunch,
+  kBench
+};
 
 std::string_view levelName(Level level);
 std::string_view subsystemName(Subsystem subsystem);
@@ -68,11 +83,12 @@ inline bool enabled(Level level) {
 // subsystems: CORE CONFIG DATA MODEL STEP COMM RDZV CKPT METRICS WATCH RECONCILE KUBE LOCAL
 // LAUNCH BENCH.
 // An expression (glog's trick: `&` binds looser than `<<`), so it nests in unbraced ifs.
-#define RM_LOG(LEVEL, SUBSYS)                                                \
-  !::ringmaster::core::log::enabled(RM_LOG_LEVEL_##LEVEL)                    \
-      ? (void)0                                                              \
-      : ::ringmaster::core::log::detail::Voidify() &                         \
-            ::ringmaster::core::log::detail::LineBuilder(RM_LOG_LEVEL_##LEVEL, RM_LOG_SUBSYS_##SUBSYS)
+#define RM_LOG(LEVEL, SUBSYS)                                                  \
+  !::ringmaster::core::log::enabled(RM_LOG_LEVEL_##LEVEL)                      \
+      ? (void)0                                                                \
+      : ::ringmaster::core::log::detail::Voidify() &                           \
+            ::ringmaster::core::log::detail::LineBuilder(RM_LOG_LEVEL_##LEVEL, \
+                                                         RM_LOG_SUBSYS_##SUBSYS)
 
 #define RM_LOG_LEVEL_ERROR ::ringmaster::core::log::Level::kError
 #define RM_LOG_LEVEL_WARN ::ringmaster::core::log::Level::kWarn

@@ -67,7 +67,7 @@ Status errnoError(std::string_view what, int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     if (std::get<Status>(v_).ok()) v_ = Status(Code::kInternal, "Result built from an ok Status");
   }
@@ -95,21 +95,23 @@ class [[nodiscard]] Result {
 #define RM_CONCAT_(a, b) RM_CONCAT_INNER_(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not ok.
-#define RM_RETURN_IF_ERROR(expr)                                \
-  do {                                                          \
-    ::ringmaster::core::Status rm_status_ = (expr);             \
-    if (!rm_status_.ok()) return rm_status_;                    \
+#define RM_RETURN_IF_ERROR(expr)                    \
+  do {                                              \
+    ::ringmaster::core::Status rm_status_ = (expr); \
+    if (!rm_status_.ok()) return rm_status_;        \
   } while (0)
 
 // Like RM_RETURN_IF_ERROR, adding context to the message.
-#define RM_RETURN_IF_ERROR_CTX(expr, ctx)                       \
-  do {                                                          \
-    ::ringmaster::core::Status rm_status_ = (expr);             \
+#define RM_RETURN_IF_ERROR_CTX(expr, ctx)                                \
+  do {                                                                   \
+    ::ringmaster::core::Status rm_status_ = (expr);                      \
     if (!rm_status_.ok()) return std::move(rm_status_).withContext(ctx); \
   } while (0)
 
-// `lhs = value of expr` or return its error. lhs may be a declaration: RM_ASSIGN_OR_RETURN(auto x, f());
-#define RM_ASSIGN_OR_RETURN(lhs, expr) RM_ASSIGN_OR_RETURN_IMPL_(RM_CONCAT_(rm_result_, __LINE__), lhs, expr)
+// `lhs = value of expr` or return its error. lhs may be a declaration: RM_ASSIGN_OR_RETURN(auto x,
+// f());
+#define RM_ASSIGN_OR_RETURN(lhs, expr) \
+  RM_ASSIGN_OR_RETURN_IMPL_(RM_CONCAT_(rm_result_, __LINE__), lhs, expr)
 #define RM_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \
