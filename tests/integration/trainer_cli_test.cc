@@ -1,12 +1,17 @@
 // Drives the real ringmaster-trainer binary: bad input must give one clear error line and the
 // documented exit code (never a crash), and real training must reach the accuracy targets.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "process.h"
 
@@ -101,6 +106,62 @@ TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
                std::chrono::seconds(60));
   EXPECT_FALSE(r.timed_out);
   expectCleanFailure(r, 1, "127.0.0.1:" + std::to_string(port));
+}
+
+std::string scrape(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  std::string body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[8192];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) body.append(buf, n);
+    }
+  }
+  close(fd);
+  return body;
+}
+
+// While training, /metrics carries every trainer metric of DESIGN §5; SIGTERM then stops the
+// trainer cleanly (exit 143) after rank 0 wrote a checkpoint of where it stood.
+TEST(TrainerCli, ServesMetricsWhileTrainingAndStopsCleanlyOnSigterm) {
+  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  TempDir dir;
+  const int port = freePort();
+  Process p({trainer(), "--epochs", "50", "--metrics-port", std::to_string(port),
+             "--checkpoint-dir", dir.path() + "/ckpt", "--checkpoint-every", "0"},
+            {{"RINGMASTER_JOB", "fmnist"}});
+  p.start();
+  std::string body;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && p.running()) {
+    body = scrape(port);
+    if (body.find("ringmaster_trainer_steps_total{job=\"fmnist\",rank=\"0\"} 0") ==
+            std::string::npos &&
+        body.find("ringmaster_trainer_steps_total") != std::string::npos)
+      break;                                                      // training has taken steps
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a live process
+  }
+  for (const char* name :
+       {"ringmaster_trainer_samples_total", "ringmaster_trainer_steps_total",
+        "ringmaster_trainer_step_seconds_bucket", "ringmaster_trainer_loss",
+        "ringmaster_trainer_test_accuracy_ratio", "ringmaster_trainer_allreduce_seconds_bucket",
+        "ringmaster_trainer_allreduce_bytes_total",
+        "ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second",
+        "ringmaster_trainer_comm_overlap_ratio", "ringmaster_trainer_epoch"})
+    EXPECT_NE(body.find(name), std::string::npos) << name << " missing from:\n" << body;
+  p.signal(SIGTERM);
+  auto r = p.wait(std::chrono::seconds(60));
+  EXPECT_FALSE(r.signaled) << r.stderr_text;
+  EXPECT_EQ(r.exit_code, 143) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("before stopping"), std::string::npos) << r.stderr_text;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/ckpt"));
+  EXPECT_FALSE(std::filesystem::is_empty(dir.path() + "/ckpt"));
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "ringmaster/core/stop.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -30,27 +33,42 @@ bool StopSource::waitFor(std::chrono::nanoseconds timeout) const {
   return cv_.wait_for(lock, timeout, [this] { return stopped_.load(); });
 }
 
+namespace {
+int g_signal_pipe[2] = {-1, -1};
+std::atomic<int> g_signals_seen{0};
+
+// Async-signal-safe: records the signal in a pipe; a second one exits at once.
+void onStopSignal(int sig) {
+  if (g_signals_seen.fetch_add(1) > 0) _exit(128 + sig);
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  ssize_t ignored = write(g_signal_pipe[1], &byte, 1);
+  (void)ignored;
+}
+}  // namespace
+
 StopSource& installSignalStop() {
+  // A handler (not a blocked mask + sigwait) because libraries start threads before main()
+  // (OpenBLAS, Open MPI) and a process-directed signal may land on any of them.
   static StopSource* source = [] {
-    auto* s = new StopSource();  // lives until exit: the signal thread refers to it
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    std::thread([s, set] {
-      int signals_seen = 0;
-      while (true) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0) continue;
-        ++signals_seen;
-        if (signals_seen > 1) {
-          RM_LOG(WARN, CORE) << "second " << strsignal(sig) << ": exiting now";
-          _exit(128 + sig);
-        }
-        RM_LOG(INFO, CORE) << "received " << strsignal(sig) << ": shutting down";
-        s->requestStop(std::string("received ") + strsignal(sig));
+    auto* s = new StopSource();  // lives until exit: the watcher thread refers to it
+    if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
+      RM_LOG(ERROR, CORE) << "cannot create the signal pipe: " << strerror(errno)
+                          << "; SIGTERM will not stop cleanly";
+      return s;
+    }
+    struct sigaction action {};
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+    std::thread([s] {
+      unsigned char sig = 0;
+      while (read(g_signal_pipe[0], &sig, 1) != 1) {
+        if (errno != EINTR) return;
       }
+      RM_LOG(INFO, CORE) << "received " << strsignal(sig) << ": shutting down";
+      s->requestStop(std::string("received ") + strsignal(sig));
     }).detach();
     return s;
   }();

@@ -28,12 +28,12 @@ class StopSource {
   std::string reason_;  // guarded by mu_
 };
 
-// Blocks SIGTERM and SIGINT in the calling thread (call from main() before starting threads, so
-// every thread inherits the mask) and starts a thread that turns them into requestStop() on the
-// returned source. A second signal of the same kind exits the process with 128+N at once.
-// Children started with exec must unblock these signals (see unblockStopSignals()).
+// Installs SIGTERM and SIGINT handlers that turn the first signal into requestStop() on the
+// returned source (through a pipe and a watcher thread); a second signal exits the process with
+// 128+N at once. Idempotent.
 StopSource& installSignalStop();
-// Restores the default disposition and unblocks SIGTERM/SIGINT; for child processes after fork.
+// Restores the default disposition and unblocks SIGTERM/SIGINT; for child processes after fork
+// (handlers do not survive exec, but a blocked mask would).
 void unblockStopSignals();
 
 }  // namespace ringmaster::core
