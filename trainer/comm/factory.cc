@@ -90,8 +90,7 @@ core::Result<std::unique_ptr<Communicator>> makeMpi(const CommConfig& config,
                                                     const std::string& what) {
 #if RM_HAVE_MPI
   RM_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> mpi, MpiCommunicator::create());
-  if (config.world_size != 1 &&
-      (mpi->size() != config.world_size || mpi->rank() != config.rank)) {
+  if (config.world_size != 1 && (mpi->size() != config.world_size || mpi->rank() != config.rank)) {
     return core::invalidArgument(what + ": mpirun says rank " + std::to_string(mpi->rank()) +
                                  " of " + std::to_string(mpi->size()) + ", the config says " +
                                  std::to_string(config.rank) + " of " +

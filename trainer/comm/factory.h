@@ -12,7 +12,8 @@
 // Rendezvous (shm, gloo): through `store` when given; otherwise a TcpStoreClient to
 // master_addr:master_port, where rank 0 first tries to host the TcpStoreServer itself (so the
 // trainer works without the launcher) and simply connects when the port is taken (the
-// launcher hosts it). Keys live under "<key_prefix>/comm/".
+// launcher hosts it). Keys live under "<key_prefix>/comm/": one communicator per prefix and
+// store (a second one with the same prefix would read the first one's keys).
 //
 // Ownership: the returned communicator owns any store client/server the factory made; a
 // caller's `store` is not owned and is used only while makeCommunicator runs.

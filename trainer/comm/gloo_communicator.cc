@@ -1,11 +1,6 @@
 #include "trainer/comm/gloo_communicator.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <exception>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_ring.h>
 #include <gloo/barrier.h>
@@ -13,6 +8,11 @@
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -91,26 +91,42 @@ core::Status statusFromCurrentException(const std::string& what) {
   }
 }
 
+// Gloo's classic ring, pointed at the caller's buffer on each run: it sends from and receives
+// into its own outbox / inbox and touches the caller's memory only through ptrs_ (protected,
+// for subclasses), so the buffer may change between runs.
+class ClassicRing final : public gloo::AllreduceRing<float> {
+ public:
+  ClassicRing(const std::shared_ptr<gloo::Context>& context, float* data, int count)
+      : gloo::AllreduceRing<float>(context, std::vector<float*>{data}, count) {}
+  void runOn(float* data) {
+    ptrs_[0] = data;
+    run();
+  }
+};
+
 }  // namespace
 
-// One kept setup per buffer: with 2 ranks and small buffers Gloo's classic ring (one message
-// each way: fewest round trips), otherwise the newer segmented ring (pipelines send, receive
-// and reduce). Measured on loopback TCP, 2 ranks: the classic ring is 2-3x faster below
+// Kept Gloo setups. With 2 ranks and small buffers: Gloo's classic ring (one message each way:
+// fewest round trips), kept per size, because it takes its connection slots from a per-context
+// counter at construction and only the size sequence is the same on every rank (a rank that
+// reallocates a bucket would otherwise build a ring the others do not, and the group would
+// hang). Otherwise the segmented ring of gloo::allreduce, kept per pointer and size (its slots
+// come from the tag). Measured on loopback TCP, 2 ranks: the classic ring is 2-3x faster below
 // 256 KiB, the segmented one up to 2x faster above. With 3 or more ranks the classic ring is
 // out: each rank adds the contributions in a different order, so results differ in the last
-// bits between ranks and replicas drift apart (a + b == b + a keeps 2 ranks identical).
+// bits and replicas drift apart.
 struct GlooCommunicator::CachedAllreduce {
-  float* data;
+  float* data;  // the caller's buffer (segmented ring only)
   size_t count;
-  std::unique_ptr<gloo::AllreduceRing<float>> small;
-  std::unique_ptr<gloo::AllreduceOptions> large;
+  std::unique_ptr<ClassicRing> ring;                // classic ring only
+  std::unique_ptr<gloo::AllreduceOptions> options;  // segmented ring only
 
-  void run(std::chrono::milliseconds timeout) {
-    if (small != nullptr) {
-      small->run();
+  void run(float* user, std::chrono::milliseconds timeout) {
+    if (ring != nullptr) {
+      ring->runOn(user);
     } else {
-      large->setTimeout(timeout);
-      gloo::allreduce(*large);
+      options->setTimeout(timeout);
+      gloo::allreduce(*options);
     }
   }
 };
@@ -119,8 +135,7 @@ std::string defaultGlooHostname(const std::string& master_addr) {
   return resolvesToLoopbackOnly(master_addr) ? "127.0.0.1" : "";
 }
 
-core::Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create(
-    const GlooConfig& config) {
+core::Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create(const GlooConfig& config) {
   const std::string what = "rank " + std::to_string(config.rank) + ": gloo rendezvous (world " +
                            std::to_string(config.size) + ")";
   if (config.size < 1 || config.rank < 0 || config.rank >= config.size) {
@@ -129,8 +144,7 @@ core::Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create(
   if (config.store == nullptr) return core::invalidArgument(what + ": no store");
   rendezvous::PrefixStore store(config.store, "gloo");
   // Everyone announces itself first, so that a rank that never starts is named in the error.
-  RM_RETURN_IF_ERROR_CTX(store.set(rankKey("joined", config.rank), rendezvous::toBytes("1")),
-                         what);
+  RM_RETURN_IF_ERROR_CTX(store.set(rankKey("joined", config.rank), rendezvous::toBytes("1")), what);
   RM_RETURN_IF_ERROR_CTX(waitForRankKeys(store, "joined", config.size, config.timeout, "join"),
                          what);
 
@@ -142,8 +156,8 @@ core::Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create(
     attr.iface = config.iface;
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (...) {
-    return statusFromCurrentException(what + ": create TCP device (hostname '" +
-                                      config.hostname + "', iface '" + config.iface + "')");
+    return statusFromCurrentException(what + ": create TCP device (hostname '" + config.hostname +
+                                      "', iface '" + config.iface + "')");
   }
   try {
     GlooStoreAdapter adapter(&store, config.timeout);
@@ -177,8 +191,8 @@ GlooCommunicator::~GlooCommunicator() {
 template <typename Fn>
 core::Status GlooCommunicator::guarded(const std::string& what, Fn&& fn) {
   if (!broken_.ok()) {
-    return core::unavailable(what + ": communicator unusable after an earlier error: " +
-                             broken_.message());
+    return core::unavailable(
+        what + ": communicator unusable after an earlier error: " + broken_.message());
   }
   try {
     fn();
@@ -190,21 +204,21 @@ core::Status GlooCommunicator::guarded(const std::string& what, Fn&& fn) {
 }
 
 GlooCommunicator::CachedAllreduce& GlooCommunicator::allreduceFor(float* data, size_t count) {
+  const bool classic = size_ == 2 && count * sizeof(float) < kSegmentedRingMinBytes;
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (it->data == data && it->count == count) {
+    if (it->count == count && (classic ? it->ring != nullptr : it->data == data)) {
       if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
       return cache_.front();
     }
   }
-  CachedAllreduce kept{data, count, nullptr, nullptr};
-  if (size_ == 2 && count * sizeof(float) < kSegmentedRingMinBytes) {
-    kept.small = std::make_unique<gloo::AllreduceRing<float>>(
-        context_, std::vector<float*>{data}, static_cast<int>(count));
+  CachedAllreduce kept{classic ? nullptr : data, count, nullptr, nullptr};
+  if (classic) {
+    kept.ring = std::make_unique<ClassicRing>(context_, data, static_cast<int>(count));
   } else {
-    kept.large = std::make_unique<gloo::AllreduceOptions>(context_);
-    kept.large->setOutput(data, count);
-    kept.large->setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    kept.large->setReduceFunction(&sumFloats);
+    kept.options = std::make_unique<gloo::AllreduceOptions>(context_);
+    kept.options->setOutput(data, count);
+    kept.options->setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    kept.options->setReduceFunction(&sumFloats);
   }
   cache_.push_front(std::move(kept));
   if (cache_.size() > kMaxCachedBuffers) cache_.pop_back();
@@ -220,7 +234,7 @@ core::Status GlooCommunicator::allreduceSum(float* data, size_t count,
   const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
   RM_RETURN_IF_ERROR(guarded(what, [&] {
     if (count == 0) return;
-    allreduceFor(data, count).run(timeout);
+    allreduceFor(data, count).run(data, timeout);
   }));
   stats_.allreduce_calls++;
   stats_.allreduce_bytes += bytes;

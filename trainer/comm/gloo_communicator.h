@@ -7,11 +7,11 @@
 //      timeout error ("rank(s) 3 did not join within 2000 ms")
 //   2. a TCP device bound to the configured interface / hostname
 //   3. gloo::rendezvous::Context::connectFullMesh (Gloo's own keys "rank_<r>" and "<r>")
-// allreduceSum keeps one Gloo setup per (pointer, count), so repeated allreduces of the same
-// buffer (gradient buckets) reuse it: gloo::AllreduceRing for 2 ranks below 256 KiB (fewest
-// round trips), else the segmented ring of gloo::allreduce (pipelined; the same bits on every
-// rank for any world size). AllreduceOptions::timeout applies to
-// the latter; the classic ring always uses GlooConfig::timeout (Gloo fixes it per connection).
+// allreduceSum keeps its Gloo setups, so repeated allreduces of the same buffers (gradient
+// buckets) reuse them: gloo::AllreduceRing for 2 ranks below 256 KiB (fewest round trips; kept
+// per size), else the segmented ring of gloo::allreduce (pipelined, the same bits on every rank
+// for any world size; kept per pointer and size). AllreduceOptions::timeout applies to the
+// latter; the classic ring uses GlooConfig::timeout (Gloo fixes it per connection).
 //
 // Ownership: owns the Gloo context and device; does not keep the store after create().
 // Thread-safety: one thread at a time (Communicator contract). Failure: Gloo throws; every

@@ -9,12 +9,12 @@
 // Ownership: does not own `store` (must outlive the adapter). Thread-safety: as thread-safe as
 // `store` (ours are). Failure: throws StoreError with the store's Status plus the key.
 
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gloo/common/error.h>
-#include <gloo/rendezvous/store.h>
 
 #include "ringmaster/core/status.h"
 #include "ringmaster/rendezvous/store.h"

@@ -20,13 +20,10 @@ std::pair<size_t, size_t> sliceOf(size_t count, int n, int r) {
 }  // namespace
 
 InProcGroup::InProcGroup(int size, std::chrono::milliseconds default_timeout)
-    : size_(size),
-      default_timeout_(default_timeout),
-      arrived_(size, false),
-      published_(size) {}
+    : size_(size), default_timeout_(default_timeout), arrived_(size, false), published_(size) {}
 
-core::Status InProcGroup::arrive(int rank, const Published* mine,
-                                 std::chrono::milliseconds timeout, const std::string& what) {
+core::Status InProcGroup::arrive(int rank, const Published* mine, std::chrono::milliseconds timeout,
+                                 const std::string& what) {
   std::unique_lock lock(mu_);
   if (!broken_.empty()) return core::unavailable(what + ": group is broken: " + broken_);
   if (mine != nullptr) published_[rank] = *mine;
@@ -41,9 +38,8 @@ core::Status InProcGroup::arrive(int rank, const Published* mine,
     return core::Status::Ok();
   }
   const auto deadline = Clock::now() + timeout;
-  const bool released = cv_.wait_until(lock, deadline, [&] {
-    return generation_ != my_generation || !broken_.empty();
-  });
+  const bool released = cv_.wait_until(
+      lock, deadline, [&] { return generation_ != my_generation || !broken_.empty(); });
   if (generation_ != my_generation) return core::Status::Ok();
   if (!released) {
     std::string missing;

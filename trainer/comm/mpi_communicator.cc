@@ -14,11 +14,11 @@
 #include "trainer/comm/call_context.h"
 
 // Checks an MPI call's return code; on failure returns a Status with `ctx` and MPI's message.
-#define RM_MPI_CHECK(call, ctx)                                                         \
-  do {                                                                                  \
-    const int rm_mpi_rc_ = (call);                                                      \
-    if (rm_mpi_rc_ != MPI_SUCCESS) return ::ringmaster::trainer::comm::mpiError(        \
-        rm_mpi_rc_, std::string(ctx) + ": " #call);                                     \
+#define RM_MPI_CHECK(call, ctx)                                                                \
+  do {                                                                                         \
+    const int rm_mpi_rc_ = (call);                                                             \
+    if (rm_mpi_rc_ != MPI_SUCCESS)                                                             \
+      return ::ringmaster::trainer::comm::mpiError(rm_mpi_rc_, std::string(ctx) + ": " #call); \
   } while (0)
 
 namespace ringmaster::trainer::comm {
@@ -37,10 +37,14 @@ core::Status mpiError(int rc, const std::string& what) {
 
 const char* threadLevelName(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
   }
   return "unknown";
 }
@@ -94,8 +98,8 @@ MpiCommunicator::~MpiCommunicator() {
   if (state_->comm != MPI_COMM_NULL) {
     const int rc = MPI_Comm_free(&state_->comm);
     if (rc != MPI_SUCCESS) {
-      RM_LOG(WARN, COMM) << mpiError(rc, "rank " + std::to_string(rank_) + ": MPI_Comm_free")
-                                .message();
+      RM_LOG(WARN, COMM)
+          << mpiError(rc, "rank " + std::to_string(rank_) + ": MPI_Comm_free").message();
     }
   }
   if (state_->we_initialized) {
@@ -103,8 +107,8 @@ MpiCommunicator::~MpiCommunicator() {
     if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) {
       const int rc = MPI_Finalize();
       if (rc != MPI_SUCCESS) {
-        RM_LOG(WARN, COMM) << mpiError(rc, "rank " + std::to_string(rank_) + ": MPI_Finalize")
-                                  .message();
+        RM_LOG(WARN, COMM)
+            << mpiError(rc, "rank " + std::to_string(rank_) + ": MPI_Finalize").message();
       }
     }
   }

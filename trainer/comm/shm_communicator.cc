@@ -29,22 +29,29 @@ constexpr size_t kSliceAlign = 16;  // floats: slices start on their own cache l
 constexpr int kSlots = 2;
 
 enum Kind : uint32_t { kAllreduceSum = 1, kBroadcast = 2, kBarrier = 3 };
-enum Which : int { kPosted = 0, kReduced = 1, kDone = 2 };
+enum Which : int { kPosted = 0, kReduced = 1, kDone = 2, kFinished = 3 /* reduced + done */ };
+constexpr std::chrono::milliseconds kMaxSleep{1};
 
 const char* kindName(uint32_t kind) {
   switch (kind) {
-    case kAllreduceSum: return "allreduceSum";
-    case kBroadcast: return "broadcast";
-    case kBarrier: return "barrier";
+    case kAllreduceSum:
+      return "allreduceSum";
+    case kBroadcast:
+      return "broadcast";
+    case kBarrier:
+      return "barrier";
   }
   return "nothing";
 }
 
 const char* phaseName(int which) {
   switch (which) {
-    case kPosted: return "post its chunk";
-    case kReduced: return "reduce its slice";
-    case kDone: return "finish the previous step";
+    case kPosted:
+      return "post its chunk";
+    case kReduced:
+      return "reduce its slice";
+    case kDone:
+      return "finish the previous step";
   }
   return "?";
 }
@@ -67,11 +74,21 @@ struct alignas(64) Header {
 };
 
 struct alignas(64) Control {
-  std::atomic<uint32_t> counter[3];  // posted, reduced, done (in steps)
-  Descriptor desc[kSlots];           // written before `posted` is raised for that slot's step
+  std::atomic<uint32_t> posted;    // steps whose data is in my slot (and descriptor written)
+  std::atomic<uint64_t> progress;  // steps reduced (low half) and done (high half): one store
+                                   // raises both when a step needs no separate reduce phase
+  Descriptor desc[kSlots];         // written before `posted` is raised for that slot's step
 };
 
-static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory atomics must be lock-free");
+uint32_t counterOf(const Control& c, int which) {
+  if (which == kPosted) return c.posted.load(std::memory_order_acquire);
+  const uint64_t progress = c.progress.load(std::memory_order_acquire);
+  return static_cast<uint32_t>(which == kReduced ? progress : progress >> 32);
+}
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
+              "shared-memory atomics must be lock-free");
 
 size_t roundUp(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
@@ -216,8 +233,8 @@ core::Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::create(const Shm
     core::Result<rendezvous::Bytes> report = store.get(rankKey("open", q), config.timeout);
     if (!report.ok()) return report.status().withContext(what);
     const std::string text = rendezvous::toString(*report);
-    if (text != "ok") problems += (problems.empty() ? "" : "; ") + ("rank " + std::to_string(q) +
-                                                                    ": " + text);
+    if (text != "ok")
+      problems += (problems.empty() ? "" : "; ") + ("rank " + std::to_string(q) + ": " + text);
   }
   if (segment != nullptr) {
     // Every rank has mapped it (or given up): the name is no longer needed.
@@ -267,11 +284,20 @@ char* ShmCommunicator::slot(int rank, int which_slot) const {
 }
 
 void ShmCommunicator::publish(int which, uint32_t value) {
+  Control& mine = layout_->control[rank_];
+  // Plain release stores: a locked instruction here would stall until the line comes back from
+  // the core that polls it, which costs about a microsecond per call on a small VM.
+  if (which == kPosted) {
+    mine.posted.store(value, std::memory_order_release);
+  } else {
+    if (which == kReduced || which == kFinished) reduced_ = value;
+    if (which == kDone || which == kFinished) done_ = value;
+    mine.progress.store(static_cast<uint64_t>(done_) << 32 | reduced_, std::memory_order_release);
+  }
+  // Wake sleepers, if any. Without a fence this check may miss a rank that is just falling
+  // asleep; such a rank sleeps at most kMaxSleep before it looks again.
   Header* h = layout_->header;
-  // seq_cst store then seq_cst load of `sleepers`: pairs with the sleeper's increment-then-check
-  // in waitAll, so either the sleeper sees the new value or we see the sleeper and wake it.
-  layout_->control[rank_].counter[which].store(value, std::memory_order_seq_cst);
-  if (h->sleepers.load(std::memory_order_seq_cst) != 0) {
+  if (h->sleepers.load(std::memory_order_relaxed) != 0) {
     h->wake_word.fetch_add(1, std::memory_order_seq_cst);
     futexWakeAll(&h->wake_word);
   }
@@ -293,7 +319,7 @@ core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_po
   auto all_reached = [&] {
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
-      if (!reached(layout_->control[q].counter[which].load(std::memory_order_acquire), target)) {
+      if (!reached(counterOf(layout_->control[q], which), target)) {
         return false;
       }
     }
@@ -317,8 +343,7 @@ core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_po
     if (now >= deadline) {
       std::string missing;
       for (int q = 0; q < size_; ++q) {
-        if (q == rank_ ||
-            reached(layout_->control[q].counter[which].load(std::memory_order_acquire), target)) {
+        if (q == rank_ || reached(counterOf(layout_->control[q], which), target)) {
           continue;
         }
         missing += (missing.empty() ? "" : ", ") + std::to_string(q);
@@ -338,9 +363,8 @@ core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_po
     h->sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t word = h->wake_word.load(std::memory_order_seq_cst);
     if (!all_reached() && h->aborted_by.load(std::memory_order_acquire) == 0) {
-      // Bounded sleep so that the deadline holds even if a wake never comes (a dead peer).
-      futexWait(&h->wake_word, word,
-                std::min<std::chrono::nanoseconds>(deadline - now, std::chrono::milliseconds(50)));
+      // Bounded: a wake can be missed (see publish), and the deadline must hold.
+      futexWait(&h->wake_word, word, std::min<std::chrono::nanoseconds>(deadline - now, kMaxSleep));
     }
     h->sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
@@ -364,9 +388,10 @@ core::Status ShmCommunicator::checkDescriptors(const Call& call) {
   for (int q = 0; q < size_; ++q) {
     const Descriptor& theirs = layout_->control[q].desc[step_ % kSlots];
     if (theirs.kind != mine.kind || theirs.bytes != mine.bytes || theirs.root != mine.root) {
-      return fail(core::invalidArgument(
-          describe(call) + ": rank " + std::to_string(q) + " called " + kindName(theirs.kind) + " (" +
-          std::to_string(theirs.bytes) + " bytes, root " + std::to_string(theirs.root) + ")"));
+      return fail(core::invalidArgument(describe(call) + ": rank " + std::to_string(q) +
+                                        " called " + kindName(theirs.kind) + " (" +
+                                        std::to_string(theirs.bytes) + " bytes, root " +
+                                        std::to_string(theirs.root) + ")"));
     }
   }
   return core::Status::Ok();
@@ -394,7 +419,8 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
       // Only the slices that others reduce: my own slice I read from my buffer.
       for (int q = 0; q < size_; ++q) {
         const auto [qb, qe] = sliceOf(n, size_, q);
-        if (q != rank_ && qe > qb) std::memcpy(mine + qb, data + off + qb, (qe - qb) * sizeof(float));
+        if (q != rank_ && qe > qb)
+          std::memcpy(mine + qb, data + off + qb, (qe - qb) * sizeof(float));
       }
     }
     publish(kPosted, step_ + 1);
@@ -405,7 +431,7 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
       for (int q = 0; q < size_; ++q) in[q] = reinterpret_cast<const float*>(slot(q, s));
       in[rank_] = data + off;  // same values as my slot, but already in my cache
       sumArrays(data + off, in.data(), size_, n);
-      publish(kReduced, step_ + 1);
+      publish(kFinished, step_ + 1);
     } else {
       // Reduce-scatter: my slice, summed over every rank's slot, into my buffer and my slot.
       const auto [b, e] = sliceOf(n, size_, rank_);
@@ -423,8 +449,8 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
                       (qe - qb) * sizeof(float));
         }
       }
+      publish(kDone, step_ + 1);
     }
-    publish(kDone, step_ + 1);
     ++step_;
   }
   stats_.allreduce_calls++;
@@ -435,7 +461,8 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
 
 core::Status ShmCommunicator::broadcast(void* data, size_t bytes, int root) {
   const Call call{"broadcast", {}, bytes, root};
-  if (root < 0 || root >= size_) return core::invalidArgument(describe(call) + ": root out of range");
+  if (root < 0 || root >= size_)
+    return core::invalidArgument(describe(call) + ": root out of range");
   if (!broken_.ok()) return brokenError(call);
   const auto deadline = Clock::now() + timeout_;
   char* p = static_cast<char*>(data);
@@ -448,8 +475,7 @@ core::Status ShmCommunicator::broadcast(void* data, size_t bytes, int root) {
     RM_RETURN_IF_ERROR(waitAll(kPosted, step_ + 1, deadline, call));
     RM_RETURN_IF_ERROR(checkDescriptors(call));
     if (rank_ != root) std::memcpy(p + off, slot(root, s), n);
-    publish(kReduced, step_ + 1);
-    publish(kDone, step_ + 1);
+    publish(kFinished, step_ + 1);
     ++step_;
   }
   return core::Status::Ok();
@@ -463,8 +489,7 @@ core::Status ShmCommunicator::barrier() {
   publish(kPosted, step_ + 1);
   RM_RETURN_IF_ERROR(waitAll(kPosted, step_ + 1, deadline, call));
   RM_RETURN_IF_ERROR(checkDescriptors(call));
-  publish(kReduced, step_ + 1);
-  publish(kDone, step_ + 1);
+  publish(kFinished, step_ + 1);
   ++step_;
   return core::Status::Ok();
 }

@@ -21,7 +21,8 @@
 // reading it back cost more than half of the time on a 2-core VM, where every cache line that
 // moves between cores is expensive.
 // Sums run in rank order, so every rank gets bitwise identical results. Waiting spins briefly,
-// then yields, then sleeps on a futex in the segment (publishers wake only if someone sleeps).
+// then yields, then sleeps on a futex in the segment (publishers wake only if someone sleeps;
+// a sleeper that misses its wake looks again after 1 ms).
 //
 // Ownership: owns its mapping of the segment; the store is used during create() only.
 // Thread-safety: one thread at a time (Communicator contract). Failure: a wait that passes the
@@ -114,8 +115,10 @@ class ShmCommunicator final : public Communicator {
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<Layout> layout_;
   std::vector<const float*> inputs_;  // per-call scratch: one input pointer per rank
-  uint32_t step_ = 0;                 // steps completed by this rank (wraps; compared by difference)
-  core::Status broken_;               // first error
+  uint32_t step_ = 0;     // steps completed by this rank (wraps; compared by difference)
+  uint32_t reduced_ = 0;  // what this rank last published as its reduced and done counters
+  uint32_t done_ = 0;
+  core::Status broken_;  // first error
 };
 
 }  // namespace ringmaster::trainer::comm

@@ -50,8 +50,7 @@ core::Result<std::unique_ptr<ShmSegment>> ShmSegment::create(const std::string& 
   return std::unique_ptr<ShmSegment>(new ShmSegment(name, *data, bytes, /*owns_name=*/true));
 }
 
-core::Result<std::unique_ptr<ShmSegment>> ShmSegment::open(const std::string& name,
-                                                           size_t bytes) {
+core::Result<std::unique_ptr<ShmSegment>> ShmSegment::open(const std::string& name, size_t bytes) {
   const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
   if (fd < 0) return core::errnoError("shm_open " + name, errno);
   FdCloser closer{fd};

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -115,7 +116,7 @@ TEST_P(AllreduceTest, ReusesBuffersAcrossRepeatedCalls) {
   // Two buffers per rank, used alternately, refilled every round: a kept setup must not serve
   // stale contents or the wrong buffer.
   std::vector<std::vector<float>> a(c.n, std::vector<float>(c.count));
-  std::vector<std::vector<float>> b(c.n, std::vector<float>(c.count / 2 + 1));
+  std::vector<std::vector<float>> b(c.n, std::vector<float>(c.count / 2 + 2));
   constexpr int kRounds = 3;
   std::vector<core::Status> status(c.n);
   std::vector<int> bad_round(c.n, -1);
@@ -147,6 +148,32 @@ TEST_P(AllreduceTest, ReusesBuffersAcrossRepeatedCalls) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AllreduceTest, ::testing::ValuesIn(allCases()), caseName);
+
+// Rank 0 keeps one buffer, rank 1 takes a new one every call: kept setups are per rank, so
+// they must not need the same buffers everywhere (only the same sizes).
+TEST(AllreduceTest, WorksWhenOneRankPassesANewBufferEveryCall) {
+  for (const std::string& backend : testing::allBackends()) {
+    auto comms = testing::makeCommunicators(backend, 2, std::chrono::seconds(20));
+    ASSERT_EQ(comms.size(), 2u);
+    std::vector<core::Status> status(2);
+    std::vector<int> wrong(2, 0);
+    runRanks(2, [&](int r) {
+      std::vector<float> kept(100);
+      std::vector<std::vector<float>> fresh;  // all alive, so every address is new
+      for (int call = 0; call < 4 && status[r].ok(); ++call) {
+        std::vector<float>* buffer = &kept;
+        if (r == 1) buffer = &fresh.emplace_back(100);
+        std::fill(buffer->begin(), buffer->end(), static_cast<float>(r + call));
+        status[r] = comms[r]->allreduceSum(buffer->data(), buffer->size(), {});
+        for (float v : *buffer) wrong[r] += v != static_cast<float>(1 + 2 * call);
+      }
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_TRUE(status[r].ok()) << backend << ": " << status[r].message();
+      EXPECT_EQ(wrong[r], 0) << backend << " rank " << r;
+    }
+  }
+}
 
 TEST(AllreduceTest, EmptyBufferIsANoOpOnEveryBackend) {
   for (const std::string& backend : testing::allBackends()) {

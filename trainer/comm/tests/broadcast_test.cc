@@ -50,8 +50,8 @@ TEST_P(BroadcastTest, CopiesTheRootBytesToEveryRank) {
       runRanks(c.n, [&](int r) { status[r] = comms[r]->broadcast(data[r].data(), bytes, root); });
       for (int r = 0; r < c.n; ++r) {
         ASSERT_TRUE(status[r].ok()) << status[r].message();
-        EXPECT_TRUE(data[r] == expected) << "rank " << r << ", " << bytes << " bytes from root "
-                                         << root;
+        EXPECT_TRUE(data[r] == expected)
+            << "rank " << r << ", " << bytes << " bytes from root " << root;
       }
     }
   }

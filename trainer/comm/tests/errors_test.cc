@@ -50,8 +50,8 @@ void expectAllreduceTimesOutNamingCall(const std::string& backend) {
   auto comms = testing::makeCommunicators(backend, 2, kShort);
   ASSERT_EQ(comms.size(), 2u);
   std::vector<float> data(1000, 1.0f);
-  core::Status s = comms[0]->allreduceSum(data.data(), data.size(),
-                                          {.timeout = kShort, .tag = "bucket 7"});
+  core::Status s =
+      comms[0]->allreduceSum(data.data(), data.size(), {.timeout = kShort, .tag = "bucket 7"});
   EXPECT_EQ(s.code(), core::Code::kTimeout) << s.message();
   EXPECT_THAT(s.message(), HasSubstr("rank 0: allreduceSum 'bucket 7' (4000 bytes)"));
   // The communicator is unusable afterwards, and says why.
@@ -126,9 +126,7 @@ TEST(CommErrorsTest, InProcRejectsMismatchedSizesOnEveryRank) {
   expectMismatchedSizesRejected("inproc");
 }
 
-TEST(CommErrorsTest, ShmRejectsMismatchedSizesOnEveryRank) {
-  expectMismatchedSizesRejected("shm");
-}
+TEST(CommErrorsTest, ShmRejectsMismatchedSizesOnEveryRank) { expectMismatchedSizesRejected("shm"); }
 
 TEST(CommErrorsTest, ShmRejectsMismatchedCallsAcrossRanks) {
   auto comms = testing::makeCommunicators("shm", 2, std::chrono::seconds(60));

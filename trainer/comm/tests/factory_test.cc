@@ -1,6 +1,8 @@
 // makeCommunicator: backend choice, fallbacks, and the store it uses (given, self-hosted by
 // rank 0, or hosted elsewhere).
 
+#include "trainer/comm/factory.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "ringmaster/rendezvous/tcp_store.h"
-#include "trainer/comm/factory.h"
 #include "trainer/comm/inproc_communicator.h"
 #include "trainer/comm/tests/rank_threads.h"
 

@@ -1,6 +1,8 @@
 // The MPI backend, run as `mpirun -np 2 comm_mpi_test` (ctest does that). Started any other way,
 // every test skips: MPI needs its launcher to have peers.
 
+#include "trainer/comm/mpi_communicator.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "trainer/comm/factory.h"
-#include "trainer/comm/mpi_communicator.h"
 
 namespace ringmaster::trainer::comm {
 namespace {
