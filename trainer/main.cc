@@ -86,63 +86,78 @@ Result<std::vector<int>> parseIntList(const std::string& text, const std::string
   return out;
 }
 
+// Values set only by flags (not part of spec.trainer).
+struct CommandLine {
+  std::string config_path, summary_path, hidden, channels, log_level;
+  int64_t seed = 0;
+  int64_t rdzv_timeout_seconds = 300;
+};
+
+// Declares every flag, bound to `config` (so a parse overrides exactly the flags given).
+void declareFlags(core::FlagSet& flags, TrainerConfig* config, CommandLine* cl) {
+  flags.addString("config", &cl->config_path, "YAML file in the shape of spec.trainer");
+  flags.addString("model", &config->model.type, "model type: mlp | cnn");
+  flags.addString("hidden", &cl->hidden, "MLP hidden widths, comma separated (e.g. 512,512)");
+  flags.addString("channels", &cl->channels, "CNN conv channels, two comma separated counts");
+  flags.addString("data", &config->dataset.path, "Fashion-MNIST directory (IDX, plain or .gz)");
+  flags.addInt("epochs", &config->epochs, "epochs to train");
+  flags.addInt("batch-size", &config->batch_size, "batch size per rank");
+  flags.addString("optimizer", &config->optimizer.type, "sgd | adam");
+  flags.addDouble("lr", &config->optimizer.learning_rate, "learning rate");
+  flags.addString("lr-schedule", &config->lr_schedule, "constant | cosine (decay to 0 at the end)");
+  flags.addDouble("momentum", &config->optimizer.momentum, "SGD momentum");
+  flags.addDouble("weight-decay", &config->optimizer.weight_decay, "weight decay (L2)");
+  flags.addString("backend", &config->backend, "auto | gloo | mpi | shm", "RINGMASTER_BACKEND");
+  flags.addDouble("bucket-cap-mb", &config->bucket_cap_mb, "gradient bucket size in MiB");
+  flags.addDouble("first-bucket-cap-mb", &config->first_bucket_cap_mb, "first bucket size in MiB");
+  flags.addString("checkpoint-dir", &config->checkpoint.path, "checkpoint directory (empty: off)");
+  flags.addInt("checkpoint-every", &config->checkpoint.every_steps,
+               "checkpoint every N steps (and after every epoch)");
+  cl->seed = static_cast<int64_t>(config->seed);
+  flags.addInt("seed", &cl->seed, "random seed (initialization and shuffling)");
+  flags.addInt("blas-threads", &config->blas_threads, "OpenBLAS threads per rank");
+  flags.addInt("metrics-port", &config->metrics_port,
+               "serve /metrics on this port (0: any, -1: off)", "RINGMASTER_METRICS_PORT");
+  flags.addInt("max-steps", &config->max_steps, "stop after this many steps (0: no limit)");
+  flags.addInt("log-every-steps", &config->log_every_steps, "log the loss every N steps (0: off)");
+  flags.addInt("comm-timeout-seconds", &config->comm_timeout_seconds, "allreduce timeout");
+  flags.addInt("rendezvous-timeout-seconds", &cl->rdzv_timeout_seconds,
+               "how long to wait for the other ranks at start", "RINGMASTER_RDZV_TIMEOUT_SECONDS");
+  flags.addString("summary-json", &cl->summary_path, "write a JSON summary here at the end");
+  flags.addString("log-level", &cl->log_level, "error | warn | info | debug | trace");
+}
+
+constexpr char kSummary[] =
+    "Data-parallel SGD on Fashion-MNIST. Configuration is spec.trainer's shape (YAML, --config); "
+    "flags override it.\nPlace in the world comes from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, "
+    "MASTER_PORT (or mpirun).";
+
 int run(int argc, char** argv) {
   core::log::initFromEnv();
   core::StopSource& stop = core::installSignalStop();
 
+  // Pass 1 checks usage and finds --config; pass 2 applies the flags over the loaded file.
   TrainerConfig config;
-  std::string config_path, summary_path, hidden, channels, log_level;
-  int64_t rdzv_timeout = 300;
-  core::FlagSet flags("ringmaster-trainer",
-                      "Data-parallel SGD on Fashion-MNIST. Configuration is spec.trainer's shape "
-                      "(YAML, --config); flags override it.\nPlace in the world comes from RANK, "
-                      "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (or mpirun).");
-  flags.addString("config", &config_path, "YAML file in the shape of spec.trainer");
-  flags.addString("model", &config.model.type, "model type: mlp | cnn");
-  flags.addString("hidden", &hidden, "MLP hidden widths, comma separated (e.g. 512,512)");
-  flags.addString("channels", &channels, "CNN conv channels, two comma separated counts");
-  flags.addString("data", &config.dataset.path, "Fashion-MNIST directory (IDX, plain or .gz)");
-  flags.addInt("epochs", &config.epochs, "epochs to train");
-  flags.addInt("batch-size", &config.batch_size, "batch size per rank");
-  flags.addString("optimizer", &config.optimizer.type, "sgd | adam");
-  flags.addDouble("lr", &config.optimizer.learning_rate, "learning rate");
-  flags.addString("lr-schedule", &config.lr_schedule, "constant | cosine (decay to 0 at the end)");
-  flags.addDouble("momentum", &config.optimizer.momentum, "SGD momentum");
-  flags.addDouble("weight-decay", &config.optimizer.weight_decay, "weight decay (L2)");
-  flags.addString("backend", &config.backend, "auto | gloo | mpi | shm", "RINGMASTER_BACKEND");
-  flags.addDouble("bucket-cap-mb", &config.bucket_cap_mb, "gradient bucket size in MiB");
-  flags.addDouble("first-bucket-cap-mb", &config.first_bucket_cap_mb, "first bucket size in MiB");
-  flags.addString("checkpoint-dir", &config.checkpoint.path, "checkpoint directory (empty: off)");
-  flags.addInt("checkpoint-every", &config.checkpoint.every_steps,
-               "checkpoint every N steps (and after every epoch)");
-  int64_t seed = static_cast<int64_t>(config.seed);
-  flags.addInt("seed", &seed, "random seed (initialization and shuffling)");
-  flags.addInt("blas-threads", &config.blas_threads, "OpenBLAS threads per rank");
-  flags.addInt("metrics-port", &config.metrics_port,
-               "serve /metrics on this port (0: any, -1: off)", "RINGMASTER_METRICS_PORT");
-  flags.addInt("max-steps", &config.max_steps, "stop after this many steps (0: no limit)");
-  flags.addInt("log-every-steps", &config.log_every_steps, "log the loss every N steps (0: off)");
-  flags.addInt("comm-timeout-seconds", &config.comm_timeout_seconds, "allreduce timeout");
-  flags.addInt("rendezvous-timeout-seconds", &rdzv_timeout,
-               "how long to wait for the other ranks at start", "RINGMASTER_RDZV_TIMEOUT_SECONDS");
-  flags.addString("summary-json", &summary_path, "write a JSON summary here at the end");
-  flags.addString("log-level", &log_level, "error | warn | info | debug | trace");
-
-  bool help = false;
-  Status s = flags.parse(argc, argv, &help);
-  if (!s.ok()) {
-    std::fprintf(stderr, "ringmaster-trainer: %s\n", s.message().c_str());
-    return 2;
+  CommandLine cl;
+  {
+    core::FlagSet flags("ringmaster-trainer", kSummary);
+    declareFlags(flags, &config, &cl);
+    bool help = false;
+    Status s = flags.parse(argc, argv, &help);
+    if (!s.ok()) {
+      std::fprintf(stderr, "ringmaster-trainer: %s\n", s.message().c_str());
+      return 2;
+    }
+    if (help) {
+      std::fputs(flags.help().c_str(), stdout);
+      return 0;
+    }
   }
-  if (help) {
-    std::fputs(flags.help().c_str(), stdout);
-    return 0;
-  }
-  if (!log_level.empty()) {
+  if (!cl.log_level.empty()) {
     core::log::Level level;
-    if (!core::log::parseLevel(log_level, &level)) {
+    if (!core::log::parseLevel(cl.log_level, &level)) {
       std::fprintf(stderr, "ringmaster-trainer: flag --log-level: unknown level '%s'\n",
-                   log_level.c_str());
+                   cl.log_level.c_str());
       return 2;
     }
     core::log::setLevel(level);
@@ -153,44 +168,23 @@ int run(int argc, char** argv) {
     return status.exitCode();
   };
 
-  // The file is the base; flags given explicitly win over it.
-  if (!config_path.empty()) {
-    TrainerConfig from_flags = config;
-    auto loaded = loadTrainerConfig(config_path);
+  core::FlagSet flags("ringmaster-trainer", kSummary);
+  if (!cl.config_path.empty()) {
+    auto loaded = loadTrainerConfig(cl.config_path);
     if (!loaded.ok()) return fail(loaded.status());
     config = *loaded;
-    if (flags.wasSet("model")) config.model.type = from_flags.model.type;
-    if (flags.wasSet("data")) config.dataset.path = from_flags.dataset.path;
-    if (flags.wasSet("epochs")) config.epochs = from_flags.epochs;
-    if (flags.wasSet("batch-size")) config.batch_size = from_flags.batch_size;
-    if (flags.wasSet("optimizer")) config.optimizer.type = from_flags.optimizer.type;
-    if (flags.wasSet("lr")) config.optimizer.learning_rate = from_flags.optimizer.learning_rate;
-    if (flags.wasSet("lr-schedule")) config.lr_schedule = from_flags.lr_schedule;
-    if (flags.wasSet("momentum")) config.optimizer.momentum = from_flags.optimizer.momentum;
-    if (flags.wasSet("weight-decay"))
-      config.optimizer.weight_decay = from_flags.optimizer.weight_decay;
-    if (flags.wasSet("backend")) config.backend = from_flags.backend;
-    if (flags.wasSet("bucket-cap-mb")) config.bucket_cap_mb = from_flags.bucket_cap_mb;
-    if (flags.wasSet("first-bucket-cap-mb"))
-      config.first_bucket_cap_mb = from_flags.first_bucket_cap_mb;
-    if (flags.wasSet("checkpoint-dir")) config.checkpoint.path = from_flags.checkpoint.path;
-    if (flags.wasSet("checkpoint-every"))
-      config.checkpoint.every_steps = from_flags.checkpoint.every_steps;
-    if (flags.wasSet("blas-threads")) config.blas_threads = from_flags.blas_threads;
-    if (flags.wasSet("metrics-port")) config.metrics_port = from_flags.metrics_port;
-    if (flags.wasSet("max-steps")) config.max_steps = from_flags.max_steps;
-    if (flags.wasSet("log-every-steps")) config.log_every_steps = from_flags.log_every_steps;
-    if (flags.wasSet("comm-timeout-seconds"))
-      config.comm_timeout_seconds = from_flags.comm_timeout_seconds;
+    declareFlags(flags, &config, &cl);
+    bool help = false;
+    if (Status s = flags.parse(argc, argv, &help); !s.ok()) return fail(s);
   }
-  if (flags.wasSet("seed")) config.seed = static_cast<uint64_t>(seed);
-  if (!hidden.empty()) {
-    auto list = parseIntList(hidden, "hidden");
+  if (cl.seed != static_cast<int64_t>(config.seed)) config.seed = static_cast<uint64_t>(cl.seed);
+  if (!cl.hidden.empty()) {
+    auto list = parseIntList(cl.hidden, "hidden");
     if (!list.ok()) return fail(list.status());
     config.model.hidden = *list;
   }
-  if (!channels.empty()) {
-    auto list = parseIntList(channels, "channels");
+  if (!cl.channels.empty()) {
+    auto list = parseIntList(cl.channels, "channels");
     if (!list.ok()) return fail(list.status());
     config.model.conv_channels = *list;
   }
@@ -215,7 +209,7 @@ int run(int argc, char** argv) {
   comm_config.master_addr = world->master_addr;
   comm_config.master_port = world->master_port;
   comm_config.key_prefix = world->job + "/" + std::to_string(world->attempt) + "/trainer";
-  comm_config.timeout = std::chrono::seconds(rdzv_timeout);
+  comm_config.timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
   auto communicator = comm::makeCommunicator(comm_config);
   if (!communicator.ok()) return fail(communicator.status());
 
@@ -251,8 +245,8 @@ int run(int argc, char** argv) {
     RM_LOG(INFO, STEP) << "done: " << summary->epochs << " epochs, " << summary->steps
                        << " steps, test accuracy " << summary->test_accuracy * 100 << "%, "
                        << static_cast<int64_t>(summary->samples_per_second) << " samples/s";
-    if (!summary_path.empty()) {
-      if (Status w = writeSummaryJson(*summary, summary_path); !w.ok()) return fail(w);
+    if (!cl.summary_path.empty()) {
+      if (Status w = writeSummaryJson(*summary, cl.summary_path); !w.ok()) return fail(w);
     }
   }
   return 0;
