@@ -1,9 +1,7 @@
 // Drives the real ringmaster-trainer binary: bad input must give one clear error line and the
 // documented exit code (never a crash), and real training must reach the accuracy targets.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -108,25 +106,6 @@ TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
   expectCleanFailure(r, 1, "127.0.0.1:" + std::to_string(port));
 }
 
-std::string scrape(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  std::string body;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[8192];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof buf)) > 0) body.append(buf, n);
-    }
-  }
-  close(fd);
-  return body;
-}
-
 // While training, /metrics carries every trainer metric of DESIGN §5; SIGTERM then stops the
 // trainer cleanly (exit 143) after rank 0 wrote a checkpoint of where it stood.
 TEST(TrainerCli, ServesMetricsWhileTrainingAndStopsCleanlyOnSigterm) {
@@ -140,7 +119,7 @@ TEST(TrainerCli, ServesMetricsWhileTrainingAndStopsCleanlyOnSigterm) {
   std::string body;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline && p.running()) {
-    body = scrape(port);
+    body = httpGet(port, "/metrics");
     if (body.find("ringmaster_trainer_steps_total{job=\"fmnist\",rank=\"0\"} 0") ==
             std::string::npos &&
         body.find("ringmaster_trainer_steps_total") != std::string::npos)

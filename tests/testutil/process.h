@@ -71,6 +71,8 @@ int freePort();
 // Path of a built binary: $RM_BINARY_DIR/<relative>.
 std::string binaryPath(const std::string& relative);
 std::string readFile(const std::string& path);
+// A plain HTTP/1.0 GET on 127.0.0.1:port; the whole response (headers + body), "" if refused.
+std::string httpGet(int port, const std::string& path);
 // Counts the lines of `text` that contain `needle`.
 int countLines(const std::string& text, const std::string& needle);
 
