@@ -1,0 +1,46 @@
+#pragma once
+// Authentication as kube-apiserver (anonymous auth on, the default) answers it:
+//   - `Authorization: Bearer <the token>`  -> the admin user;
+//   - a bearer token that does not match   -> 401 with the minimal Status (f-errors.md f5b);
+//   - no credentials (or a non-Bearer scheme) -> `system:anonymous`, which may read the public
+//     paths /healthz, /livez, /readyz (and below) and /version, and gets 403 Forbidden with
+//     RBAC's message everywhere else (f5a).
+//
+// Thread-safety: immutable after construction. Failure: none; decisions are values.
+
+#include <string>
+#include <string_view>
+
+#include "local/https/http_message.h"
+
+namespace ringmaster::local {
+
+inline constexpr std::string_view kAdminUser = "ringmaster-local-admin";
+inline constexpr std::string_view kAnonymousUser = "system:anonymous";
+
+class BearerAuthenticator {
+ public:
+  enum class Decision { kAdmin, kAnonymous, kInvalidToken };
+
+  explicit BearerAuthenticator(std::string token) : token_(std::move(token)) {}
+  Decision check(const Request& request) const;
+
+ private:
+  std::string token_;
+};
+
+// Whether `system:anonymous` may read `path` (system:public-info-viewer).
+bool isPublicPath(std::string_view path);
+
+// A compact v1 Status body with fields in kube-apiserver's order and its trailing newline.
+// `details_json` is a JSON object or empty (then no "details" field).
+std::string statusBody(int code, std::string_view reason, std::string_view message,
+                       std::string_view details_json = {});
+// {"kind":"Status",...,"message":"Unauthorized","reason":"Unauthorized","code":401}
+std::string unauthorizedBody();
+// RBAC's 403 for `system:anonymous` on `request`, e.g. `trainingjobs.ringmaster.dev is
+// forbidden: User "system:anonymous" cannot list resource "trainingjobs" in API group
+// "ringmaster.dev" in the namespace "default"`.
+std::string anonymousForbiddenBody(const Request& request);
+
+}  // namespace ringmaster::local
