@@ -1,0 +1,133 @@
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::kube {
+namespace {
+
+template <class V, class S>
+void visitModelSpec(V& v, S& s) {
+  v("type", s.type);
+  v("hidden", s.hidden);
+  v("channels", s.channels);
+}
+
+template <class V, class S>
+void visitDatasetSpec(V& v, S& s) {
+  v("name", s.name);
+  v("path", s.path);
+}
+
+template <class V, class S>
+void visitOptimizerSpec(V& v, S& s) {
+  v("type", s.type);
+  v("learningRate", s.learning_rate);
+  v("momentum", s.momentum);
+  v("weightDecay", s.weight_decay);
+  v("schedule", s.schedule);
+}
+
+template <class V, class S>
+void visitCheckpointSpec(V& v, S& s) {
+  v("path", s.path);
+  v("everySteps", s.every_steps);
+}
+
+template <class V, class S>
+void visitTrainerSpec(V& v, S& s) {
+  v("model", s.model);
+  v("dataset", s.dataset);
+  v("epochs", s.epochs);
+  v("batchSize", s.batch_size);
+  v("optimizer", s.optimizer);
+  v("bucketCapMB", s.bucket_cap_mb);
+  v("checkpoint", s.checkpoint);
+  v("image", s.image);
+  v("command", s.command);
+  v("args", s.args);
+  v("env", s.env);
+  v("resources", s.resources);
+}
+
+template <class V, class S>
+void visitSchedulingPolicy(V& v, S& s) {
+  v("scheduleTimeoutSeconds", s.schedule_timeout_seconds);
+  v("schedulerName", s.scheduler_name);
+}
+
+template <class V, class S>
+void visitTrainingJobSpec(V& v, S& s) {
+  v("replicas", s.replicas);
+  v("procsPerReplica", s.procs_per_replica);
+  v("launcher", s.launcher);
+  v("backend", s.backend);
+  v("image", s.image);
+  v("resources", s.resources);
+  v("trainer", s.trainer);
+  v("command", s.command);
+  v("args", s.args);
+  v("volumes", s.volumes);
+  v("restartPolicy", s.restart_policy);
+  v("backoffLimit", s.backoff_limit);
+  v("activeDeadlineSeconds", s.active_deadline_seconds);
+  v("ttlSecondsAfterFinished", s.ttl_seconds_after_finished);
+  v("cleanPodPolicy", s.clean_pod_policy);
+  v("suspend", s.suspend);
+  v("schedulingPolicy", s.scheduling_policy);
+}
+
+template <class V, class S>
+void visitReplicaStatus(V& v, S& s) {
+  v("active", s.active);
+  v("succeeded", s.succeeded);
+  v("failed", s.failed);
+  v("ready", s.ready);
+}
+
+template <class V, class S>
+void visitTrainingProgress(V& v, S& s) {
+  v("epoch", s.epoch);
+  v("step", s.step);
+  v("loss", s.loss);
+  v("samplesPerSecond", s.samples_per_second);
+  v("allreduceBusBandwidth", s.allreduce_bus_bandwidth);
+}
+
+template <class V, class S>
+void visitTrainingJobStatus(V& v, S& s) {
+  v("conditions", s.conditions);
+  v("phase", s.phase);
+  v("replicas", s.replicas);
+  v("restarts", s.restarts);
+  v("attempt", s.attempt);
+  v("startTime", s.start_time);
+  v("completionTime", s.completion_time);
+  v("progress", s.progress);
+  v("observedGeneration", s.observed_generation);
+  v("worldSize", s.world_size);
+  v("epoch", s.epoch);
+  v("loss", s.loss);
+}
+
+template <class V, class S>
+void visitTrainingJob(V& v, S& s) {
+  v("apiVersion", s.api_version);
+  v("kind", s.kind);
+  v.required("metadata", s.metadata);
+  v("spec", s.spec);
+  v("status", s.status);
+}
+
+}  // namespace
+
+RM_KUBE_DEFINE_CODEC(ModelSpec, visitModelSpec)
+RM_KUBE_DEFINE_CODEC(DatasetSpec, visitDatasetSpec)
+RM_KUBE_DEFINE_CODEC(OptimizerSpec, visitOptimizerSpec)
+RM_KUBE_DEFINE_CODEC(CheckpointSpec, visitCheckpointSpec)
+RM_KUBE_DEFINE_CODEC(TrainerSpec, visitTrainerSpec)
+RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)
+RM_KUBE_DEFINE_CODEC(TrainingJobSpec, visitTrainingJobSpec)
+RM_KUBE_DEFINE_CODEC(ReplicaStatus, visitReplicaStatus)
+RM_KUBE_DEFINE_CODEC(TrainingProgress, visitTrainingProgress)
+RM_KUBE_DEFINE_CODEC(TrainingJobStatus, visitTrainingJobStatus)
+RM_KUBE_DEFINE_CODEC(TrainingJob, visitTrainingJob)
+
+}  // namespace ringmaster::kube

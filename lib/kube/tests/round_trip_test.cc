@@ -1,0 +1,322 @@
+// Real objects from the k8s-reference transcripts decode into typed structs and encode back to
+// the same JSON; objects built in code encode to the shape the API server expects.
+
+#include <gtest/gtest.h>
+
+#include "ringmaster/kube/api_status.h"
+#include "ringmaster/kube/binding.h"
+#include "ringmaster/kube/config_map.h"
+#include "ringmaster/kube/event.h"
+#include "ringmaster/kube/lease.h"
+#include "ringmaster/kube/list.h"
+#include "ringmaster/kube/namespace.h"
+#include "ringmaster/kube/node.h"
+#include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/secret.h"
+#include "ringmaster/kube/service.h"
+#include "ringmaster/kube/training_job.h"
+#include "ringmaster/kube/watch_event.h"
+#include "test_util.h"
+
+namespace ringmaster::kube {
+namespace {
+
+using nlohmann::json;
+using testing::expectRoundTrip;
+using testing::loadJson;
+using testing::loadLines;
+
+TEST(RoundTrip, PodWithTerminatedContainerFromTranscript) {
+  Pod pod = expectRoundTrip<Pod>(loadJson("pod_succeeded.json"));
+  EXPECT_EQ(pod.kind, "Pod");
+  EXPECT_EQ(pod.metadata.name, "mnist-worker-0");
+  EXPECT_EQ(pod.metadata.labels.at("ringmaster.dev/replica-index"), "0");
+  ASSERT_EQ(pod.metadata.owner_references.size(), 1u);
+  EXPECT_EQ(pod.metadata.owner_references[0].controller, true);
+  EXPECT_TRUE(pod.metadata.managed_fields.is_array());
+  EXPECT_EQ(pod.spec.restart_policy, "Never");
+  ASSERT_EQ(pod.spec.containers.size(), 1u);
+  EXPECT_EQ(pod.spec.containers[0].command, (std::vector<std::string>{"python", "-m", "train"}));
+  EXPECT_EQ(pod.spec.containers[0].env[0].value, "16");
+  EXPECT_TRUE(pod.spec.extra.contains("tolerations"));  // not modelled, still kept
+  EXPECT_EQ(pod.status.phase, "Succeeded");
+  ASSERT_EQ(pod.status.conditions.size(), 4u);
+  ASSERT_TRUE(pod.status.conditions[0].last_probe_time.has_value());
+  EXPECT_TRUE(pod.status.conditions[0].last_probe_time->isZero());  // "lastProbeTime": null
+  ASSERT_EQ(pod.status.container_statuses.size(), 1u);
+  const ContainerStatus& cs = pod.status.container_statuses[0];
+  EXPECT_EQ(cs.restart_count, 0);
+  ASSERT_TRUE(cs.state && cs.state->terminated);
+  EXPECT_EQ(cs.state->terminated->exit_code, 0);
+  EXPECT_EQ(cs.state->terminated->reason, "Completed");
+  EXPECT_EQ(cs.state->terminated->finished_at->toString(), "2026-11-22T02:00:11Z");
+  ASSERT_TRUE(cs.last_state.has_value());  // "lastState": {} stays present
+  EXPECT_EQ(encode(*cs.last_state), json::object());
+}
+
+TEST(RoundTrip, ModifiedPodKeepsFieldsThisLibraryDoesNotModel) {
+  core::Result<Pod> pod = decode<Pod>(loadJson("pod_succeeded.json"));
+  ASSERT_TRUE(pod.ok());
+  pod->status.phase = "Failed";
+  json out = encode(*pod);
+  EXPECT_EQ(out["status"]["phase"], "Failed");
+  EXPECT_EQ(out["status"]["qosClass"], "BestEffort");
+  EXPECT_EQ(out["spec"]["tolerations"].size(), 2u);
+  EXPECT_EQ(out["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+}
+
+TEST(RoundTrip, LeaseWithMicroTimes) {
+  Lease lease = expectRoundTrip<Lease>(loadJson("lease.json"));
+  EXPECT_EQ(lease.spec.holder_identity, "vm_a84c3365-f9ac-4f88-a914-01aa2c533dc6");
+  EXPECT_EQ(lease.spec.lease_duration_seconds, 15);
+  EXPECT_EQ(lease.spec.lease_transitions, 0);
+  ASSERT_TRUE(lease.spec.renew_time.has_value());
+  EXPECT_EQ(lease.spec.renew_time->toString(), "2026-11-22T02:01:12.192065Z");
+  EXPECT_EQ(lease.spec.renew_time->unixMicros() - lease.spec.acquire_time->unixMicros(), 8318002);
+}
+
+TEST(RoundTrip, ConflictStatus409) {
+  ApiStatus s = expectRoundTrip<ApiStatus>(loadJson("status_409_conflict.json"));
+  EXPECT_TRUE(s.isFailure());
+  EXPECT_EQ(s.code, 409);
+  EXPECT_EQ(s.reason, "Conflict");
+  ASSERT_TRUE(s.details.has_value());
+  EXPECT_EQ(s.details->kind, "trainingjobs");  // the plural resource, not the Kind
+  EXPECT_EQ(s.details->name, "mnist");
+  ASSERT_TRUE(s.metadata.has_value());  // "metadata": {} is kept
+}
+
+TEST(RoundTrip, InvalidStatus422WithCauses) {
+  ApiStatus s = expectRoundTrip<ApiStatus>(loadJson("status_422_invalid.json"));
+  EXPECT_EQ(s.code, 422);
+  EXPECT_EQ(s.reason, "Invalid");
+  ASSERT_TRUE(s.details.has_value());
+  EXPECT_EQ(s.details->kind, "TrainingJob");
+  ASSERT_EQ(s.details->causes.size(), 4u);
+  EXPECT_EQ(s.details->causes[0].reason, "FieldValueRequired");
+  EXPECT_EQ(s.details->causes[0].field, "spec.trainer.image");
+  EXPECT_EQ(s.details->causes[3].field, "<nil>");
+}
+
+TEST(RoundTrip, FailureStatusBuiltInCodeHasTheServerShape) {
+  ApiStatus s = ApiStatus::failure(404, "NotFound", "pods \"x\" not found");
+  EXPECT_EQ(encode(s), json::parse(R"({"kind":"Status","apiVersion":"v1","metadata":{},
+      "status":"Failure","message":"pods \"x\" not found","reason":"NotFound","code":404})"));
+}
+
+TEST(RoundTrip, TrainingJobFromTranscript) {
+  TrainingJob job = expectRoundTrip<TrainingJob>(loadJson("training_job.json"));
+  EXPECT_EQ(job.metadata.generation, 4);
+  EXPECT_EQ(job.spec.replicas, 4);
+  EXPECT_EQ(job.spec.procs_per_replica, 4);
+  EXPECT_EQ(job.spec.launcher, "native");
+  ASSERT_TRUE(job.spec.trainer.has_value());
+  EXPECT_EQ(job.spec.trainer->image, "ghcr.io/ringmaster/examples/mnist:0.1");
+  EXPECT_EQ(job.spec.trainer->args, std::vector<std::string>{"--epochs=30"});
+  EXPECT_EQ(job.status.phase, "Running");
+  EXPECT_EQ(job.status.world_size, 16);
+  EXPECT_EQ(job.status.loss, 0.3177);
+  ASSERT_EQ(job.status.conditions.size(), 1u);
+  EXPECT_EQ(job.status.conditions[0].observed_generation, 3);
+  EXPECT_EQ(job.status.conditions[0].last_transition_time->toString(), "2026-11-22T01:56:11Z");
+}
+
+TEST(RoundTrip, TrainingJobWithEveryDesignField) {
+  TrainingJob job = expectRoundTrip<TrainingJob>(loadJson("training_job_design.json"));
+  ASSERT_TRUE(job.spec.trainer && job.spec.trainer->model && job.spec.trainer->optimizer);
+  EXPECT_EQ(job.spec.trainer->model->hidden, (std::vector<int32_t>{512, 512}));
+  EXPECT_EQ(job.spec.trainer->optimizer->learning_rate, 0.1);
+  EXPECT_EQ(job.spec.trainer->bucket_cap_mb, 25.0);
+  EXPECT_EQ(job.spec.trainer->checkpoint->every_steps, 500);
+  EXPECT_EQ(job.spec.resources->limits.at("nvidia.com/gpu").value(), 1);
+  EXPECT_EQ(job.spec.resources->limits.at("cpu").milliValue(), 500);
+  EXPECT_EQ(job.spec.suspend, false);
+  EXPECT_EQ(job.spec.active_deadline_seconds, 86400);
+  ASSERT_EQ(job.spec.volumes.size(), 3u);
+  EXPECT_EQ(job.spec.volumes[1].persistent_volume_claim->claim_name, "fmnist-ckpt");
+  EXPECT_EQ(job.spec.volumes[2].empty_dir->size_limit->value(), 2LL << 30);
+  EXPECT_EQ(job.status.replicas->ready, 2);
+  EXPECT_EQ(job.status.progress->step, 1406);
+  EXPECT_EQ(job.status.progress->allreduce_bus_bandwidth, 1.1e9);
+}
+
+TEST(RoundTrip, RecorderEventWithNullEventTime) {
+  Event event = expectRoundTrip<Event>(loadJson("event.json"));
+  EXPECT_EQ(event.reason, "WorkersCreated");
+  EXPECT_EQ(event.count, 1);
+  EXPECT_EQ(event.involved_object.kind, "TrainingJob");
+  EXPECT_EQ(event.involved_object.uid, "a8110b0f-9c88-4267-b508-0805cd59c4b1");
+  ASSERT_TRUE(event.event_time.has_value());
+  EXPECT_TRUE(event.event_time->isZero());
+  EXPECT_EQ(event.reporting_instance, "");  // present and empty, as client-go sends it
+  ASSERT_TRUE(event.source.has_value());
+  EXPECT_EQ(event.source->component, "ringmaster-operator");
+}
+
+TEST(RoundTrip, EventListWhoseItemsLackTypeMeta) {
+  List<Event> list = expectRoundTrip<List<Event>>(loadJson("event_list_leader_election.json"));
+  EXPECT_EQ(list.kind, "EventList");
+  EXPECT_EQ(list.metadata.resource_version, "362");
+  ASSERT_EQ(list.items.size(), 1u);
+  EXPECT_EQ(list.items[0].kind, "");
+  EXPECT_EQ(list.items[0].reason, "LeaderElection");
+  EXPECT_TRUE(list.items[0].metadata.managed_fields.is_string());  // opaque, kept as written
+}
+
+TEST(RoundTrip, NodeWithCapacity) {
+  Node node = expectRoundTrip<Node>(loadJson("node.json"));
+  EXPECT_EQ(node.status.capacity.at("cpu").milliValue(), 16000);
+  EXPECT_EQ(node.status.allocatable.at("memory").value(), 64LL << 30);
+  ASSERT_EQ(node.status.addresses.size(), 2u);
+  EXPECT_EQ(node.status.addresses[0].type, "InternalIP");
+  EXPECT_EQ(node.status.conditions[0].last_heartbeat_time->toString(), "2026-11-22T01:59:47Z");
+  EXPECT_TRUE(node.status.extra.contains("nodeInfo"));
+}
+
+TEST(RoundTrip, WatchStreamWithBookmarks) {
+  std::vector<std::string> lines = loadLines("watch_training_jobs.jsonl");
+  ASSERT_EQ(lines.size(), 5u);
+  std::vector<WatchEventType> types;
+  for (const std::string& line : lines) {
+    WatchEvent<TrainingJob> event = expectRoundTrip<WatchEvent<TrainingJob>>(json::parse(line));
+    types.push_back(event.type);
+  }
+  EXPECT_EQ(types, (std::vector<WatchEventType>{WatchEventType::kModified, WatchEventType::kAdded,
+                                                WatchEventType::kDeleted, WatchEventType::kBookmark,
+                                                WatchEventType::kBookmark}));
+  core::Result<WatchEvent<TrainingJob>> bookmark =
+      decodeText<WatchEvent<TrainingJob>>(lines.back());
+  ASSERT_TRUE(bookmark.ok());
+  EXPECT_EQ(bookmark->object.metadata.resource_version, "283");
+  EXPECT_EQ(bookmark->object.metadata.name, "");
+}
+
+TEST(RoundTrip, WatchErrorEventCarriesExpiredStatus) {
+  std::vector<std::string> lines = loadLines("watch_error_410.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  WatchEvent<TrainingJob> event = expectRoundTrip<WatchEvent<TrainingJob>>(json::parse(lines[0]));
+  EXPECT_EQ(event.type, WatchEventType::kError);
+  EXPECT_EQ(event.error.code, 410);
+  EXPECT_EQ(event.error.reason, "Expired");
+  EXPECT_EQ(event.object, TrainingJob{});
+}
+
+TEST(RoundTrip, HeadlessServiceBuiltInCode) {
+  Service svc;
+  setTypeMeta(svc);
+  svc.metadata.name = "fmnist";
+  svc.metadata.namespace_name = "default";
+  svc.spec.cluster_ip = "None";
+  svc.spec.selector["ringmaster.dev/job-name"] = "fmnist";
+  svc.spec.publish_not_ready_addresses = true;
+  ServicePort port;
+  port.name = "rdzv";
+  port.port = 29500;
+  port.target_port = IntOrString(29500);
+  svc.spec.ports.push_back(port);
+  json expected = json::parse(R"({"apiVersion":"v1","kind":"Service",
+      "metadata":{"name":"fmnist","namespace":"default"},
+      "spec":{"clusterIP":"None","selector":{"ringmaster.dev/job-name":"fmnist"},
+              "publishNotReadyAddresses":true,
+              "ports":[{"name":"rdzv","port":29500,"targetPort":29500}]}})");
+  EXPECT_EQ(encode(svc), expected);
+  core::Result<Service> back = decode<Service>(expected);
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(*back, svc);
+}
+
+TEST(RoundTrip, SecretDataIsBase64OnTheWire) {
+  Secret secret;
+  setTypeMeta(secret);
+  secret.metadata.name = "fmnist-ssh";
+  secret.type = "kubernetes.io/ssh-auth";
+  secret.data["ssh-privatekey"] = std::string("key\0bytes\xff", 10);
+  json j = encode(secret);
+  EXPECT_EQ(j["data"]["ssh-privatekey"], "a2V5AGJ5dGVz/w==");
+  core::Result<Secret> back = decode<Secret>(j);
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(back->data.at("ssh-privatekey"), std::string("key\0bytes\xff", 10));
+  EXPECT_EQ(*back, secret);
+}
+
+TEST(RoundTrip, ConfigMapWithTextAndBinaryData) {
+  json j = json::parse(R"({"apiVersion":"v1","kind":"ConfigMap",
+      "metadata":{"name":"fmnist-config","namespace":"default"},
+      "data":{"hostfile":"fmnist-worker-0 slots=1\n"},"binaryData":{"blob":"AAEC"}})");
+  ConfigMap cm = expectRoundTrip<ConfigMap>(j);
+  EXPECT_EQ(cm.data.at("hostfile"), "fmnist-worker-0 slots=1\n");
+  EXPECT_EQ(cm.binary_data.at("blob"), std::string("\x00\x01\x02", 3));
+}
+
+TEST(RoundTrip, PodSpecWithProbesVolumesAndEnvSources) {
+  json j = json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"w-0"},
+    "spec":{"restartPolicy":"Never","hostname":"w-0","subdomain":"w","schedulerName":"default-scheduler",
+      "serviceAccountName":"default","terminationGracePeriodSeconds":30,"nodeName":"node-1",
+      "initContainers":[{"name":"init","image":"busybox","command":["true"]}],
+      "containers":[{"name":"trainer","image":"ringmaster/trainer:0.1.0","workingDir":"/work",
+        "ports":[{"name":"rdzv","containerPort":29500,"protocol":"TCP"}],
+        "resources":{"limits":{"cpu":"2","memory":"4Gi","nvidia.com/gpu":"1"},"requests":{"cpu":"500m"}},
+        "env":[{"name":"POD_NAME","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.name"}}},
+               {"name":"TOKEN","valueFrom":{"secretKeyRef":{"name":"s","key":"token","optional":true}}},
+               {"name":"CFG","valueFrom":{"configMapKeyRef":{"name":"c","key":"cfg"}}},
+               {"name":"EMPTY","value":""}],
+        "volumeMounts":[{"name":"data","mountPath":"/data","readOnly":true}],
+        "readinessProbe":{"httpGet":{"path":"/ready","port":"metrics"},"initialDelaySeconds":1,
+                          "periodSeconds":2,"failureThreshold":3},
+        "livenessProbe":{"exec":{"command":["cat","/tmp/alive"]}}},
+        {"name":"sidecar","readinessProbe":{"tcpSocket":{"port":8080}}}],
+      "volumes":[{"name":"data","hostPath":{"path":"/srv/data"}},
+                 {"name":"cfg","configMap":{"name":"c","items":[{"key":"cfg","path":"cfg.yaml","mode":420}],"defaultMode":420}},
+                 {"name":"ssh","secret":{"secretName":"s","defaultMode":256}},
+                 {"name":"tmp","emptyDir":{"medium":"Memory"}}]},
+    "status":{"phase":"Running","podIP":"127.0.1.1","hostIP":"127.0.0.1","startTime":"2026-11-22T10:00:00Z",
+      "containerStatuses":[{"name":"trainer","ready":true,"restartCount":2,
+        "state":{"running":{"startedAt":"2026-11-22T10:00:01Z"}},
+        "lastState":{"terminated":{"exitCode":137,"signal":9,"reason":"Error","message":"killed",
+                     "startedAt":"2026-11-22T09:59:00Z","finishedAt":"2026-11-22T10:00:00Z"}}},
+        {"name":"sidecar","state":{"waiting":{"reason":"ContainerCreating"}}}]}})");
+  Pod pod = expectRoundTrip<Pod>(j);
+  const Container& c = pod.spec.containers[0];
+  EXPECT_EQ(c.env[0].value_from->field_ref->field_path, "metadata.name");
+  EXPECT_EQ(c.env[1].value_from->secret_key_ref->optional, true);
+  EXPECT_EQ(c.env[3].value, "");
+  EXPECT_EQ(c.readiness_probe->http_get->port.strValue(), "metrics");
+  EXPECT_EQ(pod.spec.containers[1].readiness_probe->tcp_socket->port.intValue(), 8080);
+  EXPECT_EQ(c.resources->limits.at("memory").value(), 4LL << 30);
+  EXPECT_EQ(pod.spec.volumes[1].config_map->items[0].mode, 420);
+  EXPECT_EQ(pod.status.container_statuses[0].last_state->terminated->signal, 9);
+}
+
+TEST(RoundTrip, BindingAndNamespace) {
+  Binding binding = expectRoundTrip<Binding>(json::parse(
+      R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"mnist-worker-0"},
+          "target":{"apiVersion":"v1","kind":"Node","name":"fake-node-1"}})"));
+  EXPECT_EQ(binding.target.name, "fake-node-1");
+  Namespace ns = expectRoundTrip<Namespace>(json::parse(
+      R"({"kind":"Namespace","apiVersion":"v1","metadata":{"name":"team-a",
+          "uid":"1","resourceVersion":"9","creationTimestamp":"2026-11-22T01:00:00Z",
+          "labels":{"kubernetes.io/metadata.name":"team-a"}},
+          "spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}})"));
+  EXPECT_EQ(ns.status.phase, "Active");
+}
+
+TEST(RoundTrip, NewPodEncodesOnlyWhatWasSet) {
+  Pod pod;
+  setTypeMeta(pod);
+  pod.metadata.name = "w-0";
+  Container c;
+  c.name = "trainer";
+  c.image = "img";
+  EnvVar env;
+  env.name = "WORLD_SIZE";
+  env.value = "2";
+  c.env.push_back(env);
+  pod.spec.containers.push_back(c);
+  EXPECT_EQ(encode(pod), json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"w-0"},
+      "spec":{"containers":[{"name":"trainer","image":"img",
+              "env":[{"name":"WORLD_SIZE","value":"2"}]}]}})"));
+  EXPECT_EQ(encodeText(Pod{}), R"({"metadata":{}})");
+}
+
+}  // namespace
+}  // namespace ringmaster::kube
