@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <gloo/allreduce.h>
-#include <gloo/allreduce_ring.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -14,7 +13,6 @@
 
 #include <exception>
 #include <utility>
-#include <vector>
 
 #include "ringmaster/core/log.h"
 #include "trainer/comm/call_context.h"
@@ -91,44 +89,21 @@ core::Status statusFromCurrentException(const std::string& what) {
   }
 }
 
-// Gloo's classic ring, pointed at the caller's buffer on each run: it sends from and receives
-// into its own outbox / inbox and touches the caller's memory only through ptrs_ (protected,
-// for subclasses), so the buffer may change between runs.
-class ClassicRing final : public gloo::AllreduceRing<float> {
- public:
-  ClassicRing(const std::shared_ptr<gloo::Context>& context, float* data, int count)
-      : gloo::AllreduceRing<float>(context, std::vector<float*>{data}, count) {}
-  void runOn(float* data) {
-    ptrs_[0] = data;
-    run();
-  }
-};
-
 }  // namespace
 
-// Kept Gloo setups. With 2 ranks and small buffers: Gloo's classic ring (one message each way:
-// fewest round trips), kept per size, because it takes its connection slots from a per-context
-// counter at construction and only the size sequence is the same on every rank (a rank that
-// reallocates a bucket would otherwise build a ring the others do not, and the group would
-// hang). Otherwise the segmented ring of gloo::allreduce, kept per pointer and size (its slots
-// come from the tag). Measured on loopback TCP, 2 ranks: the classic ring is 2-3x faster below
-// 256 KiB, the segmented one up to 2x faster above. With 3 or more ranks the classic ring is
-// out: each rank adds the contributions in a different order, so results differ in the last
-// bits and replicas drift apart.
+// A kept gloo::allreduce setup (the segmented ring over unbound buffers; its slots come from the
+// tag, so buffers may differ between ranks). Gloo's classic AllreduceRing is deliberately not
+// used, although it has fewer round trips for small buffers: its bound buffers make Gloo's TCP
+// pair set SO_SNDBUF to the first bound message's size, which pins the socket's send buffer there
+// for good (no more kernel autotuning). After one 22 KiB bucket the pair had a 45 KiB send
+// buffer, below one loopback segment (64 KiB), so every later large send went out one segment
+// per delayed ACK (40 ms): 2 ranks, 2.7 MB of gradients in 2 buckets took 96 ms a step, not 15.
+// Measured on loopback TCP, 2 ranks: the segmented ring is within 10% of the classic one at 4-16
+// KiB and faster from 64 KiB.
 struct GlooCommunicator::CachedAllreduce {
-  float* data;  // the caller's buffer (segmented ring only)
+  float* data;
   size_t count;
-  std::unique_ptr<ClassicRing> ring;                // classic ring only
-  std::unique_ptr<gloo::AllreduceOptions> options;  // segmented ring only
-
-  void run(float* user, std::chrono::milliseconds timeout) {
-    if (ring != nullptr) {
-      ring->runOn(user);
-    } else {
-      options->setTimeout(timeout);
-      gloo::allreduce(*options);
-    }
-  }
+  std::unique_ptr<gloo::AllreduceOptions> options;
 };
 
 std::string defaultGlooHostname(const std::string& master_addr) {
@@ -203,26 +178,20 @@ core::Status GlooCommunicator::guarded(const std::string& what, Fn&& fn) {
   }
 }
 
-GlooCommunicator::CachedAllreduce& GlooCommunicator::allreduceFor(float* data, size_t count) {
-  const bool classic = size_ == 2 && count * sizeof(float) < kSegmentedRingMinBytes;
+gloo::AllreduceOptions& GlooCommunicator::allreduceFor(float* data, size_t count) {
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (it->count == count && (classic ? it->ring != nullptr : it->data == data)) {
+    if (it->data == data && it->count == count) {
       if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
-      return cache_.front();
+      return *cache_.front().options;
     }
   }
-  CachedAllreduce kept{classic ? nullptr : data, count, nullptr, nullptr};
-  if (classic) {
-    kept.ring = std::make_unique<ClassicRing>(context_, data, static_cast<int>(count));
-  } else {
-    kept.options = std::make_unique<gloo::AllreduceOptions>(context_);
-    kept.options->setOutput(data, count);
-    kept.options->setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    kept.options->setReduceFunction(&sumFloats);
-  }
-  cache_.push_front(std::move(kept));
+  auto options = std::make_unique<gloo::AllreduceOptions>(context_);
+  options->setOutput(data, count);
+  options->setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+  options->setReduceFunction(&sumFloats);
+  cache_.push_front(CachedAllreduce{data, count, std::move(options)});
   if (cache_.size() > kMaxCachedBuffers) cache_.pop_back();
-  return cache_.front();
+  return *cache_.front().options;
 }
 
 core::Status GlooCommunicator::allreduceSum(float* data, size_t count,
@@ -234,7 +203,9 @@ core::Status GlooCommunicator::allreduceSum(float* data, size_t count,
   const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
   RM_RETURN_IF_ERROR(guarded(what, [&] {
     if (count == 0) return;
-    allreduceFor(data, count).run(data, timeout);
+    gloo::AllreduceOptions& options = allreduceFor(data, count);
+    options.setTimeout(timeout);
+    gloo::allreduce(options);
   }));
   stats_.allreduce_calls++;
   stats_.allreduce_bytes += bytes;

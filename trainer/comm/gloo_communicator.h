@@ -7,11 +7,10 @@
 //      timeout error ("rank(s) 3 did not join within 2000 ms")
 //   2. a TCP device bound to the configured interface / hostname
 //   3. gloo::rendezvous::Context::connectFullMesh (Gloo's own keys "rank_<r>" and "<r>")
-// allreduceSum keeps its Gloo setups, so repeated allreduces of the same buffers (gradient
-// buckets) reuse them: gloo::AllreduceRing for 2 ranks below 256 KiB (fewest round trips; kept
-// per size), else the segmented ring of gloo::allreduce (pipelined, the same bits on every rank
-// for any world size; kept per pointer and size). AllreduceOptions::timeout applies to the
-// latter; the classic ring uses GlooConfig::timeout (Gloo fixes it per connection).
+// allreduceSum keeps one Gloo setup per buffer (pointer and size), so repeated allreduces of the
+// same buffers (gradient buckets) reuse them: the segmented ring of gloo::allreduce (pipelined,
+// the same bits on every rank for any world size), for every size. AllreduceOptions::timeout
+// applies; 0 means GlooConfig::timeout.
 //
 // Ownership: owns the Gloo context and device; does not keep the store after create().
 // Thread-safety: one thread at a time (Communicator contract). Failure: Gloo throws; every
@@ -74,9 +73,8 @@ class GlooCommunicator final : public Communicator {
   size_t cachedBufferCountForTesting() const { return cache_.size(); }
 
  private:
-  struct CachedAllreduce;  // pointer, count and their Gloo algorithm setup
+  struct CachedAllreduce;  // pointer, count and their Gloo allreduce options
   static constexpr size_t kMaxCachedBuffers = 64;
-  static constexpr size_t kSegmentedRingMinBytes = 256 << 10;
 
   GlooCommunicator(int rank, int size, std::chrono::milliseconds timeout,
                    std::shared_ptr<gloo::transport::Device> device,
@@ -84,7 +82,7 @@ class GlooCommunicator final : public Communicator {
   // Runs a Gloo call; turns an exception into a Status with `what` and marks us broken.
   template <typename Fn>
   core::Status guarded(const std::string& what, Fn&& fn);
-  CachedAllreduce& allreduceFor(float* data, size_t count);
+  gloo::AllreduceOptions& allreduceFor(float* data, size_t count);
 
   const int rank_;
   const int size_;
