@@ -13,13 +13,13 @@
 
 namespace ringmaster::local {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
   // Reads 1..n bytes into `buf`, waiting at most until `deadline`; returns 0 on orderly EOF.
-  virtual core::Result<size_t> read(char* buf, size_t n, Clock::time_point deadline) = 0;
+  virtual core::Result<size_t> read(char* buf, size_t n, SteadyClock::time_point deadline) = 0;
 };
 
 class ByteSink {

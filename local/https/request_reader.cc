@@ -95,7 +95,7 @@ ReadOutcome parseHeaderLine(std::string_view line, Headers* headers) {
 
 }  // namespace
 
-ReadOutcome RequestReader::fill(Clock::time_point deadline, bool* eof) {
+ReadOutcome RequestReader::fill(SteadyClock::time_point deadline, bool* eof) {
   *eof = false;
   if (pos_ > 0 && pos_ == buf_.size()) {
     buf_.clear();
@@ -116,7 +116,7 @@ ReadOutcome RequestReader::fill(Clock::time_point deadline, bool* eof) {
   return {};
 }
 
-ReadOutcome RequestReader::readLine(std::string* line, size_t max, Clock::time_point deadline,
+ReadOutcome RequestReader::readLine(std::string* line, size_t max, SteadyClock::time_point deadline,
                                     int too_long_status) {
   size_t scanned = 0;  // relative to pos_, which fill() may move when it compacts
   for (;;) {
@@ -136,7 +136,7 @@ ReadOutcome RequestReader::readLine(std::string* line, size_t max, Clock::time_p
   }
 }
 
-ReadOutcome RequestReader::readExact(size_t n, std::string* out, Clock::time_point deadline) {
+ReadOutcome RequestReader::readExact(size_t n, std::string* out, SteadyClock::time_point deadline) {
   while (buf_.size() - pos_ < n) {
     bool eof = false;
     ReadOutcome filled = fill(deadline, &eof);
@@ -147,7 +147,7 @@ ReadOutcome RequestReader::readExact(size_t n, std::string* out, Clock::time_poi
   return {};
 }
 
-ReadOutcome RequestReader::readHead(Request* out, Clock::time_point idle_deadline) {
+ReadOutcome RequestReader::readHead(Request* out, SteadyClock::time_point idle_deadline) {
   chunked_ = false;
   content_length_ = 0;
   if (pos_ == buf_.size()) {
@@ -155,7 +155,7 @@ ReadOutcome RequestReader::readHead(Request* out, Clock::time_point idle_deadlin
     ReadOutcome filled = fill(idle_deadline, &eof);
     if (!filled.ok()) return filled;
   }
-  const Clock::time_point deadline = Clock::now() + limits_.head_timeout;
+  const SteadyClock::time_point deadline = SteadyClock::now() + limits_.head_timeout;
   std::string line;
   for (int empty = 0;; ++empty) {
     ReadOutcome got = readLine(&line, limits_.max_head_bytes, deadline, 414);
@@ -213,7 +213,7 @@ ReadOutcome RequestReader::readHead(Request* out, Clock::time_point idle_deadlin
   return {};
 }
 
-ReadOutcome RequestReader::readChunked(std::string* out, Clock::time_point deadline) {
+ReadOutcome RequestReader::readChunked(std::string* out, SteadyClock::time_point deadline) {
   std::string line;
   for (;;) {
     ReadOutcome got = readLine(&line, kMaxChunkLine, deadline, 400);
@@ -250,7 +250,7 @@ ReadOutcome RequestReader::readChunked(std::string* out, Clock::time_point deadl
 }
 
 ReadOutcome RequestReader::readBody(Request* out) {
-  const Clock::time_point deadline = Clock::now() + limits_.body_timeout;
+  const SteadyClock::time_point deadline = SteadyClock::now() + limits_.body_timeout;
   ReadOutcome result;
   if (chunked_) {
     result = readChunked(&out->body, deadline);

@@ -44,7 +44,7 @@ class RequestReader {
 
   // Reads the request line and headers into `out` (method, target, path, query, headers),
   // waiting until `idle_deadline` for the first byte.
-  ReadOutcome readHead(Request* out, Clock::time_point idle_deadline);
+  ReadOutcome readHead(Request* out, SteadyClock::time_point idle_deadline);
   // Reads the body announced by the head just read into `out->body`.
   ReadOutcome readBody(Request* out);
   // Whether the head read asks for a body (Content-Length > 0 or chunked).
@@ -52,12 +52,12 @@ class RequestReader {
 
  private:
   // Appends more bytes to buf_; kClosed outcome on EOF/timeout/error.
-  ReadOutcome fill(Clock::time_point deadline, bool* eof);
+  ReadOutcome fill(SteadyClock::time_point deadline, bool* eof);
   // Takes one line (without CR LF) from buf_, reading more as needed.
-  ReadOutcome readLine(std::string* line, size_t max, Clock::time_point deadline,
+  ReadOutcome readLine(std::string* line, size_t max, SteadyClock::time_point deadline,
                        int too_long_status);
-  ReadOutcome readExact(size_t n, std::string* out, Clock::time_point deadline);
-  ReadOutcome readChunked(std::string* out, Clock::time_point deadline);
+  ReadOutcome readExact(size_t n, std::string* out, SteadyClock::time_point deadline);
+  ReadOutcome readChunked(std::string* out, SteadyClock::time_point deadline);
 
   ByteSource& source_;
   RequestLimits limits_;

@@ -271,7 +271,7 @@ void Server::Impl::serveConnection(Conn& conn) {
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
 
   TlsConnection tls(*tls_, conn.fd, stop_fd_, options_.write_timeout);
-  core::Status shaken = tls.handshake(Clock::now() + options_.handshake_timeout);
+  core::Status shaken = tls.handshake(SteadyClock::now() + options_.handshake_timeout);
   if (!shaken.ok()) {
     RM_LOG(DEBUG, LOCAL) << "https " << conn.peer << ": " << shaken.message();
     return;
@@ -286,15 +286,16 @@ void Server::Impl::serveConnection(Conn& conn) {
 bool Server::Impl::serveRequest(Conn& conn, TlsConnection& tls, RequestReader& reader) {
   Request request;
   request.remote_address = conn.peer;
-  ReadOutcome head = reader.readHead(&request, Clock::now() + options_.idle_timeout);
-  const Clock::time_point started = Clock::now();
+  ReadOutcome head = reader.readHead(&request, SteadyClock::now() + options_.idle_timeout);
+  const SteadyClock::time_point started = SteadyClock::now();
   auto accessLog = [&](const ResponseWriter& w) {
-    RM_LOG(DEBUG, LOCAL)
-        << request.method << " " << request.target << " " << w.status() << " " << w.bodyBytes()
-        << "B "
-        << std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count() /
-               1000.0
-        << "ms " << conn.peer << (request.user.empty() ? "" : " " + request.user);
+    RM_LOG(DEBUG, LOCAL) << request.method << " " << request.target << " " << w.status() << " "
+                         << w.bodyBytes() << "B "
+                         << std::chrono::duration_cast<std::chrono::microseconds>(
+                                SteadyClock::now() - started)
+                                    .count() /
+                                1000.0
+                         << "ms " << conn.peer << (request.user.empty() ? "" : " " + request.user);
   };
   auto reject = [&](const ReadOutcome& outcome) {
     ResponseWriter writer(tls, request, false, conn.closer);

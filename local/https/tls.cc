@@ -121,14 +121,15 @@ TlsConnection::~TlsConnection() {
   ::close(fd_);
 }
 
-core::Status TlsConnection::wait(bool for_write, Clock::time_point deadline,
+core::Status TlsConnection::wait(bool for_write, SteadyClock::time_point deadline,
                                  std::string_view what) {
   pollfd fds[2] = {{fd_, static_cast<short>(for_write ? POLLOUT : POLLIN), 0},
                    {stop_fd_, POLLIN, 0}};
   for (;;) {
     int timeout_ms = -1;
-    if (deadline != Clock::time_point::max()) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (deadline != SteadyClock::time_point::max()) {
+      auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
       if (left <= 0) {
         usable_ = false;
         return core::timeoutError(std::string(what) + ": timed out");
@@ -150,7 +151,7 @@ core::Status TlsConnection::wait(bool for_write, Clock::time_point deadline,
   }
 }
 
-core::Status TlsConnection::handshake(Clock::time_point deadline) {
+core::Status TlsConnection::handshake(SteadyClock::time_point deadline) {
   if (!usable_) return core::internalError("TLS setup: " + opensslErrors());
   for (;;) {
     ERR_clear_error();
@@ -178,7 +179,7 @@ core::Status TlsConnection::handshake(Clock::time_point deadline) {
   }
 }
 
-core::Result<size_t> TlsConnection::read(char* buf, size_t n, Clock::time_point deadline) {
+core::Result<size_t> TlsConnection::read(char* buf, size_t n, SteadyClock::time_point deadline) {
   if (!usable_) return core::unavailable("TLS read: connection no longer usable");
   for (;;) {
     ERR_clear_error();
@@ -203,14 +204,14 @@ core::Result<size_t> TlsConnection::read(char* buf, size_t n, Clock::time_point 
 
 core::Status TlsConnection::writeAll(std::string_view data) {
   if (!usable_) return core::unavailable("TLS write: connection no longer usable");
-  Clock::time_point deadline = Clock::now() + write_timeout_;
+  SteadyClock::time_point deadline = SteadyClock::now() + write_timeout_;
   while (!data.empty()) {
     ERR_clear_error();
     size_t written = 0;
     int r = SSL_write_ex(ssl_, data.data(), data.size(), &written);
     if (r == 1) {
       data.remove_prefix(written);
-      deadline = Clock::now() + write_timeout_;
+      deadline = SteadyClock::now() + write_timeout_;
       continue;
     }
     int err = SSL_get_error(ssl_, r);

@@ -43,8 +43,8 @@ class TlsConnection : public ByteSource, public ByteSink {
 
   // The server side of the handshake. A client speaking plain HTTP gets Go's answer
   // ("Client sent an HTTP request to an HTTPS server.") and an error.
-  core::Status handshake(Clock::time_point deadline);
-  core::Result<size_t> read(char* buf, size_t n, Clock::time_point deadline) override;
+  core::Status handshake(SteadyClock::time_point deadline);
+  core::Result<size_t> read(char* buf, size_t n, SteadyClock::time_point deadline) override;
   core::Status writeAll(std::string_view data) override;
   // Sends close_notify without waiting for the peer's.
   void shutdown();
@@ -52,7 +52,7 @@ class TlsConnection : public ByteSource, public ByteSink {
 
  private:
   // Waits for the socket to become readable (`for_write` false) or writable.
-  core::Status wait(bool for_write, Clock::time_point deadline, std::string_view what);
+  core::Status wait(bool for_write, SteadyClock::time_point deadline, std::string_view what);
 
   SSL* ssl_ = nullptr;
   int fd_;

@@ -12,7 +12,7 @@ namespace {
 class StringSource : public ByteSource {
  public:
   explicit StringSource(std::string data, size_t step = 3) : data_(std::move(data)), step_(step) {}
-  core::Result<size_t> read(char* buf, size_t n, Clock::time_point) override {
+  core::Result<size_t> read(char* buf, size_t n, SteadyClock::time_point) override {
     size_t take = std::min({n, step_, data_.size() - pos_});
     std::memcpy(buf, data_.data() + pos_, take);
     pos_ += take;
@@ -25,7 +25,7 @@ class StringSource : public ByteSource {
   size_t pos_ = 0;
 };
 
-const Clock::time_point kNever = Clock::time_point::max();
+const SteadyClock::time_point kNever = SteadyClock::time_point::max();
 
 struct Parsed {
   ReadOutcome outcome;

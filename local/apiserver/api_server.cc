@@ -1,0 +1,551 @@
+#include "local/apiserver/api_server.h"
+
+#include <random>
+
+#include "local/apiserver/builtin_types.h"
+#include "local/apiserver/crd.h"
+#include "local/apiserver/discovery.h"
+#include "local/apiserver/table.h"
+#include "ringmaster/core/flags.h"
+#include "ringmaster/core/log.h"
+
+namespace ringmaster::local {
+namespace {
+
+using json = nlohmann::json;
+using SysClock = std::chrono::system_clock;
+
+constexpr const char* kUnknownBodyFormat =
+    "the body of the request was in an unknown format - accepted media types include: "
+    "application/json, application/yaml";
+
+std::string auditId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a = rng(), b = rng();
+  char buf[40];
+  snprintf(buf, sizeof(buf), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+           static_cast<unsigned>(a >> 16) & 0xffff, (static_cast<unsigned>(a) & 0x0fff) | 0x4000,
+           (static_cast<unsigned>(b >> 48) & 0x3fff) | 0x8000,
+           static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+Headers apiHeaders(std::string content_type = "application/json") {
+  Headers h;
+  h.add("Audit-Id", auditId());
+  h.add("Cache-Control", "no-cache, private");
+  h.add("Content-Type", std::move(content_type));
+  return h;
+}
+
+void sendJson(ResponseWriter& w, int code, std::string_view body) {
+  (void)w.send(code, apiHeaders(), body);
+}
+
+void sendError(ResponseWriter& w, const StatusError& error) {
+  sendJson(w, error.code(), error.bodyText());
+}
+
+// Go's http.NotFound: what kube-apiserver answers for paths it does not route (f-errors.md f4c).
+void sendPageNotFound(ResponseWriter& w) {
+  Headers h;
+  h.add("Content-Type", "text/plain; charset=utf-8");
+  h.add("X-Content-Type-Options", "nosniff");
+  (void)w.send(404, std::move(h), "404 page not found\n");
+}
+
+std::vector<std::string> splitPath(const std::string& path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string param(const Request& r, std::string_view name) {
+  const std::string* v = r.queryParam(name);
+  return v ? *v : "";
+}
+
+bool truthy(const std::string& v) { return v == "1" || v == "true" || v == "True"; }
+
+enum class Representation { kJson, kTable, kNone };
+
+Representation negotiate(const Request& r) {
+  for (const auto& m : parseAccept(r.headers.get("Accept"))) {
+    if (!m.accepts("application/json")) continue;
+    const std::string* as = m.param("as");
+    if (!as) return Representation::kJson;
+    const std::string* g = m.param("g");
+    if (*as == "Table" && g && *g == "meta.k8s.io") return Representation::kTable;
+  }
+  return Representation::kNone;
+}
+
+StatusError notAcceptable() {
+  return StatusError(406, "NotAcceptable",
+                     "only the following media types are accepted: application/json, "
+                     "application/yaml, application/vnd.kubernetes.protobuf");
+}
+
+ApiResult<json> parseBody(const Request& r) {
+  std::string ct = contentTypeEssence(r);
+  if (!ct.empty() && ct != "application/json") {
+    return unsupportedMediaTypeError(kUnknownBodyFormat);
+  }
+  json body = json::parse(r.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return badRequestError(
+        "the object provided is unrecognized (must be of type object): "
+        "couldn't get version/kind; json parse error");
+  }
+  return body;
+}
+
+}  // namespace
+
+struct ApiServer::Target {
+  ApiResource resource;
+  std::string ns;
+  std::string name;
+  Subresource sub = Subresource::kMain;
+};
+
+ApiServer::ApiServer(ApiServerOptions options)
+    : options_(std::move(options)), store_(options_.store) {}
+
+ApiServer::~ApiServer() { (void)stop(); }
+
+core::Result<std::unique_ptr<ApiServer>> ApiServer::start(ApiServerOptions options) {
+  if (options.data_dir.empty()) return core::invalidArgument("api server: data_dir is required");
+  std::unique_ptr<ApiServer> server(new ApiServer(std::move(options)));
+  RM_RETURN_IF_ERROR(server->init());
+  return server;
+}
+
+core::Status ApiServer::init() {
+  const auto& dir = options_.data_dir;
+  RM_ASSIGN_OR_RETURN(auto pki, loadOrCreatePki(dir));
+  RM_ASSIGN_OR_RETURN(auto token, loadOrCreateToken(dir / "token"));
+
+  for (auto& r : builtinResources()) {
+    if (r.type.key() == crdKey()) {
+      r.type.admit = [](json& obj, const json*) { return validateCrd(obj); };
+    } else if (r.type.resource == "namespaces" && r.type.group.empty()) {
+      r.type.admit = [](json& obj, const json* old) -> std::optional<StatusError> {
+        if (!old && !obj["status"].contains("phase")) obj["status"]["phase"] = "Active";
+        return std::nullopt;
+      };
+    } else if (r.type.resource == "pods" && r.type.group.empty()) {
+      r.type.admit = [](json& obj, const json* old) -> std::optional<StatusError> {
+        if (!old && !obj["status"].contains("phase")) obj["status"]["phase"] = "Pending";
+        return std::nullopt;
+      };
+    }
+    store_.registerType(r.type);
+    registry_.add(r);
+  }
+  RM_RETURN_IF_ERROR(store_.open(dir / "store").withContext("api server: opening the store"));
+  // Types of the CRDs persisted by an earlier run.
+  auto crds = store_.list(crdKey(), "", {});
+  if (crds.ok()) {
+    for (const auto& crd : crds->items) registerCrd(crd->object, false);
+  }
+  for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    json obj = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
+    auto created = store_.create({"", "namespaces"}, "", obj);
+    if (!created.ok() && created.error().code() != 409) return created.error().toStatus();
+  }
+
+  ServerOptions so;
+  so.port = options_.port;
+  so.cert_pem = pki.server_cert_pem;
+  so.key_pem = pki.server_key_pem;
+  so.bearer_token = token;
+  RM_ASSIGN_OR_RETURN(
+      server_, Server::start(so, [this](const Request& r, ResponseWriter& w) { handle(r, w); }));
+  KubeconfigSpec spec;
+  spec.server_url = server_->url();
+  spec.ca_pem = pki.ca_cert_pem;
+  spec.token = token;
+  RM_RETURN_IF_ERROR(writeKubeconfig(kubeconfigPath(), spec));
+  housekeeper_ = std::thread([this] { housekeeping(); });
+  RM_LOG(INFO, LOCAL) << "api server listening on " << server_->url() << " (data " << dir.string()
+                      << ")";
+  return core::Status::Ok();
+}
+
+core::Status ApiServer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return core::Status::Ok();
+    stopped_ = true;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (server_) server_->stop();
+  if (housekeeper_.joinable()) housekeeper_.join();
+  if (!server_) return core::Status::Ok();
+  return store_.snapshot().withContext("api server: final snapshot");
+}
+
+void ApiServer::housekeeping() {
+  std::unique_lock lock(mu_);
+  auto next_bookmark = SysClock::now() + std::chrono::minutes(1);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::seconds(1));
+    if (stopping_) break;
+    lock.unlock();
+    store_.collectGarbage();
+    if (SysClock::now() >= next_bookmark) {
+      store_.sendBookmarks();
+      next_bookmark = SysClock::now() + std::chrono::minutes(1);
+    }
+    lock.lock();
+  }
+}
+
+void ApiServer::handle(const Request& r, ResponseWriter& w) {
+  const auto segs = splitPath(r.path);
+  if (segs.empty()) return sendPageNotFound(w);
+  const std::string& root = segs[0];
+  if (root == "healthz" || root == "readyz" || root == "livez") {
+    Headers h;
+    h.add("Content-Type", "text/plain; charset=utf-8");
+    h.add("X-Content-Type-Options", "nosniff");
+    (void)w.send(200, std::move(h), "ok");
+    return;
+  }
+  if (root == "version" && segs.size() == 1) return sendJson(w, 200, versionText());
+  if (root == "openapi") {
+    if (segs.size() >= 2 && segs[1] == "v3") {
+      const auto all = registry_.all();
+      if (segs.size() == 2) {
+        (void)w.send(200, apiHeaders("text/plain; charset=utf-8"), openApiV3IndexText(all));
+        return;
+      }
+      std::string gv;
+      for (size_t i = 2; i < segs.size(); ++i) gv += (i > 2 ? "/" : "") + segs[i];
+      std::string doc = openApiV3DocumentText(all, gv);
+      if (doc.empty()) return sendPageNotFound(w);
+      return sendJson(w, 200, doc);
+    }
+    return sendPageNotFound(w);  // no /openapi/v2: kubectl tolerates its absence (README)
+  }
+  if (root == "api") {
+    if (segs.size() == 1) {
+      return sendJson(w, 200, apiVersionsText("127.0.0.1:" + std::to_string(port())));
+    }
+    if (segs[1] != "v1") return sendPageNotFound(w);
+    if (segs.size() == 2) return sendJson(w, 200, apiResourceListText(registry_.all(), "", "v1"));
+    return serveResource(r, w, "", "v1", {segs.begin() + 2, segs.end()});
+  }
+  if (root == "apis") {
+    if (segs.size() == 1) return sendJson(w, 200, apiGroupListText(registry_.all()));
+    if (segs.size() == 2) return sendPageNotFound(w);
+    if (!registry_.hasGroupVersion(segs[1], segs[2])) return sendPageNotFound(w);
+    if (segs.size() == 3) {
+      return sendJson(w, 200, apiResourceListText(registry_.all(), segs[1], segs[2]));
+    }
+    return serveResource(r, w, segs[1], segs[2], {segs.begin() + 3, segs.end()});
+  }
+  sendPageNotFound(w);
+}
+
+void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::string& group,
+                              const std::string& version, const std::vector<std::string>& rest) {
+  Target t;
+  std::vector<std::string> tail;
+  std::optional<ApiResource> found;
+  if (rest.size() >= 3 && rest[0] == "namespaces") {
+    found = registry_.find(group, version, rest[2]);
+    if (found && found->type.namespaced) {
+      t.ns = rest[1];
+      tail.assign(rest.begin() + 2, rest.end());
+    } else {
+      found.reset();
+    }
+  }
+  if (!found) {
+    found = registry_.find(group, version, rest[0]);
+    tail = rest;
+  }
+  if (!found || tail.size() > 3) return sendPageNotFound(w);
+  t.resource = *found;
+  if (tail.size() >= 2) t.name = tail[1];
+  if (tail.size() == 3) {
+    if (tail[2] != "status" || !t.resource.type.has_status_subresource) {
+      return sendPageNotFound(w);
+    }
+    t.sub = Subresource::kStatus;
+  }
+  const ResourceKey key = t.resource.type.key();
+  // A namespaced object needs its namespace in the URL (only collections span namespaces).
+  if (t.resource.type.namespaced && t.ns.empty() && !t.name.empty()) return sendPageNotFound(w);
+
+  const std::string& method = r.method;
+  if (method == "GET") {
+    const Representation rep = negotiate(r);
+    if (rep == Representation::kNone) return sendError(w, notAcceptable());
+    const bool table = rep == Representation::kTable;
+    if (t.name.empty()) {
+      if (truthy(param(r, "watch"))) return serveWatch(r, w, t, table);
+      return serveList(r, w, t, table);
+    }
+    auto got = store_.get(key, t.ns, t.name);
+    if (!got.ok()) return sendError(w, got.error());
+    if (table) {
+      return sendJson(
+          w, 200,
+          tableText(t.resource, {*got}, (*got)->resource_version,
+                    parseIncludeObject(param(r, "includeObject")), true, SysClock::now()));
+    }
+    return sendJson(w, 200, (*got)->text);
+  }
+  if (method == "POST") {
+    if (!t.name.empty()) {
+      return sendError(w, StatusError(405, "MethodNotAllowed",
+                                      "the server does not allow this method on the requested "
+                                      "resource"));
+    }
+    auto body = parseBody(r);
+    if (!body.ok()) return sendError(w, body.error());
+    if (t.resource.type.namespaced) {
+      auto& meta = (*body)["metadata"];
+      if (meta.is_object() && meta.contains("namespace") && meta["namespace"] != t.ns) {
+        return sendError(w, badRequestError("the namespace of the provided object does not "
+                                            "match the namespace sent on the request"));
+      }
+      auto ns = store_.get({"", "namespaces"}, "", t.ns);
+      if (!ns.ok()) return sendError(w, ns.error());
+    }
+    auto created = store_.create(key, t.ns, std::move(*body));
+    if (!created.ok()) return sendError(w, created.error());
+    afterWrite(t.resource, **created);
+    return sendJson(w, 201, (*created)->text);
+  }
+  if (t.name.empty() && method != "DELETE") {
+    return sendError(w, StatusError(405, "MethodNotAllowed",
+                                    "the server does not allow this method on the requested "
+                                    "resource"));
+  }
+  if (method == "PUT") {
+    auto body = parseBody(r);
+    if (!body.ok()) return sendError(w, body.error());
+    auto updated = store_.update(key, t.ns, t.name, std::move(*body), t.sub);
+    if (!updated.ok()) return sendError(w, updated.error());
+    afterWrite(t.resource, **updated);
+    return sendJson(w, 200, (*updated)->text);
+  }
+  if (method == "PATCH") {
+    auto type = patchTypeFromContentType(contentTypeEssence(r));
+    if (!type) {
+      return sendError(w, unsupportedMediaTypeError(
+                              "the body of the request was in an unknown format - accepted media "
+                              "types include: application/json-patch+json, "
+                              "application/merge-patch+json, "
+                              "application/strategic-merge-patch+json"));
+    }
+    auto patched = store_.patch(key, t.ns, t.name, *type, r.body, t.sub);
+    if (!patched.ok()) return sendError(w, patched.error());
+    afterWrite(t.resource, **patched);
+    return sendJson(w, 200, (*patched)->text);
+  }
+  if (method == "DELETE") {
+    DeleteOptions opts;
+    if (!r.body.empty()) {
+      json body = json::parse(r.body, nullptr, false);
+      if (body.is_discarded() || !body.is_object()) {
+        return sendError(w, badRequestError("invalid DeleteOptions body"));
+      }
+      opts.propagation_policy = body.value("propagationPolicy", "");
+      if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer()) {
+        opts.grace_period_seconds = body["gracePeriodSeconds"].get<int64_t>();
+      }
+      if (body.contains("preconditions") && body["preconditions"].is_object()) {
+        const auto& p = body["preconditions"];
+        if (p.contains("uid") && p["uid"].is_string()) opts.precondition_uid = p["uid"];
+        if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
+          opts.precondition_resource_version = p["resourceVersion"];
+        }
+      }
+    }
+    if (auto p = param(r, "propagationPolicy"); !p.empty()) opts.propagation_policy = p;
+    if (auto g = param(r, "gracePeriodSeconds"); !g.empty()) {
+      auto n = core::parseInt(g);
+      if (!n.ok()) return sendError(w, badRequestError("invalid gracePeriodSeconds: " + g));
+      opts.grace_period_seconds = *n;
+    }
+    if (t.name.empty()) {  // deletecollection
+      ListOptions lo;
+      lo.label_selector = param(r, "labelSelector");
+      lo.field_selector = param(r, "fieldSelector");
+      auto list = store_.list(key, t.ns, lo);
+      if (!list.ok()) return sendError(w, list.error());
+      for (const auto& item : list->items) {
+        const auto& meta = item->object["metadata"];
+        auto removed =
+            store_.remove(key, meta.value("namespace", ""), meta.value("name", ""), opts);
+        if (!removed.ok() && removed.error().code() != 404) return sendError(w, removed.error());
+      }
+      return sendJson(w, 200, ObjectStore::listText(t.resource.type, *list));
+    }
+    auto removed = store_.remove(key, t.ns, t.name, opts);
+    if (!removed.ok()) return sendError(w, removed.error());
+    if (removed->deleted && key == crdKey()) unregisterCrd(removed->object->object);
+    if (removed->status) return sendJson(w, 200, removed->status->bodyText());
+    return sendJson(w, 200, removed->object->text);
+  }
+  sendError(w, StatusError(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource"));
+}
+
+void ApiServer::serveList(const Request& r, ResponseWriter& w, const Target& t, bool table) {
+  ListOptions lo;
+  lo.label_selector = param(r, "labelSelector");
+  lo.field_selector = param(r, "fieldSelector");
+  lo.continue_token = param(r, "continue");
+  lo.resource_version = param(r, "resourceVersion");
+  lo.resource_version_match = param(r, "resourceVersionMatch");
+  if (auto l = param(r, "limit"); !l.empty()) {
+    auto n = core::parseInt(l);
+    if (!n.ok()) return sendError(w, badRequestError("invalid limit: " + l));
+    lo.limit = *n;
+  }
+  auto list = store_.list(t.resource.type.key(), t.ns, lo);
+  if (!list.ok()) return sendError(w, list.error());
+  if (!table) return sendJson(w, 200, ObjectStore::listText(t.resource.type, *list));
+  std::string text =
+      tableText(t.resource, list->items, list->resource_version,
+                parseIncludeObject(param(r, "includeObject")), true, SysClock::now());
+  if (!list->continue_token.empty()) {
+    // Table lists page like plain lists.
+    auto doc = nlohmann::ordered_json::parse(text);
+    doc["metadata"]["continue"] = list->continue_token;
+    if (list->remaining_item_count) {
+      doc["metadata"]["remainingItemCount"] = *list->remaining_item_count;
+    }
+    text = doc.dump();
+  }
+  sendJson(w, 200, text);
+}
+
+void ApiServer::serveWatch(const Request& r, ResponseWriter& w, const Target& t, bool table) {
+  WatchOptions wo;
+  wo.resource_version = param(r, "resourceVersion");
+  wo.label_selector = param(r, "labelSelector");
+  wo.field_selector = param(r, "fieldSelector");
+  wo.allow_bookmarks = truthy(param(r, "allowWatchBookmarks"));
+  wo.send_initial_events = truthy(param(r, "sendInitialEvents"));
+  std::optional<SysClock::time_point> deadline;
+  if (auto ts = param(r, "timeoutSeconds"); !ts.empty()) {
+    auto n = core::parseInt(ts);
+    if (!n.ok() || *n < 0) return sendError(w, badRequestError("invalid timeoutSeconds: " + ts));
+    if (*n > 0) deadline = SysClock::now() + std::chrono::seconds(*n);
+  }
+  // A name in the field selector narrows the watch as kubectl wait does.
+  auto started = store_.watch(t.resource.type.key(), t.ns, wo);
+  if (!started.ok()) return sendError(w, started.error());
+  std::shared_ptr<Watch> watch = *started;
+  if (!w.startStream(200, apiHeaders()).ok()) {
+    watch->close();
+    return;
+  }
+  // kube-apiserver sends a bookmark about 2 s before timeoutSeconds and about once a minute.
+  std::optional<SysClock::time_point> bookmark_at;
+  if (wo.allow_bookmarks) {
+    bookmark_at = SysClock::now() + std::chrono::minutes(1);
+    if (deadline && *deadline - std::chrono::seconds(2) < *bookmark_at) {
+      bookmark_at = *deadline - std::chrono::seconds(2);
+    }
+  }
+  const IncludeObject include = parseIncludeObject(param(r, "includeObject"));
+  bool first = true;
+  while (!w.closed()) {
+    auto now = SysClock::now();
+    if (deadline && now >= *deadline) break;
+    if (bookmark_at && now >= *bookmark_at) {
+      store_.sendBookmark(watch);
+      bookmark_at = now + std::chrono::minutes(1);
+      if (deadline && *bookmark_at >= *deadline) bookmark_at.reset();
+    }
+    auto wait = std::chrono::milliseconds(500);
+    if (deadline) {
+      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now));
+    }
+    auto event = watch->next(std::max(wait, std::chrono::milliseconds(1)));
+    if (!event) {
+      if (watch->done()) break;
+      continue;
+    }
+    std::string line;
+    if (table &&
+        (event->type == WatchEventType::kAdded || event->type == WatchEventType::kModified ||
+         event->type == WatchEventType::kDeleted)) {
+      line = "{\"type\":\"" + std::string(watchEventTypeName(event->type)) + "\",\"object\":" +
+             tableText(t.resource, {event->object}, event->object->resource_version, include, first,
+                       SysClock::now()) +
+             "}\n";
+      first = false;
+    } else {
+      line = event->line();
+    }
+    if (!w.writeChunk(line).ok()) break;
+  }
+  watch->close();
+  if (!w.closed()) (void)w.endStream();
+}
+
+void ApiServer::afterWrite(const ApiResource& resource, const StoredObject& object) {
+  if (resource.type.key() == crdKey()) registerCrd(object.object, true);
+}
+
+void ApiServer::registerCrd(const json& crd, bool set_status) {
+  auto resources = resourcesFromCrd(crd);
+  if (!resources.ok()) {
+    RM_LOG(WARN, LOCAL) << "CRD not served: " << resources.error().message();
+    return;
+  }
+  // Versions no longer served disappear from discovery.
+  for (const auto& existing : registry_.all()) {
+    if (existing.type.key() != resources->storage.key()) continue;
+    bool still = false;
+    for (const auto& r : resources->served) still |= r.type.version == existing.type.version;
+    if (!still)
+      registry_.remove(existing.type.group, existing.type.version, existing.type.resource);
+  }
+  store_.registerType(resources->storage);
+  for (auto& r : resources->served) registry_.add(std::move(r));
+  if (!set_status) return;
+  bool established = false;
+  if (crd.contains("status") && crd["status"].contains("conditions")) {
+    for (const auto& c : crd["status"]["conditions"]) {
+      established |= c.value("type", "") == "Established" && c.value("status", "") == "True";
+    }
+  }
+  if (established) return;
+  const std::string name = crd["metadata"].value("name", "");
+  auto patched =
+      store_.patch(crdKey(), "", name, PatchType::kMerge,
+                   crdStatusPatch(crd, formatTimestamp(SysClock::now())), Subresource::kStatus);
+  if (!patched.ok()) {
+    RM_LOG(WARN, LOCAL) << "CRD " << name << ": status not set: " << patched.error().message();
+  }
+}
+
+void ApiServer::unregisterCrd(const json& crd) {
+  auto resources = resourcesFromCrd(crd);
+  if (!resources.ok()) return;
+  for (const auto& existing : registry_.all()) {
+    if (existing.type.key() == resources->storage.key()) {
+      registry_.remove(existing.type.group, existing.type.version, existing.type.resource);
+    }
+  }
+  store_.unregisterType(resources->storage.key());
+}
+
+}  // namespace ringmaster::local

@@ -1,0 +1,80 @@
+#pragma once
+// ApiServer: the embedded Kubernetes API server of `ringmaster local` (DESIGN §6). It joins the
+// object store (local/store) to the HTTPS transport (local/https) and speaks the REST dialect
+// kubectl 1.32 expects (/work/shared/k8s-reference): discovery, a minimal OpenAPI v3, resource
+// URLs for get/list/watch/create/update/patch/delete (+ /status), Table answers for
+// `kubectl get`, and CRDs that add and remove served resources at run time.
+//
+// Ownership: start() returns the owner; it owns the store, the registry, the HTTPS server and a
+// housekeeping thread (garbage collection, watch bookmarks). Thread-safety: handle() runs
+// concurrently on connection threads; stop() is idempotent. Failure: start() fails (Status with
+// context) when the data directory, PKI or port cannot be used; request errors are answered as
+// Kubernetes Status bodies.
+
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "local/apiserver/registry.h"
+#include "local/https/http_message.h"
+#include "local/https/kubeconfig.h"
+#include "local/https/pki.h"
+#include "local/https/response_writer.h"
+#include "local/https/server.h"
+#include "local/store/object_store.h"
+#include "ringmaster/core/status.h"
+
+namespace ringmaster::local {
+
+struct ApiServerOptions {
+  std::filesystem::path data_dir;  // PKI, token, kubeconfig and the store's snapshot + log
+  int port = 0;                    // 0: any free port
+  ObjectStoreOptions store;
+};
+
+class ApiServer {
+ public:
+  static core::Result<std::unique_ptr<ApiServer>> start(ApiServerOptions options);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  int port() const { return server_->port(); }
+  std::string url() const { return server_->url(); }
+  std::filesystem::path kubeconfigPath() const { return options_.data_dir / "kubeconfig"; }
+  // Stops serving, ends watches, snapshots the store.
+  core::Status stop();
+
+  // One HTTP request (also used by tests without TLS).
+  void handle(const Request& request, ResponseWriter& writer);
+  ObjectStore& store() { return store_; }
+
+ private:
+  struct Target;
+  explicit ApiServer(ApiServerOptions options);
+  core::Status init();
+  void housekeeping();
+
+  void serveResource(const Request& request, ResponseWriter& writer, const std::string& group,
+                     const std::string& version, const std::vector<std::string>& rest);
+  void serveList(const Request& request, ResponseWriter& writer, const Target& target, bool table);
+  void serveWatch(const Request& request, ResponseWriter& writer, const Target& target, bool table);
+  void afterWrite(const ApiResource& resource, const StoredObject& object);
+  void registerCrd(const nlohmann::json& crd, bool set_status);
+  void unregisterCrd(const nlohmann::json& crd);
+
+  ApiServerOptions options_;
+  ObjectStore store_;
+  ResourceRegistry registry_;
+  std::unique_ptr<Server> server_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool stopped_ = false;
+  std::thread housekeeper_;
+};
+
+}  // namespace ringmaster::local

@@ -1,0 +1,91 @@
+#include "local/apiserver/builtin_types.h"
+
+namespace ringmaster::local {
+namespace {
+
+ApiResource builtin(std::string group, std::string plural, std::string kind, bool namespaced,
+                    std::vector<std::string> short_names,
+                    std::vector<std::string> categories = {}) {
+  ApiResource r;
+  r.type.group = std::move(group);
+  r.type.version = "v1";
+  r.type.resource = std::move(plural);
+  r.type.kind = std::move(kind);
+  r.type.namespaced = namespaced;
+  r.type.builtin = true;
+  r.type.tracks_generation = false;
+  r.type.strategic_merge_patch = true;
+  r.short_names = std::move(short_names);
+  r.categories = std::move(categories);
+  return r;
+}
+
+}  // namespace
+
+ResourceKey crdKey() { return {"apiextensions.k8s.io", "customresourcedefinitions"}; }
+
+std::vector<ApiResource> builtinResources() {
+  std::vector<ApiResource> out;
+
+  auto pods = builtin("", "pods", "Pod", true, {"po"}, {"all"});
+  pods.type.has_status_subresource = true;
+  pods.type.graceful_deletion = true;
+  pods.type.return_deleted_object = true;
+  pods.type.selectable_fields = {"spec.nodeName",           "status.phase",
+                                 "spec.restartPolicy",      "spec.schedulerName",
+                                 "spec.serviceAccountName", "status.podIP"};
+  pods.printer = TablePrinter::kPod;
+  out.push_back(pods);
+
+  auto services = builtin("", "services", "Service", true, {"svc"}, {"all"});
+  services.type.has_status_subresource = true;
+  out.push_back(services);
+
+  auto cms = builtin("", "configmaps", "ConfigMap", true, {"cm"});
+  cms.printer = TablePrinter::kConfigMap;
+  out.push_back(cms);
+
+  auto secrets = builtin("", "secrets", "Secret", true, {});
+  secrets.type.selectable_fields = {"type"};
+  secrets.printer = TablePrinter::kSecret;
+  out.push_back(secrets);
+
+  auto events = builtin("", "events", "Event", true, {"ev"});
+  events.type.selectable_fields = {"involvedObject.kind",
+                                   "involvedObject.namespace",
+                                   "involvedObject.name",
+                                   "involvedObject.uid",
+                                   "involvedObject.apiVersion",
+                                   "involvedObject.resourceVersion",
+                                   "involvedObject.fieldPath",
+                                   "reason",
+                                   "reportingComponent",
+                                   "source",
+                                   "type"};
+  out.push_back(events);
+
+  auto namespaces = builtin("", "namespaces", "Namespace", false, {"ns"});
+  namespaces.type.has_status_subresource = true;
+  namespaces.type.selectable_fields = {"status.phase"};
+  namespaces.verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
+  namespaces.printer = TablePrinter::kNamespace;
+  out.push_back(namespaces);
+
+  auto nodes = builtin("", "nodes", "Node", false, {"no"});
+  nodes.type.has_status_subresource = true;
+  out.push_back(nodes);
+
+  auto leases = builtin("coordination.k8s.io", "leases", "Lease", true, {});
+  leases.type.strategic_merge_patch = true;
+  out.push_back(leases);
+
+  auto crds = builtin("apiextensions.k8s.io", "customresourcedefinitions",
+                      "CustomResourceDefinition", false, {"crd", "crds"}, {"api-extensions"});
+  crds.type.has_status_subresource = true;
+  crds.type.tracks_generation = true;
+  crds.type.strategic_merge_patch = false;  // upstream: CRDs are not a strategic-merge kind
+  out.push_back(crds);
+  return out;
+}
+
+}  // namespace ringmaster::local

@@ -1,0 +1,145 @@
+#include "local/apiserver/crd.h"
+
+namespace ringmaster::local {
+namespace {
+
+using json = nlohmann::json;
+
+std::string text(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::vector<std::string> strings(const json& obj, const char* key) {
+  std::vector<std::string> out;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_array()) return out;
+  for (const auto& v : *it) {
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<StatusCause> problems(const json& crd) {
+  std::vector<StatusCause> causes;
+  auto required = [&](const std::string& field) {
+    causes.push_back({"FieldValueRequired", "Required value", field});
+  };
+  const json spec = crd.value("spec", json::object());
+  const json names = spec.value("names", json::object());
+  if (text(spec, "group").empty()) required("spec.group");
+  if (text(names, "plural").empty()) required("spec.names.plural");
+  if (text(names, "kind").empty()) required("spec.names.kind");
+  auto scope = text(spec, "scope");
+  if (scope != "Namespaced" && scope != "Cluster") {
+    causes.push_back(
+        {"FieldValueNotSupported",
+         "Unsupported value: \"" + scope + "\": supported values: \"Cluster\", \"Namespaced\"",
+         "spec.scope"});
+  }
+  const json versions = spec.value("versions", json::array());
+  if (!versions.is_array() || versions.empty()) required("spec.versions");
+  if (causes.empty()) {
+    const std::string expected = text(names, "plural") + "." + text(spec, "group");
+    if (text(crd.value("metadata", json::object()), "name") != expected) {
+      causes.push_back({"FieldValueInvalid",
+                        "Invalid value: \"" + text(crd["metadata"], "name") +
+                            "\": must be spec.names.plural+\".\"+spec.group",
+                        "metadata.name"});
+    }
+  }
+  return causes;
+}
+
+}  // namespace
+
+std::optional<StatusError> validateCrd(const json& crd) {
+  auto causes = problems(crd);
+  if (causes.empty()) return std::nullopt;
+  return invalidError("CustomResourceDefinition", "apiextensions.k8s.io",
+                      text(crd.value("metadata", json::object()), "name"), std::move(causes));
+}
+
+ApiResult<CrdResources> resourcesFromCrd(const json& crd) {
+  if (auto error = validateCrd(crd)) return *error;
+  const json& spec = crd["spec"];
+  const json names = spec.value("names", json::object());
+  CrdResources out;
+  bool have_storage = false;
+  for (const auto& v : spec["versions"]) {
+    ApiResource r;
+    r.type.group = text(spec, "group");
+    r.type.version = text(v, "name");
+    r.type.resource = text(names, "plural");
+    r.type.kind = text(names, "kind");
+    r.type.namespaced = text(spec, "scope") == "Namespaced";
+    r.type.has_status_subresource = v.contains("subresources") && v["subresources"].is_object() &&
+                                    v["subresources"].contains("status");
+    r.type.builtin = false;
+    r.type.tracks_generation = true;
+    r.singular = text(names, "singular");
+    if (r.singular.empty()) {
+      r.singular = r.type.kind;
+      for (auto& c : r.singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    r.short_names = strings(names, "shortNames");
+    r.categories = strings(names, "categories");
+    r.printer = TablePrinter::kColumns;
+    auto cols = v.find("additionalPrinterColumns");
+    if (cols != v.end() && cols->is_array() && !cols->empty()) {
+      for (const auto& c : *cols) {
+        PrinterColumn pc;
+        pc.name = text(c, "name");
+        pc.type = text(c, "type");
+        pc.format = text(c, "format");
+        pc.description = text(c, "description");
+        pc.priority = c.value("priority", 0);
+        pc.json_path = text(c, "jsonPath");
+        r.columns.push_back(pc);
+      }
+    } else {
+      // The default column upstream adds when a CRD declares none.
+      r.columns.push_back({"Age", "date", "", "", 0, ".metadata.creationTimestamp"});
+    }
+    if (v.value("storage", false) || (!have_storage && &v == &spec["versions"].back())) {
+      out.storage = r.type;
+      have_storage = true;
+    }
+    if (v.value("served", true)) out.served.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string crdStatusPatch(const json& crd, const std::string& now_text) {
+  const json& spec = crd["spec"];
+  const json names = spec.value("names", json::object());
+  json accepted = json::object();
+  accepted["plural"] = text(names, "plural");
+  accepted["singular"] = text(names, "singular");
+  if (names.contains("shortNames")) accepted["shortNames"] = names["shortNames"];
+  accepted["kind"] = text(names, "kind");
+  accepted["listKind"] =
+      text(names, "listKind").empty() ? text(names, "kind") + "List" : text(names, "listKind");
+  if (names.contains("categories")) accepted["categories"] = names["categories"];
+  json stored = json::array();
+  for (const auto& v : spec["versions"]) {
+    if (v.value("storage", false)) stored.push_back(text(v, "name"));
+  }
+  json conditions = json::array();
+  conditions.push_back({{"type", "NamesAccepted"},
+                        {"status", "True"},
+                        {"lastTransitionTime", now_text},
+                        {"reason", "NoConflicts"},
+                        {"message", "no conflicts found"}});
+  conditions.push_back({{"type", "Established"},
+                        {"status", "True"},
+                        {"lastTransitionTime", now_text},
+                        {"reason", "InitialNamesAccepted"},
+                        {"message", "the initial names have been accepted"}});
+  json patch = {
+      {"status",
+       {{"conditions", conditions}, {"acceptedNames", accepted}, {"storedVersions", stored}}}};
+  return patch.dump();
+}
+
+}  // namespace ringmaster::local

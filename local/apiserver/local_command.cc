@@ -1,0 +1,214 @@
+#include "local/apiserver/local_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "local/apiserver/api_server.h"
+#include "ringmaster/core/flags.h"
+#include "ringmaster/core/stop.h"
+
+namespace ringmaster::local {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: ringmaster local <command> [flags]\n\n"
+    "Commands:\n"
+    "  up     start the local API server in the background and print its KUBECONFIG\n"
+    "  down   stop the background API server\n"
+    "  serve  run the local API server in the foreground\n\n"
+    "Run `ringmaster local <command> --help` for its flags.\n";
+
+std::string defaultDataDir() {
+  const char* home = getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.ringmaster/local";
+}
+
+struct CommonFlags {
+  std::string data_dir = defaultDataDir();
+  int64_t port = 0;
+};
+
+// Parses the flags of one subcommand; *help set when --help was given (usage printed).
+core::Status parseFlags(const std::string& name, const std::string& summary, bool with_port,
+                        const std::vector<std::string>& args, CommonFlags* flags, bool* help) {
+  core::FlagSet fs("ringmaster local " + name, summary);
+  fs.addString("data-dir", &flags->data_dir,
+               "directory for the PKI, token, kubeconfig, state, pid file and log",
+               "RINGMASTER_LOCAL_DATA_DIR");
+  if (with_port) fs.addInt("port", &flags->port, "HTTPS port on 127.0.0.1 (0: any free port)");
+  std::vector<const char*> argv{"ringmaster-local"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  RM_RETURN_IF_ERROR(fs.parse(static_cast<int>(argv.size()), argv.data(), help));
+  if (*help) std::cout << fs.help();
+  if (flags->port < 0 || flags->port > 65535) {
+    return core::usageError("--port must be in 0..65535");
+  }
+  return core::Status::Ok();
+}
+
+std::optional<pid_t> readPid(const fs::path& path) {
+  std::ifstream in(path);
+  long pid = 0;
+  if (!(in >> pid) || pid <= 0) return std::nullopt;
+  return static_cast<pid_t>(pid);
+}
+
+bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+core::Status writePidFile(const fs::path& path) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << getpid() << "\n";
+    if (!out) return core::internalError("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return core::internalError("cannot rename " + tmp.string() + ": " + ec.message());
+  return core::Status::Ok();
+}
+
+core::Status serve(const CommonFlags& flags) {
+  auto& stop = core::installSignalStop();
+  ApiServerOptions options;
+  options.data_dir = flags.data_dir;
+  options.port = static_cast<int>(flags.port);
+  RM_ASSIGN_OR_RETURN(auto server, ApiServer::start(options));
+  const fs::path pid_path = fs::path(flags.data_dir) / "pid";
+  RM_RETURN_IF_ERROR(writePidFile(pid_path));
+  std::cout << "ringmaster local API server listening on " << server->url() << "\n"
+            << "export KUBECONFIG=" << server->kubeconfigPath().string() << std::endl;
+  while (!stop.waitFor(std::chrono::hours(1))) {
+  }
+  std::cout << "stopping (" << stop.reason() << ")" << std::endl;
+  core::Status status = server->stop();
+  std::error_code ec;
+  fs::remove(pid_path, ec);
+  return status;
+}
+
+core::Status up(const CommonFlags& flags) {
+  const fs::path dir = flags.data_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return core::internalError("cannot create " + dir.string() + ": " + ec.message());
+  const fs::path pid_path = dir / "pid";
+  if (auto pid = readPid(pid_path); pid && alive(*pid)) {
+    std::cout << "already running (pid " << *pid << ")\n"
+              << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
+    return core::Status::Ok();
+  }
+  fs::remove(pid_path, ec);
+  const fs::path log_path = dir / "apiserver.log";
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return core::internalError("cannot find this program: readlink /proc/self/exe");
+  self[n] = '\0';
+  const std::string port = std::to_string(flags.port);
+  const std::string data_dir = dir.string();
+  pid_t child = fork();
+  if (child < 0) return core::internalError(std::string("fork: ") + strerror(errno));
+  if (child == 0) {
+    setsid();
+    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    int null = open("/dev/null", O_RDONLY);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+    if (null >= 0) dup2(null, 0);
+    core::unblockStopSignals();
+    execl(self, self, "local", "serve", "--data-dir", data_dir.c_str(), "--port", port.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Ready once the child wrote its pid file (it listens and the kubeconfig is written).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(child, &status, WNOHANG) == child) {
+      return core::unavailable("the API server exited at start; see " + log_path.string());
+    }
+    if (auto pid = readPid(pid_path); pid && *pid == child) {
+      std::cout << "ringmaster local API server running (pid " << child << ", log "
+                << log_path.string() << ")\n"
+                << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
+      return core::Status::Ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(child, SIGTERM);
+  return core::timeoutError("the API server did not start within 60 s; see " + log_path.string());
+}
+
+core::Status down(const CommonFlags& flags) {
+  const fs::path pid_path = fs::path(flags.data_dir) / "pid";
+  auto pid = readPid(pid_path);
+  if (!pid || !alive(*pid)) {
+    std::error_code ec;
+    fs::remove(pid_path, ec);
+    std::cout << "not running" << std::endl;
+    return core::Status::Ok();
+  }
+  if (kill(*pid, SIGTERM) != 0) {
+    return core::internalError("kill " + std::to_string(*pid) + ": " + strerror(errno));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (alive(*pid) && std::chrono::steady_clock::now() < deadline) {
+    waitpid(*pid, nullptr, WNOHANG);  // reaps it when it is our child (tests)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (alive(*pid)) {
+    kill(*pid, SIGKILL);
+    std::cout << "killed pid " << *pid << " (no exit 30 s after SIGTERM)" << std::endl;
+  } else {
+    std::cout << "stopped pid " << *pid << std::endl;
+  }
+  std::error_code ec;
+  fs::remove(pid_path, ec);
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Status runLocalCommand(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? core::usageError("missing command") : core::Status::Ok();
+  }
+  const std::string& cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  CommonFlags flags;
+  bool help = false;
+  if (cmd == "serve") {
+    RM_RETURN_IF_ERROR(
+        parseFlags(cmd, "Runs the local API server in the foreground.", true, rest, &flags, &help));
+    return help ? core::Status::Ok() : serve(flags);
+  }
+  if (cmd == "up") {
+    RM_RETURN_IF_ERROR(parseFlags(cmd, "Starts the local API server in the background.", true, rest,
+                                  &flags, &help));
+    return help ? core::Status::Ok() : up(flags);
+  }
+  if (cmd == "down") {
+    RM_RETURN_IF_ERROR(
+        parseFlags(cmd, "Stops the background local API server.", false, rest, &flags, &help));
+    return help ? core::Status::Ok() : down(flags);
+  }
+  std::cout << kUsage;
+  return core::usageError("unknown command: ringmaster local " + cmd);
+}
+
+}  // namespace ringmaster::local

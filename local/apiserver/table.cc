@@ -1,0 +1,296 @@
+#include "local/apiserver/table.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace ringmaster::local {
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+constexpr const char* kNameDescription =
+    "Name must be unique within a namespace. Is required when creating resources, although some "
+    "resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "http://kubernetes.io/docs/user-guide/identifiers#names";
+constexpr const char* kCreationDescription =
+    "CreationTimestamp is a timestamp representing the server time when this object was "
+    "created. It is not guaranteed to be set in happens-before order across separate "
+    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "
+    "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+    "api-conventions.md#metadata";
+
+ordered column(const std::string& name, const std::string& type, const std::string& description,
+               int priority = 0, const std::string& format = "") {
+  return ordered{{"name", name},
+                 {"type", type},
+                 {"format", format},
+                 {"description", description},
+                 {"priority", priority}};
+}
+
+std::optional<std::chrono::system_clock::time_point> parseTime(const std::string& text) {
+  std::tm tm{};
+  if (strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+std::string ageOf(const nlohmann::json& ts, std::chrono::system_clock::time_point now) {
+  if (!ts.is_string()) return "<unknown>";
+  auto t = parseTime(ts.get<std::string>());
+  if (!t) return "<unknown>";
+  return humanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
+}
+
+std::string str(const nlohmann::json& obj, const std::string& path, const std::string& dflt) {
+  auto v = evalJsonPath(obj, path);
+  if (v.is_string() && !v.get<std::string>().empty()) return v.get<std::string>();
+  return dflt;
+}
+
+size_t sizeOf(const nlohmann::json& obj, const std::string& key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_object() ? it->size() : 0;
+}
+
+// kubectl's pod STATUS column, the common cases of printPod.
+std::string podStatus(const nlohmann::json& pod) {
+  std::string reason = str(pod, ".status.phase", "");
+  if (auto r = str(pod, ".status.reason", ""); !r.empty()) reason = r;
+  const auto statuses = evalJsonPath(pod, ".status.containerStatuses");
+  if (statuses.is_array()) {
+    for (const auto& cs : statuses) {
+      auto waiting = evalJsonPath(cs, ".state.waiting.reason");
+      auto terminated = evalJsonPath(cs, ".state.terminated.reason");
+      if (waiting.is_string() && !waiting.get<std::string>().empty()) {
+        reason = waiting.get<std::string>();
+      } else if (terminated.is_string() && !terminated.get<std::string>().empty()) {
+        reason = terminated.get<std::string>();
+      }
+    }
+  }
+  if (evalJsonPath(pod, ".metadata.deletionTimestamp").is_string()) reason = "Terminating";
+  return reason;
+}
+
+ordered podCells(const nlohmann::json& pod) {
+  size_t total = 0, ready = 0;
+  int64_t restarts = 0;
+  auto containers = evalJsonPath(pod, ".spec.containers");
+  if (containers.is_array()) total = containers.size();
+  auto statuses = evalJsonPath(pod, ".status.containerStatuses");
+  if (statuses.is_array()) {
+    for (const auto& cs : statuses) {
+      if (cs.value("ready", false)) ++ready;
+      restarts += cs.value("restartCount", int64_t{0});
+    }
+  }
+  return ordered::array({std::to_string(ready) + "/" + std::to_string(total), podStatus(pod),
+                         std::to_string(restarts)});
+}
+
+}  // namespace
+
+IncludeObject parseIncludeObject(const std::string& text) {
+  if (text == "None") return IncludeObject::kNone;
+  if (text == "Object") return IncludeObject::kObject;
+  return IncludeObject::kMetadata;
+}
+
+std::string humanDuration(std::chrono::seconds d) {
+  const int64_t seconds = d.count();
+  char buf[64];
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 120) return std::to_string(seconds) + "s";
+  const int64_t minutes = seconds / 60;
+  if (minutes < 10) {
+    int64_t s = seconds % 60;
+    if (s == 0) return std::to_string(minutes) + "m";
+    snprintf(buf, sizeof(buf), "%lldm%llds", static_cast<long long>(minutes),
+             static_cast<long long>(s));
+    return buf;
+  }
+  if (minutes < 180) return std::to_string(minutes) + "m";
+  const int64_t hours = seconds / 3600;
+  if (hours < 8) {
+    int64_t m = minutes % 60;
+    if (m == 0) return std::to_string(hours) + "h";
+    return std::to_string(hours) + "h" + std::to_string(m) + "m";
+  }
+  if (hours < 48) return std::to_string(hours) + "h";
+  if (hours < 24 * 8) {
+    int64_t h = hours % 24;
+    if (h == 0) return std::to_string(hours / 24) + "d";
+    return std::to_string(hours / 24) + "d" + std::to_string(h) + "h";
+  }
+  if (hours < 24 * 365 * 2) return std::to_string(hours / 24) + "d";
+  if (hours < 24 * 365 * 8) {
+    int64_t dy = (hours / 24) % 365;
+    if (dy == 0) return std::to_string(hours / 24 / 365) + "y";
+    return std::to_string(hours / 24 / 365) + "y" + std::to_string(dy) + "d";
+  }
+  return std::to_string(hours / 24 / 365) + "y";
+}
+
+nlohmann::json evalJsonPath(const nlohmann::json& obj, const std::string& path) {
+  const nlohmann::json* cur = &obj;
+  size_t i = 0;
+  std::string p = path;
+  if (p.size() >= 2 && p.front() == '{' && p.back() == '}') p = p.substr(1, p.size() - 2);
+  while (i < p.size()) {
+    if (p[i] == '.') {
+      ++i;
+      size_t end = p.find_first_of(".[", i);
+      std::string field = p.substr(i, end == std::string::npos ? std::string::npos : end - i);
+      i = end == std::string::npos ? p.size() : end;
+      if (field.empty()) continue;
+      if (!cur->is_object()) return nullptr;
+      auto it = cur->find(field);
+      if (it == cur->end()) return nullptr;
+      cur = &*it;
+    } else if (p[i] == '[') {
+      size_t end = p.find(']', i);
+      if (end == std::string::npos) return nullptr;
+      std::string index = p.substr(i + 1, end - i - 1);
+      i = end + 1;
+      if (!cur->is_array() || index.empty() ||
+          index.find_first_not_of("0123456789") != std::string::npos) {
+        return nullptr;
+      }
+      size_t n = std::stoul(index);
+      if (n >= cur->size()) return nullptr;
+      cur = &(*cur)[n];
+    } else {
+      return nullptr;
+    }
+  }
+  return *cur;
+}
+
+nlohmann::ordered_json tableColumns(const ApiResource& r) {
+  ordered cols = ordered::array();
+  cols.push_back(column("Name", "string", kNameDescription, 0, "name"));
+  switch (r.printer) {
+    case TablePrinter::kColumns:
+      for (const auto& c : r.columns) {
+        std::string description =
+            c.description.empty()
+                ? "Custom resource definition column (in JSONPath format): " + c.json_path
+                : c.description;
+        cols.push_back(column(c.name, c.type, description, c.priority, c.format));
+      }
+      break;
+    case TablePrinter::kPod:
+      cols.push_back(column("Ready", "string",
+                            "The aggregate readiness state of this pod for accepting traffic."));
+      cols.push_back(
+          column("Status", "string", "The aggregate status of the containers in this pod."));
+      cols.push_back(column("Restarts", "string",
+                            "The number of times the containers in this pod have been restarted "
+                            "and when the last container in this pod has restarted."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      cols.push_back(column("IP", "string",
+                            "IP address allocated to the pod. Routable at least within the "
+                            "cluster. Empty if not yet allocated.",
+                            1));
+      cols.push_back(column("Node", "string",
+                            "NodeName is a request to schedule this pod onto a specific node.", 1));
+      break;
+    case TablePrinter::kConfigMap:
+      cols.push_back(column("Data", "integer", "Data contains the configuration data."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      break;
+    case TablePrinter::kSecret:
+      cols.push_back(column("Type", "string", "The type of the secret."));
+      cols.push_back(column("Data", "integer", "The number of entries in the secret."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      break;
+    case TablePrinter::kNamespace:
+      cols.push_back(column("Status", "string", "The status of the namespace."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      break;
+    case TablePrinter::kDefault:
+      cols.push_back(column("Created At", "date", kCreationDescription));
+      break;
+  }
+  return cols;
+}
+
+nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
+                                IncludeObject include, std::chrono::system_clock::time_point now) {
+  ordered cells = ordered::array();
+  cells.push_back(str(obj, ".metadata.name", ""));
+  const auto created = evalJsonPath(obj, ".metadata.creationTimestamp");
+  switch (r.printer) {
+    case TablePrinter::kColumns:
+      for (const auto& c : r.columns) {
+        auto v = evalJsonPath(obj, c.json_path);
+        if (v.is_null()) {
+          cells.push_back(nullptr);
+        } else if (c.type == "date") {
+          cells.push_back(ageOf(v, now));
+        } else if (c.type == "integer" || c.type == "number" || c.type == "boolean") {
+          cells.push_back(ordered::parse(v.dump()));
+        } else if (v.is_string()) {
+          cells.push_back(v.get<std::string>());
+        } else {
+          cells.push_back(v.dump());
+        }
+      }
+      break;
+    case TablePrinter::kPod:
+      for (auto& c : podCells(obj)) cells.push_back(c);
+      cells.push_back(ageOf(created, now));
+      cells.push_back(str(obj, ".status.podIP", "<none>"));
+      cells.push_back(str(obj, ".spec.nodeName", "<none>"));
+      break;
+    case TablePrinter::kConfigMap:
+      cells.push_back(sizeOf(obj, "data") + sizeOf(obj, "binaryData"));
+      cells.push_back(ageOf(created, now));
+      break;
+    case TablePrinter::kSecret:
+      cells.push_back(str(obj, ".type", "Opaque"));
+      cells.push_back(sizeOf(obj, "data"));
+      cells.push_back(ageOf(created, now));
+      break;
+    case TablePrinter::kNamespace:
+      cells.push_back(str(obj, ".status.phase", "Active"));
+      cells.push_back(ageOf(created, now));
+      break;
+    case TablePrinter::kDefault:
+      cells.push_back(created.is_string() ? ordered(created.get<std::string>()) : ordered());
+      break;
+  }
+  ordered row;
+  row["cells"] = cells;
+  if (include == IncludeObject::kObject) {
+    row["object"] = ordered::parse(obj.dump());
+  } else if (include == IncludeObject::kMetadata) {
+    ordered meta;
+    meta["kind"] = "PartialObjectMetadata";
+    meta["apiVersion"] = "meta.k8s.io/v1";
+    auto m = obj.find("metadata");
+    meta["metadata"] = m != obj.end() ? ordered::parse(m->dump()) : ordered::object();
+    row["object"] = meta;
+  }
+  return row;
+}
+
+std::string tableText(const ApiResource& resource, const std::vector<ObjectPtr>& objects,
+                      uint64_t resource_version, IncludeObject include, bool with_columns,
+                      std::chrono::system_clock::time_point now) {
+  ordered doc;
+  doc["kind"] = "Table";
+  doc["apiVersion"] = "meta.k8s.io/v1";
+  doc["metadata"] = {{"resourceVersion", std::to_string(resource_version)}};
+  doc["columnDefinitions"] = with_columns ? tableColumns(resource) : ordered();
+  ordered rows = ordered::array();
+  for (const auto& o : objects) rows.push_back(tableRow(resource, o->object, include, now));
+  doc["rows"] = rows;
+  return doc.dump();
+}
+
+}  // namespace ringmaster::local

@@ -1,0 +1,91 @@
+#include "local/apiserver/table.h"
+
+#include <gtest/gtest.h>
+
+#include "local/apiserver/crd.h"
+
+namespace ringmaster::local {
+namespace {
+
+using json = nlohmann::json;
+
+TEST(HumanDuration, RendersAgesLikeKubectl) {
+  using std::chrono::seconds;
+  EXPECT_EQ(humanDuration(seconds(26)), "26s");
+  EXPECT_EQ(humanDuration(seconds(119)), "119s");
+  EXPECT_EQ(humanDuration(seconds(8 * 60 + 7)), "8m7s");
+  EXPECT_EQ(humanDuration(seconds(6 * 60)), "6m");
+  EXPECT_EQ(humanDuration(seconds(3 * 3600 + 5 * 60)), "3h5m");
+  EXPECT_EQ(humanDuration(seconds(3 * 86400)), "3d");
+  EXPECT_EQ(humanDuration(seconds(-5)), "<invalid>");
+}
+
+TEST(EvalJsonPath, FollowsFieldsAndIndexes) {
+  json obj = json::parse(R"({"spec":{"replicas":4,"list":[{"a":"x"}]}})");
+  EXPECT_EQ(evalJsonPath(obj, ".spec.replicas"), 4);
+  EXPECT_EQ(evalJsonPath(obj, ".spec.list[0].a"), "x");
+  EXPECT_TRUE(evalJsonPath(obj, ".status.phase").is_null());
+  EXPECT_TRUE(evalJsonPath(obj, ".spec.list[3].a").is_null());
+}
+
+json widgetCrd() {
+  return json::parse(R"({
+    "apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+    "metadata":{"name":"widgets.example.dev"},
+    "spec":{"group":"example.dev","scope":"Namespaced",
+      "names":{"plural":"widgets","singular":"widget","kind":"Widget","shortNames":["wd"]},
+      "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
+        "additionalPrinterColumns":[
+          {"name":"Size","type":"integer","jsonPath":".spec.size"},
+          {"name":"Phase","type":"string","jsonPath":".status.phase","description":"the phase"},
+          {"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}]}]}})");
+}
+
+TEST(Table, CustomResourceRowsUsePrinterColumns) {
+  auto resources = resourcesFromCrd(widgetCrd());
+  ASSERT_TRUE(resources.ok());
+  ASSERT_EQ(resources->served.size(), 1u);
+  const ApiResource& r = resources->served[0];
+  EXPECT_TRUE(r.type.has_status_subresource);
+  json obj = json::parse(
+      R"({"metadata":{"name":"w1","creationTimestamp":"2026-11-22T01:55:51Z"},"spec":{"size":3}})");
+  auto now = std::chrono::system_clock::from_time_t(1795312551 + 26);  // 26 s later
+  auto row = tableRow(r, obj, IncludeObject::kMetadata, now);
+  EXPECT_EQ(row["cells"].dump(), R"(["w1",3,null,"26s"])");
+  EXPECT_EQ(row["object"]["kind"], "PartialObjectMetadata");
+  auto cols = tableColumns(r);
+  EXPECT_EQ(cols[0]["format"], "name");
+  EXPECT_EQ(cols[1]["description"],
+            "Custom resource definition column (in JSONPath format): .spec.size");
+  EXPECT_EQ(cols[2]["description"], "the phase");
+}
+
+TEST(Table, PodRowsShowReadyStatusRestarts) {
+  ApiResource pods;
+  pods.printer = TablePrinter::kPod;
+  json pod = json::parse(R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]},
+    "status":{"phase":"Running","containerStatuses":[{"ready":true,"restartCount":2}]}})");
+  auto row = tableRow(pods, pod, IncludeObject::kNone, std::chrono::system_clock::now());
+  EXPECT_EQ(row["cells"][1], "1/1");
+  EXPECT_EQ(row["cells"][2], "Running");
+  EXPECT_EQ(row["cells"][3], "2");
+  EXPECT_FALSE(row.contains("object"));
+}
+
+TEST(Crd, MissingGroupIsInvalid) {
+  json crd = widgetCrd();
+  crd["spec"].erase("group");
+  auto error = validateCrd(crd);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code(), 422);
+}
+
+TEST(Crd, StatusPatchEstablishes) {
+  json patch = json::parse(crdStatusPatch(widgetCrd(), "2026-11-22T01:55:41Z"));
+  EXPECT_EQ(patch["status"]["conditions"][1]["type"], "Established");
+  EXPECT_EQ(patch["status"]["acceptedNames"]["listKind"], "WidgetList");
+  EXPECT_EQ(patch["status"]["storedVersions"], json::array({"v1"}));
+}
+
+}  // namespace
+}  // namespace ringmaster::local
