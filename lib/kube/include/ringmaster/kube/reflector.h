@@ -1,0 +1,128 @@
+#pragma once
+// Store<T> and Reflector<T>: a cache of one resource kept equal to the server by a Watcher
+// (kube-runtime's reflector; client-go's informer store).
+//
+//   Store<T>      objects keyed "<namespace>/<name>" ("<name>" when cluster-scoped), handed out
+//                 as shared_ptr<const T>: readers never mutate the cache and keep a consistent
+//                 snapshot of an object while the store moves on.
+//   Reflector<T>  a Watcher whose relists replace the store (objects that vanished while the
+//                 watch was down are dropped) and whose events update it; then it calls the
+//                 optional notify handler (to enqueue keys in a WorkQueue, say).
+//
+// Ownership: the Reflector owns its Watcher and Store. Thread-safety: Store is safe for any
+// number of readers alongside the one writer (a shared mutex); the Reflector is driven by one
+// thread (step()/run()), like the Watcher, and its notify handler runs on that thread after
+// the store has been updated. Failure: see Watcher; the store only ever holds decoded objects.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "ringmaster/kube/watcher.h"
+
+namespace ringmaster::kube {
+
+template <class T>
+std::string objectKey(const T& object) {
+  const std::string& ns = object.metadata.namespace_name;
+  return ns.empty() ? object.metadata.name : ns + "/" + object.metadata.name;
+}
+
+template <class T>
+class Store {
+ public:
+  std::shared_ptr<const T> get(const std::string& key) const {
+    std::shared_lock lock(mu_);
+    auto it = items_.find(key);
+    return it == items_.end() ? nullptr : it->second;
+  }
+  std::shared_ptr<const T> get(const std::string& namespace_name, const std::string& name) const {
+    return get(namespace_name.empty() ? name : namespace_name + "/" + name);
+  }
+  // Sorted by key.
+  std::vector<std::shared_ptr<const T>> list() const {
+    std::shared_lock lock(mu_);
+    std::vector<std::shared_ptr<const T>> out;
+    out.reserve(items_.size());
+    for (const auto& [key, item] : items_) out.push_back(item);
+    return out;
+  }
+  std::vector<std::string> keys() const {
+    std::shared_lock lock(mu_);
+    std::vector<std::string> out;
+    out.reserve(items_.size());
+    for (const auto& [key, item] : items_) out.push_back(key);
+    return out;
+  }
+  size_t size() const {
+    std::shared_lock lock(mu_);
+    return items_.size();
+  }
+
+  // Makes the store hold exactly `items`.
+  void replace(std::vector<T> items) {
+    std::map<std::string, std::shared_ptr<const T>> next;
+    for (T& item : items) {
+      std::string key = objectKey(item);
+      next.emplace(std::move(key), std::make_shared<const T>(std::move(item)));
+    }
+    std::unique_lock lock(mu_);
+    items_.swap(next);
+  }
+  void apply(const WatchEvent<T>& event) {
+    std::string key = objectKey(event.object);
+    std::unique_lock lock(mu_);
+    if (event.type == WatchEventType::kDeleted) {
+      items_.erase(key);
+    } else if (event.type == WatchEventType::kAdded || event.type == WatchEventType::kModified) {
+      items_[key] = std::make_shared<const T>(event.object);
+    }
+  }
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::shared_ptr<const T>> items_;
+};
+
+template <class T>
+class Reflector {
+ public:
+  using Handler = typename Watcher<T>::Handler;
+  using Options = typename Watcher<T>::Options;
+
+  // `notify` (both members optional) sees each relist and event after the store applied it.
+  Reflector(ResourceClient<T> client, Options options, Handler notify = {})
+      : store_(std::make_shared<Store<T>>()),
+        notify_(std::move(notify)),
+        watcher_(std::move(client), makeHandler(), std::move(options)) {}
+
+  // Shared so that readers may keep the store beyond the reflector's life.
+  std::shared_ptr<const Store<T>> store() const { return store_; }
+  Watcher<T>& watcher() { return watcher_; }
+  std::chrono::milliseconds step(std::stop_token stop = {}) { return watcher_.step(stop); }
+  void run(std::stop_token stop) { watcher_.run(stop); }
+
+ private:
+  Handler makeHandler() {
+    Handler h;
+    h.relisted = [this](std::vector<T> items) {
+      std::vector<T> copy = notify_.relisted ? items : std::vector<T>();
+      store_->replace(std::move(items));
+      if (notify_.relisted) notify_.relisted(std::move(copy));
+    };
+    h.event = [this](const WatchEvent<T>& event) {
+      store_->apply(event);
+      if (notify_.event) notify_.event(event);
+    };
+    return h;
+  }
+
+  std::shared_ptr<Store<T>> store_;
+  Handler notify_;
+  Watcher<T> watcher_;
+};
+
+}  // namespace ringmaster::kube

@@ -1,0 +1,253 @@
+#pragma once
+// Watcher<T>: list+watch of one resource as an explicit state machine (STYLE example 10,
+// kube-runtime's watcher). Each step() makes one transition:
+//
+//   kEmpty     LIST (selectors; no resourceVersion: a consistent read)
+//                ok    -> handler.relisted(all items); rv = list rv; -> kListing
+//                error -> backoff, stay kEmpty
+//   kListing   (listed, no watch open) WATCH from rv with timeoutSeconds drawn from
+//              [min_watch_timeout, max_watch_timeout] and allowWatchBookmarks=true
+//                ok                -> kWatching
+//                410 Gone          -> kEmpty (relist at once)
+//                other error       -> backoff (at least Retry-After), stay kListing
+//   kWatching  takes the lines that arrived (waits up to `poll` for the first)
+//                ADDED/MODIFIED/DELETED -> rv = object's rv; handler.event(e)
+//                BOOKMARK               -> rv = bookmark's rv (no handler call)
+//                ERROR 410 (Expired)    -> cancel; kEmpty (relist at once)
+//                other ERROR, bad line  -> cancel; backoff; kListing
+//                stream ended cleanly   -> kListing (re-watch at once from rv)
+//                stream broke           -> backoff; kListing
+//
+// Backoff doubles from initial_backoff to max_backoff per consecutive failure and resets on
+// a successful list, a received event or a clean end of a watch. step() never sleeps: it
+// returns how long the caller should wait; run() does the waiting, interruptibly.
+//
+// Ownership: owns its ResourceClient (which borrows an ApiClient that must outlive the watcher)
+// and the open WatchStream. Thread-safety: not thread-safe; one thread calls step()/run(), and
+// the handler runs on that thread (never on a transport thread). Failure: errors never escape;
+// they are logged (WATCH), kept in lastError(), and turned into backoff.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "ringmaster/core/log.h"
+#include "ringmaster/kube/resource_client.h"
+#include "ringmaster/kube/watch_event.h"
+
+namespace ringmaster::kube {
+
+namespace detail {
+// Watch lines handed from the transport thread to the stepping thread.
+class LineQueue : public WatchSink {
+ public:
+  void onLine(std::string_view line) override {
+    std::lock_guard lock(mu_);
+    lines_.emplace_back(line);
+    cv_.notify_all();
+  }
+  void onClose(const core::Status& status) override {
+    std::lock_guard lock(mu_);
+    closed_ = status;
+    cv_.notify_all();
+  }
+  // Waits up to `timeout` (or until `stop`) for a line or the close, then takes every line
+  // and the close status (when the stream has ended).
+  void take(std::chrono::milliseconds timeout, std::stop_token stop,
+            std::vector<std::string>& lines, std::optional<core::Status>& closed) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, stop, timeout, [&] { return !lines_.empty() || closed_.has_value(); });
+    lines.assign(std::make_move_iterator(lines_.begin()), std::make_move_iterator(lines_.end()));
+    lines_.clear();
+    closed = closed_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<std::string> lines_;
+  std::optional<core::Status> closed_;
+};
+}  // namespace detail
+
+template <class T>
+class Watcher {
+ public:
+  enum class State { kEmpty, kListing, kWatching };
+
+  struct Handler {
+    std::function<void(std::vector<T> items)> relisted;     // the full state after a LIST
+    std::function<void(const WatchEvent<T>& event)> event;  // ADDED, MODIFIED, DELETED
+  };
+
+  struct Options {
+    std::string label_selector;
+    std::string field_selector;
+    std::chrono::seconds min_watch_timeout{300};
+    std::chrono::seconds max_watch_timeout{600};
+    std::chrono::milliseconds initial_backoff{200};
+    std::chrono::milliseconds max_backoff{30'000};
+    std::chrono::milliseconds poll{1'000};  // longest wait for watch lines in one step
+    uint64_t seed = std::random_device{}();
+  };
+
+  Watcher(ResourceClient<T> client, Handler handler, Options options)
+      : client_(std::move(client)),
+        handler_(std::move(handler)),
+        options_(std::move(options)),
+        rng_(options_.seed) {}
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+  ~Watcher() { closeStream(); }
+
+  State state() const { return state_; }
+  const std::string& resourceVersion() const { return resource_version_; }
+  const core::Status& lastError() const { return last_error_; }
+
+  // One transition; returns how long to wait before the next step (zero: at once).
+  std::chrono::milliseconds step(std::stop_token stop = {}) {
+    switch (state_) {
+      case State::kEmpty:
+        return list();
+      case State::kListing:
+        return startWatch();
+      case State::kWatching:
+        return consume(stop);
+    }
+    return std::chrono::milliseconds(0);
+  }
+
+  // Steps until `stop` is requested, waiting out backoffs.
+  void run(std::stop_token stop) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    while (!stop.stop_requested()) {
+      std::chrono::milliseconds delay = step(stop);
+      if (delay.count() > 0) {
+        std::unique_lock lock(mu);
+        cv.wait_for(lock, stop, delay, [] { return false; });
+      }
+    }
+    closeStream();
+  }
+
+ private:
+  std::chrono::milliseconds list() {
+    ListOptions options;
+    options.label_selector = options_.label_selector;
+    options.field_selector = options_.field_selector;
+    ApiResult<List<T>> listed = client_.list(options);
+    if (!listed.ok()) return fail(listed.error(), "list");
+    resource_version_ = listed->metadata.resource_version;
+    failures_ = 0;
+    state_ = State::kListing;
+    RM_LOG(DEBUG, WATCH) << client_.type().plural << ": listed " << listed->items.size()
+                         << " at resourceVersion " << resource_version_;
+    if (handler_.relisted) handler_.relisted(std::move(listed->items));
+    return std::chrono::milliseconds(0);
+  }
+
+  std::chrono::milliseconds startWatch() {
+    WatchOptions options;
+    options.label_selector = options_.label_selector;
+    options.field_selector = options_.field_selector;
+    options.resource_version = resource_version_;
+    options.allow_watch_bookmarks = true;
+    std::uniform_int_distribution<int64_t> timeout(options_.min_watch_timeout.count(),
+                                                   options_.max_watch_timeout.count());
+    options.timeout_seconds = static_cast<int>(timeout(rng_));
+    queue_ = std::make_shared<detail::LineQueue>();
+    ApiResult<std::unique_ptr<WatchStream>> stream = client_.watch(options, *queue_);
+    if (!stream.ok()) {
+      if (stream.error().isGone()) return relist("watch: " + stream.status().message());
+      return fail(stream.error(), "watch");
+    }
+    stream_ = std::move(stream).value();
+    state_ = State::kWatching;
+    return std::chrono::milliseconds(0);
+  }
+
+  std::chrono::milliseconds consume(std::stop_token stop) {
+    std::vector<std::string> lines;
+    std::optional<core::Status> closed;
+    queue_->take(options_.poll, stop, lines, closed);
+    for (const std::string& line : lines) {
+      core::Result<WatchEvent<T>> event = decodeText<WatchEvent<T>>(line);
+      if (!event.ok()) {
+        closeStream();
+        state_ = State::kListing;
+        return fail(ApiError::fromStatus(event.status()), "watch event");
+      }
+      switch (event->type) {
+        case WatchEventType::kBookmark:
+          resource_version_ = event->object.metadata.resource_version;
+          break;
+        case WatchEventType::kError:
+          closeStream();
+          if (event->error.code.value_or(0) == 410) return relist(event->error.message);
+          state_ = State::kListing;
+          return fail(
+              ApiError::fromStatus(core::unavailable("watch ERROR event: " + event->error.message)),
+              "watch");
+        default:
+          resource_version_ = event->object.metadata.resource_version;
+          failures_ = 0;
+          if (handler_.event) handler_.event(*event);
+      }
+    }
+    if (closed) {
+      closeStream();
+      state_ = State::kListing;
+      if (!closed->ok()) return fail(ApiError::fromStatus(*closed), "watch stream");
+      failures_ = 0;  // the server ended it (timeoutSeconds): watch again from rv
+    }
+    return std::chrono::milliseconds(0);
+  }
+
+  std::chrono::milliseconds relist(const std::string& why) {
+    RM_LOG(INFO, WATCH) << client_.type().plural << ": resourceVersion " << resource_version_
+                        << " expired (" << why << "), relisting";
+    closeStream();
+    resource_version_.clear();
+    state_ = State::kEmpty;
+    return std::chrono::milliseconds(0);
+  }
+
+  std::chrono::milliseconds fail(const ApiError& error, const char* what) {
+    last_error_ = error.status();
+    ++failures_;
+    std::chrono::milliseconds delay = options_.initial_backoff;
+    for (int i = 1; i < failures_ && delay < options_.max_backoff; ++i) delay *= 2;
+    delay = std::min(delay, options_.max_backoff);
+    if (error.retryAfter()) delay = std::max<std::chrono::milliseconds>(delay, *error.retryAfter());
+    RM_LOG(WARN, WATCH) << client_.type().plural << ": " << what << " failed ("
+                        << error.status().toString() << "); retry in " << delay.count() << " ms";
+    return delay;
+  }
+
+  void closeStream() {
+    if (stream_) stream_->cancel();
+    stream_.reset();
+  }
+
+  ResourceClient<T> client_;
+  Handler handler_;
+  Options options_;
+  std::mt19937_64 rng_;
+  State state_ = State::kEmpty;
+  std::string resource_version_;
+  std::shared_ptr<detail::LineQueue> queue_;
+  std::unique_ptr<WatchStream> stream_;
+  int failures_ = 0;
+  core::Status last_error_;
+};
+
+}  // namespace ringmaster::kube

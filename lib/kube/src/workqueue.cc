@@ -1,0 +1,133 @@
+#include "ringmaster/kube/workqueue.h"
+
+namespace ringmaster::kube {
+
+WorkQueue::WorkQueue(Clock& clock, Options options) : clock_(clock), options_(options) {}
+
+void WorkQueue::addLocked(const std::string& key) {
+  if (shutting_down_ || dirty_.count(key) != 0) return;
+  dirty_.insert(key);
+  if (processing_.count(key) != 0) return;  // done() queues it again
+  queue_.push_back(key);
+  cv_.notify_one();
+}
+
+void WorkQueue::add(const std::string& key) {
+  std::lock_guard lock(mu_);
+  addLocked(key);
+}
+
+void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay) {
+  std::lock_guard lock(mu_);
+  if (shutting_down_) return;
+  if (delay <= std::chrono::nanoseconds(0)) {
+    addLocked(key);
+    return;
+  }
+  const Clock::TimePoint due = clock_.now() + delay;
+  auto [it, inserted] = waiting_.emplace(key, due);
+  if (!inserted && due < it->second) it->second = due;
+  cv_.notify_all();  // a waiting get() may need an earlier wake-up
+}
+
+void WorkQueue::addRateLimited(const std::string& key) {
+  std::chrono::nanoseconds delay;
+  {
+    std::lock_guard lock(mu_);
+    int& failures = failures_[key];
+    delay = options_.base_delay;
+    for (int i = 0; i < failures && delay < options_.max_delay; ++i) delay *= 2;
+    if (delay > options_.max_delay) delay = options_.max_delay;
+    ++failures;
+  }
+  addAfter(key, delay);
+}
+
+void WorkQueue::forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  failures_.erase(key);
+}
+
+int WorkQueue::numRequeues(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = failures_.find(key);
+  return it == failures_.end() ? 0 : it->second;
+}
+
+void WorkQueue::promoteDueLocked() {
+  const Clock::TimePoint now = clock_.now();
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->second <= now) {
+      std::string key = it->first;
+      it = waiting_.erase(it);
+      addLocked(key);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::optional<std::string> WorkQueue::popLocked() {
+  if (queue_.empty()) return std::nullopt;
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  return key;
+}
+
+std::optional<std::string> WorkQueue::get() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    promoteDueLocked();
+    if (std::optional<std::string> key = popLocked()) return key;
+    if (shutting_down_) return std::nullopt;
+    if (waiting_.empty()) {
+      cv_.wait(lock);
+    } else {
+      Clock::TimePoint earliest = Clock::TimePoint::max();
+      for (const auto& [key, due] : waiting_) earliest = std::min(earliest, due);
+      // The injected clock's distance to the due time, waited on the real steady clock.
+      cv_.wait_for(lock, earliest - clock_.now());
+    }
+  }
+}
+
+std::optional<std::string> WorkQueue::tryGet() {
+  std::lock_guard lock(mu_);
+  promoteDueLocked();
+  return popLocked();
+}
+
+void WorkQueue::done(const std::string& key) {
+  std::lock_guard lock(mu_);
+  processing_.erase(key);
+  if (dirty_.count(key) != 0) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+}
+
+void WorkQueue::shutDown() {
+  std::lock_guard lock(mu_);
+  shutting_down_ = true;
+  waiting_.clear();
+  cv_.notify_all();
+}
+
+bool WorkQueue::shuttingDown() const {
+  std::lock_guard lock(mu_);
+  return shutting_down_;
+}
+
+size_t WorkQueue::len() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+size_t WorkQueue::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
+}
+
+}  // namespace ringmaster::kube

@@ -1,0 +1,232 @@
+#include "ringmaster/kube/watcher.h"
+
+#include <gtest/gtest.h>
+
+#include "fake_api_client.h"
+#include "ringmaster/kube/config_map.h"
+#include "ringmaster/kube/reflector.h"
+
+namespace ringmaster::kube {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::FakeApiClient;
+using testing::jsonResponse;
+using testing::queryParam;
+using testing::statusResponse;
+
+const ResourceType kConfigMaps{"", "v1", "configmaps", true};
+const std::string kPath = "/api/v1/namespaces/ns/configmaps";
+
+nlohmann::json configMap(const std::string& name, const std::string& rv,
+                         const std::string& value = "v") {
+  return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"resourceVersion", rv}}},
+          {"data", {{"k", value}}}};
+}
+
+std::string listBody(const std::string& rv, std::vector<nlohmann::json> items) {
+  return nlohmann::json{{"metadata", {{"resourceVersion", rv}}}, {"items", items}}.dump();
+}
+
+std::string event(const std::string& type, const nlohmann::json& object) {
+  return nlohmann::json{{"type", type}, {"object", object}}.dump();
+}
+
+std::string bookmark(const std::string& rv) {
+  return event(
+      "BOOKMARK",
+      {{"kind", "ConfigMap"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}});
+}
+
+std::string expired() {
+  return event("ERROR", nlohmann::json::parse(encodeText(ApiStatus::failure(
+                            410, "Expired", "too old resource version: 5 (90)"))));
+}
+
+class WatcherTest : public ::testing::Test {
+ protected:
+  Watcher<ConfigMap>::Options options() {
+    Watcher<ConfigMap>::Options o;
+    o.poll = milliseconds(0);
+    o.seed = 7;
+    o.initial_backoff = milliseconds(100);
+    o.max_backoff = milliseconds(1000);
+    return o;
+  }
+  std::unique_ptr<Watcher<ConfigMap>> makeWatcher() {
+    Watcher<ConfigMap>::Handler h;
+    h.relisted = [this](std::vector<ConfigMap> items) { relists_.push_back(items.size()); };
+    h.event = [this](const WatchEvent<ConfigMap>& e) {
+      events_.push_back(std::string(watchEventTypeName(e.type)) + " " + e.object.metadata.name);
+    };
+    return std::make_unique<Watcher<ConfigMap>>(ResourceClient<ConfigMap>(api_, kConfigMaps, "ns"),
+                                                h, options());
+  }
+  ApiRequest call(size_t i) { return api_.calls().at(i); }
+
+  FakeApiClient api_;
+  std::vector<size_t> relists_;
+  std::vector<std::string> events_;
+};
+
+TEST_F(WatcherTest, ListsThenWatchesFromTheListsResourceVersion) {
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {configMap("a", "9")})));
+  api_.expectWatch(kPath, {event("ADDED", configMap("b", "11"))}, std::nullopt);
+  auto w = makeWatcher();
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kEmpty);
+  EXPECT_EQ(w->step(), milliseconds(0));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kListing);
+  EXPECT_EQ(relists_, std::vector<size_t>{1});
+  EXPECT_EQ(w->step(), milliseconds(0));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kWatching);
+  ApiRequest watch = call(1);
+  EXPECT_EQ(queryParam(watch, "resourceVersion"), "10");
+  EXPECT_EQ(queryParam(watch, "allowWatchBookmarks"), "true");
+  int timeout = std::stoi(queryParam(watch, "timeoutSeconds"));
+  EXPECT_GE(timeout, 300);
+  EXPECT_LE(timeout, 600);
+  w->step();
+  EXPECT_EQ(events_, std::vector<std::string>{"ADDED b"});
+  EXPECT_EQ(w->resourceVersion(), "11");
+}
+
+TEST_F(WatcherTest, BookmarksAdvanceTheResourceVersionAndCleanEndRewatches) {
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {})));
+  api_.expectWatch(kPath, {bookmark("20")}, core::Status::Ok());
+  api_.expectWatch(kPath, {}, std::nullopt);
+  auto w = makeWatcher();
+  w->step();
+  w->step();
+  EXPECT_EQ(w->step(), milliseconds(0));  // bookmark, then the server's clean end
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kListing);
+  EXPECT_EQ(w->resourceVersion(), "20");
+  EXPECT_TRUE(events_.empty());
+  w->step();
+  EXPECT_EQ(queryParam(call(2), "resourceVersion"), "20");
+  EXPECT_EQ(api_.remaining(), 0u);
+}
+
+TEST_F(WatcherTest, ExpiredEventGoesBackToAFreshList) {
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("5", {})));
+  api_.expectWatch(kPath, {expired(), event("ADDED", configMap("ignored", "99"))}, std::nullopt);
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("90", {})));
+  auto w = makeWatcher();
+  w->step();
+  w->step();
+  EXPECT_EQ(w->step(), milliseconds(0));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kEmpty);
+  EXPECT_EQ(api_.openWatches(), 0);  // the old stream was cancelled
+  EXPECT_TRUE(events_.empty());      // nothing after the ERROR was delivered
+  w->step();
+  EXPECT_EQ(queryParam(call(2), "resourceVersion"), "");  // a consistent read, not the stale rv
+  EXPECT_EQ(w->resourceVersion(), "90");
+  EXPECT_EQ(relists_.size(), 2u);
+}
+
+TEST_F(WatcherTest, HttpGoneOnWatchRelists) {
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("5", {})));
+  api_.expectWatchFailure(kPath, statusResponse(410, "Expired", "too old resource version"));
+  auto w = makeWatcher();
+  w->step();
+  EXPECT_EQ(w->step(), milliseconds(0));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kEmpty);
+}
+
+TEST_F(WatcherTest, DroppedConnectionReconnectsFromTheLastVersionWithBackoff) {
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {})));
+  api_.expectWatch(kPath, {event("ADDED", configMap("a", "12"))},
+                   core::unavailable("connection reset"));
+  api_.expectWatch(kPath, {}, core::unavailable("connection reset"));
+  api_.expectWatch(kPath, {}, std::nullopt);
+  auto w = makeWatcher();
+  w->step();
+  w->step();
+  milliseconds first = w->step();
+  EXPECT_EQ(first, milliseconds(100));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kListing);
+  EXPECT_EQ(events_, std::vector<std::string>{"ADDED a"});
+  w->step();
+  EXPECT_EQ(queryParam(call(2), "resourceVersion"), "12");
+  EXPECT_EQ(w->step(), milliseconds(200));  // a second failure in a row doubles it
+  w->step();
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kWatching);
+  EXPECT_EQ(w->lastError().code(), core::Code::kUnavailable);
+}
+
+TEST_F(WatcherTest, TooManyRequestsWaitsForRetryAfter) {
+  api_.expect(Verb::kGet, kPath,
+              statusResponse(429, "TooManyRequests", "slow down", {{"Retry-After", "7"}}));
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("3", {})));
+  auto w = makeWatcher();
+  EXPECT_EQ(w->step(), milliseconds(7000));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kEmpty);
+  EXPECT_EQ(w->step(), milliseconds(0));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kListing);
+}
+
+TEST_F(WatcherTest, ServerErrorsBackOffExponentiallyUpToTheCap) {
+  for (int i = 0; i < 6; ++i) {
+    api_.expect(Verb::kGet, kPath, statusResponse(500, "InternalError", "etcd down"));
+  }
+  auto w = makeWatcher();
+  std::vector<milliseconds> delays;
+  for (int i = 0; i < 6; ++i) delays.push_back(w->step());
+  EXPECT_EQ(delays,
+            (std::vector<milliseconds>{milliseconds(100), milliseconds(200), milliseconds(400),
+                                       milliseconds(800), milliseconds(1000), milliseconds(1000)}));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kEmpty);
+}
+
+TEST_F(WatcherTest, UndecodableEventRewatchesWithBackoff) {
+  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {})));
+  api_.expectWatch(kPath, {R"({"type":"FOO","object":{}})"}, std::nullopt);
+  auto w = makeWatcher();
+  w->step();
+  w->step();
+  EXPECT_GT(w->step(), milliseconds(0));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kListing);
+  EXPECT_NE(w->lastError().message().find("FOO"), std::string::npos);
+}
+
+TEST(ReflectorTest, CacheConvergesAfterARelist) {
+  FakeApiClient api;
+  api.expect(Verb::kGet, kPath,
+             jsonResponse(200, listBody("10", {configMap("a", "8"), configMap("b", "9")})));
+  api.expectWatch(kPath,
+                  {event("ADDED", configMap("c", "11")),
+                   event("MODIFIED", configMap("a", "12", "x")), expired()},
+                  std::nullopt);
+  // While the watch was down, b was deleted and a changed again.
+  api.expect(Verb::kGet, kPath,
+             jsonResponse(200, listBody("20", {configMap("a", "15", "y"), configMap("c", "11")})));
+  api.expectWatch(kPath, {event("DELETED", configMap("c", "21"))}, std::nullopt);
+
+  Watcher<ConfigMap>::Options options;
+  options.poll = milliseconds(0);
+  int notified = 0;
+  Reflector<ConfigMap>::Handler notify;
+  notify.event = [&](const WatchEvent<ConfigMap>&) { ++notified; };
+  Reflector<ConfigMap> reflector(ResourceClient<ConfigMap>(api, kConfigMaps, "ns"), options,
+                                 notify);
+  auto store = reflector.store();
+  reflector.step();
+  EXPECT_EQ(store->keys(), (std::vector<std::string>{"ns/a", "ns/b"}));
+  reflector.step();
+  reflector.step();  // c added, a modified, then 410
+  std::shared_ptr<const ConfigMap> a_before = store->get("ns", "a");
+  ASSERT_NE(a_before, nullptr);
+  EXPECT_EQ(a_before->data.at("k"), "x");
+  EXPECT_EQ(store->size(), 3u);
+  reflector.step();  // relist
+  EXPECT_EQ(store->keys(), (std::vector<std::string>{"ns/a", "ns/c"}));
+  EXPECT_EQ(store->get("ns/a")->data.at("k"), "y");
+  EXPECT_EQ(a_before->data.at("k"), "x");  // a reader's snapshot is not mutated
+  EXPECT_EQ(store->get("ns/b"), nullptr);
+  reflector.step();
+  reflector.step();
+  EXPECT_EQ(store->keys(), std::vector<std::string>{"ns/a"});
+  EXPECT_EQ(notified, 3);
+}
+
+}  // namespace
+}  // namespace ringmaster::kube
