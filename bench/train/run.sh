@@ -15,7 +15,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--repeats N] [--epochs E] [--backend B]" >&2; exit 2 ;;
   esac
 done
-trainer=${RM_TRAINER:-$root/build/trainer/ringmaster-trainer}
+trainer=${RM_TRAINER:-$root/build/bin/ringmaster-trainer}
 [[ -x $trainer ]] || { echo "bench/train: $trainer not built (run scripts/run-main first)" >&2; exit 1; }
 python=/usr/bin/python3  # Debian's torch imports only there
 "$python" -c 'import torch' 2>/dev/null || { echo "bench/train: python3-torch missing (scripts/setup)" >&2; exit 1; }

@@ -18,7 +18,7 @@ namespace {
 
 const std::string kData = "/usr/share/datasets/fashion-mnist";
 
-std::string trainer() { return binaryPath("trainer/ringmaster-trainer"); }
+std::string trainer() { return binaryPath("bin/ringmaster-trainer"); }
 
 bool haveData() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
 

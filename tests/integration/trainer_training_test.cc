@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kData = "/usr/share/datasets/fashion-mnist";
 
-std::string trainer() { return binaryPath("trainer/ringmaster-trainer"); }
+std::string trainer() { return binaryPath("bin/ringmaster-trainer"); }
 
 class TrainerTraining : public ::testing::Test {
  protected:

@@ -88,7 +88,7 @@ class KubectlTest : public ::testing::Test {
     if (kubectl_.empty()) GTEST_SKIP() << "kubectl is not installed";
     data_ = fs::path(dir_.path()) / "data";
     server_ = std::make_unique<testutil::Process>(
-        std::vector<std::string>{testutil::binaryPath("local/apiserver/ringmaster"), "local",
+        std::vector<std::string>{testutil::binaryPath("bin/ringmaster"), "local",
                                  "serve", "--data-dir", data_.string(), "--port", "0"});
     server_->start();
     // Ready when the pid file appears (written after the listener and kubeconfig).
@@ -235,7 +235,7 @@ TEST_F(KubectlTest, StatePersistsAcrossRestart) {
   auto stopped = server_->wait(std::chrono::seconds(30));
   ASSERT_EQ(stopped.exit_code, 0) << stopped.stderr_text;
   server_ = std::make_unique<testutil::Process>(
-      std::vector<std::string>{testutil::binaryPath("local/apiserver/ringmaster"), "local", "serve",
+      std::vector<std::string>{testutil::binaryPath("bin/ringmaster"), "local", "serve",
                                "--data-dir", data_.string(), "--port", "0"});
   server_->start();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
