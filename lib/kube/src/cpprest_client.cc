@@ -107,11 +107,13 @@ core::Status translateError(const std::exception& e, const std::string& server,
   const bool tls = contains(what, "handshake") || contains(what, "SSL") || contains(what, "ssl") ||
                    contains(what, "certificate");
   if (tls) {
+    // cpprestsdk reports every handshake failure alike, so name both likely causes.
     return core::unavailable("TLS handshake with " + server + " failed (" + what +
-                             "): the server certificate is not signed by the cluster CA from " +
+                             "): either the connection was cut during the handshake, or the "
+                             "server certificate is not signed by the cluster CA from " +
                              source +
-                             ", has expired, or does not name this host; TLS "
-                             "verification is never skipped");
+                             ", has expired, or does not name this host (TLS verification is "
+                             "never skipped)");
   }
   if (contains(what, "timed out") || contains(what, "timeout")) {
     return core::timeoutError(server + ": " + what);
