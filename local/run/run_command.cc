@@ -1,0 +1,161 @@
+#include "local/run/run_command.h"
+
+#include <iostream>
+#include <thread>
+
+#include "local/run/apply.h"
+#include "local/run/job_progress.h"
+#include "local/run/yaml_documents.h"
+#include "ringmaster/core/log.h"
+#include "ringmaster/core/stop.h"
+#include "ringmaster/kube/client_factory.h"
+#include "ringmaster/kube/codec.h"
+#include "ringmaster/kube/kubeconfig.h"
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::local {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+core::Status waitForCrdEstablished(kube::ApiClient& client, const std::string& name,
+                                   std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::string last;
+  while (Clock::now() < deadline) {
+    kube::ApiRequest get;
+    get.path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name;
+    kube::ApiResult<kube::ApiResponse> r = kube::callApi(client, get);
+    if (r.ok()) {
+      nlohmann::json crd = nlohmann::json::parse(r->body, nullptr, false);
+      if (!crd.is_discarded() && crd.contains("status")) {
+        for (const auto& c : crd["status"].value("conditions", nlohmann::json::array())) {
+          if (c.value("type", "") == "Established" && c.value("status", "") == "True")
+            return core::Status::Ok();
+        }
+      }
+    } else {
+      last = r.status().message();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return core::timeoutError("CRD " + name + " not Established within " +
+                            std::to_string(timeout.count()) + " s" +
+                            (last.empty() ? "" : " (" + last + ")"));
+}
+
+// A finished job of the same name from an earlier run would end this run at once: remove it
+// (its pods go with it through garbage collection) and wait until it is gone.
+core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
+                               const std::string& what) {
+  kube::ApiRequest get;
+  get.path = path;
+  RM_ASSIGN_OR_RETURN(kube::ApiResponse current, client.request(get));
+  if (current.status_code == 404) return core::Status::Ok();
+  auto json = nlohmann::json::parse(current.body, nullptr, false);
+  core::Result<kube::TrainingJob> job = kube::decode<kube::TrainingJob>(json);
+  if (!job.ok() || finishedPhase(*job).empty()) return core::Status::Ok();
+  std::cout << "removing " << what << " (" << finishedPhase(*job) << " in an earlier run)"
+            << std::endl;
+  kube::ApiRequest del;
+  del.verb = kube::Verb::kDelete;
+  del.path = path;
+  del.query = {{"propagationPolicy", "Foreground"}};
+  kube::ApiResult<kube::ApiResponse> deleted = kube::callApi(client, del);
+  if (!deleted.ok() && !deleted.error().isNotFound()) return deleted.status();
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (Clock::now() < deadline) {
+    RM_ASSIGN_OR_RETURN(kube::ApiResponse r, client.request(get));
+    if (r.status_code == 404) return core::Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return core::timeoutError(what + " from an earlier run is still being deleted after 120 s");
+}
+
+}  // namespace
+
+core::Status runJob(const RunOptions& options,
+                    const std::function<core::Status(const std::string&)>& ensure_up) {
+  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> docs, readYamlDocuments(options.manifest));
+  int jobs = 0;
+  for (const auto& d : docs) jobs += d.value("kind", "") == "TrainingJob" ? 1 : 0;
+  if (jobs != 1) {
+    return core::invalidArgument(options.manifest.string() + ": expected one TrainingJob, found " +
+                                 std::to_string(jobs));
+  }
+
+  RM_RETURN_IF_ERROR(ensure_up(options.data_dir));
+  const fs::path kubeconfig = fs::path(options.data_dir) / "kubeconfig";
+  RM_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::loadKubeConfigFile(kubeconfig));
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> client, kube::makeApiClient(config));
+  Applier applier(*client);
+
+  // The CRD this binary was built with.
+  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> crds,
+                      parseYamlDocuments(trainingJobCrdYaml(), "built-in crds/trainingjob.yaml"));
+  for (auto& crd : crds) {
+    RM_ASSIGN_OR_RETURN(nlohmann::json stored, applier.apply(crd));
+    (void)stored;
+    RM_RETURN_IF_ERROR(
+        waitForCrdEstablished(*client, crd["metadata"]["name"], std::chrono::seconds(30)));
+  }
+
+  std::string job_path, job_name;
+  for (auto& doc : docs) {
+    if (doc.value("kind", "") == "TrainingJob") {
+      RM_ASSIGN_OR_RETURN(job_path, applier.objectPath(doc, true));
+      job_name = doc["metadata"].value("name", "");
+      RM_RETURN_IF_ERROR(removeFinishedJob(*client, job_path, "trainingjob " + job_name));
+    }
+    RM_ASSIGN_OR_RETURN(nlohmann::json stored, applier.apply(doc));
+    std::cout << stored.value("kind", "object") << " " << stored["metadata"].value("name", "")
+              << " applied" << std::endl;
+  }
+
+  // SIGTERM/SIGINT: stop watching, leave the cluster and the job running.
+  core::StopSource& stop = core::installSignalStop();
+  ProgressReporter reporter(options.report_every);
+  const auto deadline = Clock::now() + options.timeout;
+  kube::TrainingJob job;
+  while (true) {
+    if (stop.stopRequested()) {
+      return core::cancelled("interrupted; the job keeps running (kubectl get tj " + job_name +
+                             ")");
+    }
+    if (Clock::now() > deadline) {
+      return core::timeoutError("trainingjob " + job_name + " did not finish within " +
+                                std::to_string(options.timeout.count()) + " s");
+    }
+    kube::ApiRequest get;
+    get.path = job_path;
+    kube::ApiResult<kube::ApiResponse> r = kube::callApi(*client, get);
+    if (!r.ok()) return r.status().withContext("trainingjob " + job_name);
+    auto json = nlohmann::json::parse(r->body, nullptr, false);
+    RM_ASSIGN_OR_RETURN(job, kube::decode<kube::TrainingJob>(json));
+    if (auto line = reporter.observe(job, Clock::now())) {
+      std::cout << job_name << "  " << *line << std::endl;
+    }
+    if (!finishedPhase(job).empty()) break;
+    stop.waitFor(std::chrono::milliseconds(500));
+  }
+
+  const std::string ns =
+      job.metadata.namespace_name.empty() ? "default" : job.metadata.namespace_name;
+  std::cout << "\n"
+            << job_name << ": " << finalReason(job) << "\n"
+            << "  " << formatProgress(job) << "\n";
+  if (job.status.progress && job.status.progress->extra.contains("testAccuracy")) {
+    std::cout << "  test accuracy " << job.status.progress->extra["testAccuracy"] << "\n";
+  }
+  std::cout << "Logs:  kubectl logs " << job_name << "-worker-0   (files under "
+            << (fs::path(options.data_dir) / "kubelet" / "pods" / ns).string() << ")\n"
+            << "The cluster stays up: export KUBECONFIG=" << kubeconfig.string()
+            << "   (stop it with `ringmaster local down`)" << std::endl;
+  if (finishedPhase(job) == "Failed") {
+    return core::invalidArgument("trainingjob " + job_name + " failed: " + finalReason(job));
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace ringmaster::local

@@ -1,0 +1,67 @@
+#include "local/run/yaml_documents.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::local {
+namespace {
+
+TEST(YamlDocuments, TypesPlainScalarsByTheCoreSchemaAndKeepsQuotedOnesAsText) {
+  auto docs = parseYamlDocuments(R"(
+kind: TrainingJob
+spec:
+  replicas: 2
+  lr: 0.05
+  big: 1e3
+  suspend: false
+  image: "1.0"
+  tag: '042'
+  nothing: ~
+  name: fmnist
+  hidden: [512, 512]
+)",
+                                 "job.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 1u);
+  const auto& spec = (*docs)[0]["spec"];
+  EXPECT_EQ(spec["replicas"], 2);
+  EXPECT_TRUE(spec["replicas"].is_number_integer());
+  EXPECT_DOUBLE_EQ(spec["lr"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(spec["big"].get<double>(), 1000.0);
+  EXPECT_EQ(spec["suspend"], false);
+  EXPECT_EQ(spec["image"], "1.0");
+  EXPECT_EQ(spec["tag"], "042");
+  EXPECT_TRUE(spec["nothing"].is_null());
+  EXPECT_EQ(spec["name"], "fmnist");
+  EXPECT_EQ(spec["hidden"], nlohmann::json::array({512, 512}));
+}
+
+TEST(YamlDocuments, SplitsDocumentsAndSkipsEmptyOnes) {
+  auto docs = parseYamlDocuments("a: 1\n---\n---\nb: 2\n---\n", "m.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 2u);
+  EXPECT_EQ((*docs)[1]["b"], 2);
+}
+
+TEST(YamlDocuments, SyntaxErrorNamesFileAndLine) {
+  auto docs = parseYamlDocuments("a: 1\nb: [1, 2\nc: 3\n", "bad.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("bad.yaml: line"), std::string::npos)
+      << docs.status().message();
+}
+
+TEST(YamlDocuments, DocumentThatIsNotAMappingIsRejected) {
+  auto docs = parseYamlDocuments("- a\n- b\n", "list.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("list.yaml (document 1): not a mapping"),
+            std::string::npos)
+      << docs.status().message();
+}
+
+TEST(YamlDocuments, MissingFileSaysWhich) {
+  auto docs = readYamlDocuments("/nonexistent/job.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("/nonexistent/job.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringmaster::local

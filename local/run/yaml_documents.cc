@@ -1,0 +1,111 @@
+#include "local/run/yaml_documents.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+namespace ringmaster::local {
+namespace {
+
+bool allOf(std::string_view s, std::string_view allowed) {
+  return !s.empty() && s.find_first_not_of(allowed) == std::string_view::npos;
+}
+
+// YAML 1.2 core schema for plain scalars (no std::regex: GCC 12 warns inside it under the
+// sanitizers).
+nlohmann::json plainScalar(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  const std::string_view body =
+      s[0] == '-' || s[0] == '+' ? std::string_view(s).substr(1) : std::string_view(s);
+  try {
+    if (allOf(body, "0123456789")) return std::stoll(s);
+    if (s.size() > 2 && s[0] == '0' && s[1] == 'o' && allOf(s.substr(2), "01234567"))
+      return std::stoll(s.substr(2), nullptr, 8);
+    if (s.size() > 2 && s[0] == '0' && s[1] == 'x' && allOf(s.substr(2), "0123456789abcdefABCDEF"))
+      return std::stoll(s.substr(2), nullptr, 16);
+  } catch (const std::out_of_range&) {
+    return s;  // too large for int64: keep the text rather than lose digits
+  }
+  if (body == ".inf" || body == ".Inf" || body == ".INF") return s[0] == '-' ? -INFINITY : INFINITY;
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return NAN;
+  // [-+]( .digits | digits[.digits] )([eE][-+]digits)
+  if (allOf(body, "0123456789.eE+-") && body.find_first_of("0123456789") < body.size() &&
+      body[0] != 'e' && body[0] != 'E') {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() + s.size()) return v;
+  }
+  return s;
+}
+
+core::Result<nlohmann::json> toJson(const YAML::Node& node, const std::string& where) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nlohmann::json(nullptr);
+    case YAML::NodeType::Scalar:
+      // yaml-cpp tags plain scalars "?" and quoted ones "!".
+      return node.Tag() == "!" ? nlohmann::json(node.Scalar()) : plainScalar(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      size_t i = 0;
+      for (const auto& item : node) {
+        RM_ASSIGN_OR_RETURN(auto v, toJson(item, where + "[" + std::to_string(i++) + "]"));
+        out.push_back(std::move(v));
+      }
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) {
+          return core::invalidArgument(where + ": a mapping key must be a scalar (line " +
+                                       std::to_string(kv.first.Mark().line + 1) + ")");
+        }
+        const std::string key = kv.first.Scalar();
+        RM_ASSIGN_OR_RETURN(auto v, toJson(kv.second, where.empty() ? key : where + "." + key));
+        out[key] = std::move(v);
+      }
+      return out;
+    }
+  }
+  return nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+core::Result<std::vector<nlohmann::json>> parseYamlDocuments(const std::string& text,
+                                                             const std::string& source) {
+  std::vector<YAML::Node> nodes;
+  try {
+    nodes = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    return core::invalidArgument(source + ": line " + std::to_string(e.mark.line + 1) +
+                                 ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  std::vector<nlohmann::json> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].IsNull()) continue;
+    const std::string where = source + " (document " + std::to_string(i + 1) + ")";
+    if (!nodes[i].IsMap()) return core::invalidArgument(where + ": not a mapping");
+    RM_ASSIGN_OR_RETURN(auto doc, toJson(nodes[i], ""));
+    out.push_back(std::move(doc));
+  }
+  return out;
+}
+
+core::Result<std::vector<nlohmann::json>> readYamlDocuments(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return core::notFound("cannot read " + path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseYamlDocuments(text.str(), path.string());
+}
+
+}  // namespace ringmaster::local
