@@ -144,7 +144,7 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
 }
 
 Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::Optimizer& optimizer,
-                      const Position& pos) {
+                      const Position& pos, TrainerMetrics* metrics) {
   checkpoint::Checkpoint ck;
   ck.epoch = pos.epoch;
   ck.step = pos.step;
@@ -159,8 +159,13 @@ Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::O
   RM_RETURN_IF_ERROR_CTX(checkpoint::writeCheckpoint(config.checkpoint.path, ck,
                                                      static_cast<int>(config.checkpoint.keep)),
                          "writing checkpoint at step " + std::to_string(pos.step));
+  const double seconds = secondsBetween(t0, Clock::now());
+  if (metrics) {
+    metrics->checkpoints->Increment();
+    metrics->checkpoint_seconds->Observe(seconds);
+  }
   RM_LOG(DEBUG, CKPT) << "checkpoint at step " << pos.step << " written in "
-                      << static_cast<int>(secondsBetween(t0, Clock::now()) * 1000) << " ms";
+                      << static_cast<int>(seconds * 1000) << " ms";
   return Status::Ok();
 }
 
@@ -250,7 +255,7 @@ Result<TrainSummary> Trainer::run() {
       if (ctx_.stop && ctx_.stop->stopRequested()) {
         if (rank == 0 && checkpoints) {
           Position here{epoch, pos.step, b};
-          RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, here));
+          RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, here, metrics));
           RM_LOG(INFO, CKPT) << "checkpoint written at step " << pos.step << " before stopping";
         }
         return core::cancelled(ctx_.stop->reason() + ": stopped at epoch " +
@@ -308,7 +313,8 @@ Result<TrainSummary> Trainer::run() {
       }
       if (rank == 0 && checkpoints && config_.checkpoint.every_steps > 0 &&
           pos.step % config_.checkpoint.every_steps == 0 && b + 1 < num_batches) {
-        RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, {epoch, pos.step, b + 1}));
+        RM_RETURN_IF_ERROR(
+            saveCheckpoint(config_, model, optimizer, {epoch, pos.step, b + 1}, metrics));
       }
     }
     const double epoch_wall = secondsBetween(epoch_start, Clock::now());
@@ -376,11 +382,11 @@ Result<TrainSummary> Trainer::run() {
                 std::to_string(static_cast<int>(overlap * 100)) + "% hidden behind backward";
       RM_LOG(INFO, STEP) << text;
       if (checkpoints && !reached_max_steps)
-        RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos));
+        RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos, metrics));
     }
   }
   if (rank == 0 && checkpoints && reached_max_steps)
-    RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos));
+    RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos, metrics));
 
   summary.steps = pos.step;
   summary.train_seconds = train_wall;

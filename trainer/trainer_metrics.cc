@@ -25,6 +25,12 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
   RM_ASSIGN_OR_RETURN(auto sps, r.gauge("ringmaster_trainer_samples_per_second",
                                         "Global training throughput over the last epoch"));
   m.samples_per_second = &sps->Add({});
+  RM_ASSIGN_OR_RETURN(auto checkpoints, r.counter("ringmaster_trainer_checkpoints_total",
+                                                  "Checkpoints written by this rank"));
+  m.checkpoints = &checkpoints->Add({});
+  RM_ASSIGN_OR_RETURN(auto ckpt_seconds, r.histogram("ringmaster_trainer_checkpoint_seconds",
+                                                     "Wall time of writing one checkpoint"));
+  m.checkpoint_seconds = &ckpt_seconds->Add({}, metrics::exponentialBuckets(0.001, 2, 16));
   RM_ASSIGN_OR_RETURN(auto ar_seconds, r.histogram("ringmaster_trainer_allreduce_seconds",
                                                    "Wall time of one bucket allreduce"));
   m.allreduce_seconds = &ar_seconds->Add(by_backend, metrics::exponentialBuckets(1e-5, 2, 20));

@@ -28,7 +28,9 @@ struct TrainerMetrics {
   prometheus::Counter* comm_hidden_seconds =
       nullptr;  // ringmaster_trainer_comm_hidden_seconds_total
   prometheus::Counter* comm_exposed_seconds =
-      nullptr;  // ringmaster_trainer_comm_exposed_seconds_total
+      nullptr;                                 // ringmaster_trainer_comm_exposed_seconds_total
+  prometheus::Counter* checkpoints = nullptr;  // ringmaster_trainer_checkpoints_total
+  prometheus::Histogram* checkpoint_seconds = nullptr;  // ringmaster_trainer_checkpoint_seconds
 
   static core::Result<TrainerMetrics> create(metrics::Registry& registry,
                                              const std::string& backend);
