@@ -4,6 +4,13 @@
 // from the environment (DESIGN §5: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
 // RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun), trains, and exits
 // 0 on success, 1 on bad input or a failure, 2 on a usage error, 128+15 when stopped by SIGTERM.
+//
+// Under ringmaster-launcher (RINGMASTER_USE_AGENT_STORE=1) the launcher hosts the rendezvous
+// store: every rank, rank 0 included, connects to it at MASTER_ADDR:MASTER_PORT, and each rank
+// publishes a heartbeat with its step there (rendezvous/heartbeat.h) for the launcher's hang
+// detector. Keys live under "<job>/attempt-<attempt>/". Listening sockets (metrics, gloo) bind to
+// $POD_IP when set; the metrics port is the configured one plus LOCAL_RANK, so the processes of
+// one pod do not collide.
 
 #include <cblas.h>
 #include <unistd.h>
@@ -16,6 +23,8 @@
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
 #include "ringmaster/metrics/metrics.h"
+#include "ringmaster/rendezvous/heartbeat.h"
+#include "ringmaster/rendezvous/tcp_store.h"
 #include "trainer/comm/factory.h"
 #include "trainer/config.h"
 #include "trainer/data/fashion_mnist.h"
@@ -37,6 +46,12 @@ struct World {
   int master_port = 29500;
   std::string job = "local";
   int64_t attempt = 0;
+  bool agent_store = false;  // RINGMASTER_USE_AGENT_STORE=1: the launcher hosts the store
+  std::string pod_ip;        // POD_IP: where this process listens ("" = everywhere)
+  int64_t heartbeat_ms = 1000;
+
+  // "<job>/attempt-<attempt>": every key of this attempt lives under it.
+  std::string attemptPrefix() const { return job + "/attempt-" + std::to_string(attempt); }
 };
 
 Result<int64_t> envInt(const char* name, int64_t fallback) {
@@ -58,8 +73,22 @@ Result<World> worldFromEnv() {
   RM_ASSIGN_OR_RETURN(int64_t local, envInt(mpi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "LOCAL_RANK", 0));
   RM_ASSIGN_OR_RETURN(int64_t port, envInt("MASTER_PORT", 29500));
   RM_ASSIGN_OR_RETURN(w.attempt, envInt("RINGMASTER_ATTEMPT", 0));
+  RM_ASSIGN_OR_RETURN(int64_t agent, envInt("RINGMASTER_USE_AGENT_STORE", 0));
+  RM_ASSIGN_OR_RETURN(w.heartbeat_ms, envInt("RINGMASTER_HEARTBEAT_MS", 1000));
+  if (agent != 0 && agent != 1)
+    return core::invalidArgument("RINGMASTER_USE_AGENT_STORE=" + std::to_string(agent) +
+                                 " must be 0 or 1");
+  if (w.heartbeat_ms < 1)
+    return core::invalidArgument("RINGMASTER_HEARTBEAT_MS=" + std::to_string(w.heartbeat_ms) +
+                                 " must be positive");
+  if (w.attempt < 0)
+    return core::invalidArgument("RINGMASTER_ATTEMPT=" + std::to_string(w.attempt) +
+                                 " must not be negative");
+  w.agent_store = agent == 1;
   if (size < 1 || size > 65536)
     return core::invalidArgument("WORLD_SIZE=" + std::to_string(size) + " must be in [1, 65536]");
+  if (local < 0)
+    return core::invalidArgument("LOCAL_RANK=" + std::to_string(local) + " must not be negative");
   if (rank < 0 || rank >= size)
     return core::invalidArgument("RANK=" + std::to_string(rank) +
                                  " must be in [0, WORLD_SIZE=" + std::to_string(size) + ")");
@@ -71,6 +100,7 @@ Result<World> worldFromEnv() {
   w.master_port = static_cast<int>(port);
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) w.master_addr = a;
   if (const char* j = std::getenv("RINGMASTER_JOB"); j && *j) w.job = j;
+  if (const char* ip = std::getenv("POD_IP"); ip && *ip) w.pod_ip = ip;
   return w;
 }
 
@@ -208,7 +238,9 @@ int run(int argc, char** argv) {
   comm_config.world_size = world->world_size;
   comm_config.master_addr = world->master_addr;
   comm_config.master_port = world->master_port;
-  comm_config.key_prefix = world->job + "/" + std::to_string(world->attempt) + "/trainer";
+  comm_config.key_prefix = world->attemptPrefix() + "/trainer";
+  comm_config.host_store = !world->agent_store;
+  comm_config.gloo_hostname = world->pod_ip;
   comm_config.timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
   auto communicator = comm::makeCommunicator(comm_config);
   if (!communicator.ok()) return fail(communicator.status());
@@ -218,11 +250,31 @@ int run(int argc, char** argv) {
   if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
   std::unique_ptr<metrics::Exposer> exposer;
   if (config.metrics_port >= 0) {
-    auto started =
-        metrics::Exposer::start("0.0.0.0", static_cast<int>(config.metrics_port), registry);
+    // A fixed port is a base: local rank k of a pod serves on base + k.
+    const int64_t port = config.metrics_port == 0 ? 0 : config.metrics_port + world->local_rank;
+    if (port > 65535) {
+      return fail(core::invalidArgument("metrics port " + std::to_string(config.metrics_port) +
+                                        " + LOCAL_RANK " + std::to_string(world->local_rank) +
+                                        " is not a TCP port"));
+    }
+    auto started = metrics::Exposer::start(world->pod_ip.empty() ? "0.0.0.0" : world->pod_ip,
+                                           static_cast<int>(port), registry);
     if (!started.ok()) return fail(started.status());
     exposer = std::move(*started);
     RM_LOG(INFO, METRICS) << "serving /metrics on port " << exposer->port();
+  }
+
+  std::unique_ptr<rendezvous::HeartbeatPublisher> heartbeat;
+  if (world->agent_store) {
+    // Its own connection: a heartbeat must never queue behind a store call of the communicator.
+    auto client = rendezvous::TcpStoreClient::connect(
+        world->master_addr, world->master_port, std::chrono::seconds(cl.rdzv_timeout_seconds));
+    if (!client.ok()) return fail(client.status().withContext("heartbeat"));
+    prometheus::Counter* steps = trainer_metrics->steps;
+    heartbeat = std::make_unique<rendezvous::HeartbeatPublisher>(
+        std::move(client).value(), world->attemptPrefix(), world->rank,
+        [steps] { return static_cast<int64_t>(steps->Value()); },
+        std::chrono::milliseconds(world->heartbeat_ms));
   }
 
   TrainerContext ctx;

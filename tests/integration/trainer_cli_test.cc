@@ -71,6 +71,23 @@ TEST(TrainerCli, CorruptIdxNamesFileAndOffset) {
   EXPECT_NE(r.stderr_text.find("offset 20000000"), std::string::npos) << r.stderr_text;
 }
 
+TEST(TrainerCli, UnderTheLauncherRankZeroConnectsInsteadOfHostingTheStore) {
+  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  // Nobody hosts the store: rank 0 must wait for the launcher's store, not start its own.
+  auto r = run({trainer(), "--data", kData, "--backend=gloo", "--rendezvous-timeout-seconds=1"},
+               {{"RANK", "0"},
+                {"WORLD_SIZE", "2"},
+                {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", std::to_string(freePort())},
+                {"RINGMASTER_USE_AGENT_STORE", "1"}});
+  expectCleanFailure(r, 1, "connect to the rendezvous store");
+}
+
+TEST(TrainerCli, BadAgentStoreSwitchIsNamed) {
+  auto r = run({trainer(), "--data", kData}, {{"RINGMASTER_USE_AGENT_STORE", "yes"}});
+  expectCleanFailure(r, 1, "RINGMASTER_USE_AGENT_STORE");
+}
+
 TEST(TrainerCli, UnknownConfigKeyIsNamed) {
   TempDir dir;
   const std::string path = dir.path() + "/job.yaml";

@@ -62,7 +62,7 @@ core::Result<Rendezvous> connectStore(const CommConfig& config, const std::strin
     return r;
   }
   std::string host_error;
-  if (config.rank == 0) {
+  if (config.rank == 0 && config.host_store) {
     core::Result<std::unique_ptr<rendezvous::TcpStoreServer>> server =
         rendezvous::TcpStoreServer::start("", config.master_port);
     if (server.ok()) {

@@ -11,9 +11,10 @@
 //   "inproc" ranks as threads of this process sharing `inproc_group` (tests)
 // Rendezvous (shm, gloo): through `store` when given; otherwise a TcpStoreClient to
 // master_addr:master_port, where rank 0 first tries to host the TcpStoreServer itself (so the
-// trainer works without the launcher) and simply connects when the port is taken (the
-// launcher hosts it). Keys live under "<key_prefix>/comm/": one communicator per prefix and
-// store (a second one with the same prefix would read the first one's keys).
+// trainer works without the launcher) and simply connects when the port is taken; with
+// host_store false (RINGMASTER_USE_AGENT_STORE=1: the launcher hosts it) every rank only connects.
+// Keys live under "<key_prefix>/comm/": one communicator per prefix and store (a second one
+// with the same prefix would read the first one's keys).
 //
 // Ownership: the returned communicator owns any store client/server the factory made; a
 // caller's `store` is not owned and is used only while makeCommunicator runs.
@@ -40,6 +41,8 @@ struct CommConfig {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // Rank 0 hosts the store when it can. False: the launcher hosts it, every rank connects.
+  bool host_store = true;
   std::string key_prefix;  // e.g. "<job>/<attempt>"; empty: keys start at "comm/"
   // Rendezvous timeout, and the default for collectives whose options say 0.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};

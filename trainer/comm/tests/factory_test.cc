@@ -203,6 +203,24 @@ TEST(FactoryTest, ConnectsToAStoreHostedBySomeoneElse) {
   EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
 }
 
+TEST(FactoryTest, RankZeroOnlyConnectsWhenTheLauncherHostsTheStore) {
+  // Nobody hosts: with host_store false rank 0 must not start a server of its own, so both
+  // ranks time out connecting (instead of rank 0 silently hosting a store nobody else shares).
+  const int port = freePort();
+  auto results = makeAll(2, [&](int r) {
+    CommConfig c = configFor("gloo", r, 2, nullptr);
+    c.master_addr = "127.0.0.1";
+    c.master_port = port;
+    c.host_store = false;
+    c.timeout = std::chrono::milliseconds(300);
+    return c;
+  });
+  for (const auto& r : results) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr("connect to the rendezvous store"));
+  }
+}
+
 TEST(FactoryTest, MpiBackendIsReportedMissingWhenNotBuilt) {
   if (mpiBackendBuilt()) GTEST_SKIP() << "this build has the MPI backend";
   auto comm = makeCommunicator(configFor("mpi", 0, 1, nullptr));

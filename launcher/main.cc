@@ -1,0 +1,338 @@
+// ringmaster-launcher: the entrypoint of every worker pod.
+//
+//   ringmaster-launcher [flags] [--trainer-config=FILE]      runs ringmaster-trainer --config FILE
+//   ringmaster-launcher [flags] -- PROGRAM [ARGS...]          runs a user's program instead
+//
+// Reads the pod environment (launcher/environment.h), serves /healthz and /readyz, joins the
+// attempt's rendezvous (launcher/rendezvous.h; /readyz turns 200 once every pod joined), starts
+// LOCAL_WORLD_SIZE processes with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, plus RINGMASTER_USE_AGENT_STORE=1 and, on GPU pods,
+// CUDA_VISIBLE_DEVICES=<local rank>), watches every rank for hangs (launcher/hang_detector.h),
+// and exits with the pod's outcome:
+//   0     every process succeeded
+//   1     bad input (environment, flags' values, a program that cannot be found)
+//   2     usage error
+//   N     the first failing process's code (128+N when it was killed by signal N)
+//   142   128+SIGALRM: a hang was detected, or the rendezvous did not complete in time
+//         (retryable: the operator restarts the gang)
+//   143   stopped by SIGTERM (130 for SIGINT), forwarded to the processes first
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "launcher/environment.h"
+#include "launcher/hang_detector.h"
+#include "launcher/health_server.h"
+#include "launcher/rendezvous.h"
+#include "launcher/supervisor.h"
+#include "ringmaster/core/flags.h"
+#include "ringmaster/core/log.h"
+#include "ringmaster/core/stop.h"
+
+namespace ringmaster::launcher {
+namespace {
+
+using core::Status;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+struct Flags {
+  std::string trainer_config;
+  std::string trainer = "ringmaster-trainer";
+  int64_t health_port = 8080;
+  int64_t rdzv_timeout_seconds = 300;
+  int64_t hang_timeout_seconds = 120;
+  int64_t grace_seconds = 30;
+  bool gpus = false;
+  std::string log_level;
+};
+
+constexpr char kSummary[] =
+    "Runs LOCAL_WORLD_SIZE training processes in this pod after every pod of the job joined the "
+    "rendezvous.\nUsage: ringmaster-launcher [flags] [-- PROGRAM ARGS...]\nEnvironment: NODE_RANK, "
+    "NNODES, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGMASTER_JOB, "
+    "RINGMASTER_ATTEMPT, POD_IP, POD_NAME.\nExit codes: 0 ok, 1 bad input, 2 usage, the first "
+    "failing process's code, 142 hang or rendezvous timeout, 143 SIGTERM.";
+
+void declareFlags(core::FlagSet& f, Flags* fl) {
+  f.addString("trainer-config", &fl->trainer_config,
+              "trainer YAML passed as --config to ringmaster-trainer (spec.trainer)");
+  f.addString("trainer", &fl->trainer, "trainer program, resolved through PATH",
+              "RINGMASTER_TRAINER");
+  f.addInt("health-port", &fl->health_port, "port of /healthz and /readyz (0: any)",
+           "RINGMASTER_HEALTH_PORT");
+  f.addInt("rendezvous-timeout-seconds", &fl->rdzv_timeout_seconds,
+           "how long to wait for the store and every pod to join",
+           "RINGMASTER_RDZV_TIMEOUT_SECONDS");
+  f.addInt("hang-timeout-seconds", &fl->hang_timeout_seconds,
+           "a rank without progress this long is a hang (0: off); keep it below the trainer's "
+           "comm timeout (300 s)",
+           "RINGMASTER_HANG_TIMEOUT_SECONDS");
+  f.addInt("grace-seconds", &fl->grace_seconds, "SIGTERM to SIGKILL delay for the processes",
+           "RINGMASTER_GRACE_SECONDS");
+  f.addBool("gpus", &fl->gpus,
+            "give each process one GPU (CUDA_VISIBLE_DEVICES=<local rank>); implied by "
+            "NVIDIA_VISIBLE_DEVICES");
+  f.addString("log-level", &fl->log_level, "error | warn | info | debug | trace");
+}
+
+// SIGTERM/SIGINT arrive here (they are blocked in every thread, read by sigwait) and go to
+// whatever runs now: the rendezvous (through `stop`) or the supervisor.
+class SignalRouter {
+ public:
+  SignalRouter() {
+    std::thread([this] {
+      sigset_t set = stopSignals();
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        RM_LOG(INFO, LAUNCH) << "received " << strsignal(sig) << ": stopping";
+        std::lock_guard lock(mu_);
+        if (signal_ == 0) signal_ = sig;
+        stop_.requestStop(std::string("received ") + strsignal(sig));
+        if (supervisor_ != nullptr) {
+          supervisor_->requestStop(128 + sig, std::string("received ") + strsignal(sig));
+        }
+      }
+    }).detach();  // lives until exit, blocked in sigwait
+  }
+  static sigset_t stopSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    return set;
+  }
+  const core::StopSource* stop() const { return &stop_; }
+  int exitCode() {
+    std::lock_guard lock(mu_);
+    return 128 + (signal_ == 0 ? SIGTERM : signal_);
+  }
+  void attach(Supervisor* supervisor) {
+    std::lock_guard lock(mu_);
+    supervisor_ = supervisor;
+    if (supervisor_ != nullptr && signal_ != 0) {
+      supervisor_->requestStop(128 + signal_, std::string("received ") + strsignal(signal_));
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  int signal_ = 0;                    // guarded by mu_: the first signal received
+  Supervisor* supervisor_ = nullptr;  // guarded by mu_
+  core::StopSource stop_;
+};
+
+std::string selfDirectory() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : exe.parent_path().string();
+}
+
+std::string hostName() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  return gethostname(buf, sizeof(buf)) == 0 ? buf : "unknown";
+}
+
+// The child processes: the user's command, or the trainer.
+core::Result<std::vector<ProcessSpec>> processSpecs(const LauncherEnvironment& env,
+                                                    const Flags& flags,
+                                                    const std::vector<std::string>& command) {
+  std::vector<std::string> argv = command;
+  if (argv.empty()) {
+    argv = {flags.trainer};
+    if (!flags.trainer_config.empty()) argv.insert(argv.end(), {"--config", flags.trainer_config});
+  }
+  const char* path = std::getenv("PATH");
+  RM_ASSIGN_OR_RETURN(argv[0], resolveProgram(argv[0], path ? path : "", selfDirectory()));
+  // Heartbeats many times per hang timeout: the step a verdict names lags by one interval.
+  const int64_t heartbeat_ms = std::clamp<int64_t>(flags.hang_timeout_seconds * 1000 / 8, 50, 250);
+  std::vector<ProcessSpec> specs;
+  for (int local = 0; local < env.local_world_size; ++local) {
+    const int rank = env.firstRank() + local;
+    ProcessSpec spec;
+    spec.name = "rank " + std::to_string(rank);
+    spec.argv = argv;
+    spec.env = {{"RANK", std::to_string(rank)},
+                {"LOCAL_RANK", std::to_string(local)},
+                {"GROUP_RANK", std::to_string(env.node_rank)},
+                {"NODE_RANK", std::to_string(env.node_rank)},
+                {"WORLD_SIZE", std::to_string(env.world_size)},
+                {"LOCAL_WORLD_SIZE", std::to_string(env.local_world_size)},
+                {"NNODES", std::to_string(env.nnodes)},
+                {"MASTER_ADDR", env.master_addr},
+                {"MASTER_PORT", std::to_string(env.master_port)},
+                {"RINGMASTER_JOB", env.job},
+                {"RINGMASTER_ATTEMPT", std::to_string(env.attempt)},
+                {"RINGMASTER_USE_AGENT_STORE", "1"},
+                {"RINGMASTER_HEARTBEAT_MS", std::to_string(heartbeat_ms)}};
+    if (flags.gpus || env.has_gpus) spec.env["CUDA_VISIBLE_DEVICES"] = std::to_string(local);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+int run(int argc, char** argv) {
+  // Before any thread exists, so that every thread inherits the mask and sigwait sees them.
+  sigset_t stop_signals = SignalRouter::stopSignals();
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  core::log::initFromEnv();
+
+  // Everything after the first "--" is the user's command, untouched by flag parsing.
+  std::vector<const char*> own_args;
+  std::vector<std::string> command;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::string(argv[i]) == "--") {
+      command.assign(argv + i + 1, argv + argc);
+      if (command.empty()) {
+        std::fprintf(stderr, "ringmaster-launcher: '--' must be followed by a program\n");
+        return 2;
+      }
+      break;
+    }
+    own_args.push_back(argv[i]);
+  }
+  Flags flags;
+  core::FlagSet flag_set("ringmaster-launcher", kSummary);
+  declareFlags(flag_set, &flags);
+  bool help = false;
+  if (Status s = flag_set.parse(static_cast<int>(own_args.size()), own_args.data(), &help);
+      !s.ok()) {
+    std::fprintf(stderr, "ringmaster-launcher: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (help) {
+    std::fputs(flag_set.help().c_str(), stdout);
+    return 0;
+  }
+  if (!flags.log_level.empty()) {
+    core::log::Level level;
+    if (!core::log::parseLevel(flags.log_level, &level)) {
+      std::fprintf(stderr, "ringmaster-launcher: flag --log-level: unknown level '%s'\n",
+                   flags.log_level.c_str());
+      return 2;
+    }
+    core::log::setLevel(level);
+  }
+  auto fail = [](const Status& status) {
+    RM_LOG(ERROR, LAUNCH) << status.message();
+    return status.exitCode();
+  };
+  if (flags.health_port < 0 || flags.health_port > 65535)
+    return fail(core::invalidArgument("--health-port=" + std::to_string(flags.health_port) +
+                                      " is not a TCP port"));
+  if (flags.rdzv_timeout_seconds < 1 || flags.hang_timeout_seconds < 0 || flags.grace_seconds < 0)
+    return fail(core::invalidArgument(
+        "--rendezvous-timeout-seconds must be positive, --hang-timeout-seconds and "
+        "--grace-seconds not negative"));
+
+  auto env = parseEnvironment([](const char* name) { return std::getenv(name); });
+  if (!env.ok()) return fail(env.status());
+  core::log::setDefaultPrefix(env->job + " " + env->describePod());
+  if (env->mode == "mpi") {
+    // Said plainly rather than silently running native mode on an MPI job's pods.
+    return fail(core::invalidArgument(
+        "RINGMASTER_LAUNCHER_MODE=mpi: MPI mode (sshd + mpirun over the hostfile) is not "
+        "implemented by this launcher yet; use the native launcher"));
+  }
+  auto specs = processSpecs(*env, flags, command);
+  if (!specs.ok()) return fail(specs.status());
+  RM_LOG(INFO, CONFIG) << "attempt " << env->attempt << ", pod " << env->node_rank << " of "
+                       << env->nnodes << ", " << env->local_world_size << " process(es) of "
+                       << env->world_size << ", store " << env->master_addr << ":"
+                       << env->master_port << ", running " << (*specs)[0].argv[0]
+                       << ", rendezvous timeout " << flags.rdzv_timeout_seconds
+                       << " s, hang timeout " << flags.hang_timeout_seconds << " s";
+
+  // Leaked: its thread may still wake on a late signal while the process exits.
+  SignalRouter& signals = *new SignalRouter();
+  auto health = HealthServer::start(env->bindHost(), static_cast<int>(flags.health_port));
+  if (!health.ok()) return fail(health.status());
+  RM_LOG(INFO, LAUNCH) << "serving /healthz and /readyz on " << env->bindHost() << ":"
+                       << (*health)->port();
+
+  // The rendezvous: a deadline that runs out is retryable (the gang restarts), bad input not.
+  auto rdzv_failed = [&](const Status& status) {
+    if (status.code() == core::Code::kCancelled) {
+      RM_LOG(WARN, RDZV) << status.message();
+      return signals.exitCode();
+    }
+    if (status.code() == core::Code::kTimeout || status.code() == core::Code::kUnavailable) {
+      RM_LOG(ERROR, RDZV) << status.message() << " (exit " << kHangExitCode << ", retryable)";
+      return kHangExitCode;
+    }
+    return fail(status);
+  };
+  const milliseconds rdzv_timeout = seconds(flags.rdzv_timeout_seconds);
+  const auto rdzv_start = std::chrono::steady_clock::now();
+  auto store = AttemptStore::open(*env, rdzv_timeout, signals.stop());
+  if (!store.ok()) return rdzv_failed(store.status());
+  NodeInfo me{env->node_rank, env->pod_name.empty() ? hostName() : env->pod_name, env->pod_ip,
+              env->firstRank(), env->local_world_size};
+  const milliseconds left =
+      std::max(milliseconds(1), rdzv_timeout - std::chrono::duration_cast<milliseconds>(
+                                                   std::chrono::steady_clock::now() - rdzv_start));
+  auto nodes = joinGang((*store)->store(), me, env->nnodes, left, signals.stop());
+  if (!nodes.ok()) return rdzv_failed(nodes.status());
+  (*health)->setReady(true);
+  RM_LOG(INFO, RDZV) << "rendezvous complete: " << env->nnodes << " pod(s) joined "
+                     << env->attemptPrefix() << ", world of " << env->world_size;
+
+  Supervisor::Options options;
+  options.grace = seconds(flags.grace_seconds);
+  auto supervisor = Supervisor::start(std::move(specs).value(), options);
+  if (!supervisor.ok()) return fail(supervisor.status());
+  signals.attach(supervisor->get());
+
+  std::unique_ptr<HangMonitor> monitor;
+  if (flags.hang_timeout_seconds > 0) {
+    auto client = (*store)->connectAnother(seconds(10));
+    if (!client.ok()) {
+      RM_LOG(WARN, LAUNCH) << "hang detection off: " << client.status().message();
+    } else {
+      Supervisor* sup = supervisor->get();
+      const milliseconds timeout = seconds(flags.hang_timeout_seconds);
+      monitor = std::make_unique<HangMonitor>(
+          std::move(client).value(), env->attemptPrefix(),
+          HangJudge(env->world_size, env->local_world_size, timeout),
+          std::clamp(timeout / 8, milliseconds(50), milliseconds(250)), [sup](const Hang& hang) {
+            RM_LOG(ERROR, LAUNCH) << hang.message() << "; stopping this pod (exit " << kHangExitCode
+                                  << ", retryable)";
+            sup->requestStop(kHangExitCode, "hang: " + hang.message());
+          });
+    }
+  }
+  SupervisorOutcome outcome = (*supervisor)->wait();
+  monitor.reset();
+  signals.attach(nullptr);
+  // Processes that failed because another pod stopped a hung gang: report the hang.
+  if (outcome.exit_code != 0 && outcome.exit_code != kHangExitCode &&
+      !signals.stop()->stopRequested()) {
+    if (std::optional<std::string> hang = publishedHang((*store)->store())) {
+      RM_LOG(ERROR, LAUNCH) << *hang << " (published by another pod; " << outcome.reason << ")";
+      outcome = {kHangExitCode, "hang: " + *hang};
+    }
+  }
+  finishGang((*store)->store(), env->node_rank, env->nnodes, rdzv_timeout,
+             seconds(flags.grace_seconds), signals.stop());
+  if (outcome.exit_code == 0) {
+    RM_LOG(INFO, LAUNCH) << outcome.reason << "; exiting 0";
+  } else {
+    RM_LOG(WARN, LAUNCH) << outcome.reason << "; exiting " << outcome.exit_code;
+  }
+  return outcome.exit_code;
+}
+
+}  // namespace
+}  // namespace ringmaster::launcher
+
+int main(int argc, char** argv) { return ringmaster::launcher::run(argc, argv); }

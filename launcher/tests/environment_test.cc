@@ -1,0 +1,101 @@
+// parseEnvironment: DESIGN §5's pod environment, with errors that name the variable.
+
+#include "launcher/environment.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ringmaster::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::map<std::string, std::string> podEnv() {
+  return {{"NODE_RANK", "1"},
+          {"NNODES", "2"},
+          {"LOCAL_WORLD_SIZE", "2"},
+          {"WORLD_SIZE", "4"},
+          {"MASTER_ADDR", "j-worker-0.j.ns.svc"},
+          {"MASTER_PORT", "29500"},
+          {"RINGMASTER_JOB", "j"},
+          {"RINGMASTER_ATTEMPT", "3"},
+          {"RINGMASTER_BACKEND", "gloo"},
+          {"POD_IP", "127.1.0.7"},
+          {"POD_NAME", "j-worker-1"}};
+}
+
+std::string errorFor(std::map<std::string, std::string> env) {
+  auto parsed = parseEnvironment(env);
+  EXPECT_FALSE(parsed.ok());
+  if (parsed.ok()) return "";
+  EXPECT_EQ(parsed.status().code(), core::Code::kInvalidArgument);
+  return parsed.status().message();
+}
+
+TEST(Environment, ReadsTheOperatorsPodEnvironment) {
+  auto env = parseEnvironment(podEnv());
+  ASSERT_TRUE(env.ok()) << env.status().toString();
+  EXPECT_EQ(env->node_rank, 1);
+  EXPECT_EQ(env->nnodes, 2);
+  EXPECT_EQ(env->local_world_size, 2);
+  EXPECT_EQ(env->world_size, 4);
+  EXPECT_EQ(env->firstRank(), 2);
+  EXPECT_EQ(env->master_addr, "j-worker-0.j.ns.svc");
+  EXPECT_EQ(env->attemptPrefix(), "j/attempt-3");
+  EXPECT_EQ(env->bindHost(), "127.1.0.7");
+  EXPECT_EQ(env->describePod(), "pod 1 (j-worker-1)");
+  EXPECT_EQ(env->backend, "gloo");
+  EXPECT_EQ(env->mode, "native");
+  EXPECT_FALSE(env->has_gpus);
+}
+
+TEST(Environment, EmptyEnvironmentIsAOnePodWorldOnThisMachine) {
+  auto env = parseEnvironment(std::map<std::string, std::string>{});
+  ASSERT_TRUE(env.ok()) << env.status().toString();
+  EXPECT_EQ(env->world_size, 1);
+  EXPECT_EQ(env->bindHost(), "0.0.0.0");
+  EXPECT_EQ(env->attemptPrefix(), "local/attempt-0");
+}
+
+TEST(Environment, WorldSizeCountsProcessesNotPods) {
+  auto env = podEnv();
+  env["WORLD_SIZE"] = "2";  // Kubeflow's per-pod meaning
+  EXPECT_THAT(errorFor(env), HasSubstr("WORLD_SIZE=2 must be NNODES * LOCAL_WORLD_SIZE"));
+}
+
+TEST(Environment, NodeRankOutsideTheGangIsNamed) {
+  auto env = podEnv();
+  env["NODE_RANK"] = "2";
+  EXPECT_THAT(errorFor(env), HasSubstr("NODE_RANK=2 must be in [0, NNODES=2)"));
+}
+
+TEST(Environment, NonNumberIsNamedWithItsValue) {
+  auto env = podEnv();
+  env["MASTER_PORT"] = "http";
+  EXPECT_THAT(errorFor(env), HasSubstr("MASTER_PORT='http'"));
+  env["MASTER_PORT"] = "70000";
+  EXPECT_THAT(errorFor(env), HasSubstr("MASTER_PORT=70000 must be in [1, 65535]"));
+}
+
+TEST(Environment, JobNameWithSlashIsRejected) {
+  auto env = podEnv();
+  env["RINGMASTER_JOB"] = "a/b";
+  EXPECT_THAT(errorFor(env), HasSubstr("RINGMASTER_JOB"));
+}
+
+TEST(Environment, UnknownLauncherModeIsRejected) {
+  auto env = podEnv();
+  env["RINGMASTER_LAUNCHER_MODE"] = "ssh";
+  EXPECT_THAT(errorFor(env), HasSubstr("RINGMASTER_LAUNCHER_MODE='ssh'"));
+}
+
+TEST(Environment, GpuPodsAreRecognizedByTheNvidiaRuntimeVariable) {
+  auto env = podEnv();
+  env["NVIDIA_VISIBLE_DEVICES"] = "all";
+  EXPECT_TRUE(parseEnvironment(env)->has_gpus);
+  env["NVIDIA_VISIBLE_DEVICES"] = "void";
+  EXPECT_FALSE(parseEnvironment(env)->has_gpus);
+}
+
+}  // namespace
+}  // namespace ringmaster::launcher

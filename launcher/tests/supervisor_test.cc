@@ -1,0 +1,111 @@
+// Supervisor with real child processes (/bin/sh scripts).
+
+#include "launcher/supervisor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace ringmaster::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+ProcessSpec shell(const std::string& name, const std::string& script,
+                  std::map<std::string, std::string> env = {}) {
+  return ProcessSpec{name, {"/bin/sh", "-c", script}, std::move(env)};
+}
+
+Supervisor::Options grace(std::chrono::milliseconds g) {
+  Supervisor::Options o;
+  o.grace = g;
+  return o;
+}
+
+TEST(Supervisor, AllSucceedingIsExitZero) {
+  auto sup = Supervisor::start({shell("rank 0", "exit 0"), shell("rank 1", "true")}, grace(5s));
+  ASSERT_TRUE(sup.ok()) << sup.status().toString();
+  EXPECT_EQ((*sup)->wait().exit_code, 0);
+}
+
+TEST(Supervisor, ProcessesSeeTheirOwnEnvironmentOverTheLaunchers) {
+  setenv("RM_SUPERVISOR_TEST_INHERITED", "yes", 1);
+  auto sup = Supervisor::start(
+      {shell("rank 0", "test \"$RANK\" = 7 && test \"$RM_SUPERVISOR_TEST_INHERITED\" = yes",
+             {{"RANK", "7"}})},
+      grace(5s));
+  ASSERT_TRUE(sup.ok());
+  EXPECT_EQ((*sup)->wait().exit_code, 0);
+}
+
+TEST(Supervisor, FirstFailureStopsTheOthersAndGivesItsCode) {
+  // rank 1 would run for ten minutes; rank 0's failure must end it.
+  auto sup =
+      Supervisor::start({shell("rank 0", "exit 7"), shell("rank 1", "sleep 600")}, grace(10s));
+  ASSERT_TRUE(sup.ok());
+  SupervisorOutcome out = (*sup)->wait();
+  EXPECT_EQ(out.exit_code, 7);
+  EXPECT_THAT(out.reason, HasSubstr("rank 0 exited with code 7"));
+}
+
+TEST(Supervisor, KilledBySignalIs128PlusN) {
+  auto sup = Supervisor::start({shell("rank 0", "kill -9 $$")}, grace(5s));
+  ASSERT_TRUE(sup.ok());
+  EXPECT_EQ((*sup)->wait().exit_code, 128 + 9);
+}
+
+TEST(Supervisor, StopRequestForwardsSigtermAndUsesTheRequestedCode) {
+  // The script reports SIGTERM by exiting 0: the outcome is still the requester's code.
+  auto sup = Supervisor::start(
+      {shell("rank 0", "trap 'exit 0' TERM; while :; do sleep 0.05; done")}, grace(60s));
+  ASSERT_TRUE(sup.ok());
+  (*sup)->requestStop(143, "received Terminated");
+  SupervisorOutcome out = (*sup)->wait();
+  EXPECT_EQ(out.exit_code, 143);
+  EXPECT_EQ(out.reason, "received Terminated");
+}
+
+TEST(Supervisor, ProcessIgnoringSigtermIsKilledAfterTheGrace) {
+  auto sup = Supervisor::start({shell("rank 0", "trap '' TERM; while :; do sleep 0.05; done")},
+                               grace(200ms));
+  ASSERT_TRUE(sup.ok());
+  (*sup)->requestStop(142, "hang");
+  EXPECT_EQ((*sup)->wait().exit_code, 142);
+  EXPECT_FALSE((*sup)->running(0));
+}
+
+TEST(Supervisor, StoppedProcessStillGetsStopped) {
+  auto sup = Supervisor::start({shell("rank 0", "while :; do sleep 0.05; done")}, grace(60s));
+  ASSERT_TRUE(sup.ok());
+  ASSERT_EQ(kill((*sup)->pid(0), SIGSTOP), 0);
+  (*sup)->requestStop(142, "hang");  // SIGTERM + SIGCONT: no need to wait for the SIGKILL
+  EXPECT_EQ((*sup)->wait().exit_code, 142);
+}
+
+TEST(Supervisor, ResolvesProgramsThroughPathThenTheFallbackDirectory) {
+  auto sh = resolveProgram("sh", "/nonexistent:/bin", "");
+  ASSERT_TRUE(sh.ok());
+  EXPECT_EQ(*sh, "/bin/sh");
+  auto fallback = resolveProgram("sh", "/nonexistent", "/bin");
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(*fallback, "/bin/sh");
+  auto missing = resolveProgram("ringmaster-no-such-program", "/bin", "/usr/bin");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("ringmaster-no-such-program"));
+}
+
+TEST(Supervisor, ExitCodesFollowDesignSection5) {
+  EXPECT_EQ(exitCodeOf(0), 0);
+  EXPECT_EQ(exitCodeOf(3 << 8), 3);
+  EXPECT_EQ(exitCodeOf(SIGTERM), 143);
+  EXPECT_EQ(describeWaitStatus(SIGKILL), "killed by signal 9 (Killed)");
+}
+
+}  // namespace
+}  // namespace ringmaster::launcher

@@ -1,0 +1,320 @@
+// Drives real ringmaster-launcher binaries as the pods of a job, without Kubernetes: each
+// "pod" is a launcher process on 127.0.0.1 with its own health port, sharing MASTER_PORT.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <regex>
+#include <thread>
+
+#include "process.h"
+#include "ringmaster/rendezvous/tcp_store.h"
+
+namespace ringmaster::testutil {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+const std::string kData = "/usr/share/datasets/fashion-mnist";
+constexpr int kHangExitCode = 142;
+
+bool haveData() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
+
+// Polls `done` until it holds or `limit` passes (the processes under test give no other signal).
+bool eventually(const std::function<bool()>& done, std::chrono::seconds limit = 120s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+std::string writeScript(const TempDir& dir, const std::string& name, const std::string& body) {
+  const std::string path = dir.path() + "/" + name;
+  std::ofstream(path) << "#!/bin/sh\n" << body;
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+// One job of `nnodes` pods x `procs` processes; pod(i) builds the launcher of pod i.
+struct Job {
+  int nnodes = 2;
+  int procs = 2;
+  int attempt = 0;
+  int master_port = freePort();
+  std::string name = "ljob";
+  std::vector<int> health_ports;
+
+  Job(int nnodes_, int procs_) : nnodes(nnodes_), procs(procs_) {
+    for (int i = 0; i < nnodes; ++i) health_ports.push_back(freePort());
+  }
+
+  std::unique_ptr<Process> pod(int i, std::vector<std::string> args) const {
+    std::vector<std::string> argv = {binaryPath("bin/ringmaster-launcher"),
+                                     "--health-port=" + std::to_string(health_ports[i])};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const char* path = std::getenv("PATH");
+    return std::make_unique<Process>(
+        argv, std::map<std::string, std::string>{
+                  {"NODE_RANK", std::to_string(i)},
+                  {"NNODES", std::to_string(nnodes)},
+                  {"LOCAL_WORLD_SIZE", std::to_string(procs)},
+                  {"WORLD_SIZE", std::to_string(nnodes * procs)},
+                  {"MASTER_ADDR", "127.0.0.1"},
+                  {"MASTER_PORT", std::to_string(master_port)},
+                  {"RINGMASTER_JOB", name},
+                  {"RINGMASTER_ATTEMPT", std::to_string(attempt)},
+                  {"POD_NAME", name + "-worker-" + std::to_string(i)},
+                  {"POD_IP", "127.0.0.1"},
+                  {"PATH", binaryPath("bin") + ":" + (path ? path : "/usr/bin:/bin")}});
+  }
+  std::string readyz(int i) const { return httpGet(health_ports[i], "/readyz"); }
+};
+
+bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+void expectExit(const ProcessResult& r, int code, const std::string& who) {
+  EXPECT_FALSE(r.signaled) << who << " killed by signal " << r.term_signal << "\n" << r.stderr_text;
+  EXPECT_EQ(r.exit_code, code) << who << "\n" << r.stderr_text;
+}
+
+std::string trainerConfig(const TempDir& dir, int epochs, int max_steps) {
+  const std::string path = dir.path() + "/trainer.yaml";
+  std::ofstream(path) << "model:\n  type: mlp\n  hidden: [32]\ndataset:\n  path: " << kData
+                      << "\nepochs: " << epochs << "\nbatchSize: 32\nmaxSteps: " << max_steps
+                      << "\nlogEverySteps: 10\nbackend: gloo\n";
+  return path;
+}
+
+// Must-show 5: a user command sees torchrun's variables, right, in every pod.
+TEST(Launcher, UserCommandSeesRankWorldSizeAndMasterAddrInEveryPod) {
+  TempDir dir;
+  Job job(2, 2);
+  const std::string script = writeScript(dir, "check.sh",
+                                         "set -e\n"
+                                         "test \"$WORLD_SIZE\" = 4\n"
+                                         "test \"$LOCAL_WORLD_SIZE\" = 2\n"
+                                         "test \"$MASTER_ADDR\" = 127.0.0.1\n"
+                                         "test \"$MASTER_PORT\" = " +
+                                             std::to_string(job.master_port) +
+                                             "\n"
+                                             "test \"$RANK\" = $((NODE_RANK * 2 + LOCAL_RANK))\n"
+                                             "test \"$RINGMASTER_USE_AGENT_STORE\" = 1\n"
+                                             "echo \"$RANK $LOCAL_RANK $NODE_RANK\" > \"" +
+                                             dir.path() + "/rank-$RANK\"\n");
+  auto pod1 = job.pod(1, {"--", script});
+  auto pod0 = job.pod(0, {"--", script});
+  pod1->start();
+  pod0->start();
+  expectExit(pod0->wait(120s), 0, "pod 0");
+  expectExit(pod1->wait(120s), 0, "pod 1");
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(readFile(dir.path() + "/rank-" + std::to_string(rank)),
+              std::to_string(rank) + " " + std::to_string(rank % 2) + " " +
+                  std::to_string(rank / 2) + "\n");
+  }
+}
+
+// Must-show 1 (without Kubernetes): pod 0, which hosts the store, starts last; the real
+// trainer trains on 4 ranks and both pods succeed.
+TEST(Launcher, PodZeroStartedLastStillRendezvousesAndTrains) {
+  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  TempDir dir;
+  Job job(2, 2);
+  const std::string config = trainerConfig(dir, 1, 20);
+  auto pod1 = job.pod(1, {"--trainer-config=" + config});
+  pod1->start();
+  // Pod 1 is up and waiting for pod 0: not ready.
+  ASSERT_TRUE(eventually([&] { return !job.readyz(1).empty(); })) << pod1->stderrSoFar();
+  EXPECT_TRUE(startsWith(job.readyz(1), "HTTP/1.1 503")) << job.readyz(1);
+  auto pod0 = job.pod(0, {"--trainer-config=" + config});
+  pod0->start();
+  ProcessResult r0 = pod0->wait(300s);
+  ProcessResult r1 = pod1->wait(300s);
+  expectExit(r0, 0, "pod 0");
+  expectExit(r1, 0, "pod 1");
+  EXPECT_THAT(r0.stderr_text, HasSubstr("done: 0 epochs, 20 steps"));
+  EXPECT_THAT(r0.stderr_text, HasSubstr("world size 4, backend gloo"));
+  EXPECT_THAT(r1.stderr_text, HasSubstr("rendezvous complete: 2 pod(s) joined ljob/attempt-0"));
+}
+
+TEST(Launcher, ReadinessTurnsFrom503To200OnceEveryPodJoined) {
+  TempDir dir;
+  Job job(2, 1);
+  // Processes run until the test releases them, so readiness can be read while they run.
+  const std::string script = writeScript(
+      dir, "hold.sh", "while [ ! -e \"" + dir.path() + "/release\" ]; do sleep 0.02; done\n");
+  auto pod0 = job.pod(0, {"--", script});
+  pod0->start();
+  ASSERT_TRUE(eventually([&] { return !job.readyz(0).empty(); })) << pod0->stderrSoFar();
+  EXPECT_TRUE(startsWith(job.readyz(0), "HTTP/1.1 503")) << job.readyz(0);
+  EXPECT_TRUE(startsWith(httpGet(job.health_ports[0], "/healthz"), "HTTP/1.1 200"));
+  auto pod1 = job.pod(1, {"--", script});
+  pod1->start();
+  EXPECT_TRUE(eventually([&] { return startsWith(job.readyz(0), "HTTP/1.1 200"); }))
+      << pod0->stderrSoFar();
+  EXPECT_TRUE(eventually([&] { return startsWith(job.readyz(1), "HTTP/1.1 200"); }))
+      << pod1->stderrSoFar();
+  std::ofstream(dir.path() + "/release") << "go\n";
+  expectExit(pod0->wait(120s), 0, "pod 0");
+  expectExit(pod1->wait(120s), 0, "pod 1");
+}
+
+// Must-show 2: the store still holds attempt 0's complete registration (both pods joined it);
+// attempt 1's pod 1 must not pass its barrier on those keys.
+TEST(Launcher, StaleKeysFromAttemptZeroDoNotPassAttemptOnesBarrier) {
+  TempDir dir;
+  Job job(2, 1);
+  job.attempt = 1;
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port);
+  ASSERT_TRUE(server.ok()) << server.status().toString();
+  auto client = rendezvous::TcpStoreClient::connect("127.0.0.1", job.master_port, 10s);
+  ASSERT_TRUE(client.ok()) << client.status().toString();
+  for (const char* key :
+       {"ljob/attempt-0/launcher/store-host", "ljob/attempt-1/launcher/store-host"})
+    ASSERT_TRUE((*client)->set(key, rendezvous::toBytes("pod 0")).ok());
+  for (int i = 0; i < 2; ++i) {
+    const std::string info = "node_rank=" + std::to_string(i) +
+                             " host=old ip= first_rank=" + std::to_string(i) +
+                             " local_world_size=1";
+    ASSERT_TRUE(
+        (*client)
+            ->set("ljob/attempt-0/launcher/node/" + std::to_string(i), rendezvous::toBytes(info))
+            .ok());
+  }
+  const std::string marker = dir.path() + "/ran";
+  const std::string script = writeScript(dir, "mark.sh", "touch \"" + marker + "\"\n");
+  auto pod1 = job.pod(1, {"--rendezvous-timeout-seconds=3", "--", script});
+  pod1->start();
+  ProcessResult r = pod1->wait(120s);
+  expectExit(r, kHangExitCode, "pod 1 of attempt 1");
+  EXPECT_THAT(r.stderr_text, HasSubstr("pod(s) 0 did not join"));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command must not run without the gang";
+}
+
+// Must-show 3: a trainer frozen by SIGSTOP mid-training is named by every launcher, and every
+// launcher exits with the retryable hang code.
+TEST(Launcher, FrozenTrainerIsNamedByBothLaunchersWhichExitRetryable) {
+  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  TempDir dir;
+  Job job(2, 2);
+  const std::string config = trainerConfig(dir, 1000, 0);
+  const std::vector<std::string> args = {"--trainer-config=" + config, "--hang-timeout-seconds=4",
+                                         "--grace-seconds=5"};
+  auto pod0 = job.pod(0, args);
+  auto pod1 = job.pod(1, args);
+  pod0->start();
+  pod1->start();
+  // Training is under way once rank 0 logged step 20.
+  ASSERT_TRUE(eventually([&] {
+    return pod0->stderrSoFar().find("step 20 loss") != std::string::npos;
+  })) << pod0->stderrSoFar()
+      << pod1->stderrSoFar();
+  std::smatch m;
+  const std::string log1 = pod1->stderrSoFar();
+  ASSERT_TRUE(std::regex_search(log1, m, std::regex("started rank 3 \\(pid ([0-9]+)\\)"))) << log1;
+  const pid_t rank3 = static_cast<pid_t>(std::stol(m[1]));
+  ASSERT_EQ(kill(rank3, SIGSTOP), 0);
+  ProcessResult r0 = pod0->wait(300s);
+  ProcessResult r1 = pod1->wait(300s);
+  expectExit(r0, kHangExitCode, "pod 0");
+  expectExit(r1, kHangExitCode, "pod 1");
+  EXPECT_THAT(r0.stderr_text, HasSubstr("rank 3 (pod 1) stuck at step"));
+  EXPECT_THAT(r1.stderr_text, HasSubstr("rank 3 (pod 1) stuck at step"));
+}
+
+// The hang was judged by another pod, which stopped its processes; ours then fail because
+// their peers vanished. This pod must report the hang (and its retryable code), not the failure.
+TEST(Launcher, ProcessFailureAfterAnotherPodsHangVerdictReportsTheHang) {
+  TempDir dir;
+  Job job(2, 1);
+  // The test plays pod 0: it hosts the store and registers pod 0.
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port);
+  ASSERT_TRUE(server.ok()) << server.status().toString();
+  auto client = rendezvous::TcpStoreClient::connect("127.0.0.1", job.master_port, 10s);
+  ASSERT_TRUE(client.ok()) << client.status().toString();
+  ASSERT_TRUE(
+      (*client)->set("ljob/attempt-0/launcher/store-host", rendezvous::toBytes("pod 0")).ok());
+  ASSERT_TRUE((*client)
+                  ->set("ljob/attempt-0/launcher/node/0",
+                        rendezvous::toBytes(
+                            "node_rank=0 host=ljob-worker-0 ip= first_rank=0 local_world_size=1"))
+                  .ok());
+  const std::string release = dir.path() + "/release";
+  const std::string script = writeScript(
+      dir, "peer_gone.sh", "while [ ! -e \"" + release + "\" ]; do sleep 0.02; done\nexit 1\n");
+  auto pod1 = job.pod(1, {"--", script});
+  pod1->start();
+  ASSERT_TRUE(eventually([&] { return startsWith(job.readyz(1), "HTTP/1.1 200"); }))
+      << pod1->stderrSoFar();
+  const std::string verdict = "rank 0 (pod 0) stuck at step 5 for 9 s (no heartbeat for 9 s)";
+  ASSERT_TRUE((*client)->set("ljob/attempt-0/launcher/hang", rendezvous::toBytes(verdict)).ok());
+  std::ofstream(release) << "go\n";
+  ProcessResult r = pod1->wait(120s);
+  expectExit(r, kHangExitCode, "pod 1");
+  EXPECT_THAT(r.stderr_text, HasSubstr(verdict + " (published by another pod"));
+}
+
+TEST(Launcher, SigtermIsForwardedToEveryProcessAndExitIs143) {
+  TempDir dir;
+  Job job(1, 2);
+  const std::string script = writeScript(dir, "term.sh",
+                                         "trap 'touch \"" + dir.path() +
+                                             "/term-$RANK\"; exit 0' TERM\n"
+                                             "touch \"" +
+                                             dir.path() +
+                                             "/up-$RANK\"\n"
+                                             "while :; do sleep 0.02; done\n");
+  auto pod0 = job.pod(0, {"--", script});
+  pod0->start();
+  ASSERT_TRUE(eventually([&] {
+    return std::filesystem::exists(dir.path() + "/up-0") &&
+           std::filesystem::exists(dir.path() + "/up-1");
+  })) << pod0->stderrSoFar();
+  pod0->signal(SIGTERM);
+  ProcessResult r = pod0->wait(120s);
+  expectExit(r, 143, "pod 0");
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/term-0")) << r.stderr_text;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/term-1")) << r.stderr_text;
+}
+
+TEST(Launcher, FailingProcessExitCodeBecomesThePodsExitCode) {
+  TempDir dir;
+  Job job(1, 2);
+  // Local rank 1 fails; local rank 0 would run for ten minutes and must be stopped.
+  const std::string script =
+      writeScript(dir, "fail.sh", "if [ \"$LOCAL_RANK\" = 1 ]; then exit 7; fi\nexec sleep 600\n");
+  auto pod0 = job.pod(0, {"--grace-seconds=2", "--", script});
+  pod0->start();
+  ProcessResult r = pod0->wait(120s);
+  expectExit(r, 7, "pod 0");
+  EXPECT_THAT(r.stderr_text, HasSubstr("rank 1 exited with code 7"));
+}
+
+TEST(Launcher, BadEnvironmentIsExitOneNamingTheVariableAndBadFlagExitTwo) {
+  Job job(2, 2);
+  auto r = run({binaryPath("bin/ringmaster-launcher"), "--", "/bin/true"},
+               {{"NNODES", "2"}, {"LOCAL_WORLD_SIZE", "2"}, {"WORLD_SIZE", "2"}});
+  expectExit(r, 1, "launcher");
+  EXPECT_THAT(r.stderr_text, HasSubstr("WORLD_SIZE=2 must be NNODES * LOCAL_WORLD_SIZE"));
+  auto mpi = run({binaryPath("bin/ringmaster-launcher"), "--", "/bin/true"},
+                 {{"RINGMASTER_LAUNCHER_MODE", "mpi"}});
+  expectExit(mpi, 1, "launcher");
+  EXPECT_THAT(mpi.stderr_text, HasSubstr("RINGMASTER_LAUNCHER_MODE=mpi"));
+  auto usage = run({binaryPath("bin/ringmaster-launcher"), "--no-such-flag"});
+  expectExit(usage, 2, "launcher");
+  auto help = run({binaryPath("bin/ringmaster-launcher"), "--help"});
+  expectExit(help, 0, "launcher");
+  EXPECT_THAT(help.stdout_text, HasSubstr("--hang-timeout-seconds"));
+}
+
+}  // namespace
+}  // namespace ringmaster::testutil
