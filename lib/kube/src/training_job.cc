@@ -8,6 +8,7 @@ void visitModelSpec(V& v, S& s) {
   v("type", s.type);
   v("hidden", s.hidden);
   v("channels", s.channels);
+  v("cnnHidden", s.cnn_hidden);
 }
 
 template <class V, class S>
@@ -23,12 +24,17 @@ void visitOptimizerSpec(V& v, S& s) {
   v("momentum", s.momentum);
   v("weightDecay", s.weight_decay);
   v("schedule", s.schedule);
+  v("nesterov", s.nesterov);
+  v("beta1", s.beta1);
+  v("beta2", s.beta2);
+  v("epsilon", s.epsilon);
 }
 
 template <class V, class S>
 void visitCheckpointSpec(V& v, S& s) {
   v("path", s.path);
   v("everySteps", s.every_steps);
+  v("keep", s.keep);
 }
 
 template <class V, class S>
@@ -39,12 +45,14 @@ void visitTrainerSpec(V& v, S& s) {
   v("batchSize", s.batch_size);
   v("optimizer", s.optimizer);
   v("bucketCapMB", s.bucket_cap_mb);
+  v("firstBucketCapMB", s.first_bucket_cap_mb);
   v("checkpoint", s.checkpoint);
-  v("image", s.image);
-  v("command", s.command);
-  v("args", s.args);
-  v("env", s.env);
-  v("resources", s.resources);
+  v("seed", s.seed);
+  v("maxSteps", s.max_steps);
+  v("logEverySteps", s.log_every_steps);
+  v("metricsPort", s.metrics_port);
+  v("commTimeoutSeconds", s.comm_timeout_seconds);
+  v("blasThreads", s.blas_threads);
 }
 
 template <class V, class S>
@@ -63,8 +71,9 @@ void visitTrainingJobSpec(V& v, S& s) {
   v("resources", s.resources);
   v("trainer", s.trainer);
   v("command", s.command);
-  v("args", s.args);
+  v("env", s.env);
   v("volumes", s.volumes);
+  v("volumeMounts", s.volume_mounts);
   v("restartPolicy", s.restart_policy);
   v("backoffLimit", s.backoff_limit);
   v("activeDeadlineSeconds", s.active_deadline_seconds);
@@ -97,14 +106,14 @@ void visitTrainingJobStatus(V& v, S& s) {
   v("phase", s.phase);
   v("replicas", s.replicas);
   v("restarts", s.restarts);
-  v("attempt", s.attempt);
+  v("worldSize", s.world_size);
+  v("world", s.world);
+  v("scheduleRetries", s.schedule_retries);
   v("startTime", s.start_time);
   v("completionTime", s.completion_time);
+  v("lastRestartTime", s.last_restart_time);
   v("progress", s.progress);
   v("observedGeneration", s.observed_generation);
-  v("worldSize", s.world_size);
-  v("epoch", s.epoch);
-  v("loss", s.loss);
 }
 
 template <class V, class S>

@@ -1,10 +1,9 @@
 #pragma once
-// ringmaster.dev/v1alpha1 TrainingJob (DESIGN §4), plural trainingjobs, short name tj.
-// The spec carries both DESIGN §4's built-in trainer (trainer.model/dataset/optimizer/...) and
-// the user-program form the reference CRD uses (trainer.image/command/args/env/resources,
-// k8s-reference/b-crd.md); status carries DESIGN's replicas/progress and the reference CRD's
-// printer-column fields (worldSize, epoch, loss). Defaults and validation belong to the operator;
-// this is only the typed shape.
+// ringmaster.dev/v1alpha1 TrainingJob (DESIGN §4), plural trainingjobs, short name tj: the typed
+// shape of crds/trainingjob.yaml (one field here per schema field there). spec.trainer is the
+// built-in trainer's configuration (the keys trainer --config reads); a user program replaces it
+// through spec.command. Fields the schema does not know survive in `extra`. Defaults and
+// validation belong to the schema and the operator (operator/validate.h); this is only the shape.
 // Codecs and conventions: codec.h. Thread-safety: plain values, not synchronized.
 // Failure: decode returns InvalidArgument naming the field path ("spec.replicas: expected
 // integer, got string").
@@ -26,6 +25,7 @@ struct ModelSpec {
   std::optional<std::string> type;  // mlp | cnn
   std::vector<int32_t> hidden;      // MLP hidden layer widths
   std::vector<int32_t> channels;    // CNN channels per block
+  std::optional<int32_t> cnn_hidden;
   nlohmann::json extra;
   bool operator==(const ModelSpec&) const = default;
 };
@@ -42,7 +42,11 @@ struct OptimizerSpec {
   std::optional<double> learning_rate;
   std::optional<double> momentum;
   std::optional<double> weight_decay;
-  std::optional<std::string> schedule;
+  std::optional<std::string> schedule;  // constant | cosine
+  std::optional<bool> nesterov;
+  std::optional<double> beta1;
+  std::optional<double> beta2;
+  std::optional<double> epsilon;
   nlohmann::json extra;
   bool operator==(const OptimizerSpec&) const = default;
 };
@@ -50,25 +54,27 @@ struct OptimizerSpec {
 struct CheckpointSpec {
   std::optional<std::string> path;
   std::optional<int32_t> every_steps;
+  std::optional<int32_t> keep;
   nlohmann::json extra;
   bool operator==(const CheckpointSpec&) const = default;
 };
 
+// The built-in trainer (DESIGN §4; trainer/config.h reads the same keys).
 struct TrainerSpec {
-  // The built-in trainer (DESIGN §4).
   std::optional<ModelSpec> model;
   std::optional<DatasetSpec> dataset;
   std::optional<int32_t> epochs;
   std::optional<int32_t> batch_size;  // per rank
   std::optional<OptimizerSpec> optimizer;
-  std::optional<double> bucket_cap_mb;  // "bucketCapMB"
+  std::optional<double> bucket_cap_mb;        // "bucketCapMB"
+  std::optional<double> first_bucket_cap_mb;  // "firstBucketCapMB"
   std::optional<CheckpointSpec> checkpoint;
-  // A user program (the reference CRD's trainer object).
-  std::optional<std::string> image;
-  std::vector<std::string> command;
-  std::vector<std::string> args;
-  std::vector<EnvVar> env;
-  std::optional<ResourceRequirements> resources;
+  std::optional<int64_t> seed;
+  std::optional<int64_t> max_steps;
+  std::optional<int32_t> log_every_steps;
+  std::optional<int32_t> metrics_port;
+  std::optional<int32_t> comm_timeout_seconds;
+  std::optional<int32_t> blas_threads;
   nlohmann::json extra;
   bool operator==(const TrainerSpec&) const = default;
 };
@@ -88,9 +94,10 @@ struct TrainingJobSpec {
   std::optional<std::string> image;
   std::optional<ResourceRequirements> resources;
   std::optional<TrainerSpec> trainer;
-  std::vector<std::string> command;
-  std::vector<std::string> args;
+  std::vector<std::string> command;  // a user program instead of the built-in trainer
+  std::vector<EnvVar> env;
   std::vector<Volume> volumes;
+  std::vector<VolumeMount> volume_mounts;
   std::optional<std::string> restart_policy;  // Never | OnFailure | ExitCode
   std::optional<int32_t> backoff_limit;
   std::optional<int64_t> active_deadline_seconds;
@@ -123,18 +130,18 @@ struct TrainingProgress {
 
 struct TrainingJobStatus {
   std::vector<Condition> conditions;
+  // Pending | Running | Restarting | Succeeded | Failed | Suspended
   std::optional<std::string> phase;
   std::optional<ReplicaStatus> replicas;
-  std::optional<int32_t> restarts;
-  std::optional<int32_t> attempt;
+  std::optional<int32_t> restarts;  // gang restarts so far = the current attempt number
+  std::optional<int32_t> world_size;
+  std::optional<std::string> world;  // "<ready ranks>/<total ranks>" (printer column WORLD)
+  std::optional<int32_t> schedule_retries;
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
+  std::optional<Time> last_restart_time;  // when the gang was last released
   std::optional<TrainingProgress> progress;
   std::optional<int64_t> observed_generation;
-  // The reference CRD's printer columns (b-crd.md).
-  std::optional<int32_t> world_size;
-  std::optional<int32_t> epoch;
-  std::optional<double> loss;
   nlohmann::json extra;
   bool operator==(const TrainingJobStatus&) const = default;
 };

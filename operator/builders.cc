@@ -1,0 +1,332 @@
+#include "operator/builders.h"
+
+#include <openssl/bio.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <yaml-cpp/yaml.h>
+
+#include <memory>
+
+namespace ringmaster::op {
+namespace {
+
+std::map<std::string, std::string> jobLabels(const kube::TrainingJob& job) {
+  return {{kJobNameLabel, job.metadata.name}};
+}
+
+kube::ObjectMeta childMeta(const kube::TrainingJob& job, std::string name) {
+  kube::ObjectMeta meta;
+  meta.name = std::move(name);
+  meta.namespace_name = job.metadata.namespace_name;
+  meta.labels = jobLabels(job);
+  meta.owner_references.push_back(controllerRef(job));
+  return meta;
+}
+
+void emitJson(YAML::Emitter& out, const nlohmann::json& j) {
+  if (j.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [key, value] : j.items()) {
+      out << YAML::Key << key << YAML::Value;
+      emitJson(out, value);
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    out << YAML::Flow << YAML::BeginSeq;
+    for (const auto& value : j) emitJson(out, value);
+    out << YAML::EndSeq;
+  } else if (j.is_string()) {
+    out << YAML::DoubleQuoted << j.get<std::string>();
+  } else if (j.is_boolean()) {
+    out << (j.get<bool>() ? "true" : "false");
+  } else if (j.is_null()) {
+    out << YAML::Null;
+  } else {
+    out << j.dump();  // numbers as JSON writes them
+  }
+}
+
+kube::EnvVar env(std::string name, std::string value) {
+  kube::EnvVar e;
+  e.name = std::move(name);
+  e.value = std::move(value);
+  return e;
+}
+
+kube::EnvVar fieldEnv(std::string name, std::string field_path) {
+  kube::EnvVar e;
+  e.name = std::move(name);
+  e.value_from = kube::EnvVarSource{};
+  e.value_from->field_ref = kube::ObjectFieldSelector{};
+  e.value_from->field_ref->field_path = std::move(field_path);
+  return e;
+}
+
+kube::ContainerPort port(std::string name, int32_t number) {
+  kube::ContainerPort p;
+  p.name = std::move(name);
+  p.container_port = number;
+  p.protocol = "TCP";
+  return p;
+}
+
+struct PkeyDeleter {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct BioDeleter {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+
+void putString(std::string& out, std::string_view s) {
+  const uint32_t n = static_cast<uint32_t>(s.size());
+  out.push_back(static_cast<char>(n >> 24));
+  out.push_back(static_cast<char>(n >> 16));
+  out.push_back(static_cast<char>(n >> 8));
+  out.push_back(static_cast<char>(n));
+  out.append(s);
+}
+
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  out.resize(n);
+  return out;
+}
+
+}  // namespace
+
+std::string workerName(const std::string& job, int index) {
+  return job + "-worker-" + std::to_string(index);
+}
+std::string configMapName(const std::string& job) { return job + "-config"; }
+std::string secretName(const std::string& job) { return job + "-ssh"; }
+std::string workerHost(const std::string& job, const std::string& ns, int index) {
+  return workerName(job, index) + "." + job + "." + ns + ".svc";
+}
+
+kube::OwnerReference controllerRef(const kube::TrainingJob& job) {
+  kube::OwnerReference ref;
+  ref.api_version = kube::TrainingJob::kApiVersion;
+  ref.kind = kube::TrainingJob::kKind;
+  ref.name = job.metadata.name;
+  ref.uid = job.metadata.uid;
+  ref.controller = true;
+  ref.block_owner_deletion = true;
+  return ref;
+}
+
+const kube::OwnerReference* controllerOf(const kube::ObjectMeta& meta) {
+  for (const kube::OwnerReference& ref : meta.owner_references) {
+    if (ref.controller.value_or(false)) return &ref;
+  }
+  return nullptr;
+}
+
+int32_t metricsPort(const kube::TrainingJob& job) {
+  if (job.spec.trainer && job.spec.trainer->metrics_port) return *job.spec.trainer->metrics_port;
+  return kDefaultMetricsPort;
+}
+
+kube::Service buildService(const kube::TrainingJob& job) {
+  kube::Service svc;
+  kube::setTypeMeta(svc);
+  svc.metadata = childMeta(job, job.metadata.name);
+  svc.spec.cluster_ip = "None";
+  svc.spec.selector = jobLabels(job);
+  svc.spec.publish_not_ready_addresses = true;
+  kube::ServicePort p;
+  p.name = "rendezvous";
+  p.port = kRendezvousPort;
+  p.target_port = kube::IntOrString(kRendezvousPort);
+  p.protocol = "TCP";
+  svc.spec.ports.push_back(p);
+  return svc;
+}
+
+std::string trainerYaml(const kube::TrainingJob& job) {
+  kube::TrainerSpec trainer = job.spec.trainer.value_or(kube::TrainerSpec{});
+  if (!trainer.metrics_port) trainer.metrics_port = kDefaultMetricsPort;
+  YAML::Emitter out;
+  emitJson(out, kube::encode(trainer));
+  return std::string(out.c_str()) + "\n";
+}
+
+kube::ConfigMap buildConfigMap(const kube::TrainingJob& job) {
+  kube::ConfigMap cm;
+  kube::setTypeMeta(cm);
+  cm.metadata = childMeta(job, configMapName(job.metadata.name));
+  cm.data["trainer.yaml"] = trainerYaml(job);
+  if (job.spec.launcher == "mpi") {
+    std::string hostfile;
+    const int replicas = job.spec.replicas.value_or(1);
+    const int slots = job.spec.procs_per_replica.value_or(1);
+    for (int i = 0; i < replicas; ++i) {
+      hostfile += workerHost(job.metadata.name, job.metadata.namespace_name, i) +
+                  " slots=" + std::to_string(slots) + "\n";
+    }
+    cm.data["hostfile"] = hostfile;
+  }
+  return cm;
+}
+
+core::Result<kube::Secret> buildSecret(const kube::TrainingJob& job) {
+  const std::string what = "job " + job.metadata.name + ": SSH key: ";
+  std::unique_ptr<EVP_PKEY, PkeyDeleter> key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-521"));
+  if (!key) return core::internalError(what + "EVP_PKEY_Q_keygen(EC P-521) failed");
+  std::unique_ptr<BIO, BioDeleter> bio(BIO_new(BIO_s_mem()));
+  if (!bio || PEM_write_bio_PrivateKey_traditional(bio.get(), key.get(), nullptr, nullptr, 0,
+                                                   nullptr, nullptr) != 1) {
+    return core::internalError(what + "PEM_write_bio_PrivateKey_traditional failed");
+  }
+  char* pem_data = nullptr;
+  const long pem_size = BIO_get_mem_data(bio.get(), &pem_data);
+  std::string private_pem(pem_data, static_cast<size_t>(pem_size));
+  unsigned char point[200];
+  size_t point_size = 0;
+  if (EVP_PKEY_get_octet_string_param(key.get(), OSSL_PKEY_PARAM_PUB_KEY, point, sizeof(point),
+                                      &point_size) != 1) {
+    return core::internalError(what + "EVP_PKEY_get_octet_string_param(pub) failed");
+  }
+  // RFC 5656 public key blob: string type, string curve, string Q.
+  std::string blob;
+  putString(blob, "ecdsa-sha2-nistp521");
+  putString(blob, "nistp521");
+  putString(blob, std::string_view(reinterpret_cast<const char*>(point), point_size));
+
+  kube::Secret secret;
+  kube::setTypeMeta(secret);
+  secret.metadata = childMeta(job, secretName(job.metadata.name));
+  secret.type = "kubernetes.io/ssh-auth";
+  secret.data["ssh-privatekey"] = private_pem;
+  secret.data["ssh-publickey"] = "ecdsa-sha2-nistp521 " + base64(blob) + "\n";
+  return secret;
+}
+
+kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt) {
+  const kube::TrainingJobSpec& s = job.spec;
+  const std::string& name = job.metadata.name;
+  const std::string& ns = job.metadata.namespace_name;
+  const int replicas = s.replicas.value_or(1);
+  const int procs = s.procs_per_replica.value_or(1);
+  const bool mpi = s.launcher == "mpi";
+
+  kube::Pod pod;
+  kube::setTypeMeta(pod);
+  pod.metadata = childMeta(job, workerName(name, index));
+  pod.metadata.labels[kReplicaIndexLabel] = std::to_string(index);
+  pod.metadata.labels[kAttemptLabel] = std::to_string(attempt);
+  pod.spec.hostname = workerName(name, index);
+  pod.spec.subdomain = name;
+  pod.spec.restart_policy = "Never";
+
+  kube::Container c;
+  c.name = kWorkerContainer;
+  c.image = s.image.value_or("");
+  c.command = {"ringmaster-launcher"};
+  if (s.command.empty()) {
+    c.args = {std::string("--trainer-config=") + kConfigMountPath + "/trainer.yaml"};
+  } else {
+    c.args = {"--"};
+    c.args.insert(c.args.end(), s.command.begin(), s.command.end());
+  }
+  c.env = {env("NODE_RANK", std::to_string(index)),
+           env("WORLD_SIZE", std::to_string(replicas * procs)),
+           env("LOCAL_WORLD_SIZE", std::to_string(procs)),
+           env("NNODES", std::to_string(replicas)),
+           env("MASTER_ADDR", workerHost(name, ns, 0)),
+           env("MASTER_PORT", std::to_string(kRendezvousPort)),
+           env("RINGMASTER_JOB", name),
+           env("RINGMASTER_ATTEMPT", std::to_string(attempt)),
+           env("RINGMASTER_BACKEND", s.backend.value_or("auto")),
+           fieldEnv("POD_IP", "status.podIP"),
+           fieldEnv("POD_NAME", "metadata.name")};
+  if (mpi) c.env.push_back(env("RINGMASTER_LAUNCHER_MODE", "mpi"));
+  c.env.insert(c.env.end(), s.env.begin(), s.env.end());
+  c.ports = {port("rendezvous", kRendezvousPort), port("health", kHealthPort),
+             port("metrics", metricsPort(job))};
+  if (s.resources) c.resources = s.resources;
+
+  kube::VolumeMount config_mount;
+  config_mount.name = "config";
+  config_mount.mount_path = kConfigMountPath;
+  config_mount.read_only = true;
+  c.volume_mounts.push_back(config_mount);
+  kube::Volume config_volume;
+  config_volume.name = "config";
+  config_volume.config_map = kube::ConfigMapVolumeSource{};
+  config_volume.config_map->name = configMapName(name);
+  pod.spec.volumes.push_back(config_volume);
+  if (mpi) {
+    // As the MPI Operator mounts its ssh-auth Secret: key, public key and authorized_keys.
+    kube::Volume ssh;
+    ssh.name = "ssh";
+    ssh.secret = kube::SecretVolumeSource{};
+    ssh.secret->secret_name = secretName(name);
+    ssh.secret->default_mode = 0600;
+    ssh.secret->items = {{"ssh-privatekey", "id_ecdsa", std::nullopt, {}},
+                         {"ssh-publickey", "id_ecdsa.pub", std::nullopt, {}},
+                         {"ssh-publickey", "authorized_keys", std::nullopt, {}}};
+    pod.spec.volumes.push_back(ssh);
+    kube::VolumeMount ssh_mount;
+    ssh_mount.name = "ssh";
+    ssh_mount.mount_path = kSshMountPath;
+    ssh_mount.read_only = true;
+    c.volume_mounts.push_back(ssh_mount);
+  }
+  pod.spec.volumes.insert(pod.spec.volumes.end(), s.volumes.begin(), s.volumes.end());
+  c.volume_mounts.insert(c.volume_mounts.end(), s.volume_mounts.begin(), s.volume_mounts.end());
+
+  kube::Probe readiness;
+  readiness.http_get = kube::HttpGetAction{};
+  readiness.http_get->path = "/readyz";
+  readiness.http_get->port = kube::IntOrString(kHealthPort);
+  readiness.period_seconds = 1;
+  c.readiness_probe = readiness;
+  pod.spec.containers.push_back(std::move(c));
+
+  if (s.scheduling_policy && s.scheduling_policy->scheduler_name &&
+      !s.scheduling_policy->scheduler_name->empty()) {
+    pod.spec.scheduler_name = *s.scheduling_policy->scheduler_name;
+    if (std::optional<PodGroupKind> kind = podGroupKindFor(job)) {
+      if (kind->group == "scheduling.volcano.sh") {
+        pod.metadata.annotations["scheduling.k8s.io/group-name"] = name;
+      } else {
+        pod.metadata.labels["scheduling.x-k8s.io/pod-group"] = name;
+      }
+    }
+  }
+  return pod;
+}
+
+std::optional<PodGroupKind> podGroupKindFor(const kube::TrainingJob& job) {
+  if (!job.spec.scheduling_policy || !job.spec.scheduling_policy->scheduler_name) {
+    return std::nullopt;
+  }
+  const std::string& scheduler = *job.spec.scheduling_policy->scheduler_name;
+  if (scheduler.find("volcano") != std::string::npos) {
+    return PodGroupKind{"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"};
+  }
+  if (scheduler.find("scheduler-plugins") != std::string::npos ||
+      scheduler.find("coscheduling") != std::string::npos) {
+    return PodGroupKind{"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"};
+  }
+  return std::nullopt;
+}
+
+nlohmann::json buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind) {
+  nlohmann::json pg;
+  pg["apiVersion"] = kind.group + "/" + kind.version;
+  pg["kind"] = kind.kind;
+  pg["metadata"] = kube::encode(childMeta(job, job.metadata.name));
+  pg["spec"]["minMember"] = job.spec.replicas.value_or(1);
+  if (kind.group == "scheduling.x-k8s.io") {
+    pg["spec"]["scheduleTimeoutSeconds"] =
+        job.spec.scheduling_policy->schedule_timeout_seconds.value_or(300);
+  }
+  return pg;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,78 @@
+#pragma once
+// Pure builders of a TrainingJob's children (/tmp/contracts.md "Operator -> pods"): the headless
+// Service, the ConfigMap (trainer.yaml; hostfile in MPI mode), the MPI SSH Secret and one worker
+// Pod per replica. Tests call the same builders to say what the reconciler must create.
+//
+// Every builder takes a job whose spec went through withDefaults() (validate.h). Children carry
+// the labels ringmaster.dev/job-name (+ replica-index, attempt on pods) and a controller
+// ownerReference to the job, so deleting the job deletes them (garbage collection).
+//
+// Thread-safety: pure functions. Failure: only the SSH key generation can fail (OpenSSL), with
+// an Internal Status naming the call.
+
+#include <string>
+
+#include "ringmaster/core/status.h"
+#include "ringmaster/kube/config_map.h"
+#include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/secret.h"
+#include "ringmaster/kube/service.h"
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::op {
+
+inline constexpr const char* kJobNameLabel = "ringmaster.dev/job-name";
+inline constexpr const char* kReplicaIndexLabel = "ringmaster.dev/replica-index";
+inline constexpr const char* kAttemptLabel = "ringmaster.dev/attempt";
+inline constexpr int32_t kRendezvousPort = 29500;
+inline constexpr int32_t kHealthPort = 8080;
+inline constexpr int32_t kDefaultMetricsPort = 9090;
+inline constexpr const char* kWorkerContainer = "worker";
+inline constexpr const char* kConfigMountPath = "/etc/ringmaster";
+inline constexpr const char* kSshMountPath = "/root/.ssh";
+
+std::string workerName(const std::string& job, int index);  // "<job>-worker-<index>"
+std::string configMapName(const std::string& job);          // "<job>-config"
+std::string secretName(const std::string& job);             // "<job>-ssh"
+// "<job>-worker-<index>.<job>.<namespace>.svc"
+std::string workerHost(const std::string& job, const std::string& ns, int index);
+
+// ownerReferences entry naming `job` as controller (blockOwnerDeletion true).
+kube::OwnerReference controllerRef(const kube::TrainingJob& job);
+// The controller ownerReference of `meta`, or nullptr.
+const kube::OwnerReference* controllerOf(const kube::ObjectMeta& meta);
+
+// The trainer's metrics port (spec.trainer.metricsPort, default kDefaultMetricsPort).
+int32_t metricsPort(const kube::TrainingJob& job);
+
+kube::Service buildService(const kube::TrainingJob& job);
+// trainer.yaml = spec.trainer as YAML with metricsPort filled in; hostfile in MPI mode.
+kube::ConfigMap buildConfigMap(const kube::TrainingJob& job);
+// MPI mode: the job's SSH identity, in the MPI Operator's shape (type kubernetes.io/ssh-auth,
+// keys ssh-privatekey (PEM "EC PRIVATE KEY", ECDSA P-521) and ssh-publickey (authorized_keys
+// line)). Fresh keys on every call.
+core::Result<kube::Secret> buildSecret(const kube::TrainingJob& job);
+// Worker pod `index` of attempt `attempt`.
+kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt);
+
+// spec.trainer as the YAML text trainer --config reads.
+std::string trainerYaml(const kube::TrainingJob& job);
+
+}  // namespace ringmaster::op
+
+namespace ringmaster::op {
+
+// A gang scheduler's PodGroup (unstructured: its CRD is not ours).
+struct PodGroupKind {
+  std::string group;    // "scheduling.volcano.sh" | "scheduling.x-k8s.io"
+  std::string version;  // "v1beta1" | "v1alpha1"
+  std::string plural;   // "podgroups"
+  std::string kind;     // "PodGroup"
+};
+// The PodGroup API that spec.schedulingPolicy.schedulerName asks for: one naming volcano, or
+// scheduler-plugins / coscheduling; nullopt for any other scheduler.
+std::optional<PodGroupKind> podGroupKindFor(const kube::TrainingJob& job);
+// PodGroup "<job>" with minMember = replicas, owned by the job.
+nlohmann::json buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind);
+
+}  // namespace ringmaster::op

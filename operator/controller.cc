@@ -1,0 +1,126 @@
+#include "operator/controller.h"
+
+#include <condition_variable>
+#include <thread>
+#include <vector>
+
+#include "operator/builders.h"
+#include "ringmaster/core/log.h"
+
+namespace ringmaster::op {
+
+Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kube::Clock& clock,
+                       ProgressSource& progress, OperatorMetrics* metrics, Options options)
+    : client_(client),
+      clock_(clock),
+      metrics_(metrics),
+      options_(std::move(options)),
+      queue_(clock) {
+  kube::Watcher<kube::TrainingJob>::Options job_options;
+  job_options.poll = options_.informer_poll;
+  kube::Reflector<kube::TrainingJob>::Handler job_notify;
+  job_notify.relisted = [this](std::vector<kube::TrainingJob> items) {
+    for (const kube::TrainingJob& job : items) queue_.add(kube::objectKey(job));
+    jobs_synced_ = true;
+  };
+  job_notify.event = [this](const kube::WatchEvent<kube::TrainingJob>& e) {
+    queue_.add(kube::objectKey(e.object));
+  };
+  jobs_ = std::make_unique<kube::Reflector<kube::TrainingJob>>(
+      kube::ResourceClient<kube::TrainingJob>(client_, trainingJobsResource(),
+                                              options_.namespace_name),
+      job_options, job_notify);
+  pods_ = makeOwnedInformer<kube::Pod>(podsResource(), pods_synced_);
+  services_ = makeOwnedInformer<kube::Service>(servicesResource(), services_synced_);
+  config_maps_ = makeOwnedInformer<kube::ConfigMap>(configMapsResource(), config_maps_synced_);
+  secrets_ = makeOwnedInformer<kube::Secret>(secretsResource(), secrets_synced_);
+  Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store(),
+                  secrets_->store()};
+  reconciler_ = std::make_unique<Reconciler>(client_, listers, events, clock_, progress, metrics_,
+                                             options_.reconciler);
+}
+
+Controller::~Controller() = default;
+
+template <class T>
+std::unique_ptr<kube::Reflector<T>> Controller::makeOwnedInformer(const kube::ResourceType& type,
+                                                                  std::atomic<bool>& synced) {
+  typename kube::Watcher<T>::Options options;
+  options.label_selector = kJobNameLabel;  // only the operator's children
+  options.poll = options_.informer_poll;
+  typename kube::Reflector<T>::Handler notify;
+  notify.relisted = [this, &synced](std::vector<T> items) {
+    for (const T& item : items) enqueueOwner(item.metadata);
+    synced = true;
+  };
+  notify.event = [this](const kube::WatchEvent<T>& e) { enqueueOwner(e.object.metadata); };
+  return std::make_unique<kube::Reflector<T>>(
+      kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify);
+}
+
+void Controller::enqueueOwner(const kube::ObjectMeta& meta) {
+  const kube::OwnerReference* owner = controllerOf(meta);
+  if (owner == nullptr || owner->kind != kube::TrainingJob::kKind ||
+      owner->api_version.rfind("ringmaster.dev/", 0) != 0) {
+    return;
+  }
+  queue_.add(meta.namespace_name + "/" + owner->name);
+}
+
+bool Controller::synced() const {
+  return jobs_synced_ && pods_synced_ && services_synced_ && config_maps_synced_ && secrets_synced_;
+}
+
+void Controller::worker() {
+  while (std::optional<std::string> key = queue_.get()) {
+    const auto start = std::chrono::steady_clock::now();
+    core::Result<Action> action = reconciler_->reconcile(*key);
+    if (metrics_ != nullptr) {
+      metrics_->reconciled(std::chrono::steady_clock::now() - start, action.ok());
+      metrics_->workqueueDepth(queue_.len());
+    }
+    if (!action.ok()) {
+      RM_LOG(WARN, RECONCILE) << "reconcile " << *key
+                              << " failed, retrying with backoff: " << action.status().toString();
+      queue_.addRateLimited(*key);
+    } else {
+      queue_.forget(*key);
+      if (action->requeue_after) queue_.addAfter(*key, *action->requeue_after);
+    }
+    queue_.done(*key);
+  }
+}
+
+void Controller::run(std::stop_token stop) {
+  RM_LOG(INFO, RECONCILE) << "controller starting: namespace "
+                          << (options_.namespace_name.empty() ? "(all)" : options_.namespace_name)
+                          << ", " << options_.workers << " workers";
+  std::vector<std::jthread> informers;
+  informers.emplace_back([this](std::stop_token s) { jobs_->run(s); });
+  informers.emplace_back([this](std::stop_token s) { pods_->run(s); });
+  informers.emplace_back([this](std::stop_token s) { services_->run(s); });
+  informers.emplace_back([this](std::stop_token s) { config_maps_->run(s); });
+  informers.emplace_back([this](std::stop_token s) { secrets_->run(s); });
+
+  // Wait for the caches before acting on them.
+  std::mutex mu;
+  std::condition_variable_any cv;
+  while (!stop.stop_requested() && !synced()) {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, stop, std::chrono::milliseconds(50), [] { return false; });
+  }
+  if (!stop.stop_requested()) RM_LOG(INFO, RECONCILE) << "caches synced; workers start";
+  std::stop_callback on_stop(stop, [this] { queue_.shutDown(); });
+  std::vector<std::jthread> workers;
+  if (!stop.stop_requested()) {
+    for (int i = 0; i < std::max(1, options_.workers); ++i) {
+      workers.emplace_back([this] { worker(); });
+    }
+  }
+  for (std::jthread& w : workers) w.join();
+  for (std::jthread& i : informers) i.request_stop();
+  for (std::jthread& i : informers) i.join();
+  RM_LOG(INFO, RECONCILE) << "controller stopped";
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,48 @@
+#pragma once
+// Training progress read from rank 0's trainer: HTTP GET http://<pod IP>:<metrics port>/metrics
+// and the ringmaster_trainer_* gauges of the Prometheus text format (trainer/trainer_metrics.cc):
+//   ringmaster_trainer_epoch                                   -> epoch
+//   ringmaster_trainer_steps_total                             -> step
+//   ringmaster_trainer_loss                                    -> loss
+//   ringmaster_trainer_samples_per_second                      -> samplesPerSecond
+//   ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second -> allreduceBusBandwidth
+// ProgressSource is the seam: the reconciler reads through it and tests fake it.
+//
+// Thread-safety: parsePrometheusText is pure; HttpProgressSource::read may be called from many
+// threads at once (one connection per call). Failure: read() returns Unavailable naming the
+// address on connect/timeout/HTTP errors; a body without any trainer metric is NotFound.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ringmaster/core/status.h"
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::op {
+
+class ProgressSource {
+ public:
+  virtual ~ProgressSource() = default;
+  virtual core::Result<kube::TrainingProgress> read(const std::string& host, int port) = 0;
+};
+
+// The trainer metrics found in `text` (absent ones stay unset); NotFound when there are none.
+core::Result<kube::TrainingProgress> parsePrometheusText(std::string_view text);
+
+class HttpProgressSource : public ProgressSource {
+ public:
+  explicit HttpProgressSource(std::chrono::milliseconds timeout = std::chrono::seconds(1))
+      : timeout_(timeout) {}
+  core::Result<kube::TrainingProgress> read(const std::string& host, int port) override;
+
+ private:
+  std::chrono::milliseconds timeout_;
+};
+
+// A minimal HTTP/1.0 GET with a deadline (no TLS, no redirects): the body of a 200 answer.
+core::Result<std::string> httpGet(const std::string& host, int port, const std::string& path,
+                                  std::chrono::milliseconds timeout);
+
+}  // namespace ringmaster::op

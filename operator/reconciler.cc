@@ -1,0 +1,591 @@
+#include "operator/reconciler.h"
+
+#include <algorithm>
+
+#include "operator/builders.h"
+#include "operator/status.h"
+#include "ringmaster/core/log.h"
+
+namespace ringmaster::op {
+
+using std::chrono::milliseconds;
+
+const kube::ResourceType& trainingJobsResource() {
+  static const kube::ResourceType kType{"ringmaster.dev", "v1alpha1", "trainingjobs", true};
+  return kType;
+}
+const kube::ResourceType& podsResource() {
+  static const kube::ResourceType kType{"", "v1", "pods", true};
+  return kType;
+}
+const kube::ResourceType& servicesResource() {
+  static const kube::ResourceType kType{"", "v1", "services", true};
+  return kType;
+}
+const kube::ResourceType& configMapsResource() {
+  static const kube::ResourceType kType{"", "v1", "configmaps", true};
+  return kType;
+}
+const kube::ResourceType& secretsResource() {
+  static const kube::ResourceType kType{"", "v1", "secrets", true};
+  return kType;
+}
+
+struct Reconciler::Pass {
+  std::string key;
+  std::string ns;
+  std::string name;
+  kube::TrainingJob original;  // as cached
+  kube::TrainingJob job;       // spec defaulted once valid
+  kube::TrainingJobStatus status;
+  kube::Time now;
+  int64_t generation = 0;
+  int attempt = 0;
+  std::vector<std::shared_ptr<const kube::Pod>> pods;  // ours, by replica index
+  std::vector<std::shared_ptr<const kube::Pod>> foreign;
+  bool release_pods = false;  // delete every pod once the status is written
+};
+
+namespace {
+
+bool terminating(const kube::Pod& pod) { return pod.metadata.deletion_timestamp.has_value(); }
+bool anyPod(const kube::Pod&) { return true; }
+bool unfinishedPod(const kube::Pod& pod) { return !podFinished(pod); }
+
+milliseconds until(kube::Time now, kube::Time due) {
+  return std::max(milliseconds(0),
+                  std::chrono::duration_cast<milliseconds>(due.timePoint() - now.timePoint()));
+}
+
+kube::Time plusSeconds(kube::Time t, int64_t seconds) {
+  return kube::Time::fromUnixSeconds(t.unixSeconds() + seconds);
+}
+
+template <class T>
+bool ownedBy(const T& object, const kube::TrainingJob& job) {
+  const kube::OwnerReference* ref = controllerOf(object.metadata);
+  return ref != nullptr && ref->uid == job.metadata.uid;
+}
+
+void minDelay(std::optional<milliseconds>& current, milliseconds d) {
+  if (!current || d < *current) current = d;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(kube::ApiClient& client, Listers listers, kube::EventRecorder& events,
+                       kube::Clock& clock, ProgressSource& progress, OperatorMetrics* metrics,
+                       Options options)
+    : client_(client),
+      listers_(std::move(listers)),
+      events_(events),
+      clock_(clock),
+      progress_(progress),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+core::Result<Action> Reconciler::reconcile(const std::string& key) {
+  std::shared_ptr<const kube::TrainingJob> cached = listers_.jobs->get(key);
+  if (!cached) {
+    // Deleted: garbage collection removes the children through their ownerReferences.
+    std::lock_guard lock(mu_);
+    expectations_.erase(key);
+    return Action::done();
+  }
+  if (cached->metadata.deletion_timestamp) return Action::done();
+  Pass p;
+  p.key = key;
+  p.ns = cached->metadata.namespace_name;
+  p.name = cached->metadata.name;
+  p.original = *cached;
+  p.job = *cached;
+  p.status = cached->status;
+  p.now = kube::Time(clock_.wallNow());
+  p.generation = cached->metadata.generation.value_or(0);
+
+  core::Result<Action> result = Action::done();
+  if (isFinished(p.status)) {
+    p.job.spec = withDefaults(p.job.spec, options_.validate);
+    result = finished(p);
+  } else {
+    core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(p.job, options_.validate);
+    if (!spec.ok()) {
+      fail(p, "InvalidSpec", spec.status().message());
+    } else {
+      p.job.spec = std::move(spec).value();
+      result = active(p);
+    }
+  }
+  RM_RETURN_IF_ERROR(writeStatus(p));
+  if (p.release_pods) {
+    RM_RETURN_IF_ERROR(deletePods(p, anyPod, "gang released"));
+  }
+  return result;
+}
+
+core::Result<Action> Reconciler::finished(Pass& p) {
+  const int replicas = std::max(0, p.job.spec.replicas.value_or(0));
+  p.pods.assign(static_cast<size_t>(std::min(replicas, kMaxWorldSize)), nullptr);
+  for (size_t i = 0; i < p.pods.size(); ++i) {
+    auto pod = listers_.pods->get(p.ns, workerName(p.name, static_cast<int>(i)));
+    if (pod && ownedBy(*pod, p.job)) p.pods[i] = pod;
+  }
+  const std::string policy = p.job.spec.clean_pod_policy.value_or("Running");
+  if (policy == "All") {
+    RM_RETURN_IF_ERROR(deletePods(p, anyPod, "job finished, cleanPodPolicy All"));
+  } else if (policy == "Running") {
+    RM_RETURN_IF_ERROR(deletePods(p, unfinishedPod, "job finished, cleanPodPolicy Running"));
+  }
+  if (p.job.spec.ttl_seconds_after_finished && p.status.completion_time) {
+    kube::Time due = plusSeconds(*p.status.completion_time, *p.job.spec.ttl_seconds_after_finished);
+    if (p.now < due) return Action::requeueAfter(until(p.now, due));
+    kube::ResourceClient<kube::TrainingJob> jobs(client_, trainingJobsResource(), p.ns);
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";
+    kube::ApiResult<kube::NoContent> deleted = jobs.remove(p.name, options);
+    if (!deleted.ok() && !deleted.error().isNotFound()) {
+      return deleted.status().withContext("job " + p.key +
+                                          ": delete after ttlSecondsAfterFinished");
+    }
+    RM_LOG(INFO, RECONCILE) << "job " << p.key << ": deleted "
+                            << *p.job.spec.ttl_seconds_after_finished
+                            << " s after it finished (ttlSecondsAfterFinished)";
+  }
+  return Action::done();
+}
+
+core::Result<Action> Reconciler::active(Pass& p) {
+  const kube::TrainingJobSpec& spec = p.job.spec;
+  const int replicas = *spec.replicas;
+  p.attempt = p.status.restarts.value_or(0);
+  if (!p.status.restarts) p.status.restarts = 0;
+  p.pods.assign(static_cast<size_t>(replicas), nullptr);
+  for (int i = 0; i < replicas; ++i) {
+    auto pod = listers_.pods->get(p.ns, workerName(p.name, i));
+    if (!pod) continue;
+    if (ownedBy(*pod, p.job)) {
+      p.pods[static_cast<size_t>(i)] = pod;
+    } else {
+      p.foreign.push_back(pod);
+    }
+  }
+
+  if (spec.suspend.value_or(false)) {
+    RM_RETURN_IF_ERROR(deletePods(p, anyPod, "job suspended"));
+    setCondition(p.status, kSuspended, true, "JobSuspended",
+                 "the job is suspended: its pods are deleted, its status kept", p.generation,
+                 p.now);
+    if (findCondition(p.status, kRunning) != nullptr) {
+      setCondition(p.status, kRunning, false, "JobSuspended", "the job is suspended", p.generation,
+                   p.now);
+    }
+    return Action::done();
+  }
+  if (isTrue(p.status, kSuspended)) {
+    setCondition(p.status, kSuspended, false, "JobResumed", "the job was resumed", p.generation,
+                 p.now);
+  }
+
+  std::optional<milliseconds> requeue;
+  if (spec.active_deadline_seconds && p.status.start_time) {
+    kube::Time due = plusSeconds(*p.status.start_time, *spec.active_deadline_seconds);
+    if (p.now >= due) {
+      fail(p, "DeadlineExceeded",
+           "the job ran longer than activeDeadlineSeconds (" +
+               std::to_string(*spec.active_deadline_seconds) + " s)");
+      return Action::requeueAfter(milliseconds(0));
+    }
+    minDelay(requeue, until(p.now, due));
+  }
+
+  // Prunes the expectations with what the cache shows, on every pass.
+  const bool expectations_met = expectationsSatisfied(p.key, p);
+  if (!p.foreign.empty()) return refused(p, "pod " + p.foreign.front()->metadata.name);
+  RM_RETURN_IF_ERROR(ensureService(p));
+  RM_RETURN_IF_ERROR(ensureConfigMap(p));
+  if (spec.launcher == "mpi") RM_RETURN_IF_ERROR(ensureSecret(p));
+
+  // Pods of the current attempt; anything else (older attempt, being deleted) is stale.
+  std::vector<const kube::Pod*> current(static_cast<size_t>(replicas), nullptr);
+  bool stale = false;
+  for (int i = 0; i < replicas; ++i) {
+    const kube::Pod* pod = p.pods[static_cast<size_t>(i)].get();
+    if (pod == nullptr) continue;
+    if (attemptOf(*pod) == p.attempt && !terminating(*pod)) {
+      current[static_cast<size_t>(i)] = pod;
+    } else {
+      stale = true;
+    }
+  }
+  if (stale) {
+    const int attempt = p.attempt;
+    RM_RETURN_IF_ERROR(deletePods(
+        p, [attempt](const kube::Pod& pod) { return attemptOf(pod) != attempt; },
+        "left from an older attempt"));
+  }
+
+  // A failed rank fails or restarts the whole gang.
+  for (int i = 0; i < replicas; ++i) {
+    const kube::Pod* pod = current[static_cast<size_t>(i)];
+    if (pod == nullptr || pod->status.phase != "Failed") continue;
+    std::optional<int32_t> code = exitCodeOf(*pod);
+    std::string what = "pod " + pod->metadata.name + " (replica " + std::to_string(i) + ") failed";
+    if (code) {
+      what += " with exit code " + std::to_string(*code);
+    } else if (!pod->status.reason.empty()) {
+      what += " (" + pod->status.reason + ")";
+    }
+    const std::string& policy = *spec.restart_policy;
+    if (policy == "Never") {
+      fail(p, "RankFailed", what + "; restartPolicy is Never");
+    } else if (policy == "ExitCode" && code && *code >= 1 && *code <= 127) {
+      fail(p, "RankFailed", what + "; exit codes 1-127 are permanent under restartPolicy ExitCode");
+    } else if (p.attempt >= *spec.backoff_limit) {
+      fail(p, "BackoffLimitExceeded",
+           what + "; the gang was restarted " + std::to_string(p.attempt) +
+               " times (backoffLimit " + std::to_string(*spec.backoff_limit) + ")");
+    } else {
+      gangRestart(p, "RankFailed",
+                  what + "; restarting all " + std::to_string(replicas) + " pods as attempt " +
+                      std::to_string(p.attempt + 1),
+                  true);
+    }
+    return Action::requeueAfter(milliseconds(0));
+  }
+
+  const bool all_succeeded = std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) {
+    return pod != nullptr && pod->status.phase == "Succeeded";
+  });
+  if (all_succeeded) {
+    observePods(p.job, current, p.now, p.status);
+    setCondition(p.status, kSucceeded, true, "AllRanksSucceeded",
+                 "all " + std::to_string(replicas) + " worker pods succeeded", p.generation, p.now);
+    setCondition(p.status, kRunning, false, "JobSucceeded", "the job succeeded", p.generation,
+                 p.now);
+    p.status.completion_time = p.now;
+    p.status.phase = phaseOf(p.status);
+    return Action::requeueAfter(milliseconds(0));  // cleanPodPolicy, ttl
+  }
+
+  std::vector<int> missing;
+  for (int i = 0; i < replicas; ++i) {
+    if (p.pods[static_cast<size_t>(i)] == nullptr) missing.push_back(i);
+  }
+  bool have_pod_group = false;
+  if (!missing.empty()) {
+    std::optional<milliseconds> wait;
+    if (stale) {
+      wait = milliseconds(1'000);  // the old attempt's pods must be gone first (their names)
+    } else if (const kube::Condition* r = findCondition(p.status, kRestarting);
+               r != nullptr && r->status == "True" && r->reason == "Unschedulable" &&
+               p.status.last_restart_time) {
+      int retries = std::max(1, p.status.schedule_retries.value_or(1));
+      auto backoff = options_.unschedulable_backoff * (int64_t{1} << std::min(retries - 1, 20));
+      backoff = std::min<std::chrono::seconds>(backoff, options_.max_unschedulable_backoff);
+      kube::Time due = plusSeconds(*p.status.last_restart_time, backoff.count());
+      if (p.now < due) wait = until(p.now, due);
+    }
+    if (!wait && !expectations_met) wait = milliseconds(1'000);
+    if (wait) {
+      minDelay(requeue, *wait);
+    } else {
+      RM_RETURN_IF_ERROR(ensurePodGroup(p, have_pod_group));
+      RM_RETURN_IF_ERROR(createPods(p, missing));
+      if (!p.status.start_time) p.status.start_time = p.now;
+      minDelay(requeue, milliseconds(1'000));
+    }
+  } else {
+    have_pod_group = podGroupServed(p.job);
+  }
+
+  // Gang scheduling without a gang scheduler: all pods scheduled in time, or none held.
+  const bool all_exist =
+      std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) { return pod; });
+  if (all_exist && !have_pod_group) {
+    int scheduled = 0;
+    std::optional<kube::Time> oldest;
+    for (const kube::Pod* pod : current) {
+      if (podScheduled(*pod) || podFinished(*pod)) ++scheduled;
+      if (pod->metadata.creation_timestamp &&
+          (!oldest || *pod->metadata.creation_timestamp < *oldest)) {
+        oldest = pod->metadata.creation_timestamp;
+      }
+    }
+    if (scheduled < replicas && oldest) {
+      const int timeout = spec.scheduling_policy->schedule_timeout_seconds.value_or(300);
+      kube::Time due = plusSeconds(*oldest, timeout);
+      if (p.now >= due) {
+        const int retries = p.status.schedule_retries.value_or(0) + 1;
+        p.status.schedule_retries = retries;
+        gangRestart(p, "Unschedulable",
+                    std::to_string(scheduled) + "/" + std::to_string(replicas) +
+                        " pods scheduled within scheduleTimeoutSeconds (" +
+                        std::to_string(timeout) + " s): released the gang, retry " +
+                        std::to_string(retries) + " after backoff",
+                    false);
+        return Action::requeueAfter(milliseconds(1'000));
+      }
+      minDelay(requeue, until(p.now, due));
+    }
+  }
+
+  observePods(p.job, current, p.now, p.status);
+  const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
+  if (options_.read_progress && rank0 != nullptr && rank0->status.phase == "Running" &&
+      !rank0->status.pod_ip.empty()) {
+    core::Result<kube::TrainingProgress> progress =
+        progress_.read(rank0->status.pod_ip, metricsPort(p.job));
+    if (progress.ok()) {
+      p.status.progress = *progress;
+    } else {
+      RM_LOG(DEBUG, RECONCILE) << "job " << p.key << ": progress: " << progress.status().toString();
+    }
+    minDelay(requeue, options_.progress_interval);
+  }
+  return requeue ? Action::requeueAfter(*requeue) : Action::done();
+}
+
+core::Status Reconciler::refused(Pass& p, const std::string& what) {
+  const std::string message =
+      what + " exists and is not controlled by this TrainingJob; not adopting it";
+  RM_LOG(WARN, RECONCILE) << "job " << p.key << ": " << message;
+  core::Status s = events_.record(p.original, kube::kEventWarning, "NotOwned", message);
+  if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
+  return core::Status(core::Code::kAlreadyExists, "job " + p.key + ": " + message);
+}
+
+// Creates `object`; AlreadyExists is success only when the existing object is ours (the caches
+// hold labelled objects only, so a stranger with our name shows up here first).
+template <class T>
+core::Status Reconciler::createOwned(Pass& p, const kube::ResourceType& type, const T& object,
+                                     const std::string& what) {
+  kube::ResourceClient<T> client(client_, type, p.ns);
+  kube::ApiResult<T> created = client.create(object);
+  if (created.ok()) return core::Status::Ok();
+  if (!created.error().isAlreadyExists()) {
+    return created.status().withContext("job " + p.key + ": create " + what);
+  }
+  kube::ApiResult<T> existing = client.get(object.metadata.name);
+  if (!existing.ok()) {
+    if (existing.error().isNotFound()) return core::Status::Ok();  // gone again: next pass
+    return existing.status().withContext("job " + p.key + ": get " + what);
+  }
+  return ownedBy(*existing, p.job) ? core::Status::Ok() : refused(p, what);
+}
+
+core::Status Reconciler::ensureService(Pass& p) {
+  if (auto svc = listers_.services->get(p.ns, p.name)) {
+    return ownedBy(*svc, p.job) ? core::Status::Ok() : refused(p, "service " + p.name);
+  }
+  return createOwned(p, servicesResource(), buildService(p.job), "service " + p.name);
+}
+
+core::Status Reconciler::ensureConfigMap(Pass& p) {
+  const std::string name = configMapName(p.name);
+  if (auto cm = listers_.config_maps->get(p.ns, name)) {
+    return ownedBy(*cm, p.job) ? core::Status::Ok() : refused(p, "configmap " + name);
+  }
+  return createOwned(p, configMapsResource(), buildConfigMap(p.job), "configmap " + name);
+}
+
+core::Status Reconciler::ensureSecret(Pass& p) {
+  const std::string name = secretName(p.name);
+  if (auto secret = listers_.secrets->get(p.ns, name)) {
+    return ownedBy(*secret, p.job) ? core::Status::Ok() : refused(p, "secret " + name);
+  }
+  RM_ASSIGN_OR_RETURN(kube::Secret secret, buildSecret(p.job));
+  return createOwned(p, secretsResource(), secret, "secret " + name);
+}
+
+bool Reconciler::podGroupServed(const kube::TrainingJob& job) {
+  std::optional<PodGroupKind> kind = podGroupKindFor(job);
+  if (!kind) return false;
+  std::lock_guard lock(mu_);
+  auto it = api_exists_.find(kind->group + "/" + kind->version);
+  return it != api_exists_.end() && it->second.value_or(false);
+}
+
+core::Status Reconciler::ensurePodGroup(Pass& p, bool& created) {
+  created = false;
+  std::optional<PodGroupKind> kind = podGroupKindFor(p.job);
+  if (!kind) return core::Status::Ok();
+  const std::string group_version = kind->group + "/" + kind->version;
+  std::optional<bool> exists;
+  {
+    std::lock_guard lock(mu_);
+    exists = api_exists_[group_version];
+  }
+  if (!exists) {
+    kube::ApiRequest request;
+    request.path = "/apis/" + group_version;
+    request.timeout = std::chrono::seconds(10);
+    core::Result<kube::ApiResponse> response = client_.request(request);
+    if (!response.ok()) return response.status().withContext("discovery of " + group_version);
+    if (response->status_code != 200 && response->status_code != 404) {
+      return core::unavailable("discovery of " + group_version + ": HTTP " +
+                               std::to_string(response->status_code));
+    }
+    exists = response->status_code == 200;
+    std::lock_guard lock(mu_);
+    api_exists_[group_version] = exists;
+  }
+  if (!*exists) {
+    if (!p.status.start_time) {
+      const std::string message = "schedulerName " + *p.job.spec.scheduling_policy->scheduler_name +
+                                  " needs " + group_version +
+                                  " PodGroups, which this cluster does not serve; the operator "
+                                  "enforces scheduleTimeoutSeconds itself";
+      RM_LOG(WARN, RECONCILE) << "job " << p.key << ": " << message;
+      core::Status s =
+          events_.record(p.original, kube::kEventWarning, "PodGroupUnavailable", message);
+      if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
+    }
+    return core::Status::Ok();
+  }
+  kube::ApiRequest request;
+  request.verb = kube::Verb::kPost;
+  request.path = "/apis/" + group_version + "/namespaces/" + p.ns + "/" + kind->plural;
+  request.body = kube::dumpJson(buildPodGroup(p.job, *kind));
+  kube::ApiResult<kube::ApiResponse> response = kube::callApi(client_, request);
+  if (!response.ok() && !response.error().isAlreadyExists()) {
+    return response.status().withContext("job " + p.key + ": create PodGroup");
+  }
+  created = true;
+  return core::Status::Ok();
+}
+
+core::Status Reconciler::deletePods(Pass& p, const std::function<bool(const kube::Pod&)>& which,
+                                    const std::string& why) {
+  kube::ResourceClient<kube::Pod> pods(client_, podsResource(), p.ns);
+  for (const auto& pod : p.pods) {
+    if (!pod || terminating(*pod) || !which(*pod)) continue;
+    kube::ApiResult<kube::NoContent> deleted = pods.remove(pod->metadata.name);
+    if (!deleted.ok() && !deleted.error().isNotFound()) {
+      return deleted.status().withContext("job " + p.key + ": delete pod " + pod->metadata.name);
+    }
+    RM_LOG(INFO, RECONCILE) << "job " << p.key << ": deleted pod " << pod->metadata.name << " ("
+                            << why << ")";
+    std::lock_guard lock(mu_);
+    auto it = expectations_.find(p.key);
+    if (it != expectations_.end()) it->second.names.erase(pod->metadata.name);
+  }
+  return core::Status::Ok();
+}
+
+core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
+  std::vector<std::string> created;
+  core::Status first_error;
+  for (int i : indices) {
+    const std::string name = workerName(p.name, i);
+    core::Status s =
+        createOwned(p, podsResource(), buildWorkerPod(p.job, i, p.attempt), "pod " + name);
+    if (s.ok()) {
+      created.push_back(name);
+    } else if (first_error.ok()) {
+      first_error = s;
+    }
+  }
+  expectCreations(p.key, created);
+  if (!created.empty()) {
+    std::string message = "created pod" + std::string(created.size() > 1 ? "s " : " ");
+    message += created.size() > 1 ? created.front() + " .. " + created.back() : created.front();
+    message += " (attempt " + std::to_string(p.attempt) + ")";
+    RM_LOG(INFO, RECONCILE) << "job " << p.key << ": " << message;
+    core::Status s = events_.record(p.original, kube::kEventNormal, "CreatedPods", message);
+    if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
+  }
+  return first_error;
+}
+
+void Reconciler::gangRestart(Pass& p, const std::string& reason, const std::string& message,
+                             bool count_restart) {
+  if (count_restart) p.status.restarts = p.attempt + 1;
+  p.status.last_restart_time = p.now;
+  setCondition(p.status, kRestarting, true, reason, message, p.generation, p.now);
+  if (findCondition(p.status, kRunning) != nullptr) {
+    setCondition(p.status, kRunning, false, reason, message, p.generation, p.now);
+  }
+  p.status.phase = phaseOf(p.status);
+  p.release_pods = true;  // after the new attempt number is written
+}
+
+void Reconciler::fail(Pass& p, const std::string& reason, const std::string& message) {
+  setCondition(p.status, kFailed, true, reason, message, p.generation, p.now);
+  if (isTrue(p.status, kRunning)) {
+    setCondition(p.status, kRunning, false, "JobFailed", "the job failed", p.generation, p.now);
+  }
+  if (isTrue(p.status, kRestarting)) {
+    setCondition(p.status, kRestarting, false, "JobFailed", "the job failed", p.generation, p.now);
+  }
+  if (!p.status.completion_time) p.status.completion_time = p.now;
+  p.status.phase = phaseOf(p.status);
+}
+
+core::Status Reconciler::writeStatus(Pass& p) {
+  p.status.observed_generation = p.generation;
+  p.status.phase = phaseOf(p.status);
+  if (p.status == p.original.status) return core::Status::Ok();
+  kube::TrainingJob updated = p.original;
+  updated.status = p.status;
+  kube::ResourceClient<kube::TrainingJob> jobs(client_, trainingJobsResource(), p.ns);
+  kube::ApiResult<kube::TrainingJob> written = jobs.updateStatus(updated);
+  if (!written.ok()) return written.status().withContext("job " + p.key + ": write status");
+  recordTransitions(p);
+  return core::Status::Ok();
+}
+
+void Reconciler::recordTransitions(const Pass& p) {
+  for (const kube::Condition& c : p.status.conditions) {
+    const kube::Condition* old = findCondition(p.original.status, c.type);
+    const bool changed = old == nullptr || old->status != c.status || old->reason != c.reason;
+    if (!changed || (c.status != "True" && (old == nullptr || old->status != "True"))) continue;
+    const bool warning = c.status == "True" && (c.type == kFailed || c.type == kRestarting);
+    const std::string reason = c.reason.value_or(c.type);
+    const std::string message = c.type + " " + c.status + ": " + c.message.value_or("");
+    if (warning) {
+      RM_LOG(WARN, RECONCILE) << "job " << p.key << ": " << reason << ": " << message;
+    } else {
+      RM_LOG(INFO, RECONCILE) << "job " << p.key << ": " << reason << ": " << message;
+    }
+    core::Status s = events_.record(p.original, warning ? kube::kEventWarning : kube::kEventNormal,
+                                    reason, c.message.value_or(c.type));
+    if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
+    if (metrics_ != nullptr && c.status == "True") {
+      if (c.type == kCreated) metrics_->jobCreated();
+      if (c.type == kSucceeded) metrics_->jobSucceeded();
+      if (c.type == kFailed) metrics_->jobFailed();
+    }
+  }
+  if (metrics_ != nullptr &&
+      p.status.restarts.value_or(0) > p.original.status.restarts.value_or(0)) {
+    metrics_->jobRestarted();
+  }
+}
+
+bool Reconciler::expectationsSatisfied(const std::string& key, const Pass& p) {
+  std::lock_guard lock(mu_);
+  auto it = expectations_.find(key);
+  if (it == expectations_.end()) return true;
+  for (auto name = it->second.names.begin(); name != it->second.names.end();) {
+    name = listers_.pods->get(p.ns, *name) ? it->second.names.erase(name) : std::next(name);
+  }
+  if (it->second.names.empty() || clock_.now() >= it->second.deadline) {
+    if (!it->second.names.empty()) {
+      RM_LOG(WARN, RECONCILE) << "job " << key << ": " << it->second.names.size()
+                              << " created pods never appeared in the cache; creating again";
+    }
+    expectations_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void Reconciler::expectCreations(const std::string& key, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::lock_guard lock(mu_);
+  Expectation& e = expectations_[key];
+  e.names.insert(names.begin(), names.end());
+  e.deadline = clock_.now() + options_.expectations_timeout;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,136 @@
+#pragma once
+// Reconciler: one level-triggered pass over one TrainingJob, keyed "<namespace>/<name>"
+// (STYLE examples 9 and 11). It reads the world from informer caches (Listers), never from its
+// own memory, so a restarted operator continues where the last one stopped:
+//
+//   load job -> finished?  cleanPodPolicy, ttlSecondsAfterFinished
+//            -> defaultAndValidate (InvalidSpec -> Failed, nothing created)
+//            -> suspend (delete pods, keep status) | activeDeadlineSeconds
+//            -> ensure Service, ConfigMap, Secret (MPI), PodGroup (gang scheduler)
+//            -> gang restart on a failed rank per restartPolicy / backoffLimit
+//            -> create missing pods of the current attempt
+//            -> gang schedule timeout (release, Unschedulable, retry with backoff)
+//            -> observe pods + progress -> write status only if it changed -> Events
+//
+// Pods are named deterministically (<job>-worker-<i>) and AlreadyExists counts as success, so a
+// lagging cache can cost a wasted call but never a duplicate; expectations (pod names created
+// but not yet seen in the cache) skip even that. New pods are created only once no pod of an
+// older attempt is left, so a name is never reused while its old pod still exists. Objects
+// controlled by another owner are never adopted or touched (Warning Event, error).
+//
+// Ownership: borrows the ApiClient, EventRecorder, Clock, ProgressSource and metrics (all must
+// outlive it); shares the caches. Thread-safety: reconcile() may run on many threads at once for
+// different keys (the workqueue never hands one key to two workers); the expectations are
+// mutex-guarded. Failure: API errors are returned with context (the caller requeues with
+// backoff); spec errors are not errors but a Failed status.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "operator/operator_metrics.h"
+#include "operator/progress.h"
+#include "operator/validate.h"
+#include "ringmaster/core/status.h"
+#include "ringmaster/kube/api_client.h"
+#include "ringmaster/kube/clock.h"
+#include "ringmaster/kube/config_map.h"
+#include "ringmaster/kube/event_recorder.h"
+#include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/reflector.h"
+#include "ringmaster/kube/resource_client.h"
+#include "ringmaster/kube/secret.h"
+#include "ringmaster/kube/service.h"
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::op {
+
+// The resources the operator touches.
+const kube::ResourceType& trainingJobsResource();
+const kube::ResourceType& podsResource();
+const kube::ResourceType& servicesResource();
+const kube::ResourceType& configMapsResource();
+const kube::ResourceType& secretsResource();
+
+// Read-only informer caches.
+struct Listers {
+  std::shared_ptr<const kube::Store<kube::TrainingJob>> jobs;
+  std::shared_ptr<const kube::Store<kube::Pod>> pods;
+  std::shared_ptr<const kube::Store<kube::Service>> services;
+  std::shared_ptr<const kube::Store<kube::ConfigMap>> config_maps;
+  std::shared_ptr<const kube::Store<kube::Secret>> secrets;
+};
+
+// What the runner does after a successful reconcile.
+struct Action {
+  std::optional<std::chrono::milliseconds> requeue_after;  // nullopt: done until an event
+  static Action done() { return {}; }
+  static Action requeueAfter(std::chrono::milliseconds d) { return {d}; }
+  bool operator==(const Action&) const = default;
+};
+
+class Reconciler {
+ public:
+  struct Options {
+    ValidateOptions validate;
+    std::chrono::milliseconds progress_interval{5'000};  // status refresh while running
+    std::chrono::seconds expectations_timeout{300};
+    std::chrono::seconds unschedulable_backoff{10};  // doubles per retry
+    std::chrono::seconds max_unschedulable_backoff{300};
+    bool read_progress = true;
+  };
+
+  Reconciler(kube::ApiClient& client, Listers listers, kube::EventRecorder& events,
+             kube::Clock& clock, ProgressSource& progress, OperatorMetrics* metrics,
+             Options options);
+
+  core::Result<Action> reconcile(const std::string& key);
+
+ private:
+  struct Pass;  // the state of one reconcile (reconciler.cc)
+
+  core::Result<Action> finished(Pass& p);
+  core::Result<Action> active(Pass& p);
+  core::Status ensureService(Pass& p);
+  core::Status ensureConfigMap(Pass& p);
+  core::Status ensureSecret(Pass& p);
+  core::Status ensurePodGroup(Pass& p, bool& created);
+  core::Status deletePods(Pass& p, const std::function<bool(const kube::Pod&)>& which,
+                          const std::string& why);
+  bool podGroupServed(const kube::TrainingJob& job);
+  core::Status createPods(Pass& p, const std::vector<int>& indices);
+  void gangRestart(Pass& p, const std::string& reason, const std::string& message,
+                   bool count_restart);
+  void fail(Pass& p, const std::string& reason, const std::string& message);
+  core::Status writeStatus(Pass& p);
+  void recordTransitions(const Pass& p);
+  core::Status refused(Pass& p, const std::string& what);
+  template <class T>
+  core::Status createOwned(Pass& p, const kube::ResourceType& type, const T& object,
+                           const std::string& what);
+  bool expectationsSatisfied(const std::string& key, const Pass& p);
+  void expectCreations(const std::string& key, const std::vector<std::string>& names);
+
+  kube::ApiClient& client_;
+  Listers listers_;
+  kube::EventRecorder& events_;
+  kube::Clock& clock_;
+  ProgressSource& progress_;
+  OperatorMetrics* metrics_;
+  Options options_;
+
+  struct Expectation {
+    std::set<std::string> names;
+    kube::Clock::TimePoint deadline;
+  };
+  std::mutex mu_;
+  std::map<std::string, Expectation> expectations_;        // job key -> pods created, not yet seen
+  std::map<std::string, std::optional<bool>> api_exists_;  // "group/version" -> served?
+};
+
+}  // namespace ringmaster::op

@@ -1,0 +1,56 @@
+#pragma once
+// Status derivation (pure): what a TrainingJob's pods say about it, in the shape of its status.
+//   - conditions per Kubernetes conventions: one per type, lastTransitionTime kept while the
+//     status (True/False) is unchanged, observedGeneration = the generation it was computed from;
+//   - replicas {active, ready, succeeded, failed} of the current attempt, worldSize and the
+//     printer column world "<ready ranks>/<total ranks>";
+//   - Running is True only when every pod of the attempt is Ready, which the launcher reports
+//     once all ranks joined the rendezvous (not merely when the pods exist);
+//   - phase is the strongest true condition: Failed, Succeeded, Suspended, Running, Restarting,
+//     else Pending.
+// The reconciler decides the transitions (restart, fail, suspend); this file only observes and
+// records them.
+//
+// Thread-safety: pure functions. Failure: none.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::op {
+
+inline constexpr const char* kCreated = "Created";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kRestarting = "Restarting";
+inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kFailed = "Failed";
+inline constexpr const char* kSuspended = "Suspended";
+
+bool podReady(const kube::Pod& pod);      // condition Ready True
+bool podScheduled(const kube::Pod& pod);  // bound to a node or PodScheduled True
+bool podFinished(const kube::Pod& pod);   // phase Succeeded or Failed
+// The worker container's exit code when it terminated (falls back to any container).
+std::optional<int32_t> exitCodeOf(const kube::Pod& pod);
+// The attempt label of a worker pod (-1 when missing or malformed).
+int attemptOf(const kube::Pod& pod);
+
+const kube::Condition* findCondition(const kube::TrainingJobStatus& status, std::string_view type);
+bool isTrue(const kube::TrainingJobStatus& status, std::string_view type);
+bool isFinished(const kube::TrainingJobStatus& status);  // Succeeded or Failed is True
+
+// Sets condition `type`; keeps lastTransitionTime when its status does not change.
+void setCondition(kube::TrainingJobStatus& status, std::string_view type, bool value,
+                  std::string reason, std::string message, int64_t generation, kube::Time now);
+
+std::string phaseOf(const kube::TrainingJobStatus& status);
+
+// Replica counts, world, Created/Running (and Restarting cleared once Running) from the pods of
+// the current attempt (nullptr entries: missing pods). `job` is defaulted.
+void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod*>& pods,
+                 kube::Time now, kube::TrainingJobStatus& status);
+
+}  // namespace ringmaster::op

@@ -1,0 +1,193 @@
+#include "operator/builders.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "test_jobs.h"
+
+namespace ringmaster::op {
+namespace {
+
+using testing::defaulted;
+using testing::makeJob;
+
+std::map<std::string, std::string> plainEnv(const kube::Container& c) {
+  std::map<std::string, std::string> out;
+  for (const kube::EnvVar& e : c.env) {
+    if (e.value) out[e.name] = *e.value;
+    if (e.value_from && e.value_from->field_ref)
+      out[e.name] = "<" + e.value_from->field_ref->field_path + ">";
+  }
+  return out;
+}
+
+TEST(Builders, WorkerPodEnvCountsProcessesInWorldSize) {
+  kube::TrainingJob job = makeJob("fmnist", 3);
+  job.spec.procs_per_replica = 4;
+  job.metadata.namespace_name = "ml";
+  kube::Pod pod = buildWorkerPod(defaulted(job), 2, 5);
+  ASSERT_EQ(pod.spec.containers.size(), 1u);
+  std::map<std::string, std::string> env = plainEnv(pod.spec.containers[0]);
+  EXPECT_EQ(env["NODE_RANK"], "2");
+  EXPECT_EQ(env["WORLD_SIZE"], "12");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "4");
+  EXPECT_EQ(env["NNODES"], "3");
+  EXPECT_EQ(env["MASTER_ADDR"], "fmnist-worker-0.fmnist.ml.svc");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_EQ(env["RINGMASTER_JOB"], "fmnist");
+  EXPECT_EQ(env["RINGMASTER_ATTEMPT"], "5");
+  EXPECT_EQ(env["RINGMASTER_BACKEND"], "auto");
+  EXPECT_EQ(env["POD_IP"], "<status.podIP>");
+  EXPECT_EQ(env["POD_NAME"], "<metadata.name>");
+  EXPECT_EQ(env.count("RINGMASTER_LAUNCHER_MODE"), 0u);
+}
+
+TEST(Builders, WorkerPodHasStableDnsLabelsAndAControllerOwner) {
+  kube::TrainingJob job = defaulted(makeJob("fmnist", 2));
+  kube::Pod pod = buildWorkerPod(job, 1, 0);
+  EXPECT_EQ(pod.metadata.name, "fmnist-worker-1");
+  EXPECT_EQ(pod.metadata.namespace_name, "default");
+  EXPECT_EQ(pod.spec.hostname, "fmnist-worker-1");
+  EXPECT_EQ(pod.spec.subdomain, "fmnist");
+  EXPECT_EQ(pod.spec.restart_policy, "Never");
+  EXPECT_EQ(pod.metadata.labels.at(kJobNameLabel), "fmnist");
+  EXPECT_EQ(pod.metadata.labels.at(kReplicaIndexLabel), "1");
+  EXPECT_EQ(pod.metadata.labels.at(kAttemptLabel), "0");
+  ASSERT_EQ(pod.metadata.owner_references.size(), 1u);
+  const kube::OwnerReference& owner = pod.metadata.owner_references[0];
+  EXPECT_EQ(owner.api_version, "ringmaster.dev/v1alpha1");
+  EXPECT_EQ(owner.kind, "TrainingJob");
+  EXPECT_EQ(owner.name, "fmnist");
+  EXPECT_EQ(owner.uid, job.metadata.uid);
+  EXPECT_EQ(owner.controller, true);
+  EXPECT_EQ(owner.block_owner_deletion, true);
+}
+
+TEST(Builders, WorkerPodRunsTheLauncherWithTheConfigMounted) {
+  kube::TrainingJob job = makeJob();
+  job.spec.resources = kube::ResourceRequirements{};
+  job.spec.resources->limits.emplace("nvidia.com/gpu", *kube::Quantity::parse("1"));
+  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0);
+  const kube::Container& c = pod.spec.containers[0];
+  EXPECT_EQ(c.name, "worker");
+  EXPECT_EQ(c.image, "ringmaster/trainer:0.1.0");
+  EXPECT_EQ(c.command, std::vector<std::string>{"ringmaster-launcher"});
+  EXPECT_EQ(c.args, std::vector<std::string>{"--trainer-config=/etc/ringmaster/trainer.yaml"});
+  ASSERT_FALSE(c.volume_mounts.empty());
+  EXPECT_EQ(c.volume_mounts[0].name, "config");
+  EXPECT_EQ(c.volume_mounts[0].mount_path, "/etc/ringmaster");
+  ASSERT_FALSE(pod.spec.volumes.empty());
+  EXPECT_EQ(pod.spec.volumes[0].config_map->name, "fmnist-config");
+  ASSERT_TRUE(c.resources.has_value());
+  EXPECT_EQ(c.resources->limits.at("nvidia.com/gpu").value(), 1);
+  ASSERT_TRUE(c.readiness_probe && c.readiness_probe->http_get);
+  EXPECT_EQ(c.readiness_probe->http_get->path, "/readyz");
+  EXPECT_EQ(c.readiness_probe->http_get->port, kube::IntOrString(8080));
+  EXPECT_EQ(c.readiness_probe->period_seconds, 1);
+}
+
+TEST(Builders, UserCommandGoesAfterADoubleDash) {
+  kube::TrainingJob job = makeJob();
+  job.spec.command = {"python3", "train.py"};
+  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0);
+  EXPECT_EQ(pod.spec.containers[0].args, (std::vector<std::string>{"--", "python3", "train.py"}));
+}
+
+TEST(Builders, UserVolumesAndEnvArePassedThrough) {
+  kube::TrainingJob job = makeJob();
+  kube::Volume ckpt;
+  ckpt.name = "ckpt";
+  ckpt.persistent_volume_claim = kube::PersistentVolumeClaimVolumeSource{};
+  ckpt.persistent_volume_claim->claim_name = "fmnist-ckpt";
+  job.spec.volumes.push_back(ckpt);
+  kube::VolumeMount mount;
+  mount.name = "ckpt";
+  mount.mount_path = "/ckpt";
+  job.spec.volume_mounts.push_back(mount);
+  job.spec.env.push_back(kube::EnvVar{"OMP_NUM_THREADS", "1", {}, {}});
+  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0);
+  ASSERT_EQ(pod.spec.volumes.size(), 2u);
+  EXPECT_EQ(pod.spec.volumes[1], ckpt);
+  EXPECT_EQ(pod.spec.containers[0].volume_mounts.back(), mount);
+  EXPECT_EQ(plainEnv(pod.spec.containers[0])["OMP_NUM_THREADS"], "1");
+}
+
+TEST(Builders, HeadlessServicePublishesNotReadyAddresses) {
+  kube::Service svc = buildService(defaulted(makeJob()));
+  EXPECT_EQ(svc.metadata.name, "fmnist");
+  EXPECT_EQ(svc.spec.cluster_ip, "None");
+  EXPECT_EQ(svc.spec.publish_not_ready_addresses, true);
+  EXPECT_EQ(svc.spec.selector, (std::map<std::string, std::string>{{kJobNameLabel, "fmnist"}}));
+  ASSERT_EQ(svc.spec.ports.size(), 1u);
+  EXPECT_EQ(svc.spec.ports[0].name, "rendezvous");
+  EXPECT_EQ(svc.spec.ports[0].port, 29500);
+  EXPECT_EQ(svc.metadata.owner_references.at(0).controller, true);
+}
+
+TEST(Builders, ConfigMapHoldsTheTrainerSpecAsYaml) {
+  kube::TrainingJob job = makeJob();
+  job.spec.trainer = kube::TrainerSpec{};
+  job.spec.trainer->epochs = 5;
+  job.spec.trainer->model = kube::ModelSpec{};
+  job.spec.trainer->model->type = "mlp";
+  job.spec.trainer->model->hidden = {512, 512};
+  job.spec.trainer->optimizer = kube::OptimizerSpec{};
+  job.spec.trainer->optimizer->learning_rate = 0.1;
+  kube::ConfigMap cm = buildConfigMap(defaulted(job));
+  EXPECT_EQ(cm.metadata.name, "fmnist-config");
+  EXPECT_EQ(cm.data.count("hostfile"), 0u);
+  YAML::Node y = YAML::Load(cm.data.at("trainer.yaml"));
+  EXPECT_EQ(y["epochs"].as<int>(), 5);
+  EXPECT_EQ(y["model"]["type"].as<std::string>(), "mlp");
+  EXPECT_EQ(y["model"]["hidden"][1].as<int>(), 512);
+  EXPECT_DOUBLE_EQ(y["optimizer"]["learningRate"].as<double>(), 0.1);
+  EXPECT_EQ(y["metricsPort"].as<int>(), kDefaultMetricsPort);  // the operator reads progress
+}
+
+TEST(Builders, MpiModeAddsHostfileLauncherModeAndSshSecret) {
+  kube::TrainingJob job = makeJob("hpc", 2);
+  job.spec.launcher = "mpi";
+  job.spec.procs_per_replica = 4;
+  job = defaulted(job);
+  kube::ConfigMap cm = buildConfigMap(job);
+  EXPECT_EQ(cm.data.at("hostfile"),
+            "hpc-worker-0.hpc.default.svc slots=4\nhpc-worker-1.hpc.default.svc slots=4\n");
+  kube::Pod pod = buildWorkerPod(job, 0, 0);
+  EXPECT_EQ(plainEnv(pod.spec.containers[0])["RINGMASTER_LAUNCHER_MODE"], "mpi");
+  bool mounted = false;
+  for (const auto& m : pod.spec.containers[0].volume_mounts) mounted |= m.name == "ssh";
+  EXPECT_TRUE(mounted);
+
+  core::Result<kube::Secret> secret = buildSecret(job);
+  ASSERT_TRUE(secret.ok()) << secret.status().toString();
+  EXPECT_EQ(secret->metadata.name, "hpc-ssh");
+  EXPECT_EQ(secret->type, "kubernetes.io/ssh-auth");
+  EXPECT_EQ(secret->data.at("ssh-privatekey").rfind("-----BEGIN EC PRIVATE KEY-----", 0), 0u);
+  EXPECT_EQ(secret->data.at("ssh-publickey").rfind("ecdsa-sha2-nistp521 AAAA", 0), 0u);
+  // A fresh identity per job.
+  EXPECT_NE(buildSecret(job)->data.at("ssh-privatekey"), secret->data.at("ssh-privatekey"));
+}
+
+TEST(Builders, GangSchedulerGetsAPodGroupWithMinMemberReplicas) {
+  kube::TrainingJob job = makeJob("big", 4);
+  job.spec.scheduling_policy = kube::SchedulingPolicy{};
+  job.spec.scheduling_policy->scheduler_name = "volcano";
+  job = defaulted(job);
+  std::optional<PodGroupKind> kind = podGroupKindFor(job);
+  ASSERT_TRUE(kind.has_value());
+  EXPECT_EQ(kind->group, "scheduling.volcano.sh");
+  nlohmann::json pg = buildPodGroup(job, *kind);
+  EXPECT_EQ(pg["spec"]["minMember"], 4);
+  EXPECT_EQ(pg["metadata"]["name"], "big");
+  kube::Pod pod = buildWorkerPod(job, 0, 0);
+  EXPECT_EQ(pod.spec.scheduler_name, "volcano");
+  EXPECT_EQ(pod.metadata.annotations.at("scheduling.k8s.io/group-name"), "big");
+
+  job.spec.scheduling_policy->scheduler_name = "scheduler-plugins-scheduler";
+  EXPECT_EQ(podGroupKindFor(job)->group, "scheduling.x-k8s.io");
+  job.spec.scheduling_policy->scheduler_name = "default-scheduler";
+  EXPECT_FALSE(podGroupKindFor(job).has_value());
+}
+
+}  // namespace
+}  // namespace ringmaster::op

@@ -1,0 +1,93 @@
+#include "operator/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "fake_api_server.h"
+#include "operator/builders.h"
+#include "operator/status.h"
+#include "test_jobs.h"
+
+namespace ringmaster::op {
+namespace {
+
+using testing::FakeApiServer;
+
+const std::string kJobs = "/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs";
+const std::string kPods = "/api/v1/namespaces/default/pods";
+
+class NoProgress : public ProgressSource {
+ public:
+  core::Result<kube::TrainingProgress> read(const std::string&, int) override {
+    return core::unavailable("no trainer in this test");
+  }
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  ControllerTest() {
+    options_.namespace_name = "default";
+    options_.workers = 2;
+    options_.informer_poll = std::chrono::milliseconds(20);
+  }
+  void start() {
+    controller_ = std::make_unique<Controller>(api_, events_, kube::realClock(), progress_, nullptr,
+                                               options_);
+    thread_ = std::jthread([this](std::stop_token s) { controller_->run(s); });
+  }
+  void stop() {
+    thread_.request_stop();
+    thread_.join();
+  }
+  size_t podCount() { return api_.list(kPods).size(); }
+
+  FakeApiServer api_{kube::realClock()};
+  kube::EventRecorder events_{api_, kube::realClock(), {"ringmaster-operator", "", "", 4096}};
+  NoProgress progress_;
+  Controller::Options options_;
+  std::unique_ptr<Controller> controller_;
+  std::jthread thread_;
+};
+
+TEST_F(ControllerTest, AppliedJobGetsItsPodsAndStatusThenStopsCleanly) {
+  start();
+  ASSERT_TRUE(api_.waitUntil([&] { return controller_->synced(); }, std::chrono::seconds(10)));
+  nlohmann::json job = kube::encode(testing::makeJob("fmnist", 3));
+  job["metadata"].erase("uid");
+  api_.put(kJobs, job);
+  ASSERT_TRUE(api_.waitUntil([&] { return podCount() == 3; }, std::chrono::seconds(10)))
+      << podCount() << " pods";
+  // The pod events reach the job: Created is recorded in its status.
+  ASSERT_TRUE(api_.waitUntil(
+      [&] {
+        auto j = kube::decode<kube::TrainingJob>(*api_.get(kJobs + "/fmnist"));
+        return j.ok() && isTrue(j->status, kCreated);
+      },
+      std::chrono::seconds(10)));
+  stop();
+  EXPECT_EQ(podCount(), 3u);
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 3);
+}
+
+TEST_F(ControllerTest, OwnedPodChangeRequeuesItsJob) {
+  nlohmann::json job = kube::encode(testing::makeJob("fmnist", 1));
+  job["metadata"].erase("uid");
+  api_.put(kJobs, job);
+  start();
+  ASSERT_TRUE(api_.waitUntil([&] { return podCount() == 1; }, std::chrono::seconds(10)));
+  // The kubelet's report of a finished pod is what ends the job.
+  nlohmann::json pod = *api_.get(kPods + "/fmnist-worker-0");
+  pod["status"]["phase"] = "Succeeded";
+  api_.put(kPods, pod);
+  ASSERT_TRUE(api_.waitUntil(
+      [&] {
+        auto j = kube::decode<kube::TrainingJob>(*api_.get(kJobs + "/fmnist"));
+        return j.ok() && j->status.phase == "Succeeded";
+      },
+      std::chrono::seconds(10)));
+  stop();
+}
+
+}  // namespace
+}  // namespace ringmaster::op

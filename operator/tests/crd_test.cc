@@ -1,0 +1,154 @@
+// Checks crds/trainingjob.yaml against what the operator and kubectl rely on: a structural schema
+// with a description on every field, the printer columns, names, and the same fields as lib/kube's
+// TrainingJob type (a field the CRD declares but the type drops would be lost on status writes).
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <set>
+
+#include "operator/validate.h"
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::op {
+namespace {
+
+YAML::Node loadCrd() { return YAML::LoadFile(RM_CRD_PATH); }
+
+YAML::Node version(const YAML::Node& crd) { return crd["spec"]["versions"][0]; }
+
+TEST(Crd, NamesGroupAndStatusSubresource) {
+  YAML::Node crd = loadCrd();
+  EXPECT_EQ(crd["metadata"]["name"].as<std::string>(), "trainingjobs.ringmaster.dev");
+  EXPECT_EQ(crd["spec"]["group"].as<std::string>(), "ringmaster.dev");
+  EXPECT_EQ(crd["spec"]["names"]["kind"].as<std::string>(), "TrainingJob");
+  EXPECT_EQ(crd["spec"]["names"]["shortNames"][0].as<std::string>(), "tj");
+  EXPECT_EQ(crd["spec"]["names"]["categories"][0].as<std::string>(), "ringmaster");
+  EXPECT_EQ(version(crd)["name"].as<std::string>(), "v1alpha1");
+  EXPECT_TRUE(version(crd)["subresources"]["status"].IsMap());
+}
+
+TEST(Crd, PrinterColumnsTellTheStory) {
+  std::vector<std::string> names;
+  for (const auto& c : version(loadCrd())["additionalPrinterColumns"]) {
+    if (!c["priority"]) names.push_back(c["name"].as<std::string>());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"Phase", "World", "Epoch", "Loss", "Samples/s",
+                                             "Restarts", "Age"}));
+}
+
+TEST(Crd, EveryFieldHasADescriptionAndAType) {
+  std::vector<std::string> missing;
+  std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n,
+                                                                        const std::string& path) {
+    if (path != "metadata" && path.find("metadata") != 0) {
+      if (!n["description"]) missing.push_back(path + " (description)");
+    }
+    if (!n["type"] && !n["x-kubernetes-int-or-string"]) missing.push_back(path + " (type)");
+    if (n["properties"]) {
+      for (const auto& p : n["properties"]) {
+        walk(p.second, (path.empty() ? "" : path + ".") + p.first.as<std::string>());
+      }
+    }
+    if (n["items"] && n["items"]["properties"]) walk(n["items"], path + "[]");
+  };
+  YAML::Node root = version(loadCrd())["schema"]["openAPIV3Schema"];
+  for (const auto& p : root["properties"]) {
+    walk(p.second, p.first.as<std::string>());
+  }
+  EXPECT_TRUE(missing.empty()) << ::testing::PrintToString(missing);
+}
+
+// Every property the CRD declares under `schema` survives a decode/encode through `T` typed
+// (not only through `extra`): a typed field exists for it.
+template <class T>
+void expectTyped(const YAML::Node& schema, const std::string& path) {
+  nlohmann::json probe = nlohmann::json::object();
+  for (const auto& p : schema["properties"]) {
+    const std::string key = p.first.as<std::string>();
+    const std::string type = p.second["type"] ? p.second["type"].as<std::string>() : "";
+    nlohmann::json value = type == "string"    ? nlohmann::json("x")
+                           : type == "integer" ? nlohmann::json(1)
+                           : type == "number"  ? nlohmann::json(1.5)
+                           : type == "boolean" ? nlohmann::json(true)
+                           : type == "array"   ? nlohmann::json::array()
+                                               : nlohmann::json::object();
+    if (p.second["format"] && p.second["format"].as<std::string>() == "date-time") {
+      value = "2026-11-22T10:00:00Z";
+    }
+    probe[key] = value;
+  }
+  core::Result<T> decoded = kube::decode<T>(probe);
+  ASSERT_TRUE(decoded.ok()) << path << ": " << decoded.status().toString();
+  EXPECT_TRUE(decoded->extra.empty()) << path << ": not typed: " << decoded->extra.dump();
+}
+
+TEST(Crd, MatchesTheTypedTrainingJob) {
+  YAML::Node schema = version(loadCrd())["schema"]["openAPIV3Schema"];
+  YAML::Node spec = schema["properties"]["spec"];
+  expectTyped<kube::TrainingJobSpec>(spec, "spec");
+  expectTyped<kube::TrainerSpec>(spec["properties"]["trainer"], "spec.trainer");
+  expectTyped<kube::ModelSpec>(spec["properties"]["trainer"]["properties"]["model"],
+                               "spec.trainer.model");
+  expectTyped<kube::OptimizerSpec>(spec["properties"]["trainer"]["properties"]["optimizer"],
+                                   "spec.trainer.optimizer");
+  expectTyped<kube::CheckpointSpec>(spec["properties"]["trainer"]["properties"]["checkpoint"],
+                                    "spec.trainer.checkpoint");
+  expectTyped<kube::SchedulingPolicy>(spec["properties"]["schedulingPolicy"],
+                                      "spec.schedulingPolicy");
+  YAML::Node status = schema["properties"]["status"];
+  expectTyped<kube::TrainingJobStatus>(status, "status");
+  expectTyped<kube::ReplicaStatus>(status["properties"]["replicas"], "status.replicas");
+  expectTyped<kube::TrainingProgress>(status["properties"]["progress"], "status.progress");
+}
+
+TEST(Crd, CrossFieldRulesCoverPodNameLengthAndImmutableWorldSize) {
+  YAML::Node schema = version(loadCrd())["schema"]["openAPIV3Schema"];
+  std::string rules;
+  for (const auto& r : schema["x-kubernetes-validations"]) rules += r["rule"].as<std::string>();
+  for (const auto& r : schema["properties"]["spec"]["x-kubernetes-validations"]) {
+    rules += r["rule"].as<std::string>();
+  }
+  EXPECT_NE(rules.find("'-worker-'"), std::string::npos);
+  EXPECT_NE(rules.find("oldSelf.replicas"), std::string::npos);
+}
+
+// YAML (as kubectl would send it) to JSON; scalars that read as numbers or booleans become them.
+nlohmann::json toJson(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& kv : node) out[kv.first.as<std::string>()] = toJson(kv.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(toJson(item));
+    return out;
+  }
+  if (node.IsNull()) return nullptr;
+  const std::string text = node.Scalar();
+  if (node.Tag() != "!") {  // plain (unquoted) scalar
+    if (text == "true" || text == "false") return text == "true";
+    int64_t i = 0;
+    double d = 0;
+    if (YAML::convert<int64_t>::decode(node, i)) return i;
+    if (YAML::convert<double>::decode(node, d)) return d;
+  }
+  return text;
+}
+
+TEST(Examples, FashionMnistJobIsValidAndFullyTyped) {
+  YAML::Node yaml = YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-mlp.yaml");
+  core::Result<kube::TrainingJob> job = kube::decode<kube::TrainingJob>(toJson(yaml));
+  ASSERT_TRUE(job.ok()) << job.status().toString();
+  EXPECT_TRUE(job->spec.extra.empty()) << job->spec.extra.dump();
+  ASSERT_TRUE(job->spec.trainer.has_value());
+  EXPECT_TRUE(job->spec.trainer->extra.empty()) << job->spec.trainer->extra.dump();
+  EXPECT_EQ(job->spec.replicas, 2);
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(*job, ValidateOptions{});
+  EXPECT_TRUE(spec.ok()) << spec.status().toString();
+}
+
+}  // namespace
+}  // namespace ringmaster::op

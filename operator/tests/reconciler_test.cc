@@ -1,0 +1,573 @@
+#include "operator/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "fake_api_server.h"
+#include "operator/builders.h"
+#include "operator/status.h"
+#include "test_jobs.h"
+
+namespace ringmaster::op {
+namespace {
+
+using testing::FakeApiServer;
+using testing::makeJob;
+
+const std::string kJobs = "/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs";
+const std::string kPods = "/api/v1/namespaces/default/pods";
+const std::string kServices = "/api/v1/namespaces/default/services";
+const std::string kConfigMaps = "/api/v1/namespaces/default/configmaps";
+const std::string kSecrets = "/api/v1/namespaces/default/secrets";
+const std::string kEvents = "/api/v1/namespaces/default/events";
+
+class ManualClock : public kube::Clock {
+ public:
+  TimePoint now() const override { return TimePoint(std::chrono::nanoseconds(mono_.load())); }
+  // Each reading moves on by 1 us, as a real clock would (Event names carry the nanoseconds).
+  WallTime wallNow() const override {
+    return WallTime(std::chrono::duration_cast<WallTime::duration>(
+        std::chrono::nanoseconds(wall_.fetch_add(1000))));
+  }
+  void advance(std::chrono::nanoseconds d) {
+    mono_ += d.count();
+    wall_ += d.count();
+  }
+
+ private:
+  std::atomic<int64_t> mono_{1'000'000'000};
+  mutable std::atomic<int64_t> wall_{int64_t{1795312800} * 1'000'000'000};  // 2026-11-22T02:00:00Z
+};
+
+class FakeProgress : public ProgressSource {
+ public:
+  core::Result<kube::TrainingProgress> read(const std::string& host, int port) override {
+    last_host = host;
+    last_port = port;
+    if (!progress) return core::unavailable("no trainer");
+    return *progress;
+  }
+  std::optional<kube::TrainingProgress> progress;
+  std::string last_host;
+  int last_port = 0;
+};
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() { reconciler_ = makeReconciler(); }
+
+  std::unique_ptr<Reconciler> makeReconciler() {
+    Listers listers{jobs_, pods_, services_, config_maps_, secrets_};
+    return std::make_unique<Reconciler>(api_, listers, events_, clock_, progress_, nullptr,
+                                        Reconciler::Options{});
+  }
+
+  void apply(const kube::TrainingJob& job) {
+    nlohmann::json j = kube::encode(job);
+    j["metadata"].erase("uid");
+    api_.put(kJobs, j);
+    sync();
+  }
+  // The informer caches catch up with the server.
+  void sync() {
+    api_.syncTo(*jobs_, kJobs);
+    api_.syncTo(*pods_, kPods);
+    api_.syncTo(*services_, kServices);
+    api_.syncTo(*config_maps_, kConfigMaps);
+    api_.syncTo(*secrets_, kSecrets);
+  }
+  core::Result<Action> reconcile(const std::string& key = "default/fmnist") {
+    return reconciler_->reconcile(key);
+  }
+  // reconcile + sync, `n` times.
+  void converge(int n = 3) {
+    for (int i = 0; i < n; ++i) {
+      core::Result<Action> a = reconcile();
+      ASSERT_TRUE(a.ok()) << a.status().toString();
+      sync();
+    }
+  }
+
+  kube::TrainingJob job(const std::string& name = "fmnist") {
+    return *kube::decode<kube::TrainingJob>(*api_.get(kJobs + "/" + name));
+  }
+  std::vector<kube::Pod> pods() { return api_.typed<kube::Pod>(kPods); }
+  std::vector<std::string> podNames() {
+    std::vector<std::string> out;
+    for (const kube::Pod& p : pods()) out.push_back(p.metadata.name);
+    return out;
+  }
+  // Plays the kubelet: sets a pod's phase, readiness, exit code and node.
+  void setPod(const std::string& name, const std::string& phase, bool ready = false,
+              std::optional<int> exit_code = std::nullopt, bool scheduled = true) {
+    nlohmann::json p = *api_.get(kPods + "/" + name);
+    if (scheduled) p["spec"]["nodeName"] = "local";
+    p["status"]["phase"] = phase;
+    p["status"]["podIP"] = "127.1.0." + std::to_string(name.back() - '0' + 1);
+    p["status"]["conditions"] = {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}};
+    if (exit_code) {
+      p["status"]["containerStatuses"] = {
+          {{"name", "worker"}, {"state", {{"terminated", {{"exitCode", *exit_code}}}}}}};
+    }
+    api_.put(kPods, p);
+  }
+  void setAllPods(const std::string& phase, bool ready) {
+    for (const std::string& name : podNames()) setPod(name, phase, ready);
+  }
+  std::vector<std::string> eventReasons() {
+    std::vector<std::string> out;
+    for (const nlohmann::json& e : api_.list(kEvents)) out.push_back(e.value("reason", ""));
+    return out;
+  }
+  bool hasEvent(const std::string& reason, const std::string& type = "") {
+    for (const nlohmann::json& e : api_.list(kEvents)) {
+      if (e.value("reason", "") == reason && (type.empty() || e.value("type", "") == type)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  const kube::Condition* condition(const kube::TrainingJob& j, const std::string& type) {
+    return findCondition(j.status, type);
+  }
+
+  ManualClock clock_;
+  FakeApiServer api_{clock_};
+  kube::EventRecorder events_{api_, clock_, {"ringmaster-operator", "", "", 4096}};
+  FakeProgress progress_;
+  std::shared_ptr<kube::Store<kube::TrainingJob>> jobs_ =
+      std::make_shared<kube::Store<kube::TrainingJob>>();
+  std::shared_ptr<kube::Store<kube::Pod>> pods_ = std::make_shared<kube::Store<kube::Pod>>();
+  std::shared_ptr<kube::Store<kube::Service>> services_ =
+      std::make_shared<kube::Store<kube::Service>>();
+  std::shared_ptr<kube::Store<kube::ConfigMap>> config_maps_ =
+      std::make_shared<kube::Store<kube::ConfigMap>>();
+  std::shared_ptr<kube::Store<kube::Secret>> secrets_ =
+      std::make_shared<kube::Store<kube::Secret>>();
+  std::unique_ptr<Reconciler> reconciler_;
+};
+
+TEST_F(ReconcilerTest, CreatesServiceConfigMapAndOnePodPerReplicaAsTheBuildersSay) {
+  apply(makeJob("fmnist", 2));
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob stored = testing::defaulted(job());
+
+  std::vector<kube::Service> services = api_.typed<kube::Service>(kServices);
+  ASSERT_EQ(services.size(), 1u);
+  EXPECT_EQ(services[0].spec, buildService(stored).spec);
+  std::vector<kube::ConfigMap> cms = api_.typed<kube::ConfigMap>(kConfigMaps);
+  ASSERT_EQ(cms.size(), 1u);
+  EXPECT_EQ(cms[0].data, buildConfigMap(stored).data);
+  std::vector<kube::Pod> created = pods();
+  ASSERT_EQ(created.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    kube::Pod want = buildWorkerPod(stored, i, 0);
+    EXPECT_EQ(created[i].metadata.name, want.metadata.name);
+    EXPECT_EQ(created[i].metadata.labels, want.metadata.labels);
+    EXPECT_EQ(created[i].metadata.owner_references, want.metadata.owner_references);
+    EXPECT_EQ(created[i].spec, want.spec);
+  }
+  EXPECT_TRUE(api_.typed<kube::Secret>(kSecrets).empty());  // native launcher: no SSH keys
+  EXPECT_TRUE(hasEvent("CreatedPods", "Normal"));
+}
+
+TEST_F(ReconcilerTest, CreatesChildrenOnlyOnce) {
+  apply(makeJob("fmnist", 2));
+  converge(3);
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 2);
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kServices), 1);
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kConfigMaps), 1);
+  EXPECT_TRUE(isTrue(job().status, kCreated));
+  EXPECT_EQ(job().status.phase, "Pending");
+}
+
+TEST_F(ReconcilerTest, NoDuplicatePodsWhenTheCacheLags) {
+  apply(makeJob("fmnist", 3));
+  ASSERT_TRUE(reconcile().ok());
+  // The pod cache has not seen the creations: the expectations hold the next passes back.
+  for (int i = 0; i < 3; ++i) {
+    api_.syncTo(*jobs_, kJobs);  // (a stale job would only cost a 409 on the status write)
+    core::Result<Action> a = reconcile();
+    ASSERT_TRUE(a.ok()) << a.status().toString();
+  }
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 3);
+  // Even once the expectations expire, deterministic names + AlreadyExists keep one per rank.
+  clock_.advance(std::chrono::minutes(6));
+  api_.syncTo(*jobs_, kJobs);
+  core::Result<Action> a = reconcile();
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_EQ(podNames(),
+            (std::vector<std::string>{"fmnist-worker-0", "fmnist-worker-1", "fmnist-worker-2"}));
+}
+
+TEST_F(ReconcilerTest, RestartedOperatorCreatesOnlyTheMissingPods) {
+  apply(makeJob("fmnist", 3));
+  kube::TrainingJob stored = testing::defaulted(job());
+  api_.put(kPods, kube::encode(buildWorkerPod(stored, 0, 0)));
+  sync();
+  reconciler_ = makeReconciler();  // a fresh operator: no expectations, caches from a list
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 2);
+  EXPECT_EQ(podNames().size(), 3u);
+}
+
+TEST_F(ReconcilerTest, RunningOnlyWhenEveryRankJoinedAndProgressFromRankZero) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  setPod("fmnist-worker-0", "Running", true);
+  setPod("fmnist-worker-1", "Running", false);  // its launcher has not joined yet
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(job().status.phase, "Pending");
+  EXPECT_EQ(job().status.world, "1/2");
+
+  progress_.progress = kube::TrainingProgress{};
+  progress_.progress->epoch = 2;
+  progress_.progress->loss = 0.42;
+  setPod("fmnist-worker-1", "Running", true);
+  sync();
+  core::Result<Action> a = reconcile();
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->requeue_after.has_value());  // progress refresh
+  kube::TrainingJob j = job();
+  EXPECT_EQ(j.status.phase, "Running");
+  EXPECT_EQ(j.status.world, "2/2");
+  EXPECT_EQ(condition(j, kRunning)->reason, "AllRanksJoined");
+  EXPECT_EQ(condition(j, kRunning)->observed_generation, 1);
+  EXPECT_EQ(j.status.progress->epoch, 2);
+  EXPECT_EQ(progress_.last_host, "127.1.0.1");
+  EXPECT_EQ(progress_.last_port, kDefaultMetricsPort);
+}
+
+TEST_F(ReconcilerTest, StatusIsWrittenOnlyWhenItChanged) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  setAllPods("Running", true);
+  sync();
+  converge(1);
+  const int writes = api_.count(kube::Verb::kPut, kJobs);
+  converge(3);
+  EXPECT_EQ(api_.count(kube::Verb::kPut, kJobs), writes);
+}
+
+TEST_F(ReconcilerTest, FailedRankRestartsTheWholeGangAsTheNextAttempt) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  setAllPods("Running", true);
+  sync();
+  converge(1);
+  setPod("fmnist-worker-1", "Failed", false, 137);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  EXPECT_EQ(j.status.restarts, 1);
+  EXPECT_EQ(j.status.phase, "Restarting");
+  EXPECT_EQ(condition(j, kRestarting)->reason, "RankFailed");
+  EXPECT_TRUE(podNames().empty());  // every rank, not just the failed one
+  EXPECT_TRUE(hasEvent("RankFailed", "Warning"));
+
+  sync();
+  converge(2);
+  std::vector<kube::Pod> again = pods();
+  ASSERT_EQ(again.size(), 2u);
+  for (const kube::Pod& p : again) {
+    EXPECT_EQ(p.metadata.labels.at(kAttemptLabel), "1");
+    bool found = false;
+    for (const kube::EnvVar& e : p.spec.containers[0].env) {
+      found |= e.name == "RINGMASTER_ATTEMPT" && e.value == "1";
+    }
+    EXPECT_TRUE(found);
+  }
+  setAllPods("Running", true);
+  sync();
+  converge(1);
+  EXPECT_EQ(job().status.phase, "Running");
+  EXPECT_FALSE(isTrue(job().status, kRestarting));
+}
+
+TEST_F(ReconcilerTest, NeverReusesAPodNameWhileTheOldAttemptsPodIsInTheCache) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  setPod("fmnist-worker-0", "Failed", false, 137);
+  sync();
+  ASSERT_TRUE(reconcile().ok());  // restart: attempt 1, pods deleted
+  api_.syncTo(*jobs_, kJobs);     // the job cache caught up, the pod cache did not
+  api_.clearCalls();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 2);
+}
+
+TEST_F(ReconcilerTest, ExitCodePolicyTreats1To127AsPermanent) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.restart_policy = "ExitCode";
+  apply(spec);
+  converge(2);
+  setPod("fmnist-worker-0", "Failed", false, 3);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  EXPECT_EQ(j.status.phase, "Failed");
+  EXPECT_EQ(condition(j, kFailed)->reason, "RankFailed");
+  EXPECT_NE(condition(j, kFailed)->message->find("exit code 3"), std::string::npos);
+  EXPECT_EQ(j.status.restarts, 0);
+  sync();
+  ASSERT_TRUE(reconcile().ok());  // cleanPodPolicy Running: the surviving rank goes
+  EXPECT_EQ(podNames(), std::vector<std::string>{"fmnist-worker-0"});
+}
+
+TEST_F(ReconcilerTest, ExitCodePolicyRetriesSignals) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.restart_policy = "ExitCode";
+  apply(spec);
+  converge(2);
+  setPod("fmnist-worker-0", "Failed", false, 128 + 9);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(job().status.restarts, 1);
+  EXPECT_EQ(job().status.phase, "Restarting");
+}
+
+TEST_F(ReconcilerTest, RestartPolicyNeverFailsOnTheFirstFailure) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.restart_policy = "Never";
+  apply(spec);
+  converge(2);
+  setPod("fmnist-worker-1", "Failed", false, 137);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(job().status.phase, "Failed");
+  EXPECT_TRUE(hasEvent("RankFailed", "Warning"));
+}
+
+TEST_F(ReconcilerTest, BackoffLimitCountsRestartsThenFails) {
+  kube::TrainingJob spec = makeJob("fmnist", 1);
+  spec.spec.backoff_limit = 1;
+  apply(spec);
+  converge(2);
+  setPod("fmnist-worker-0", "Failed", false, 1);
+  sync();
+  converge(3);
+  EXPECT_EQ(job().status.restarts, 1);
+  ASSERT_EQ(podNames().size(), 1u);
+  setPod("fmnist-worker-0", "Failed", false, 1);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  EXPECT_EQ(j.status.phase, "Failed");
+  EXPECT_EQ(condition(j, kFailed)->reason, "BackoffLimitExceeded");
+  EXPECT_TRUE(j.status.completion_time.has_value());
+}
+
+TEST_F(ReconcilerTest, SucceedsWhenEveryPodSucceededAndTtlDeletesTheJob) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.ttl_seconds_after_finished = 60;
+  apply(spec);
+  converge(2);
+  setAllPods("Succeeded", false);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(job().status.phase, "Succeeded");
+  EXPECT_TRUE(hasEvent("AllRanksSucceeded", "Normal"));
+  sync();
+  core::Result<Action> a = reconcile();
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a->requeue_after.has_value());
+  EXPECT_EQ(podNames().size(), 2u);  // cleanPodPolicy Running keeps finished pods (their logs)
+  clock_.advance(std::chrono::seconds(61));
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_FALSE(api_.get(kJobs + "/fmnist").has_value());
+}
+
+TEST_F(ReconcilerTest, SuspendedJobCreatesNoPodsUntilResumed) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.suspend = true;
+  apply(spec);
+  converge(2);
+  EXPECT_TRUE(podNames().empty());
+  EXPECT_EQ(job().status.phase, "Suspended");
+
+  nlohmann::json j = *api_.get(kJobs + "/fmnist");
+  j["spec"]["suspend"] = false;
+  api_.put(kJobs, j);
+  sync();
+  converge(2);
+  EXPECT_EQ(podNames().size(), 2u);
+  EXPECT_FALSE(isTrue(job().status, kSuspended));
+  EXPECT_TRUE(hasEvent("JobResumed"));
+}
+
+TEST_F(ReconcilerTest, SuspendDeletesRunningPodsAndKeepsStatus) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  setAllPods("Running", true);
+  sync();
+  converge(1);
+  nlohmann::json j = *api_.get(kJobs + "/fmnist");
+  j["spec"]["suspend"] = true;
+  api_.put(kJobs, j);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_TRUE(podNames().empty());
+  EXPECT_EQ(job().status.phase, "Suspended");
+  EXPECT_EQ(job().status.restarts, 0);
+  EXPECT_TRUE(isTrue(job().status, kCreated));
+}
+
+TEST_F(ReconcilerTest, DeletedJobIsLeftToGarbageCollection) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  api_.erase(kJobs + "/fmnist");
+  sync();
+  api_.clearCalls();
+  core::Result<Action> a = reconcile();
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, Action::done());
+  EXPECT_TRUE(api_.calls().empty());  // ownerReferences cascade; the operator deletes nothing
+}
+
+TEST_F(ReconcilerTest, DoesNotAdoptAPodOwnedByAnotherController) {
+  apply(makeJob("fmnist", 2));
+  kube::TrainingJob other = testing::defaulted(makeJob("fmnist", 2));
+  other.metadata.uid = "someone-else";
+  api_.put(kPods, kube::encode(buildWorkerPod(other, 0, 0)));
+  sync();
+  core::Result<Action> a = reconcile();
+  EXPECT_FALSE(a.ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
+  EXPECT_EQ(api_.count(kube::Verb::kDelete, kPods), 0);
+  EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
+}
+
+TEST_F(ReconcilerTest, DoesNotAdoptAServiceOwnedByAnotherJob) {
+  apply(makeJob("fmnist", 2));
+  kube::Service svc;
+  svc.metadata.name = "fmnist";
+  api_.put(kServices, kube::encode(svc));  // no owner at all
+  sync();
+  EXPECT_FALSE(reconcile().ok());
+  EXPECT_TRUE(podNames().empty());
+  EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
+}
+
+TEST_F(ReconcilerTest, DoesNotTakeAnUnlabelledPodThatTheCacheCannotSee) {
+  apply(makeJob("fmnist", 2));
+  kube::Pod stranger;
+  stranger.metadata.name = "fmnist-worker-1";  // no labels: the operator's informer skips it
+  api_.put(kPods, kube::encode(stranger));
+  core::Result<Action> a = reconcile();
+  EXPECT_FALSE(a.ok());
+  EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
+  EXPECT_TRUE(api_.get(kPods + "/fmnist-worker-1")
+                  ->at("metadata")
+                  .value("labels", nlohmann::json())
+                  .is_null());  // untouched
+}
+
+TEST_F(ReconcilerTest, InvalidSpecFailsWithTheFieldAndCreatesNothing) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.replicas = 0;
+  apply(spec);
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  EXPECT_EQ(j.status.phase, "Failed");
+  ASSERT_NE(condition(j, kFailed), nullptr);
+  EXPECT_EQ(condition(j, kFailed)->reason, "InvalidSpec");
+  EXPECT_NE(condition(j, kFailed)->message->find("spec.replicas"), std::string::npos);
+  EXPECT_TRUE(podNames().empty());
+  EXPECT_TRUE(api_.typed<kube::Service>(kServices).empty());
+  EXPECT_TRUE(hasEvent("InvalidSpec", "Warning"));
+}
+
+TEST_F(ReconcilerTest, UnschedulableGangIsReleasedAndRetriedWithBackoff) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.scheduling_policy = kube::SchedulingPolicy{};
+  spec.spec.scheduling_policy->schedule_timeout_seconds = 30;
+  apply(spec);
+  converge(2);
+  setPod("fmnist-worker-0", "Running", false);
+  setPod("fmnist-worker-1", "Pending", false, std::nullopt, /*scheduled=*/false);
+  sync();
+  converge(1);
+  EXPECT_EQ(podNames().size(), 2u);  // within the timeout
+  clock_.advance(std::chrono::seconds(31));
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  EXPECT_TRUE(podNames().empty());  // no half gang holds resources
+  EXPECT_EQ(condition(j, kRestarting)->reason, "Unschedulable");
+  EXPECT_EQ(j.status.schedule_retries, 1);
+  EXPECT_EQ(j.status.restarts, 0);  // not a failure: backoffLimit untouched
+  sync();
+  converge(2);
+  EXPECT_TRUE(podNames().empty());  // backoff (10 s) not over
+  clock_.advance(std::chrono::seconds(11));
+  converge(2);
+  EXPECT_EQ(podNames().size(), 2u);
+}
+
+TEST_F(ReconcilerTest, ActiveDeadlineFailsTheJobAndStopsItsPods) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.active_deadline_seconds = 100;
+  apply(spec);
+  converge(2);
+  setAllPods("Running", true);
+  sync();
+  converge(1);
+  clock_.advance(std::chrono::seconds(101));
+  converge(2);
+  EXPECT_EQ(condition(job(), kFailed)->reason, "DeadlineExceeded");
+  EXPECT_TRUE(podNames().empty());
+}
+
+TEST_F(ReconcilerTest, MpiJobGetsItsSshSecret) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.launcher = "mpi";
+  apply(spec);
+  converge(2);
+  std::vector<kube::Secret> secrets = api_.typed<kube::Secret>(kSecrets);
+  ASSERT_EQ(secrets.size(), 1u);
+  EXPECT_EQ(secrets[0].type, "kubernetes.io/ssh-auth");
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kSecrets), 1);
+}
+
+TEST_F(ReconcilerTest, GangSchedulerWithoutItsApiWarnsAndStillRuns) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.scheduling_policy = kube::SchedulingPolicy{};
+  spec.spec.scheduling_policy->scheduler_name = "volcano";
+  apply(spec);
+  converge(2);
+  EXPECT_TRUE(hasEvent("PodGroupUnavailable", "Warning"));
+  EXPECT_EQ(podNames().size(), 2u);
+}
+
+TEST_F(ReconcilerTest, GangSchedulerWithItsApiGetsAPodGroup) {
+  api_.serveGroup("scheduling.volcano.sh/v1beta1");
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.scheduling_policy = kube::SchedulingPolicy{};
+  spec.spec.scheduling_policy->scheduler_name = "volcano";
+  apply(spec);
+  converge(2);
+  std::optional<nlohmann::json> pg =
+      api_.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/fmnist");
+  ASSERT_TRUE(pg.has_value());
+  EXPECT_EQ((*pg)["spec"]["minMember"], 2);
+  EXPECT_FALSE(hasEvent("PodGroupUnavailable"));
+}
+
+TEST_F(ReconcilerTest, ApiErrorsAreReturnedWithTheJobAndCall) {
+  apply(makeJob("fmnist", 2));
+  api_.failNext(kube::Verb::kPost, kPods, 500, "InternalError");
+  core::Result<Action> a = reconcile();
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("default/fmnist"), std::string::npos);
+  EXPECT_NE(a.status().message().find("fmnist-worker-0"), std::string::npos);
+  sync();
+  converge(2);
+  EXPECT_EQ(podNames().size(), 2u);  // the next pass makes up for it
+}
+
+}  // namespace
+}  // namespace ringmaster::op

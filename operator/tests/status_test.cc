@@ -1,0 +1,197 @@
+#include "operator/status.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/builders.h"
+#include "test_jobs.h"
+
+namespace ringmaster::op {
+namespace {
+
+using testing::defaulted;
+using testing::makeJob;
+
+const kube::Time kT0 = kube::Time::fromUnixSeconds(1795312800);
+const kube::Time kT1 = kube::Time::fromUnixSeconds(1795312860);
+
+kube::Pod pod(const kube::TrainingJob& job, int i, const std::string& phase, bool ready,
+              std::optional<int> exit_code = std::nullopt) {
+  kube::Pod p = buildWorkerPod(job, i, 0);
+  p.status.phase = phase;
+  kube::Condition c;
+  c.type = "Ready";
+  c.status = ready ? "True" : "False";
+  p.status.conditions.push_back(c);
+  if (exit_code) {
+    kube::ContainerStatus cs;
+    cs.name = "worker";
+    cs.state = kube::ContainerState{};
+    cs.state->terminated = kube::ContainerStateTerminated{};
+    cs.state->terminated->exit_code = *exit_code;
+    p.status.container_statuses.push_back(cs);
+  }
+  return p;
+}
+
+struct Row {
+  std::string what;
+  std::vector<std::pair<std::string, bool>> pods;  // phase, ready; "" = missing
+  int active, ready, succeeded, failed;
+  std::string world;
+  std::string running;  // Running condition status, "" = absent
+  std::string phase;
+};
+
+class ObservePods : public ::testing::TestWithParam<Row> {};
+
+TEST_P(ObservePods, DerivesCountsWorldAndRunning) {
+  const Row& row = GetParam();
+  kube::TrainingJob job = makeJob("fmnist", static_cast<int>(row.pods.size()));
+  job.spec.procs_per_replica = 2;
+  job = defaulted(job);
+  std::vector<kube::Pod> storage;
+  storage.reserve(row.pods.size());
+  std::vector<const kube::Pod*> pods;
+  for (size_t i = 0; i < row.pods.size(); ++i) {
+    if (row.pods[i].first.empty()) {
+      pods.push_back(nullptr);
+      continue;
+    }
+    storage.push_back(pod(job, static_cast<int>(i), row.pods[i].first, row.pods[i].second));
+    pods.push_back(&storage.back());
+  }
+  kube::TrainingJobStatus status;
+  observePods(job, pods, kT0, status);
+  ASSERT_TRUE(status.replicas.has_value());
+  EXPECT_EQ(status.replicas->active, row.active) << row.what;
+  EXPECT_EQ(status.replicas->ready, row.ready) << row.what;
+  EXPECT_EQ(status.replicas->succeeded, row.succeeded) << row.what;
+  EXPECT_EQ(status.replicas->failed, row.failed) << row.what;
+  EXPECT_EQ(status.world, row.world) << row.what;
+  EXPECT_EQ(status.world_size, static_cast<int>(row.pods.size()) * 2);
+  const kube::Condition* running = findCondition(status, kRunning);
+  EXPECT_EQ(running ? running->status : "", row.running) << row.what;
+  EXPECT_EQ(status.phase, row.phase) << row.what;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ObservePods,
+    ::testing::Values(
+        Row{"no pods yet", {{"", false}, {"", false}}, 0, 0, 0, 0, "0/4", "", "Pending"},
+        Row{"pending pods",
+            {{"Pending", false}, {"Pending", false}},
+            2,
+            0,
+            0,
+            0,
+            "0/4",
+            "False",
+            "Pending"},
+        Row{"running but one rank has not joined",
+            {{"Running", true}, {"Running", false}},
+            2,
+            1,
+            0,
+            0,
+            "2/4",
+            "False",
+            "Pending"},
+        Row{"every rank joined",
+            {{"Running", true}, {"Running", true}},
+            2,
+            2,
+            0,
+            0,
+            "4/4",
+            "True",
+            "Running"},
+        Row{"one pod missing",
+            {{"Running", true}, {"", false}},
+            1,
+            1,
+            0,
+            0,
+            "2/4",
+            "False",
+            "Pending"},
+        Row{"one failed",
+            {{"Running", true}, {"Failed", false}},
+            1,
+            1,
+            0,
+            1,
+            "2/4",
+            "False",
+            "Pending"},
+        Row{"one succeeded",
+            {{"Succeeded", false}, {"Running", true}},
+            1,
+            1,
+            1,
+            0,
+            "2/4",
+            "False",
+            "Pending"},
+        Row{"ready but not running is not ready",
+            {{"Pending", true}, {"Running", true}},
+            2,
+            1,
+            0,
+            0,
+            "2/4",
+            "False",
+            "Pending"}),
+    [](const ::testing::TestParamInfo<Row>& info) {
+      std::string name;
+      for (char c : info.param.what) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+TEST(Status, ConditionKeepsLastTransitionTimeWhileItsStatusHolds) {
+  kube::TrainingJobStatus status;
+  setCondition(status, kRunning, true, "AllRanksJoined", "a", 1, kT0);
+  setCondition(status, kRunning, true, "AllRanksJoined", "b", 2, kT1);
+  ASSERT_EQ(status.conditions.size(), 1u);
+  EXPECT_EQ(status.conditions[0].last_transition_time, kT0);
+  EXPECT_EQ(status.conditions[0].message, "b");
+  EXPECT_EQ(status.conditions[0].observed_generation, 2);
+  setCondition(status, kRunning, false, "RanksNotReady", "c", 2, kT1);
+  EXPECT_EQ(status.conditions[0].last_transition_time, kT1);
+  EXPECT_EQ(status.conditions[0].status, "False");
+}
+
+TEST(Status, RunningClearsRestarting) {
+  kube::TrainingJob job = defaulted(makeJob("fmnist", 1));
+  kube::TrainingJobStatus status;
+  status.restarts = 1;
+  setCondition(status, kRestarting, true, "RankFailed", "x", 1, kT0);
+  EXPECT_EQ(phaseOf(status), "Restarting");
+  kube::Pod p = pod(job, 0, "Running", true);
+  observePods(job, {&p}, kT1, status);
+  EXPECT_FALSE(isTrue(status, kRestarting));
+  EXPECT_EQ(status.phase, "Running");
+  EXPECT_TRUE(isTrue(status, kCreated));
+}
+
+TEST(Status, PhasePrefersTerminalConditions) {
+  kube::TrainingJobStatus status;
+  setCondition(status, kRunning, true, "r", "", 1, kT0);
+  EXPECT_EQ(phaseOf(status), "Running");
+  setCondition(status, kSuspended, true, "s", "", 1, kT0);
+  EXPECT_EQ(phaseOf(status), "Suspended");
+  setCondition(status, kSucceeded, true, "s", "", 1, kT0);
+  EXPECT_EQ(phaseOf(status), "Succeeded");
+  setCondition(status, kFailed, true, "f", "", 1, kT0);
+  EXPECT_EQ(phaseOf(status), "Failed");
+  EXPECT_TRUE(isFinished(status));
+}
+
+TEST(Status, ExitCodeComesFromTheWorkerContainer) {
+  kube::TrainingJob job = defaulted(makeJob());
+  EXPECT_EQ(exitCodeOf(pod(job, 0, "Failed", false, 137)), 137);
+  EXPECT_EQ(exitCodeOf(pod(job, 0, "Running", false)), std::nullopt);
+  EXPECT_EQ(attemptOf(buildWorkerPod(job, 0, 7)), 7);
+}
+
+}  // namespace
+}  // namespace ringmaster::op

@@ -1,0 +1,162 @@
+#include "operator/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "test_jobs.h"
+
+namespace ringmaster::op {
+namespace {
+
+using testing::makeJob;
+
+struct BadSpec {
+  std::string what;
+  std::function<void(kube::TrainingJob&)> mutate;
+  std::string field;  // the field the message must name
+};
+
+class RejectsBadSpec : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(RejectsBadSpec, WithAMessageNamingTheField) {
+  kube::TrainingJob job = makeJob();
+  GetParam().mutate(job);
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_FALSE(spec.ok()) << GetParam().what << " was accepted";
+  EXPECT_EQ(spec.status().code(), core::Code::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find(GetParam().field + ":"), std::string::npos)
+      << GetParam().what << ": " << spec.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, RejectsBadSpec,
+    ::testing::Values(
+        BadSpec{"replicas 0", [](auto& j) { j.spec.replicas = 0; }, "spec.replicas"},
+        BadSpec{"replicas -1", [](auto& j) { j.spec.replicas = -1; }, "spec.replicas"},
+        BadSpec{"replicas missing", [](auto& j) { j.spec.replicas.reset(); }, "spec.replicas"},
+        BadSpec{"huge replicas", [](auto& j) { j.spec.replicas = 100000; }, "spec.replicas"},
+        BadSpec{"world size over the limit",
+                [](auto& j) {
+                  j.spec.replicas = 100;
+                  j.spec.procs_per_replica = 64;
+                },
+                "spec.replicas"},
+        BadSpec{"procsPerReplica 0", [](auto& j) { j.spec.procs_per_replica = 0; },
+                "spec.procsPerReplica"},
+        BadSpec{"name too long for the pod names",
+                [](auto& j) {
+                  j.metadata.name = std::string(56, 'a');
+                  j.spec.replicas = 10;
+                },
+                "metadata.name"},
+        BadSpec{"name not a DNS label", [](auto& j) { j.metadata.name = "Fmnist_1"; },
+                "metadata.name"},
+        BadSpec{"unknown backend", [](auto& j) { j.spec.backend = "rccl"; }, "spec.backend"},
+        BadSpec{"nccl under the mpi launcher",
+                [](auto& j) {
+                  j.spec.launcher = "mpi";
+                  j.spec.backend = "nccl";
+                },
+                "spec.backend"},
+        BadSpec{"unknown launcher", [](auto& j) { j.spec.launcher = "ssh"; }, "spec.launcher"},
+        BadSpec{"missing image, no default", [](auto& j) { j.spec.image.reset(); }, "spec.image"},
+        BadSpec{"negative activeDeadlineSeconds",
+                [](auto& j) { j.spec.active_deadline_seconds = -5; }, "spec.activeDeadlineSeconds"},
+        BadSpec{"negative ttlSecondsAfterFinished",
+                [](auto& j) { j.spec.ttl_seconds_after_finished = -1; },
+                "spec.ttlSecondsAfterFinished"},
+        BadSpec{"negative backoffLimit", [](auto& j) { j.spec.backoff_limit = -1; },
+                "spec.backoffLimit"},
+        BadSpec{"zero scheduleTimeoutSeconds",
+                [](auto& j) {
+                  j.spec.scheduling_policy = kube::SchedulingPolicy{};
+                  j.spec.scheduling_policy->schedule_timeout_seconds = 0;
+                },
+                "spec.schedulingPolicy.scheduleTimeoutSeconds"},
+        BadSpec{"unknown restartPolicy", [](auto& j) { j.spec.restart_policy = "Always"; },
+                "spec.restartPolicy"},
+        BadSpec{"unknown cleanPodPolicy", [](auto& j) { j.spec.clean_pod_policy = "Some"; },
+                "spec.cleanPodPolicy"},
+        BadSpec{"unknown spec field", [](auto& j) { j.spec.extra["gpus"] = 4; }, "spec.gpus"},
+        BadSpec{"unknown trainer field",
+                [](auto& j) {
+                  j.spec.trainer = kube::TrainerSpec{};
+                  j.spec.trainer->extra["lr"] = 0.1;
+                },
+                "spec.trainer.lr"},
+        BadSpec{"trainer epochs 0",
+                [](auto& j) {
+                  j.spec.trainer = kube::TrainerSpec{};
+                  j.spec.trainer->epochs = 0;
+                },
+                "spec.trainer.epochs"},
+        BadSpec{"reserved env",
+                [](auto& j) {
+                  j.spec.env.push_back(kube::EnvVar{"WORLD_SIZE", "3", {}, {}});
+                },
+                "spec.env[0].name"},
+        BadSpec{"mount of an unknown volume",
+                [](auto& j) {
+                  kube::VolumeMount m;
+                  m.name = "ckpt";
+                  m.mount_path = "/ckpt";
+                  j.spec.volume_mounts.push_back(m);
+                },
+                "spec.volumeMounts[0].name"},
+        BadSpec{"volume named like the operator's own",
+                [](auto& j) {
+                  kube::Volume v;
+                  v.name = "config";
+                  j.spec.volumes.push_back(v);
+                },
+                "spec.volumes[0].name"}),
+    [](const ::testing::TestParamInfo<BadSpec>& info) {
+      std::string name;
+      for (char c : info.param.what) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+TEST(Validate, AcceptsTheDesignExampleAndFillsDefaults) {
+  kube::TrainingJob job = makeJob();
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_TRUE(spec.ok()) << spec.status().toString();
+  EXPECT_EQ(spec->procs_per_replica, 1);
+  EXPECT_EQ(spec->launcher, "native");
+  EXPECT_EQ(spec->backend, "auto");
+  EXPECT_EQ(spec->restart_policy, "OnFailure");
+  EXPECT_EQ(spec->backoff_limit, 3);
+  EXPECT_EQ(spec->clean_pod_policy, "Running");
+  EXPECT_EQ(spec->suspend, false);
+  EXPECT_EQ(spec->scheduling_policy->schedule_timeout_seconds, 300);
+  EXPECT_TRUE(spec->trainer.has_value());
+}
+
+TEST(Validate, MissingImageTakesTheOperatorDefault) {
+  kube::TrainingJob job = makeJob();
+  job.spec.image.reset();
+  core::Result<kube::TrainingJobSpec> spec =
+      defaultAndValidate(job, ValidateOptions{"ringmaster/trainer:dev"});
+  ASSERT_TRUE(spec.ok()) << spec.status().toString();
+  EXPECT_EQ(spec->image, "ringmaster/trainer:dev");
+}
+
+TEST(Validate, LongestPodNameOfExactly63CharactersIsAccepted) {
+  kube::TrainingJob job = makeJob(std::string(54, 'a'), 10);  // + "-worker-9" = 63
+  EXPECT_TRUE(defaultAndValidate(job, ValidateOptions{}).ok());
+  job.spec.replicas = 11;  // "-worker-10" = 64
+  EXPECT_FALSE(defaultAndValidate(job, ValidateOptions{}).ok());
+}
+
+TEST(Validate, ReportsEveryErrorNotJustTheFirst) {
+  kube::TrainingJob job = makeJob();
+  job.spec.replicas = 0;
+  job.spec.backend = "rccl";
+  std::vector<FieldError> errors = validate(testing::defaulted(job));
+  ASSERT_EQ(errors.size(), 2u) << describe(errors);
+  EXPECT_EQ(errors[0].field, "spec.replicas");
+  EXPECT_EQ(errors[1].field, "spec.backend");
+}
+
+}  // namespace
+}  // namespace ringmaster::op

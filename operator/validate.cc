@@ -1,0 +1,239 @@
+#include "operator/validate.h"
+
+#include <array>
+#include <set>
+
+namespace ringmaster::op {
+namespace {
+
+// Environment the operator sets on every worker (/tmp/contracts.md); a user may not override it.
+const std::set<std::string>& reservedEnv() {
+  static const std::set<std::string> kNames = {
+      "NODE_RANK",   "WORLD_SIZE",  "LOCAL_WORLD_SIZE",   "NNODES",
+      "MASTER_ADDR", "MASTER_PORT", "RINGMASTER_JOB",     "RINGMASTER_ATTEMPT",
+      "RANK",        "LOCAL_RANK",  "RINGMASTER_BACKEND", "RINGMASTER_LAUNCHER_MODE",
+      "POD_IP",      "POD_NAME"};
+  return kNames;
+}
+
+class Errors {
+ public:
+  void add(std::string field, std::string message) {
+    errors_.push_back({std::move(field), std::move(message)});
+  }
+  template <class T>
+  void oneOf(const std::string& field, const std::optional<std::string>& value, const T& allowed) {
+    if (!value) return;
+    for (const char* a : allowed) {
+      if (*value == a) return;
+    }
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    add(field, "must be one of " + list + ", got \"" + *value + "\"");
+  }
+  template <class N>
+  void atLeast(const std::string& field, const std::optional<N>& value, N min) {
+    if (value && *value < min) {
+      add(field, "must be at least " + std::to_string(min) + ", got " + std::to_string(*value));
+    }
+  }
+  template <class N>
+  void inRange(const std::string& field, const std::optional<N>& value, N min, N max) {
+    if (value && (*value < min || *value > max)) {
+      add(field, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                     std::to_string(*value));
+    }
+  }
+  void unknownFields(const std::string& prefix, const nlohmann::json& extra) {
+    if (!extra.is_object()) return;
+    for (const auto& [key, value] : extra.items()) add(prefix + "." + key, "unknown field");
+  }
+  std::vector<FieldError> take() { return std::move(errors_); }
+
+ private:
+  std::vector<FieldError> errors_;
+};
+
+void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
+  const std::string p = "spec.trainer";
+  e.unknownFields(p, t.extra);
+  if (t.model) {
+    e.unknownFields(p + ".model", t.model->extra);
+    e.oneOf(p + ".model.type", t.model->type, std::array{"mlp", "cnn"});
+    for (size_t i = 0; i < t.model->hidden.size(); ++i) {
+      e.inRange(p + ".model.hidden[" + std::to_string(i) + "]",
+                std::optional<int32_t>(t.model->hidden[i]), 1, 65536);
+    }
+  }
+  if (t.dataset) {
+    e.unknownFields(p + ".dataset", t.dataset->extra);
+    e.oneOf(p + ".dataset.name", t.dataset->name, std::array{"fashion-mnist"});
+  }
+  if (t.optimizer) {
+    e.unknownFields(p + ".optimizer", t.optimizer->extra);
+    e.oneOf(p + ".optimizer.type", t.optimizer->type, std::array{"sgd", "adam"});
+    e.oneOf(p + ".optimizer.schedule", t.optimizer->schedule, std::array{"constant", "cosine"});
+    if (t.optimizer->learning_rate && !(*t.optimizer->learning_rate > 0)) {
+      e.add(p + ".optimizer.learningRate", "must be greater than 0");
+    }
+  }
+  if (t.checkpoint) {
+    e.unknownFields(p + ".checkpoint", t.checkpoint->extra);
+    e.atLeast(p + ".checkpoint.everySteps", t.checkpoint->every_steps, 0);
+    e.atLeast(p + ".checkpoint.keep", t.checkpoint->keep, 1);
+  }
+  e.inRange(p + ".epochs", t.epochs, 1, 100000);
+  e.inRange(p + ".batchSize", t.batch_size, 1, 65536);
+  if (t.bucket_cap_mb && !(*t.bucket_cap_mb > 0 && *t.bucket_cap_mb <= 4096)) {
+    e.add(p + ".bucketCapMB", "must be in (0, 4096]");
+  }
+  e.inRange(p + ".metricsPort", t.metrics_port, 1, 65535);
+  e.atLeast(p + ".maxSteps", t.max_steps, int64_t{0});
+  e.atLeast(p + ".logEverySteps", t.log_every_steps, 0);
+  e.atLeast(p + ".commTimeoutSeconds", t.comm_timeout_seconds, 1);
+  e.inRange(p + ".blasThreads", t.blas_threads, 1, 256);
+}
+
+void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < s.volumes.size(); ++i) {
+    const std::string p = "spec.volumes[" + std::to_string(i) + "].name";
+    const std::string& name = s.volumes[i].name;
+    if (name.empty()) {
+      e.add(p, "required");
+    } else if (name == "config" || name == "ssh") {
+      e.add(p, "\"" + name + "\" is reserved for the operator's own volume");
+    } else if (!names.insert(name).second) {
+      e.add(p, "duplicate volume name \"" + name + "\"");
+    }
+  }
+  for (size_t i = 0; i < s.volume_mounts.size(); ++i) {
+    const std::string p = "spec.volumeMounts[" + std::to_string(i) + "]";
+    const kube::VolumeMount& m = s.volume_mounts[i];
+    if (names.count(m.name) == 0) {
+      e.add(p + ".name", "names no volume in spec.volumes: \"" + m.name + "\"");
+    }
+    if (m.mount_path.empty() || m.mount_path[0] != '/') {
+      e.add(p + ".mountPath", "must be an absolute path, got \"" + m.mount_path + "\"");
+    } else if (m.mount_path == "/etc/ringmaster" || m.mount_path.starts_with("/etc/ringmaster/")) {
+      e.add(p + ".mountPath", "/etc/ringmaster is reserved for the job's ConfigMap");
+    }
+  }
+}
+
+}  // namespace
+
+bool isDns1035Label(const std::string& name) {
+  if (name.empty() || name.size() > 63) return false;
+  if (name.front() < 'a' || name.front() > 'z') return false;
+  if (name.back() == '-') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
+                                   const ValidateOptions& options) {
+  kube::TrainingJobSpec s = spec;
+  if (!s.procs_per_replica) s.procs_per_replica = 1;
+  if (!s.launcher) s.launcher = "native";
+  if (!s.backend) s.backend = "auto";
+  if ((!s.image || s.image->empty()) && !options.default_image.empty()) {
+    s.image = options.default_image;
+  }
+  if (!s.restart_policy) s.restart_policy = "OnFailure";
+  if (!s.backoff_limit) s.backoff_limit = kDefaultBackoffLimit;
+  if (!s.clean_pod_policy) s.clean_pod_policy = "Running";
+  if (!s.suspend) s.suspend = false;
+  if (!s.scheduling_policy) s.scheduling_policy = kube::SchedulingPolicy{};
+  if (!s.scheduling_policy->schedule_timeout_seconds) {
+    s.scheduling_policy->schedule_timeout_seconds = kDefaultScheduleTimeoutSeconds;
+  }
+  if (s.command.empty() && !s.trainer) s.trainer = kube::TrainerSpec{};
+  return s;
+}
+
+std::vector<FieldError> validate(const kube::TrainingJob& job) {
+  Errors e;
+  const kube::TrainingJobSpec& s = job.spec;
+  const std::string& name = job.metadata.name;
+  if (!isDns1035Label(name)) {
+    e.add("metadata.name",
+          "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, "
+          "at most 63 characters), got \"" +
+              name + "\"");
+  }
+  e.unknownFields("spec", s.extra);
+  if (!s.replicas) {
+    e.add("spec.replicas", "required");
+  } else if (*s.replicas < 1) {
+    e.add("spec.replicas", "must be at least 1, got " + std::to_string(*s.replicas));
+  }
+  e.inRange("spec.procsPerReplica", s.procs_per_replica, 1, kMaxProcsPerReplica);
+  if (s.replicas && s.procs_per_replica && *s.replicas >= 1 && *s.procs_per_replica >= 1) {
+    const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
+    if (world > kMaxWorldSize) {
+      e.add("spec.replicas", "world size replicas x procsPerReplica = " + std::to_string(world) +
+                                 " exceeds " + std::to_string(kMaxWorldSize));
+    }
+    const std::string longest = name + "-worker-" + std::to_string(*s.replicas - 1);
+    if (longest.size() > 63 && name.size() <= 63) {
+      e.add("metadata.name", "too long for its pod names: \"" + longest + "\" has " +
+                                 std::to_string(longest.size()) + " characters, at most 63");
+    }
+  }
+  e.oneOf("spec.launcher", s.launcher, std::array{"native", "mpi"});
+  e.oneOf("spec.backend", s.backend, std::array{"auto", "nccl", "gloo", "mpi"});
+  if (s.launcher == "mpi" && s.backend && *s.backend != "auto" && *s.backend != "mpi") {
+    e.add("spec.backend",
+          "must be auto or mpi when spec.launcher is mpi, got \"" + *s.backend + "\"");
+  }
+  if (!s.image || s.image->empty()) {
+    e.add("spec.image", "required: the operator has no default image (--trainer-image)");
+  }
+  e.oneOf("spec.restartPolicy", s.restart_policy, std::array{"Never", "OnFailure", "ExitCode"});
+  e.oneOf("spec.cleanPodPolicy", s.clean_pod_policy, std::array{"None", "Running", "All"});
+  e.atLeast("spec.backoffLimit", s.backoff_limit, 0);
+  e.atLeast("spec.activeDeadlineSeconds", s.active_deadline_seconds, int64_t{1});
+  e.atLeast("spec.ttlSecondsAfterFinished", s.ttl_seconds_after_finished, 0);
+  if (s.scheduling_policy) {
+    e.unknownFields("spec.schedulingPolicy", s.scheduling_policy->extra);
+    e.atLeast("spec.schedulingPolicy.scheduleTimeoutSeconds",
+              s.scheduling_policy->schedule_timeout_seconds, 1);
+  }
+  for (size_t i = 0; i < s.command.size(); ++i) {
+    if (i == 0 && s.command[i].empty()) e.add("spec.command[0]", "must not be empty");
+  }
+  for (size_t i = 0; i < s.env.size(); ++i) {
+    const std::string p = "spec.env[" + std::to_string(i) + "].name";
+    if (s.env[i].name.empty()) {
+      e.add(p, "required");
+    } else if (reservedEnv().count(s.env[i].name)) {
+      e.add(p, "\"" + s.env[i].name + "\" is set by the operator or the launcher");
+    }
+  }
+  validateVolumes(s, e);
+  if (s.trainer) validateTrainer(*s.trainer, e);
+  return e.take();
+}
+
+std::string describe(const std::vector<FieldError>& errors) {
+  std::string out;
+  for (const FieldError& error : errors) {
+    if (!out.empty()) out += "; ";
+    out += error.field + ": " + error.message;
+  }
+  return out;
+}
+
+core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& job,
+                                                       const ValidateOptions& options) {
+  kube::TrainingJob defaulted = job;
+  defaulted.spec = withDefaults(job.spec, options);
+  std::vector<FieldError> errors = validate(defaulted);
+  if (!errors.empty()) return core::invalidArgument(describe(errors));
+  return std::move(defaulted.spec);
+}
+
+}  // namespace ringmaster::op
