@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# chart_helm_test: `helm lint --strict` and `helm template` on helm/ringmaster, and helm itself
+# rejects a value that values.schema.json forbids. Exits 77 (ctest: skipped) without helm.
+# Usage: check_helm.sh REPO_ROOT
+set -uo pipefail
+chart="${1:?usage: check_helm.sh REPO_ROOT}/helm/ringmaster"
+helm=$(command -v helm) || { echo "SKIP: helm is not on PATH"; exit 77; }
+fail=0
+run() {
+  echo "+ $*"
+  "$@" >/tmp/chart_helm_test.$$ 2>&1 || { cat /tmp/chart_helm_test.$$; echo "FAIL: $*"; fail=1; }
+}
+run "$helm" lint --strict "$chart"
+run "$helm" lint --strict "$chart" --set watchNamespace=team-a --set podMonitor.enabled=true
+run "$helm" template rm "$chart" -n ringmaster
+run "$helm" template rm "$chart" -n ringmaster --set watchNamespace=team-a \
+  --set gangScheduling.volcano=true --set serviceMonitor.enabled=true
+echo "+ helm template --set replicaCount=-1 (must fail)"
+if "$helm" template rm "$chart" --set replicaCount=-1 >/tmp/chart_helm_test.$$ 2>&1; then
+  echo "FAIL: helm accepted replicaCount=-1; values.schema.json is not enforced"; fail=1
+fi
+rm -f /tmp/chart_helm_test.$$
+[[ $fail -eq 0 ]] && echo "chart_helm_test: helm lint and helm template pass"
+exit $fail

@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""chart_policy_test: renders helm/ringmaster under several value sets (with helm when it is on
+PATH, else with the subset renderer in gotemplate.py) and checks the manifests:
+- RBAC is least privilege: each (apiGroup, resource) the operator touches has exactly the verbs
+  it uses (ALLOWED), no wildcards, no pods/exec or other subresources, no Secret writes in a
+  cluster-wide binding, PodGroup rules only when gang scheduling is on, Leases only in the
+  release namespace, and the helm-test ServiceAccount may only read TrainingJobs;
+- every pod (operator Deployment, helm-test Pod) runs under the restricted Pod Security
+  Standard (non-root, uid 65532, no privilege escalation, drop ALL, read-only root filesystem,
+  seccomp RuntimeDefault, no host namespaces or hostPath);
+- the operator's args, probes, ports and replicas follow the values, everything carries the
+  app.kubernetes.io/* labels, and optional objects appear exactly when enabled.
+
+Usage: check_policy.py REPO_ROOT
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gotemplate  # noqa: E402
+
+RELEASE, NAMESPACE = "rm", "ringmaster"
+
+# What the operator calls (operator/reconciler.cc, controller.cc, lib/kube leader election and
+# event recorder). A rule may grant a subset, never more.
+ALLOWED = {
+    ("ringmaster.dev", "trainingjobs"): {"get", "list", "watch", "update", "patch", "delete"},
+    ("ringmaster.dev", "trainingjobs/status"): {"get", "update", "patch"},
+    ("ringmaster.dev", "trainingjobs/finalizers"): {"update"},
+    ("", "pods"): {"get", "list", "watch", "create", "delete"},
+    ("", "services"): {"get", "list", "watch", "create", "delete"},
+    ("", "configmaps"): {"get", "list", "watch", "create", "update", "patch", "delete"},
+    ("", "secrets"): {"get", "list", "watch", "create", "delete"},
+    ("", "events"): {"create", "patch"},
+    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+    ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "delete"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "delete"},
+}
+SECRET_WRITES = {"create", "update", "patch", "delete", "deletecollection"}
+REQUIRED_LABELS = ["app.kubernetes.io/name", "app.kubernetes.io/instance",
+                   "app.kubernetes.io/version", "app.kubernetes.io/managed-by",
+                   "app.kubernetes.io/part-of"]
+
+SCENARIOS = {
+    "defaults": {},
+    "namespaced": {"watchNamespace": "team-a"},
+    "everything-on": {
+        "gangScheduling": {"volcano": True, "schedulerPlugins": True},
+        "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}},
+        "podMonitor": {"enabled": True},
+        "rbac": {"mpiNamespaces": ["team-a", "team-b"]},
+        "podAnnotations": {"example.com/a": "b"},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "imagePullSecrets": [{"name": "regcred"}],
+    },
+    "single-replica": {
+        "replicaCount": 1, "leaderElection": {"enabled": False},
+        "serviceAccount": {"create": False, "name": "existing-sa"},
+        "dashboard": {"enabled": False}, "metricsService": {"enabled": False},
+    },
+}
+
+
+def render_with_helm(helm, chart, overrides):
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(overrides, f)
+    try:
+        out = subprocess.run([helm, "template", RELEASE, chart, "-n", NAMESPACE, "-f", f.name],
+                             check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(f.name)
+    docs = []
+    for doc in yaml.safe_load_all(out):
+        if doc:
+            docs.append((doc.get("metadata", {}).get("annotations", {}).get("helm.sh/hook", ""),
+                         doc))
+    return docs
+
+
+def render(chart, overrides):
+    helm = shutil.which("helm")
+    if helm:
+        return render_with_helm(helm, chart, overrides)
+    return gotemplate.render_manifests(chart, overrides, RELEASE, NAMESPACE)
+
+
+class Checker:
+    def __init__(self, scenario, values, docs, chart):
+        self.scenario = scenario
+        self.values = values
+        self.docs = [d for _, d in docs]
+        self.chart = chart
+        self.failures = []
+
+    def fail(self, msg):
+        self.failures.append(f"[{self.scenario}] {msg}")
+
+    def of_kind(self, *kinds):
+        return [d for d in self.docs if d.get("kind") in kinds]
+
+    @staticmethod
+    def name(d):
+        return f"{d.get('kind')}/{d.get('metadata', {}).get('name')}"
+
+    def is_test(self, d):
+        return d.get("metadata", {}).get("annotations", {}).get("helm.sh/hook") == "test"
+
+    # --- RBAC ---------------------------------------------------------------------------
+    def rbac(self):
+        v = self.values
+        roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d
+                 for d in self.of_kind("Role", "ClusterRole")}
+        cluster_bound = set()
+        for b in self.of_kind("ClusterRoleBinding"):
+            cluster_bound.add(b["roleRef"]["name"])
+            if b["roleRef"]["kind"] != "ClusterRole":
+                self.fail(f"{self.name(b)} binds a {b['roleRef']['kind']}")
+        seen = set()
+        for (kind, ns, name), role in roles.items():
+            test_role = self.is_test(role)
+            for rule in role.get("rules", []):
+                groups, resources = rule.get("apiGroups", []), rule.get("resources", [])
+                verbs = set(rule.get("verbs", []))
+                for field in ("apiGroups", "resources", "verbs", "resourceNames",
+                              "nonResourceURLs"):
+                    if any("*" in str(x) for x in rule.get(field, [])):
+                        self.fail(f"{kind}/{name}: wildcard in {field}: {rule}")
+                if rule.get("nonResourceURLs"):
+                    self.fail(f"{kind}/{name}: nonResourceURLs {rule['nonResourceURLs']}")
+                for g in groups:
+                    for r in resources:
+                        seen.add((g, r))
+                        if test_role:
+                            if (g, r) != ("ringmaster.dev", "trainingjobs") or \
+                                    not verbs <= {"get", "list", "watch"}:
+                                self.fail(f"helm-test {kind}/{name} may {sorted(verbs)} {g}/{r}; "
+                                          "it may only read trainingjobs")
+                            continue
+                        allowed = ALLOWED.get((g, r))
+                        if allowed is None:
+                            self.fail(f"{kind}/{name}: grants {g or 'core'}/{r}, which the "
+                                      "operator does not use")
+                        elif not verbs <= allowed:
+                            self.fail(f"{kind}/{name}: {g or 'core'}/{r} verbs "
+                                      f"{sorted(verbs - allowed)} beyond what the operator uses")
+                        if r == "secrets" and verbs & SECRET_WRITES and \
+                                kind == "ClusterRole" and name in cluster_bound:
+                            self.fail(f"{kind}/{name}: Secret writes {sorted(verbs & SECRET_WRITES)}"
+                                      " bound cluster-wide")
+                        if r == "leases" and (kind != "Role" or ns != NAMESPACE):
+                            self.fail(f"{kind}/{name}: Leases must be a Role in {NAMESPACE}")
+        if not v["rbac"]["create"]:
+            return
+        gang = v["gangScheduling"]
+        for flag, group in (("volcano", "scheduling.volcano.sh"),
+                            ("schedulerPlugins", "scheduling.x-k8s.io")):
+            if bool(gang[flag]) != ((group, "podgroups") in seen):
+                self.fail(f"podgroups of {group} granted={not gang[flag]} but "
+                          f"gangScheduling.{flag}={gang[flag]}")
+        for needed in [("ringmaster.dev", "trainingjobs"), ("ringmaster.dev", "trainingjobs/status"),
+                       ("", "pods"), ("", "services"), ("", "configmaps"), ("", "secrets"),
+                       ("", "events"), ("coordination.k8s.io", "leases")]:
+            if needed not in seen:
+                self.fail(f"no rule grants {needed[0] or 'core'}/{needed[1]}")
+        if v.get("watchNamespace"):
+            cluster = self.of_kind("ClusterRole", "ClusterRoleBinding")
+            if cluster:
+                self.fail(f"watchNamespace set but cluster-wide RBAC rendered: "
+                          f"{[self.name(d) for d in cluster]}")
+        # Every binding's subjects are the operator's (or the test's) ServiceAccount.
+        sa = v["serviceAccount"]["name"] or f"{RELEASE}-ringmaster"
+        for b in self.of_kind("RoleBinding", "ClusterRoleBinding"):
+            for s in b.get("subjects", []):
+                if self.is_test(b):
+                    continue
+                if (s.get("kind"), s.get("name"), s.get("namespace")) != \
+                        ("ServiceAccount", sa, NAMESPACE):
+                    self.fail(f"{self.name(b)} binds {s}, not the operator's ServiceAccount {sa}")
+        mpi = v["rbac"].get("mpiNamespaces") or []
+        if not v.get("watchNamespace"):
+            got = sorted(b["metadata"]["namespace"] for b in self.of_kind("RoleBinding")
+                         if b["roleRef"]["name"].endswith("-mpi-secrets"))
+            if got != sorted(mpi):
+                self.fail(f"MPI Secret-write RoleBindings in {got}, want {sorted(mpi)}")
+
+    # --- pod security -------------------------------------------------------------------
+    def pod_security(self, where, pod_spec):
+        psc = pod_spec.get("securityContext") or {}
+        for k in ("hostNetwork", "hostPID", "hostIPC"):
+            if pod_spec.get(k):
+                self.fail(f"{where}: {k}")
+        for vol in pod_spec.get("volumes", []) or []:
+            if "hostPath" in vol:
+                self.fail(f"{where}: hostPath volume {vol.get('name')}")
+        if (psc.get("seccompProfile") or {}).get("type") != "RuntimeDefault":
+            self.fail(f"{where}: pod seccompProfile is not RuntimeDefault")
+        containers = (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or [])
+        if not containers:
+            self.fail(f"{where}: no containers")
+        for c in containers:
+            csc = c.get("securityContext") or {}
+            cw = f"{where} container {c.get('name')}"
+            if not (csc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True):
+                self.fail(f"{cw}: runAsNonRoot is not true")
+            uid = csc.get("runAsUser", psc.get("runAsUser"))
+            if uid != 65532:
+                self.fail(f"{cw}: runAsUser {uid}, want 65532")
+            if csc.get("allowPrivilegeEscalation") is not False:
+                self.fail(f"{cw}: allowPrivilegeEscalation is not false")
+            if csc.get("privileged"):
+                self.fail(f"{cw}: privileged")
+            if "ALL" not in ((csc.get("capabilities") or {}).get("drop") or []):
+                self.fail(f"{cw}: capabilities do not drop ALL")
+            if (csc.get("capabilities") or {}).get("add"):
+                self.fail(f"{cw}: adds capabilities")
+            if csc.get("readOnlyRootFilesystem") is not True:
+                self.fail(f"{cw}: readOnlyRootFilesystem is not true")
+            sp = (csc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+            if sp != "RuntimeDefault":
+                self.fail(f"{cw}: seccompProfile {sp}")
+            res = c.get("resources") or {}
+            if not res.get("requests") or not res.get("limits"):
+                self.fail(f"{cw}: resources need requests and limits")
+
+    def pods(self):
+        deployments = self.of_kind("Deployment")
+        if len(deployments) != 1:
+            self.fail(f"want one Deployment, got {len(deployments)}")
+            return
+        d = deployments[0]
+        spec = d["spec"]["template"]["spec"]
+        self.pod_security(self.name(d), spec)
+        test_pods = [p for p in self.of_kind("Pod") if self.is_test(p)]
+        if len(test_pods) != 1:
+            self.fail(f"want one helm-test Pod, got {len(test_pods)}")
+        for p in test_pods:
+            self.pod_security(self.name(p), p["spec"])
+        for p in self.of_kind("Pod"):
+            if not self.is_test(p):
+                self.fail(f"{self.name(p)}: a bare Pod outside the helm test")
+
+    # --- the operator Deployment ----------------------------------------------------------
+    def deployment(self):
+        v = self.values
+        for d in self.of_kind("Deployment"):
+            if d["spec"]["replicas"] != v["replicaCount"]:
+                self.fail(f"replicas {d['spec']['replicas']} != {v['replicaCount']}")
+            sel = d["spec"]["selector"]["matchLabels"]
+            labels = d["spec"]["template"]["metadata"]["labels"]
+            if any(labels.get(k) != val for k, val in sel.items()):
+                self.fail("the pod template does not carry the selector labels")
+            c = d["spec"]["template"]["spec"]["containers"][0]
+            args = c.get("args", [])
+            want = [f"--metrics-port={v['metricsPort']}", f"--health-port={v['healthPort']}",
+                    f"--trainer-image={v['trainerImage']}"]
+            want.append("--leader-elect" if v["leaderElection"]["enabled"] else "--no-leader-elect")
+            if v.get("watchNamespace"):
+                want.append(f"--namespace={v['watchNamespace']}")
+            for w in want:
+                if w not in args:
+                    self.fail(f"operator args {args} lack {w}")
+            if not v.get("watchNamespace") and any(a.startswith("--namespace") for a in args):
+                self.fail("--namespace set without watchNamespace")
+            ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+            if ports.get("health") != v["healthPort"] or ports.get("metrics") != v["metricsPort"]:
+                self.fail(f"container ports {ports}")
+            for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+                get = (c.get(probe) or {}).get("httpGet") or {}
+                if get.get("path") != path or get.get("port") not in ("health", v["healthPort"]):
+                    self.fail(f"{probe} is {get}, want {path} on the health port")
+            env = {e["name"]: e for e in c.get("env", [])}
+            if ((env.get("POD_NAMESPACE") or {}).get("valueFrom") or {}).get("fieldRef", {}) \
+                    .get("fieldPath") != "metadata.namespace":
+                self.fail("POD_NAMESPACE (the Lease namespace) is not the pod's namespace")
+            sa = d["spec"]["template"]["spec"].get("serviceAccountName")
+            want_sa = v["serviceAccount"]["name"] or f"{RELEASE}-ringmaster"
+            if sa != want_sa:
+                self.fail(f"serviceAccountName {sa}, want {want_sa}")
+
+    # --- labels and optional objects --------------------------------------------------------
+    def labels_and_options(self):
+        v = self.values
+        for d in self.docs:
+            labels = d.get("metadata", {}).get("labels") or {}
+            missing = [k for k in REQUIRED_LABELS if k not in labels]
+            if missing:
+                self.fail(f"{self.name(d)} lacks labels {missing}")
+        expect = {
+            "ServiceMonitor": v["serviceMonitor"]["enabled"] and v["metricsService"]["enabled"],
+            "PodMonitor": v["podMonitor"]["enabled"],
+            "ServiceAccount": True,  # the test's, at least
+        }
+        for kind, want in expect.items():
+            if bool(self.of_kind(kind)) != bool(want):
+                self.fail(f"{kind} rendered={not want}, want {want}")
+        services = [s for s in self.of_kind("Service")]
+        if bool(services) != v["metricsService"]["enabled"]:
+            self.fail(f"metrics Service rendered={bool(services)}")
+        for pm in self.of_kind("PodMonitor"):
+            exprs = pm["spec"]["selector"].get("matchExpressions", [])
+            if {"key": "ringmaster.dev/job-name", "operator": "Exists"} not in exprs:
+                self.fail("PodMonitor does not select pods with label ringmaster.dev/job-name")
+            eps = pm["spec"]["podMetricsEndpoints"]
+            if [e.get("port") for e in eps] != ["metrics"] or not eps[0].get("honorLabels"):
+                self.fail("PodMonitor must scrape port metrics with honorLabels")
+        dashboards = [c for c in self.of_kind("ConfigMap")
+                      if (c["metadata"].get("labels") or {}).get("grafana_dashboard") == "1"]
+        if bool(dashboards) != v["dashboard"]["enabled"]:
+            self.fail(f"dashboard ConfigMap rendered={bool(dashboards)}")
+        with open(os.path.join(self.chart, "dashboards", "ringmaster.json"), encoding="utf-8") as f:
+            want_dash = json.load(f)
+        for c in dashboards:
+            if json.loads(c["data"]["ringmaster.json"]) != want_dash:
+                self.fail("the dashboard ConfigMap does not hold dashboards/ringmaster.json")
+
+    def helm_test(self):
+        tests = [d for d in self.docs if self.is_test(d)]
+        jobs = [d for d in tests if d["kind"] == "TrainingJob"]
+        if len(jobs) != 1:
+            self.fail(f"want one helm-test TrainingJob, got {len(jobs)}")
+            return
+        spec = jobs[0]["spec"]
+        self.test_job_matches_crd(jobs[0])
+        if spec.get("replicas") != 2 or spec.get("backend") not in ("gloo", "auto"):
+            self.fail(f"helm-test job must be 2 CPU workers, got {spec}")
+        if "nvidia.com/gpu" in json.dumps(spec.get("resources", {})):
+            self.fail("helm-test job asks for GPUs")
+        pod = [d for d in tests if d["kind"] == "Pod"][0]
+        cmd = pod["spec"]["containers"][0].get("command", []) + \
+            pod["spec"]["containers"][0].get("args", [])
+        name = jobs[0]["metadata"]["name"]
+        if "wait" not in cmd or "--for=jsonpath={.status.phase}=Succeeded" not in cmd or \
+                f"trainingjob/{name}" not in cmd:
+            self.fail(f"helm-test pod does not wait for {name} to succeed: {cmd}")
+        weights = {d["kind"]: int(d["metadata"]["annotations"].get("helm.sh/hook-weight", "0"))
+                   for d in tests}
+        if not weights["TrainingJob"] < weights["Pod"]:
+            self.fail("the helm-test TrainingJob must be created before the waiting Pod")
+
+    def test_job_matches_crd(self, job):
+        """The API server rejects what the CRD schema forbids and silently prunes unknown
+        fields, so the helm-test job must validate and name only fields the schema knows."""
+        import jsonschema  # python3-jsonschema (scripts/setup)
+        root = os.path.dirname(os.path.dirname(self.chart))
+        with open(os.path.join(root, "crds", "trainingjob.yaml"), encoding="utf-8") as f:
+            crd = yaml.safe_load(f)
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        # OpenAPI v3.0 schemas follow draft 4 (boolean exclusiveMinimum).
+        for err in jsonschema.Draft4Validator(schema).iter_errors(job):
+            self.fail(f"helm-test TrainingJob: {'.'.join(map(str, err.path))}: {err.message}")
+
+        def walk(node, schema, path):
+            if not isinstance(node, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
+                return
+            props = schema.get("properties")
+            for key, value in node.items():
+                if props is not None and key in props:
+                    walk(value, props[key], path + [key])
+                elif isinstance(schema.get("additionalProperties"), dict):
+                    walk(value, schema["additionalProperties"], path + [key])
+                elif props is not None and path != ["metadata"]:
+                    self.fail(f"helm-test TrainingJob: {'.'.join(path + [key])} is not in the "
+                              "CRD schema (the API server would drop it)")
+        walk(job, schema, [])
+
+    def run(self):
+        self.rbac()
+        self.pods()
+        self.deployment()
+        self.labels_and_options()
+        self.helm_test()
+        return self.failures
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    chart = os.path.join(sys.argv[1], "helm", "ringmaster")
+    with open(os.path.join(chart, "values.yaml"), encoding="utf-8") as f:
+        defaults = yaml.safe_load(f)
+    renderer = "helm" if shutil.which("helm") else "tests/chart/gotemplate.py"
+    failures = []
+    for scenario, overrides in SCENARIOS.items():
+        values = gotemplate.deep_merge(defaults, overrides)
+        try:
+            docs = render(chart, overrides)
+        except (gotemplate.TemplateError, subprocess.CalledProcessError) as e:
+            failures.append(f"[{scenario}] rendering failed: {e}")
+            continue
+        found = Checker(scenario, values, docs, chart).run()
+        print(f"{scenario}: {len(docs)} objects, {len(found)} failure(s)")
+        failures += found
+    for f in failures:
+        print("FAIL:", f)
+    print(f"chart_policy_test ({renderer}): {len(SCENARIOS)} value sets, {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
