@@ -62,6 +62,13 @@ core::Status waitFor(int fd, short events, std::chrono::steady_clock::time_point
   }
 }
 
+// Status is for people (`kubectl get tj` prints numbers as stored): 4 significant digits.
+double significant(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 3 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return std::round(v * scale) / scale;
+}
+
 }  // namespace
 
 core::Result<kube::TrainingProgress> parsePrometheusText(std::string_view text) {
@@ -81,12 +88,15 @@ core::Result<kube::TrainingProgress> parsePrometheusText(std::string_view text) 
     } else if (name == "ringmaster_trainer_steps_total") {
       p.step = static_cast<int64_t>(value);
     } else if (name == "ringmaster_trainer_loss") {
-      p.loss = value;
+      p.loss = significant(value);
     } else if (name == "ringmaster_trainer_samples_per_second") {
-      p.samples_per_second = value;
+      p.samples_per_second = std::round(value);
+    } else if (name == "ringmaster_trainer_test_accuracy_ratio") {
+      if (value > 0) p.test_accuracy = significant(value);
     } else if (name == "ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second") {
       // One series per backend; the largest is the one in use.
-      p.allreduce_bus_bandwidth = std::max(p.allreduce_bus_bandwidth.value_or(0.0), value);
+      p.allreduce_bus_bandwidth =
+          std::round(std::max(p.allreduce_bus_bandwidth.value_or(0.0), value));
     } else {
       continue;
     }

@@ -116,7 +116,11 @@ void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod
     setCondition(status, kCreated, true, "WorkersCreated",
                  "created " + std::to_string(replicas) + " worker pods", generation, now);
   }
-  const bool all_ready = *counts.ready == replicas;
+  // A rank that finished first still joined: the job stays Running while the others finish
+  // (instead of flapping to Pending for the last seconds of a successful run).
+  const bool all_ready =
+      *counts.ready == replicas || (isTrue(status, kRunning) && *counts.failed == 0 &&
+                                    *counts.ready + *counts.succeeded == replicas);
   if (all_ready) {
     setCondition(status, kRunning, true, "AllRanksJoined",
                  "all " + std::to_string(replicas * procs) + " ranks joined the rendezvous",

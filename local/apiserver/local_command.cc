@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "local/apiserver/api_server.h"
+#include "local/run/run_command.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/stop.h"
 
@@ -24,9 +25,11 @@ namespace fs = std::filesystem;
 constexpr const char* kUsage =
     "usage: ringmaster local <command> [flags]\n\n"
     "Commands:\n"
-    "  up     start the local API server in the background and print its KUBECONFIG\n"
-    "  down   stop the background API server\n"
-    "  serve  run the local API server in the foreground\n\n"
+    "  up     start the API server, kubelet and operator in the background; print KUBECONFIG\n"
+    "  down   stop the background API server, kubelet and operator\n"
+    "  run    bring the cluster up, run a TrainingJob manifest and report it until it ends\n"
+    "  serve  run the local API server in the foreground\n"
+    "  kubelet  run the local kubelet in the foreground (local/kubelet)\n\n"
     "Run `ringmaster local <command> --help` for its flags.\n";
 
 std::string defaultDataDir() {
@@ -99,6 +102,78 @@ core::Status serve(const CommonFlags& flags) {
   return status;
 }
 
+// A detached helper `up` starts next to the server: new session, stdin /dev/null, output
+// appended to <data-dir>/<name>.log, pid in <data-dir>/<name>.pid. Already running: nothing.
+core::Status startDaemon(const fs::path& dir, const std::string& name,
+                         const std::vector<std::string>& argv) {
+  const fs::path pid_path = dir / (name + ".pid");
+  if (auto pid = readPid(pid_path); pid && alive(*pid)) return core::Status::Ok();
+  const fs::path log_path = dir / (name + ".log");
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t child = fork();
+  if (child < 0) return core::internalError(std::string("fork: ") + strerror(errno));
+  if (child == 0) {
+    setsid();
+    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    int null = open("/dev/null", O_RDONLY);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+    if (null >= 0) dup2(null, 0);
+    core::unblockStopSignals();
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  std::ofstream(pid_path) << child << "\n";
+  std::cout << "ringmaster local " << name << " running (pid " << child << ", log "
+            << log_path.string() << ")" << std::endl;
+  return core::Status::Ok();
+}
+
+// What `up` runs next to the API server: the built-in CRD, the kubelet (contracts: --root-dir
+// <data-dir>/kubelet, --node-name local) and the operator (when ringmaster-operator was built
+// next to this binary), all talking to the server through the kubeconfig.
+core::Status startAgents(const fs::path& dir, const std::string& self) {
+  const std::string kubeconfig = (dir / "kubeconfig").string();
+  RM_RETURN_IF_ERROR(installTrainingJobCrd(kubeconfig));
+  RM_RETURN_IF_ERROR(
+      startDaemon(dir, "kubelet",
+                  {self, "local", "kubelet", "--kubeconfig", kubeconfig, "--root-dir",
+                   (dir / "kubelet").string(), "--node-name", "local"}));
+  const fs::path op = fs::path(self).parent_path() / "ringmaster-operator";
+  if (access(op.c_str(), X_OK) != 0) {
+    std::cout << "no operator next to this binary (" << op.string()
+              << "): TrainingJobs will not run" << std::endl;
+    return core::Status::Ok();
+  }
+  // Ports 0: any free port, so several local clusters (tests) never collide.
+  return startDaemon(dir, "operator",
+                     {op.string(), "--kubeconfig", kubeconfig, "--bind-address", "127.0.0.1",
+                      "--metrics-port", "0", "--health-port", "0"});
+}
+
+// SIGTERM to the pid in `pid_path`, SIGKILL after 30 s; removes the pid file.
+void stopPidFile(const fs::path& pid_path, const std::string& what) {
+  auto pid = readPid(pid_path);
+  std::error_code ec;
+  if (!pid || !alive(*pid)) {
+    fs::remove(pid_path, ec);
+    return;
+  }
+  kill(*pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (alive(*pid) && std::chrono::steady_clock::now() < deadline) {
+    waitpid(*pid, nullptr, WNOHANG);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (alive(*pid)) kill(*pid, SIGKILL);
+  std::cout << "stopped " << what << " (pid " << *pid << ")" << std::endl;
+  fs::remove(pid_path, ec);
+}
+
 core::Status up(const CommonFlags& flags) {
   const fs::path dir = flags.data_dir;
   std::error_code ec;
@@ -108,7 +183,11 @@ core::Status up(const CommonFlags& flags) {
   if (auto pid = readPid(pid_path); pid && alive(*pid)) {
     std::cout << "already running (pid " << *pid << ")\n"
               << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-    return core::Status::Ok();
+    char me[4096];
+    ssize_t len = readlink("/proc/self/exe", me, sizeof(me) - 1);
+    if (len <= 0) return core::internalError("cannot find this program: readlink /proc/self/exe");
+    me[len] = '\0';
+    return startAgents(dir, me);
   }
   fs::remove(pid_path, ec);
   const fs::path log_path = dir / "apiserver.log";
@@ -145,7 +224,7 @@ core::Status up(const CommonFlags& flags) {
       std::cout << "ringmaster local API server running (pid " << child << ", log "
                 << log_path.string() << ")\n"
                 << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-      return core::Status::Ok();
+      return startAgents(dir, self);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -154,6 +233,10 @@ core::Status up(const CommonFlags& flags) {
 }
 
 core::Status down(const CommonFlags& flags) {
+  // The operator first (it would recreate pods), then the kubelet (it stops its pods' processes
+  // while the API server still answers).
+  stopPidFile(fs::path(flags.data_dir) / "operator.pid", "the operator");
+  stopPidFile(fs::path(flags.data_dir) / "kubelet.pid", "the kubelet");
   const fs::path pid_path = fs::path(flags.data_dir) / "pid";
   auto pid = readPid(pid_path);
   if (!pid || !alive(*pid)) {
@@ -181,6 +264,42 @@ core::Status down(const CommonFlags& flags) {
   return core::Status::Ok();
 }
 
+core::Status run(const std::vector<std::string>& args) {
+  RunOptions options;
+  options.data_dir = defaultDataDir();
+  int64_t timeout_seconds = 3600;
+  core::FlagSet fs("ringmaster local run JOB.yaml",
+                   "Brings up the local cluster (API server, kubelet, operator), installs the "
+                   "TrainingJob CRD, applies JOB.yaml, shows the job's progress until it ends and "
+                   "prints the outcome. Exits 0 when the job Succeeded, 1 when it Failed. The "
+                   "cluster stays up (`ringmaster local down` stops it).");
+  fs.addString("data-dir", &options.data_dir,
+               "directory for the PKI, token, kubeconfig, state, pid files and logs",
+               "RINGMASTER_LOCAL_DATA_DIR");
+  fs.addInt("timeout-seconds", &timeout_seconds, "give up waiting for the job after this long");
+  std::vector<const char*> argv{"ringmaster-local-run"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::vector<std::string> positional;
+  bool help = false;
+  RM_RETURN_IF_ERROR(fs.parse(static_cast<int>(argv.size()), argv.data(), &help, &positional));
+  if (help) {
+    std::cout << fs.help();
+    return core::Status::Ok();
+  }
+  if (positional.size() != 1) {
+    std::cout << fs.help();
+    return core::usageError("ringmaster local run takes one manifest (JOB.yaml)");
+  }
+  if (timeout_seconds <= 0) return core::usageError("--timeout-seconds must be positive");
+  options.manifest = positional[0];
+  options.timeout = std::chrono::seconds(timeout_seconds);
+  return runJob(options, [](const std::string& data_dir) {
+    CommonFlags up_flags;
+    up_flags.data_dir = data_dir;
+    return up(up_flags);
+  });
+}
+
 }  // namespace
 
 core::Status runLocalCommand(const std::vector<std::string>& args) {
@@ -203,10 +322,11 @@ core::Status runLocalCommand(const std::vector<std::string>& args) {
     return help ? core::Status::Ok() : up(flags);
   }
   if (cmd == "down") {
-    RM_RETURN_IF_ERROR(
-        parseFlags(cmd, "Stops the background local API server.", false, rest, &flags, &help));
+    RM_RETURN_IF_ERROR(parseFlags(cmd, "Stops the local API server, kubelet and operator.", false,
+                                  rest, &flags, &help));
     return help ? core::Status::Ok() : down(flags);
   }
+  if (cmd == "run") return run(rest);
   std::cout << kUsage;
   return core::usageError("unknown command: ringmaster local " + cmd);
 }

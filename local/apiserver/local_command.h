@@ -1,10 +1,13 @@
 #pragma once
-// `ringmaster local up|down|serve` (DESIGN §6):
+// `ringmaster local up|down|serve|run` (DESIGN §6):
 //   serve  runs the API server in the foreground until SIGTERM/SIGINT; writes <data-dir>/pid
 //          once it listens (removed on exit) and <data-dir>/kubeconfig.
 //   up     starts `serve` as a detached child (new session, log in <data-dir>/apiserver.log),
-//          waits until it listens and prints `export KUBECONFIG=<data-dir>/kubeconfig`.
-//   down   SIGTERM to the pid in <data-dir>/pid, waits for it to exit (SIGKILL after 30 s).
+//          waits until it listens, installs the TrainingJob CRD, starts the kubelet and the
+//          operator the same way (<data-dir>/{kubelet,operator}.{pid,log}) and prints
+//          `export KUBECONFIG=<data-dir>/kubeconfig`.
+//   down   stops the operator, the kubelet, then the server (SIGTERM, SIGKILL after 30 s).
+//   run    `up`, then local/run's runJob: apply a manifest and report the job until it ends.
 // Default data dir: ~/.ringmaster/local.
 //
 // Thread-safety: for main() only. Failure: Status (usage errors are kUsage -> exit 2).

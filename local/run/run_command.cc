@@ -73,7 +73,28 @@ core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
   return core::timeoutError(what + " from an earlier run is still being deleted after 120 s");
 }
 
+core::Status installCrd(kube::ApiClient& client) {
+  Applier applier(client);
+  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> crds,
+                      parseYamlDocuments(trainingJobCrdYaml(), "built-in crds/trainingjob.yaml"));
+  if (crds.empty())
+    return core::internalError("this binary was built without crds/trainingjob.yaml");
+  for (auto& crd : crds) {
+    RM_ASSIGN_OR_RETURN(nlohmann::json stored, applier.apply(crd));
+    (void)stored;
+    RM_RETURN_IF_ERROR(
+        waitForCrdEstablished(client, crd["metadata"]["name"], std::chrono::seconds(30)));
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
+
+core::Status installTrainingJobCrd(const std::filesystem::path& kubeconfig) {
+  RM_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::loadKubeConfigFile(kubeconfig));
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> client, kube::makeApiClient(config));
+  return installCrd(*client).withContext("installing the TrainingJob CRD");
+}
 
 core::Status runJob(const RunOptions& options,
                     const std::function<core::Status(const std::string&)>& ensure_up) {
@@ -90,16 +111,9 @@ core::Status runJob(const RunOptions& options,
   RM_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::loadKubeConfigFile(kubeconfig));
   RM_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> client, kube::makeApiClient(config));
   Applier applier(*client);
-
-  // The CRD this binary was built with.
-  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> crds,
-                      parseYamlDocuments(trainingJobCrdYaml(), "built-in crds/trainingjob.yaml"));
-  for (auto& crd : crds) {
-    RM_ASSIGN_OR_RETURN(nlohmann::json stored, applier.apply(crd));
-    (void)stored;
-    RM_RETURN_IF_ERROR(
-        waitForCrdEstablished(*client, crd["metadata"]["name"], std::chrono::seconds(30)));
-  }
+  // `up` installed the CRD this binary was built with; a cluster started by an older binary
+  // gets it now.
+  RM_RETURN_IF_ERROR(installCrd(*client).withContext("installing the TrainingJob CRD"));
 
   std::string job_path, job_name;
   for (auto& doc : docs) {
@@ -145,8 +159,8 @@ core::Status runJob(const RunOptions& options,
   std::cout << "\n"
             << job_name << ": " << finalReason(job) << "\n"
             << "  " << formatProgress(job) << "\n";
-  if (job.status.progress && job.status.progress->extra.contains("testAccuracy")) {
-    std::cout << "  test accuracy " << job.status.progress->extra["testAccuracy"] << "\n";
+  if (job.status.progress && job.status.progress->test_accuracy) {
+    std::cout << "  test accuracy " << *job.status.progress->test_accuracy * 100 << "%\n";
   }
   std::cout << "Logs:  kubectl logs " << job_name << "-worker-0   (files under "
             << (fs::path(options.data_dir) / "kubelet" / "pods" / ns).string() << ")\n"

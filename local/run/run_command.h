@@ -26,6 +26,10 @@ struct RunOptions {
 // The CRD of crds/trainingjob.yaml, embedded at build time.
 const std::string& trainingJobCrdYaml();
 
+// Creates or replaces the built-in TrainingJob CRD through the API server of `kubeconfig` and
+// waits until it is Established.
+core::Status installTrainingJobCrd(const std::filesystem::path& kubeconfig);
+
 // ensure_up(data_dir): the cluster (API server, kubelet, operator) is running afterwards and
 // its kubeconfig is at <data_dir>/kubeconfig.
 core::Status runJob(const RunOptions& options,

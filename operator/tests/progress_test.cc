@@ -10,8 +10,9 @@ TEST(Progress, ParsesTheTrainerMetrics) {
 # TYPE ringmaster_trainer_epoch gauge
 ringmaster_trainer_epoch{job="fmnist",rank="0"} 3
 ringmaster_trainer_steps_total{job="fmnist",rank="0"} 1406
-ringmaster_trainer_loss{job="fmnist",rank="0"} 0.3177
+ringmaster_trainer_loss{job="fmnist",rank="0"} 0.317749
 ringmaster_trainer_samples_per_second{job="fmnist",rank="0"} 41234.5
+ringmaster_trainer_test_accuracy_ratio{job="fmnist",rank="0"} 0.88714
 ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second{backend="gloo",job="fmnist",rank="0"} 1.1e+09
 ringmaster_trainer_step_seconds_bucket{le="0.001"} 5
 )";
@@ -19,8 +20,10 @@ ringmaster_trainer_step_seconds_bucket{le="0.001"} 5
   ASSERT_TRUE(p.ok()) << p.status().toString();
   EXPECT_EQ(p->epoch, 3);
   EXPECT_EQ(p->step, 1406);
+  // Rounded for people: 4 significant digits, whole samples per second.
   EXPECT_DOUBLE_EQ(*p->loss, 0.3177);
-  EXPECT_DOUBLE_EQ(*p->samples_per_second, 41234.5);
+  EXPECT_DOUBLE_EQ(*p->samples_per_second, 41235);
+  EXPECT_DOUBLE_EQ(*p->test_accuracy, 0.8871);
   EXPECT_DOUBLE_EQ(*p->allreduce_bus_bandwidth, 1.1e9);
 }
 

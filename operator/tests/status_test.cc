@@ -173,6 +173,22 @@ TEST(Status, RunningClearsRestarting) {
   EXPECT_TRUE(isTrue(status, kCreated));
 }
 
+TEST(Status, ARankThatFinishesFirstKeepsTheJobRunning) {
+  kube::TrainingJob job = defaulted(makeJob("fmnist", 2));
+  kube::TrainingJobStatus status;
+  kube::Pod a = pod(job, 0, "Running", true), b = pod(job, 1, "Running", true);
+  observePods(job, {&a, &b}, kT0, status);
+  ASSERT_EQ(status.phase, "Running");
+  kube::Pod done = pod(job, 0, "Succeeded", false, 0);
+  observePods(job, {&done, &b}, kT1, status);
+  EXPECT_EQ(status.phase, "Running") << "not Pending while the last rank finishes";
+  // But a job that never ran is not Running because one pod finished.
+  kube::TrainingJobStatus fresh;
+  kube::Pod waiting = pod(job, 1, "Pending", false);
+  observePods(job, {&done, &waiting}, kT1, fresh);
+  EXPECT_NE(fresh.phase, "Running");
+}
+
 TEST(Status, PhasePrefersTerminalConditions) {
   kube::TrainingJobStatus status;
   setCondition(status, kRunning, true, "r", "", 1, kT0);

@@ -98,6 +98,7 @@ void visitTrainingProgress(V& v, S& s) {
   v("loss", s.loss);
   v("samplesPerSecond", s.samples_per_second);
   v("allreduceBusBandwidth", s.allreduce_bus_bandwidth);
+  v("testAccuracy", s.test_accuracy);
 }
 
 template <class V, class S>

@@ -124,6 +124,7 @@ struct TrainingProgress {
   std::optional<double> loss;
   std::optional<double> samples_per_second;
   std::optional<double> allreduce_bus_bandwidth;  // bytes/s, nccl-tests busbw
+  std::optional<double> test_accuracy;            // 0..1, after the last finished epoch
   nlohmann::json extra;
   bool operator==(const TrainingProgress&) const = default;
 };
