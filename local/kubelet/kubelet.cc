@@ -1,0 +1,1187 @@
+#include "local/kubelet/kubelet.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "local/kubelet/hosts_file.h"
+#include "local/kubelet/ip_allocator.h"
+#include "local/kubelet/pod_env.h"
+#include "local/kubelet/pod_status.h"
+#include "local/kubelet/probe.h"
+#include "local/kubelet/process_launcher.h"
+#include "local/kubelet/resources.h"
+#include "local/kubelet/volumes.h"
+#include "ringmaster/core/log.h"
+#include "ringmaster/kube/binding.h"
+#include "ringmaster/kube/clock.h"
+#include "ringmaster/kube/config_map.h"
+#include "ringmaster/kube/event_recorder.h"
+#include "ringmaster/kube/lease.h"
+#include "ringmaster/kube/node.h"
+#include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/reflector.h"
+#include "ringmaster/kube/secret.h"
+
+namespace ringmaster::local::kubelet {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const kube::ResourceType kPods{"", "v1", "pods", true};
+const kube::ResourceType kNodes{"", "v1", "nodes", false};
+const kube::ResourceType kConfigMaps{"", "v1", "configmaps", true};
+const kube::ResourceType kSecrets{"", "v1", "secrets", true};
+const kube::ResourceType kLeases{"coordination.k8s.io", "v1", "leases", true};
+constexpr const char* kHostIp = "127.0.0.1";
+constexpr const char* kScheduler = "default-scheduler";
+
+kube::Time wallNow() { return kube::Time(std::chrono::system_clock::now()); }
+
+std::string podRef(const kube::Pod& pod) {
+  return pod.metadata.namespace_name + "/" + pod.metadata.name;
+}
+
+bool isTerminalPhase(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
+
+// data, with stringData merged over it as the API server should have done on write (ours keeps
+// stringData as sent; kube-apiserver never returns it).
+std::map<std::string, std::string> secretData(const kube::Secret& secret) {
+  std::map<std::string, std::string> data = secret.data;
+  for (const auto& [k, v] : secret.string_data) data[k] = v;
+  return data;
+}
+
+struct ContainerRuntime {
+  kube::Container spec;
+  bool init = false;
+  pid_t pid = -1;
+  kube::ContainerState state;
+  std::optional<kube::ContainerStateTerminated> last_terminated;
+  int32_t restart_count = 0;
+  RestartBackoff backoff;
+  Clock::time_point next_start{};
+  Clock::time_point started_mono{};
+  bool done = false;  // terminated and not restarting
+  std::unique_ptr<Prober> prober;
+  std::string container_id;
+};
+
+struct PodRuntime {
+  std::string key;
+  std::shared_ptr<const kube::Pod> pod;  // the latest seen
+  fs::path dir;
+  std::string ip;
+  std::optional<kube::Time> start_time;
+  std::vector<ContainerRuntime> containers;  // init containers first
+  bool prepared = false;
+  std::map<std::string, VolumeDir> volume_dirs;
+  Clock::time_point retry_prepare{};
+  std::string prepare_error;
+  bool terminating = false;
+  Clock::time_point kill_deadline{};
+  bool sigkilled = false;
+  bool gone = false;  // the API object no longer exists
+  std::optional<kube::PodStatus> written;
+  Resources requests;
+  bool terminal = false;
+};
+
+}  // namespace
+
+class Kubelet::Impl {
+ public:
+  Impl(kube::ApiClient& client, KubeletOptions options)
+      : client_(client),
+        options_(std::move(options)),
+        scheduler_events_(client, clock_, {kScheduler, "", "", 4096}),
+        kubelet_events_(client, clock_, {"kubelet", options_.node_name, options_.node_name, 4096}) {
+  }
+
+  core::Status run(const core::StopSource& stop);
+
+ private:
+  // --- start-up and node ---
+  core::Status prepareRoot();
+  void killLeftovers();
+  kube::Node desiredNode() const;
+  core::Status registerNode();
+  void heartbeat();
+  // --- the sync loop ---
+  void markDirty(const std::string& key);
+  void syncKey(const std::string& key);
+  void schedule();
+  void reportUnschedulable(const kube::Pod& pod, const std::string& message);
+  void stepPod(PodRuntime& rt);
+  void stepSimulated(PodRuntime& rt);
+  bool prepare(PodRuntime& rt);
+  void startContainer(PodRuntime& rt, ContainerRuntime& c);
+  void onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& exit);
+  void beginTermination(PodRuntime& rt, const std::string& why);
+  bool finishTermination(PodRuntime& rt);  // true when the runtime can go
+  void writeStatus(PodRuntime& rt);
+  void writeHosts();
+  void restoreFromStatus(PodRuntime& rt);
+  PodView viewOf(const PodRuntime& rt) const;
+  bool hasLiveProcess(const PodRuntime& rt) const;
+  void release(PodRuntime& rt);
+  void stopAll();
+  core::Result<std::optional<std::string>> lookupKey(const std::string& ns, bool secret,
+                                                     const std::string& name,
+                                                     const std::string& key);
+  void event(const kube::Pod& pod, std::string_view type, const std::string& reason,
+             const std::string& message);
+
+  kube::ApiClient& client_;
+  KubeletOptions options_;
+  kube::RealClock clock_;
+  kube::EventRecorder scheduler_events_;
+  kube::EventRecorder kubelet_events_;
+  std::unique_ptr<kube::Reflector<kube::Pod>> reflector_;
+  std::shared_ptr<const kube::Store<kube::Pod>> store_;
+  EnvList base_env_;
+  bool use_mounts_ = true;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> dirty_;  // guarded by mu_
+  bool all_dirty_ = false;       // guarded by mu_
+
+  // Owned by the sync thread.
+  std::map<std::string, PodRuntime> pods_;
+  std::set<std::string> unscheduled_;
+  std::set<std::string> todo_;                // runtimes to step (simulate mode steps only these)
+  std::map<std::string, Resources> assumed_;  // bound by us, runtime not seen yet
+  bool schedule_due_ = false;
+  Clock::time_point next_schedule_retry_{};
+  IpAllocator ips_;
+  std::string hosts_text_;
+  bool hosts_dirty_ = true;
+  Clock::time_point next_heartbeat_{};
+  bool lease_disabled_ = false;
+  Resources allocatable_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Start-up and the node.
+
+core::Status Kubelet::Impl::prepareRoot() {
+  std::error_code ec;
+  options_.root_dir = fs::absolute(options_.root_dir, ec);
+  for (const char* sub : {"pods", "volumes"}) {
+    fs::create_directories(options_.root_dir / sub, ec);
+    if (ec) {
+      return core::internalError("create " + (options_.root_dir / sub).string() + ": " +
+                                 ec.message());
+    }
+  }
+  return writeFileAtomically(options_.root_dir / "hosts", renderHosts({}));
+}
+
+// Processes a previous kubelet started and could not stop (it was killed): their process groups
+// are recorded in <container>.pid files.
+void Kubelet::Impl::killLeftovers() {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(options_.root_dir / "pods", ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() != ".pid" || it.depth() != 2) continue;
+    std::ifstream in(it->path());
+    long pid = 0;
+    if (in >> pid && pid > 1 && kill(static_cast<pid_t>(-pid), 0) == 0) {
+      RM_LOG(WARN, LOCAL) << "killing process group " << pid << " left over from a previous "
+                          << "kubelet (" << it->path().string() << ")";
+      kill(static_cast<pid_t>(-pid), SIGKILL);
+    }
+    std::error_code rm;
+    fs::remove(it->path(), rm);
+  }
+}
+
+kube::Node Kubelet::Impl::desiredNode() const {
+  kube::Node node;
+  node.metadata.name = options_.node_name;
+  node.metadata.labels = {{"kubernetes.io/hostname", options_.node_name},
+                          {"kubernetes.io/os", "linux"},
+                          {"kubernetes.io/arch", "amd64"},
+                          {"node.kubernetes.io/instance-type", "ringmaster-local"}};
+  node.metadata.annotations[kRootAnnotation] = options_.root_dir.string();
+  auto& st = node.status;
+  st.capacity = {{"cpu", kube::Quantity::fromMilli(options_.cpu_milli)},
+                 {"memory", kube::Quantity(options_.memory_bytes)},
+                 {"pods", kube::Quantity(options_.max_pods)},
+                 {"ephemeral-storage", kube::Quantity(int64_t{100} << 30)},
+                 {kGpuResource, kube::Quantity(options_.gpus)}};
+  st.allocatable = st.capacity;
+  const kube::Time now = wallNow();
+  auto cond = [&](const char* type, const char* status, const char* reason, const char* message) {
+    kube::Condition c;
+    c.type = type;
+    c.status = status;
+    c.reason = reason;
+    c.message = message;
+    c.last_heartbeat_time = now;
+    c.last_transition_time = now;
+    return c;
+  };
+  st.conditions = {
+      cond("MemoryPressure", "False", "KubeletHasSufficientMemory",
+           "kubelet has sufficient memory available"),
+      cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+      cond("PIDPressure", "False", "KubeletHasSufficientPID",
+           "kubelet has sufficient PID available"),
+      cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")};
+  st.addresses = {{"InternalIP", kHostIp, {}}, {"Hostname", options_.node_name, {}}};
+  st.extra["nodeInfo"] = {
+      {"architecture", "amd64"},
+      {"operatingSystem", "linux"},
+      {"osImage", "ringmaster local"},
+      {"kernelVersion", ""},
+      {"kubeletVersion", "v1.32.0-ringmaster"},
+      {"kubeProxyVersion", ""},
+      {"containerRuntimeVersion", options_.simulate ? "simulated://0.1" : "local-process://0.1"},
+      {"machineID", ""},
+      {"systemUUID", ""},
+      {"bootID", ""}};
+  return node;
+}
+
+core::Status Kubelet::Impl::registerNode() {
+  kube::ResourceClient<kube::Node> nodes(client_, kNodes);
+  kube::Node want = desiredNode();
+  allocatable_ = allocatableOf(want.status);
+  kube::ApiResult<kube::Node> created = nodes.create(want);
+  if (!created.ok() && !created.error().isAlreadyExists()) {
+    return created.status().withContext("register node " + options_.node_name);
+  }
+  if (!created.ok()) {  // re-registration: labels, annotation and status follow our flags
+    nlohmann::json meta = {
+        {"metadata",
+         {{"labels", want.metadata.labels}, {"annotations", want.metadata.annotations}}}};
+    auto patched = nodes.patch(options_.node_name, kube::PatchType::kMerge, meta);
+    if (!patched.ok()) return patched.status().withContext("update node " + options_.node_name);
+  }
+  auto status = nodes.patch(options_.node_name, kube::PatchType::kMerge,
+                            {{"status", kube::encode(want.status)}}, "status");
+  if (!status.ok()) return status.status().withContext("node status " + options_.node_name);
+  RM_LOG(INFO, LOCAL) << "node " << options_.node_name << " registered: cpu " << options_.cpu_milli
+                      << "m, memory " << options_.memory_bytes << " bytes, " << options_.gpus
+                      << " nvidia.com/gpu, " << options_.max_pods << " pods"
+                      << (options_.simulate ? " (simulated)" : "");
+  next_heartbeat_ = Clock::now() + options_.heartbeat;
+  return core::Status::Ok();
+}
+
+void Kubelet::Impl::heartbeat() {
+  kube::ResourceClient<kube::Node> nodes(client_, kNodes);
+  kube::Node want = desiredNode();
+  // Keep the first transition time: merge patch replaces the list, so send it with the old times.
+  if (auto current = nodes.get(options_.node_name); current.ok()) {
+    for (auto& c : want.status.conditions) {
+      for (const auto& old : current->status.conditions) {
+        if (old.type == c.type && old.status == c.status && old.last_transition_time) {
+          c.last_transition_time = old.last_transition_time;
+        }
+      }
+    }
+  }
+  auto patched = nodes.patch(
+      options_.node_name, kube::PatchType::kMerge,
+      {{"status", {{"conditions", kube::encode(want.status).at("conditions")}}}}, "status");
+  if (!patched.ok()) {
+    if (patched.error().isNotFound()) {
+      RM_LOG(WARN, LOCAL) << "node " << options_.node_name << " disappeared; registering again";
+      if (auto s = registerNode(); !s.ok()) RM_LOG(WARN, LOCAL) << s.toString();
+    } else {
+      RM_LOG(WARN, LOCAL) << "node heartbeat: " << patched.status().toString();
+    }
+  }
+  if (lease_disabled_) return;
+  kube::ResourceClient<kube::Lease> leases(client_, kLeases, "kube-node-lease");
+  kube::Lease lease;
+  lease.metadata.name = options_.node_name;
+  lease.metadata.namespace_name = "kube-node-lease";
+  lease.spec.holder_identity = options_.node_name;
+  lease.spec.lease_duration_seconds = 40;
+  lease.spec.renew_time = kube::MicroTime(std::chrono::system_clock::now());
+  auto renewed = leases.patch(options_.node_name, kube::PatchType::kMerge,
+                              {{"spec", kube::encode(lease.spec)}});
+  if (renewed.ok()) return;
+  if (renewed.error().isNotFound()) {
+    auto created = leases.create(lease);
+    if (created.ok() || created.error().isAlreadyExists()) return;
+    if (created.error().isNotFound()) {
+      RM_LOG(INFO, LOCAL) << "namespace kube-node-lease does not exist; node Lease disabled";
+      lease_disabled_ = true;
+      return;
+    }
+    renewed = created.error();
+  }
+  RM_LOG(WARN, LOCAL) << "node lease: " << renewed.status().toString();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sync loop.
+
+void Kubelet::Impl::markDirty(const std::string& key) {
+  std::lock_guard lock(mu_);
+  dirty_.insert(key);
+  cv_.notify_all();
+}
+
+void Kubelet::Impl::event(const kube::Pod& pod, std::string_view type, const std::string& reason,
+                          const std::string& message) {
+  core::Status s = kubelet_events_.record(pod, type, reason, message);
+  if (!s.ok()) RM_LOG(DEBUG, LOCAL) << "event " << reason << ": " << s.toString();
+}
+
+core::Status Kubelet::Impl::run(const core::StopSource& stop) {
+  RM_RETURN_IF_ERROR(prepareRoot());
+  if (!options_.simulate) {
+    killLeftovers();
+    use_mounts_ = mountNamespacesAvailable();
+    if (!use_mounts_) {
+      RM_LOG(WARN, LOCAL)
+          << "mount namespaces are not permitted here: pods with volumeMounts "
+             "will not start (condition message says so); see local/kubelet/README.md";
+    }
+    if (options_.nss_wrapper_library.empty()) {
+      RM_LOG(WARN, LOCAL) << "libnss_wrapper.so not found: pods cannot resolve each other by name";
+    }
+    BaseEnvOptions base;
+    base.self_dir = options_.self_dir;
+    const char* path = getenv("PATH");
+    base.inherited_path = path ? path : "";
+    const char* home = getenv("HOME");
+    base.home = home ? home : "/root";
+    for (const auto& name : passthroughNames()) {
+      if (const char* v = getenv(name.c_str())) base.passthrough.emplace_back(name, v);
+    }
+    base.nss_wrapper_library = options_.nss_wrapper_library;
+    base.hosts_file = (options_.root_dir / "hosts").string();
+    base_env_ = baseEnv(base);
+  }
+  RM_RETURN_IF_ERROR(registerNode());
+
+  kube::Reflector<kube::Pod>::Options watch_options;
+  watch_options.poll = milliseconds(200);
+  watch_options.max_backoff = milliseconds(5'000);
+  kube::Reflector<kube::Pod>::Handler notify;
+  notify.relisted = [this](std::vector<kube::Pod>) {
+    std::lock_guard lock(mu_);
+    all_dirty_ = true;
+    cv_.notify_all();
+  };
+  notify.event = [this](const kube::WatchEvent<kube::Pod>& e) {
+    markDirty(kube::objectKey(e.object));
+  };
+  reflector_ = std::make_unique<kube::Reflector<kube::Pod>>(
+      kube::ResourceClient<kube::Pod>(client_, kPods), watch_options, std::move(notify));
+  store_ = reflector_->store();
+  std::jthread watch_thread([this](std::stop_token st) { reflector_->run(st); });
+
+  while (!stop.stopRequested()) {
+    std::set<std::string> keys;
+    bool all = false;
+    {
+      std::lock_guard lock(mu_);
+      keys.swap(dirty_);
+      std::swap(all, all_dirty_);
+    }
+    if (all) {
+      for (const auto& k : store_->keys()) keys.insert(k);
+      for (const auto& [k, rt] : pods_) keys.insert(k);
+      schedule_due_ = true;
+    }
+    for (const auto& key : keys) syncKey(key);
+    if (!unscheduled_.empty() && (schedule_due_ || Clock::now() >= next_schedule_retry_)) {
+      schedule();
+    }
+    // Simulated pods settle after one status write: only those touched since are stepped.
+    std::vector<std::string> step_keys;
+    if (options_.simulate) {
+      step_keys.assign(todo_.begin(), todo_.end());
+    } else {
+      for (const auto& [key, rt] : pods_) step_keys.push_back(key);
+    }
+    bool busy = false;
+    for (const auto& key : step_keys) {
+      auto it = pods_.find(key);
+      if (it == pods_.end()) {
+        todo_.erase(key);
+        continue;
+      }
+      PodRuntime& rt = it->second;
+      if (options_.simulate) {
+        stepSimulated(rt);
+      } else {
+        stepPod(rt);
+      }
+      if (rt.gone && !hasLiveProcess(rt) && (rt.terminating || options_.simulate)) {
+        release(rt);
+        pods_.erase(it);
+        todo_.erase(key);
+        schedule_due_ = true;
+        if (store_->get(key)) markDirty(key);  // a new pod of the same name waits for this one
+        continue;
+      }
+      if (options_.simulate && (rt.terminal || (rt.written && !rt.terminating))) todo_.erase(key);
+      busy = busy || hasLiveProcess(rt) || (!rt.terminal && !options_.simulate);
+    }
+    if (hosts_dirty_) writeHosts();
+    if (Clock::now() >= next_heartbeat_) {
+      heartbeat();
+      next_heartbeat_ = Clock::now() + options_.heartbeat;
+    }
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, busy ? milliseconds(100) : milliseconds(1'000),
+                 [&] { return !dirty_.empty() || all_dirty_ || stop.stopRequested(); });
+  }
+  RM_LOG(INFO, LOCAL) << "kubelet stopping (" << stop.reason() << "): stopping " << pods_.size()
+                      << " pods' processes";
+  watch_thread.request_stop();
+  watch_thread.join();
+  stopAll();
+  return core::Status::Ok();
+}
+
+void Kubelet::Impl::syncKey(const std::string& key) {
+  std::shared_ptr<const kube::Pod> pod = store_->get(key);
+  if (pods_.count(key)) todo_.insert(key);
+  auto rt_it = pods_.find(key);
+  if (!pod || (rt_it != pods_.end() && rt_it->second.pod &&
+               rt_it->second.pod->metadata.uid != pod->metadata.uid)) {
+    // Gone (or replaced by a new pod of the same name): stop what runs for the old one.
+    unscheduled_.erase(key);
+    assumed_.erase(key);
+    if (rt_it != pods_.end()) {
+      rt_it->second.gone = true;
+      if (!rt_it->second.terminating) beginTermination(rt_it->second, "the pod was deleted");
+    }
+    if (!pod) return;
+    if (rt_it != pods_.end()) return;  // the new pod waits until the old one's processes ended
+  }
+  const std::string& node = pod->spec.node_name;
+  if (node.empty()) {
+    const std::string& sched = pod->spec.scheduler_name;
+    if ((sched.empty() || sched == kScheduler) && !pod->metadata.deletion_timestamp &&
+        !isTerminalPhase(pod->status.phase)) {
+      if (unscheduled_.insert(key).second) schedule_due_ = true;
+    }
+    return;
+  }
+  unscheduled_.erase(key);
+  assumed_.erase(key);
+  if (node != options_.node_name) return;
+  if (rt_it == pods_.end()) {
+    PodRuntime rt;
+    rt.key = key;
+    rt.pod = pod;
+    rt.dir = options_.root_dir / "pods" / pod->metadata.namespace_name /
+             (pod->metadata.name + "_" + pod->metadata.uid);
+    rt.requests = podRequests(pod->spec);
+    auto add = [&](const kube::Container& spec, bool init) {
+      ContainerRuntime c;
+      c.spec = spec;
+      c.init = init;
+      c.backoff = RestartBackoff(options_.backoff);
+      c.state.waiting = kube::ContainerStateWaiting{};
+      c.state.waiting->reason = init ? "PodInitializing" : "ContainerCreating";
+      rt.containers.push_back(std::move(c));
+    };
+    for (const auto& c : pod->spec.init_containers) add(c, true);
+    for (const auto& c : pod->spec.containers) {
+      add(c, false);
+      if (!pod->spec.init_containers.empty()) {
+        rt.containers.back().state.waiting->reason = "PodInitializing";
+      }
+    }
+    restoreFromStatus(rt);
+    RM_LOG(INFO, LOCAL) << "pod " << key << " (uid " << pod->metadata.uid << ") assigned to this "
+                        << "node" << (rt.terminal ? ", already finished" : "");
+    rt_it = pods_.emplace(key, std::move(rt)).first;
+    todo_.insert(key);
+    hosts_dirty_ = true;
+    return;
+  }
+  rt_it->second.pod = pod;
+}
+
+// A pod this node ran before a kubelet restart: keep its restart counts, IP and start time; a
+// container that was running has lost its process (the previous kubelet killed it on exit, or
+// killLeftovers() did): it counts as exited with 137 and restarts per the restart policy.
+void Kubelet::Impl::restoreFromStatus(PodRuntime& rt) {
+  const kube::PodStatus& st = rt.pod->status;
+  if (st.container_statuses.empty() && st.init_container_statuses.empty()) return;
+  rt.start_time = st.start_time;
+  rt.terminal = isTerminalPhase(st.phase);
+  if (rt.terminal) {
+    rt.ip = st.pod_ip;
+  } else if (!st.pod_ip.empty() && ips_.claim(st.pod_ip)) {
+    rt.ip = st.pod_ip;
+  }
+  const std::string& policy = rt.pod->spec.restart_policy;
+  for (auto& c : rt.containers) {
+    const auto& list = c.init ? st.init_container_statuses : st.container_statuses;
+    auto s = std::find_if(list.begin(), list.end(),
+                          [&](const kube::ContainerStatus& x) { return x.name == c.spec.name; });
+    if (s == list.end() || !s->state) continue;
+    c.restart_count = s->restart_count.value_or(0);
+    if (s->last_state && s->last_state->terminated) c.last_terminated = s->last_state->terminated;
+    if (s->container_id) c.container_id = *s->container_id;
+    if (rt.terminal) {
+      c.state = *s->state;
+      c.done = true;
+      continue;
+    }
+    std::optional<kube::ContainerStateTerminated> ended = s->state->terminated;
+    if (s->state->running) {
+      ended.emplace();
+      ended->exit_code = 128 + SIGKILL;
+      ended->signal = SIGKILL;
+      ended->reason = "Error";
+      ended->message = "the process was lost when the kubelet restarted";
+      ended->started_at = s->state->running->started_at;
+      ended->finished_at = wallNow();
+    }
+    if (!ended) continue;
+    const bool restart = c.init ? ended->exit_code != 0 && policy != "Never"
+                                : shouldRestart(policy, ended->exit_code);
+    c.state = {};
+    if (restart) {
+      c.last_terminated = ended;
+      if (s->state->running) ++c.restart_count;
+      c.state.waiting = kube::ContainerStateWaiting{};
+      c.state.waiting->reason = "ContainerCreating";
+    } else {
+      c.state.terminated = ended;
+      c.done = true;
+    }
+  }
+}
+
+// PodScheduled=False/Unschedulable + FailedScheduling, once per distinct message.
+void Kubelet::Impl::reportUnschedulable(const kube::Pod& pod, const std::string& message) {
+  for (const auto& c : pod.status.conditions) {
+    if (c.type == "PodScheduled" && c.status == "False" && c.message == message) return;
+  }
+  const std::string key = kube::objectKey(pod);
+  kube::Condition cond;
+  cond.type = "PodScheduled";
+  cond.status = "False";
+  cond.reason = "Unschedulable";
+  cond.message = message;
+  cond.last_probe_time = kube::Time();
+  cond.last_transition_time = wallNow();
+  kube::ResourceClient<kube::Pod> pods(client_, kPods, pod.metadata.namespace_name);
+  auto patched = pods.patch(
+      pod.metadata.name, kube::PatchType::kMerge,
+      {{"status", {{"conditions", nlohmann::json::array({kube::encode(cond)})}}}}, "status");
+  if (!patched.ok()) RM_LOG(WARN, LOCAL) << "pod " << key << ": " << patched.status().toString();
+  RM_LOG(INFO, LOCAL) << "pod " << key << " unschedulable: " << message;
+  core::Status s = scheduler_events_.record(pod, kube::kEventWarning, "FailedScheduling", message);
+  if (!s.ok()) RM_LOG(DEBUG, LOCAL) << "event FailedScheduling: " << s.toString();
+}
+
+void Kubelet::Impl::schedule() {
+  schedule_due_ = false;
+  next_schedule_retry_ = Clock::now() + seconds(10);
+  Resources used;
+  for (const auto& [key, rt] : pods_) {
+    if (!rt.terminal && !rt.gone) used += rt.requests;
+  }
+  for (const auto& [key, r] : assumed_) used += r;
+  // Oldest first, as kube-scheduler's queue orders pods of equal priority.
+  std::vector<std::shared_ptr<const kube::Pod>> queue;
+  for (auto it = unscheduled_.begin(); it != unscheduled_.end();) {
+    auto pod = store_->get(*it);
+    if (!pod || !pod->spec.node_name.empty() || pod->metadata.deletion_timestamp) {
+      it = unscheduled_.erase(it);
+      continue;
+    }
+    queue.push_back(pod);
+    ++it;
+  }
+  std::stable_sort(queue.begin(), queue.end(), [](const auto& a, const auto& b) {
+    return a->metadata.creation_timestamp.value_or(kube::Time()) <
+           b->metadata.creation_timestamp.value_or(kube::Time());
+  });
+  for (const auto& pod : queue) {
+    const std::string key = kube::objectKey(*pod);
+    const Resources request = podRequests(pod->spec);
+    std::vector<std::string> missing = insufficient(used, request, allocatable_);
+    if (!missing.empty()) {
+      reportUnschedulable(*pod, unschedulableMessage(missing));
+      continue;
+    }
+    kube::Binding binding;
+    binding.metadata.name = pod->metadata.name;
+    binding.metadata.namespace_name = pod->metadata.namespace_name;
+    binding.target.api_version = "v1";
+    binding.target.kind = "Node";
+    binding.target.name = options_.node_name;
+    kube::setTypeMeta(binding);
+    kube::ApiRequest call;
+    call.verb = kube::Verb::kPost;
+    call.path =
+        kube::objectPath(kPods, pod->metadata.namespace_name, pod->metadata.name, "binding");
+    call.body = kube::encodeText(binding);
+    call.timeout = seconds(30);
+    kube::ApiResult<kube::ApiResponse> bound = kube::callApi(client_, call);
+    if (!bound.ok()) {
+      if (bound.error().isNotFound() && store_->get(key)) {
+        RM_LOG(WARN, LOCAL) << "pod " << key << ": binding failed (" << bound.status().toString()
+                            << "); retrying (does the API server serve pods/binding?)";
+        next_schedule_retry_ = Clock::now() + seconds(1);
+      } else {
+        RM_LOG(WARN, LOCAL) << "pod " << key << ": binding failed: " << bound.status().toString();
+        unscheduled_.erase(key);  // the watch tells what happened (bound elsewhere, deleted)
+      }
+      continue;
+    }
+    unscheduled_.erase(key);
+    assumed_[key] = request;
+    used += request;
+    RM_LOG(INFO, LOCAL) << "pod " << key << " scheduled onto " << options_.node_name;
+    core::Status s = scheduler_events_.record(
+        *pod, kube::kEventNormal, "Scheduled",
+        "Successfully assigned " + podRef(*pod) + " to " + options_.node_name);
+    if (!s.ok()) RM_LOG(DEBUG, LOCAL) << "event Scheduled: " << s.toString();
+  }
+}
+
+bool Kubelet::Impl::hasLiveProcess(const PodRuntime& rt) const {
+  for (const auto& c : rt.containers) {
+    if (c.pid > 0) return true;
+  }
+  return false;
+}
+
+void Kubelet::Impl::release(PodRuntime& rt) {
+  if (!rt.ip.empty() && !rt.terminal) ips_.release(rt.ip);
+  if (!rt.ip.empty()) hosts_dirty_ = true;
+  std::error_code ec;
+  fs::remove_all(rt.dir / "volumes", ec);  // logs and work/ stay for inspection
+  RM_LOG(INFO, LOCAL) << "pod " << rt.key << " removed from this node";
+}
+
+void Kubelet::Impl::beginTermination(PodRuntime& rt, const std::string& why) {
+  rt.terminating = true;
+  int64_t grace = 30;
+  if (rt.pod->metadata.deletion_grace_period_seconds) {
+    grace = *rt.pod->metadata.deletion_grace_period_seconds;
+  } else if (rt.pod->spec.termination_grace_period_seconds) {
+    grace = *rt.pod->spec.termination_grace_period_seconds;
+  }
+  rt.kill_deadline = Clock::now() + seconds(std::max<int64_t>(grace, 0));
+  for (auto& c : rt.containers) {
+    c.prober.reset();
+    if (c.pid <= 0) continue;
+    RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": SIGTERM to "
+                        << "process group " << c.pid << " (" << why << "; grace " << grace << " s)";
+    signalGroup(c.pid, grace > 0 ? SIGTERM : SIGKILL);
+    if (!rt.gone) {
+      event(*rt.pod, kube::kEventNormal, "Killing", "Stopping container " + c.spec.name);
+    }
+  }
+  rt.sigkilled = grace <= 0;
+}
+
+bool Kubelet::Impl::finishTermination(PodRuntime& rt) {
+  for (auto& c : rt.containers) {
+    if (c.pid <= 0) continue;
+    if (auto exit = reap(c.pid)) onExit(rt, c, *exit);
+  }
+  if (hasLiveProcess(rt)) {
+    if (!rt.sigkilled && Clock::now() >= rt.kill_deadline) {
+      for (auto& c : rt.containers) {
+        if (c.pid <= 0) continue;
+        RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name
+                            << ": grace period over, SIGKILL to process group " << c.pid;
+        signalGroup(c.pid, SIGKILL);
+      }
+      rt.sigkilled = true;
+    }
+    return false;
+  }
+  if (rt.gone) return true;
+  // The real kubelet's last step: the pod object goes once its containers are gone.
+  kube::ResourceClient<kube::Pod> pods(client_, kPods, rt.pod->metadata.namespace_name);
+  kube::DeleteOptions options;
+  options.grace_period_seconds = 0;
+  auto removed = pods.remove(rt.pod->metadata.name, options);
+  if (!removed.ok() && !removed.error().isNotFound()) {
+    RM_LOG(WARN, LOCAL) << "pod " << rt.key << ": delete: " << removed.status().toString();
+    return false;
+  }
+  RM_LOG(INFO, LOCAL) << "pod " << rt.key << ": containers stopped, pod deleted";
+  rt.gone = true;
+  return true;
+}
+
+core::Result<std::optional<std::string>> Kubelet::Impl::lookupKey(const std::string& ns,
+                                                                  bool secret,
+                                                                  const std::string& name,
+                                                                  const std::string& key) {
+  std::map<std::string, std::string> data;
+  if (secret) {
+    auto got = kube::ResourceClient<kube::Secret>(client_, kSecrets, ns).get(name);
+    if (!got.ok()) {
+      if (got.error().isNotFound()) return std::optional<std::string>();
+      return got.status();
+    }
+    data = secretData(*got);
+  } else {
+    auto got = kube::ResourceClient<kube::ConfigMap>(client_, kConfigMaps, ns).get(name);
+    if (!got.ok()) {
+      if (got.error().isNotFound()) return std::optional<std::string>();
+      return got.status();
+    }
+    data = got->data;
+    for (const auto& [k, v] : got->binary_data) data[k] = v;
+  }
+  auto it = data.find(key);
+  if (it == data.end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
+}
+
+// Directories, IP and volumes; false (with rt.prepare_error) when a volume cannot be made yet.
+bool Kubelet::Impl::prepare(PodRuntime& rt) {
+  if (rt.prepared) return true;
+  if (Clock::now() < rt.retry_prepare) return false;
+  rt.retry_prepare = Clock::now() + seconds(2);
+  const kube::Pod& pod = *rt.pod;
+  const std::string& ns = pod.metadata.namespace_name;
+  std::error_code ec;
+  fs::create_directories(rt.dir / "work", ec);
+  if (ec) {
+    rt.prepare_error = "create " + (rt.dir / "work").string() + ": " + ec.message();
+    return false;
+  }
+  if (rt.ip.empty()) {
+    core::Result<std::string> ip = ips_.allocate();
+    if (!ip.ok()) {
+      rt.prepare_error = ip.status().message();
+      return false;
+    }
+    rt.ip = *ip;
+    hosts_dirty_ = true;
+  }
+  if (!rt.start_time) rt.start_time = wallNow();
+  bool any_mounts = false;
+  for (const auto& c : rt.containers) any_mounts = any_mounts || !c.spec.volume_mounts.empty();
+  if (any_mounts && !use_mounts_) {
+    rt.prepare_error = "volumeMounts need mount namespaces, which this kubelet may not create";
+    return false;
+  }
+  for (const auto& v : pod.spec.volumes) {
+    const std::string what = "volume " + v.name;
+    core::Result<VolumeDir> dir = volumeDir(v, ns, rt.dir, options_.root_dir);
+    if (!dir.ok()) {
+      rt.prepare_error = dir.status().message();
+      return false;
+    }
+    if (v.config_map || v.secret) {
+      std::map<std::string, std::string> data;
+      bool found = true;
+      const std::string name = v.config_map ? v.config_map->name : v.secret->secret_name;
+      if (v.secret) {
+        auto got = kube::ResourceClient<kube::Secret>(client_, kSecrets, ns).get(name);
+        found = got.ok();
+        if (got.ok()) data = secretData(*got);
+        if (!got.ok() && !got.error().isNotFound()) {
+          rt.prepare_error = got.status().message();
+          return false;
+        }
+      } else {
+        auto got = kube::ResourceClient<kube::ConfigMap>(client_, kConfigMaps, ns).get(name);
+        found = got.ok();
+        if (got.ok()) {
+          data = got->data;
+          for (const auto& [k, b] : got->binary_data) data[k] = b;
+        }
+        if (!got.ok() && !got.error().isNotFound()) {
+          rt.prepare_error = got.status().message();
+          return false;
+        }
+      }
+      const bool optional = v.config_map ? v.config_map->optional.value_or(false)
+                                         : v.secret->optional.value_or(false);
+      if (!found && !optional) {
+        rt.prepare_error =
+            std::string(v.config_map ? "configmap" : "secret") + " \"" + name + "\" not found";
+        return false;
+      }
+      auto files = projectKeys(data, v.config_map ? v.config_map->items : v.secret->items,
+                               v.config_map ? v.config_map->default_mode : v.secret->default_mode,
+                               optional, what);
+      if (!files.ok()) {
+        rt.prepare_error = files.status().message();
+        return false;
+      }
+      if (auto s = writeProjection(dir->path, *files); !s.ok()) {
+        rt.prepare_error = s.message();
+        return false;
+      }
+    } else if (!v.host_path || v.host_path->type.value_or("") == "" ||
+               v.host_path->type.value_or("") == "DirectoryOrCreate") {
+      fs::create_directories(dir->path, ec);
+      if (ec) {
+        rt.prepare_error = what + ": create " + dir->path.string() + ": " + ec.message();
+        return false;
+      }
+    }
+    rt.volume_dirs[v.name] = *dir;
+  }
+  rt.prepared = true;
+  rt.prepare_error.clear();
+  return true;
+}
+
+void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
+  const kube::Pod& pod = *rt.pod;
+  auto fail = [&](const std::string& reason, const std::string& message, bool retry) {
+    RM_LOG(WARN, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": " << reason
+                        << ": " << message;
+    event(pod, kube::kEventWarning, "Failed", "Error: " + message);
+    if (retry) {  // configuration not there yet: stay waiting and retry after back-off
+      c.state = {};
+      c.state.waiting = kube::ContainerStateWaiting{reason, message, {}};
+      c.next_start = Clock::now() + c.backoff.next(milliseconds(0));
+      return;
+    }
+    ExitInfo exit{128, std::nullopt};
+    c.state = {};
+    c.state.terminated = kube::ContainerStateTerminated{};
+    c.state.terminated->message = message;
+    c.started_mono = Clock::now();
+    onExit(rt, c, exit);
+    if (c.state.terminated) c.state.terminated->reason = "StartError";
+    if (c.last_terminated && c.last_terminated->exit_code == 128) {
+      c.last_terminated->reason = "StartError";
+      c.last_terminated->message = message;
+    }
+  };
+  PodFacts facts{rt.ip, kHostIp, options_.node_name};
+  KeyLookup lookup = [&](bool secret, const std::string& name, const std::string& key) {
+    return lookupKey(pod.metadata.namespace_name, secret, name, key);
+  };
+  core::Result<EnvList> env = containerEnv(pod, c.spec, facts, base_env_, lookup);
+  if (!env.ok()) return fail("CreateContainerConfigError", env.status().message(), true);
+  core::Result<std::vector<Mount>> mounts = containerMounts(c.spec, rt.volume_dirs);
+  if (!mounts.ok()) return fail("CreateContainerConfigError", mounts.status().message(), true);
+  LaunchSpec spec;
+  spec.argv = containerArgv(c.spec, *env);
+  if (spec.argv.empty()) {
+    return fail("CreateContainerConfigError",
+                "container " + c.spec.name + " has no command (images are not run locally)", true);
+  }
+  const std::string* path = findEnv(*env, "PATH");
+  spec.executable = resolveExecutable(spec.argv[0], path ? *path : "");
+  if (spec.executable.empty()) {
+    return fail("StartError", "exec: \"" + spec.argv[0] + "\": executable file not found in $PATH",
+                false);
+  }
+  spec.env = std::move(*env);
+  spec.mounts = std::move(*mounts);
+  if (c.spec.working_dir.empty()) {
+    fs::path work = rt.dir / "work" / c.spec.name;
+    std::error_code ec;
+    fs::create_directories(work, ec);
+    spec.working_dir = work.string();
+  } else {
+    spec.working_dir = c.spec.working_dir;
+  }
+  const fs::path log = rt.dir / (c.spec.name + ".log");
+  if (c.restart_count > 0 || c.last_terminated) {
+    std::error_code ec;
+    fs::rename(log, rt.dir / (c.spec.name + ".previous.log"), ec);
+  }
+  spec.log_path = log.string();
+  core::Result<pid_t> pid = launch(spec);
+  if (!pid.ok()) return fail("StartError", pid.status().message(), false);
+  c.pid = *pid;
+  { std::ofstream(rt.dir / (c.spec.name + ".pid")) << c.pid << "\n"; }
+  c.started_mono = Clock::now();
+  c.container_id = "local://" + std::to_string(c.pid);
+  c.state = {};
+  c.state.running = kube::ContainerStateRunning{wallNow(), {}};
+  RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << " started: pid "
+                      << c.pid << ", " << spec.executable << ", ip " << rt.ip;
+  event(pod, kube::kEventNormal, "Started", "Started container " + c.spec.name);
+  if (c.spec.readiness_probe && !c.init) {
+    ProbeTarget target;
+    target.pod_ip = rt.ip;
+    target.ports = c.spec.ports;
+    target.exec_base = spec;
+    const std::string key = rt.key, name = c.spec.name;
+    auto pod_copy = rt.pod;
+    c.prober = std::make_unique<Prober>(
+        *c.spec.readiness_probe, std::move(target),
+        [this, key, name, pod_copy](bool ready, const std::string& failure) {
+          if (!ready && !failure.empty()) {
+            event(*pod_copy, kube::kEventWarning, "Unhealthy",
+                  "Readiness probe failed: " + failure);
+          }
+          RM_LOG(DEBUG, LOCAL) << "pod " << key << " container " << name
+                               << (ready ? ": ready" : ": not ready: " + failure);
+          markDirty(key);
+        });
+  }
+}
+
+void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& exit) {
+  if (c.pid > 0) {
+    std::error_code ec;
+    fs::remove(rt.dir / (c.spec.name + ".pid"), ec);
+  }
+  c.pid = -1;
+  c.prober.reset();
+  kube::ContainerStateTerminated t;
+  t.exit_code = exit.exit_code;
+  t.signal = exit.signal;
+  t.reason = exit.exit_code == 0 ? "Completed" : "Error";
+  t.started_at =
+      c.state.running ? c.state.running->started_at : std::optional<kube::Time>(wallNow());
+  t.finished_at = wallNow();
+  if (c.state.terminated && c.state.terminated->message) t.message = c.state.terminated->message;
+  if (!c.container_id.empty()) t.container_id = c.container_id;
+  RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << " exited: code "
+                      << exit.exit_code
+                      << (exit.signal ? " (signal " + std::to_string(*exit.signal) + ")" : "");
+  const std::string& policy = rt.pod->spec.restart_policy;
+  // Init containers always restart on failure unless the policy is Never.
+  const bool restart = !rt.terminating && (c.init ? exit.exit_code != 0 && policy != "Never"
+                                                  : shouldRestart(policy, exit.exit_code));
+  if (!restart) {
+    c.state = {};
+    c.state.terminated = t;
+    c.done = true;
+    if (exit.exit_code != 0 && !rt.terminating) {
+      event(*rt.pod, kube::kEventWarning, "Failed",
+            "Container " + c.spec.name + " exited with code " + std::to_string(exit.exit_code));
+    }
+    return;
+  }
+  const milliseconds ran = std::chrono::duration_cast<milliseconds>(Clock::now() - c.started_mono);
+  const milliseconds delay = c.backoff.next(ran);
+  c.last_terminated = t;
+  ++c.restart_count;
+  c.next_start = Clock::now() + delay;
+  c.state = {};
+  c.state.waiting = kube::ContainerStateWaiting{};
+  c.state.waiting->reason = "CrashLoopBackOff";
+  c.state.waiting->message = "back-off " +
+                             (delay.count() % 1000 == 0 ? std::to_string(delay.count() / 1000) + "s"
+                                                        : std::to_string(delay.count()) + "ms") +
+                             " restarting failed container=" + c.spec.name +
+                             " pod=" + rt.pod->metadata.name + "_" +
+                             rt.pod->metadata.namespace_name + "(" + rt.pod->metadata.uid + ")";
+  event(*rt.pod, kube::kEventWarning, "BackOff",
+        "Back-off restarting failed container " + c.spec.name + " in pod " + rt.pod->metadata.name +
+            "_" + rt.pod->metadata.namespace_name + "(" + rt.pod->metadata.uid + ")");
+}
+
+void Kubelet::Impl::stepPod(PodRuntime& rt) {
+  if (!rt.terminating && (rt.gone || rt.pod->metadata.deletion_timestamp)) {
+    beginTermination(rt, rt.gone ? "the pod was deleted" : "the pod is being deleted");
+  }
+  if (rt.terminating) {
+    if (finishTermination(rt)) rt.gone = true;
+    return;
+  }
+  if (rt.terminal) return;
+  for (auto& c : rt.containers) {
+    if (c.pid <= 0) continue;
+    if (auto exit = reap(c.pid)) onExit(rt, c, *exit);
+  }
+  if (prepare(rt)) {
+    // Init containers one at a time, in order; then every app container.
+    bool init_done = true;
+    for (auto& c : rt.containers) {
+      if (!c.init) continue;
+      if (c.state.terminated && c.state.terminated->exit_code == 0) continue;
+      init_done = false;
+      if (c.pid <= 0 && !c.done && Clock::now() >= c.next_start) startContainer(rt, c);
+      break;
+    }
+    if (init_done) {
+      for (auto& c : rt.containers) {
+        if (c.init || c.pid > 0 || c.done || Clock::now() < c.next_start) continue;
+        if (c.state.waiting && c.state.waiting->reason == "PodInitializing") {
+          c.state.waiting->reason = "ContainerCreating";
+        }
+        startContainer(rt, c);
+      }
+    }
+  } else {
+    for (auto& c : rt.containers) {
+      if (c.pid > 0 || c.done) continue;
+      c.state = {};
+      c.state.waiting = kube::ContainerStateWaiting{};
+      c.state.waiting->reason = "CreateContainerConfigError";
+      c.state.waiting->message = rt.prepare_error;
+    }
+  }
+  writeStatus(rt);
+}
+
+void Kubelet::Impl::stepSimulated(PodRuntime& rt) {
+  if (rt.gone || rt.pod->metadata.deletion_timestamp) {
+    if (!rt.gone) {
+      rt.terminating = true;
+      kube::ResourceClient<kube::Pod> pods(client_, kPods, rt.pod->metadata.namespace_name);
+      kube::DeleteOptions options;
+      options.grace_period_seconds = 0;
+      auto removed = pods.remove(rt.pod->metadata.name, options);
+      if (!removed.ok() && !removed.error().isNotFound()) {
+        RM_LOG(WARN, LOCAL) << "pod " << rt.key << ": delete: " << removed.status().toString();
+        return;
+      }
+    }
+    rt.gone = true;
+    return;
+  }
+  if (rt.terminal) return;
+  if (rt.ip.empty()) {
+    core::Result<std::string> ip = ips_.allocate();
+    if (ip.ok()) rt.ip = *ip;
+    hosts_dirty_ = true;
+  }
+  if (!rt.start_time) rt.start_time = wallNow();
+  for (auto& c : rt.containers) {
+    if (c.state.running) continue;
+    c.state = {};
+    c.state.running = kube::ContainerStateRunning{*rt.start_time, {}};
+    c.container_id = "simulated://" + rt.pod->metadata.uid + "/" + c.spec.name;
+  }
+  writeStatus(rt);
+}
+
+PodView Kubelet::Impl::viewOf(const PodRuntime& rt) const {
+  PodView v;
+  v.restart_policy = rt.pod->spec.restart_policy;
+  v.pod_ip = rt.ip;
+  v.host_ip = kHostIp;
+  v.start_time = rt.start_time;
+  v.now = wallNow();
+  v.previous = rt.written ? rt.written->conditions : rt.pod->status.conditions;
+  for (const auto& c : rt.containers) {
+    ContainerView cv;
+    cv.name = c.spec.name;
+    cv.image = c.spec.image;
+    cv.state = c.state;
+    cv.last_terminated = c.last_terminated;
+    cv.restart_count = c.restart_count;
+    cv.ready = options_.simulate ||
+               (c.state.running && (!c.spec.readiness_probe || (c.prober && c.prober->ready())));
+    cv.container_id = c.container_id;
+    (c.init ? v.init_containers : v.containers).push_back(std::move(cv));
+  }
+  return v;
+}
+
+void Kubelet::Impl::writeStatus(PodRuntime& rt) {
+  kube::PodStatus status = derivePodStatus(viewOf(rt));
+  if (rt.written && *rt.written == status) return;
+  const bool terminal = isTerminalPhase(status.phase);
+  kube::ResourceClient<kube::Pod> pods(client_, kPods, rt.pod->metadata.namespace_name);
+  auto patched = pods.patch(rt.pod->metadata.name, kube::PatchType::kMerge,
+                            {{"status", kube::encode(status)}}, "status");
+  if (!patched.ok()) {
+    if (!patched.error().isNotFound()) {
+      RM_LOG(WARN, LOCAL) << "pod " << rt.key << ": status: " << patched.status().toString();
+    }
+    return;
+  }
+  if (!rt.written || rt.written->phase != status.phase) {
+    RM_LOG(INFO, LOCAL) << "pod " << rt.key << " phase " << status.phase;
+  }
+  rt.written = std::move(status);
+  if (terminal && !rt.terminal) {
+    rt.terminal = true;
+    if (!rt.ip.empty()) ips_.release(rt.ip);
+    hosts_dirty_ = true;
+    schedule_due_ = true;  // its resources are free again
+  }
+}
+
+void Kubelet::Impl::writeHosts() {
+  hosts_dirty_ = false;
+  if (options_.simulate) return;
+  std::vector<HostsEntry> entries;
+  for (const auto& [key, rt] : pods_) {
+    if (rt.ip.empty() || rt.terminal || rt.gone) continue;
+    const auto& m = rt.pod->metadata;
+    entries.push_back(
+        {rt.ip, m.namespace_name, m.name, rt.pod->spec.hostname, rt.pod->spec.subdomain});
+  }
+  std::string text = renderHosts(std::move(entries));
+  if (text == hosts_text_) return;
+  if (auto s = writeFileAtomically(options_.root_dir / "hosts", text); !s.ok()) {
+    RM_LOG(WARN, LOCAL) << "hosts file: " << s.toString();
+    hosts_dirty_ = true;
+    return;
+  }
+  hosts_text_ = std::move(text);
+}
+
+void Kubelet::Impl::stopAll() {
+  Clock::time_point deadline = Clock::now();
+  for (auto& [key, rt] : pods_) {
+    if (!hasLiveProcess(rt)) continue;
+    beginTermination(rt, "the kubelet is stopping");
+    deadline = std::max(deadline, std::min(rt.kill_deadline, Clock::now() + seconds(30)));
+  }
+  bool killed = false;
+  for (;;) {
+    bool live = false;
+    for (auto& [key, rt] : pods_) {
+      for (auto& c : rt.containers) {
+        if (c.pid <= 0) continue;
+        if (auto exit = reap(c.pid)) {
+          std::error_code ec;
+          fs::remove(rt.dir / (c.spec.name + ".pid"), ec);
+          c.pid = -1;
+        } else {
+          live = true;
+        }
+      }
+    }
+    if (!live) break;
+    if (!killed && Clock::now() >= deadline) {
+      for (auto& [key, rt] : pods_) {
+        for (auto& c : rt.containers) signalGroup(c.pid, SIGKILL);
+      }
+      killed = true;
+    }
+    std::this_thread::sleep_for(milliseconds(20));  // polling child exits on the way out
+  }
+  pods_.clear();
+}
+
+Kubelet::Kubelet(kube::ApiClient& client, KubeletOptions options)
+    : impl_(std::make_unique<Impl>(client, std::move(options))) {}
+Kubelet::~Kubelet() = default;
+core::Status Kubelet::run(const core::StopSource& stop) { return impl_->run(stop); }
+
+std::string findNssWrapper() {
+  for (const char* p :
+       {"/usr/lib/x86_64-linux-gnu/libnss_wrapper.so",
+        "/usr/lib/aarch64-linux-gnu/libnss_wrapper.so", "/usr/lib64/libnss_wrapper.so",
+        "/usr/lib/libnss_wrapper.so", "/usr/local/lib/libnss_wrapper.so"}) {
+    if (access(p, R_OK) == 0) return p;
+  }
+  return "";
+}
+
+}  // namespace ringmaster::local::kubelet

@@ -1,0 +1,75 @@
+#pragma once
+// Kubelet: the local cluster's only node agent and scheduler, an ordinary API client
+// (DESIGN §6). One sync thread owns all state; a Reflector thread watches every pod and marks
+// keys dirty; prober threads mark their pod dirty when readiness flips.
+//
+//   node       registers Node <node_name> (capacity = allocatable: cpu, memory, pods,
+//              nvidia.com/gpu; Ready; InternalIP 127.0.0.1; annotation
+//              local.ringmaster.dev/kubelet-root = root dir) and renews its Ready heartbeat and
+//              its Lease in kube-node-lease (when that namespace exists) every heartbeat period.
+//   schedule   pending pods without nodeName whose schedulerName is "" or default-scheduler are
+//              bound (POST pods/NAME/binding) when their requests fit next to the non-terminal
+//              pods of the node; otherwise PodScheduled=False/Unschedulable + a FailedScheduling
+//              event, retried when capacity frees.
+//   run        pods bound to the node: per container a process group (process_launcher.h) with
+//              the pod's env (pod_env.h), volumes (volumes.h), log file, restart policy with
+//              back-off, readiness probes; status patched only when it changed; a deleted pod's
+//              processes get SIGTERM, SIGKILL after the grace period, then the pod is deleted
+//              with gracePeriodSeconds=0.
+//   simulate   no processes: bound pods are marked Running/Ready with a pod IP; deletion
+//              completes at once.
+// Files under the root dir R: R/pods/<ns>/<pod>_<uid>/ (logs, work/, volumes/, <container>.pid),
+// R/volumes/<ns>/<claim>/, R/hosts (see README.md).
+//
+// Ownership: borrows the ApiClient, which must outlive the Kubelet. Thread-safety: run() is
+// called once, from one thread. Failure: start-up errors (root dir, node registration) are
+// returned by run(); later API errors are logged and retried.
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "local/kubelet/restart_backoff.h"
+#include "ringmaster/core/status.h"
+#include "ringmaster/core/stop.h"
+#include "ringmaster/kube/api_client.h"
+
+namespace ringmaster::local::kubelet {
+
+inline constexpr const char* kRootAnnotation = "local.ringmaster.dev/kubelet-root";
+
+struct KubeletOptions {
+  std::string node_name = "local";
+  std::filesystem::path root_dir;  // made absolute
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  int64_t gpus = 0;
+  int64_t max_pods = 110;
+  bool simulate = false;
+  BackoffPolicy backoff;
+  std::chrono::milliseconds heartbeat{10'000};
+  std::string self_dir;             // first on containers' PATH
+  std::string nss_wrapper_library;  // "" disables name resolution through R/hosts
+};
+
+class Kubelet {
+ public:
+  Kubelet(kube::ApiClient& client, KubeletOptions options);
+  ~Kubelet();
+  Kubelet(const Kubelet&) = delete;
+  Kubelet& operator=(const Kubelet&) = delete;
+
+  // Runs until `stop`, then stops every pod's processes (SIGTERM, SIGKILL after their grace
+  // period) and returns.
+  core::Status run(const core::StopSource& stop);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// libnss_wrapper.so's path on this machine ("" when not installed).
+std::string findNssWrapper();
+
+}  // namespace ringmaster::local::kubelet

@@ -1,0 +1,121 @@
+#include "local/kubelet/kubelet_command.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "local/kubelet/kubelet.h"
+#include "ringmaster/core/flags.h"
+#include "ringmaster/core/log.h"
+#include "ringmaster/core/stop.h"
+#include "ringmaster/kube/client_factory.h"
+#include "ringmaster/kube/kubeconfig.h"
+#include "ringmaster/kube/quantity.h"
+
+namespace ringmaster::local::kubelet {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t physicalMemory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemTotal:") return kib * 1024;
+  }
+  return int64_t{8} << 30;
+}
+
+std::string selfDir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : self.parent_path().string();
+}
+
+std::string defaultRootDir() {
+  const char* home = getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.ringmaster/local/kubelet";
+}
+
+}  // namespace
+
+core::Status runKubeletCommand(const std::vector<std::string>& args) {
+  std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory;
+  int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
+  int64_t gpus = 0, max_pods = 110;
+  double max_backoff = 10, heartbeat = 10;
+  bool simulate = false;
+  core::FlagSet flags("ringmaster local kubelet",
+                      "Runs the local kubelet: registers a Node, schedules pending pods onto it "
+                      "and runs them as local processes (or simulates them).");
+  flags.addString("kubeconfig", &kubeconfig, "kubeconfig of the API server (required)",
+                  "KUBECONFIG");
+  flags.addString("node-name", &node_name, "name of the Node to register");
+  flags.addString("root-dir", &root_dir,
+                  "directory for pod logs, working dirs, volumes and the hosts file");
+  flags.addInt("cpu", &cpu, "CPUs to advertise (default: this machine's)");
+  flags.addString("memory", &memory,
+                  "memory to advertise, a quantity such as 16Gi (default: "
+                  "this machine's)");
+  flags.addInt("gpus", &gpus, "nvidia.com/gpu count to advertise");
+  flags.addInt("max-pods", &max_pods,
+               "pods the node accepts (default 110, 100000 with --simulate)");
+  flags.addBool("simulate", &simulate,
+                "mark bound pods Running/Ready without starting processes (scale tests)");
+  flags.addDouble("max-backoff-seconds", &max_backoff, "cap of the crash-loop restart back-off");
+  flags.addDouble("heartbeat-seconds", &heartbeat, "Node status and Lease renewal period");
+  std::vector<const char*> argv{"ringmaster-local-kubelet"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  bool help = false;
+  RM_RETURN_IF_ERROR(flags.parse(static_cast<int>(argv.size()), argv.data(), &help));
+  if (help) {
+    std::cout << flags.help();
+    return core::Status::Ok();
+  }
+  if (kubeconfig.empty()) return core::usageError("--kubeconfig is required");
+  if (node_name.empty()) return core::usageError("--node-name must not be empty");
+  if (cpu < 0 || gpus < 0 || max_pods < 0) {
+    return core::usageError("--cpu, --gpus and --max-pods must not be negative");
+  }
+  if (max_backoff <= 0 || heartbeat <= 0) {
+    return core::usageError("--max-backoff-seconds and --heartbeat-seconds must be positive");
+  }
+  if (simulate && !flags.wasSet("max-pods")) max_pods = 100'000;
+
+  core::log::initFromEnv();
+  KubeletOptions options;
+  options.node_name = node_name;
+  options.root_dir = root_dir;
+  options.cpu_milli = cpu * 1000;
+  if (memory.empty()) {
+    options.memory_bytes = physicalMemory();
+  } else {
+    core::Result<kube::Quantity> q = kube::Quantity::parse(memory);
+    if (!q.ok()) return core::usageError("--memory: " + q.status().message());
+    options.memory_bytes = q->value();
+  }
+  options.gpus = gpus;
+  options.max_pods = max_pods;
+  options.simulate = simulate;
+  options.backoff.max = std::chrono::milliseconds(static_cast<int64_t>(max_backoff * 1000));
+  options.backoff.initial = std::min(options.backoff.initial, options.backoff.max);
+  options.heartbeat = std::chrono::milliseconds(static_cast<int64_t>(heartbeat * 1000));
+  options.self_dir = selfDir();
+  options.nss_wrapper_library = findNssWrapper();
+
+  auto& stop = core::installSignalStop();
+  RM_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::loadKubeConfigFile(kubeconfig));
+  RM_ASSIGN_OR_RETURN(auto client, kube::makeApiClient(config));
+  RM_LOG(INFO, LOCAL) << "kubelet for node " << node_name << " against " << config.server
+                      << ", root " << fs::absolute(root_dir).string()
+                      << (simulate ? ", simulated pods" : "");
+  Kubelet kubelet(*client, options);
+  return kubelet.run(stop);
+}
+
+}  // namespace ringmaster::local::kubelet

@@ -1,0 +1,187 @@
+#include "local/kubelet/pod_env.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace ringmaster::local::kubelet {
+
+std::string expandVars(std::string_view text,
+                       const std::function<const std::string*(const std::string&)>& lookup) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] != '$' || i + 1 >= text.size()) {
+      out += text[i++];
+      continue;
+    }
+    char next = text[i + 1];
+    if (next == '$') {  // "$$" is an escaped "$"
+      out += '$';
+      i += 2;
+      continue;
+    }
+    if (next == '(') {
+      size_t close = text.find(')', i + 2);
+      if (close != std::string_view::npos) {
+        std::string name(text.substr(i + 2, close - i - 2));
+        const std::string* value = name.empty() ? nullptr : lookup(name);
+        if (value) {
+          out += *value;
+        } else {
+          out.append(text.substr(i, close - i + 1));
+        }
+        i = close + 1;
+        continue;
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+namespace {
+
+// "metadata.labels['app']" -> "app" when `path` starts with `prefix` + "['" and ends "']".
+std::optional<std::string> subscript(const std::string& path, const std::string& prefix) {
+  if (path.rfind(prefix + "['", 0) != 0 || path.size() < prefix.size() + 4) return std::nullopt;
+  if (path.compare(path.size() - 2, 2, "']") != 0) return std::nullopt;
+  return path.substr(prefix.size() + 2, path.size() - prefix.size() - 4);
+}
+
+}  // namespace
+
+core::Result<std::string> fieldRefValue(const kube::Pod& pod, const std::string& field_path,
+                                        const PodFacts& facts) {
+  const auto& m = pod.metadata;
+  if (field_path == "metadata.name") return m.name;
+  if (field_path == "metadata.namespace") return m.namespace_name;
+  if (field_path == "metadata.uid") return m.uid;
+  if (field_path == "spec.nodeName") {
+    return pod.spec.node_name.empty() ? facts.node_name : pod.spec.node_name;
+  }
+  if (field_path == "spec.serviceAccountName") return pod.spec.service_account_name;
+  if (field_path == "status.podIP" || field_path == "status.podIPs") return facts.pod_ip;
+  if (field_path == "status.hostIP" || field_path == "status.hostIPs") return facts.host_ip;
+  if (auto key = subscript(field_path, "metadata.labels")) {
+    auto it = m.labels.find(*key);
+    return it == m.labels.end() ? std::string() : it->second;
+  }
+  if (auto key = subscript(field_path, "metadata.annotations")) {
+    auto it = m.annotations.find(*key);
+    return it == m.annotations.end() ? std::string() : it->second;
+  }
+  return core::invalidArgument("unsupported fieldRef.fieldPath \"" + field_path + "\"");
+}
+
+std::vector<std::string> passthroughNames() {
+  return {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "OMP_NUM_THREADS"};
+}
+
+void setEnv(EnvList& env, const std::string& name, std::string value) {
+  for (auto& [k, v] : env) {
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  env.emplace_back(name, std::move(value));
+}
+
+const std::string* findEnv(const EnvList& env, const std::string& name) {
+  for (const auto& [k, v] : env) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+EnvList baseEnv(const BaseEnvOptions& options) {
+  EnvList env;
+  std::string path = options.self_dir;
+  if (!options.inherited_path.empty()) {
+    path += (path.empty() ? "" : ":") + options.inherited_path;
+  } else {
+    path += (path.empty() ? "" : ":") + std::string("/usr/local/bin:/usr/bin:/bin");
+  }
+  env.emplace_back("PATH", path);
+  env.emplace_back("HOME", options.home.empty() ? "/root" : options.home);
+  env.emplace_back("LANG", "C.UTF-8");
+  for (const auto& [k, v] : options.passthrough) env.emplace_back(k, v);
+  if (!options.nss_wrapper_library.empty()) {
+    env.emplace_back("LD_PRELOAD", options.nss_wrapper_library);
+    env.emplace_back("NSS_WRAPPER_HOSTS", options.hosts_file);
+    // nss_wrapper dlopens libc with RTLD_DEEPBIND, which sanitizer runtimes refuse (they abort
+    // the process); without it names still resolve from the hosts file.
+    env.emplace_back("NSS_WRAPPER_DISABLE_DEEPBIND", "1");
+    // ASan insists on being first in the library list; a preload would make it refuse to start.
+    const std::string* asan = findEnv(env, "ASAN_OPTIONS");
+    std::string value = asan && !asan->empty() ? *asan + ":" : "";
+    setEnv(env, "ASAN_OPTIONS", value + "verify_asan_link_order=0");
+  }
+  return env;
+}
+
+core::Result<EnvList> containerEnv(const kube::Pod& pod, const kube::Container& container,
+                                   const PodFacts& facts, const EnvList& base,
+                                   const KeyLookup& lookup) {
+  EnvList env = base;
+  EnvList own;  // the container's variables defined so far: what $(VAR) may refer to
+  for (size_t i = 0; i < container.env.size(); ++i) {
+    const kube::EnvVar& var = container.env[i];
+    const std::string where = "container " + container.name + " env " + var.name;
+    std::string value;
+    if (var.value_from) {
+      const kube::EnvVarSource& from = *var.value_from;
+      if (from.field_ref) {
+        core::Result<std::string> v = fieldRefValue(pod, from.field_ref->field_path, facts);
+        if (!v.ok()) return v.status().withContext(where);
+        value = *v;
+      } else if (from.config_map_key_ref || from.secret_key_ref) {
+        const bool secret = from.secret_key_ref.has_value();
+        const kube::KeySelector& ref = secret ? *from.secret_key_ref : *from.config_map_key_ref;
+        core::Result<std::optional<std::string>> v = lookup(secret, ref.name, ref.key);
+        if (!v.ok()) return v.status().withContext(where);
+        if (!v->has_value()) {
+          if (ref.optional.value_or(false)) continue;
+          return core::notFound(where + ": " + (secret ? "secret" : "configmap") + " \"" +
+                                ref.name + "\" has no key \"" + ref.key + "\"");
+        }
+        value = **v;
+      } else {
+        return core::invalidArgument(where + ": unsupported valueFrom (resourceFieldRef)");
+      }
+    } else {
+      value = expandVars(var.value.value_or(""),
+                         [&](const std::string& name) { return findEnv(own, name); });
+    }
+    setEnv(own, var.name, value);
+    setEnv(env, var.name, std::move(value));
+  }
+  return env;
+}
+
+std::vector<std::string> containerArgv(const kube::Container& container, const EnvList& env) {
+  auto lookup = [&](const std::string& name) { return findEnv(env, name); };
+  std::vector<std::string> argv;
+  for (const auto& c : container.command) argv.push_back(expandVars(c, lookup));
+  for (const auto& a : container.args) argv.push_back(expandVars(a, lookup));
+  return argv;
+}
+
+std::string resolveExecutable(const std::string& name, const std::string& path) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return name;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace ringmaster::local::kubelet

@@ -1,0 +1,77 @@
+#pragma once
+// A container's environment and command line, as the kubelet computes them:
+//   base     PATH (the directory of the `ringmaster` binary first), HOME, LANG, the sanitizer and
+//            OMP_NUM_THREADS variables passed through from the kubelet's own environment, and
+//            the name-resolution preload (LD_PRELOAD=libnss_wrapper.so, NSS_WRAPPER_HOSTS).
+//   pod env  spec.containers[].env in order: value with $(VAR) expansion against the variables
+//            defined before it ($$(VAR) is a literal $(VAR); unknown $(VAR) stays as written),
+//            valueFrom.fieldRef / configMapKeyRef / secretKeyRef.
+// The pod's variables override the base ones; command and args are expanded against the result.
+//
+// Thread-safety: pure functions (KeyLookup is called on the caller's thread).
+// Failure: InvalidArgument naming the variable for an unsupported fieldRef, NotFound for a
+// missing ConfigMap/Secret key that is not optional (the container cannot start).
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+#include "ringmaster/kube/pod.h"
+
+namespace ringmaster::local::kubelet {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// Kubernetes' $(VAR) expansion; `lookup` returns nullptr for an unknown name.
+std::string expandVars(std::string_view text,
+                       const std::function<const std::string*(const std::string&)>& lookup);
+
+// metadata.name, metadata.namespace, metadata.uid, metadata.labels['k'],
+// metadata.annotations['k'], spec.nodeName, spec.serviceAccountName, status.podIP,
+// status.podIPs, status.hostIP.
+struct PodFacts {
+  std::string pod_ip;
+  std::string host_ip;
+  std::string node_name;
+};
+core::Result<std::string> fieldRefValue(const kube::Pod& pod, const std::string& field_path,
+                                        const PodFacts& facts);
+
+// Reads key `key` of ConfigMap (secret == false) or Secret `name` in the pod's namespace;
+// nullopt when the object or key does not exist.
+using KeyLookup = std::function<core::Result<std::optional<std::string>>(
+    bool secret, const std::string& name, const std::string& key)>;
+
+struct BaseEnvOptions {
+  std::string self_dir;             // directory of the running ringmaster binary
+  std::string inherited_path;       // the kubelet's PATH
+  std::string home;                 // HOME for containers
+  EnvList passthrough;              // ASAN_OPTIONS, ... as found in the kubelet's environment
+  std::string nss_wrapper_library;  // "" disables the preload
+  std::string hosts_file;           // NSS_WRAPPER_HOSTS
+};
+// The variables passed through from the kubelet's environment when set.
+std::vector<std::string> passthroughNames();
+EnvList baseEnv(const BaseEnvOptions& options);
+
+// Sets (or replaces, keeping its position) `name` in `env`.
+void setEnv(EnvList& env, const std::string& name, std::string value);
+const std::string* findEnv(const EnvList& env, const std::string& name);
+
+// base + the container's env; errors name the container and variable.
+core::Result<EnvList> containerEnv(const kube::Pod& pod, const kube::Container& container,
+                                   const PodFacts& facts, const EnvList& base,
+                                   const KeyLookup& lookup);
+
+// command + args with $(VAR) expanded against `env`.
+std::vector<std::string> containerArgv(const kube::Container& container, const EnvList& env);
+
+// The first executable called `name` in the ':'-separated `path` ("" when none); a name with a
+// '/' is returned as is.
+std::string resolveExecutable(const std::string& name, const std::string& path);
+
+}  // namespace ringmaster::local::kubelet

@@ -1,0 +1,53 @@
+#pragma once
+// Starts a container as a local process and controls it:
+//   - the child leads its own process group (signals go to the whole group: shells, launchers
+//     and their children), with the signal mask and SIGPIPE reset and no inherited descriptors;
+//   - stdout and stderr are appended to the log file, stdin is /dev/null;
+//   - with mounts: a private mount namespace (unshare(CLONE_NEWNS), / made rprivate) in which
+//     each volume is bind-mounted at its mountPath (missing mountpoints are created; read-only
+//     mounts are remounted ro), so the container sees its volumes where the pod spec says;
+//   - the working directory is entered after the mounts, then execve.
+// A failure before execve (no such file, mount refused) comes back through a close-on-exec
+// pipe as an error, and the child is reaped; launch() then returns that error.
+//
+// Ownership: the caller owns the child: it must reap it (reap()) and may signal it.
+// Thread-safety: launch() may be called from several threads (the child runs only
+// async-signal-safe calls between fork and exec). Failure: errno errors naming the step.
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "local/kubelet/pod_env.h"
+#include "local/kubelet/volumes.h"
+#include "ringmaster/core/status.h"
+
+namespace ringmaster::local::kubelet {
+
+struct LaunchSpec {
+  std::string executable;  // absolute or relative path (already resolved through PATH)
+  std::vector<std::string> argv;
+  EnvList env;
+  std::string working_dir;
+  std::string log_path;  // "" -> /dev/null
+  std::vector<Mount> mounts;
+};
+
+// Returns the child's pid (= its process group id).
+core::Result<pid_t> launch(const LaunchSpec& spec);
+
+struct ExitInfo {
+  int exit_code = 0;          // 128 + N when killed by signal N
+  std::optional<int> signal;  // the signal that killed it
+};
+// Non-blocking waitpid; nullopt while it runs (or when it is not our child anymore).
+std::optional<ExitInfo> reap(pid_t pid);
+// kill(-pgid, sig); ESRCH is not an error.
+void signalGroup(pid_t pgid, int sig);
+
+// Whether this process may create mount namespaces and bind-mount (checked in a child).
+bool mountNamespacesAvailable();
+
+}  // namespace ringmaster::local::kubelet

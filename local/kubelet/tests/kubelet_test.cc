@@ -1,0 +1,466 @@
+// `ringmaster local serve` + `ringmaster local kubelet`, driven by the real kubectl (skipped when
+// kubectl is missing): pods run as local processes, are scheduled within the node's capacity,
+// restart, resolve each other by name, see their volumes, die on delete; simulate mode scales.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/testutil/process.h"
+
+namespace ringmaster::local {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::ProcessResult;
+
+std::string findKubectl() {
+  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
+                        "/usr/bin/kubectl"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+// One API server and one kubelet; the tests share them (pods have distinct names).
+class Cluster {
+ public:
+  Cluster(const std::string& kubectl_path, std::vector<std::string> kubelet_flags)
+      : kubectl_(kubectl_path),
+        data_(fs::path(dir_.path()) / "data"),
+        root_(fs::path(dir_.path()) / "kubelet") {
+    server_ = std::make_unique<testutil::Process>(
+        std::vector<std::string>{testutil::binaryPath("bin/ringmaster"), "local", "serve",
+                                 "--data-dir", data_.string(), "--port", "0"});
+    server_->start();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(data_ / "pid")) {
+      if (!server_->running() || std::chrono::steady_clock::now() > deadline) {
+        error_ = "server did not start: " + server_->stderrSoFar();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::vector<std::string> argv{testutil::binaryPath("bin/ringmaster"),
+                                  "local",
+                                  "kubelet",
+                                  "--kubeconfig",
+                                  (data_ / "kubeconfig").string(),
+                                  "--root-dir",
+                                  root_.string(),
+                                  "--node-name",
+                                  "local"};
+    argv.insert(argv.end(), kubelet_flags.begin(), kubelet_flags.end());
+    kubelet_argv_ = argv;
+    kubelet_ = std::make_unique<testutil::Process>(argv);
+    kubelet_->start();
+    // Ready once the Node is registered.
+    while (kubectl({"get", "node", "local"}).exit_code != 0) {
+      if (!kubelet_->running() || std::chrono::steady_clock::now() > deadline) {
+        error_ = "kubelet did not register: " + kubelet_->stderrSoFar();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  ~Cluster() {
+    for (auto* p : {kubelet_.get(), server_.get()}) {
+      if (p && p->running()) {
+        p->signal(SIGTERM);
+        p->wait(std::chrono::seconds(60));
+      }
+    }
+  }
+
+  // SIGTERM to the kubelet, then a new one with the same flags; the old one's exit result.
+  ProcessResult restartKubelet() {
+    kubelet_->signal(SIGTERM);
+    ProcessResult result = kubelet_->wait(std::chrono::seconds(60));
+    kubelet_ = std::make_unique<testutil::Process>(kubelet_argv_);
+    kubelet_->start();
+    return result;
+  }
+
+  ProcessResult kubectl(std::vector<std::string> args,
+                        std::chrono::seconds limit = std::chrono::seconds(120)) {
+    std::vector<std::string> argv{kubectl_, "--kubeconfig", (data_ / "kubeconfig").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testutil::run(
+        argv, {{"KUBECACHEDIR", (fs::path(dir_.path()) / "cache").string()}, {"HOME", dir_.path()}},
+        limit);
+  }
+
+  ProcessResult apply(const std::string& yaml) {
+    const fs::path file =
+        fs::path(dir_.path()) / ("manifest-" + std::to_string(++files_) + ".yaml");
+    std::ofstream(file) << yaml;
+    return kubectl({"apply", "-f", file.string()});
+  }
+
+  // kubectl wait --for=<condition> with a deadline; the result's output explains a failure.
+  ProcessResult wait(const std::string& what, const std::string& condition, int seconds = 90) {
+    return kubectl(
+        {"wait", "--for=" + condition, what, "--timeout=" + std::to_string(seconds) + "s"},
+        std::chrono::seconds(seconds + 30));
+  }
+
+  std::string jsonpath(const std::string& what, const std::string& path) {
+    return kubectl({"get", what, "-o", "jsonpath=" + path}).stdout_text;
+  }
+
+  std::string podDir(const std::string& name) {
+    return (root_ / "pods" / "default" / (name + "_" + jsonpath("pod/" + name, "{.metadata.uid}")))
+        .string();
+  }
+
+  // Everything about a pod, for failure messages.
+  std::string describe(const std::string& name) {
+    return kubectl({"get", "pod", name, "-o", "yaml"}).stdout_text + "\nkubelet log:\n" +
+           kubelet_->stderrSoFar();
+  }
+
+  const std::string& error() const { return error_; }
+  fs::path tmp() const { return dir_.path(); }
+  const fs::path& root() const { return root_; }
+
+ private:
+  testutil::TempDir dir_;
+  std::string kubectl_;
+  fs::path data_, root_;
+  std::unique_ptr<testutil::Process> server_, kubelet_;
+  std::vector<std::string> kubelet_argv_;
+  std::string error_;
+  int files_ = 0;
+};
+
+class KubeletTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (findKubectl().empty()) return;
+    cluster_ =
+        new Cluster(findKubectl(), {"--cpu", "4", "--memory", "8Gi", "--gpus", "1",
+                                    "--max-backoff-seconds", "1", "--heartbeat-seconds", "2"});
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (!cluster_) GTEST_SKIP() << "kubectl is not installed";
+    ASSERT_EQ(cluster_->error(), "");
+  }
+  static Cluster* cluster_;
+};
+Cluster* KubeletTest::cluster_ = nullptr;
+
+TEST_F(KubeletTest, NodeIsRegisteredWithCapacityAndRootAnnotation) {
+  Cluster& c = *cluster_;
+  EXPECT_EQ(c.wait("node/local", "condition=Ready").exit_code, 0);
+  EXPECT_EQ(c.jsonpath("node/local", "{.status.allocatable.nvidia\\.com/gpu}"), "1");
+  EXPECT_EQ(c.jsonpath("node/local", "{.status.capacity.cpu}"), "4");
+  EXPECT_EQ(c.jsonpath("node/local", "{.status.addresses[0].address}"), "127.0.0.1");
+  EXPECT_EQ(
+      c.jsonpath("node/local", "{.metadata.annotations.local\\.ringmaster\\.dev/kubelet-root}"),
+      fs::absolute(c.root()).string());
+}
+
+TEST_F(KubeletTest, PodExitingWithThreeEndsFailedWithItsOutputLogged) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: exit3}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'echo hello from $(POD_NAME); exit 3']
+    env:
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/exit3", "jsonpath={.status.phase}=Failed").exit_code, 0)
+      << c.describe("exit3");
+  EXPECT_EQ(c.jsonpath("pod/exit3", "{.status.containerStatuses[0].state.terminated.exitCode}"),
+            "3");
+  EXPECT_EQ(c.jsonpath("pod/exit3", "{.status.containerStatuses[0].state.terminated.reason}"),
+            "Error");
+  EXPECT_EQ(testutil::readFile(c.podDir("exit3") + "/main.log"), "hello from exit3\n");
+  ProcessResult logs = c.kubectl({"logs", "exit3"});
+  EXPECT_EQ(logs.stdout_text, "hello from exit3\n") << logs.stderr_text;
+}
+
+TEST_F(KubeletTest, PodTooLargeForTheNodeStaysPendingUnschedulable) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: too-big}
+spec:
+  containers:
+  - name: main
+    image: busybox
+    command: [sleep, "1000"]
+    resources: {limits: {nvidia.com/gpu: 2}}
+
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/too-big", "condition=PodScheduled=false").exit_code, 0)
+      << c.describe("too-big");
+  EXPECT_EQ(c.jsonpath("pod/too-big", "{.status.phase}"), "Pending");
+  EXPECT_EQ(c.jsonpath("pod/too-big", "{.status.conditions[0].reason}"), "Unschedulable");
+  EXPECT_EQ(c.jsonpath("pod/too-big", "{.status.conditions[0].message}"),
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+  EXPECT_EQ(c.jsonpath("pod/too-big", "{.spec.nodeName}"), "");
+  ProcessResult events = c.kubectl({"get", "events", "-o", "jsonpath={.items[*].reason}"});
+  EXPECT_NE(events.stdout_text.find("FailedScheduling"), std::string::npos) << events.stdout_text;
+  EXPECT_EQ(c.kubectl({"delete", "pod", "too-big"}).exit_code, 0);
+}
+
+TEST_F(KubeletTest, OnFailurePodIsRestarted) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: crashy}
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'echo run; exit 1']
+
+)yaml")
+                .exit_code,
+            0);
+  // restartCount counts exits that will restart; at 2 the first restart has run.
+  ASSERT_EQ(
+      c.wait("pod/crashy", "jsonpath={.status.containerStatuses[0].restartCount}=2").exit_code, 0)
+      << c.describe("crashy");
+  EXPECT_EQ(
+      c.jsonpath("pod/crashy", "{.status.containerStatuses[0].lastState.terminated.exitCode}"),
+      "1");
+  EXPECT_EQ(c.jsonpath("pod/crashy", "{.status.phase}"), "Running");
+  EXPECT_EQ(testutil::readFile(c.podDir("crashy") + "/main.previous.log"), "run\n");
+  EXPECT_EQ(c.kubectl({"delete", "pod", "crashy"}).exit_code, 0);
+}
+
+TEST_F(KubeletTest, PodsResolveEachOtherByHostnameAndConnectOverTcp) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: server, labels: {app: peers}}
+spec:
+  hostname: server
+  subdomain: peers
+  containers:
+  - name: main
+    image: python
+    command: [python3, -m, http.server, "8080", --bind, $(POD_IP)]
+    env:
+    - name: POD_IP
+      valueFrom: {fieldRef: {fieldPath: status.podIP}}
+    readinessProbe:
+      httpGet: {path: /, port: 8080}
+      periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  hostname: client
+  subdomain: peers
+  restartPolicy: OnFailure
+  containers:
+  - name: main
+    image: python
+    command:
+    - sh
+    - -c
+    - >-
+      getent hosts server.peers.default.svc &&
+      python3 -c "import urllib.request; print('status', urllib.request.urlopen('http://server.peers.default.svc:8080/', timeout=5).status)"
+
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/server", "condition=Ready").exit_code, 0) << c.describe("server");
+  ASSERT_EQ(c.wait("pod/client", "jsonpath={.status.phase}=Succeeded").exit_code, 0)
+      << c.describe("client");
+  const std::string server_ip = c.jsonpath("pod/server", "{.status.podIP}");
+  const std::string client_ip = c.jsonpath("pod/client", "{.status.podIP}");
+  EXPECT_EQ(server_ip.rfind("127.1.", 0), 0u) << server_ip;
+  EXPECT_NE(server_ip, client_ip);
+  const std::string log = c.kubectl({"logs", "client"}).stdout_text;
+  EXPECT_NE(log.find(server_ip + " "), std::string::npos) << log;
+  EXPECT_NE(log.find("status 200"), std::string::npos) << log;
+  EXPECT_EQ(c.kubectl({"delete", "pod", "server", "client"}).exit_code, 0);
+}
+
+TEST_F(KubeletTest, VolumesAppearAtTheirMountPathsWithModes) {
+  Cluster& c = *cluster_;
+  const std::string mnt = (c.tmp() / "mnt").string();
+  std::string yaml = R"yaml(apiVersion: v1
+kind: ConfigMap
+metadata: {name: vol-cm}
+data: {greeting: hello-config}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: vol-secret}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: volumes}
+spec:
+  restartPolicy: Never
+  volumes:
+  - name: cfg
+    configMap:
+      name: vol-cm
+      items: [{key: greeting, path: sub/greeting.txt, mode: 0600}]
+  - name: sec
+    secret: {secretName: vol-secret, defaultMode: 0400}
+  - name: scratch
+    emptyDir: {}
+  - name: data
+    persistentVolumeClaim: {claimName: claim1}
+  containers:
+  - name: main
+    image: busybox
+    volumeMounts:
+    - {name: cfg, mountPath: MNT/cfg}
+    - {name: sec, mountPath: MNT/sec}
+    - {name: scratch, mountPath: MNT/scratch}
+    - {name: data, mountPath: MNT/data}
+    command:
+    - sh
+    - -c
+    - |
+      cat MNT/cfg/sub/greeting.txt; echo
+      stat -c 'cfg %a' MNT/cfg/sub/greeting.txt
+      cat MNT/sec/password; echo
+      stat -c 'sec %a' MNT/sec/password
+      echo scratch-ok > MNT/scratch/f && cat MNT/scratch/f
+      echo persisted > MNT/data/out
+      touch MNT/cfg/new 2>/dev/null || echo cfg-read-only
+)yaml";
+  for (size_t at; (at = yaml.find("MNT")) != std::string::npos;) yaml.replace(at, 3, mnt);
+  ASSERT_EQ(c.apply(yaml).exit_code, 0);
+  ASSERT_EQ(c.wait("pod/volumes", "jsonpath={.status.phase}=Succeeded").exit_code, 0)
+      << c.describe("volumes") << testutil::readFile(c.podDir("volumes") + "/main.log");
+  const std::string log = c.kubectl({"logs", "volumes"}).stdout_text;
+  EXPECT_EQ(log, "hello-config\ncfg 600\ns3cret\nsec 400\nscratch-ok\ncfg-read-only\n");
+  EXPECT_EQ(testutil::readFile((c.root() / "volumes/default/claim1/out").string()), "persisted\n");
+  // The mounts lived in the container's own mount namespace only.
+  EXPECT_FALSE(fs::exists(mnt + "/cfg/sub"));
+}
+
+TEST_F(KubeletTest, DeletingARunningPodSendsSigtermAndRemovesIt) {
+  Cluster& c = *cluster_;
+  const std::string marker = (c.tmp() / "sigterm-marker").string();
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: graceful}
+spec:
+  terminationGracePeriodSeconds: 20
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'trap "echo got-term > )yaml" +
+                    marker + R"yaml(; exit 0" TERM; while true; do sleep 0.1; done']
+
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/graceful", "condition=Ready").exit_code, 0) << c.describe("graceful");
+  ProcessResult deleted = c.kubectl({"delete", "pod", "graceful", "--timeout=60s"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.stderr_text;
+  EXPECT_EQ(testutil::readFile(marker), "got-term\n");
+  ProcessResult get = c.kubectl({"get", "pod", "graceful"});
+  EXPECT_NE(get.exit_code, 0);
+  EXPECT_NE(get.stderr_text.find("NotFound"), std::string::npos) << get.stderr_text;
+}
+
+TEST(KubeletRestartTest, LostContainersEndOrRestartPerRestartPolicy) {
+  const std::string kubectl = findKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
+  Cluster c(kubectl, {"--max-backoff-seconds", "1"});
+  ASSERT_EQ(c.error(), "");
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: once}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: main, image: busybox, command: [sh, -c, 'while true; do sleep 0.1; done']}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: always}
+spec:
+  containers:
+  - {name: main, image: busybox, command: [sh, -c, 'while true; do sleep 0.1; done']}
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/once", "condition=Ready").exit_code, 0) << c.describe("once");
+  ASSERT_EQ(c.wait("pod/always", "condition=Ready").exit_code, 0) << c.describe("always");
+  ProcessResult old = c.restartKubelet();
+  EXPECT_EQ(old.exit_code, 0) << old.stderr_text;
+  ASSERT_EQ(c.wait("pod/once", "jsonpath={.status.phase}=Failed").exit_code, 0)
+      << c.describe("once");
+  EXPECT_EQ(c.jsonpath("pod/once", "{.status.containerStatuses[0].state.terminated.exitCode}"),
+            "137");
+  ASSERT_EQ(
+      c.wait("pod/always", "jsonpath={.status.containerStatuses[0].restartCount}=1").exit_code, 0)
+      << c.describe("always");
+  ASSERT_EQ(c.wait("pod/always", "condition=Ready").exit_code, 0) << c.describe("always");
+}
+
+TEST(KubeletSimulateTest, RunsAThousandPods) {
+  const std::string kubectl = findKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
+  Cluster c(kubectl, {"--simulate"});
+  ASSERT_EQ(c.error(), "");
+  constexpr int kPods = 1000;
+  std::string yaml;
+  for (int i = 0; i < kPods; ++i) {
+    yaml += "---\n{apiVersion: v1, kind: Pod, metadata: {name: sim-" + std::to_string(i) +
+            ", labels: {sim: \"yes\"}}, spec: {containers: [{name: main, image: none}]}}\n";
+  }
+  const fs::path file = c.tmp() / "sim.yaml";
+  std::ofstream(file) << yaml;
+  ProcessResult created = c.kubectl({"create", "-f", file.string()}, std::chrono::seconds(300));
+  ASSERT_EQ(created.exit_code, 0) << created.stderr_text;
+  // Polled with a deadline: `kubectl wait --all` and `delete --wait` watch pod by pod.
+  auto count = [&](const std::vector<std::string>& selector) {
+    std::vector<std::string> args{"get", "pods", "-l", "sim=yes", "-o", "name"};
+    args.insert(args.end(), selector.begin(), selector.end());
+    return testutil::countLines(c.kubectl(args).stdout_text, "pod/sim-");
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (count({"--field-selector", "status.phase=Running"}) < kPods) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "not all pods Running";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(c.jsonpath("pod/sim-999", "{.status.conditions[?(@.type==\"Ready\")].status}"), "True");
+  EXPECT_EQ(c.jsonpath("pod/sim-999", "{.status.podIP}").rfind("127.1.", 0), 0u);
+  ProcessResult removed = c.kubectl({"delete", "pods", "-l", "sim=yes", "--wait=false"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.stderr_text;
+  while (count({}) > 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "pods not deleted";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster::local

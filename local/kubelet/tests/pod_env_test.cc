@@ -1,0 +1,141 @@
+#include "local/kubelet/pod_env.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::local::kubelet {
+namespace {
+
+const std::string* noVars(const std::string&) { return nullptr; }
+
+TEST(ExpandVars, ReplacesKnownAndKeepsUnknownAndEscapes) {
+  std::string a = "x";
+  auto lookup = [&](const std::string& n) -> const std::string* { return n == "A" ? &a : nullptr; };
+  EXPECT_EQ(expandVars("$(A)-$(B)-$$(A)-$A-$(", lookup), "x-$(B)-$(A)-$A-$(");
+  EXPECT_EQ(expandVars("plain", noVars), "plain");
+  EXPECT_EQ(expandVars("$$", noVars), "$");
+}
+
+kube::Pod pod() {
+  kube::Pod p;
+  p.metadata.name = "web-0";
+  p.metadata.namespace_name = "ns1";
+  p.metadata.uid = "u-1";
+  p.metadata.labels["app"] = "web";
+  p.spec.node_name = "local";
+  return p;
+}
+
+kube::EnvVar fieldVar(const std::string& name, const std::string& path) {
+  kube::EnvVar v;
+  v.name = name;
+  v.value_from = kube::EnvVarSource{};
+  v.value_from->field_ref = kube::ObjectFieldSelector{std::nullopt, path, {}};
+  return v;
+}
+
+TEST(ContainerEnv, ResolvesFieldRefsKeyRefsAndExpansionInOrder) {
+  kube::Container c;
+  c.name = "main";
+  c.env.push_back(fieldVar("POD_IP", "status.podIP"));
+  c.env.push_back(fieldVar("NAME", "metadata.name"));
+  c.env.push_back(fieldVar("NS", "metadata.namespace"));
+  c.env.push_back(fieldVar("UID", "metadata.uid"));
+  c.env.push_back(fieldVar("NODE", "spec.nodeName"));
+  c.env.push_back(fieldVar("HOST", "status.hostIP"));
+  c.env.push_back(fieldVar("APP", "metadata.labels['app']"));
+  c.env.push_back({"ADDR", std::string("$(POD_IP):$(PORT)"), std::nullopt, {}});
+  c.env.push_back({"PORT", std::string("80"), std::nullopt, {}});
+  kube::EnvVar cm{"FROM_CM", std::nullopt, kube::EnvVarSource{}, {}};
+  cm.value_from->config_map_key_ref = kube::KeySelector{"cfg", "k", std::nullopt, {}};
+  c.env.push_back(cm);
+  kube::EnvVar sec{"FROM_SECRET", std::nullopt, kube::EnvVarSource{}, {}};
+  sec.value_from->secret_key_ref = kube::KeySelector{"s", "pw", std::nullopt, {}};
+  c.env.push_back(sec);
+  c.env.push_back({"PATH", std::string("/custom"), std::nullopt, {}});
+  KeyLookup lookup = [](bool secret, const std::string& name,
+                        const std::string& key) -> core::Result<std::optional<std::string>> {
+    if (!secret && name == "cfg" && key == "k") return std::optional<std::string>("v");
+    if (secret && name == "s" && key == "pw") return std::optional<std::string>("hunter2");
+    return std::optional<std::string>();
+  };
+  EnvList base = {{"PATH", "/bin"}, {"HOME", "/root"}};
+  auto env = containerEnv(pod(), c, {"127.1.0.7", "127.0.0.1", "local"}, base, lookup);
+  ASSERT_TRUE(env.ok()) << env.status().toString();
+  auto get = [&](const std::string& n) { return *findEnv(*env, n); };
+  EXPECT_EQ(get("POD_IP"), "127.1.0.7");
+  EXPECT_EQ(get("NAME"), "web-0");
+  EXPECT_EQ(get("NS"), "ns1");
+  EXPECT_EQ(get("UID"), "u-1");
+  EXPECT_EQ(get("NODE"), "local");
+  EXPECT_EQ(get("HOST"), "127.0.0.1");
+  EXPECT_EQ(get("APP"), "web");
+  EXPECT_EQ(get("ADDR"), "127.1.0.7:$(PORT)");  // PORT is defined later: left as written
+  EXPECT_EQ(get("FROM_CM"), "v");
+  EXPECT_EQ(get("FROM_SECRET"), "hunter2");
+  EXPECT_EQ(get("PATH"), "/custom");
+  EXPECT_EQ(env->front().first, "PATH");  // replaced in place
+}
+
+TEST(ContainerEnv, MissingKeyFailsUnlessOptional) {
+  kube::Container c;
+  c.name = "main";
+  kube::EnvVar cm{"X", std::nullopt, kube::EnvVarSource{}, {}};
+  cm.value_from->config_map_key_ref = kube::KeySelector{"cfg", "missing", std::nullopt, {}};
+  c.env.push_back(cm);
+  KeyLookup none = [](bool, const std::string&,
+                      const std::string&) -> core::Result<std::optional<std::string>> {
+    return std::optional<std::string>();
+  };
+  auto env = containerEnv(pod(), c, {}, {}, none);
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.status().message().find("\"cfg\""), std::string::npos) << env.status().toString();
+  c.env[0].value_from->config_map_key_ref->optional = true;
+  auto ok = containerEnv(pod(), c, {}, {}, none);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(findEnv(*ok, "X"), nullptr);
+}
+
+TEST(ContainerEnv, UnsupportedFieldRefNamesTheVariable) {
+  kube::Container c;
+  c.name = "main";
+  c.env.push_back(fieldVar("BAD", "spec.nope"));
+  auto env = containerEnv(pod(), c, {}, {}, {});
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.status().message().find("BAD"), std::string::npos);
+}
+
+TEST(ContainerArgv, ExpandsCommandAndArgs) {
+  kube::Container c;
+  c.command = {"echo", "$(WHO)"};
+  c.args = {"$$(WHO)", "$(NOPE)"};
+  EXPECT_EQ(containerArgv(c, {{"WHO", "me"}}),
+            (std::vector<std::string>{"echo", "me", "$(WHO)", "$(NOPE)"}));
+}
+
+TEST(BaseEnv, PutsSelfDirFirstAndPreloadsNssWrapperForSanitizers) {
+  BaseEnvOptions o;
+  o.self_dir = "/build/bin";
+  o.inherited_path = "/usr/bin:/bin";
+  o.home = "/home/x";
+  o.passthrough = {{"ASAN_OPTIONS", "detect_leaks=1"}};
+  o.nss_wrapper_library = "/lib/libnss_wrapper.so";
+  o.hosts_file = "/r/hosts";
+  EnvList env = baseEnv(o);
+  EXPECT_EQ(*findEnv(env, "PATH"), "/build/bin:/usr/bin:/bin");
+  EXPECT_EQ(*findEnv(env, "LD_PRELOAD"), "/lib/libnss_wrapper.so");
+  EXPECT_EQ(*findEnv(env, "NSS_WRAPPER_HOSTS"), "/r/hosts");
+  EXPECT_EQ(*findEnv(env, "ASAN_OPTIONS"), "detect_leaks=1:verify_asan_link_order=0");
+  o.nss_wrapper_library.clear();
+  EnvList plain = baseEnv(o);
+  EXPECT_EQ(findEnv(plain, "LD_PRELOAD"), nullptr);
+  EXPECT_EQ(*findEnv(plain, "ASAN_OPTIONS"), "detect_leaks=1");
+}
+
+TEST(ResolveExecutable, SearchesPathInOrder) {
+  EXPECT_EQ(resolveExecutable("sh", "/nonexistent:/bin:/usr/bin"), "/bin/sh");
+  EXPECT_EQ(resolveExecutable("no-such-program-xyz", "/bin:/usr/bin"), "");
+  EXPECT_EQ(resolveExecutable("./rel/prog", "/bin"), "./rel/prog");
+}
+
+}  // namespace
+}  // namespace ringmaster::local::kubelet

@@ -1,0 +1,70 @@
+#include "local/kubelet/resources.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::local::kubelet {
+namespace {
+
+kube::Container container(std::map<std::string, std::string> requests,
+                          std::map<std::string, std::string> limits = {}) {
+  kube::Container c;
+  c.name = "c";
+  kube::ResourceRequirements r;
+  for (const auto& [k, v] : requests) r.requests[k] = *kube::Quantity::parse(v);
+  for (const auto& [k, v] : limits) r.limits[k] = *kube::Quantity::parse(v);
+  c.resources = r;
+  return c;
+}
+
+TEST(PodRequests, SumsContainersAndFallsBackToLimits) {
+  kube::PodSpec spec;
+  spec.containers = {container({{"cpu", "500m"}, {"memory", "1Gi"}}),
+                     container({}, {{"cpu", "1"}, {"nvidia.com/gpu", "2"}})};
+  Resources r = podRequests(spec);
+  EXPECT_EQ(r.cpu_milli, 1500);
+  EXPECT_EQ(r.memory_bytes, int64_t{1} << 30);
+  EXPECT_EQ(r.gpus, 2);
+  EXPECT_EQ(r.pods, 1);
+}
+
+TEST(PodRequests, InitContainersCountAsTheirMaximum) {
+  kube::PodSpec spec;
+  spec.containers = {container({{"cpu", "1"}})};
+  spec.init_containers = {container({{"cpu", "3"}}), container({{"cpu", "2"}})};
+  EXPECT_EQ(podRequests(spec).cpu_milli, 3000);
+}
+
+TEST(Insufficient, NamesEveryResourceThatDoesNotFit) {
+  Resources alloc{4000, 1 << 20, 1, 10};
+  Resources used{3500, 0, 1, 2};
+  Resources req{1000, 100, 1, 1};
+  EXPECT_EQ(insufficient(used, req, alloc), (std::vector<std::string>{"cpu", "nvidia.com/gpu"}));
+  EXPECT_TRUE(insufficient(used, Resources{500, 0, 0, 1}, alloc).empty());
+}
+
+TEST(Insufficient, ZeroRequestsFitAnOvercommittedNode) {
+  Resources alloc{1000, 100, 0, 10};
+  Resources used{5000, 500, 0, 1};
+  EXPECT_TRUE(insufficient(used, Resources{0, 0, 0, 1}, alloc).empty());
+  EXPECT_EQ(insufficient(Resources{0, 0, 0, 10}, Resources{0, 0, 0, 1}, alloc),
+            std::vector<std::string>{"pods"});
+}
+
+TEST(UnschedulableMessage, ReadsLikeKubeScheduler) {
+  EXPECT_EQ(unschedulableMessage({kGpuResource}),
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+  EXPECT_EQ(unschedulableMessage({"memory", "cpu", "pods"}),
+            "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Too many pods.");
+}
+
+TEST(AllocatableOf, ReadsTheNodeStatus) {
+  kube::NodeStatus st;
+  st.allocatable["cpu"] = *kube::Quantity::parse("8");
+  st.allocatable["memory"] = *kube::Quantity::parse("2Gi");
+  st.allocatable[kGpuResource] = *kube::Quantity::parse("4");
+  st.allocatable["pods"] = *kube::Quantity::parse("110");
+  EXPECT_EQ(allocatableOf(st), (Resources{8000, int64_t{2} << 30, 4, 110}));
+}
+
+}  // namespace
+}  // namespace ringmaster::local::kubelet

@@ -1,0 +1,65 @@
+#pragma once
+// Pod volumes on the local machine (see README.md, "Volumes"):
+//   emptyDir               <pod dir>/volumes/empty-dir/<volume>   (removed with the pod dir)
+//   hostPath               the path itself (created for DirectoryOrCreate / unset type)
+//   configMap, secret      <pod dir>/volumes/<configmap|secret>/<volume>: one file per key (or
+//                          per `items` entry, at its path), mode item.mode, else defaultMode,
+//                          else 0644; written at pod start
+//   persistentVolumeClaim  <root>/volumes/<namespace>/<claimName> (outlives the pod)
+// Containers see them at their mountPaths through bind mounts in a private mount namespace
+// (process_launcher.h); configMap and secret mounts are read-only, as on Kubernetes.
+//
+// Thread-safety: pure functions plus file writes under the given directories.
+// Failure: InvalidArgument/NotFound naming the volume and key; errno errors naming the path.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+#include "ringmaster/kube/pod.h"
+
+namespace ringmaster::local::kubelet {
+
+struct ProjectedFile {
+  std::string path;  // relative, may contain '/'
+  std::string content;
+  int mode = 0644;
+  bool operator==(const ProjectedFile&) const = default;
+};
+
+// The files a configMap/secret volume holds. `items` empty: every key. A key named in `items`
+// that `data` lacks is NotFound unless `optional`. Paths must be relative without "..".
+core::Result<std::vector<ProjectedFile>> projectKeys(const std::map<std::string, std::string>& data,
+                                                     const std::vector<kube::KeyToPath>& items,
+                                                     std::optional<int32_t> default_mode,
+                                                     bool optional, const std::string& what);
+
+// Replaces `dir`'s content with `files`.
+core::Status writeProjection(const std::filesystem::path& dir,
+                             const std::vector<ProjectedFile>& files);
+
+struct Mount {
+  std::string source;  // host path
+  std::string target;  // mountPath, absolute
+  bool read_only = false;
+  bool operator==(const Mount&) const = default;
+};
+
+// The host directory behind `volume` (not created here), and whether it is read-only.
+struct VolumeDir {
+  std::filesystem::path path;
+  bool read_only = false;
+};
+core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string& namespace_name,
+                                  const std::filesystem::path& pod_dir,
+                                  const std::filesystem::path& root_dir);
+
+// The bind mounts of `container`: its volumeMounts resolved through `dirs` (volume name ->
+// dir), subPath appended; InvalidArgument for an unknown volume or a relative mountPath.
+core::Result<std::vector<Mount>> containerMounts(const kube::Container& container,
+                                                 const std::map<std::string, VolumeDir>& dirs);
+
+}  // namespace ringmaster::local::kubelet
