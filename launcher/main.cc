@@ -3,6 +3,9 @@
 //   ringmaster-launcher [flags] [--trainer-config=FILE]      runs ringmaster-trainer --config FILE
 //   ringmaster-launcher [flags] -- PROGRAM [ARGS...]          runs a user's program instead
 //
+// MPI mode (RINGMASTER_LAUNCHER_MODE=mpi or --mode=mpi; launcher/mpi_mode.h): every pod runs
+// sshd instead of the processes, and pod 0 runs them all through mpirun over the hostfile.
+//
 // Reads the pod environment (launcher/environment.h), serves /healthz and /readyz, joins the
 // attempt's rendezvous (launcher/rendezvous.h; /readyz turns 200 once every pod joined), starts
 // LOCAL_WORLD_SIZE processes with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE,
@@ -26,12 +29,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "launcher/environment.h"
 #include "launcher/hang_detector.h"
 #include "launcher/health_server.h"
+#include "launcher/mpi_mode.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervisor.h"
 #include "ringmaster/core/flags.h"
@@ -54,14 +59,23 @@ struct Flags {
   int64_t grace_seconds = 30;
   bool gpus = false;
   std::string log_level;
+  std::string mode;  // overrides RINGMASTER_LAUNCHER_MODE
+  // MPI mode
+  int64_t ssh_port = 2222;
+  std::string ssh_dir = "/root/.ssh";
+  std::string hostfile = "/etc/ringmaster/hostfile";
+  std::string work_dir;
+  std::string sshd = "/usr/sbin/sshd";
+  std::string mpirun = "mpirun";
 };
 
 constexpr char kSummary[] =
     "Runs LOCAL_WORLD_SIZE training processes in this pod after every pod of the job joined the "
     "rendezvous.\nUsage: ringmaster-launcher [flags] [-- PROGRAM ARGS...]\nEnvironment: NODE_RANK, "
     "NNODES, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGMASTER_JOB, "
-    "RINGMASTER_ATTEMPT, POD_IP, POD_NAME.\nExit codes: 0 ok, 1 bad input, 2 usage, the first "
-    "failing process's code, 142 hang or rendezvous timeout, 143 SIGTERM.";
+    "RINGMASTER_ATTEMPT, RINGMASTER_LAUNCHER_MODE, POD_IP, POD_NAME.\nExit codes: 0 ok, 1 bad "
+    "input, 2 usage, the first failing process's code, 142 hang or rendezvous timeout, 143 "
+    "SIGTERM.";
 
 void declareFlags(core::FlagSet& f, Flags* fl) {
   f.addString("trainer-config", &fl->trainer_config,
@@ -83,6 +97,19 @@ void declareFlags(core::FlagSet& f, Flags* fl) {
             "give each process one GPU (CUDA_VISIBLE_DEVICES=<local rank>); implied by "
             "NVIDIA_VISIBLE_DEVICES");
   f.addString("log-level", &fl->log_level, "error | warn | info | debug | trace");
+  f.addString("mode", &fl->mode, "native | mpi (default: RINGMASTER_LAUNCHER_MODE, else native)");
+  f.addInt("ssh-port", &fl->ssh_port, "MPI mode: port of this pod's sshd", "RINGMASTER_SSH_PORT");
+  f.addString("ssh-dir", &fl->ssh_dir,
+              "MPI mode: the job's SSH Secret (authorized_keys; id_ecdsa on pod 0)",
+              "RINGMASTER_SSH_DIR");
+  f.addString("hostfile", &fl->hostfile, "MPI mode: Open MPI hostfile (\"HOST slots=N\" lines)",
+              "RINGMASTER_HOSTFILE");
+  f.addString("work-dir", &fl->work_dir,
+              "MPI mode: where sshd's config and host key go (default: a new directory in /tmp)",
+              "RINGMASTER_WORK_DIR");
+  f.addString("sshd", &fl->sshd, "MPI mode: sshd, an absolute path", "RINGMASTER_SSHD");
+  f.addString("mpirun", &fl->mpirun, "MPI mode: mpirun, resolved through PATH",
+              "RINGMASTER_MPIRUN");
 }
 
 // SIGTERM/SIGINT arrive here (they are blocked in every thread, read by sigwait) and go to
@@ -143,19 +170,32 @@ std::string hostName() {
   return gethostname(buf, sizeof(buf)) == 0 ? buf : "unknown";
 }
 
-// The child processes: the user's command, or the trainer.
-core::Result<std::vector<ProcessSpec>> processSpecs(const LauncherEnvironment& env,
-                                                    const Flags& flags,
-                                                    const std::vector<std::string>& command) {
+// Heartbeats many times per hang timeout: the step a verdict names lags by one interval.
+int64_t heartbeatMs(const Flags& flags) {
+  return std::clamp<int64_t>(flags.hang_timeout_seconds * 1000 / 8, 50, 250);
+}
+
+// What every process runs: the user's command, or the trainer (with the MPI backend under
+// mpirun). argv[0] resolved to an absolute path: in MPI mode it starts through sshd's PATH.
+core::Result<std::vector<std::string>> programArgv(const LauncherEnvironment& env,
+                                                   const Flags& flags,
+                                                   const std::vector<std::string>& command) {
   std::vector<std::string> argv = command;
   if (argv.empty()) {
     argv = {flags.trainer};
     if (!flags.trainer_config.empty()) argv.insert(argv.end(), {"--config", flags.trainer_config});
+    if (env.mode == "mpi") argv.insert(argv.end(), {"--backend", "mpi"});
   }
   const char* path = std::getenv("PATH");
   RM_ASSIGN_OR_RETURN(argv[0], resolveProgram(argv[0], path ? path : "", selfDirectory()));
-  // Heartbeats many times per hang timeout: the step a verdict names lags by one interval.
-  const int64_t heartbeat_ms = std::clamp<int64_t>(flags.hang_timeout_seconds * 1000 / 8, 50, 250);
+  return argv;
+}
+
+// The child processes of native mode, one per local rank.
+core::Result<std::vector<ProcessSpec>> processSpecs(const LauncherEnvironment& env,
+                                                    const Flags& flags,
+                                                    const std::vector<std::string>& argv) {
+  const int64_t heartbeat_ms = heartbeatMs(flags);
   std::vector<ProcessSpec> specs;
   for (int local = 0; local < env.local_world_size; ++local) {
     const int rank = env.firstRank() + local;
@@ -238,20 +278,47 @@ int run(int argc, char** argv) {
   auto env = parseEnvironment([](const char* name) { return std::getenv(name); });
   if (!env.ok()) return fail(env.status());
   core::log::setDefaultPrefix(env->job + " " + env->describePod());
-  if (env->mode == "mpi") {
-    // Said plainly rather than silently running native mode on an MPI job's pods.
-    return fail(core::invalidArgument(
-        "RINGMASTER_LAUNCHER_MODE=mpi: MPI mode (sshd + mpirun over the hostfile) is not "
-        "implemented by this launcher yet; use the native launcher"));
+  if (!flags.mode.empty()) {
+    if (flags.mode != "native" && flags.mode != "mpi")
+      return fail(core::invalidArgument("--mode=" + flags.mode + " must be native or mpi"));
+    env->mode = flags.mode;
   }
-  auto specs = processSpecs(*env, flags, command);
+  const bool mpi_mode = env->mode == "mpi";
+  auto program = programArgv(*env, flags, command);
+  if (!program.ok()) return fail(program.status());
+  auto specs = processSpecs(*env, flags, *program);
   if (!specs.ok()) return fail(specs.status());
-  RM_LOG(INFO, CONFIG) << "attempt " << env->attempt << ", pod " << env->node_rank << " of "
-                       << env->nnodes << ", " << env->local_world_size << " process(es) of "
-                       << env->world_size << ", store " << env->master_addr << ":"
-                       << env->master_port << ", running " << (*specs)[0].argv[0]
+  RM_LOG(INFO, CONFIG) << env->mode << " mode, attempt " << env->attempt << ", pod "
+                       << env->node_rank << " of " << env->nnodes << ", " << env->local_world_size
+                       << " process(es) of " << env->world_size << ", store " << env->master_addr
+                       << ":" << env->master_port << ", running " << (*program)[0]
                        << ", rendezvous timeout " << flags.rdzv_timeout_seconds
                        << " s, hang timeout " << flags.hang_timeout_seconds << " s";
+
+  // MPI mode: sshd up before anything listens, so that bad input fails fast.
+  std::unique_ptr<MpiPod> mpi;
+  if (mpi_mode) {
+    if (flags.ssh_port < 1 || flags.ssh_port > 65535)
+      return fail(core::invalidArgument("--ssh-port=" + std::to_string(flags.ssh_port) +
+                                        " is not a TCP port"));
+    MpiOptions options;
+    options.work_dir = flags.work_dir;
+    options.ssh_dir = flags.ssh_dir;
+    options.hostfile = flags.hostfile;
+    options.ssh_port = static_cast<int>(flags.ssh_port);
+    options.sshd = flags.sshd;
+    options.mpirun = flags.mpirun;
+    options.program = *program;
+    options.grace = seconds(flags.grace_seconds);
+    // Ranks heartbeat into this attempt's store, as in native mode (hang detection).
+    options.rank_env = {{"RINGMASTER_USE_AGENT_STORE", "1"},
+                        {"RINGMASTER_HEARTBEAT_MS", std::to_string(heartbeatMs(flags))},
+                        {"MASTER_ADDR", env->master_addr},
+                        {"MASTER_PORT", std::to_string(env->master_port)}};
+    auto started = MpiPod::start(*env, std::move(options));
+    if (!started.ok()) return fail(started.status());
+    mpi = std::move(started).value();
+  }
 
   // Leaked: its thread may still wake on a late signal while the process exits.
   SignalRouter& signals = *new SignalRouter();
@@ -283,15 +350,31 @@ int run(int argc, char** argv) {
                                                    std::chrono::steady_clock::now() - rdzv_start));
   auto nodes = joinGang((*store)->store(), me, env->nnodes, left, signals.stop());
   if (!nodes.ok()) return rdzv_failed(nodes.status());
+  const auto rdzv_deadline = rdzv_start + rdzv_timeout;
+  if (mpi != nullptr) {
+    if (Status s = mpi->waitUntilServing(rdzv_deadline, signals.stop()); !s.ok())
+      return rdzv_failed(s);
+  }
   (*health)->setReady(true);
   RM_LOG(INFO, RDZV) << "rendezvous complete: " << env->nnodes << " pod(s) joined "
                      << env->attemptPrefix() << ", world of " << env->world_size;
 
-  Supervisor::Options options;
-  options.grace = seconds(flags.grace_seconds);
-  auto supervisor = Supervisor::start(std::move(specs).value(), options);
-  if (!supervisor.ok()) return fail(supervisor.status());
-  signals.attach(supervisor->get());
+  // What a hang verdict stops: the local processes, or (MPI mode) mpirun / this pod's serving.
+  std::unique_ptr<Supervisor> supervisor;
+  std::function<void(int, const std::string&)> stop_for_hang;
+  if (mpi == nullptr) {
+    Supervisor::Options options;
+    options.grace = seconds(flags.grace_seconds);
+    auto started = Supervisor::start(std::move(specs).value(), options);
+    if (!started.ok()) return fail(started.status());
+    supervisor = std::move(started).value();
+    signals.attach(supervisor.get());
+    Supervisor* sup = supervisor.get();
+    stop_for_hang = [sup](int code, const std::string& why) { sup->requestStop(code, why); };
+  } else {
+    MpiPod* pod = mpi.get();
+    stop_for_hang = [pod](int code, const std::string& why) { pod->requestStop(code, why); };
+  }
 
   std::unique_ptr<HangMonitor> monitor;
   if (flags.hang_timeout_seconds > 0) {
@@ -299,21 +382,31 @@ int run(int argc, char** argv) {
     if (!client.ok()) {
       RM_LOG(WARN, LAUNCH) << "hang detection off: " << client.status().message();
     } else {
-      Supervisor* sup = supervisor->get();
       const milliseconds timeout = seconds(flags.hang_timeout_seconds);
       monitor = std::make_unique<HangMonitor>(
           std::move(client).value(), env->attemptPrefix(),
           HangJudge(env->world_size, env->local_world_size, timeout),
-          std::clamp(timeout / 8, milliseconds(50), milliseconds(250)), [sup](const Hang& hang) {
+          std::clamp(timeout / 8, milliseconds(50), milliseconds(250)),
+          [stop_for_hang](const Hang& hang) {
             RM_LOG(ERROR, LAUNCH) << hang.message() << "; stopping this pod (exit " << kHangExitCode
                                   << ", retryable)";
-            sup->requestStop(kHangExitCode, "hang: " + hang.message());
+            stop_for_hang(kHangExitCode, "hang: " + hang.message());
           });
     }
   }
-  SupervisorOutcome outcome = (*supervisor)->wait();
+  SupervisorOutcome outcome;
+  if (mpi != nullptr) {
+    StopHooks hooks;
+    hooks.stop = signals.stop();
+    hooks.attach = [&signals](Supervisor* s) { signals.attach(s); };
+    hooks.exit_code = [&signals] { return signals.exitCode(); };
+    outcome = mpi->run((*store)->store(), rdzv_deadline, hooks);
+  } else {
+    outcome = supervisor->wait();
+    signals.attach(nullptr);
+  }
   monitor.reset();
-  signals.attach(nullptr);
+  mpi.reset();  // MPI mode: sshd stopped, what its sessions left behind killed
   // Processes that failed because another pod stopped a hung gang: report the hang.
   if (outcome.exit_code != 0 && outcome.exit_code != kHangExitCode &&
       !signals.stop()->stopRequested()) {

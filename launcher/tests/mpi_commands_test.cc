@@ -1,0 +1,183 @@
+// MPI mode's pure builders: the hostfile the operator writes, this pod's sshd_config, and the
+// mpirun command line pod 0 runs.
+
+#include "launcher/mpi_commands.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace ringmaster::launcher {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ParseHostfile, ReadsTheOperatorsHostfile) {
+  auto hosts = parseHostfile("j-worker-0.j.ns.svc slots=2\nj-worker-1.j.ns.svc slots=2\n");
+  ASSERT_TRUE(hosts.ok()) << hosts.status().toString();
+  EXPECT_THAT(*hosts, ElementsAre(HostfileEntry{"j-worker-0.j.ns.svc", 2},
+                                  HostfileEntry{"j-worker-1.j.ns.svc", 2}));
+}
+
+TEST(ParseHostfile, SkipsCommentsAndBlankLinesAndDefaultsToOneSlot) {
+  auto hosts = parseHostfile("# the job\n\n  a   # first\nb slots=3 max_slots=4\n");
+  ASSERT_TRUE(hosts.ok()) << hosts.status().toString();
+  EXPECT_THAT(*hosts, ElementsAre(HostfileEntry{"a", 1}, HostfileEntry{"b", 3}));
+}
+
+TEST(ParseHostfile, RejectsBadSlotsDuplicatesAndEmptyFilesNamingTheLine) {
+  auto bad = parseHostfile("a slots=2\nb slots=zero\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("line 2"));
+  EXPECT_FALSE(parseHostfile("a cpus=2\n").ok());
+  EXPECT_FALSE(parseHostfile("a slots=0\n").ok());
+  auto twice = parseHostfile("a\na slots=2\n");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("listed twice"));
+  EXPECT_FALSE(parseHostfile("# nothing\n\n").ok());
+}
+
+SshdSettings settings() {
+  SshdSettings s;
+  s.listen_address = "10.0.0.7";
+  s.port = 2222;
+  s.host_key = "/tmp/w/ssh_host_ed25519_key";
+  s.authorized_keys = "/root/.ssh/authorized_keys";
+  s.session_env = {{"PATH", "/opt/bin:/usr/bin"}, {"POD_IP", "10.0.0.7"}};
+  return s;
+}
+
+TEST(SshdConfig, ListensOnThePodAddressWithTheSecretsKeysAndNeedsNoRootSetup) {
+  const std::string config = sshdConfig(settings());
+  EXPECT_THAT(config, HasSubstr("\nListenAddress 10.0.0.7\n"));
+  EXPECT_THAT(config, HasSubstr("\nPort 2222\n"));
+  EXPECT_THAT(config, HasSubstr("\nHostKey \"/tmp/w/ssh_host_ed25519_key\"\n"));
+  EXPECT_THAT(config, HasSubstr("\nAuthorizedKeysFile \"/root/.ssh/authorized_keys\"\n"));
+  EXPECT_THAT(config, HasSubstr("\nStrictModes no\n"));
+  EXPECT_THAT(config, HasSubstr("\nUsePAM no\n"));
+  EXPECT_THAT(config, HasSubstr("\nPidFile none\n"));
+  EXPECT_THAT(config, HasSubstr("\nPasswordAuthentication no\n"));
+  EXPECT_TRUE(validateSshdSettings(settings()).ok());
+}
+
+TEST(SshdConfig, PassesThePodEnvironmentToLoginsOnOneSetEnvLine) {
+  const std::string config = sshdConfig(settings());
+  EXPECT_THAT(config, HasSubstr("\nSetEnv \"PATH=/opt/bin:/usr/bin\" \"POD_IP=10.0.0.7\"\n"));
+  SshdSettings none = settings();
+  none.session_env.clear();
+  EXPECT_THAT(sshdConfig(none), Not(HasSubstr("SetEnv")));
+}
+
+TEST(SshdConfig, RejectsWhatTheConfigSyntaxCannotCarry) {
+  SshdSettings s = settings();
+  s.authorized_keys = "/keys/%u/authorized_keys";  // sshd would expand %u
+  EXPECT_FALSE(validateSshdSettings(s).ok());
+  s = settings();
+  s.host_key = "relative/key";
+  EXPECT_FALSE(validateSshdSettings(s).ok());
+  s = settings();
+  s.port = 0;
+  EXPECT_FALSE(validateSshdSettings(s).ok());
+  s = settings();
+  s.listen_address = "";
+  EXPECT_FALSE(validateSshdSettings(s).ok());
+  s = settings();
+  s.session_env.push_back({"X", "say \"hi\""});
+  auto st = validateSshdSettings(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("'X'"));
+}
+
+TEST(ForwardToSshSession, KeepsThePodsVariablesButNotPerLoginOrOpenMpisOwn) {
+  EXPECT_TRUE(forwardToSshSession("PATH", "/usr/bin"));
+  EXPECT_TRUE(forwardToSshSession("LD_PRELOAD", "libnss_wrapper.so"));
+  EXPECT_TRUE(forwardToSshSession("NSS_WRAPPER_HOSTS", "/r/hosts"));
+  EXPECT_TRUE(forwardToSshSession("POD_IP", "10.0.0.7"));
+  EXPECT_TRUE(forwardToSshSession("ASAN_OPTIONS", "a=1:b=2"));
+  EXPECT_FALSE(forwardToSshSession("HOME", "/root"));
+  EXPECT_FALSE(forwardToSshSession("USER", "root"));
+  EXPECT_FALSE(forwardToSshSession("SSH_CONNECTION", "x"));
+  EXPECT_FALSE(forwardToSshSession("OMPI_COMM_WORLD_RANK", "0"));
+  EXPECT_FALSE(forwardToSshSession("PMIX_RANK", "0"));
+  EXPECT_FALSE(forwardToSshSession("MULTI", "line\nvalue"));
+  EXPECT_FALSE(forwardToSshSession("QUOTED", "a\"b"));
+}
+
+MpirunSettings mpirun() {
+  MpirunSettings s;
+  s.mpirun = "/usr/bin/mpirun";
+  s.hostfile = "/etc/ringmaster/hostfile";
+  s.np = 4;
+  s.ssh_port = 2222;
+  s.identity = "/tmp/w/ssh_identity";
+  s.program = {"/usr/bin/ringmaster-trainer", "--config", "/etc/ringmaster/trainer.yaml",
+               "--backend", "mpi"};
+  s.env = {{"RINGMASTER_JOB", "j"}, {"RINGMASTER_BACKEND", "mpi"}};
+  return s;
+}
+
+// The value that follows `flag` ... `name` in argv (e.g. "--mca", "plm_rsh_agent").
+std::string mcaValue(const std::vector<std::string>& argv, const std::string& name) {
+  for (size_t i = 0; i + 2 < argv.size(); ++i) {
+    if (argv[i] == "--mca" && argv[i + 1] == name) return argv[i + 2];
+  }
+  return "<absent>";
+}
+
+bool contains(const std::vector<std::string>& argv, const std::vector<std::string>& seq) {
+  return std::search(argv.begin(), argv.end(), seq.begin(), seq.end()) != argv.end();
+}
+
+TEST(MpirunArgv, RunsTheProgramOverTheHostfileSlotBySlotThroughThePodsSshd) {
+  auto argv = mpirunArgv(mpirun());
+  ASSERT_TRUE(argv.ok()) << argv.status().toString();
+  EXPECT_EQ(argv->front(), "/usr/bin/mpirun");
+  EXPECT_TRUE(contains(*argv, {"--hostfile", "/etc/ringmaster/hostfile"}));
+  EXPECT_TRUE(contains(*argv, {"-np", "4"}));
+  EXPECT_TRUE(contains(*argv, {"--map-by", "slot"}));
+  EXPECT_TRUE(contains(*argv, {"--bind-to", "none"}));
+  EXPECT_EQ(mcaValue(*argv, "orte_keep_fqdn_hostnames"), "1");
+  EXPECT_EQ(mcaValue(*argv, "plm_rsh_agent"),
+            "ssh -p 2222 -i /tmp/w/ssh_identity -o StrictHostKeyChecking=no "
+            "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes "
+            "-o ConnectionAttempts=10");
+  EXPECT_TRUE(contains(*argv, {"-x", "RINGMASTER_JOB=j", "-x", "RINGMASTER_BACKEND=mpi"}));
+  // The program comes last, untouched.
+  const std::vector<std::string> program = mpirun().program;
+  ASSERT_GE(argv->size(), program.size());
+  EXPECT_TRUE(std::equal(program.begin(), program.end(), argv->end() - program.size()));
+  EXPECT_THAT(*argv, Not(::testing::Contains("--allow-run-as-root")));
+  EXPECT_EQ(mcaValue(*argv, "btl_tcp_if_include"), "<absent>");
+}
+
+TEST(MpirunArgv, PinsTcpToThePodsInterfaceAndAllowsRootWhenAsked) {
+  MpirunSettings s = mpirun();
+  s.iface = "eth0";
+  s.allow_run_as_root = true;
+  auto argv = mpirunArgv(s);
+  ASSERT_TRUE(argv.ok()) << argv.status().toString();
+  EXPECT_EQ(mcaValue(*argv, "btl_tcp_if_include"), "eth0");
+  EXPECT_EQ(mcaValue(*argv, "oob_tcp_if_include"), "eth0");
+  EXPECT_THAT(*argv, ::testing::Contains("--allow-run-as-root"));
+}
+
+TEST(MpirunArgv, RejectsWhatOpenMpiWouldSplitOrNothingToRun) {
+  MpirunSettings s = mpirun();
+  s.identity = "/tmp/my keys/id";
+  EXPECT_FALSE(mpirunArgv(s).ok());
+  s = mpirun();
+  s.program.clear();
+  EXPECT_FALSE(mpirunArgv(s).ok());
+  s = mpirun();
+  s.np = 0;
+  EXPECT_FALSE(mpirunArgv(s).ok());
+  s = mpirun();
+  s.env.push_back({"A=B", "c"});
+  EXPECT_FALSE(mpirunArgv(s).ok());
+}
+
+}  // namespace
+}  // namespace ringmaster::launcher
