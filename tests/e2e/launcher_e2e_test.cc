@@ -161,6 +161,43 @@ spec:
   EXPECT_NE(log0.find("world size 4"), std::string::npos) << log0;
 }
 
+// Issue 5 must-show 4: MPI mode with the MPI Operator's shapes (hostfile ConfigMap key, SSH
+// Secret), sshd per pod, mpirun from pod 0, the trainer on its MPI communicator.
+TEST_F(LauncherE2e, MpiModeJobTrainsToSucceeded) {
+  if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (access("/usr/sbin/sshd", X_OK) != 0) GTEST_SKIP() << "openssh-server is not installed";
+  apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: mpijob}
+spec:
+  replicas: 2
+  launcher: mpi
+  image: ringmaster/trainer:0.1.0
+  trainer:
+    model: {type: mlp, hidden: [64]}
+    dataset: {name: fashion-mnist, path: )") +
+        kDataPath + R"(}
+    epochs: 1
+    batchSize: 64
+    maxSteps: 100
+)");
+  nlohmann::json last = waitFor("mpijob", 300s, [](const nlohmann::json& j) {
+    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  });
+  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2) << podLog("mpijob-worker-0");
+  EXPECT_NE(podLog("mpijob-worker-0").find("world size 2, backend mpi"), std::string::npos);
+  auto hostfile = kubectl({"get", "configmap", "mpijob-config", "-o", "jsonpath={.data.hostfile}"});
+  EXPECT_EQ(hostfile.stdout_text,
+            "mpijob-worker-0.mpijob.default.svc slots=1\nmpijob-worker-1.mpijob.default.svc "
+            "slots=1\n");
+  auto secret = kubectl({"get", "secret", "mpijob-ssh", "-o", "json"});
+  ASSERT_EQ(secret.exit_code, 0) << secret.stderr_text;
+  auto s = nlohmann::json::parse(secret.stdout_text, nullptr, false);
+  EXPECT_EQ(s.value("type", ""), "kubernetes.io/ssh-auth");
+  EXPECT_TRUE(s["data"].contains("ssh-privatekey"));
+  EXPECT_TRUE(s["data"].contains("ssh-publickey"));
+}
+
 TEST_F(LauncherE2e, FrozenRankIsNamedByEveryLauncherAndTheGangRestartsToSucceed) {
   if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
