@@ -6,6 +6,7 @@
 //
 // Thread-safety: value types. Failure: none.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct ApiResource {
                                     "list",   "patch",  "update",           "watch"};
   TablePrinter printer = TablePrinter::kDefault;
   std::vector<PrinterColumn> columns;  // kColumns: the CRD's columns (Name is added in front)
+  // Custom resources: the version's openAPIV3Schema (published under /openapi/v3); null for
+  // built-ins (their schemas live in openapi.cc).
+  nlohmann::json schema;
 };
 
 }  // namespace ringmaster::local

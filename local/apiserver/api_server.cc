@@ -5,6 +5,9 @@
 #include "local/apiserver/builtin_types.h"
 #include "local/apiserver/crd.h"
 #include "local/apiserver/discovery.h"
+#include "local/apiserver/pod_binding.h"
+#include "local/apiserver/pod_log.h"
+#include "local/apiserver/protobuf_body.h"
 #include "local/apiserver/table.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
@@ -40,6 +43,14 @@ Headers apiHeaders(std::string content_type = "application/json") {
 
 void sendJson(ResponseWriter& w, int code, std::string_view body) {
   (void)w.send(code, apiHeaders(), body);
+}
+
+// A 2xx answer to a write, with one `Warning: 299 - "…"` header per admission warning.
+void sendWritten(ResponseWriter& w, int code, std::string_view body,
+                 const std::vector<std::string>& warnings) {
+  Headers h = apiHeaders();
+  for (const auto& warning : warnings) h.add("Warning", "299 - " + json(warning).dump());
+  (void)w.send(code, std::move(h), body);
 }
 
 void sendError(ResponseWriter& w, const StatusError& error) {
@@ -86,6 +97,30 @@ Representation negotiate(const Request& r) {
   return Representation::kNone;
 }
 
+// ?fieldValidation= and ?dryRun= of a write (400 for values kube-apiserver rejects).
+ApiResult<WriteOptions> writeOptions(const Request& r, std::vector<std::string>* warnings) {
+  WriteOptions wo;
+  wo.warnings = warnings;
+  const std::string fv = param(r, "fieldValidation");
+  if (fv == "Strict") {
+    wo.field_validation = FieldValidation::kStrict;
+  } else if (fv == "Ignore") {
+    wo.field_validation = FieldValidation::kIgnore;
+  } else if (fv.empty() || fv == "Warn") {
+    wo.field_validation = FieldValidation::kWarn;
+  } else {
+    return badRequestError("fieldValidation parameter unsupported: " + fv);
+  }
+  for (const auto& [k, v] : r.query) {
+    if (k != "dryRun") continue;
+    if (v != "All") {
+      return badRequestError("dryRun parameter unsupported: " + v + " (only All is supported)");
+    }
+    wo.dry_run = true;
+  }
+  return wo;
+}
+
 StatusError notAcceptable() {
   return StatusError(406, "NotAcceptable",
                      "only the following media types are accepted: application/json, "
@@ -94,6 +129,11 @@ StatusError notAcceptable() {
 
 ApiResult<json> parseBody(const Request& r) {
   std::string ct = contentTypeEssence(r);
+  if (ct == kProtobufContentType) {
+    // kubectl's imperative generators (create namespace|configmap|secret) send protobuf.
+    if (auto decoded = decodeProtobufBody(r.body)) return *decoded;
+    return unsupportedMediaTypeError(kUnknownBodyFormat);
+  }
   if (!ct.empty() && ct != "application/json") {
     return unsupportedMediaTypeError(kUnknownBodyFormat);
   }
@@ -134,14 +174,14 @@ core::Status ApiServer::init() {
 
   for (auto& r : builtinResources()) {
     if (r.type.key() == crdKey()) {
-      r.type.admit = [](json& obj, const json*) { return validateCrd(obj); };
+      r.type.admit = [](json& obj, const json*, AdmitContext&) { return validateCrd(obj); };
     } else if (r.type.resource == "namespaces" && r.type.group.empty()) {
-      r.type.admit = [](json& obj, const json* old) -> std::optional<StatusError> {
+      r.type.admit = [](json& obj, const json* old, AdmitContext&) -> std::optional<StatusError> {
         if (!old && !obj["status"].contains("phase")) obj["status"]["phase"] = "Active";
         return std::nullopt;
       };
     } else if (r.type.resource == "pods" && r.type.group.empty()) {
-      r.type.admit = [](json& obj, const json* old) -> std::optional<StatusError> {
+      r.type.admit = [](json& obj, const json* old, AdmitContext&) -> std::optional<StatusError> {
         if (!old && !obj["status"].contains("phase")) obj["status"]["phase"] = "Pending";
         return std::nullopt;
       };
@@ -277,6 +317,10 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
   if (!found || tail.size() > 3) return sendPageNotFound(w);
   t.resource = *found;
   if (tail.size() >= 2) t.name = tail[1];
+  if (tail.size() == 3 && t.resource.type.key() == ResourceKey{"", "pods"} && !t.ns.empty() &&
+      (tail[2] == "binding" || tail[2] == "log")) {
+    return servePodSubresource(r, w, t.ns, t.name, tail[2]);
+  }
   if (tail.size() == 3) {
     if (tail[2] != "status" || !t.resource.type.has_status_subresource) {
       return sendPageNotFound(w);
@@ -323,10 +367,13 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
       auto ns = store_.get({"", "namespaces"}, "", t.ns);
       if (!ns.ok()) return sendError(w, ns.error());
     }
-    auto created = store_.create(key, t.ns, std::move(*body));
+    std::vector<std::string> warnings;
+    auto wo = writeOptions(r, &warnings);
+    if (!wo.ok()) return sendError(w, wo.error());
+    auto created = store_.create(key, t.ns, std::move(*body), *wo);
     if (!created.ok()) return sendError(w, created.error());
-    afterWrite(t.resource, **created);
-    return sendJson(w, 201, (*created)->text);
+    if (!wo->dry_run) afterWrite(t.resource, **created);
+    return sendWritten(w, 201, (*created)->text, warnings);
   }
   if (t.name.empty() && method != "DELETE") {
     return sendError(w, StatusError(405, "MethodNotAllowed",
@@ -336,12 +383,16 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
   if (method == "PUT") {
     auto body = parseBody(r);
     if (!body.ok()) return sendError(w, body.error());
-    auto updated = store_.update(key, t.ns, t.name, std::move(*body), t.sub);
+    std::vector<std::string> warnings;
+    auto wo = writeOptions(r, &warnings);
+    if (!wo.ok()) return sendError(w, wo.error());
+    auto updated = store_.update(key, t.ns, t.name, std::move(*body), t.sub, *wo);
     if (!updated.ok()) return sendError(w, updated.error());
-    afterWrite(t.resource, **updated);
-    return sendJson(w, 200, (*updated)->text);
+    if (!wo->dry_run) afterWrite(t.resource, **updated);
+    return sendWritten(w, 200, (*updated)->text, warnings);
   }
   if (method == "PATCH") {
+    if (contentTypeEssence(r) == "application/apply-patch+yaml") return serveApply(r, w, t);
     auto type = patchTypeFromContentType(contentTypeEssence(r));
     if (!type) {
       return sendError(w, unsupportedMediaTypeError(
@@ -350,17 +401,27 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
                               "application/merge-patch+json, "
                               "application/strategic-merge-patch+json"));
     }
-    auto patched = store_.patch(key, t.ns, t.name, *type, r.body, t.sub);
+    std::vector<std::string> warnings;
+    auto wo = writeOptions(r, &warnings);
+    if (!wo.ok()) return sendError(w, wo.error());
+    auto patched = store_.patch(key, t.ns, t.name, *type, r.body, t.sub, *wo);
     if (!patched.ok()) return sendError(w, patched.error());
-    afterWrite(t.resource, **patched);
-    return sendJson(w, 200, (*patched)->text);
+    if (!wo->dry_run) afterWrite(t.resource, **patched);
+    return sendWritten(w, 200, (*patched)->text, warnings);
   }
   if (method == "DELETE") {
     DeleteOptions opts;
+    auto dry = writeOptions(r, nullptr);
+    if (!dry.ok()) return sendError(w, dry.error());
+    bool dry_run = dry->dry_run;
     if (!r.body.empty()) {
       json body = json::parse(r.body, nullptr, false);
       if (body.is_discarded() || !body.is_object()) {
         return sendError(w, badRequestError("invalid DeleteOptions body"));
+      }
+      // kubectl puts dryRun into the DeleteOptions body rather than the query.
+      if (body.contains("dryRun") && body["dryRun"].is_array()) {
+        for (const auto& d : body["dryRun"]) dry_run |= d == "All";
       }
       opts.propagation_policy = body.value("propagationPolicy", "");
       if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer()) {
@@ -386,13 +447,22 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
       lo.field_selector = param(r, "fieldSelector");
       auto list = store_.list(key, t.ns, lo);
       if (!list.ok()) return sendError(w, list.error());
-      for (const auto& item : list->items) {
+      for (const auto& item : dry_run ? std::vector<ObjectPtr>{} : list->items) {
         const auto& meta = item->object["metadata"];
         auto removed =
             store_.remove(key, meta.value("namespace", ""), meta.value("name", ""), opts);
         if (!removed.ok() && removed.error().code() != 404) return sendError(w, removed.error());
       }
       return sendJson(w, 200, ObjectStore::listText(t.resource.type, *list));
+    }
+    if (dry_run) {  // what the deletion would answer; nothing changes
+      auto got = store_.get(key, t.ns, t.name);
+      if (!got.ok()) return sendError(w, got.error());
+      if (t.resource.type.return_deleted_object) return sendJson(w, 200, (*got)->text);
+      StatusError done;
+      done.asSuccess().withDetails(t.name, key.group, key.resource);
+      done.withUid((*got)->object["metadata"].value("uid", ""));
+      return sendJson(w, 200, done.bodyText());
     }
     auto removed = store_.remove(key, t.ns, t.name, opts);
     if (!removed.ok()) return sendError(w, removed.error());
@@ -402,6 +472,58 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
   }
   sendError(w, StatusError(405, "MethodNotAllowed",
                            "the server does not allow this method on the requested resource"));
+}
+
+void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t) {
+  // Server-side apply, common case only (local/README.md): create when absent, else merge the
+  // applied configuration into the live object. No field ownership, managedFields or conflicts.
+  json body = json::parse(r.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return sendError(w, badRequestError("error decoding YAML: the body of an apply patch must be "
+                                        "a JSON object (YAML is not supported by this server)"));
+  }
+  const json meta = body.value("metadata", json::object());
+  if (!meta.is_object() || meta.value("name", "") != t.name) {
+    return sendError(w, badRequestError("the name of the object (" + meta.value("name", "") +
+                                        ") does not match the name on the URL (" + t.name + ")"));
+  }
+  std::vector<std::string> warnings;
+  auto wo = writeOptions(r, &warnings);
+  if (!wo.ok()) return sendError(w, wo.error());
+  const ResourceKey key = t.resource.type.key();
+  auto existing = store_.get(key, t.ns, t.name);
+  if (!existing.ok()) {
+    if (existing.error().code() != 404 || t.sub != Subresource::kMain) {
+      return sendError(w, existing.error());
+    }
+    auto created = store_.create(key, t.ns, std::move(body), *wo);
+    if (!created.ok()) return sendError(w, created.error());
+    if (!wo->dry_run) afterWrite(t.resource, **created);
+    return sendWritten(w, 201, (*created)->text, warnings);
+  }
+  body["metadata"].erase("resourceVersion");
+  const PatchType type =
+      t.resource.type.strategic_merge_patch ? PatchType::kStrategicMerge : PatchType::kMerge;
+  auto patched = store_.patch(key, t.ns, t.name, type, body.dump(), t.sub, *wo);
+  if (!patched.ok()) return sendError(w, patched.error());
+  if (!wo->dry_run) afterWrite(t.resource, **patched);
+  sendWritten(w, 200, (*patched)->text, warnings);
+}
+
+void ApiServer::servePodSubresource(const Request& r, ResponseWriter& w, const std::string& ns,
+                                    const std::string& name, const std::string& sub) {
+  const bool binding = sub == "binding";
+  if ((binding && r.method != "POST") || (!binding && r.method != "GET")) {
+    return sendError(w, StatusError(405, "MethodNotAllowed",
+                                    "the server does not allow this method on the requested "
+                                    "resource"));
+  }
+  if (!binding) return servePodLog(store_, r, w, ns, name);
+  auto body = parseBody(r);
+  if (!body.ok()) return sendError(w, body.error());
+  auto bound = bindPod(store_, ns, name, *body, formatTimestamp(SysClock::now()));
+  if (!bound.ok()) return sendError(w, bound.error());
+  sendJson(w, 201, kBindingSuccessBody);
 }
 
 void ApiServer::serveList(const Request& r, ResponseWriter& w, const Target& t, bool table) {

@@ -1,9 +1,12 @@
 #pragma once
 // ApiServer: the embedded Kubernetes API server of `ringmaster local` (DESIGN §6). It joins the
 // object store (local/store) to the HTTPS transport (local/https) and speaks the REST dialect
-// kubectl 1.32 expects (/work/shared/k8s-reference): discovery, a minimal OpenAPI v3, resource
-// URLs for get/list/watch/create/update/patch/delete (+ /status), Table answers for
-// `kubectl get`, and CRDs that add and remove served resources at run time.
+// kubectl 1.32 expects (/work/shared/k8s-reference): discovery, OpenAPI v3 with schemas
+// (openapi.h), resource URLs for get/list/watch/create/update/patch/delete (+ /status, pods'
+// /binding and /log), Table answers for `kubectl get`, CRDs that add and remove served
+// resources at run time with their schemas enforced (schema.h), ?dryRun=All, ?fieldValidation,
+// server-side apply for the common case and protobuf bodies of the imperative `kubectl create`
+// kinds. What differs from kube-apiserver: local/README.md.
 //
 // Ownership: start() returns the owner; it owns the store, the registry, the HTTPS server and a
 // housekeeping thread (garbage collection, watch bookmarks). Thread-safety: handle() runs
@@ -60,6 +63,9 @@ class ApiServer {
 
   void serveResource(const Request& request, ResponseWriter& writer, const std::string& group,
                      const std::string& version, const std::vector<std::string>& rest);
+  void serveApply(const Request& request, ResponseWriter& writer, const Target& target);
+  void servePodSubresource(const Request& request, ResponseWriter& writer, const std::string& ns,
+                           const std::string& name, const std::string& sub);
   void serveList(const Request& request, ResponseWriter& writer, const Target& target, bool table);
   void serveWatch(const Request& request, ResponseWriter& writer, const Target& target, bool table);
   void afterWrite(const ApiResource& resource, const StoredObject& object);

@@ -1,5 +1,7 @@
 #include "local/apiserver/crd.h"
 
+#include "local/apiserver/schema.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -39,6 +41,22 @@ std::vector<StatusCause> problems(const json& crd) {
   }
   const json versions = spec.value("versions", json::array());
   if (!versions.is_array() || versions.empty()) required("spec.versions");
+  if (versions.is_array()) {
+    for (size_t i = 0; i < versions.size(); ++i) {
+      const std::string at = "spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema";
+      const json& v = versions[i];
+      const json* schema = nullptr;
+      if (v.is_object() && v.contains("schema") && v["schema"].is_object() &&
+          v["schema"].contains("openAPIV3Schema")) {
+        schema = &v["schema"]["openAPIV3Schema"];
+      }
+      if (!schema) {
+        causes.push_back({"FieldValueRequired", "Required value: schemas are required", at});
+        continue;
+      }
+      for (auto& c : checkStructuralSchema(*schema, at)) causes.push_back(std::move(c));
+    }
+  }
   if (causes.empty()) {
     const std::string expected = text(names, "plural") + "." + text(spec, "group");
     if (text(crd.value("metadata", json::object()), "name") != expected) {
@@ -51,7 +69,42 @@ std::vector<StatusCause> problems(const json& crd) {
   return causes;
 }
 
+// The store's admit hook for a custom resource: prune, default and validate with the storage
+// version's schema; unknown fields follow ?fieldValidation (f-errors.md f3e).
+AdmitFn schemaAdmitter(json schema, std::string kind, std::string group, std::string version) {
+  return [schema = std::move(schema), kind = std::move(kind), group = std::move(group),
+          version = std::move(version)](json& obj, const json* old,
+                                        AdmitContext& context) -> std::optional<StatusError> {
+    SchemaOutcome outcome = admitCustomResource(obj, old, schema, context.status_write);
+    if (!outcome.unknown_fields.empty() && context.field_validation != FieldValidation::kIgnore) {
+      if (context.field_validation == FieldValidation::kStrict) {
+        std::string fields;
+        for (const auto& f : outcome.unknown_fields) {
+          fields += (fields.empty() ? "" : ", ") + std::string("unknown field \"") + f + "\"";
+        }
+        return badRequestError(kind + " in version \"" + version + "\" cannot be handled as a " +
+                               kind + ": strict decoding error: " + fields);
+      }
+      for (const auto& f : outcome.unknown_fields) {
+        context.warnings.push_back("unknown field \"" + f + "\"");
+      }
+    }
+    if (outcome.causes.empty()) return std::nullopt;
+    const json& meta = obj.contains("metadata") ? obj["metadata"] : json::object();
+    return invalidError(kind, group, text(meta, "name"), std::move(outcome.causes));
+  };
+}
+
 }  // namespace
+
+const nlohmann::json* crdVersionSchema(const json& version) {
+  if (!version.is_object()) return nullptr;
+  auto s = version.find("schema");
+  if (s == version.end() || !s->is_object()) return nullptr;
+  auto o = s->find("openAPIV3Schema");
+  if (o == s->end() || !o->is_object()) return nullptr;
+  return &*o;
+}
 
 std::optional<StatusError> validateCrd(const json& crd) {
   auto causes = problems(crd);
@@ -100,6 +153,10 @@ ApiResult<CrdResources> resourcesFromCrd(const json& crd) {
     } else {
       // The default column upstream adds when a CRD declares none.
       r.columns.push_back({"Age", "date", "", "", 0, ".metadata.creationTimestamp"});
+    }
+    if (const json* schema = crdVersionSchema(v)) {
+      r.type.admit = schemaAdmitter(*schema, r.type.kind, r.type.group, r.type.version);
+      r.schema = *schema;
     }
     if (v.value("storage", false) || (!have_storage && &v == &spec["versions"].back())) {
       out.storage = r.type;

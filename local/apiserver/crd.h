@@ -23,8 +23,13 @@ struct CrdResources {
   ResourceType storage;             // what the store registers
 };
 
+// Each resource's type carries the admit hook that enforces the version's openAPIV3Schema
+// (schema.h) and the ApiResource keeps the schema for OpenAPI v3.
 ApiResult<CrdResources> resourcesFromCrd(const nlohmann::json& crd);
-// Checks a CRD on create/update (the store's admit hook for customresourcedefinitions).
+// A CRD version's schema.openAPIV3Schema, or nullptr.
+const nlohmann::json* crdVersionSchema(const nlohmann::json& version);
+// Checks a CRD on create/update (the store's admit hook for customresourcedefinitions),
+// including that every version has a structural schema.
 std::optional<StatusError> validateCrd(const nlohmann::json& crd);
 // The merge patch for the CRD's status subresource once its names are accepted.
 std::string crdStatusPatch(const nlohmann::json& crd, const std::string& now_text);

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "local/apiserver/openapi.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -80,6 +82,19 @@ std::string apiResourceListText(const std::vector<ApiResource>& resources, const
     if (!r.short_names.empty()) e["shortNames"] = r.short_names;
     if (!r.categories.empty()) e["categories"] = r.categories;
     list.push_back(e);
+    if (r.type.group.empty() && r.type.resource == "pods") {
+      // The pod subresources this server serves (api_server.cc), in upstream's order.
+      list.push_back(ordered{{"name", "pods/binding"},
+                             {"singularName", ""},
+                             {"namespaced", true},
+                             {"kind", "Binding"},
+                             {"verbs", {"create"}}});
+      list.push_back(ordered{{"name", "pods/log"},
+                             {"singularName", ""},
+                             {"namespaced", true},
+                             {"kind", "Pod"},
+                             {"verbs", {"get"}}});
+    }
     if (r.type.has_status_subresource) {
       ordered s;
       s["name"] = r.type.resource + "/status";
@@ -141,7 +156,12 @@ std::string openApiV3DocumentText(const std::vector<ApiResource>& resources,
   doc["openapi"] = "3.0.0";
   doc["info"] = {{"title", "Kubernetes"}, {"version", "v1.32.4-ringmaster"}};
   doc["paths"] = paths;
-  doc["components"] = {{"schemas", ordered::object()}};
+  const auto slash = gv_path.find('/');
+  const std::string rest = gv_path.substr(slash + 1);  // "v1" or "<group>/<version>"
+  const auto split = rest.rfind('/');
+  const std::string group = gv_path.rfind("apis/", 0) == 0 ? rest.substr(0, split) : "";
+  const std::string version = split == std::string::npos ? rest : rest.substr(split + 1);
+  doc["components"] = {{"schemas", openApiComponents(resources, group, version)}};
   return doc.dump();
 }
 

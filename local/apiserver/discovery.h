@@ -4,10 +4,10 @@
 //   /apis                     APIGroupList
 //   /api/v1, /apis/<g>/<v>    APIResourceList (verbs, shortNames, categories, subresources)
 //   /version                  version.Info
-//   /openapi/v3, /openapi/v3/<gv>  a minimal OpenAPI v3: one PATCH operation per kind carrying
+//   /openapi/v3, /openapi/v3/<gv>  OpenAPI v3: one PATCH operation per kind carrying
 //       x-kubernetes-group-version-kind and the `fieldValidation` query parameter, which is what
-//       kubectl's validator checks before leaving validation to the server (m-experiments.md m1).
-//       No schemas, so `kubectl explain` has nothing to show.
+//       kubectl's validator checks before leaving validation to the server (m-experiments.md m1),
+//       and the kinds' component schemas (openapi.h) that `kubectl explain` reads.
 //
 // Thread-safety: pure functions of the registry snapshot. Failure: none (empty documents).
 

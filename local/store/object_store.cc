@@ -225,8 +225,8 @@ ObjectPtr ObjectStore::deleteNowLocked(const ResourceKey& key, ObjectPtr existin
   return commitLocked(key, skey, existing->object, WatchEventType::kDeleted, existing);
 }
 
-ApiResult<ObjectPtr> ObjectStore::create(const ResourceKey& key, const std::string& ns_in,
-                                         json obj) {
+ApiResult<ObjectPtr> ObjectStore::create(const ResourceKey& key, const std::string& ns_in, json obj,
+                                         const WriteOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   const ResourceType* type = typeLocked(key);
   if (!type) return unknownResource();
@@ -292,15 +292,22 @@ ApiResult<ObjectPtr> ObjectStore::create(const ResourceKey& key, const std::stri
   if (type->tracks_generation) meta["generation"] = 1;
   if (type->has_status_subresource && !type->builtin) obj.erase("status");
   if (type->admit) {
-    if (auto err = type->admit(obj, nullptr)) return *err;
+    AdmitContext context{options.field_validation, false, {}};
+    auto err = type->admit(obj, nullptr, context);
+    if (options.warnings) {
+      for (auto& w : context.warnings) options.warnings->push_back(std::move(w));
+    }
+    if (err) return *err;
   }
+  if (options.dry_run) return makeStoredObject(std::move(obj), 0);
   ObjectPtr stored = commitLocked(key, skey, std::move(obj), WatchEventType::kAdded, nullptr);
   if (!stored) return internalError(log_error_.message());
   return stored;
 }
 
 ApiResult<ObjectPtr> ObjectStore::update(const ResourceKey& key, const std::string& ns,
-                                         const std::string& name, json obj, Subresource sub) {
+                                         const std::string& name, json obj, Subresource sub,
+                                         const WriteOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   const ResourceType* type = typeLocked(key);
   if (!type) return unknownResource();
@@ -308,12 +315,13 @@ ApiResult<ObjectPtr> ObjectStore::update(const ResourceKey& key, const std::stri
   auto& objects = buckets_[key].objects;
   auto it = objects.find(storageKey(effective_ns, name));
   if (it == objects.end()) return notFoundError(key, name);
-  return updateLocked(*type, effective_ns, name, std::move(obj), sub, it->second);
+  return updateLocked(*type, effective_ns, name, std::move(obj), sub, it->second, options);
 }
 
 ApiResult<ObjectPtr> ObjectStore::patch(const ResourceKey& key, const std::string& ns,
                                         const std::string& name, PatchType patch_type,
-                                        std::string_view body, Subresource sub) {
+                                        std::string_view body, Subresource sub,
+                                        const WriteOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   const ResourceType* type = typeLocked(key);
   if (!type) return unknownResource();
@@ -330,12 +338,28 @@ ApiResult<ObjectPtr> ObjectStore::patch(const ResourceKey& key, const std::strin
   ObjectPtr existing = it->second;
   auto patched = applyPatch(patch_type, existing->object, body);
   if (!patched.ok()) return patched.error();
-  return updateLocked(*type, effective_ns, name, std::move(patched).value(), sub, existing);
+  return updateLocked(*type, effective_ns, name, std::move(patched).value(), sub, existing,
+                      options);
+}
+
+ApiResult<ObjectPtr> ObjectStore::mutate(const ResourceKey& key, const std::string& ns,
+                                         const std::string& name, const MutateFn& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ResourceType* type = typeLocked(key);
+  if (!type) return unknownResource();
+  std::string effective_ns = type->namespaced ? ns : "";
+  auto& objects = buckets_[key].objects;
+  auto it = objects.find(storageKey(effective_ns, name));
+  if (it == objects.end()) return notFoundError(key, name);
+  ObjectPtr existing = it->second;
+  json obj = existing->object;
+  if (auto err = fn(obj)) return *err;
+  return updateLocked(*type, effective_ns, name, std::move(obj), Subresource::kAll, existing);
 }
 
 ApiResult<ObjectPtr> ObjectStore::updateLocked(const ResourceType& type, const std::string& ns,
                                                const std::string& name, json obj, Subresource sub,
-                                               ObjectPtr existing) {
+                                               ObjectPtr existing, const WriteOptions& options) {
   if (!obj.is_object()) return badRequestError("the body of the request is not a JSON object");
   if (auto err = checkTypeMeta(obj, type)) return *err;
   json& meta = obj["metadata"];
@@ -379,7 +403,7 @@ ApiResult<ObjectPtr> ObjectStore::updateLocked(const ResourceType& type, const s
         nm.erase(f);
       }
     }
-    if (type.has_status_subresource) {
+    if (type.has_status_subresource && sub == Subresource::kMain) {
       auto status = old.find("status");
       if (status != old.end()) {
         next["status"] = *status;
@@ -393,9 +417,15 @@ ApiResult<ObjectPtr> ObjectStore::updateLocked(const ResourceType& type, const s
   }
   next["metadata"]["resourceVersion"] = std::to_string(existing->resource_version);
   if (type.admit) {
-    if (auto err = type.admit(next, &old)) return *err;
+    AdmitContext context{options.field_validation, sub == Subresource::kStatus, {}};
+    auto err = type.admit(next, &old, context);
+    if (options.warnings) {
+      for (auto& w : context.warnings) options.warnings->push_back(std::move(w));
+    }
+    if (err) return *err;
   }
   if (next == old) return existing;  // no-op: no write, same resourceVersion (e3)
+  if (options.dry_run) return makeStoredObject(std::move(next), existing->resource_version);
   std::string skey = storageKey(type.namespaced ? ns : "", name);
   if (hasDeletionTimestamp(next) && finalizersOf(next).empty() && !(type.key() == kNamespaces)) {
     // The last finalizer is gone: delete now. The answer is the written state, the DELETED

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,7 +39,8 @@
 
 namespace ringmaster::local {
 
-enum class Subresource { kMain, kStatus };
+// kAll: the whole object, spec and status in one write (internal writers such as pods/binding).
+enum class Subresource { kMain, kStatus, kAll };
 
 struct ListOptions {
   std::string label_selector;
@@ -63,6 +65,14 @@ struct WatchOptions {
   bool allow_bookmarks = false;
   // Watch-list: initial ADDED events, then a BOOKMARK annotated k8s.io/initial-events-end.
   bool send_initial_events = false;
+};
+
+// Per-request options of create / update / patch.
+struct WriteOptions {
+  FieldValidation field_validation = FieldValidation::kWarn;
+  // ?dryRun=All: validate and admit, answer the object as it would be, persist nothing.
+  bool dry_run = false;
+  std::vector<std::string>* warnings = nullptr;  // out (optional): the admit hooks' warnings
 };
 
 struct DeleteOptions {
@@ -105,17 +115,26 @@ class ObjectStore {
   void unregisterType(const ResourceKey& key);
 
   // ---- objects (namespace "" for cluster-scoped types; for list/watch "" = all) ----
-  ApiResult<ObjectPtr> create(const ResourceKey& key, const std::string& ns, nlohmann::json obj);
+  ApiResult<ObjectPtr> create(const ResourceKey& key, const std::string& ns, nlohmann::json obj,
+                              const WriteOptions& options = {});
   ApiResult<ObjectPtr> get(const ResourceKey& key, const std::string& ns,
                            const std::string& name) const;
   ApiResult<ListResult> list(const ResourceKey& key, const std::string& ns,
                              const ListOptions& options) const;
   ApiResult<ObjectPtr> update(const ResourceKey& key, const std::string& ns,
                               const std::string& name, nlohmann::json obj,
-                              Subresource sub = Subresource::kMain);
+                              Subresource sub = Subresource::kMain,
+                              const WriteOptions& options = {});
   ApiResult<ObjectPtr> patch(const ResourceKey& key, const std::string& ns, const std::string& name,
                              PatchType type, std::string_view body,
-                             Subresource sub = Subresource::kMain);
+                             Subresource sub = Subresource::kMain,
+                             const WriteOptions& options = {});
+  // Read-modify-write under the store's lock: `fn` edits a copy of the current object (spec and
+  // status) or returns an error to abort; the result is written as an update (Subresource::kAll).
+  // `fn` must not call back into the store.
+  using MutateFn = std::function<std::optional<StatusError>(nlohmann::json& obj)>;
+  ApiResult<ObjectPtr> mutate(const ResourceKey& key, const std::string& ns,
+                              const std::string& name, const MutateFn& fn);
   ApiResult<DeleteResult> remove(const ResourceKey& key, const std::string& ns,
                                  const std::string& name, const DeleteOptions& options = {});
   // 400 for bad selectors or resourceVersion; a too-old RV yields a watch whose only event is
@@ -181,7 +200,7 @@ class ObjectStore {
   static std::string storageKey(const std::string& ns, const std::string& name);
   ApiResult<ObjectPtr> updateLocked(const ResourceType& type, const std::string& ns,
                                     const std::string& name, nlohmann::json obj, Subresource sub,
-                                    ObjectPtr existing);
+                                    ObjectPtr existing, const WriteOptions& options = {});
   ApiResult<DeleteResult> removeLocked(const ResourceType& type, ObjectPtr existing,
                                        const DeleteOptions& options);
   // Writes `obj` (or removes the key when obj is null) at the next RV and tells watchers.

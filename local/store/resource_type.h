@@ -24,11 +24,22 @@ struct ResourceKey {
   std::string qualified() const { return group.empty() ? resource : resource + "." + group; }
 };
 
+// How a write treats fields its schema does not know (?fieldValidation=, kube-apiserver's
+// default is Warn): Ignore drops them silently, Warn drops them and warns, Strict rejects.
+enum class FieldValidation { kIgnore, kWarn, kStrict };
+
+// What an AdmitFn knows about the write beyond the objects, and what it reports back.
+struct AdmitContext {
+  FieldValidation field_validation = FieldValidation::kWarn;
+  bool status_write = false;          // the status subresource is being written
+  std::vector<std::string> warnings;  // out: texts for `Warning: 299 - "…"` headers
+};
+
 // Called on create (old == nullptr) and on every update/patch after the store's own semantics
-// ran; may default or reject the new object (CRD schema validation, pod defaults). Returning an
-// error aborts the write. Must not call back into the store.
-using AdmitFn =
-    std::function<std::optional<StatusError>(nlohmann::json& obj, const nlohmann::json* old)>;
+// ran; may default, prune or reject the new object (CRD schema validation, pod defaults).
+// Returning an error aborts the write. Must not call back into the store.
+using AdmitFn = std::function<std::optional<StatusError>(
+    nlohmann::json& obj, const nlohmann::json* old, AdmitContext& context)>;
 
 struct ResourceType {
   std::string group;

@@ -376,6 +376,8 @@ ApiResult<FieldSelector> FieldSelector::parse(std::string_view text, const Resou
 }
 
 std::string FieldSelector::fieldValue(const nlohmann::json& object, std::string_view field) {
+  // Events: the `source` field label selects source.component (upstream's event field set).
+  if (field == "source") field = "source.component";
   const nlohmann::json* cur = &object;
   size_t start = 0;
   while (start <= field.size()) {

@@ -35,6 +35,7 @@ json widgetCrd() {
     "spec":{"group":"example.dev","scope":"Namespaced",
       "names":{"plural":"widgets","singular":"widget","kind":"Widget","shortNames":["wd"]},
       "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
+        "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}},
         "additionalPrinterColumns":[
           {"name":"Size","type":"integer","jsonPath":".spec.size"},
           {"name":"Phase","type":"string","jsonPath":".status.phase","description":"the phase"},

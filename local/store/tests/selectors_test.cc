@@ -62,5 +62,35 @@ TEST(FieldSelector, ParsesAndMatches) {
             "field label not supported: spec.foo");
 }
 
+TEST(FieldSelector, EventsSelectByInvolvedObjectReasonTypeAndSource) {
+  ResourceType events;
+  events.version = "v1";
+  events.resource = "events";
+  events.kind = "Event";
+  events.builtin = true;
+  events.selectable_fields = {"involvedObject.kind",
+                              "involvedObject.name",
+                              "involvedObject.uid",
+                              "involvedObject.namespace",
+                              "reason",
+                              "source",
+                              "type"};
+  json ev = {
+      {"metadata", {{"name", "e"}, {"namespace", "default"}}},
+      {"involvedObject", {{"kind", "Pod"}, {"name", "p"}, {"namespace", "default"}, {"uid", "u1"}}},
+      {"reason", "Started"},
+      {"type", "Normal"},
+      {"source", {{"component", "kubelet"}}}};
+  auto describe = FieldSelector::parse(
+      "involvedObject.namespace=default,involvedObject.uid=u1,involvedObject.name=p", events);
+  ASSERT_TRUE(describe.ok());
+  EXPECT_TRUE(describe->matches(ev));
+  EXPECT_FALSE(FieldSelector::parse("involvedObject.uid=u2", events)->matches(ev));
+  EXPECT_TRUE(FieldSelector::parse("involvedObject.kind=Pod,reason=Started,type=Normal", events)
+                  ->matches(ev));
+  EXPECT_TRUE(FieldSelector::parse("source=kubelet", events)->matches(ev));
+  EXPECT_FALSE(FieldSelector::parse("type=Warning", events)->matches(ev));
+}
+
 }  // namespace
 }  // namespace ringmaster::local

@@ -1,0 +1,335 @@
+#include "local/apiserver/pod_log.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <fstream>
+#include <limits>
+#include <mutex>
+
+#include "ringmaster/core/flags.h"
+
+namespace ringmaster::local {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+const ResourceKey kPods{"", "pods"};
+const ResourceKey kNodes{"", "nodes"};
+constexpr size_t kReadBlock = 64 * 1024;
+// Non-follow answers up to this size go out as one response; larger ones are streamed.
+constexpr uint64_t kSendWholeLimit = 1 << 20;
+
+std::string str(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& field(const json& obj, const char* key) {
+  static const json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it != obj.end() ? *it : kNull;
+}
+
+std::vector<std::string> containerNames(const json& pod, const char* list) {
+  std::vector<std::string> out;
+  const json& cs = field(field(pod, "spec"), list);
+  if (cs.is_array()) {
+    for (const auto& c : cs) out.push_back(str(c, "name"));
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+// The container's entry in status.containerStatuses (or initContainerStatuses), or null.
+const json& containerStatus(const json& pod, const std::string& container) {
+  static const json kNull;
+  for (const char* list : {"containerStatuses", "initContainerStatuses"}) {
+    const json& cs = field(field(pod, "status"), list);
+    if (!cs.is_array()) continue;
+    for (const auto& c : cs) {
+      if (str(c, "name") == container) return c;
+    }
+  }
+  return kNull;
+}
+
+std::optional<int64_t> parseNonNegative(const Request& r, const char* name,
+                                        std::optional<StatusError>* error) {
+  const std::string* v = r.queryParam(name);
+  if (!v) return std::nullopt;
+  auto n = core::parseInt(*v);
+  if (!n.ok()) {
+    *error = badRequestError("couldn't parse " + std::string(name) + ": " + *v);
+    return std::nullopt;
+  }
+  if (*n < 0) {
+    *error = invalidError(
+        "PodLogOptions", "", "",
+        {{"FieldValueInvalid",
+          "Invalid value: " + std::to_string(*n) + ": must be greater than or equal to 0", name}});
+  }
+  return *n;
+}
+
+bool truthy(const std::string* v) { return v && (*v == "true" || *v == "1" || *v == "True"); }
+
+std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!end) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+std::optional<FileId> fileId(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+Headers logHeaders() {
+  Headers h;
+  h.add("Cache-Control", "no-cache, private");
+  h.add("Content-Type", "text/plain");
+  return h;
+}
+
+void sendError(ResponseWriter& w, const StatusError& e) {
+  Headers h;
+  h.add("Cache-Control", "no-cache, private");
+  h.add("Content-Type", "application/json");
+  (void)w.send(e.code(), std::move(h), e.bodyText());
+}
+
+}  // namespace
+
+ApiResult<PodLogOptions> parsePodLogOptions(const Request& r) {
+  PodLogOptions o;
+  std::optional<StatusError> error;
+  if (const std::string* c = r.queryParam("container")) o.container = *c;
+  o.follow = truthy(r.queryParam("follow"));
+  o.previous = truthy(r.queryParam("previous"));
+  o.tail_lines = parseNonNegative(r, "tailLines", &error);
+  if (!error) o.limit_bytes = parseNonNegative(r, "limitBytes", &error);
+  if (!error) o.since_seconds = parseNonNegative(r, "sinceSeconds", &error);
+  if (error) return *error;
+  if (const std::string* t = r.queryParam("sinceTime")) {
+    if (!parseRfc3339(*t)) return badRequestError("couldn't parse sinceTime: " + *t);
+    o.since_time = *t;
+  }
+  if (o.since_seconds && o.since_time) {
+    return invalidError(
+        "PodLogOptions", "", "",
+        {{"FieldValueForbidden",
+          "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified", ""}});
+  }
+  return o;
+}
+
+ApiResult<std::string> podLogContainer(const json& pod, const std::string& container) {
+  const std::string name = str(field(pod, "metadata"), "name");
+  const auto names = containerNames(pod, "containers");
+  const auto init_names = containerNames(pod, "initContainers");
+  if (container.empty()) {
+    if (names.size() == 1) return names[0];
+    if (names.empty()) {
+      return badRequestError("a container name must be specified for pod " + name);
+    }
+    std::string msg = "a container name must be specified for pod " + name + ", choose one of: [" +
+                      joined(names) + "]";
+    if (!init_names.empty()) msg += " or one of the init containers: [" + joined(init_names) + "]";
+    return badRequestError(msg);
+  }
+  for (const auto* list : {&names, &init_names}) {
+    for (const auto& n : *list) {
+      if (n == container) return container;
+    }
+  }
+  return badRequestError("container " + container + " is not valid for pod " + name);
+}
+
+ApiResult<fs::path> podLogPath(const ObjectStore& store, const json& pod,
+                               const std::string& container, bool previous) {
+  const json& meta = field(pod, "metadata");
+  const std::string node_name = str(field(pod, "spec"), "nodeName");
+  auto node = store.get(kNodes, "", node_name);
+  if (!node.ok()) return node.error();
+  const std::string root =
+      str(field(field((*node)->object, "metadata"), "annotations"), kKubeletRootAnnotation);
+  if (root.empty()) {
+    // As kube-apiserver reports a kubelet it cannot reach: 500 without a reason (h-pods.md h13).
+    return StatusError(500, "",
+                       "node " + node_name + " has no kubelet log root (annotation " +
+                           kKubeletRootAnnotation + ")");
+  }
+  return fs::path(root) / "pods" / str(meta, "namespace") /
+         (str(meta, "name") + "_" + str(meta, "uid")) /
+         (container + (previous ? ".previous.log" : ".log"));
+}
+
+StatusError containerNotReadableError(const json& pod, const std::string& container,
+                                      bool previous) {
+  const std::string pod_name = str(field(pod, "metadata"), "name");
+  const std::string who = "\"" + container + "\" in pod \"" + pod_name + "\"";
+  if (previous) return badRequestError("previous terminated container " + who + " not found");
+  const json& cs = containerStatus(pod, container);
+  if (cs.is_null()) return badRequestError("container " + who + " is not available");
+  const json& state = field(cs, "state");
+  if (field(state, "terminated").is_object()) {
+    return badRequestError("container " + who + " is terminated");
+  }
+  if (field(state, "waiting").is_object()) {
+    const std::string reason = str(field(state, "waiting"), "reason");
+    if (reason == "ErrImagePull") {
+      return badRequestError("container " + who + " is waiting to start: image can't be pulled");
+    }
+    if (reason == "ImagePullBackOff") {
+      return badRequestError("container " + who +
+                             " is waiting to start: trying and failing to pull image");
+    }
+    return badRequestError("container " + who + " is waiting to start: " + reason);
+  }
+  return badRequestError("container " + who + " is not available");
+}
+
+bool containerTerminated(const json& pod, const std::string& container) {
+  const std::string phase = str(field(pod, "status"), "phase");
+  if (phase == "Succeeded" || phase == "Failed") return true;
+  const json& cs = containerStatus(pod, container);
+  return field(field(cs, "state"), "terminated").is_object();
+}
+
+uint64_t tailOffset(const fs::path& file, int64_t lines) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return 0;
+  in.seekg(0, std::ios::end);
+  const uint64_t size = static_cast<uint64_t>(in.tellg());
+  if (lines <= 0) return size;
+  uint64_t pos = size;
+  int64_t newlines = 0;
+  bool last_byte = true;
+  std::string block;
+  while (pos > 0) {
+    const uint64_t n = std::min<uint64_t>(kReadBlock, pos);
+    pos -= n;
+    block.resize(n);
+    in.seekg(static_cast<std::streamoff>(pos));
+    in.read(block.data(), static_cast<std::streamsize>(n));
+    for (uint64_t i = n; i-- > 0;) {
+      if (block[i] != '\n') {
+        last_byte = false;
+        continue;
+      }
+      // A final newline ends the last line rather than starting an empty one.
+      if (last_byte) {
+        last_byte = false;
+        continue;
+      }
+      if (++newlines == lines) return pos + i + 1;
+    }
+  }
+  return 0;
+}
+
+void servePodLog(const ObjectStore& store, const Request& r, ResponseWriter& w,
+                 const std::string& ns, const std::string& name) {
+  auto options = parsePodLogOptions(r);
+  if (!options.ok()) return sendError(w, options.error());
+  auto got = store.get(kPods, ns, name);
+  if (!got.ok()) return sendError(w, got.error());
+  json pod = (*got)->object;
+  const std::string uid = str(field(pod, "metadata"), "uid");
+  auto container = podLogContainer(pod, options->container);
+  if (!container.ok()) return sendError(w, container.error());
+  // Not yet scheduled: kube-apiserver has no kubelet to ask and answers an empty log.
+  if (str(field(pod, "spec"), "nodeName").empty()) {
+    (void)w.send(200, logHeaders(), "");
+    return;
+  }
+  auto path = podLogPath(store, pod, *container, options->previous);
+  if (!path.ok()) return sendError(w, path.error());
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) return sendError(w, containerNotReadableError(pod, *container, options->previous));
+  const std::optional<FileId> opened = fileId(*path);
+
+  uint64_t start = 0;
+  if (options->tail_lines) start = tailOffset(*path, *options->tail_lines);
+  std::optional<std::chrono::system_clock::time_point> since;
+  if (options->since_seconds) {
+    since = std::chrono::system_clock::now() - std::chrono::seconds(*options->since_seconds);
+  } else if (options->since_time) {
+    since = parseRfc3339(*options->since_time);
+  }
+  if (since) {
+    struct stat st {};
+    if (::stat(path->c_str(), &st) == 0 &&
+        std::chrono::system_clock::from_time_t(st.st_mtime) < *since) {
+      in.seekg(0, std::ios::end);
+      start = static_cast<uint64_t>(in.tellg());
+    }
+  }
+  in.seekg(static_cast<std::streamoff>(start));
+  uint64_t budget = options->limit_bytes ? static_cast<uint64_t>(*options->limit_bytes)
+                                         : std::numeric_limits<uint64_t>::max();
+  std::string block(kReadBlock, '\0');
+  // Reads what the file holds now (up to the budget); false once nothing was read.
+  auto readSome = [&](std::string* out) {
+    in.clear();
+    const uint64_t n = std::min<uint64_t>(kReadBlock, budget);
+    if (n == 0) return false;
+    in.read(block.data(), static_cast<std::streamsize>(n));
+    const auto got_bytes = static_cast<uint64_t>(in.gcount());
+    if (got_bytes == 0) return false;
+    budget -= got_bytes;
+    out->assign(block.data(), got_bytes);
+    return true;
+  };
+
+  std::error_code ec;
+  const uint64_t size = fs::file_size(*path, ec);
+  if (!options->follow && !ec && size - std::min(size, start) <= kSendWholeLimit) {
+    std::string body, piece;
+    while (readSome(&piece)) body += piece;
+    (void)w.send(200, logHeaders(), body);
+    return;
+  }
+  if (!w.startStream(200, logHeaders()).ok()) return;
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::string piece;
+  bool over = !options->follow;
+  while (!w.closed()) {
+    if (readSome(&piece)) {
+      if (!w.writeChunk(piece).ok()) return;
+      continue;
+    }
+    if (budget == 0 || over) break;
+    // Drained: has the run ended? Its status says so, or the kubelet rotated the file away.
+    auto now_pod = store.get(kPods, ns, name);
+    over = !now_pod.ok() || str(field((*now_pod)->object, "metadata"), "uid") != uid ||
+           containerTerminated((*now_pod)->object, *container) || fileId(*path) != opened ||
+           options->previous;
+    if (over) continue;  // one more read drains what was written before the end
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, w.closedToken(), std::chrono::milliseconds(200), [] { return false; });
+  }
+  if (!w.closed()) (void)w.endStream();
+}
+
+}  // namespace ringmaster::local
