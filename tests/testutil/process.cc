@@ -146,6 +146,8 @@ bool Process::running() {
   return !reaped_;
 }
 
+std::string Process::stdoutSoFar() const { return readFile(out_path_); }
+
 std::string Process::stderrSoFar() const { return readFile(err_path_); }
 
 ProcessResult Process::wait(std::chrono::seconds limit) {

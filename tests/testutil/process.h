@@ -40,6 +40,8 @@ class Process {
   ProcessResult wait(std::chrono::seconds limit);
   // The stderr written so far (for polling on progress).
   std::string stderrSoFar() const;
+  // The stdout written so far.
+  std::string stdoutSoFar() const;
   pid_t pid() const { return pid_; }
 
  private:

@@ -606,5 +606,56 @@ TEST_F(KubectlTest, ImperativeCreateSendsProtobufWhichIsDecoded) {
   EXPECT_NE(sa.exit_code, 0);
 }
 
+// `kubectl get -w` sees an object change, and deleting an owner removes what it owns
+// (ownerReference garbage collection, as with a TrainingJob and its pods).
+TEST_F(KubectlTest, GetWatchSeesChangesAndDeleteCascadesToOwnedObjects) {
+  ASSERT_EQ(kubectl({"create", "-f",
+                     file("owner.yaml",
+                          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "
+                          "owner}\ndata: {a: '1'}\n")})
+                .exit_code,
+            0);
+  const std::string uid = output({"get", "cm", "owner", "-o", "jsonpath={.metadata.uid}"});
+  ASSERT_FALSE(uid.empty());
+  const std::string child =
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n  ownerReferences:\n"
+      "  - {apiVersion: v1, kind: ConfigMap, name: owner, uid: " +
+      uid + "}\ndata: {b: '1'}\n";
+  ASSERT_EQ(kubectl({"create", "-f", file("child.yaml", child)}).exit_code, 0);
+
+  testutil::Process watch(
+      {kubectl_, "--kubeconfig", (data_ / "kubeconfig").string(), "get", "cm", "child", "-w",
+       "--output-watch-events", "-o", "jsonpath={.type} {.object.data.b}{\"\\n\"}"},
+      {{"KUBECACHEDIR", (fs::path(dir_.path()) / "cache").string()}, {"HOME", dir_.path()}});
+  watch.start();
+  // The watch prints the current object first; then a change must show up as MODIFIED.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool modified = false;
+  int patches = 0;
+  while (!modified && std::chrono::steady_clock::now() < deadline) {
+    ++patches;
+    ASSERT_EQ(kubectl({"patch", "cm", "child", "--type=merge", "-p",
+                       "{\"data\":{\"b\":\"" + std::to_string(100 + patches) + "\"}}"})
+                  .exit_code,
+              0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    modified = watch.stdoutSoFar().find("MODIFIED 10") != std::string::npos;
+  }
+  watch.signal(SIGTERM);
+  auto watched = watch.wait(std::chrono::seconds(10));
+  EXPECT_TRUE(modified) << watched.stdout_text << watched.stderr_text;
+
+  auto deleted = kubectl({"delete", "cm", "owner"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.stderr_text;
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() < deadline) {
+    auto r = kubectl({"get", "cm", "child"});
+    gone = r.exit_code != 0 && r.stderr_text.find("NotFound") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(gone) << "the owned ConfigMap outlived its owner";
+}
+
 }  // namespace
 }  // namespace ringmaster::local
