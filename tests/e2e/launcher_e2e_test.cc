@@ -161,6 +161,30 @@ spec:
   EXPECT_NE(log0.find("world size 4"), std::string::npos) << log0;
 }
 
+// Issue 5 must-show 5: a user program (spec.command) instead of the built-in trainer sees
+// torchrun's variables with the right values in every pod and process.
+TEST_F(LauncherE2e, UserCommandSeesTheWorldInEveryPod) {
+  apply(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: cmd}
+spec:
+  replicas: 2
+  procsPerReplica: 2
+  image: ringmaster/trainer:0.1.0
+  command: ["sh", "-c", "echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE node=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT"]
+)");
+  nlohmann::json last = waitFor("cmd", 180s, [](const nlohmann::json& j) {
+    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  });
+  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2) << podLog("cmd-worker-0");
+  const std::string master = " master=cmd-worker-0.cmd.default.svc:29500";
+  const std::string pod0 = podLog("cmd-worker-0"), pod1 = podLog("cmd-worker-1");
+  for (const std::string line : {"rank=0 local=0 world=4 node=0", "rank=1 local=1 world=4 node=0"})
+    EXPECT_NE(pod0.find(line + master), std::string::npos) << line << "\n" << pod0;
+  for (const std::string line : {"rank=2 local=0 world=4 node=1", "rank=3 local=1 world=4 node=1"})
+    EXPECT_NE(pod1.find(line + master), std::string::npos) << line << "\n" << pod1;
+}
+
 // Issue 5 must-show 4: MPI mode with the MPI Operator's shapes (hostfile ConfigMap key, SSH
 // Secret), sshd per pod, mpirun from pod 0, the trainer on its MPI communicator.
 TEST_F(LauncherE2e, MpiModeJobTrainsToSucceeded) {
