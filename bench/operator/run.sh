@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# bench/operator: how the operator holds many jobs (issue 4). Starts the API server, a kubelet in
+# --simulate mode (bound pods are Running/Ready at once, no processes) and the operator, applies
+# N TrainingJobs x R workers (spec.command trivial) and reports:
+#   - seconds until every pod exists and until every job is Running,
+#   - operator CPU seconds (utime+stime from /proc/<pid>/stat) and peak RSS (VmHWM),
+#   - API requests per job (the operator's ringmaster_operator_api_requests_total, all verbs).
+#   bench/operator/run.sh [--jobs N] [--replicas R] [--workers W] [--qps Q]
+# The operator's client is rate limited (--qps, default 50): at ~11 requests per job that bound,
+# not CPU, sets the time to Running; --qps 0 lifts it.
+# Needs build/bin/ringmaster and build/bin/ringmaster-operator built optimized:
+#   RM_BUILD_TYPE=Release RM_BUILD_TARGETS="ringmaster ringmaster-operator" scripts/build build
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+jobs=1000 replicas=4 workers="" qps=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --jobs) jobs=$2; shift 2 ;;
+    --replicas) replicas=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --qps) qps=$2; shift 2 ;;
+    *) echo "usage: $0 [--jobs N] [--replicas R] [--workers W] [--qps Q]" >&2; exit 2 ;;
+  esac
+done
+bin=${RM_BIN_DIR:-$root/build/bin}
+for b in ringmaster ringmaster-operator; do
+  [[ -x $bin/$b ]] || { echo "bench/operator: $bin/$b not built" >&2; exit 1; }
+done
+kubectl=$(command -v kubectl.1.32 || ls /usr/lib/google-cloud-sdk/bin/kubectl.1.32 2>/dev/null || command -v kubectl)
+tmp=$(mktemp -d)
+cleanup() {
+  kill "${operator_pid:-}" "${kubelet_pid:-}" "${server_pid:-}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+since() { awk "BEGIN{printf \"%.1f\", $(now) - $1}"; }
+
+"$bin/ringmaster" local serve --data-dir "$tmp" >"$tmp/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 200); do [[ -s $tmp/kubeconfig ]] && break; sleep 0.1; done
+export KUBECONFIG=$tmp/kubeconfig
+"$kubectl" apply -f "$root/crds/trainingjob.yaml" >/dev/null
+for _ in $(seq 100); do "$kubectl" get tj >/dev/null 2>&1 && break; sleep 0.1; done
+"$bin/ringmaster" local kubelet --kubeconfig "$KUBECONFIG" --root-dir "$tmp/kubelet" \
+  --node-name local --simulate --cpu 1000000 --memory 100000Gi >"$tmp/kubelet.log" 2>&1 &
+kubelet_pid=$!
+"$bin/ringmaster-operator" --kubeconfig "$KUBECONFIG" --bind-address 127.0.0.1 \
+  --metrics-port 0 --health-port 0 ${workers:+--workers "$workers"} ${qps:+--qps "$qps"} >"$tmp/operator.log" 2>&1 &
+operator_pid=$!
+port=""
+for _ in $(seq 200); do
+  port=$(sed -n 's/.*metrics port \([0-9]*\).*/\1/p' "$tmp/operator.log" | head -1)
+  [[ -n $port && $port != -1 ]] && break
+  sleep 0.1
+done
+[[ -n $port ]] || { echo "bench/operator: no metrics port in the operator log" >&2; cat "$tmp/operator.log" >&2; exit 1; }
+requests() {
+  curl -s "http://127.0.0.1:$port/metrics" |
+    awk '/^ringmaster_operator_api_requests_total/ {s += $NF} END {printf "%d", s}'
+}
+cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / t}' "/proc/$operator_pid/stat"; }
+hwm() { awk '/VmHWM/ {print $2 / 1024 " MiB"}' "/proc/$operator_pid/status"; }
+sleep 1  # the operator's first list/watch
+requests_before=$(requests)
+cpu_before=$(cpu)
+
+python3 - "$jobs" "$replicas" >"$tmp/jobs.json" <<'PY'
+import json, sys
+n, r = int(sys.argv[1]), int(sys.argv[2])
+items = [{"apiVersion": "ringmaster.dev/v1alpha1", "kind": "TrainingJob",
+          "metadata": {"name": f"bench-{i:05d}"},
+          "spec": {"replicas": r, "image": "ringmaster/trainer:0.1.0",
+                   "command": ["true"]}} for i in range(n)]
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
+PY
+start=$(now)
+"$kubectl" create --validate=false -f "$tmp/jobs.json" >/dev/null
+echo "created $jobs TrainingJobs x $replicas workers in $(since "$start") s"
+want=$((jobs * replicas)) pods_at="" running_at=""
+for _ in $(seq 3600); do
+  if [[ -z $pods_at ]]; then
+    pods=$("$kubectl" get pods -l ringmaster.dev/job-name --no-headers 2>/dev/null | wc -l)
+    [[ $pods -ge $want ]] && pods_at=$(since "$start")
+  fi
+  running=$("$kubectl" get tj -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' |
+    grep -c '^Running$' || true)
+  if [[ $running -ge $jobs ]]; then
+    [[ -n $pods_at ]] || pods_at=$(since "$start")
+    running_at=$(since "$start")
+    break
+  fi
+  sleep 0.5
+done
+requests_after=$(requests)
+cpu_after=$(cpu)
+echo "every pod exists ($want):       ${pods_at:-never} s"
+echo "every job Running ($jobs):      ${running_at:-never (last: $running)} s"
+echo "operator CPU:                   $(awk "BEGIN{printf \"%.2f\", $cpu_after - $cpu_before}") s (total $cpu_after s)"
+echo "operator peak RSS (VmHWM):      $(hwm)"
+echo "operator API requests:          $((requests_after - requests_before)) ($(awk "BEGIN{printf \"%.1f\", ($requests_after - $requests_before) / $jobs}") per job)"
+curl -s "http://127.0.0.1:$port/metrics" | grep '^ringmaster_operator_api_requests_total' | sed 's/^/  /'

@@ -1,0 +1,407 @@
+// e2e (issue 4, must-shows 2, 4 and 5) under `ringmaster local up`, driven with real kubectl:
+//   - a worker's trainer SIGKILLed mid-training restarts the gang once; it resumes from its
+//     checkpoint and the job Succeeds;
+//   - the operator SIGKILLed at seeded points while it creates a job's pods, and started again,
+//     never creates a second pod for a rank, and every job Succeeds;
+//   - a job asking for more nvidia.com/gpu than the node has holds no pod after
+//     scheduleTimeoutSeconds and says Unschedulable; deleting a job removes its pods, Service
+//     and ConfigMap; a suspended job creates no pods until resumed.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "process.h"
+
+namespace ringmaster {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const char* kDataPath = "/usr/share/datasets/fashion-mnist";
+
+std::string findKubectl() {
+  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
+                        "/usr/bin/kubectl"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+std::map<std::string, std::string> environOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::map<std::string, std::string> env;
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+// The pid of the trainer process of `job` in the pod with NODE_RANK=node_rank (0 when none).
+pid_t findTrainer(const std::string& job, int node_rank) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  pid_t found = 0;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv0;
+    std::getline(cmd, argv0, '\0');
+    if (argv0.find("ringmaster-trainer") == std::string::npos) continue;
+    auto env = environOf(pid);
+    const std::string rank = env.count("NODE_RANK") ? env["NODE_RANK"] : env["RANK"];
+    if (env["RINGMASTER_JOB"] == job && rank == std::to_string(node_rank)) found = pid;
+  }
+  closedir(proc);
+  return found;
+}
+
+// True while `pid` is a process that has not exited (a zombie counts as gone).
+bool liveProcess(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+std::string phase(const nlohmann::json& j) {
+  return j.contains("status") ? j["status"].value("phase", "") : "";
+}
+
+bool hasCondition(const nlohmann::json& j, const std::string& type, const std::string& status,
+                  const std::string& reason = "") {
+  if (!j.contains("status") || !j["status"].contains("conditions")) return false;
+  for (const auto& c : j["status"]["conditions"]) {
+    if (c.value("type", "") == type && c.value("status", "") == status &&
+        (reason.empty() || c.value("reason", "") == reason)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class OperatorFaultE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kubectl_ = findKubectl();
+    if (kubectl_.empty()) GTEST_SKIP() << "kubectl is not installed";
+    auto up = testutil::run(
+        {testutil::binaryPath("bin/ringmaster"), "local", "up", "--data-dir", dir_.path()}, {},
+        120s);
+    ASSERT_EQ(up.exit_code, 0) << up.stdout_text << up.stderr_text;
+    env_ = {{"KUBECONFIG", dir_.path() + "/kubeconfig"}};
+  }
+  void TearDown() override {
+    operator_.reset();  // our own operator (the kill test's), if any
+    if (!kubectl_.empty()) {
+      (void)testutil::run(
+          {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {},
+          120s);
+    }
+  }
+
+  testutil::ProcessResult kubectl(std::vector<std::string> args, std::chrono::seconds limit = 60s) {
+    args.insert(args.begin(), kubectl_);
+    return testutil::run(args, env_, limit);
+  }
+
+  void apply(const std::string& yaml) {
+    const std::string path = dir_.path() + "/job.yaml";
+    std::ofstream(path) << yaml;
+    auto r = kubectl({"apply", "-f", path});
+    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text << yaml;
+  }
+
+  nlohmann::json job(const std::string& name) {
+    auto r = kubectl({"get", "tj", name, "-o", "json"});
+    if (r.exit_code != 0) return nlohmann::json::object();
+    return nlohmann::json::parse(r.stdout_text, nullptr, false);
+  }
+
+  // Names of the objects of `kind` labelled with job `name` (or, with by_name, named `name`).
+  std::vector<std::string> objects(const std::string& kind, const std::string& name,
+                                   bool by_name = false) {
+    std::vector<std::string> args{"get", kind, "-o", "name", "--ignore-not-found"};
+    if (by_name) {
+      args.push_back(name);
+    } else {
+      args.push_back("-l");
+      args.push_back("ringmaster.dev/job-name=" + name);
+    }
+    auto r = kubectl(args);
+    std::vector<std::string> out;
+    std::istringstream in(r.stdout_text);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) out.push_back(line);
+    }
+    return out;
+  }
+
+  template <class Pred>
+  nlohmann::json waitFor(const std::string& name, std::chrono::seconds limit, Pred done) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    nlohmann::json j;
+    while (std::chrono::steady_clock::now() < deadline) {
+      j = job(name);
+      if (done(j)) return j;
+      std::this_thread::sleep_for(200ms);
+    }
+    return j;
+  }
+
+  // Polls `done` until it holds or `limit` passes; returns whether it held.
+  template <class Pred>
+  bool eventually(std::chrono::seconds limit, Pred done) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return done();
+  }
+
+  std::string podLog(const std::string& pod) {
+    auto r = kubectl({"logs", pod});
+    return r.stdout_text + r.stderr_text;
+  }
+
+  // SIGKILLs the running operator (the one `local up` started, or ours) and starts a new one
+  // with the flags `local up` gives it (local/apiserver/local_command.cc startAgents).
+  void killAndRestartOperator() {
+    if (operator_) {
+      operator_->signal(SIGKILL);
+      (void)operator_->wait(30s);
+    } else {
+      std::ifstream in(dir_.path() + "/operator.pid");
+      pid_t pid = 0;
+      in >> pid;
+      ASSERT_GT(pid, 0) << "no operator.pid";
+      ASSERT_EQ(kill(pid, SIGKILL), 0);
+      ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(pid); }));
+      fs::remove(dir_.path() + "/operator.pid");  // `local down` must not signal a reused pid
+    }
+    const std::string kubeconfig = dir_.path() + "/kubeconfig";
+    operator_ = std::make_unique<testutil::Process>(std::vector<std::string>{
+        testutil::binaryPath("bin/ringmaster-operator"), "--kubeconfig", kubeconfig,
+        "--bind-address", "127.0.0.1", "--metrics-port", "0", "--health-port", "0"});
+    operator_->start();
+  }
+
+  // Starts `kubectl get -w -v=6` and returns once its watch request was answered (-v=6 logs it
+  // on stderr): from then on it reports every change after its first list.
+  void startWatch(testutil::Process& watch) {
+    watch.start();
+    EXPECT_TRUE(eventually(
+        30s, [&] { return watch.stderrSoFar().find("watch=true") != std::string::npos; }))
+        << "kubectl get -w did not start: " << watch.stderrSoFar();
+  }
+
+  testutil::TempDir dir_;
+  std::string kubectl_;
+  std::map<std::string, std::string> env_;
+  std::unique_ptr<testutil::Process> operator_;
+};
+
+// Must-show 2: a rank killed mid-training -> Restarting, one gang restart, resume, Succeeded.
+TEST_F(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpointAndSucceeds) {
+  if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  // Every change of the job as `kubectl get tj -w` prints it (PHASE is the second column).
+  testutil::Process watch({kubectl_, "get", "tj", "-w", "-v=6", "--no-headers"}, env_);
+  startWatch(watch);
+  apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: fmnist}
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  trainer:
+    model: {type: mlp, hidden: [128]}
+    dataset: {name: fashion-mnist, path: )") +
+        kDataPath + R"(}
+    epochs: 3
+    batchSize: 128
+    optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
+    checkpoint: {path: /ckpt, everySteps: 50}
+  volumes:
+  - name: ckpt
+    persistentVolumeClaim: {claimName: fmnist-ckpt}
+  volumeMounts:
+  - {name: ckpt, mountPath: /ckpt}
+  restartPolicy: OnFailure
+  backoffLimit: 3
+)");
+  nlohmann::json running = waitFor("fmnist", 240s, [](const nlohmann::json& j) {
+    return phase(j) == "Succeeded" || phase(j) == "Failed" ||
+           (j.contains("status") && j["status"].contains("progress") &&
+            j["status"]["progress"].value("step", 0) > 100);
+  });
+  ASSERT_TRUE(running.contains("status") && running["status"].contains("progress") &&
+              running["status"]["progress"].value("step", 0) > 100)
+      << running.dump(2);
+  const pid_t victim = findTrainer("fmnist", 1);
+  ASSERT_GT(victim, 0) << "no trainer of fmnist-worker-1";
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+
+  nlohmann::json last = waitFor("fmnist", 300s, [](const nlohmann::json& j) {
+    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  });
+  watch.signal(SIGTERM);
+  testutil::ProcessResult seen = watch.wait(10s);
+  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2) << podLog("fmnist-worker-0");
+  EXPECT_EQ(last["status"].value("restarts", 0), 1) << last.dump(2);
+  bool saw_restarting = false;
+  std::istringstream rows(seen.stdout_text);
+  for (std::string row; std::getline(rows, row);) {
+    std::istringstream words(row);
+    std::string name, job_phase;
+    words >> name >> job_phase;
+    if (name == "fmnist" && job_phase == "Restarting") saw_restarting = true;
+  }
+  EXPECT_TRUE(saw_restarting) << "kubectl get tj -w never showed Restarting:\n" << seen.stdout_text;
+  const std::string log0 = podLog("fmnist-worker-0");
+  EXPECT_NE(log0.find("resumed from checkpoint"), std::string::npos) << log0;
+}
+
+// Must-show 5: the operator killed between pod creations never duplicates a rank.
+TEST_F(OperatorFaultE2e, OperatorKilledWhileCreatingPodsNeverCreatesASecondPodForARank) {
+  std::mt19937 random(20261122);  // seeded: the same kill points on every run
+  std::uniform_int_distribution<int> delay_ms(0, 400);
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string name = "kill-" + std::to_string(round);
+    // Every pod of this job as the API server announces it: name and uid.
+    testutil::Process watch({kubectl_, "get", "pods", "-w", "-v=6", "--no-headers", "-l",
+                             "ringmaster.dev/job-name=" + name, "-o",
+                             "custom-columns=NAME:.metadata.name,UID:.metadata.uid"},
+                            env_);
+    startWatch(watch);
+    apply(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: )" +
+          name + R"(}
+spec:
+  replicas: 4
+  image: ringmaster/trainer:0.1.0
+  command: ["sh", "-c", "sleep 1"]
+  restartPolicy: Never
+)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));  // the kill point
+    ASSERT_NO_FATAL_FAILURE(killAndRestartOperator());
+
+    nlohmann::json last = waitFor(name, 120s, [](const nlohmann::json& j) {
+      return phase(j) == "Succeeded" || phase(j) == "Failed";
+    });
+    std::vector<std::string> pods = objects("pods", name);
+    watch.signal(SIGTERM);
+    testutil::ProcessResult seen = watch.wait(10s);
+    ASSERT_EQ(phase(last), "Succeeded") << last.dump(2);
+    EXPECT_EQ(last["status"].value("restarts", -1), 0);
+
+    std::map<std::string, std::set<std::string>> uids;
+    std::istringstream rows(seen.stdout_text);
+    for (std::string row; std::getline(rows, row);) {
+      std::istringstream words(row);
+      std::string pod, uid;
+      if (words >> pod >> uid) uids[pod].insert(uid);
+    }
+    std::set<std::string> expected;
+    for (int i = 0; i < 4; ++i) expected.insert(name + "-worker-" + std::to_string(i));
+    std::set<std::string> names;
+    for (const auto& [pod, ids] : uids) {
+      names.insert(pod);
+      EXPECT_EQ(ids.size(), 1u) << pod << " was created " << ids.size() << " times";
+    }
+    EXPECT_EQ(names, expected) << seen.stdout_text;
+    EXPECT_EQ(pods.size(), 4u);
+    (void)kubectl({"delete", "tj", name, "--wait=false"});
+  }
+}
+
+// Must-show 4: gang scheduling without fitting resources, deletion, suspension.
+TEST_F(OperatorFaultE2e, UnschedulableGangHoldsNoPodsDeletionCleansUpAndSuspendHoldsPods) {
+  // The local node advertises no nvidia.com/gpu (kubelet --gpus defaults to 0).
+  apply(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: greedy}
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  command: ["sh", "-c", "true"]
+  resources:
+    limits: {nvidia.com/gpu: 1}
+  schedulingPolicy: {scheduleTimeoutSeconds: 3}
+)");
+  apply(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: doomed}
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  command: ["sleep", "600"]
+)");
+  apply(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: held}
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  command: ["sh", "-c", "true"]
+  suspend: true
+)");
+
+  // greedy: pods are created, never bound, released after the timeout.
+  nlohmann::json greedy = waitFor("greedy", 60s, [](const nlohmann::json& j) {
+    return hasCondition(j, "Restarting", "True", "Unschedulable");
+  });
+  ASSERT_TRUE(hasCondition(greedy, "Restarting", "True", "Unschedulable")) << greedy.dump(2);
+  EXPECT_TRUE(eventually(30s, [&] { return objects("pods", "greedy").empty(); }))
+      << "an unschedulable gang must hold no pod";
+
+  // doomed fits: it runs; deleting it takes its pods, Service and ConfigMap along.
+  nlohmann::json doomed =
+      waitFor("doomed", 120s, [](const nlohmann::json& j) { return phase(j) == "Running"; });
+  ASSERT_EQ(phase(doomed), "Running") << doomed.dump(2);
+  EXPECT_EQ(objects("pods", "doomed").size(), 2u);
+  EXPECT_EQ(objects("service", "doomed", true).size(), 1u);
+  EXPECT_EQ(objects("configmap", "doomed-config", true).size(), 1u);
+  auto del = kubectl({"delete", "tj", "doomed"});
+  ASSERT_EQ(del.exit_code, 0) << del.stderr_text;
+  EXPECT_TRUE(eventually(60s, [&] { return objects("pods", "doomed").empty(); }));
+  EXPECT_TRUE(eventually(30s, [&] { return objects("service", "doomed", true).empty(); }));
+  EXPECT_TRUE(eventually(30s, [&] { return objects("configmap", "doomed-config", true).empty(); }));
+
+  // held: suspended, no pods (it was seen long before now), then resumed to Succeeded.
+  nlohmann::json held = waitFor(
+      "held", 30s, [](const nlohmann::json& j) { return hasCondition(j, "Suspended", "True"); });
+  ASSERT_TRUE(hasCondition(held, "Suspended", "True")) << held.dump(2);
+  EXPECT_TRUE(objects("pods", "held").empty());
+  auto patch =
+      kubectl({"patch", "tj", "held", "--type", "merge", "-p", R"({"spec":{"suspend":false}})"});
+  ASSERT_EQ(patch.exit_code, 0) << patch.stderr_text;
+  held = waitFor("held", 120s, [](const nlohmann::json& j) {
+    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  });
+  EXPECT_EQ(phase(held), "Succeeded") << held.dump(2);
+}
+
+}  // namespace
+}  // namespace ringmaster
