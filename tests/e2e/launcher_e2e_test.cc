@@ -27,13 +27,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::string findKubectl() {
-  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
-                        "/usr/bin/kubectl"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
+using testutil::findKubectl;
 
 // The environment of a running process (empty when unreadable).
 std::map<std::string, std::string> environOf(pid_t pid) {

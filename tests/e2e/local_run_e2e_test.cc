@@ -24,13 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::string findKubectl() {
-  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
-                        "/usr/bin/kubectl"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
+using testutil::findKubectl;
 
 // The words of the row for `name` in `kubectl get` output ("" when absent).
 std::vector<std::string> rowFor(const std::string& table, const std::string& name) {

@@ -35,13 +35,7 @@ namespace fs = std::filesystem;
 
 const char* kDataPath = "/usr/share/datasets/fashion-mnist";
 
-std::string findKubectl() {
-  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
-                        "/usr/bin/kubectl"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
+using testutil::findKubectl;
 
 std::map<std::string, std::string> environOf(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);

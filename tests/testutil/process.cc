@@ -78,6 +78,14 @@ int freePort() {
   return port;
 }
 
+std::string findKubectl() {
+  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
+                        "/usr/bin/kubectl"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
 std::string binaryPath(const std::string& relative) {
   const char* dir = std::getenv("RM_BINARY_DIR");
   return std::string(dir ? dir : ".") + "/" + relative;

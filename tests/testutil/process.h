@@ -70,6 +70,10 @@ class TempDir {
 
 // A TCP port that was free a moment ago on 127.0.0.1.
 int freePort();
+// kubectl 1.32, preferring the Cloud SDK's versioned binary over its dispatcher (which picks a
+// bundled kubectl by server version); "" when none is installed.
+std::string findKubectl();
+
 // Path of a built binary: $RM_BINARY_DIR/<relative>.
 std::string binaryPath(const std::string& relative);
 std::string readFile(const std::string& path);

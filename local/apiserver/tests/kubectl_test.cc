@@ -101,14 +101,7 @@ spec:
   containers: [{name: worker, image: busybox}]
 )";
 
-std::string findKubectl() {
-  // The Cloud SDK dispatcher picks a bundled kubectl by server version; prefer 1.32 directly.
-  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
-                        "/usr/bin/kubectl"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
+using testutil::findKubectl;
 
 void writeFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 

@@ -18,13 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testutil::ProcessResult;
 
-std::string findKubectl() {
-  for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
-                        "/usr/bin/kubectl"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
+using testutil::findKubectl;
 
 // One API server and one kubelet; the tests share them (pods have distinct names).
 class Cluster {
