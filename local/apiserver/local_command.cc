@@ -102,13 +102,9 @@ core::Status serve(const CommonFlags& flags) {
   return status;
 }
 
-// A detached helper `up` starts next to the server: new session, stdin /dev/null, output
-// appended to <data-dir>/<name>.log, pid in <data-dir>/<name>.pid. Already running: nothing.
-core::Status startDaemon(const fs::path& dir, const std::string& name,
-                         const std::vector<std::string>& argv) {
-  const fs::path pid_path = dir / (name + ".pid");
-  if (auto pid = readPid(pid_path); pid && alive(*pid)) return core::Status::Ok();
-  const fs::path log_path = dir / (name + ".log");
+// Starts argv detached from this terminal: new session, stdin /dev/null, stdout and stderr
+// appended to `log_path`.
+core::Result<pid_t> spawnDetached(const fs::path& log_path, const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -127,6 +123,24 @@ core::Status startDaemon(const fs::path& dir, const std::string& name,
     execv(args[0], args.data());
     _exit(127);
   }
+  return child;
+}
+
+core::Result<std::string> selfPath() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return core::internalError("cannot find this program: readlink /proc/self/exe");
+  return std::string(self, static_cast<size_t>(n));
+}
+
+// A detached helper `up` starts next to the server: output appended to <data-dir>/<name>.log,
+// pid in <data-dir>/<name>.pid. Already running: nothing.
+core::Status startDaemon(const fs::path& dir, const std::string& name,
+                         const std::vector<std::string>& argv) {
+  const fs::path pid_path = dir / (name + ".pid");
+  if (auto pid = readPid(pid_path); pid && alive(*pid)) return core::Status::Ok();
+  const fs::path log_path = dir / (name + ".log");
+  RM_ASSIGN_OR_RETURN(pid_t child, spawnDetached(log_path, argv));
   std::ofstream(pid_path) << child << "\n";
   std::cout << "ringmaster local " << name << " running (pid " << child << ", log "
             << log_path.string() << ")" << std::endl;
@@ -183,36 +197,15 @@ core::Status up(const CommonFlags& flags) {
   if (auto pid = readPid(pid_path); pid && alive(*pid)) {
     std::cout << "already running (pid " << *pid << ")\n"
               << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-    char me[4096];
-    ssize_t len = readlink("/proc/self/exe", me, sizeof(me) - 1);
-    if (len <= 0) return core::internalError("cannot find this program: readlink /proc/self/exe");
-    me[len] = '\0';
-    return startAgents(dir, me);
+    RM_ASSIGN_OR_RETURN(std::string self, selfPath());
+    return startAgents(dir, self);
   }
   fs::remove(pid_path, ec);
   const fs::path log_path = dir / "apiserver.log";
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return core::internalError("cannot find this program: readlink /proc/self/exe");
-  self[n] = '\0';
-  const std::string port = std::to_string(flags.port);
-  const std::string data_dir = dir.string();
-  pid_t child = fork();
-  if (child < 0) return core::internalError(std::string("fork: ") + strerror(errno));
-  if (child == 0) {
-    setsid();
-    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    int null = open("/dev/null", O_RDONLY);
-    if (log >= 0) {
-      dup2(log, 1);
-      dup2(log, 2);
-    }
-    if (null >= 0) dup2(null, 0);
-    core::unblockStopSignals();
-    execl(self, self, "local", "serve", "--data-dir", data_dir.c_str(), "--port", port.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  RM_ASSIGN_OR_RETURN(std::string self, selfPath());
+  RM_ASSIGN_OR_RETURN(pid_t child,
+                      spawnDetached(log_path, {self, "local", "serve", "--data-dir", dir.string(),
+                                               "--port", std::to_string(flags.port)}));
   // Ready once the child wrote its pid file (it listens and the kubeconfig is written).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
