@@ -50,18 +50,13 @@ COPY --from=build /out/lib/ /usr/local/lib/ringmaster/
 COPY --from=build /src/build/bin/ringmaster-launcher /usr/local/bin/ringmaster-launcher
 COPY --from=build /src/build/bin/ringmaster-trainer /usr/local/bin/ringmaster-trainer
 COPY --from=data /usr/share/datasets/fashion-mnist/ /data/fashion-mnist/
-COPY dockerfiles/worker-sshd.conf /etc/ringmaster/sshd_config
-COPY dockerfiles/worker-ssh.conf /etc/ssh/ssh_config.d/ringmaster.conf
-# uid 1000 is `ubuntu` in the base image; it becomes `ringmaster`. sshd runs as that user (no
-# privilege separation, no root), with a host key it can read; an MPI job's Secret provides
-# ~/.ssh/{id_ecdsa,id_ecdsa.pub,authorized_keys}.
+# uid 1000 is `ubuntu` in the base image; it becomes `ringmaster`, the user worker pods run as
+# (the operator sets runAsUser 1000 and fsGroup 1000). In MPI mode the launcher starts sshd as
+# that user on port 2222 with a config and host key of its own (no privilege separation, no
+# root) and reads the job's key pair from the Secret mounted at /etc/ringmaster-ssh.
 RUN echo /usr/local/lib/ringmaster > /etc/ld.so.conf.d/ringmaster.conf && ldconfig \
  && (userdel -r ubuntu 2>/dev/null || true) \
- && useradd --uid 1000 --user-group --create-home --shell /bin/bash ringmaster \
- && mkdir -p /etc/ringmaster/ssh /home/ringmaster/.ssh \
- && ssh-keygen -q -t ed25519 -N '' -f /etc/ringmaster/ssh/ssh_host_ed25519_key \
- && chown -R ringmaster:ringmaster /etc/ringmaster/ssh /home/ringmaster/.ssh \
- && chmod 700 /etc/ringmaster/ssh /home/ringmaster/.ssh
+ && useradd --uid 1000 --user-group --create-home --shell /bin/bash ringmaster
 # Containers cannot use cross-memory attach between ranks; shared memory copies still work.
 ENV OMPI_MCA_btl_vader_single_copy_mechanism=none \
     OMPI_MCA_plm_rsh_agent=ssh

@@ -62,7 +62,7 @@ struct Flags {
   std::string mode;  // overrides RINGMASTER_LAUNCHER_MODE
   // MPI mode
   int64_t ssh_port = 2222;
-  std::string ssh_dir = "/root/.ssh";
+  std::string ssh_dir = "/etc/ringmaster-ssh";
   std::string hostfile = "/etc/ringmaster/hostfile";
   std::string work_dir;
   std::string sshd = "/usr/sbin/sshd";
@@ -407,12 +407,13 @@ int run(int argc, char** argv) {
   }
   monitor.reset();
   mpi.reset();  // MPI mode: sshd stopped, what its sessions left behind killed
-  // Processes that failed because another pod stopped a hung gang: report the hang.
-  if (outcome.exit_code != 0 && outcome.exit_code != kHangExitCode &&
-      !signals.stop()->stopRequested()) {
+  // Processes that failed because another pod stopped a hung gang, or this pod deleted by the
+  // operator's gang restart before its own monitor reached the verdict: name the hung rank too.
+  if (outcome.exit_code != 0 && outcome.exit_code != kHangExitCode) {
     if (std::optional<std::string> hang = publishedHang((*store)->store())) {
       RM_LOG(ERROR, LAUNCH) << *hang << " (published by another pod; " << outcome.reason << ")";
-      outcome = {kHangExitCode, "hang: " + *hang};
+      // A signal's exit code stays: it says how this pod ended.
+      if (!signals.stop()->stopRequested()) outcome = {kHangExitCode, "hang: " + *hang};
     }
   }
   finishGang((*store)->store(), env->node_rank, env->nnodes, rdzv_timeout,

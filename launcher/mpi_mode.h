@@ -46,8 +46,8 @@ namespace ringmaster::launcher {
 inline constexpr char kMpiDoneKey[] = "launcher/mpi-done";
 
 struct MpiOptions {
-  std::string work_dir;                // "" = a new /tmp/ringmaster-mpi-XXXXXX
-  std::string ssh_dir = "/root/.ssh";  // the Secret's mount (operator/builders.h)
+  std::string work_dir;                         // "" = a new /tmp/ringmaster-mpi-XXXXXX
+  std::string ssh_dir = "/etc/ringmaster-ssh";  // the Secret's mount (operator/builders.h)
   std::string hostfile = "/etc/ringmaster/hostfile";
   int ssh_port = 2222;
   std::string sshd = "/usr/sbin/sshd";    // absolute: sshd re-executes itself

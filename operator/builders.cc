@@ -71,6 +71,25 @@ kube::ContainerPort port(std::string name, int32_t number) {
   return p;
 }
 
+// Pod Security Standards "restricted": non-root, no privilege escalation, no capabilities,
+// the runtime's default seccomp profile.
+kube::PodSecurityContext restrictedPodSecurity() {
+  kube::PodSecurityContext psc;
+  psc.run_as_non_root = true;
+  psc.run_as_user = kWorkerUid;
+  psc.run_as_group = kWorkerUid;
+  psc.fs_group = kWorkerUid;
+  psc.seccomp_profile = kube::SeccompProfile{"RuntimeDefault", std::nullopt, {}};
+  return psc;
+}
+
+kube::SecurityContext restrictedContainerSecurity() {
+  kube::SecurityContext sc;
+  sc.allow_privilege_escalation = false;
+  sc.capabilities = kube::Capabilities{{}, {"ALL"}, {}};
+  return sc;
+}
+
 struct PkeyDeleter {
   void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
 };
@@ -285,7 +304,9 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt) {
   readiness.http_get->port = kube::IntOrString(kHealthPort);
   readiness.period_seconds = 1;
   c.readiness_probe = readiness;
+  c.security_context = restrictedContainerSecurity();
   pod.spec.containers.push_back(std::move(c));
+  pod.spec.security_context = restrictedPodSecurity();
 
   if (s.scheduling_policy && s.scheduling_policy->scheduler_name &&
       !s.scheduling_policy->scheduler_name->empty()) {

@@ -29,7 +29,11 @@ inline constexpr int32_t kHealthPort = 8080;
 inline constexpr int32_t kDefaultMetricsPort = 9090;
 inline constexpr const char* kWorkerContainer = "worker";
 inline constexpr const char* kConfigMountPath = "/etc/ringmaster";
-inline constexpr const char* kSshMountPath = "/root/.ssh";
+// Not a home directory: the worker runs as kWorkerUid whatever the image's user is.
+inline constexpr const char* kSshMountPath = "/etc/ringmaster-ssh";
+// Worker pods run under Pod Security "restricted" as this user and group (the worker image's
+// `ringmaster` user); fsGroup makes Secret and PVC volumes readable and writable to it.
+inline constexpr int64_t kWorkerUid = 1000;
 
 std::string workerName(const std::string& job, int index);  // "<job>-worker-<index>"
 std::string configMapName(const std::string& job);          // "<job>-config"

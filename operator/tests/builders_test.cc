@@ -63,6 +63,35 @@ TEST(Builders, WorkerPodHasStableDnsLabelsAndAControllerOwner) {
   EXPECT_EQ(owner.block_owner_deletion, true);
 }
 
+// Pod Security Standards "restricted", as the API server would see the pod (encoded JSON).
+TEST(Builders, WorkerPodRunsUnderTheRestrictedPodSecurityProfile) {
+  kube::TrainingJob job = makeJob("fmnist", 2);
+  job.spec.launcher = "mpi";
+  const nlohmann::json pod = kube::encode(buildWorkerPod(defaulted(job), 1, 0));
+  const nlohmann::json& psc = pod["spec"]["securityContext"];
+  EXPECT_EQ(psc["runAsNonRoot"], true);
+  EXPECT_EQ(psc["runAsUser"], 1000);
+  EXPECT_EQ(psc["runAsGroup"], 1000);
+  EXPECT_EQ(psc["fsGroup"], 1000);  // Secret and PVC volumes readable by that user
+  EXPECT_EQ(psc["seccompProfile"]["type"], "RuntimeDefault");
+  ASSERT_EQ(pod["spec"]["containers"].size(), 1u);
+  const nlohmann::json& sc = pod["spec"]["containers"][0]["securityContext"];
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(sc["capabilities"]["drop"], nlohmann::json::array({"ALL"}));
+  EXPECT_FALSE(sc["capabilities"].contains("add"));
+  EXPECT_FALSE(sc.contains("privileged"));
+  // MPI mode's ssh key goes where a non-root user can read it, not /root/.ssh.
+  bool ssh_mounted = false;
+  for (const auto& m : pod["spec"]["containers"][0]["volumeMounts"]) {
+    if (m["name"] == "ssh") {
+      ssh_mounted = true;
+      EXPECT_EQ(m["mountPath"], "/etc/ringmaster-ssh");
+    }
+  }
+  EXPECT_TRUE(ssh_mounted);
+  for (const auto& v : pod["spec"]["volumes"]) EXPECT_FALSE(v.contains("hostPath")) << v.dump();
+}
+
 TEST(Builders, WorkerPodRunsTheLauncherWithTheConfigMounted) {
   kube::TrainingJob job = makeJob();
   job.spec.resources = kube::ResourceRequirements{};

@@ -84,6 +84,40 @@ void visitProbe(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitCapabilities(V& v, S& s) {
+  v("add", s.add);
+  v("drop", s.drop);
+}
+
+template <class V, class S>
+void visitSeccompProfile(V& v, S& s) {
+  v.required("type", s.type);
+  v("localhostProfile", s.localhost_profile);
+}
+
+template <class V, class S>
+void visitSecurityContext(V& v, S& s) {
+  v("runAsUser", s.run_as_user);
+  v("runAsGroup", s.run_as_group);
+  v("runAsNonRoot", s.run_as_non_root);
+  v("privileged", s.privileged);
+  v("allowPrivilegeEscalation", s.allow_privilege_escalation);
+  v("readOnlyRootFilesystem", s.read_only_root_filesystem);
+  v("capabilities", s.capabilities);
+  v("seccompProfile", s.seccomp_profile);
+}
+
+template <class V, class S>
+void visitPodSecurityContext(V& v, S& s) {
+  v("runAsUser", s.run_as_user);
+  v("runAsGroup", s.run_as_group);
+  v("runAsNonRoot", s.run_as_non_root);
+  v("fsGroup", s.fs_group);
+  v("supplementalGroups", s.supplemental_groups);
+  v("seccompProfile", s.seccomp_profile);
+}
+
+template <class V, class S>
 void visitContainer(V& v, S& s) {
   v("name", s.name);
   v("image", s.image);
@@ -96,6 +130,7 @@ void visitContainer(V& v, S& s) {
   v("workingDir", s.working_dir);
   v("readinessProbe", s.readiness_probe);
   v("livenessProbe", s.liveness_probe);
+  v("securityContext", s.security_context);
 }
 
 template <class V, class S>
@@ -161,6 +196,7 @@ void visitPodSpec(V& v, S& s) {
   v("schedulerName", s.scheduler_name);
   v("serviceAccountName", s.service_account_name);
   v("terminationGracePeriodSeconds", s.termination_grace_period_seconds);
+  v("securityContext", s.security_context);
 }
 
 template <class V, class S>
@@ -240,6 +276,10 @@ RM_KUBE_DEFINE_CODEC(HttpGetAction, visitHttpGetAction)
 RM_KUBE_DEFINE_CODEC(ExecAction, visitExecAction)
 RM_KUBE_DEFINE_CODEC(TcpSocketAction, visitTcpSocketAction)
 RM_KUBE_DEFINE_CODEC(Probe, visitProbe)
+RM_KUBE_DEFINE_CODEC(Capabilities, visitCapabilities)
+RM_KUBE_DEFINE_CODEC(SeccompProfile, visitSeccompProfile)
+RM_KUBE_DEFINE_CODEC(SecurityContext, visitSecurityContext)
+RM_KUBE_DEFINE_CODEC(PodSecurityContext, visitPodSecurityContext)
 RM_KUBE_DEFINE_CODEC(Container, visitContainer)
 RM_KUBE_DEFINE_CODEC(KeyToPath, visitKeyToPath)
 RM_KUBE_DEFINE_CODEC(EmptyDirVolumeSource, visitEmptyDir)

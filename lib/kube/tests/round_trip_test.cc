@@ -65,6 +65,38 @@ TEST(RoundTrip, ModifiedPodKeepsFieldsThisLibraryDoesNotModel) {
   EXPECT_EQ(out["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
 }
 
+TEST(RoundTrip, RestrictedSecurityContextsAreTyped) {
+  json spec = json::parse(R"({
+    "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000,
+                        "fsGroup": 1000, "supplementalGroups": [44],
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                        "fsGroupChangePolicy": "OnRootMismatch"},
+    "containers": [{"name": "worker", "image": "w",
+                    "securityContext": {"allowPrivilegeEscalation": false,
+                                        "capabilities": {"drop": ["ALL"],
+                                                         "add": ["NET_BIND_SERVICE"]},
+                                        "readOnlyRootFilesystem": true,
+                                        "seLinuxOptions": {"level": "s0:c1"}}}]})");
+  PodSpec decoded = expectRoundTrip<PodSpec>(spec);
+  ASSERT_TRUE(decoded.security_context.has_value());
+  const PodSecurityContext& psc = *decoded.security_context;
+  EXPECT_EQ(psc.run_as_non_root, true);
+  EXPECT_EQ(psc.run_as_user, 1000);
+  EXPECT_EQ(psc.fs_group, 1000);
+  EXPECT_EQ(psc.supplemental_groups, std::vector<int64_t>{44});
+  ASSERT_TRUE(psc.seccomp_profile.has_value());
+  EXPECT_EQ(psc.seccomp_profile->type, "RuntimeDefault");
+  EXPECT_TRUE(psc.extra.contains("fsGroupChangePolicy"));  // not modelled, still kept
+  ASSERT_TRUE(decoded.containers[0].security_context.has_value());
+  const SecurityContext& sc = *decoded.containers[0].security_context;
+  EXPECT_EQ(sc.allow_privilege_escalation, false);
+  ASSERT_TRUE(sc.capabilities.has_value());
+  EXPECT_EQ(sc.capabilities->drop, std::vector<std::string>{"ALL"});
+  EXPECT_EQ(sc.read_only_root_filesystem, true);
+  EXPECT_FALSE(sc.privileged.has_value());
+  EXPECT_TRUE(sc.extra.contains("seLinuxOptions"));
+}
+
 TEST(RoundTrip, LeaseWithMicroTimes) {
   Lease lease = expectRoundTrip<Lease>(loadJson("lease.json"));
   EXPECT_EQ(lease.spec.holder_identity, "vm_a84c3365-f9ac-4f88-a914-01aa2c533dc6");

@@ -112,6 +112,45 @@ struct Probe {
   bool operator==(const Probe&) const = default;
 };
 
+struct Capabilities {
+  std::vector<std::string> add;
+  std::vector<std::string> drop;
+  nlohmann::json extra;
+  bool operator==(const Capabilities&) const = default;
+};
+
+struct SeccompProfile {
+  std::string type;  // RuntimeDefault | Localhost | Unconfined
+  std::optional<std::string> localhost_profile;
+  nlohmann::json extra;
+  bool operator==(const SeccompProfile&) const = default;
+};
+
+// A container's securityContext: the fields Pod Security "restricted" looks at.
+struct SecurityContext {
+  std::optional<int64_t> run_as_user;
+  std::optional<int64_t> run_as_group;
+  std::optional<bool> run_as_non_root;
+  std::optional<bool> privileged;
+  std::optional<bool> allow_privilege_escalation;
+  std::optional<bool> read_only_root_filesystem;
+  std::optional<Capabilities> capabilities;
+  std::optional<SeccompProfile> seccomp_profile;
+  nlohmann::json extra;  // seLinuxOptions, procMount, ...
+  bool operator==(const SecurityContext&) const = default;
+};
+
+struct PodSecurityContext {
+  std::optional<int64_t> run_as_user;
+  std::optional<int64_t> run_as_group;
+  std::optional<bool> run_as_non_root;
+  std::optional<int64_t> fs_group;
+  std::vector<int64_t> supplemental_groups;
+  std::optional<SeccompProfile> seccomp_profile;
+  nlohmann::json extra;  // sysctls, fsGroupChangePolicy, ...
+  bool operator==(const PodSecurityContext&) const = default;
+};
+
 struct Container {
   std::string name;
   std::string image;
@@ -124,7 +163,8 @@ struct Container {
   std::string working_dir;
   std::optional<Probe> readiness_probe;
   std::optional<Probe> liveness_probe;
-  nlohmann::json extra;  // imagePullPolicy, terminationMessagePath, securityContext, ...
+  std::optional<SecurityContext> security_context;
+  nlohmann::json extra;  // imagePullPolicy, terminationMessagePath, ...
   bool operator==(const Container&) const = default;
 };
 
@@ -198,7 +238,8 @@ struct PodSpec {
   std::string scheduler_name;
   std::string service_account_name;
   std::optional<int64_t> termination_grace_period_seconds;
-  nlohmann::json extra;  // tolerations, dnsPolicy, securityContext, ...
+  std::optional<PodSecurityContext> security_context;
+  nlohmann::json extra;  // tolerations, dnsPolicy, ...
   bool operator==(const PodSpec&) const = default;
 };
 
@@ -288,6 +329,10 @@ RM_KUBE_DECLARE_CODEC(HttpGetAction);
 RM_KUBE_DECLARE_CODEC(ExecAction);
 RM_KUBE_DECLARE_CODEC(TcpSocketAction);
 RM_KUBE_DECLARE_CODEC(Probe);
+RM_KUBE_DECLARE_CODEC(Capabilities);
+RM_KUBE_DECLARE_CODEC(SeccompProfile);
+RM_KUBE_DECLARE_CODEC(SecurityContext);
+RM_KUBE_DECLARE_CODEC(PodSecurityContext);
 RM_KUBE_DECLARE_CODEC(Container);
 RM_KUBE_DECLARE_CODEC(KeyToPath);
 RM_KUBE_DECLARE_CODEC(EmptyDirVolumeSource);
