@@ -2,11 +2,14 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <new>
@@ -23,7 +26,7 @@ namespace ringmaster::trainer::comm {
 namespace {
 
 constexpr uint64_t kMagic = 0x4d4f434d48534d52ull;  // "RMSHMCOM"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kPage = 4096;
 constexpr size_t kSliceAlign = 16;  // floats: slices start on their own cache line
 constexpr int kSlots = 2;
@@ -31,6 +34,8 @@ constexpr int kSlots = 2;
 enum Kind : uint32_t { kAllreduceSum = 1, kBroadcast = 2, kBarrier = 3 };
 enum Which : int { kPosted = 0, kReduced = 1, kDone = 2, kFinished = 3 /* reduced + done */ };
 constexpr std::chrono::milliseconds kMaxSleep{1};
+// How often a sleeping waiter checks that the ranks it waits for still exist.
+constexpr std::chrono::milliseconds kLivenessEvery{100};
 
 const char* kindName(uint32_t kind) {
   switch (kind) {
@@ -78,6 +83,9 @@ struct alignas(64) Control {
   std::atomic<uint64_t> progress;  // steps reduced (low half) and done (high half): one store
                                    // raises both when a step needs no separate reduce phase
   Descriptor desc[kSlots];         // written before `posted` is raised for that slot's step
+  // Who maps this block, for liveness checks: written once before the first step.
+  std::atomic<int32_t> pid;
+  std::atomic<uint64_t> pid_namespace;  // inode of /proc/self/ns/pid (0: unknown)
 };
 
 uint32_t counterOf(const Control& c, int which) {
@@ -133,6 +141,14 @@ std::string uniqueSegmentName() {
   std::ostringstream name;
   name << "/ringmaster-" << ::getpid() << "-" << std::hex << r;
   return name.str();
+}
+
+// This process's PID namespace (the inode of /proc/self/ns/pid), 0 when unknown: pids are only
+// comparable between processes of one namespace.
+uint64_t pidNamespace() {
+  struct stat st {};
+  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_ino);
 }
 
 uint64_t randomToken() {
@@ -265,6 +281,27 @@ ShmCommunicator::ShmCommunicator(const ShmConfig& config, std::unique_ptr<ShmSeg
   layout_->header = reinterpret_cast<Header*>(base);
   layout_->control = reinterpret_cast<Control*>(base + controlOffset());
   layout_->slots = base + slotsOffset(size_);
+  my_pid_namespace_ = pidNamespace();
+  layout_->control[rank_].pid_namespace.store(my_pid_namespace_, std::memory_order_relaxed);
+  layout_->control[rank_].pid.store(::getpid(), std::memory_order_release);
+}
+
+std::optional<std::string> ShmCommunicator::goneRank(int which, uint32_t target) const {
+  if (my_pid_namespace_ == 0) return std::nullopt;
+  for (int q = 0; q < size_; ++q) {
+    const Control& c = layout_->control[q];
+    if (q == rank_ || reached(counterOf(c, which), target)) continue;
+    const pid_t pid = c.pid.load(std::memory_order_acquire);
+    // Another namespace's pid means nothing here (pods sharing /dev/shm but not pids).
+    if (pid <= 0 || pid == ::getpid() ||
+        c.pid_namespace.load(std::memory_order_relaxed) != my_pid_namespace_) {
+      continue;
+    }
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+      return "rank " + std::to_string(q) + " (pid " + std::to_string(pid) + ")";
+    }
+  }
+  return std::nullopt;
 }
 
 ShmCommunicator::~ShmCommunicator() = default;
@@ -330,6 +367,7 @@ core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_po
   const auto start = Clock::now();
   const auto spin_until = start + spin_;
   const auto yield_until = spin_until + yield_;
+  auto next_liveness_check = start + kLivenessEvery;
   while (true) {
     for (int k = 0; k < 64; ++k) {
       if (all_reached()) return core::Status::Ok();
@@ -359,6 +397,15 @@ core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_po
     if (now < yield_until) {
       sched_yield();
       continue;
+    }
+    if (now >= next_liveness_check) {
+      // A rank killed mid-collective never arrives: fail now, not at the deadline.
+      next_liveness_check = now + kLivenessEvery;
+      if (std::optional<std::string> gone = goneRank(which, target)) {
+        return fail(core::unavailable(describe(call) + " over shm: " + *gone +
+                                      " exited before it could " + phaseName(which) + " (step " +
+                                      std::to_string(target) + ")"));
+      }
     }
     h->sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t word = h->wake_word.load(std::memory_order_seq_cst);

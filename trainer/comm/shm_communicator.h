@@ -28,7 +28,9 @@
 // Thread-safety: one thread at a time (Communicator contract). Failure: a wait that passes the
 // timeout returns kTimeout naming the ranks that did not arrive, the call, tag and size, and
 // raises the segment's abort flag so the other ranks fail at once instead of waiting out their
-// own timeouts; mismatched calls across ranks fail with kInvalidArgument. After any error the
+// own timeouts; a rank whose process exited (kill(pid, 0), same PID namespace only) fails the wait
+// within ~100 ms with kUnavailable naming it; mismatched calls across ranks fail with
+// kInvalidArgument. After any error the
 // communicator is broken. create() returns kUnavailable when some rank cannot map the segment
 // (ranks on different hosts, no /dev/shm): every rank returns it, so all can fall back together.
 
@@ -37,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,6 +106,9 @@ class ShmCommunicator final : public Communicator {
   core::Status brokenError(const Call& call) const;
   void publish(int which, uint32_t value);
   core::Status fail(core::Status status);  // records the first error and raises the abort flag
+  // "rank Q (pid P)" for a rank whose `which` counter is short of `target` and whose process no
+  // longer exists (checked only for ranks in this PID namespace).
+  std::optional<std::string> goneRank(int which, uint32_t target) const;
   char* slot(int rank, int which_slot) const;
 
   const int rank_;
@@ -119,6 +125,7 @@ class ShmCommunicator final : public Communicator {
   uint32_t reduced_ = 0;  // what this rank last published as its reduced and done counters
   uint32_t done_ = 0;
   core::Status broken_;  // first error
+  uint64_t my_pid_namespace_ = 0;
 };
 
 }  // namespace ringmaster::trainer::comm

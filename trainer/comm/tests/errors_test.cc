@@ -1,12 +1,16 @@
 // How the backends fail: peers that never join or stop taking part, mismatched calls.
-// Timeouts are small; nothing here sleeps.
+// Timeouts are small; nothing here sleeps. One test forks a rank that exits.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "ringmaster/rendezvous/tcp_store.h"
+#include "trainer/comm/shm_communicator.h"
 #include "trainer/comm/tests/rank_threads.h"
 
 namespace ringmaster::trainer::comm {
@@ -99,6 +103,54 @@ TEST(CommErrorsTest, ShmTimeoutAbortsTheGroupForThePeers) {
   core::Status late = comms[1]->allreduceSum(&w, 1, {});
   EXPECT_EQ(late.code(), core::Code::kUnavailable) << late.message();
   EXPECT_THAT(late.message(), HasSubstr("rank 0 failed and aborted the group"));
+}
+
+// A rank whose process dies (SIGKILL, a crash, a pod torn down) never posts: the others must
+// not wait out their timeout. Rank 1 runs in a child process that exits after setup.
+TEST(CommErrorsTest, ShmWaitFailsNamingAPeerProcessThatExited) {
+  int port_pipe[2];
+  ASSERT_EQ(pipe(port_pipe), 0);
+  const pid_t child = fork();  // before any store thread exists in this process
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(port_pipe[1]);
+    int port = 0;
+    if (read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) _exit(2);
+    auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, std::chrono::seconds(10));
+    if (!store.ok()) _exit(3);
+    ShmConfig config;
+    config.rank = 1;
+    config.size = 2;
+    config.store = store->get();
+    config.timeout = std::chrono::seconds(10);
+    _exit(ShmCommunicator::create(config).ok() ? 0 : 4);  // exits without any collective
+  }
+  close(port_pipe[0]);
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status().toString();
+  const int port = (*server)->port();
+  ASSERT_EQ(write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  close(port_pipe[1]);
+  auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, std::chrono::seconds(10));
+  ASSERT_TRUE(store.ok()) << store.status().toString();
+  ShmConfig config;
+  config.rank = 0;
+  config.size = 2;
+  config.store = store->get();
+  config.timeout = std::chrono::seconds(10);
+  auto comm = ShmCommunicator::create(config);
+  ASSERT_TRUE(comm.ok()) << comm.status().toString();
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
+
+  std::vector<float> data(1024, 1.0f);
+  // A long timeout: failing by timeout would say "timed out", not name the exited process.
+  core::Status st = (*comm)->allreduceSum(data.data(), data.size(),
+                                          {.timeout = std::chrono::seconds(30), .tag = "grads"});
+  EXPECT_EQ(st.code(), core::Code::kUnavailable) << st.message();
+  EXPECT_THAT(st.message(),
+              HasSubstr("rank 1 (pid " + std::to_string(child) + ") exited before it could"));
 }
 
 void expectMismatchedSizesRejected(const std::string& backend) {
