@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "local/apiserver/api_server.h"
@@ -40,16 +41,23 @@ std::string defaultDataDir() {
 struct CommonFlags {
   std::string data_dir = defaultDataDir();
   int64_t port = 0;
+  std::string kubelet_flags;  // up: extra flags for the kubelet, space-separated
 };
 
 // Parses the flags of one subcommand; *help set when --help was given (usage printed).
 core::Status parseFlags(const std::string& name, const std::string& summary, bool with_port,
-                        const std::vector<std::string>& args, CommonFlags* flags, bool* help) {
+                        const std::vector<std::string>& args, CommonFlags* flags, bool* help,
+                        bool with_agents = false) {
   core::FlagSet fs("ringmaster local " + name, summary);
   fs.addString("data-dir", &flags->data_dir,
                "directory for the PKI, token, kubeconfig, state, pid file and log",
                "RINGMASTER_LOCAL_DATA_DIR");
   if (with_port) fs.addInt("port", &flags->port, "HTTPS port on 127.0.0.1 (0: any free port)");
+  if (with_agents) {
+    fs.addString("kubelet-flags", &flags->kubelet_flags,
+                 "extra flags for the kubelet, space-separated (e.g. \"--gpus=2\"; see "
+                 "`ringmaster local kubelet --help`)");
+  }
   std::vector<const char*> argv{"ringmaster-local"};
   for (const auto& a : args) argv.push_back(a.c_str());
   RM_RETURN_IF_ERROR(fs.parse(static_cast<int>(argv.size()), argv.data(), help));
@@ -150,23 +158,35 @@ core::Status startDaemon(const fs::path& dir, const std::string& name,
 // What `up` runs next to the API server: the built-in CRD, the kubelet (contracts: --root-dir
 // <data-dir>/kubelet, --node-name local) and the operator (when ringmaster-operator was built
 // next to this binary), all talking to the server through the kubeconfig.
-core::Status startAgents(const fs::path& dir, const std::string& self) {
+core::Status startAgents(const fs::path& dir, const std::string& self,
+                         const std::string& kubelet_flags) {
   const std::string kubeconfig = (dir / "kubeconfig").string();
   RM_RETURN_IF_ERROR(installTrainingJobCrd(kubeconfig));
-  RM_RETURN_IF_ERROR(
-      startDaemon(dir, "kubelet",
-                  {self, "local", "kubelet", "--kubeconfig", kubeconfig, "--root-dir",
-                   (dir / "kubelet").string(), "--node-name", "local"}));
+  std::vector<std::string> kubelet{self,
+                                   "local",
+                                   "kubelet",
+                                   "--kubeconfig",
+                                   kubeconfig,
+                                   "--root-dir",
+                                   (dir / "kubelet").string(),
+                                   "--node-name",
+                                   "local"};
+  std::istringstream extra(kubelet_flags);
+  for (std::string flag; extra >> flag;) kubelet.push_back(flag);
+  RM_RETURN_IF_ERROR(startDaemon(dir, "kubelet", kubelet));
   const fs::path op = fs::path(self).parent_path() / "ringmaster-operator";
   if (access(op.c_str(), X_OK) != 0) {
     std::cout << "no operator next to this binary (" << op.string()
               << "): TrainingJobs will not run" << std::endl;
     return core::Status::Ok();
   }
-  // Ports 0: any free port, so several local clusters (tests) never collide.
-  return startDaemon(dir, "operator",
-                     {op.string(), "--kubeconfig", kubeconfig, "--bind-address", "127.0.0.1",
-                      "--metrics-port", "0", "--health-port", "0"});
+  // Ports 0: any free port, so several local clusters (tests) never collide. A short Lease: one
+  // machine, so an operator restarted after a crash takes over in seconds, not 15 s.
+  return startDaemon(
+      dir, "operator",
+      {op.string(), "--kubeconfig", kubeconfig, "--bind-address", "127.0.0.1", "--metrics-port",
+       "0", "--health-port", "0", "--leader-elect-lease-duration", "4",
+       "--leader-elect-renew-deadline", "3", "--leader-elect-retry-period", "1"});
 }
 
 // SIGTERM to the pid in `pid_path`, SIGKILL after 30 s; removes the pid file.
@@ -198,7 +218,7 @@ core::Status up(const CommonFlags& flags) {
     std::cout << "already running (pid " << *pid << ")\n"
               << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
     RM_ASSIGN_OR_RETURN(std::string self, selfPath());
-    return startAgents(dir, self);
+    return startAgents(dir, self, flags.kubelet_flags);
   }
   fs::remove(pid_path, ec);
   const fs::path log_path = dir / "apiserver.log";
@@ -217,7 +237,7 @@ core::Status up(const CommonFlags& flags) {
       std::cout << "ringmaster local API server running (pid " << child << ", log "
                 << log_path.string() << ")\n"
                 << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-      return startAgents(dir, self);
+      return startAgents(dir, self, flags.kubelet_flags);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -310,8 +330,10 @@ core::Status runLocalCommand(const std::vector<std::string>& args) {
     return help ? core::Status::Ok() : serve(flags);
   }
   if (cmd == "up") {
-    RM_RETURN_IF_ERROR(parseFlags(cmd, "Starts the local API server in the background.", true, rest,
-                                  &flags, &help));
+    RM_RETURN_IF_ERROR(parseFlags(cmd,
+                                  "Starts the local API server, kubelet and operator in the "
+                                  "background.",
+                                  true, rest, &flags, &help, /*with_agents=*/true));
     return help ? core::Status::Ok() : up(flags);
   }
   if (cmd == "down") {

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "local/kubelet/hosts_file.h"
@@ -87,6 +89,7 @@ struct PodRuntime {
   bool prepared = false;
   std::map<std::string, VolumeDir> volume_dirs;
   Clock::time_point retry_prepare{};
+  Clock::time_point start_after{};  // --start-delay
   std::string prepare_error;
   bool terminating = false;
   Clock::time_point kill_deadline{};
@@ -506,6 +509,13 @@ void Kubelet::Impl::syncKey(const std::string& key) {
       }
     }
     restoreFromStatus(rt);
+    for (const StartDelay& d : options_.start_delays) {
+      if (!std::regex_match(pod->metadata.name, d.pod_name)) continue;
+      rt.start_after = Clock::now() + d.delay;
+      RM_LOG(INFO, LOCAL) << "pod " << key << ": containers start in " << d.delay.count() / 1000.0
+                          << " s (--start-delay " << d.pattern << ")";
+      break;
+    }
     RM_LOG(INFO, LOCAL) << "pod " << key << " (uid " << pod->metadata.uid << ") assigned to this "
                         << "node" << (rt.terminal ? ", already finished" : "");
     rt_it = pods_.emplace(key, std::move(rt)).first;
@@ -757,7 +767,7 @@ core::Result<std::optional<std::string>> Kubelet::Impl::lookupKey(const std::str
 // Directories, IP and volumes; false (with rt.prepare_error) when a volume cannot be made yet.
 bool Kubelet::Impl::prepare(PodRuntime& rt) {
   if (rt.prepared) return true;
-  if (Clock::now() < rt.retry_prepare) return false;
+  if (Clock::now() < rt.retry_prepare || Clock::now() < rt.start_after) return false;
   rt.retry_prepare = Clock::now() + seconds(2);
   const kube::Pod& pod = *rt.pod;
   const std::string& ns = pod.metadata.namespace_name;
@@ -1173,6 +1183,35 @@ Kubelet::Kubelet(kube::ApiClient& client, KubeletOptions options)
     : impl_(std::make_unique<Impl>(client, std::move(options))) {}
 Kubelet::~Kubelet() = default;
 core::Status Kubelet::run(const core::StopSource& stop) { return impl_->run(stop); }
+
+core::Result<std::vector<StartDelay>> parseStartDelays(const std::string& text) {
+  std::vector<StartDelay> out;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item.empty()) continue;
+    const size_t eq = item.rfind('=');
+    if (eq == std::string::npos || eq == 0) {
+      return core::usageError("--start-delay '" + item + "': expected REGEX=SECONDS");
+    }
+    StartDelay d;
+    d.pattern = item.substr(0, eq);
+    const std::string seconds_text = item.substr(eq + 1);
+    char* end = nullptr;
+    const double secs = std::strtod(seconds_text.c_str(), &end);
+    if (seconds_text.empty() || *end != '\0' || !(secs >= 0)) {
+      return core::usageError("--start-delay '" + item + "': '" + seconds_text +
+                              "' is not a number of seconds");
+    }
+    d.delay = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+    try {
+      d.pod_name = std::regex(d.pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return core::usageError("--start-delay '" + item + "': bad regex: " + e.what());
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 
 std::string findNssWrapper() {
   for (const char* p :

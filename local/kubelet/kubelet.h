@@ -28,7 +28,9 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "local/kubelet/restart_backoff.h"
 #include "ringmaster/core/status.h"
@@ -38,6 +40,17 @@
 namespace ringmaster::local::kubelet {
 
 inline constexpr const char* kRootAnnotation = "local.ringmaster.dev/kubelet-root";
+
+// Holds back the containers of pods whose name fully matches `pod_name` for `delay` after they
+// are assigned to this node: tests use it to fix a start order (e.g. worker 0 last).
+struct StartDelay {
+  std::regex pod_name;
+  std::string pattern;  // the regex's text, for logs
+  std::chrono::milliseconds delay{0};
+};
+
+// Parses --start-delay's "REGEX=SECONDS[,REGEX=SECONDS...]".
+core::Result<std::vector<StartDelay>> parseStartDelays(const std::string& text);
 
 struct KubeletOptions {
   std::string node_name = "local";
@@ -51,6 +64,7 @@ struct KubeletOptions {
   std::chrono::milliseconds heartbeat{10'000};
   std::string self_dir;             // first on containers' PATH
   std::string nss_wrapper_library;  // "" disables name resolution through R/hosts
+  std::vector<StartDelay> start_delays;
 };
 
 class Kubelet {

@@ -45,7 +45,7 @@ std::string defaultRootDir() {
 }  // namespace
 
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
-  std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory;
+  std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
   int64_t gpus = 0, max_pods = 110;
   double max_backoff = 10, heartbeat = 10;
@@ -69,6 +69,9 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
                 "mark bound pods Running/Ready without starting processes (scale tests)");
   flags.addDouble("max-backoff-seconds", &max_backoff, "cap of the crash-loop restart back-off");
   flags.addDouble("heartbeat-seconds", &heartbeat, "Node status and Lease renewal period");
+  flags.addString("start-delay", &start_delay,
+                  "REGEX=SECONDS[,...]: start the containers of pods whose name matches REGEX "
+                  "that long after they are assigned (tests: a fixed start order)");
   std::vector<const char*> argv{"ringmaster-local-kubelet"};
   for (const auto& a : args) argv.push_back(a.c_str());
   bool help = false;
@@ -107,6 +110,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   options.heartbeat = std::chrono::milliseconds(static_cast<int64_t>(heartbeat * 1000));
   options.self_dir = selfDir();
   options.nss_wrapper_library = findNssWrapper();
+  RM_ASSIGN_OR_RETURN(options.start_delays, parseStartDelays(start_delay));
 
   auto& stop = core::installSignalStop();
   RM_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::loadKubeConfigFile(kubeconfig));

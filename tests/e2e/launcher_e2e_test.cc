@@ -28,6 +28,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 using testutil::findKubectl;
+constexpr int kPodZeroDelaySeconds = 4;
 
 // The environment of a running process (empty when unreadable).
 std::map<std::string, std::string> environOf(pid_t pid) {
@@ -65,8 +66,10 @@ class LauncherE2e : public ::testing::Test {
     kubectl_ = findKubectl();
     if (kubectl_.empty()) GTEST_SKIP() << "kubectl is not installed";
     auto up = testutil::run(
-        {testutil::binaryPath("bin/ringmaster"), "local", "up", "--data-dir", dir_.path()}, {},
-        120s);
+        {testutil::binaryPath("bin/ringmaster"), "local", "up", "--data-dir", dir_.path(),
+         // Must-show 1: pod 0 (the store's host) of job "four" starts last.
+         "--kubelet-flags=--start-delay=four-worker-0=" + std::to_string(kPodZeroDelaySeconds)},
+        {}, 120s);
     ASSERT_EQ(up.exit_code, 0) << up.stdout_text << up.stderr_text;
     env_ = {{"KUBECONFIG", dir_.path() + "/kubeconfig"}};
   }
@@ -125,6 +128,8 @@ class LauncherE2e : public ::testing::Test {
 
 const char* kDataPath = "/usr/share/datasets/fashion-mnist";
 
+// Issue 5 must-show 1: the kubelet holds pod 0 back (--start-delay), so pod 1's launcher starts
+// first and retries the store until pod 0 comes up.
 TEST_F(LauncherE2e, FourRanksOnTwoPodsTrainToSucceeded) {
   if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
@@ -153,6 +158,15 @@ spec:
   EXPECT_EQ(last["status"].value("worldSize", 0), 4);
   const std::string log0 = podLog("four-worker-0");
   EXPECT_NE(log0.find("world size 4"), std::string::npos) << log0;
+  auto startedAt = [&](const std::string& pod) {
+    auto r = kubectl({"get", "pod", pod, "-o",
+                      "jsonpath={.status.containerStatuses[0].state.terminated.startedAt}"});
+    return r.stdout_text;  // RFC 3339 in UTC: compares as text
+  };
+  const std::string started0 = startedAt("four-worker-0"), started1 = startedAt("four-worker-1");
+  ASSERT_FALSE(started0.empty());
+  ASSERT_FALSE(started1.empty());
+  EXPECT_GT(started0, started1) << "pod 0 must start last";
 }
 
 // Issue 5 must-show 5: a user program (spec.command) instead of the built-in trainer sees
@@ -265,14 +279,23 @@ spec:
   // Every launcher of the first attempt named the frozen rank (their logs are the attempt-0
   // pods' files; `kubectl logs` shows only the current pods).
   int naming = 0;
+  std::string launcher_lines;  // what each launcher said, shown when the check fails
   const fs::path pods = fs::path(dir_.path()) / "kubelet" / "pods" / "default";
   for (const auto& entry : fs::directory_iterator(pods)) {
     std::ifstream in(entry.path() / "worker.log");
-    std::stringstream text;
-    text << in.rdbuf();
-    if (text.str().find("rank 3 (pod 1) stuck") != std::string::npos) ++naming;
+    std::string line;
+    bool named = false;
+    while (std::getline(in, line)) {
+      if (line.find("rank 3 (pod 1) stuck") != std::string::npos) named = true;
+      if (line.find("launcher") != std::string::npos || line.find("LAUNCH") != std::string::npos ||
+          line.find("RDZV") != std::string::npos) {
+        launcher_lines += entry.path().filename().string() + ": " + line + "\n";
+      }
+    }
+    if (named) ++naming;
   }
-  EXPECT_GE(naming, 2) << "both launchers of the frozen attempt must name rank 3";
+  EXPECT_GE(naming, 2) << "both launchers of the frozen attempt must name rank 3\n"
+                       << launcher_lines;
   EXPECT_NE(podLog("frozen-worker-0").find("resumed from checkpoint"), std::string::npos);
 }
 
