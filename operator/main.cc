@@ -7,7 +7,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -39,6 +41,10 @@ struct Config {
   bool leader_elect = true;
   std::string lease_namespace;
   std::string lease_name = "ringmaster-operator";
+  // kube-controller-manager's defaults; a shorter lease fails over faster and renews more often.
+  double lease_duration_seconds = 15;
+  double renew_deadline_seconds = 10;
+  double retry_period_seconds = 2;
   int64_t metrics_port = 8383;
   int64_t health_port = 8384;
   std::string bind_address = "0.0.0.0";
@@ -88,6 +94,12 @@ int main(int argc, char** argv) {
                   "operator's own) namespace",
                   "POD_NAMESPACE");
   flags.addString("lease-name", &config.lease_name, "name of the leader Lease");
+  flags.addDouble("leader-elect-lease-duration", &config.lease_duration_seconds,
+                  "seconds a standby waits after the last renewal before taking the Lease");
+  flags.addDouble("leader-elect-renew-deadline", &config.renew_deadline_seconds,
+                  "seconds the leader keeps retrying a renewal before it stops leading");
+  flags.addDouble("leader-elect-retry-period", &config.retry_period_seconds,
+                  "seconds between acquire and renew attempts");
   flags.addInt("metrics-port", &config.metrics_port,
                "serve Prometheus /metrics on this port (0: any free port, -1: off)");
   flags.addInt("health-port", &config.health_port,
@@ -108,6 +120,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (config.workers < 1) return fail(rm::core::usageError("--workers: must be at least 1"));
+  // client-go's rule: the leader must give up before a standby may take over.
+  if (!(config.retry_period_seconds > 0 &&
+        config.renew_deadline_seconds > config.retry_period_seconds &&
+        config.lease_duration_seconds > config.renew_deadline_seconds)) {
+    return fail(rm::core::usageError(
+        "--leader-elect-lease-duration (" + std::to_string(config.lease_duration_seconds) +
+        ") must exceed --leader-elect-renew-deadline (" +
+        std::to_string(config.renew_deadline_seconds) +
+        "), which must exceed --leader-elect-retry-period (" +
+        std::to_string(config.retry_period_seconds) + "), which must be positive"));
+  }
 
   rm::core::StopSource& stop = rm::core::installSignalStop();
   auto kubeconfig =
@@ -170,12 +193,23 @@ int main(int argc, char** argv) {
     options.lease_name = config.lease_name;
     options.namespace_name = config.lease_namespace;
     options.identity = identity();
+    auto millis = [](double seconds) {
+      return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    };
+    // The Lease stores whole seconds (leaseDurationSeconds); round up, never below 1.
+    options.lease_duration = std::chrono::seconds(
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(config.lease_duration_seconds))));
+    options.renew_deadline = millis(config.renew_deadline_seconds);
+    options.retry_period = millis(config.retry_period_seconds);
     rm::kube::LeaderElector::Callbacks callbacks;
     callbacks.on_new_leader = [](const std::string& who) {
       RM_LOG(INFO, KUBE) << "leader is now " << (who.empty() ? "(none)" : who);
     };
     RM_LOG(INFO, KUBE) << "leader election on Lease " << config.lease_namespace << "/"
-                       << config.lease_name << " as " << options.identity;
+                       << config.lease_name << " as " << options.identity << " (lease "
+                       << options.lease_duration.count() << " s, renew deadline "
+                       << config.renew_deadline_seconds << " s, retry "
+                       << config.retry_period_seconds << " s)";
     elector = std::make_unique<rm::kube::LeaderElector>(client, clock, options, callbacks);
     elector_thread = std::jthread([&elector](std::stop_token s) { elector->run(s); });
   }

@@ -195,7 +195,9 @@ class OperatorFaultE2e : public ::testing::Test {
     const std::string kubeconfig = dir_.path() + "/kubeconfig";
     operator_ = std::make_unique<testutil::Process>(std::vector<std::string>{
         testutil::binaryPath("bin/ringmaster-operator"), "--kubeconfig", kubeconfig,
-        "--bind-address", "127.0.0.1", "--metrics-port", "0", "--health-port", "0"});
+        "--bind-address", "127.0.0.1", "--metrics-port", "0", "--health-port", "0",
+        "--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
+        "--leader-elect-retry-period", "1"});
     operator_->start();
   }
 
