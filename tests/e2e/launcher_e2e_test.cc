@@ -3,7 +3,6 @@
 //   - 2 pods x 2 processes = 4 ranks train to Succeeded, and kubectl showed WORLD 4/4.
 //   - A rank frozen with SIGSTOP is named by every launcher (hang detection), the gang restarts
 //     and the job still Succeeds, resuming from its checkpoint.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -19,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "process.h"
+#include "local_cluster.h"
 
 namespace ringmaster {
 namespace {
@@ -27,103 +26,25 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-using testutil::findKubectl;
+using testutil::jobPhase;
 constexpr int kPodZeroDelaySeconds = 4;
-
-// The environment of a running process (empty when unreadable).
-std::map<std::string, std::string> environOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  std::map<std::string, std::string> env;
-  for (std::string entry; std::getline(in, entry, '\0');) {
-    size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  return env;
-}
-
-// The pid of the trainer process with RINGMASTER_JOB=job and RANK=rank (0 when none).
-pid_t findTrainer(const std::string& job, int rank) {
-  DIR* proc = opendir("/proc");
-  if (!proc) return 0;
-  pid_t found = 0;
-  while (dirent* e = readdir(proc)) {
-    const pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv0;
-    std::getline(cmd, argv0, '\0');
-    if (argv0.find("ringmaster-trainer") == std::string::npos) continue;
-    auto env = environOf(pid);
-    if (env["RINGMASTER_JOB"] == job && env["RANK"] == std::to_string(rank)) found = pid;
-  }
-  closedir(proc);
-  return found;
-}
 
 class LauncherE2e : public ::testing::Test {
  protected:
   void SetUp() override {
-    kubectl_ = findKubectl();
-    if (kubectl_.empty()) GTEST_SKIP() << "kubectl is not installed";
-    auto up = testutil::run(
-        {testutil::binaryPath("bin/ringmaster"), "local", "up", "--data-dir", dir_.path(),
-         // Must-show 1: pod 0 (the store's host) of job "four" starts last.
-         "--kubelet-flags=--start-delay=four-worker-0=" + std::to_string(kPodZeroDelaySeconds)},
-        {}, 120s);
-    ASSERT_EQ(up.exit_code, 0) << up.stdout_text << up.stderr_text;
-    env_ = {{"KUBECONFIG", dir_.path() + "/kubeconfig"}};
-  }
-  void TearDown() override {
-    if (!kubectl_.empty()) {
-      (void)testutil::run(
-          {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {},
-          120s);
-    }
-  }
-
-  testutil::ProcessResult kubectl(std::vector<std::string> args, std::chrono::seconds limit = 60s) {
-    args.insert(args.begin(), kubectl_);
-    return testutil::run(args, env_, limit);
+    // Must-show 1: pod 0 (the store's host) of job "four" starts last.
+    const std::string why = cluster_.start(
+        {"--kubelet-flags=--start-delay=four-worker-0=" + std::to_string(kPodZeroDelaySeconds)});
+    if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
+    ASSERT_EQ(why, "");
   }
 
   void apply(const std::string& yaml) {
-    const std::string path = dir_.path() + "/job.yaml";
-    std::ofstream(path) << yaml;
-    auto r = kubectl({"apply", "-f", path});
+    testutil::ProcessResult r = cluster_.apply(yaml);
     ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   }
 
-  nlohmann::json job(const std::string& name) {
-    auto r = kubectl({"get", "tj", name, "-o", "json"});
-    if (r.exit_code != 0) return nlohmann::json::object();
-    return nlohmann::json::parse(r.stdout_text, nullptr, false);
-  }
-
-  // Polls the job until `done` says so or `limit` passes; returns the last observation.
-  template <class Pred>
-  nlohmann::json waitFor(const std::string& name, std::chrono::seconds limit, Pred done) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    nlohmann::json j;
-    while (std::chrono::steady_clock::now() < deadline) {
-      j = job(name);
-      if (done(j)) return j;
-      std::this_thread::sleep_for(300ms);
-    }
-    return j;
-  }
-
-  static std::string phase(const nlohmann::json& j) {
-    return j.contains("status") ? j["status"].value("phase", "") : "";
-  }
-
-  std::string podLog(const std::string& pod) {
-    auto r = kubectl({"logs", pod});
-    return r.stdout_text + r.stderr_text;
-  }
-
-  testutil::TempDir dir_;
-  std::string kubectl_;
-  std::map<std::string, std::string> env_;
+  testutil::LocalCluster cluster_;
 };
 
 const char* kDataPath = "/usr/share/datasets/fashion-mnist";
@@ -149,18 +70,19 @@ spec:
     optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
 )");
   bool saw_world = false;
-  nlohmann::json last = waitFor("four", 300s, [&](const nlohmann::json& j) {
+  nlohmann::json last = cluster_.waitForJob("four", 300s, [&](const nlohmann::json& j) {
     if (j.contains("status") && j["status"].value("world", "") == "4/4") saw_world = true;
-    return phase(j) == "Succeeded" || phase(j) == "Failed";
+    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
-  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2) << podLog("four-worker-0");
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("four-worker-0");
   EXPECT_TRUE(saw_world) << "never saw WORLD 4/4";
   EXPECT_EQ(last["status"].value("worldSize", 0), 4);
-  const std::string log0 = podLog("four-worker-0");
+  const std::string log0 = cluster_.podLog("four-worker-0");
   EXPECT_NE(log0.find("world size 4"), std::string::npos) << log0;
   auto startedAt = [&](const std::string& pod) {
-    auto r = kubectl({"get", "pod", pod, "-o",
-                      "jsonpath={.status.containerStatuses[0].state.terminated.startedAt}"});
+    auto r =
+        cluster_.kubectl({"get", "pod", pod, "-o",
+                          "jsonpath={.status.containerStatuses[0].state.terminated.startedAt}"});
     return r.stdout_text;  // RFC 3339 in UTC: compares as text
   };
   const std::string started0 = startedAt("four-worker-0"), started1 = startedAt("four-worker-1");
@@ -181,12 +103,12 @@ spec:
   image: ringmaster/trainer:0.1.0
   command: ["sh", "-c", "echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE node=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT"]
 )");
-  nlohmann::json last = waitFor("cmd", 180s, [](const nlohmann::json& j) {
-    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  nlohmann::json last = cluster_.waitForJob("cmd", 180s, [](const nlohmann::json& j) {
+    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
-  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2) << podLog("cmd-worker-0");
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("cmd-worker-0");
   const std::string master = " master=cmd-worker-0.cmd.default.svc:29500";
-  const std::string pod0 = podLog("cmd-worker-0"), pod1 = podLog("cmd-worker-1");
+  const std::string pod0 = cluster_.podLog("cmd-worker-0"), pod1 = cluster_.podLog("cmd-worker-1");
   for (const std::string line : {"rank=0 local=0 world=4 node=0", "rank=1 local=1 world=4 node=0"})
     EXPECT_NE(pod0.find(line + master), std::string::npos) << line << "\n" << pod0;
   for (const std::string line : {"rank=2 local=0 world=4 node=1", "rank=3 local=1 world=4 node=1"})
@@ -213,16 +135,18 @@ spec:
     batchSize: 64
     maxSteps: 100
 )");
-  nlohmann::json last = waitFor("mpijob", 300s, [](const nlohmann::json& j) {
-    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  nlohmann::json last = cluster_.waitForJob("mpijob", 300s, [](const nlohmann::json& j) {
+    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
-  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2) << podLog("mpijob-worker-0");
-  EXPECT_NE(podLog("mpijob-worker-0").find("world size 2, backend mpi"), std::string::npos);
-  auto hostfile = kubectl({"get", "configmap", "mpijob-config", "-o", "jsonpath={.data.hostfile}"});
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("mpijob-worker-0");
+  EXPECT_NE(cluster_.podLog("mpijob-worker-0").find("world size 2, backend mpi"),
+            std::string::npos);
+  auto hostfile =
+      cluster_.kubectl({"get", "configmap", "mpijob-config", "-o", "jsonpath={.data.hostfile}"});
   EXPECT_EQ(hostfile.stdout_text,
             "mpijob-worker-0.mpijob.default.svc slots=1\nmpijob-worker-1.mpijob.default.svc "
             "slots=1\n");
-  auto secret = kubectl({"get", "secret", "mpijob-ssh", "-o", "json"});
+  auto secret = cluster_.kubectl({"get", "secret", "mpijob-ssh", "-o", "json"});
   ASSERT_EQ(secret.exit_code, 0) << secret.stderr_text;
   auto s = nlohmann::json::parse(secret.stdout_text, nullptr, false);
   EXPECT_EQ(s.value("type", ""), "kubernetes.io/ssh-auth");
@@ -259,28 +183,29 @@ spec:
   backoffLimit: 2
 )");
   // Let it train a little, then freeze rank 3 (pod 1's second process).
-  nlohmann::json running = waitFor("frozen", 240s, [](const nlohmann::json& j) {
+  nlohmann::json running = cluster_.waitForJob("frozen", 240s, [](const nlohmann::json& j) {
     return j.contains("status") && j["status"].contains("progress") &&
            j["status"]["progress"].value("step", 0) >= 20;
   });
   ASSERT_TRUE(running.contains("status") && running["status"].contains("progress") &&
               running["status"]["progress"].value("step", 0) >= 20)
       << running.dump(2);
-  pid_t victim = findTrainer("frozen", 3);
+  pid_t victim =
+      testutil::findProcess("ringmaster-trainer", {{"RINGMASTER_JOB", "frozen"}, {"RANK", "3"}});
   ASSERT_GT(victim, 0) << "no trainer with RANK=3";
   ASSERT_EQ(kill(victim, SIGSTOP), 0);
 
-  nlohmann::json last = waitFor("frozen", 300s, [](const nlohmann::json& j) {
-    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  nlohmann::json last = cluster_.waitForJob("frozen", 300s, [](const nlohmann::json& j) {
+    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
-  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2);
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2);
   EXPECT_EQ(last["status"].value("restarts", 0), 1);
 
   // Every launcher of the first attempt named the frozen rank (their logs are the attempt-0
   // pods' files; `kubectl logs` shows only the current pods).
   int naming = 0;
   std::string launcher_lines;  // what each launcher said, shown when the check fails
-  const fs::path pods = fs::path(dir_.path()) / "kubelet" / "pods" / "default";
+  const fs::path pods = fs::path(cluster_.dataDir()) / "kubelet" / "pods" / "default";
   for (const auto& entry : fs::directory_iterator(pods)) {
     std::ifstream in(entry.path() / "worker.log");
     std::string line;
@@ -296,7 +221,7 @@ spec:
   }
   EXPECT_GE(naming, 2) << "both launchers of the frozen attempt must name rank 3\n"
                        << launcher_lines;
-  EXPECT_NE(podLog("frozen-worker-0").find("resumed from checkpoint"), std::string::npos);
+  EXPECT_NE(cluster_.podLog("frozen-worker-0").find("resumed from checkpoint"), std::string::npos);
 }
 
 }  // namespace

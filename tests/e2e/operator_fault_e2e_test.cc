@@ -6,7 +6,6 @@
 //   - a job asking for more nvidia.com/gpu than the node has holds no pod after
 //     scheduleTimeoutSeconds and says Unschedulable; deleting a job removes its pods, Service
 //     and ConfigMap; a suspended job creates no pods until resumed.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -25,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "process.h"
+#include "local_cluster.h"
 
 namespace ringmaster {
 namespace {
@@ -35,50 +34,9 @@ namespace fs = std::filesystem;
 
 const char* kDataPath = "/usr/share/datasets/fashion-mnist";
 
-using testutil::findKubectl;
-
-std::map<std::string, std::string> environOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  std::map<std::string, std::string> env;
-  for (std::string entry; std::getline(in, entry, '\0');) {
-    size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  return env;
-}
-
-// The pid of the trainer process of `job` in the pod with NODE_RANK=node_rank (0 when none).
-pid_t findTrainer(const std::string& job, int node_rank) {
-  DIR* proc = opendir("/proc");
-  if (!proc) return 0;
-  pid_t found = 0;
-  while (dirent* e = readdir(proc)) {
-    const pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv0;
-    std::getline(cmd, argv0, '\0');
-    if (argv0.find("ringmaster-trainer") == std::string::npos) continue;
-    auto env = environOf(pid);
-    const std::string rank = env.count("NODE_RANK") ? env["NODE_RANK"] : env["RANK"];
-    if (env["RINGMASTER_JOB"] == job && rank == std::to_string(node_rank)) found = pid;
-  }
-  closedir(proc);
-  return found;
-}
-
-// True while `pid` is a process that has not exited (a zombie counts as gone).
-bool liveProcess(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
-  size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
-}
-
-std::string phase(const nlohmann::json& j) {
-  return j.contains("status") ? j["status"].value("phase", "") : "";
-}
+using testutil::eventually;
+using testutil::jobPhase;
+using testutil::liveProcess;
 
 bool hasCondition(const nlohmann::json& j, const std::string& type, const std::string& status,
                   const std::string& reason = "") {
@@ -95,39 +53,17 @@ bool hasCondition(const nlohmann::json& j, const std::string& type, const std::s
 class OperatorFaultE2e : public ::testing::Test {
  protected:
   void SetUp() override {
-    kubectl_ = findKubectl();
-    if (kubectl_.empty()) GTEST_SKIP() << "kubectl is not installed";
-    auto up = testutil::run(
-        {testutil::binaryPath("bin/ringmaster"), "local", "up", "--data-dir", dir_.path()}, {},
-        120s);
-    ASSERT_EQ(up.exit_code, 0) << up.stdout_text << up.stderr_text;
-    env_ = {{"KUBECONFIG", dir_.path() + "/kubeconfig"}};
+    const std::string why = cluster_.start();
+    if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
+    ASSERT_EQ(why, "");
   }
   void TearDown() override {
-    operator_.reset();  // our own operator (the kill test's), if any
-    if (!kubectl_.empty()) {
-      (void)testutil::run(
-          {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {},
-          120s);
-    }
-  }
-
-  testutil::ProcessResult kubectl(std::vector<std::string> args, std::chrono::seconds limit = 60s) {
-    args.insert(args.begin(), kubectl_);
-    return testutil::run(args, env_, limit);
+    operator_.reset();  // our own operator (the kill test's), if any, before `local down`
   }
 
   void apply(const std::string& yaml) {
-    const std::string path = dir_.path() + "/job.yaml";
-    std::ofstream(path) << yaml;
-    auto r = kubectl({"apply", "-f", path});
+    testutil::ProcessResult r = cluster_.apply(yaml);
     ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text << yaml;
-  }
-
-  nlohmann::json job(const std::string& name) {
-    auto r = kubectl({"get", "tj", name, "-o", "json"});
-    if (r.exit_code != 0) return nlohmann::json::object();
-    return nlohmann::json::parse(r.stdout_text, nullptr, false);
   }
 
   // Names of the objects of `kind` labelled with job `name` (or, with by_name, named `name`).
@@ -140,41 +76,13 @@ class OperatorFaultE2e : public ::testing::Test {
       args.push_back("-l");
       args.push_back("ringmaster.dev/job-name=" + name);
     }
-    auto r = kubectl(args);
+    auto r = cluster_.kubectl(args);
     std::vector<std::string> out;
     std::istringstream in(r.stdout_text);
     for (std::string line; std::getline(in, line);) {
       if (!line.empty()) out.push_back(line);
     }
     return out;
-  }
-
-  template <class Pred>
-  nlohmann::json waitFor(const std::string& name, std::chrono::seconds limit, Pred done) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    nlohmann::json j;
-    while (std::chrono::steady_clock::now() < deadline) {
-      j = job(name);
-      if (done(j)) return j;
-      std::this_thread::sleep_for(200ms);
-    }
-    return j;
-  }
-
-  // Polls `done` until it holds or `limit` passes; returns whether it held.
-  template <class Pred>
-  bool eventually(std::chrono::seconds limit, Pred done) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(200ms);
-    }
-    return done();
-  }
-
-  std::string podLog(const std::string& pod) {
-    auto r = kubectl({"logs", pod});
-    return r.stdout_text + r.stderr_text;
   }
 
   // SIGKILLs the running operator (the one `local up` started, or ours) and starts a new one
@@ -184,15 +92,16 @@ class OperatorFaultE2e : public ::testing::Test {
       operator_->signal(SIGKILL);
       (void)operator_->wait(30s);
     } else {
-      std::ifstream in(dir_.path() + "/operator.pid");
+      std::ifstream in(cluster_.dataDir() + "/operator.pid");
       pid_t pid = 0;
       in >> pid;
       ASSERT_GT(pid, 0) << "no operator.pid";
       ASSERT_EQ(kill(pid, SIGKILL), 0);
       ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(pid); }));
-      fs::remove(dir_.path() + "/operator.pid");  // `local down` must not signal a reused pid
+      fs::remove(cluster_.dataDir() +
+                 "/operator.pid");  // `local down` must not signal a reused pid
     }
-    const std::string kubeconfig = dir_.path() + "/kubeconfig";
+    const std::string kubeconfig = cluster_.dataDir() + "/kubeconfig";
     operator_ = std::make_unique<testutil::Process>(std::vector<std::string>{
         testutil::binaryPath("bin/ringmaster-operator"), "--kubeconfig", kubeconfig,
         "--bind-address", "127.0.0.1", "--metrics-port", "0", "--health-port", "0",
@@ -210,9 +119,7 @@ class OperatorFaultE2e : public ::testing::Test {
         << "kubectl get -w did not start: " << watch.stderrSoFar();
   }
 
-  testutil::TempDir dir_;
-  std::string kubectl_;
-  std::map<std::string, std::string> env_;
+  testutil::LocalCluster cluster_;
   std::unique_ptr<testutil::Process> operator_;
 };
 
@@ -220,7 +127,8 @@ class OperatorFaultE2e : public ::testing::Test {
 TEST_F(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpointAndSucceeds) {
   if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   // Every change of the job as `kubectl get tj -w` prints it (PHASE is the second column).
-  testutil::Process watch({kubectl_, "get", "tj", "-w", "-v=6", "--no-headers"}, env_);
+  testutil::Process watch({cluster_.kubectlPath(), "get", "tj", "-w", "-v=6", "--no-headers"},
+                          cluster_.env());
   startWatch(watch);
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
@@ -244,24 +152,25 @@ spec:
   restartPolicy: OnFailure
   backoffLimit: 3
 )");
-  nlohmann::json running = waitFor("fmnist", 240s, [](const nlohmann::json& j) {
-    return phase(j) == "Succeeded" || phase(j) == "Failed" ||
+  nlohmann::json running = cluster_.waitForJob("fmnist", 240s, [](const nlohmann::json& j) {
+    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed" ||
            (j.contains("status") && j["status"].contains("progress") &&
             j["status"]["progress"].value("step", 0) > 100);
   });
   ASSERT_TRUE(running.contains("status") && running["status"].contains("progress") &&
               running["status"]["progress"].value("step", 0) > 100)
       << running.dump(2);
-  const pid_t victim = findTrainer("fmnist", 1);
+  const pid_t victim = testutil::findProcess("ringmaster-trainer",
+                                             {{"RINGMASTER_JOB", "fmnist"}, {"NODE_RANK", "1"}});
   ASSERT_GT(victim, 0) << "no trainer of fmnist-worker-1";
   ASSERT_EQ(kill(victim, SIGKILL), 0);
 
-  nlohmann::json last = waitFor("fmnist", 300s, [](const nlohmann::json& j) {
-    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  nlohmann::json last = cluster_.waitForJob("fmnist", 300s, [](const nlohmann::json& j) {
+    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
   watch.signal(SIGTERM);
   testutil::ProcessResult seen = watch.wait(10s);
-  ASSERT_EQ(phase(last), "Succeeded") << last.dump(2) << podLog("fmnist-worker-0");
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("fmnist-worker-0");
   EXPECT_EQ(last["status"].value("restarts", 0), 1) << last.dump(2);
   bool saw_restarting = false;
   std::istringstream rows(seen.stdout_text);
@@ -272,7 +181,7 @@ spec:
     if (name == "fmnist" && job_phase == "Restarting") saw_restarting = true;
   }
   EXPECT_TRUE(saw_restarting) << "kubectl get tj -w never showed Restarting:\n" << seen.stdout_text;
-  const std::string log0 = podLog("fmnist-worker-0");
+  const std::string log0 = cluster_.podLog("fmnist-worker-0");
   EXPECT_NE(log0.find("resumed from checkpoint"), std::string::npos) << log0;
 }
 
@@ -285,10 +194,10 @@ TEST_F(OperatorFaultE2e, OperatorKilledWhileCreatingPodsNeverCreatesASecondPodFo
     SCOPED_TRACE("round " + std::to_string(round));
     const std::string name = "kill-" + std::to_string(round);
     // Every pod of this job as the API server announces it: name and uid.
-    testutil::Process watch({kubectl_, "get", "pods", "-w", "-v=6", "--no-headers", "-l",
-                             "ringmaster.dev/job-name=" + name, "-o",
+    testutil::Process watch({cluster_.kubectlPath(), "get", "pods", "-w", "-v=6", "--no-headers",
+                             "-l", "ringmaster.dev/job-name=" + name, "-o",
                              "custom-columns=NAME:.metadata.name,UID:.metadata.uid"},
-                            env_);
+                            cluster_.env());
     startWatch(watch);
     apply(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
@@ -303,13 +212,13 @@ spec:
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));  // the kill point
     ASSERT_NO_FATAL_FAILURE(killAndRestartOperator());
 
-    nlohmann::json last = waitFor(name, 120s, [](const nlohmann::json& j) {
-      return phase(j) == "Succeeded" || phase(j) == "Failed";
+    nlohmann::json last = cluster_.waitForJob(name, 120s, [](const nlohmann::json& j) {
+      return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
     });
     std::vector<std::string> pods = objects("pods", name);
     watch.signal(SIGTERM);
     testutil::ProcessResult seen = watch.wait(10s);
-    ASSERT_EQ(phase(last), "Succeeded") << last.dump(2);
+    ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2);
     EXPECT_EQ(last["status"].value("restarts", -1), 0);
 
     std::map<std::string, std::set<std::string>> uids;
@@ -328,7 +237,7 @@ spec:
     }
     EXPECT_EQ(names, expected) << seen.stdout_text;
     EXPECT_EQ(pods.size(), 4u);
-    (void)kubectl({"delete", "tj", name, "--wait=false"});
+    (void)cluster_.kubectl({"delete", "tj", name, "--wait=false"});
   }
 }
 
@@ -352,6 +261,7 @@ metadata: {name: doomed}
 spec:
   replicas: 2
   image: ringmaster/trainer:0.1.0
+  launcher: mpi  # so that it has an SSH Secret to clean up too
   command: ["sleep", "600"]
 )");
   apply(R"(apiVersion: ringmaster.dev/v1alpha1
@@ -365,38 +275,40 @@ spec:
 )");
 
   // greedy: pods are created, never bound, released after the timeout.
-  nlohmann::json greedy = waitFor("greedy", 60s, [](const nlohmann::json& j) {
+  nlohmann::json greedy = cluster_.waitForJob("greedy", 60s, [](const nlohmann::json& j) {
     return hasCondition(j, "Restarting", "True", "Unschedulable");
   });
   ASSERT_TRUE(hasCondition(greedy, "Restarting", "True", "Unschedulable")) << greedy.dump(2);
   EXPECT_TRUE(eventually(30s, [&] { return objects("pods", "greedy").empty(); }))
       << "an unschedulable gang must hold no pod";
 
-  // doomed fits: it runs; deleting it takes its pods, Service and ConfigMap along.
-  nlohmann::json doomed =
-      waitFor("doomed", 120s, [](const nlohmann::json& j) { return phase(j) == "Running"; });
-  ASSERT_EQ(phase(doomed), "Running") << doomed.dump(2);
+  // doomed fits: it runs; deleting it takes its pods, Service, ConfigMap and Secret along.
+  nlohmann::json doomed = cluster_.waitForJob(
+      "doomed", 120s, [](const nlohmann::json& j) { return jobPhase(j) == "Running"; });
+  ASSERT_EQ(jobPhase(doomed), "Running") << doomed.dump(2);
   EXPECT_EQ(objects("pods", "doomed").size(), 2u);
   EXPECT_EQ(objects("service", "doomed", true).size(), 1u);
   EXPECT_EQ(objects("configmap", "doomed-config", true).size(), 1u);
-  auto del = kubectl({"delete", "tj", "doomed"});
+  EXPECT_EQ(objects("secret", "doomed-ssh", true).size(), 1u);
+  auto del = cluster_.kubectl({"delete", "tj", "doomed"});
   ASSERT_EQ(del.exit_code, 0) << del.stderr_text;
   EXPECT_TRUE(eventually(60s, [&] { return objects("pods", "doomed").empty(); }));
   EXPECT_TRUE(eventually(30s, [&] { return objects("service", "doomed", true).empty(); }));
   EXPECT_TRUE(eventually(30s, [&] { return objects("configmap", "doomed-config", true).empty(); }));
+  EXPECT_TRUE(eventually(30s, [&] { return objects("secret", "doomed-ssh", true).empty(); }));
 
   // held: suspended, no pods (it was seen long before now), then resumed to Succeeded.
-  nlohmann::json held = waitFor(
+  nlohmann::json held = cluster_.waitForJob(
       "held", 30s, [](const nlohmann::json& j) { return hasCondition(j, "Suspended", "True"); });
   ASSERT_TRUE(hasCondition(held, "Suspended", "True")) << held.dump(2);
   EXPECT_TRUE(objects("pods", "held").empty());
-  auto patch =
-      kubectl({"patch", "tj", "held", "--type", "merge", "-p", R"({"spec":{"suspend":false}})"});
+  auto patch = cluster_.kubectl(
+      {"patch", "tj", "held", "--type", "merge", "-p", R"({"spec":{"suspend":false}})"});
   ASSERT_EQ(patch.exit_code, 0) << patch.stderr_text;
-  held = waitFor("held", 120s, [](const nlohmann::json& j) {
-    return phase(j) == "Succeeded" || phase(j) == "Failed";
+  held = cluster_.waitForJob("held", 120s, [](const nlohmann::json& j) {
+    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
-  EXPECT_EQ(phase(held), "Succeeded") << held.dump(2);
+  EXPECT_EQ(jobPhase(held), "Succeeded") << held.dump(2);
 }
 
 }  // namespace

@@ -1,0 +1,234 @@
+// e2e (issue 4, must-shows 3 and 4) under `ringmaster local up`, driven with real kubectl:
+//   - a table of bad TrainingJobs, each rejected naming the field: by the CRD schema (kubectl
+//     apply fails with the API server's 422) or by the operator (Failed, reason InvalidSpec);
+//   - two operators at once: exactly one holds the Lease and reconciles, every rank gets exactly
+//     one pod, and when the leader is SIGKILLed the other takes over and runs the next job.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "local_cluster.h"
+
+namespace ringmaster {
+namespace {
+
+using namespace std::chrono_literals;
+using testutil::eventually;
+using testutil::jobPhase;
+using testutil::liveProcess;
+
+constexpr char kLeading[] = "leading: starting the controller";
+
+// The flags `local up` gives its operator (local/apiserver/local_command.cc startAgents).
+std::vector<std::string> operatorArgv(const testutil::LocalCluster& cluster,
+                                      std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{testutil::binaryPath("bin/ringmaster-operator"),
+                                "--kubeconfig",
+                                cluster.kubeconfig(),
+                                "--bind-address",
+                                "127.0.0.1",
+                                "--metrics-port",
+                                "0",
+                                "--health-port",
+                                "0",
+                                "--leader-elect-lease-duration",
+                                "4",
+                                "--leader-elect-renew-deadline",
+                                "3",
+                                "--leader-elect-retry-period",
+                                "1"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+// "as <identity> (" from the operator's "leader election on Lease ns/name as <identity> (...)".
+std::string identityIn(const std::string& log) {
+  const std::string marker = "leader election on Lease ";
+  size_t at = log.find(marker);
+  if (at == std::string::npos) return "";
+  at = log.find(" as ", at);
+  if (at == std::string::npos) return "";
+  const size_t end = log.find(' ', at + 4);
+  return log.substr(at + 4, end == std::string::npos ? std::string::npos : end - at - 4);
+}
+
+class OperatorE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = cluster_.start();
+    if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
+    ASSERT_EQ(why, "");
+  }
+
+  std::string localUpOperatorLog() const {
+    return testutil::readFile(cluster_.dataDir() + "/operator.log");
+  }
+  pid_t localUpOperatorPid() const {
+    std::ifstream in(cluster_.dataDir() + "/operator.pid");
+    pid_t pid = 0;
+    in >> pid;
+    return pid;
+  }
+  // Stops the operator `local up` started (SIGTERM: it releases the Lease at once).
+  void stopLocalUpOperator(int sig = SIGTERM) {
+    const pid_t pid = localUpOperatorPid();
+    ASSERT_GT(pid, 0) << "no operator.pid";
+    ASSERT_EQ(kill(pid, sig), 0);
+    ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(pid); }));
+    std::filesystem::remove(cluster_.dataDir() + "/operator.pid");  // never signal a reused pid
+  }
+
+  // Applies `yaml` with a pods watch running; returns every (pod name -> uids) the API server
+  // announced for job `name` until it finished, and the job's last state.
+  std::pair<std::map<std::string, std::set<std::string>>, nlohmann::json> runWatched(
+      const std::string& name, const std::string& yaml) {
+    testutil::Process watch({cluster_.kubectlPath(), "get", "pods", "-w", "-v=6", "--no-headers",
+                             "-l", "ringmaster.dev/job-name=" + name, "-o",
+                             "custom-columns=NAME:.metadata.name,UID:.metadata.uid"},
+                            cluster_.env());
+    watch.start();
+    EXPECT_TRUE(eventually(
+        30s, [&] { return watch.stderrSoFar().find("watch=true") != std::string::npos; }));
+    testutil::ProcessResult applied = cluster_.apply(yaml);
+    EXPECT_EQ(applied.exit_code, 0) << applied.stderr_text;
+    nlohmann::json last = cluster_.waitForJob(name, 120s, [](const nlohmann::json& j) {
+      return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
+    });
+    watch.signal(SIGTERM);
+    testutil::ProcessResult seen = watch.wait(10s);
+    std::map<std::string, std::set<std::string>> uids;
+    std::istringstream rows(seen.stdout_text);
+    for (std::string row; std::getline(rows, row);) {
+      std::istringstream words(row);
+      std::string pod, uid;
+      if (words >> pod >> uid) uids[pod].insert(uid);
+    }
+    return {uids, last};
+  }
+
+  testutil::LocalCluster cluster_;
+};
+
+std::string sleeperJob(const std::string& name, int replicas) {
+  return "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: " + name +
+         "}\nspec:\n  replicas: " + std::to_string(replicas) +
+         "\n  image: ringmaster/trainer:0.1.0\n  command: [\"sh\", \"-c\", \"sleep 1\"]\n"
+         "  restartPolicy: Never\n";
+}
+
+// Must-show 3.
+TEST_F(OperatorE2e, BadSpecsAreRejectedNamingTheField) {
+  // An operator without a default image, so that a job naming none is invalid.
+  ASSERT_NO_FATAL_FAILURE(stopLocalUpOperator());
+  testutil::Process op(operatorArgv(cluster_, {"--trainer-image="}));
+  op.start();
+
+  struct Case {
+    std::string name;
+    std::string spec;   // YAML lines under `spec:`
+    bool by_schema;     // 422 from kubectl apply; else Failed/InvalidSpec from the operator
+    std::string field;  // what the message must name
+  };
+  const std::string image = "  image: ringmaster/trainer:0.1.0\n";
+  const std::vector<Case> cases = {
+      {"zero", "  replicas: 0\n" + image, true, "spec.replicas"},
+      {"negative", "  replicas: -1\n" + image, true, "spec.replicas"},
+      {"huge", "  replicas: 1000000\n" + image, true, "spec.replicas"},
+      {std::string(60, 'a'), "  replicas: 2\n" + image, true, "metadata.name is too long"},
+      {"backend", "  replicas: 1\n  backend: infiniband\n" + image, true, "spec.backend"},
+      {"deadline", "  replicas: 1\n  activeDeadlineSeconds: -5\n" + image, true,
+       "spec.activeDeadlineSeconds"},
+      {"unknown", "  replicas: 1\n  replicaz: 2\n" + image, true, "replicaz"},
+      {"noimage", "  replicas: 1\n", false, "spec.image"},
+      {"reserved", "  replicas: 1\n  env:\n  - {name: RANK, value: \"7\"}\n" + image, false,
+       "spec.env[0].name"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("job " + c.name);
+    const std::string yaml =
+        "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
+        "metadata: {name: " +
+        c.name + "}\nspec:\n" + c.spec;
+    testutil::ProcessResult applied = cluster_.apply(yaml);
+    if (c.by_schema) {
+      EXPECT_NE(applied.exit_code, 0) << yaml;
+      EXPECT_NE(applied.stderr_text.find(c.field), std::string::npos) << applied.stderr_text;
+      EXPECT_TRUE(cluster_.get("trainingjob", c.name).empty()) << "stored although invalid";
+      continue;
+    }
+    ASSERT_EQ(applied.exit_code, 0) << applied.stderr_text;
+    nlohmann::json job = cluster_.waitForJob(
+        c.name, 60s, [](const nlohmann::json& j) { return jobPhase(j) == "Failed"; });
+    ASSERT_EQ(jobPhase(job), "Failed") << job.dump(2) << op.stderrSoFar();
+    bool named = false;
+    for (const auto& cond : job["status"]["conditions"]) {
+      if (cond.value("type", "") == "Failed" && cond.value("reason", "") == "InvalidSpec" &&
+          cond.value("message", "").find(c.field) != std::string::npos) {
+        named = true;
+      }
+    }
+    EXPECT_TRUE(named) << job.dump(2);
+    testutil::ProcessResult pods =
+        cluster_.kubectl({"get", "pods", "-o", "name", "-l", "ringmaster.dev/job-name=" + c.name});
+    EXPECT_EQ(pods.stdout_text, "") << "an invalid job must create no pod";
+  }
+  op.signal(SIGTERM);
+  EXPECT_EQ(op.wait(30s).exit_code, 0);
+}
+
+// Must-show 4: two operators at once never both reconcile.
+TEST_F(OperatorE2e, TwoOperatorsNeverBothReconcileAndTheStandbyTakesOver) {
+  // `local up` started one (it leads); start a second.
+  ASSERT_TRUE(eventually(30s, [&] {
+    return localUpOperatorLog().find(kLeading) != std::string::npos;
+  })) << localUpOperatorLog();
+  testutil::Process second(operatorArgv(cluster_));
+  second.start();
+  ASSERT_TRUE(eventually(30s, [&] { return !identityIn(second.stderrSoFar()).empty(); }))
+      << second.stderrSoFar();
+  const std::string first_id = identityIn(localUpOperatorLog());
+  const std::string second_id = identityIn(second.stderrSoFar());
+  ASSERT_FALSE(first_id.empty());
+  ASSERT_NE(first_id, second_id);
+
+  // A job while both run: exactly one pod per rank, one reconciler.
+  auto [uids, last] = runWatched("pair", sleeperJob("pair", 3));
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2);
+  EXPECT_EQ(uids.size(), 3u);
+  for (const auto& [pod, ids] : uids) {
+    EXPECT_EQ(ids.size(), 1u) << pod << " was created " << ids.size() << " times";
+  }
+  EXPECT_EQ(second.stderrSoFar().find(kLeading), std::string::npos)
+      << "the standby reconciled while the leader held the Lease:\n"
+      << second.stderrSoFar();
+  testutil::ProcessResult holder = cluster_.kubectl(
+      {"get", "lease", "ringmaster-operator", "-o", "jsonpath={.spec.holderIdentity}"});
+  EXPECT_EQ(holder.stdout_text, first_id);
+
+  // The leader dies without releasing the Lease: the standby takes over once it expires.
+  ASSERT_NO_FATAL_FAILURE(stopLocalUpOperator(SIGKILL));
+  EXPECT_TRUE(eventually(30s, [&] {
+    return second.stderrSoFar().find(kLeading) != std::string::npos;
+  })) << second.stderrSoFar();
+  holder = cluster_.kubectl(
+      {"get", "lease", "ringmaster-operator", "-o", "jsonpath={.spec.holderIdentity}"});
+  EXPECT_EQ(holder.stdout_text, second_id);
+  auto [after_uids, after] = runWatched("after", sleeperJob("after", 2));
+  EXPECT_EQ(jobPhase(after), "Succeeded") << after.dump(2) << second.stderrSoFar();
+  EXPECT_EQ(after_uids.size(), 2u);
+  second.signal(SIGTERM);
+  EXPECT_EQ(second.wait(30s).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace ringmaster

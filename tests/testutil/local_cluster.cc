@@ -1,0 +1,122 @@
+#include "local_cluster.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace ringmaster::testutil {
+
+using namespace std::chrono_literals;
+
+std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
+  kubectl_ = findKubectl();
+  if (kubectl_.empty()) return "kubectl is not installed";
+  std::vector<std::string> argv{binaryPath("bin/ringmaster"), "local", "up", "--data-dir",
+                                dir_.path()};
+  argv.insert(argv.end(), up_flags.begin(), up_flags.end());
+  ProcessResult up = run(argv, {}, 120s);
+  up_ = true;  // whatever `up` managed to start, `down` stops
+  if (up.exit_code != 0) {
+    return "ringmaster local up exited " + std::to_string(up.exit_code) + ": " + up.stdout_text +
+           up.stderr_text;
+  }
+  env_ = {{"KUBECONFIG", kubeconfig()}};
+  return "";
+}
+
+LocalCluster::~LocalCluster() {
+  if (up_)
+    (void)run({binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {}, 120s);
+}
+
+ProcessResult LocalCluster::kubectl(std::vector<std::string> args,
+                                    std::chrono::seconds limit) const {
+  args.insert(args.begin(), kubectl_);
+  return run(args, env_, limit);
+}
+
+ProcessResult LocalCluster::apply(const std::string& yaml) const {
+  const std::string path = dir_.path() + "/applied.yaml";
+  std::ofstream(path) << yaml;
+  return kubectl({"apply", "-f", path});
+}
+
+nlohmann::json LocalCluster::get(const std::string& resource, const std::string& name) const {
+  ProcessResult r = kubectl({"get", resource, name, "-o", "json"});
+  if (r.exit_code != 0) return nlohmann::json::object();
+  nlohmann::json j = nlohmann::json::parse(r.stdout_text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+nlohmann::json LocalCluster::waitForJob(
+    const std::string& name, std::chrono::seconds limit,
+    const std::function<bool(const nlohmann::json&)>& done) const {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  nlohmann::json j;
+  while (std::chrono::steady_clock::now() < deadline) {
+    j = get("trainingjob", name);
+    if (done(j)) return j;
+    std::this_thread::sleep_for(300ms);
+  }
+  return j;
+}
+
+std::string LocalCluster::podLog(const std::string& pod) const {
+  ProcessResult r = kubectl({"logs", pod});
+  return r.stdout_text + r.stderr_text;
+}
+
+std::string jobPhase(const nlohmann::json& job) {
+  return job.contains("status") ? job["status"].value("phase", "") : "";
+}
+
+bool eventually(std::chrono::seconds limit, const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(200ms);
+  }
+  return done();
+}
+
+std::map<std::string, std::string> environOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::map<std::string, std::string> env;
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+pid_t findProcess(const std::string& program, const std::map<std::string, std::string>& env) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  pid_t found = 0;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv0;
+    std::getline(cmd, argv0, '\0');
+    if (argv0.find(program) == std::string::npos) continue;
+    std::map<std::string, std::string> have = environOf(pid);
+    bool match = true;
+    for (const auto& [key, value] : env) match = match && have.count(key) && have[key] == value;
+    if (match && pid > found) found = pid;
+  }
+  closedir(proc);
+  return found;
+}
+
+bool liveProcess(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+}  // namespace ringmaster::testutil

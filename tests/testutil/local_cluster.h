@@ -1,0 +1,69 @@
+#pragma once
+// The e2e tests' cluster: `ringmaster local up` in a temporary data dir (API server, kubelet,
+// operator), driven with real kubectl; `local down` on destruction. Plus the /proc helpers the
+// fault tests use to find a pod's processes.
+//
+// Ownership: owns the data dir and the daemons `up` started. Thread-safety: one test thread.
+// Failure: start() reports why the cluster is not up (no kubectl, `up` failed) instead of failing
+// the test, so that a fixture can skip or assert as it sees fit.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace ringmaster::testutil {
+
+class LocalCluster {
+ public:
+  LocalCluster() = default;
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  // `ringmaster local up --data-dir <tmp> <up_flags...>`; "" when up, else why not.
+  std::string start(const std::vector<std::string>& up_flags = {});
+  bool hasKubectl() const { return !kubectl_.empty(); }
+
+  const std::string& dataDir() const { return dir_.path(); }
+  std::string kubeconfig() const { return dir_.path() + "/kubeconfig"; }
+  const std::map<std::string, std::string>& env() const { return env_; }
+  const std::string& kubectlPath() const { return kubectl_; }
+
+  ProcessResult kubectl(std::vector<std::string> args,
+                        std::chrono::seconds limit = std::chrono::seconds(60)) const;
+  // Writes `yaml` to a file in the data dir and `kubectl apply -f`s it.
+  ProcessResult apply(const std::string& yaml) const;
+  // `kubectl get <resource> <name> -o json`; an empty object when it does not exist.
+  nlohmann::json get(const std::string& resource, const std::string& name) const;
+  // Polls TrainingJob `name` every 300 ms until done(job) or `limit`; the last observation.
+  nlohmann::json waitForJob(const std::string& name, std::chrono::seconds limit,
+                            const std::function<bool(const nlohmann::json&)>& done) const;
+  std::string podLog(const std::string& pod) const;  // `kubectl logs` (stdout + stderr)
+
+ private:
+  TempDir dir_;
+  std::string kubectl_;
+  std::map<std::string, std::string> env_;
+  bool up_ = false;
+};
+
+// status.phase of a TrainingJob ("" when none).
+std::string jobPhase(const nlohmann::json& job);
+// Polls `done` every 200 ms until it holds or `limit` passes; returns whether it held.
+bool eventually(std::chrono::seconds limit, const std::function<bool()>& done);
+// The environment of a running process (empty when unreadable).
+std::map<std::string, std::string> environOf(pid_t pid);
+// The newest process whose argv[0] contains `program` and whose environment has every entry of
+// `env` (0 when none): e.g. the trainer with RINGMASTER_JOB=frozen and RANK=3.
+pid_t findProcess(const std::string& program, const std::map<std::string, std::string>& env);
+// True while `pid` is a process that has not exited (a zombie counts as gone).
+bool liveProcess(pid_t pid);
+
+}  // namespace ringmaster::testutil
