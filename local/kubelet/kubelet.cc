@@ -1,5 +1,6 @@
 #include "local/kubelet/kubelet.h"
 
+#include <fnmatch.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -510,10 +511,10 @@ void Kubelet::Impl::syncKey(const std::string& key) {
     }
     restoreFromStatus(rt);
     for (const StartDelay& d : options_.start_delays) {
-      if (!std::regex_match(pod->metadata.name, d.pod_name)) continue;
+      if (fnmatch(d.pod_name.c_str(), pod->metadata.name.c_str(), 0) != 0) continue;
       rt.start_after = Clock::now() + d.delay;
       RM_LOG(INFO, LOCAL) << "pod " << key << ": containers start in " << d.delay.count() / 1000.0
-                          << " s (--start-delay " << d.pattern << ")";
+                          << " s (--start-delay " << d.pod_name << ")";
       break;
     }
     RM_LOG(INFO, LOCAL) << "pod " << key << " (uid " << pod->metadata.uid << ") assigned to this "
@@ -1191,10 +1192,10 @@ core::Result<std::vector<StartDelay>> parseStartDelays(const std::string& text) 
     if (item.empty()) continue;
     const size_t eq = item.rfind('=');
     if (eq == std::string::npos || eq == 0) {
-      return core::usageError("--start-delay '" + item + "': expected REGEX=SECONDS");
+      return core::usageError("--start-delay '" + item + "': expected PATTERN=SECONDS");
     }
     StartDelay d;
-    d.pattern = item.substr(0, eq);
+    d.pod_name = item.substr(0, eq);
     const std::string seconds_text = item.substr(eq + 1);
     char* end = nullptr;
     const double secs = std::strtod(seconds_text.c_str(), &end);
@@ -1203,11 +1204,6 @@ core::Result<std::vector<StartDelay>> parseStartDelays(const std::string& text) 
                               "' is not a number of seconds");
     }
     d.delay = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
-    try {
-      d.pod_name = std::regex(d.pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return core::usageError("--start-delay '" + item + "': bad regex: " + e.what());
-    }
     out.push_back(std::move(d));
   }
   return out;

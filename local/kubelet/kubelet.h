@@ -28,7 +28,6 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -41,15 +40,14 @@ namespace ringmaster::local::kubelet {
 
 inline constexpr const char* kRootAnnotation = "local.ringmaster.dev/kubelet-root";
 
-// Holds back the containers of pods whose name fully matches `pod_name` for `delay` after they
-// are assigned to this node: tests use it to fix a start order (e.g. worker 0 last).
+// Holds back the containers of pods whose name matches the shell pattern `pod_name` (fnmatch)
+// for `delay` after they are assigned to this node: tests use it to fix a start order.
 struct StartDelay {
-  std::regex pod_name;
-  std::string pattern;  // the regex's text, for logs
+  std::string pod_name;  // e.g. "job-worker-0", "job-worker-*"
   std::chrono::milliseconds delay{0};
 };
 
-// Parses --start-delay's "REGEX=SECONDS[,REGEX=SECONDS...]".
+// Parses --start-delay's "PATTERN=SECONDS[,PATTERN=SECONDS...]".
 core::Result<std::vector<StartDelay>> parseStartDelays(const std::string& text);
 
 struct KubeletOptions {

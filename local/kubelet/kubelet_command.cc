@@ -70,7 +70,8 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   flags.addDouble("max-backoff-seconds", &max_backoff, "cap of the crash-loop restart back-off");
   flags.addDouble("heartbeat-seconds", &heartbeat, "Node status and Lease renewal period");
   flags.addString("start-delay", &start_delay,
-                  "REGEX=SECONDS[,...]: start the containers of pods whose name matches REGEX "
+                  "PATTERN=SECONDS[,...]: start the containers of pods whose name matches the "
+                  "shell pattern PATTERN "
                   "that long after they are assigned (tests: a fixed start order)");
   std::vector<const char*> argv{"ringmaster-local-kubelet"};
   for (const auto& a : args) argv.push_back(a.c_str());

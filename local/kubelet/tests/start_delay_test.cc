@@ -1,4 +1,5 @@
 // --start-delay parsing: what tests use to fix the order in which pods start.
+#include <fnmatch.h>
 #include <gtest/gtest.h>
 
 #include "local/kubelet/kubelet.h"
@@ -6,16 +7,15 @@
 namespace ringmaster::local::kubelet {
 namespace {
 
-TEST(StartDelay, ParsesRegexSecondsPairs) {
-  core::Result<std::vector<StartDelay>> d = parseStartDelays("job-worker-0=4,other-.*=0.5");
+TEST(StartDelay, ParsesPatternSecondsPairs) {
+  core::Result<std::vector<StartDelay>> d = parseStartDelays("job-worker-0=4,other-*=0.5");
   ASSERT_TRUE(d.ok()) << d.status().toString();
   ASSERT_EQ(d->size(), 2u);
-  EXPECT_EQ((*d)[0].pattern, "job-worker-0");
+  EXPECT_EQ((*d)[0].pod_name, "job-worker-0");
   EXPECT_EQ((*d)[0].delay, std::chrono::milliseconds(4000));
-  EXPECT_TRUE(std::regex_match("job-worker-0", (*d)[0].pod_name));
-  EXPECT_FALSE(std::regex_match("job-worker-01", (*d)[0].pod_name));  // full match only
+  EXPECT_EQ(fnmatch((*d)[0].pod_name.c_str(), "job-worker-01", 0), FNM_NOMATCH);  // whole name
+  EXPECT_EQ((*d)[1].pod_name, "other-*");
   EXPECT_EQ((*d)[1].delay, std::chrono::milliseconds(500));
-  EXPECT_TRUE(std::regex_match("other-x", (*d)[1].pod_name));
 }
 
 TEST(StartDelay, EmptyMeansNone) {
@@ -25,7 +25,7 @@ TEST(StartDelay, EmptyMeansNone) {
 }
 
 TEST(StartDelay, RejectsMalformedItemsNamingThem) {
-  for (const char* bad : {"job-worker-0", "=4", "a=", "a=x", "a=-1", "a[=1"}) {
+  for (const char* bad : {"job-worker-0", "=4", "a=", "a=x", "a=-1", "a=1s"}) {
     core::Result<std::vector<StartDelay>> d = parseStartDelays(bad);
     ASSERT_FALSE(d.ok()) << bad;
     EXPECT_NE(d.status().message().find(bad), std::string::npos) << d.status().message();
