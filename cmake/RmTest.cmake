@@ -1,9 +1,11 @@
-# rm_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s])
+# rm_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [LOCAL_PODS])
 # One GoogleTest binary per target; registered with ctest as one test per binary so that a
-# suite of ranks-as-threads tests shares one process start.
+# suite of ranks-as-threads tests shares one process start. LOCAL_PODS: the test runs pods on a
+# local kubelet, whose addresses (127.1.x.y) and ports every kubelet allocates alike, so ctest -j
+# never runs two such tests at once (RESOURCE_LOCK).
 include(GoogleTest)
 function(rm_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "LOCAL_PODS" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
   if(NOT T_TIMEOUT)
@@ -12,4 +14,7 @@ function(rm_add_test)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
     ENVIRONMENT "RM_SOURCE_DIR=${PROJECT_SOURCE_DIR};RM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(T_LOCAL_PODS)
+    set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK local_pods COST 100)
+  endif()
 endfunction()
