@@ -106,7 +106,7 @@ class MapReader {
     if (!v.IsSequence()) return typeError(path, v, "a list of integers");
     out->clear();
     for (size_t i = 0; i < v.size(); ++i) {
-      int x;
+      int x = 0;
       RM_RETURN_IF_ERROR(convert(v[i], path + "[" + std::to_string(i) + "]", &x));
       out->push_back(x);
     }
