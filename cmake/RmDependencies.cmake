@@ -52,7 +52,23 @@ if(RM_WITH_MPI)
   endif()
 endif()
 
+# CUDA: the GPU trainer (cuBLASLt, NCCL). Built for Hopper (H100/H200) unless the caller names
+# other architectures; it compiles without a GPU, and its tests skip without one.
+set(RM_HAVE_CUDA OFF)
 if(RM_WITH_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  # Device code is C++17: CMake 3.25 has no C++20 flag for nvcc 13.
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
+  find_path(RM_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(RM_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  rm_require(RM_NCCL_LIB "NCCL" "libnccl-dev (or NCCL under /usr/local/cuda)")
+  add_library(rm_nccl INTERFACE)
+  target_include_directories(rm_nccl INTERFACE ${RM_NCCL_INCLUDE})
+  target_link_libraries(rm_nccl INTERFACE ${RM_NCCL_LIB} CUDA::cudart)
+  set(RM_HAVE_CUDA ON)
 endif()

@@ -92,6 +92,9 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
   e.atLeast(p + ".logEverySteps", t.log_every_steps, 0);
   e.atLeast(p + ".commTimeoutSeconds", t.comm_timeout_seconds, 1);
   e.inRange(p + ".blasThreads", t.blas_threads, 1, 256);
+  e.oneOf(p + ".device", t.device, std::array{"auto", "cpu", "cuda"});
+  e.oneOf(p + ".precision", t.precision, std::array{"fp32", "bf16"});
+  if (t.precision == "bf16" && t.device == "cpu") e.add(p + ".precision", "bf16 needs the GPU");
 }
 
 void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {

@@ -151,6 +151,9 @@ Status readConfig(MapReader& t, TrainerConfig* c) {
   }));
   RM_RETURN_IF_ERROR(t.read("seed", &c->seed));
   RM_RETURN_IF_ERROR(t.read("backend", &c->backend));
+  RM_RETURN_IF_ERROR(t.read("device", &c->device));
+  RM_RETURN_IF_ERROR(t.read("precision", &c->precision));
+  RM_RETURN_IF_ERROR(t.read("cudaGraph", &c->cuda_graph));
   RM_RETURN_IF_ERROR(t.read("blasThreads", &c->blas_threads));
   RM_RETURN_IF_ERROR(t.read("metricsPort", &c->metrics_port));
   RM_RETURN_IF_ERROR(t.read("maxSteps", &c->max_steps));
@@ -215,9 +218,17 @@ Status validate(const TrainerConfig& c) {
   if (!(c.first_bucket_cap_mb > 0)) return bad("firstBucketCapMB", "must be > 0");
   if (c.checkpoint.every_steps < 0) return bad("checkpoint.everySteps", "must be >= 0");
   if (c.checkpoint.keep < 1) return bad("checkpoint.keep", "must be >= 1");
-  static const std::set<std::string> kBackends = {"auto", "gloo", "mpi", "shm", "inproc"};
+  static const std::set<std::string> kBackends = {"auto", "nccl", "gloo", "mpi", "shm", "inproc"};
   if (!kBackends.count(c.backend))
-    return bad("backend", "must be one of auto, gloo, mpi, shm; got '" + c.backend + "'");
+    return bad("backend", "must be one of auto, nccl, gloo, mpi, shm; got '" + c.backend + "'");
+  if (c.device != "auto" && c.device != "cpu" && c.device != "cuda")
+    return bad("device", "must be auto, cpu or cuda, got '" + c.device + "'");
+  if (c.precision != "fp32" && c.precision != "bf16")
+    return bad("precision", "must be fp32 or bf16, got '" + c.precision + "'");
+  if (c.precision == "bf16" && c.device == "cpu")
+    return bad("precision", "bf16 runs on the GPU only (device cpu trains in fp32)");
+  if (c.backend == "nccl" && c.device == "cpu")
+    return bad("backend", "nccl needs device cuda (or auto on a GPU)");
   if (c.blas_threads < 1 || c.blas_threads > 256) return bad("blasThreads", "must be in [1, 256]");
   if (c.metrics_port < -1 || c.metrics_port > 65535)
     return bad("metricsPort", "must be -1 (off), 0 (any) or a port");
@@ -252,8 +263,8 @@ std::string describe(const TrainerConfig& c) {
       << " optimizer=" << c.optimizer.type << " lr=" << c.optimizer.learning_rate
       << " schedule=" << c.lr_schedule << " momentum=" << c.optimizer.momentum
       << " weightDecay=" << c.optimizer.weight_decay << " bucketCapMB=" << c.bucket_cap_mb
-      << " backend=" << c.backend << " seed=" << c.seed << " blasThreads=" << c.blas_threads
-      << " data=" << c.dataset.path
+      << " backend=" << c.backend << " device=" << c.device << " precision=" << c.precision
+      << " seed=" << c.seed << " blasThreads=" << c.blas_threads << " data=" << c.dataset.path
       << " checkpoint=" << (c.checkpoint.path.empty() ? "off" : c.checkpoint.path);
   return out.str();
 }

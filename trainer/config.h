@@ -40,7 +40,12 @@ struct TrainerConfig {
   double first_bucket_cap_mb = 1.0;
   CheckpointConfig checkpoint;
   uint64_t seed = 42;
-  std::string backend = "auto";  // auto | gloo | mpi | shm | inproc
+  std::string backend = "auto";  // auto | nccl | gloo | mpi | shm | inproc
+  // Where the model trains: auto (the GPU when this build has CUDA and one is visible), cpu, cuda.
+  std::string device = "auto";
+  // GPU arithmetic: fp32 (no TF32) or bf16 (bf16 GEMMs, fp32 master weights and accumulation).
+  std::string precision = "fp32";
+  bool cuda_graph = true;  // GPU: replay each full-batch step as one captured CUDA graph
   int64_t blas_threads = 1;
   int64_t metrics_port = -1;    // -1: no endpoint; 0: any free port
   int64_t max_steps = 0;        // stop after this many optimizer steps in total (0: no limit)

@@ -2,8 +2,10 @@
 //
 // Reads spec.trainer-shaped YAML (--config), lets flags override it, takes its place in the world
 // from the environment (DESIGN §5: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
-// RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun), trains, and exits
-// 0 on success, 1 on bad input or a failure, 2 on a usage error, 128+15 when stopped by SIGTERM.
+// RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun), trains on the CPU or
+// the GPU (--device; run_training.h), and exits 0 on success, 1 on bad input or a failure, 2 on
+// a usage error, 142 when a peer went away or a collective stalled (retryable), 128+15 when
+// stopped by SIGTERM.
 //
 // Under ringmaster-launcher (RINGMASTER_USE_AGENT_STORE=1) the launcher hosts the rendezvous
 // store: every rank, rank 0 included, connects to it at MASTER_ADDR:MASTER_PORT, and each rank
@@ -25,9 +27,12 @@
 #include "ringmaster/metrics/metrics.h"
 #include "ringmaster/rendezvous/heartbeat.h"
 #include "ringmaster/rendezvous/tcp_store.h"
+#include "trainer/comm/collective_watchdog.h"
 #include "trainer/comm/factory.h"
 #include "trainer/config.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/device.h"
+#include "trainer/run_training.h"
 #include "trainer/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -137,7 +142,12 @@ void declareFlags(core::FlagSet& flags, TrainerConfig* config, CommandLine* cl) 
   flags.addString("lr-schedule", &config->lr_schedule, "constant | cosine (decay to 0 at the end)");
   flags.addDouble("momentum", &config->optimizer.momentum, "SGD momentum");
   flags.addDouble("weight-decay", &config->optimizer.weight_decay, "weight decay (L2)");
-  flags.addString("backend", &config->backend, "auto | gloo | mpi | shm", "RINGMASTER_BACKEND");
+  flags.addString("backend", &config->backend, "auto | nccl | gloo | mpi | shm",
+                  "RINGMASTER_BACKEND");
+  flags.addString("device", &config->device, "auto | cpu | cuda (auto: the GPU when there is one)",
+                  "RINGMASTER_DEVICE");
+  flags.addString("precision", &config->precision, "GPU arithmetic: fp32 | bf16");
+  flags.addBool("cuda-graph", &config->cuda_graph, "GPU: replay each step as one CUDA graph");
   flags.addDouble("bucket-cap-mb", &config->bucket_cap_mb, "gradient bucket size in MiB");
   flags.addDouble("first-bucket-cap-mb", &config->first_bucket_cap_mb, "first bucket size in MiB");
   flags.addString("checkpoint-dir", &config->checkpoint.path, "checkpoint directory (empty: off)");
@@ -197,6 +207,15 @@ int run(int argc, char** argv) {
     RM_LOG(ERROR, CORE) << status.message();
     return status.exitCode();
   };
+  // A peer that went away or a collective that stalled (NCCL's watchdog, a rendezvous deadline)
+  // may well succeed on a fresh attempt: exit with the code the operator restarts on.
+  auto failRetryable = [&fail](const Status& status) {
+    if (status.code() != core::Code::kUnavailable && status.code() != core::Code::kTimeout)
+      return fail(status);
+    RM_LOG(ERROR, CORE) << status.message() << " (exit " << comm::kRetryableExitCode
+                        << ", retryable)";
+    return comm::kRetryableExitCode;
+  };
 
   core::FlagSet flags("ringmaster-trainer", kSummary);
   if (!cl.config_path.empty()) {
@@ -226,6 +245,14 @@ int run(int argc, char** argv) {
                               std::to_string(world->world_size));
   openblas_set_num_threads(static_cast<int>(config.blas_threads));
   RM_LOG(INFO, CONFIG) << describe(config);
+  auto device = resolveDevice(config.device, cudaBuilt(), visibleGpuCount(), world->local_rank);
+  if (!device.ok()) return fail(device.status());
+  RM_LOG(INFO, CONFIG) << "device: " << device->reason;
+  if (!device->cuda && config.precision != "fp32")
+    return fail(core::invalidArgument("trainer.precision: " + config.precision +
+                                      " needs the GPU, and this rank trains on the CPU (" +
+                                      device->reason + ")"));
+  if (Status s = selectDevice(*device); !s.ok()) return fail(s);
 
   auto train = data::loadFashionMnist(config.dataset.path, data::Split::kTrain);
   if (!train.ok()) return fail(train.status());
@@ -234,6 +261,8 @@ int run(int argc, char** argv) {
 
   comm::CommConfig comm_config;
   comm_config.backend = config.backend;
+  comm_config.device = device->cuda ? "cuda" : "cpu";
+  comm_config.collective_timeout = std::chrono::seconds(config.comm_timeout_seconds);
   comm_config.rank = world->rank;
   comm_config.world_size = world->world_size;
   comm_config.master_addr = world->master_addr;
@@ -243,7 +272,7 @@ int run(int argc, char** argv) {
   comm_config.gloo_hostname = world->pod_ip;
   comm_config.timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
   auto communicator = comm::makeCommunicator(comm_config);
-  if (!communicator.ok()) return fail(communicator.status());
+  if (!communicator.ok()) return failRetryable(communicator.status());
 
   metrics::Registry registry({{"job", world->job}, {"rank", std::to_string(world->rank)}});
   auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend());
@@ -284,14 +313,13 @@ int run(int argc, char** argv) {
   ctx.stop = &stop;
   ctx.metrics = &*trainer_metrics;
   ctx.progress_bar = world->rank == 0 && isatty(STDOUT_FILENO);
-  Trainer trainer(config, ctx);
-  auto summary = trainer.run();
+  auto summary = runTraining(config, *device, ctx);
   if (!summary.ok()) {
     if (summary.status().code() == core::Code::kCancelled) {
       RM_LOG(WARN, CORE) << summary.status().message();
       return 128 + 15;
     }
-    return fail(summary.status());
+    return failRetryable(summary.status());
   }
   if (world->rank == 0) {
     RM_LOG(INFO, STEP) << "done: " << summary->epochs << " epochs, " << summary->steps

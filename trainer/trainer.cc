@@ -16,6 +16,7 @@
 #include "trainer/gradient_buckets.h"
 #include "trainer/model/model.h"
 #include "trainer/optim/optimizer.h"
+#include "trainer/resume.h"
 
 namespace ringmaster::trainer {
 
@@ -28,13 +29,6 @@ namespace {
 double secondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
-
-// Where training stands; what a checkpoint records and a resume restores.
-struct Position {
-  int64_t epoch = 0;          // epochs completed
-  int64_t step = 0;           // global optimizer steps completed
-  int64_t step_in_epoch = 0;  // steps of the current epoch completed
-};
 
 std::string humanBytesPerSecond(double bps) {
   char buf[32];
@@ -73,103 +67,6 @@ std::vector<float> Trainer::parameters() const {
   auto p = state_->model->params();
   return {p.begin(), p.end()};
 }
-
-namespace {
-
-// Rank 0 loads the newest valid checkpoint (if any) and every rank receives its contents, or
-// rank 0's freshly initialized parameters when there is none.
-Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, model::Model& model,
-                     optim::Optimizer& optimizer, Position* pos, int64_t* resumed_from) {
-  const int rank = comm.rank();
-  // header: ok(1)/error(-1), found, epoch, step, step_in_epoch, optimizer_step
-  int64_t header[6] = {1, 0, 0, 0, 0, 0};
-  Status rank0_error;
-  if (rank == 0 && !config.checkpoint.path.empty()) {
-    auto loaded = checkpoint::loadNewestCheckpoint(config.checkpoint.path, model.signature());
-    if (!loaded.ok()) {
-      rank0_error = loaded.status();
-      header[0] = -1;
-    } else if (loaded->has_value()) {
-      const checkpoint::Checkpoint& ck = **loaded;
-      auto state = optimizer.state();
-      bool compatible = ck.params.size() == model.params().size() &&
-                        ck.optimizer_type == optimizer.type() &&
-                        ck.optimizer_state.size() == state.size();
-      for (size_t i = 0; compatible && i < state.size(); ++i)
-        compatible = ck.optimizer_state[i].size() == state[i]->size();
-      if (!compatible) {
-        rank0_error = core::invalidArgument(
-            "checkpoint in " + config.checkpoint.path + " (step " + std::to_string(ck.step) +
-            ") was written with optimizer '" + ck.optimizer_type + "' and cannot resume '" +
-            optimizer.type() + "': use another checkpoint.path");
-        header[0] = -1;
-      } else {
-        std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
-        for (size_t i = 0; i < state.size(); ++i) *state[i] = ck.optimizer_state[i];
-        header[1] = 1;
-        header[2] = ck.epoch;
-        header[3] = ck.step;
-        header[4] = ck.step_in_epoch;
-        header[5] = ck.optimizer_step;
-      }
-    }
-  }
-  if (comm.size() > 1) {
-    RM_RETURN_IF_ERROR_CTX(comm.broadcast(header, sizeof header, 0), "broadcast resume header");
-  }
-  if (header[0] < 0) {
-    if (rank == 0) return rank0_error.withContext("restoring checkpoint");
-    return core::invalidArgument("rank 0 could not restore its checkpoint (see rank 0's log)");
-  }
-  if (comm.size() > 1) {
-    auto params = model.params();
-    RM_RETURN_IF_ERROR_CTX(comm.broadcast(params.data(), params.size_bytes(), 0),
-                           "broadcast parameters");
-    if (header[1]) {
-      for (auto* buffer : optimizer.state())
-        RM_RETURN_IF_ERROR_CTX(comm.broadcast(buffer->data(), buffer->size() * sizeof(float), 0),
-                               "broadcast optimizer state");
-    }
-  }
-  if (header[1]) {
-    pos->epoch = header[2];
-    pos->step = header[3];
-    pos->step_in_epoch = header[4];
-    optimizer.setStepCount(header[5]);
-    *resumed_from = pos->step;
-    RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (epoch "
-                       << pos->epoch + 1 << ", step " << pos->step_in_epoch << " of the epoch)";
-  }
-  return Status::Ok();
-}
-
-Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::Optimizer& optimizer,
-                      const Position& pos, TrainerMetrics* metrics) {
-  checkpoint::Checkpoint ck;
-  ck.epoch = pos.epoch;
-  ck.step = pos.step;
-  ck.step_in_epoch = pos.step_in_epoch;
-  ck.model_signature = model.signature();
-  auto params = model.params();
-  ck.params.assign(params.begin(), params.end());
-  ck.optimizer_type = optimizer.type();
-  ck.optimizer_step = optimizer.stepCount();
-  for (auto* buffer : optimizer.state()) ck.optimizer_state.push_back(*buffer);
-  const auto t0 = Clock::now();
-  RM_RETURN_IF_ERROR_CTX(checkpoint::writeCheckpoint(config.checkpoint.path, ck,
-                                                     static_cast<int>(config.checkpoint.keep)),
-                         "writing checkpoint at step " + std::to_string(pos.step));
-  const double seconds = secondsBetween(t0, Clock::now());
-  if (metrics) {
-    metrics->checkpoints->Increment();
-    metrics->checkpoint_seconds->Observe(seconds);
-  }
-  RM_LOG(DEBUG, CKPT) << "checkpoint at step " << pos.step << " written in "
-                      << static_cast<int>(seconds * 1000) << " ms";
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<TrainSummary> Trainer::run() {
   // Flush denormals to zero (FTZ | DAZ, per thread): late in training tiny gradients otherwise
@@ -231,7 +128,10 @@ Result<TrainSummary> Trainer::run() {
 
   double train_seconds = 0;  // inside steps
   double train_wall = 0;     // epoch loops, without evaluation
-  int64_t samples_run = 0;   // on all ranks, in this run
+  double steady_wall = 0;    // the same after this run's first epoch
+  int64_t steady_samples = 0;
+  const int64_t first_epoch = pos.epoch;
+  int64_t samples_run = 0;  // on all ranks, in this run
   double comm_seconds_total = 0, exposed_total = 0;
   uint64_t comm_bytes_total = 0, comm_calls_total = 0;
   bool reached_max_steps = max_steps > 0 && pos.step >= max_steps;
@@ -348,6 +248,10 @@ Result<TrainSummary> Trainer::run() {
     const int64_t steps_this_epoch = loss_count;
     const double sps = epoch_wall > 0 ? static_cast<double>(epoch_samples) / epoch_wall : 0;
     train_wall += epoch_wall;
+    if (epoch > first_epoch) {
+      steady_wall += epoch_wall;
+      steady_samples += epoch_samples;
+    }
     samples_run += epoch_samples;
     const double busbw =
         comm::allreduceBusBandwidth(static_cast<double>(epoch_bytes), epoch_comm, world);
@@ -391,6 +295,9 @@ Result<TrainSummary> Trainer::run() {
   summary.steps = pos.step;
   summary.train_seconds = train_wall;
   summary.samples_per_second = train_wall > 0 ? static_cast<double>(samples_run) / train_wall : 0;
+  summary.steady_samples_per_second = steady_wall > 0
+                                          ? static_cast<double>(steady_samples) / steady_wall
+                                          : summary.samples_per_second;
   if (rank == 0 && train_wall > 0)
     RM_LOG(DEBUG, STEP) << "time inside steps " << train_seconds << " s of " << train_wall << " s";
   summary.allreduce_calls = comm_calls_total;
@@ -411,6 +318,9 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
       {"steps", s.steps},
       {"resumedFromStep", s.resumed_from_step},
       {"samplesPerSecond", s.samples_per_second},
+      {"steadySamplesPerSecond", s.steady_samples_per_second},
+      {"device", s.device},
+      {"precision", s.precision},
       {"finalTrainLoss", s.final_train_loss},
       {"testAccuracy", s.test_accuracy},
       {"testLoss", s.test_loss},

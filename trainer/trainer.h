@@ -31,11 +31,16 @@ struct TrainSummary {
   int64_t steps = 0;               // global optimizer steps completed
   int64_t resumed_from_step = -1;  // -1: fresh start
   double samples_per_second = 0;   // global (all ranks), training time only
-  double final_train_loss = 0;     // mean over the last epoch, all ranks
-  double test_accuracy = 0;        // after the last epoch
+  // The same without the first epoch of this run (start-up: CUDA graph capture, GEMM plans,
+  // caches); equal to samples_per_second when the run had one epoch.
+  double steady_samples_per_second = 0;
+  double final_train_loss = 0;  // mean over the last epoch, all ranks
+  double test_accuracy = 0;     // after the last epoch
   double test_loss = 0;
   int world_size = 1;
   std::string backend;
+  std::string device = "cpu";  // cpu | cuda
+  std::string precision = "fp32";
   std::string model_signature;
   uint64_t allreduce_calls = 0;
   uint64_t allreduce_bytes = 0;

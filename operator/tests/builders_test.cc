@@ -162,6 +162,8 @@ TEST(Builders, ConfigMapHoldsTheTrainerSpecAsYaml) {
   job.spec.trainer->model->hidden = {512, 512};
   job.spec.trainer->optimizer = kube::OptimizerSpec{};
   job.spec.trainer->optimizer->learning_rate = 0.1;
+  job.spec.trainer->precision = "bf16";
+  job.spec.trainer->cuda_graph = false;
   kube::ConfigMap cm = buildConfigMap(defaulted(job));
   EXPECT_EQ(cm.metadata.name, "fmnist-config");
   EXPECT_EQ(cm.data.count("hostfile"), 0u);
@@ -171,6 +173,9 @@ TEST(Builders, ConfigMapHoldsTheTrainerSpecAsYaml) {
   EXPECT_EQ(y["model"]["hidden"][1].as<int>(), 512);
   EXPECT_DOUBLE_EQ(y["optimizer"]["learningRate"].as<double>(), 0.1);
   EXPECT_EQ(y["metricsPort"].as<int>(), kDefaultMetricsPort);  // the operator reads progress
+  EXPECT_EQ(y["precision"].as<std::string>(), "bf16");         // the GPU settings reach the trainer
+  EXPECT_FALSE(y["cudaGraph"].as<bool>());
+  EXPECT_FALSE(y["device"]) << "unset fields stay unset (the trainer's default: auto)";
 }
 
 TEST(Builders, MpiModeAddsHostfileLauncherModeAndSshSecret) {

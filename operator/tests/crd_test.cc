@@ -138,16 +138,27 @@ nlohmann::json toJson(const YAML::Node& node) {
   return text;
 }
 
-TEST(Examples, FashionMnistJobIsValidAndFullyTyped) {
-  YAML::Node yaml = YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-mlp.yaml");
+TEST(Examples, EveryExampleJobIsValidAndFullyTyped) {
+  for (const char* file : {"fashion-mnist-mlp.yaml", "fashion-mnist-mlp-gpu.yaml"}) {
+    SCOPED_TRACE(file);
+    YAML::Node yaml = YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/" + file);
+    core::Result<kube::TrainingJob> job = kube::decode<kube::TrainingJob>(toJson(yaml));
+    ASSERT_TRUE(job.ok()) << job.status().toString();
+    EXPECT_TRUE(job->spec.extra.empty()) << job->spec.extra.dump();
+    ASSERT_TRUE(job->spec.trainer.has_value());
+    EXPECT_TRUE(job->spec.trainer->extra.empty()) << job->spec.trainer->extra.dump();
+    core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(*job, ValidateOptions{});
+    EXPECT_TRUE(spec.ok()) << spec.status().toString();
+  }
+}
+
+TEST(Examples, TheGpuExampleAsksForAGpuAndBf16) {
+  YAML::Node yaml = YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-mlp-gpu.yaml");
   core::Result<kube::TrainingJob> job = kube::decode<kube::TrainingJob>(toJson(yaml));
   ASSERT_TRUE(job.ok()) << job.status().toString();
-  EXPECT_TRUE(job->spec.extra.empty()) << job->spec.extra.dump();
-  ASSERT_TRUE(job->spec.trainer.has_value());
-  EXPECT_TRUE(job->spec.trainer->extra.empty()) << job->spec.trainer->extra.dump();
-  EXPECT_EQ(job->spec.replicas, 2);
-  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(*job, ValidateOptions{});
-  EXPECT_TRUE(spec.ok()) << spec.status().toString();
+  EXPECT_EQ(job->spec.trainer->precision, "bf16");
+  EXPECT_EQ(job->spec.trainer->device, "auto");
+  EXPECT_EQ(job->spec.replicas, 4);
 }
 
 }  // namespace

@@ -91,6 +91,25 @@ INSTANTIATE_TEST_SUITE_P(
                   j.spec.trainer->epochs = 0;
                 },
                 "spec.trainer.epochs"},
+        BadSpec{"fp16 precision",
+                [](auto& j) {
+                  j.spec.trainer = kube::TrainerSpec{};
+                  j.spec.trainer->precision = "fp16";
+                },
+                "spec.trainer.precision"},
+        BadSpec{"bf16 on the cpu",
+                [](auto& j) {
+                  j.spec.trainer = kube::TrainerSpec{};
+                  j.spec.trainer->device = "cpu";
+                  j.spec.trainer->precision = "bf16";
+                },
+                "spec.trainer.precision"},
+        BadSpec{"unknown device",
+                [](auto& j) {
+                  j.spec.trainer = kube::TrainerSpec{};
+                  j.spec.trainer->device = "gpu";
+                },
+                "spec.trainer.device"},
         BadSpec{"reserved env",
                 [](auto& j) {
                   j.spec.env.push_back(kube::EnvVar{"WORLD_SIZE", "3", {}, {}});

@@ -25,6 +25,21 @@ struct AllreduceOptions {
   std::string tag;
 };
 
+// Collectives on GPU memory (the nccl backend): enqueued on a CUDA stream, they complete on the
+// device later; a watchdog (collective_watchdog.h) turns errors and stalls into asyncError().
+// Streams are passed as void* (a cudaStream_t) so this header needs no CUDA.
+class DeviceCollectives {
+ public:
+  virtual ~DeviceCollectives() = default;
+  // In-place average of `count` floats of device memory across ranks, enqueued on `stream`.
+  virtual core::Status allreduceAverageAsync(float* device_data, size_t count, void* stream) = 0;
+  // Everything enqueued on `stream` so far must finish within the collective timeout; `what`
+  // names it in errors ("step 1200").
+  virtual core::Status watch(void* stream, const std::string& what) = 0;
+  // Ok while healthy; the first asynchronous failure (after which the communicator is aborted).
+  virtual core::Status asyncError() const = 0;
+};
+
 struct CommStats {
   uint64_t allreduce_calls = 0;
   uint64_t allreduce_bytes = 0;    // payload bytes summed over calls (per rank)
@@ -45,6 +60,8 @@ class Communicator {
   // Broadcast `bytes` bytes from `root` to every rank (used to sync initial parameters).
   virtual core::Status broadcast(void* data, size_t bytes, int root) = 0;
   virtual core::Status barrier() = 0;
+  // The GPU-memory collectives of this backend; null for host-memory backends.
+  virtual DeviceCollectives* deviceCollectives() { return nullptr; }
 
   const CommStats& stats() const { return stats_; }
 

@@ -10,6 +10,12 @@
 #include "trainer/comm/shm_communicator.h"
 #include "trainer/comm/single_rank_communicator.h"
 
+#if RM_HAVE_CUDA
+#include "trainer/comm/nccl_communicator.h"
+constexpr bool kNcclBuilt = true;
+#else
+constexpr bool kNcclBuilt = false;
+#endif
 #if RM_HAVE_MPI
 #include "trainer/comm/mpi_communicator.h"
 constexpr bool kMpiBuilt = true;
@@ -41,6 +47,7 @@ class StoreOwningCommunicator final : public Communicator {
     return inner_->broadcast(data, bytes, root);
   }
   core::Status barrier() override { return inner_->barrier(); }
+  DeviceCollectives* deviceCollectives() override { return inner_->deviceCollectives(); }
 
  private:
   // Destroyed in reverse order: the communicator first, the server last.
@@ -130,7 +137,27 @@ core::Result<std::unique_ptr<Communicator>> makeGloo(const CommConfig& config,
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 
+core::Result<std::unique_ptr<Communicator>> makeNccl(const CommConfig& config,
+                                                     rendezvous::Store* store,
+                                                     const std::string& what) {
+#if RM_HAVE_CUDA
+  NcclConfig nccl;
+  nccl.rank = config.rank;
+  nccl.size = config.world_size;
+  nccl.store = store;
+  nccl.timeout = config.timeout;
+  nccl.collective_timeout = config.collective_timeout;
+  return makeNcclCommunicator(nccl);
+#else
+  (void)config;
+  (void)store;
+  return core::unavailable(what + ": this build has no NCCL backend (built without CUDA)");
+#endif
+}
+
 }  // namespace
+
+bool ncclBackendBuilt() { return kNcclBuilt; }
 
 bool runningUnderMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
@@ -143,10 +170,19 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   const std::string what = "rank " + std::to_string(config.rank) + ": communicator '" + backend +
                            "' (world " + std::to_string(config.world_size) + ")";
   if (backend != "auto" && backend != "shm" && backend != "gloo" && backend != "mpi" &&
-      backend != "inproc") {
-    return core::invalidArgument(what + ": unknown backend (auto, shm, gloo, mpi, inproc)");
+      backend != "inproc" && backend != "nccl") {
+    return core::invalidArgument(what + ": unknown backend (auto, nccl, shm, gloo, mpi, inproc)");
   }
-  if (backend == "mpi" || (backend == "auto" && runningUnderMpirun() && mpiBackendBuilt())) {
+  if (config.device != "cpu" && config.device != "cuda")
+    return core::invalidArgument(what + ": device '" + config.device + "' (cpu or cuda)");
+  // Gradients in GPU memory go through NCCL; the host backends cannot read them.
+  const bool nccl = backend == "nccl" || (backend == "auto" && config.device == "cuda");
+  if (config.device == "cuda" && !nccl)
+    return core::invalidArgument(what + ": device cuda needs backend nccl (or auto)");
+  if (nccl && config.device != "cuda")
+    return core::invalidArgument(what + ": backend nccl needs device cuda");
+  if (backend == "mpi" ||
+      (backend == "auto" && !nccl && runningUnderMpirun() && mpiBackendBuilt())) {
     return makeMpi(config, what);
   }
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size) {
@@ -159,6 +195,11 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
     return std::unique_ptr<Communicator>(
         std::make_unique<InProcCommunicator>(config.inproc_group, config.rank));
   }
+  if (nccl && config.world_size == 1 && config.store == nullptr) {
+    // One rank needs no rendezvous: the unique id goes through a store of its own.
+    std::unique_ptr<rendezvous::Store> own = rendezvous::makeInMemoryStore();
+    return makeNccl(config, own.get(), what);
+  }
   if (backend == "auto" && config.world_size == 1) {
     return std::unique_ptr<Communicator>(std::make_unique<SingleRankCommunicator>());
   }
@@ -167,7 +208,9 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   rendezvous::PrefixStore store(
       rdzv.store, config.key_prefix.empty() ? std::string("comm") : config.key_prefix + "/comm");
   core::Result<std::unique_ptr<Communicator>> comm = core::internalError(what + ": no backend");
-  if (backend == "shm") {
+  if (nccl) {
+    comm = makeNccl(config, &store, what);
+  } else if (backend == "shm") {
     comm = makeShm(config, &store);
   } else if (backend == "gloo") {
     comm = makeGloo(config, &store);

@@ -3,12 +3,14 @@
 // backends were compiled in (#if RM_HAVE_MPI lives in factory.cc alone).
 //
 // backend:
-//   "auto"   under mpirun: mpi. Otherwise a world of 1: single (no store, no network); else shm
+//   "auto"   device cuda: nccl (any world size). Under mpirun: mpi. Otherwise a world of 1: single
+//   (no store, no network); else shm
 //            when every rank can map one shared-memory segment (same host), else gloo.
 //   "shm"    shared memory, fails unless every rank can map the segment
 //   "gloo"   Gloo ring over TCP
 //   "mpi"    MPI_Allreduce (only when built with Open MPI; rank and size come from mpirun)
 //   "inproc" ranks as threads of this process sharing `inproc_group` (tests)
+//   "nccl"   NCCL on GPU memory (device cuda only; only when built with CUDA)
 // Rendezvous (shm, gloo): through `store` when given; otherwise a TcpStoreClient to
 // master_addr:master_port, where rank 0 first tries to host the TcpStoreServer itself (so the
 // trainer works without the launcher) and simply connects when the port is taken; with
@@ -16,6 +18,7 @@
 // Keys live under "<key_prefix>/comm/": one communicator per prefix and store (a second one
 // with the same prefix would read the first one's keys).
 //
+// A world of one on nccl bootstraps through a private in-memory store.
 // Ownership: the returned communicator owns any store client/server the factory made; a
 // caller's `store` is not owned and is used only while makeCommunicator runs.
 // Thread-safety: makeCommunicator is safe to call from several threads (one per rank).
@@ -36,7 +39,10 @@ namespace ringmaster::trainer::comm {
 class InProcGroup;
 
 struct CommConfig {
-  std::string backend = "auto";  // auto | shm | gloo | mpi | inproc
+  std::string backend = "auto";  // auto | nccl | shm | gloo | mpi | inproc
+  std::string device = "cpu";    // where the gradients live: cpu | cuda (resolved, not auto)
+  // nccl: how long collectives may make no progress before the communicator is aborted.
+  std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
   int rank = 0;
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
@@ -67,5 +73,7 @@ bool runningUnderMpirun();
 
 // Whether this build includes the MPI backend.
 bool mpiBackendBuilt();
+// Whether this build includes the NCCL backend (built with CUDA).
+bool ncclBackendBuilt();
 
 }  // namespace ringmaster::trainer::comm

@@ -53,6 +53,9 @@ void visitTrainerSpec(V& v, S& s) {
   v("metricsPort", s.metrics_port);
   v("commTimeoutSeconds", s.comm_timeout_seconds);
   v("blasThreads", s.blas_threads);
+  v("device", s.device);
+  v("precision", s.precision);
+  v("cudaGraph", s.cuda_graph);
 }
 
 template <class V, class S>

@@ -155,7 +155,35 @@ TEST(FactoryTest, UnknownBackendIsRejectedNamingTheChoices) {
   auto comm = makeCommunicator(configFor("nccl-over-pigeons", 0, 2, nullptr));
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), core::Code::kInvalidArgument);
-  EXPECT_THAT(comm.status().message(), HasSubstr("auto, shm, gloo, mpi, inproc"));
+  EXPECT_THAT(comm.status().message(), HasSubstr("auto, nccl, shm, gloo, mpi, inproc"));
+}
+
+TEST(FactoryTest, GpuGradientsNeedNcclAndNcclNeedsTheGpu) {
+  CommConfig gloo_on_gpu = configFor("gloo", 0, 2, nullptr);
+  gloo_on_gpu.device = "cuda";
+  auto comm = makeCommunicator(gloo_on_gpu);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), core::Code::kInvalidArgument);
+  EXPECT_THAT(comm.status().message(), HasSubstr("device cuda needs backend nccl"));
+
+  auto nccl_on_cpu = makeCommunicator(configFor("nccl", 0, 2, nullptr));
+  ASSERT_FALSE(nccl_on_cpu.ok());
+  EXPECT_EQ(nccl_on_cpu.status().code(), core::Code::kInvalidArgument);
+  EXPECT_THAT(nccl_on_cpu.status().message(), HasSubstr("backend nccl needs device cuda"));
+
+  CommConfig tpu = configFor("auto", 0, 1, nullptr);
+  tpu.device = "tpu";
+  EXPECT_EQ(makeCommunicator(tpu).status().code(), core::Code::kInvalidArgument);
+}
+
+TEST(FactoryTest, NcclWithoutCudaInTheBuildSaysSo) {
+  if (ncclBackendBuilt()) GTEST_SKIP() << "this build has NCCL (gpu_trainer_test covers it)";
+  CommConfig config = configFor("auto", 0, 1, nullptr);
+  config.device = "cuda";
+  auto comm = makeCommunicator(config);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), core::Code::kUnavailable);
+  EXPECT_THAT(comm.status().message(), HasSubstr("no NCCL backend"));
 }
 
 TEST(FactoryTest, RankOutsideTheWorldIsRejected) {

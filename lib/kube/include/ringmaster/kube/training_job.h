@@ -75,6 +75,9 @@ struct TrainerSpec {
   std::optional<int32_t> metrics_port;
   std::optional<int32_t> comm_timeout_seconds;
   std::optional<int32_t> blas_threads;
+  std::optional<std::string> device;     // auto | cpu | cuda
+  std::optional<std::string> precision;  // fp32 | bf16 (GPU)
+  std::optional<bool> cuda_graph;        // "cudaGraph"
   nlohmann::json extra;
   bool operator==(const TrainerSpec&) const = default;
 };

@@ -1,0 +1,361 @@
+#include "trainer/gpu/gpu_mlp.h"
+
+#include <algorithm>
+
+namespace ringmaster::trainer::gpu {
+
+using core::Result;
+using core::Status;
+
+namespace {
+
+cudaDataType_t cudaType(Precision p) { return p == Precision::kBf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+// The alignment cuBLASLt may assume for a pointer: the largest power of two dividing it, at
+// most 256 (its default assumption, which our flat-buffer offsets do not always meet).
+uint32_t alignmentOf(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  if (address == 0) return 256;
+  return static_cast<uint32_t>(std::min<uintptr_t>(address & (~address + 1), 256));
+}
+
+const char* epilogueName(cublasLtEpilogue_t e) {
+  switch (e) {
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+      return "relu+bias";
+    case CUBLASLT_EPILOGUE_BIAS:
+      return "bias";
+    case CUBLASLT_EPILOGUE_BGRADB:
+      return "bias-gradient";
+    default:
+      return "none";
+  }
+}
+
+}  // namespace
+
+// One planned GEMM D = op(A) op(B) (column-major, beta = 0) with its chosen algorithm.
+struct GpuMlp::Gemm {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool fused = false;  // the requested epilogue runs inside the GEMM
+
+  Gemm() = default;
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+  ~Gemm() {
+    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+  }
+
+  struct Spec {
+    cublasOperation_t op_a, op_b;
+    int m, n, k;
+    cudaDataType_t ab_type, d_type;
+    int lda, ldb, ldd;
+    // A, B, D and the bias (or bias-gradient) pointer, fixed for the model's lifetime.
+    const void *a_ptr, *b_ptr, *d_ptr, *bias_ptr;
+    cublasLtEpilogue_t epilogue;
+  };
+
+  // Plans the GEMM with `epilogue`; when cuBLASLt has no algorithm for it, plans it plain
+  // (fused = false) and the caller adds the epilogue's work with a kernel.
+  Status plan(const GemmWorkspace& ws, const Spec& s, const std::string& what) {
+    // Epilogues read or write the bias vector with vector loads: offer them aligned vectors only.
+    if (s.epilogue != CUBLASLT_EPILOGUE_DEFAULT && alignmentOf(s.bias_ptr) < 16) {
+      fused = false;
+      return planWith(ws, s, CUBLASLT_EPILOGUE_DEFAULT, what);
+    }
+    Status fused_try = planWith(ws, s, s.epilogue, what);
+    if (fused_try.ok()) {
+      fused = s.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+      return fused_try;
+    }
+    if (s.epilogue == CUBLASLT_EPILOGUE_DEFAULT) return fused_try;
+    fused = false;
+    return planWith(ws, s, CUBLASLT_EPILOGUE_DEFAULT, what);
+  }
+
+ private:
+  Status planWith(const GemmWorkspace& ws, const Spec& s, cublasLtEpilogue_t epilogue,
+                  const std::string& what) {
+    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    desc = nullptr;
+    a = b = d = nullptr;
+    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                              what + ": matmul descriptor");
+    RM_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &s.op_a, sizeof s.op_a),
+        what + ": transa");
+    RM_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &s.op_b, sizeof s.op_b),
+        what + ": transb");
+    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                             &epilogue, sizeof epilogue),
+                              what + ": epilogue");
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+      RM_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &s.bias_ptr,
+                                         sizeof s.bias_ptr),
+          what + ": bias pointer");
+      // The bias gradient is written in fp32 (the gradient buffer); a forward bias has the
+      // output's type.
+      const cudaDataType_t bias_type = epilogue == CUBLASLT_EPILOGUE_BGRADB ? CUDA_R_32F : s.d_type;
+      RM_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                         sizeof bias_type),
+          what + ": bias type");
+    }
+    const int a_rows = s.op_a == CUBLAS_OP_N ? s.m : s.k,
+              a_cols = s.op_a == CUBLAS_OP_N ? s.k : s.m;
+    const int b_rows = s.op_b == CUBLAS_OP_N ? s.k : s.n,
+              b_cols = s.op_b == CUBLAS_OP_N ? s.n : s.k;
+    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&a, s.ab_type, a_rows, a_cols, s.lda),
+                              what + ": layout of A");
+    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&b, s.ab_type, b_rows, b_cols, s.ldb),
+                              what + ": layout of B");
+    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&d, s.d_type, s.m, s.n, s.ldd),
+                              what + ": layout of D");
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref), what + ": preference");
+    const uint64_t ws_bytes = ws.bytes;
+    const uint32_t align_a = alignmentOf(s.a_ptr), align_b = alignmentOf(s.b_ptr),
+                   align_d = alignmentOf(s.d_ptr);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                         sizeof ws_bytes);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                         sizeof align_a);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                         sizeof align_b);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
+                                         sizeof align_d);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
+                                         sizeof align_d);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t heuristic =
+        cublasLtMatmulAlgoGetHeuristic(ws.handle, desc, a, b, d, d, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (heuristic != CUBLAS_STATUS_SUCCESS || found == 0) {
+      return cublasStatus(
+          heuristic == CUBLAS_STATUS_SUCCESS ? CUBLAS_STATUS_NOT_SUPPORTED : heuristic,
+          what + ": no cuBLASLt algorithm (epilogue " + epilogueName(epilogue) + ")");
+    }
+    algo = result.algo;
+    return Status::Ok();
+  }
+
+ public:
+  Status run(const GemmWorkspace& ws, const void* a_ptr, const void* b_ptr, void* d_ptr,
+             cudaStream_t stream, const std::string& what) const {
+    const float alpha = 1.0f, beta = 0.0f;
+    return cublasStatus(cublasLtMatmul(ws.handle, desc, &alpha, a_ptr, a, b_ptr, b, &beta, d_ptr, d,
+                                       d_ptr, d, &algo, ws.data, ws.bytes, stream),
+                        what);
+  }
+};
+
+struct GpuMlp::LayerPlans {
+  Gemm forward;  // Y = W X (+ bias, ReLU)
+  Gemm wgrad;    // dW = X dZ^T (+ bias gradient)
+  Gemm dgrad;    // dX = W dZ (layers after the first)
+};
+
+GpuMlp::~GpuMlp() = default;
+
+size_t GpuMlp::layerCount(int layer) const {
+  const size_t in = static_cast<size_t>(widths_[layer]),
+               out = static_cast<size_t>(widths_[layer + 1]);
+  return in * out + out;
+}
+
+Result<std::unique_ptr<GpuMlp>> GpuMlp::create(model::Model& host_model,
+                                               const model::ModelConfig& config,
+                                               Precision precision, GemmWorkspace workspace,
+                                               cudaStream_t stream) {
+  if (config.type != "mlp")
+    return core::invalidArgument("model.type " + config.type +
+                                 ": the GPU path has the MLP only so far (use device: cpu)");
+  std::unique_ptr<GpuMlp> m(new GpuMlp());
+  m->precision_ = precision;
+  m->workspace_ = workspace;
+  m->max_batch_ = host_model.maxBatch();
+  m->widths_.push_back(static_cast<int>(host_model.inputSize()));
+  for (int h : config.hidden) m->widths_.push_back(h);
+  m->widths_.push_back(host_model.numClasses());
+  size_t offset = 0;
+  for (int i = 0; i < m->numLayers(); ++i) {
+    m->offsets_.push_back(offset);
+    offset += m->layerCount(i);
+  }
+  // The host model's views are weight, bias per layer in this order; anything else would mean
+  // the layouts drifted apart.
+  const auto& views = host_model.paramViews();
+  bool same = views.size() == 2 * static_cast<size_t>(m->numLayers());
+  for (int i = 0; same && i < m->numLayers(); ++i) {
+    same = views[2 * i].offset == m->offsets_[i] &&
+           views[2 * i + 1].count == static_cast<size_t>(m->widths_[i + 1]);
+  }
+  if (!same || offset != host_model.params().size())
+    return core::internalError("GPU MLP layout differs from " + host_model.signature());
+
+  const size_t count = offset;
+  const size_t b = static_cast<size_t>(m->max_batch_);
+  const size_t e = elementBytes(precision);
+  RM_RETURN_IF_ERROR(m->params_.allocate(count, "parameters"));
+  RM_RETURN_IF_ERROR(m->grads_.allocate(count, "gradients", /*zero=*/true));
+  auto host_params = host_model.params();
+  RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m->params_.data(), host_params.data(),
+                                          count * sizeof(float), cudaMemcpyHostToDevice, stream),
+                          "uploading parameters");
+  if (precision == Precision::kBf16) {
+    RM_RETURN_IF_ERROR(m->bf16_params_.allocate(count, "bf16 parameters"));
+    m->syncBf16Params(stream);
+  }
+  const int layers = m->numLayers();
+  m->acts_.resize(layers + 1);
+  RM_RETURN_IF_ERROR(m->acts_[0].allocate(b * m->widths_[0] * e, "input batch"));
+  int widest = 0;
+  for (int i = 0; i < layers; ++i) {
+    const bool last = i + 1 == layers;
+    const size_t bytes = b * m->widths_[i + 1] * (last ? sizeof(float) : e);
+    RM_RETURN_IF_ERROR(
+        m->acts_[i + 1].allocate(bytes, "activations of layer " + std::to_string(i)));
+    widest = std::max(widest, m->widths_[i]);
+  }
+  for (auto& d : m->dacts_) RM_RETURN_IF_ERROR(d.allocate(b * widest * e, "activation gradients"));
+  RM_RETURN_IF_ERROR(m->dlogits_.allocate(b * m->widths_.back() * e, "logit gradients"));
+  RM_RETURN_IF_ERROR(m->labels_.allocate(b, "labels"));
+  RM_RETURN_IF_ERROR(m->prepare(m->max_batch_));
+  RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "setting up the GPU model");
+  return m;
+}
+
+const void* GpuMlp::weightsForGemm(int layer) const {
+  if (precision_ == Precision::kBf16) return bf16_params_.data() + offsets_[layer];
+  return params_.data() + offsets_[layer];
+}
+
+const void* GpuMlp::biasForForward(int layer) const {
+  const size_t bias = offsets_[layer] + static_cast<size_t>(widths_[layer]) * widths_[layer + 1];
+  const bool last = layer + 1 == numLayers();
+  // The bias has the GEMM output's type: bf16 for hidden layers in bf16 mode, else fp32.
+  if (precision_ == Precision::kBf16 && !last) return bf16_params_.data() + bias;
+  return params_.data() + bias;
+}
+
+Status GpuMlp::prepare(int n) {
+  if (n < 1 || n > max_batch_)
+    return core::invalidArgument("batch " + std::to_string(n) + " outside [1, " +
+                                 std::to_string(max_batch_) + "]");
+  if (plans_.count(n)) return Status::Ok();
+  const cudaDataType_t ab = cudaType(precision_);
+  std::vector<std::unique_ptr<LayerPlans>> plans;
+  for (int i = 0; i < numLayers(); ++i) {
+    const int in = widths_[i], out = widths_[i + 1];
+    const bool last = i + 1 == numLayers();
+    const std::string name = "layer " + std::to_string(i) + " (" + std::to_string(in) + "->" +
+                             std::to_string(out) + ", batch " + std::to_string(n) + ")";
+    const cudaDataType_t y_type = last ? CUDA_R_32F : ab;
+    auto p = std::make_unique<LayerPlans>();
+    const size_t bias = offsets_[i] + static_cast<size_t>(in) * out;
+    // Row-major W[out][in] is column-major (in x out); a batch [n][w] is column-major (w x n).
+    // forward: Y (out x n) = W^T-op(A = W as in x out) * X (in x n); bias per row of Y.
+    RM_RETURN_IF_ERROR(
+        p->forward.plan(workspace_,
+                        {CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, ab, y_type, in, in, out,
+                         weightsForGemm(i), acts_[i].data(), acts_[i + 1].data(), biasForForward(i),
+                         last ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS},
+                        name + " forward"));
+    // wgrad: dW (in x out, fp32) = X (in x n) * dZ^T (dZ: out x n); bias gradient over n.
+    const void* dz = last ? dlogits_.data() : dacts_[(numLayers() - 1 - i) % 2].data();
+    RM_RETURN_IF_ERROR(p->wgrad.plan(
+        workspace_,
+        {CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, ab, CUDA_R_32F, in, out, in, acts_[i].data(), dz,
+         grads_.data() + offsets_[i], grads_.data() + bias, CUBLASLT_EPILOGUE_BGRADB},
+        name + " weight gradient"));
+    if (i > 0) {
+      // dgrad: dX (in x n) = W (in x out) * dZ (out x n).
+      const void* dx = dacts_[(numLayers() - i) % 2].data();
+      RM_RETURN_IF_ERROR(
+          p->dgrad.plan(workspace_,
+                        {CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, ab, ab, in, out, in,
+                         weightsForGemm(i), dz, dx, nullptr, CUBLASLT_EPILOGUE_DEFAULT},
+                        name + " input gradient"));
+    }
+    fused_forward_ += p->forward.fused;
+    fused_bias_grad_ += p->wgrad.fused;
+    gemms_planned_ += 1;
+    plans.push_back(std::move(p));
+  }
+  plans_[n] = std::move(plans);
+  return Status::Ok();
+}
+
+Status GpuMlp::forwardLoss(int n, bool train, double loss_weight, LossTotals* totals,
+                           cudaStream_t stream) {
+  RM_RETURN_IF_ERROR(prepare(n));
+  const auto& plans = plans_[n];
+  for (int i = 0; i < numLayers(); ++i) {
+    const LayerPlans& p = *plans[i];
+    const bool last = i + 1 == numLayers();
+    RM_RETURN_IF_ERROR(p.forward.run(workspace_, weightsForGemm(i), acts_[i].data(),
+                                     acts_[i + 1].data(), stream,
+                                     "layer " + std::to_string(i) + " forward"));
+    if (!p.forward.fused) {
+      const size_t bias = offsets_[i] + static_cast<size_t>(widths_[i]) * widths_[i + 1];
+      launchBiasActivation(acts_[i + 1].data(), last ? Precision::kFp32 : precision_,
+                           params_.data() + bias, n, widths_[i + 1], !last, stream);
+    }
+  }
+  launchSoftmaxCrossEntropy(logits(), labels_.data(), n, numClasses(),
+                            train ? dlogits_.data() : nullptr, precision_, loss_weight, totals,
+                            stream);
+  return Status::Ok();
+}
+
+Status GpuMlp::backward(int n, cudaStream_t stream, const std::function<void(int)>& on_ready) {
+  RM_RETURN_IF_ERROR(prepare(n));
+  const auto& plans = plans_[n];
+  const int layers = numLayers();
+  for (int i = layers - 1; i >= 0; --i) {
+    const LayerPlans& p = *plans[i];
+    const bool last = i + 1 == layers;
+    const int in = widths_[i], out = widths_[i + 1];
+    const size_t bias = offsets_[i] + static_cast<size_t>(in) * out;
+    void* dz = last ? dlogits_.data() : dacts_[(layers - 1 - i) % 2].data();
+    RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, acts_[i].data(), dz, grads_.data() + offsets_[i],
+                                   stream, "layer " + std::to_string(i) + " weight gradient"));
+    if (!p.wgrad.fused) launchBiasGrad(dz, precision_, n, out, grads_.data() + bias, stream);
+    if (on_ready) on_ready(i);
+    if (i > 0) {
+      void* dx = dacts_[(layers - i) % 2].data();
+      RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, weightsForGemm(i), dz, dx, stream,
+                                     "layer " + std::to_string(i) + " input gradient"));
+      // acts_[i] is the ReLU output of layer i - 1: its gradient passes where it is positive.
+      launchReluBackward(dx, acts_[i].data(), static_cast<size_t>(n) * in, precision_, stream);
+    }
+  }
+  return Status::Ok();
+}
+
+void GpuMlp::syncBf16Params(cudaStream_t stream) {
+  if (precision_ == Precision::kBf16)
+    launchFloatToBf16(params_.data(), bf16_params_.data(), params_.size(), stream);
+}
+
+std::string GpuMlp::describe() const {
+  return std::string(precisionName(precision_)) + " cuBLASLt GEMMs; fused epilogues: bias(+relu) " +
+         std::to_string(fused_forward_) + "/" + std::to_string(gemms_planned_) +
+         ", bias gradient " + std::to_string(fused_bias_grad_) + "/" +
+         std::to_string(gemms_planned_);
+}
+
+}  // namespace ringmaster::trainer::gpu

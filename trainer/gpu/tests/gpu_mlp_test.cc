@@ -1,0 +1,189 @@
+// One GPU step against one CPU step on the same weights and batch: the fp32 gradients, loss,
+// hits and SGD update must agree to GEMM rounding; bf16 must follow fp32 closely. Skips
+// without a GPU.
+
+#include "trainer/gpu/gpu_mlp.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "trainer/gpu/device_buffer.h"
+#include "trainer/gpu/kernels.h"
+#include "trainer/gpu/tests/gpu_test_util.h"
+#include "trainer/model/tests/test_util.h"
+#include "trainer/optim/optimizer.h"
+
+namespace ringmaster::trainer::gpu {
+namespace {
+
+using model::testing::near;
+using model::testing::randomFloats;
+using model::testing::randomLabels;
+
+constexpr int kBatch = 48;
+
+model::ModelConfig smallMlp() {
+  model::ModelConfig c;
+  c.type = "mlp";
+  c.hidden = {64, 40};  // 40: a width whose bias offsets are not 16-byte aligned in bf16
+  return c;
+}
+
+// A GPU model with its own cuBLASLt handle, workspace and stream.
+struct Rig {
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  DeviceBuffer<uint8_t> workspace;
+  DeviceBuffer<LossTotals> totals;
+  std::unique_ptr<GpuMlp> mlp;
+
+  void init(model::Model& host, Precision precision) {
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+    ASSERT_TRUE(workspace.allocate(32 << 20, "workspace").ok());
+    ASSERT_TRUE(totals.allocate(1, "totals", true).ok());
+    auto made =
+        GpuMlp::create(host, smallMlp(), precision, {lt, workspace.data(), 32u << 20}, stream);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    mlp = std::move(made).value();
+  }
+  ~Rig() {
+    mlp.reset();
+    if (lt) cublasLtDestroy(lt);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  // Uploads x (fp32, converted for bf16) and y, then forward + backward.
+  void step(const std::vector<float>& x, const std::vector<int32_t>& y, int n,
+            std::vector<int>* ready) {
+    if (mlp->precision() == Precision::kBf16) {
+      DeviceBuffer<float> staging;
+      ASSERT_TRUE(staging.allocate(x.size(), "x").ok());
+      cudaMemcpy(staging.data(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+      launchFloatToBf16(staging.data(), static_cast<uint16_t*>(mlp->input()), x.size(), stream);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    } else {
+      cudaMemcpy(mlp->input(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+    }
+    cudaMemcpy(mlp->labels(), y.data(), y.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+    cudaMemset(totals.data(), 0, sizeof(LossTotals));
+    ASSERT_TRUE(mlp->forwardLoss(n, true, 1.0 / n, totals.data(), stream).ok());
+    ASSERT_TRUE(mlp->backward(n, stream, [&](int layer) { ready->push_back(layer); }).ok());
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  }
+
+  std::vector<float> download(const float* device, size_t n) const {
+    std::vector<float> out(n);
+    cudaMemcpy(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost);
+    return out;
+  }
+  LossTotals readTotals() const {
+    LossTotals t;
+    cudaMemcpy(&t, totals.data(), sizeof t, cudaMemcpyDeviceToHost);
+    return t;
+  }
+};
+
+TEST(GpuMlp, OneFp32StepMatchesTheCpuStep) {
+  RM_REQUIRE_GPU();
+  auto cpu = model::Model::create(smallMlp(), 7, kBatch);
+  auto init = model::Model::create(smallMlp(), 7, kBatch);
+  ASSERT_TRUE(cpu.ok() && init.ok());
+  Rig rig;
+  rig.init(**init, Precision::kFp32);
+  const auto x = randomFloats(kBatch * 784, 1);
+  const auto y = randomLabels(kBatch, 10, 2);
+  int cpu_hits = 0;
+  const float cpu_loss = (*cpu)->forwardLoss(x.data(), y.data(), kBatch, &cpu_hits);
+  (*cpu)->backward({});
+  std::vector<int> ready;
+  rig.step(x, y, kBatch, &ready);
+  EXPECT_EQ(ready, (std::vector<int>{2, 1, 0})) << "layers report ready last first";
+
+  const LossTotals t = rig.readTotals();
+  EXPECT_TRUE(near(t.loss_sum, cpu_loss, 1e-5, 1e-5)) << t.loss_sum << " vs " << cpu_loss;
+  EXPECT_EQ(static_cast<int>(t.hits), cpu_hits);
+  const auto gpu_grads = rig.download(rig.mlp->grads(), rig.mlp->numParams());
+  const auto cpu_grads = (*cpu)->grads();
+  ASSERT_EQ(gpu_grads.size(), cpu_grads.size());
+  for (size_t i = 0; i < gpu_grads.size(); ++i)
+    ASSERT_TRUE(near(gpu_grads[i], cpu_grads[i], 1e-6, 1e-4))
+        << "gradient " << i << ": " << gpu_grads[i] << " vs " << cpu_grads[i];
+
+  // The fused SGD update (scalars computed on the device at step 0) against the CPU's.
+  optim::OptimizerConfig oc;
+  oc.learning_rate = 0.05;
+  oc.momentum = 0.9;
+  oc.weight_decay = 1e-4;
+  auto sgd = optim::Optimizer::create(oc, cpu_grads.size());
+  ASSERT_TRUE(sgd.ok());
+  (*sgd)->step((*cpu)->params(), cpu_grads);
+  DeviceBuffer<float> momentum;
+  DeviceBuffer<StepCounters> counters;
+  DeviceBuffer<SgdScalars> scalars;
+  ASSERT_TRUE(momentum.allocate(rig.mlp->numParams(), "momentum", true).ok());
+  ASSERT_TRUE(counters.allocate(1, "counters", true).ok());
+  ASSERT_TRUE(scalars.allocate(1, "scalars").ok());
+  launchSgdScalars({oc.learning_rate, 0, false}, {0, 0.9f, 1e-4f, false}, counters.data(),
+                   scalars.data(), rig.stream);
+  launchSgdStep(rig.mlp->params(), rig.mlp->grads(), momentum.data(), rig.mlp->numParams(),
+                scalars.data(), nullptr, rig.stream);
+  ASSERT_EQ(cudaStreamSynchronize(rig.stream), cudaSuccess);
+  const auto gpu_params = rig.download(rig.mlp->params(), rig.mlp->numParams());
+  const auto cpu_params = (*cpu)->params();
+  for (size_t i = 0; i < gpu_params.size(); ++i)
+    ASSERT_TRUE(near(gpu_params[i], cpu_params[i], 1e-7, 1e-5))
+        << "parameter " << i << ": " << gpu_params[i] << " vs " << cpu_params[i];
+}
+
+TEST(GpuMlp, Bf16StepFollowsFp32) {
+  RM_REQUIRE_GPU();
+  auto a = model::Model::create(smallMlp(), 9, kBatch);
+  auto b = model::Model::create(smallMlp(), 9, kBatch);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Rig fp32, bf16;
+  fp32.init(**a, Precision::kFp32);
+  bf16.init(**b, Precision::kBf16);
+  const auto x = randomFloats(kBatch * 784, 3);
+  const auto y = randomLabels(kBatch, 10, 4);
+  std::vector<int> ready_a, ready_b;
+  fp32.step(x, y, kBatch, &ready_a);
+  bf16.step(x, y, kBatch, &ready_b);
+  EXPECT_NEAR(bf16.readTotals().loss_sum, fp32.readTotals().loss_sum, 2e-2);
+  const auto ga = fp32.download(fp32.mlp->grads(), fp32.mlp->numParams());
+  const auto gb = bf16.download(bf16.mlp->grads(), bf16.mlp->numParams());
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < ga.size(); ++i) {
+    dot += double(ga[i]) * gb[i];
+    na += double(ga[i]) * ga[i];
+    nb += double(gb[i]) * gb[i];
+  }
+  EXPECT_GT(dot / std::sqrt(na * nb), 0.99) << "bf16 gradients point where fp32's do";
+}
+
+TEST(GpuMlp, ShortBatchAndEvaluationCountLikeTheCpu) {
+  RM_REQUIRE_GPU();
+  auto cpu = model::Model::create(smallMlp(), 11, kBatch);
+  auto init = model::Model::create(smallMlp(), 11, kBatch);
+  ASSERT_TRUE(cpu.ok() && init.ok());
+  Rig rig;
+  rig.init(**init, Precision::kFp32);
+  const int n = 5;
+  const auto x = randomFloats(n * 784, 5);
+  const auto y = randomLabels(n, 10, 6);
+  double cpu_loss_sum = 0;
+  const int cpu_hits = (*cpu)->evaluate(x.data(), y.data(), n, &cpu_loss_sum);
+  cudaMemcpy(rig.mlp->input(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(rig.mlp->labels(), y.data(), y.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+  ASSERT_TRUE(rig.mlp->forwardLoss(n, /*train=*/false, 1.0, rig.totals.data(), rig.stream).ok());
+  ASSERT_EQ(cudaStreamSynchronize(rig.stream), cudaSuccess);
+  const LossTotals t = rig.readTotals();
+  EXPECT_EQ(static_cast<int>(t.hits), cpu_hits);
+  EXPECT_TRUE(near(t.loss_sum, cpu_loss_sum, 1e-5, 1e-5));
+  EXPECT_FALSE(rig.mlp->prepare(kBatch + 1).ok()) << "batches beyond max_batch are refused";
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::gpu

@@ -1,0 +1,40 @@
+#pragma once
+// What both trainers (CPU: trainer.h, GPU: gpu/gpu_trainer.h) share around checkpoints: where
+// training stands, the resume-or-sync at start and writing a checkpoint. The GPU trainer
+// keeps a host mirror (a model::Model and an optim::Optimizer) that it copies its device state
+// into before saving and out of after restoring.
+//
+// Thread-safety: one call per rank at a time. Failure: restoreOrSync returns checkpoint I/O and
+// communication errors; saveCheckpoint the write error naming the step.
+
+#include <cstdint>
+
+#include "ringmaster/core/status.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/config.h"
+#include "trainer/model/model.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/trainer_metrics.h"
+
+namespace ringmaster::trainer {
+
+// Where training stands; what a checkpoint records and a resume restores.
+struct Position {
+  int64_t epoch = 0;          // epochs completed
+  int64_t step = 0;           // global optimizer steps completed
+  int64_t step_in_epoch = 0;  // steps of the current epoch completed
+};
+
+// Rank 0 loads the newest valid checkpoint (if any) and every rank receives its contents, or
+// rank 0's freshly initialized parameters when there is none. Sets *pos and *resumed_from (the
+// step resumed at) after a resume.
+core::Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm,
+                           model::Model& model, optim::Optimizer& optimizer, Position* pos,
+                           int64_t* resumed_from);
+
+// Writes model and optimizer at `pos` to config.checkpoint.path (rank 0 calls it).
+core::Status saveCheckpoint(const TrainerConfig& config, model::Model& model,
+                            optim::Optimizer& optimizer, const Position& pos,
+                            TrainerMetrics* metrics);
+
+}  // namespace ringmaster::trainer
