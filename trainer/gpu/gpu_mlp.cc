@@ -178,15 +178,16 @@ size_t GpuMlp::layerCount(int layer) const {
 
 Result<std::unique_ptr<GpuMlp>> GpuMlp::create(model::Model& host_model,
                                                const model::ModelConfig& config,
-                                               Precision precision, GemmWorkspace workspace,
-                                               cudaStream_t stream) {
+                                               Precision precision, int max_batch,
+                                               GemmWorkspace workspace, cudaStream_t stream) {
   if (config.type != "mlp")
     return core::invalidArgument("model.type " + config.type +
                                  ": the GPU path has the MLP only so far (use device: cpu)");
   std::unique_ptr<GpuMlp> m(new GpuMlp());
   m->precision_ = precision;
   m->workspace_ = workspace;
-  m->max_batch_ = host_model.maxBatch();
+  if (max_batch < 1) return core::invalidArgument("batch size must be >= 1");
+  m->max_batch_ = max_batch;
   m->widths_.push_back(static_cast<int>(host_model.inputSize()));
   for (int h : config.hidden) m->widths_.push_back(h);
   m->widths_.push_back(host_model.numClasses());

@@ -50,11 +50,12 @@ struct GemmWorkspace {
 
 class GpuMlp {
  public:
-  // Copies host_model's parameters (an MLP; its layout is this model's) to the device.
+  // Copies host_model's parameters (an MLP; its layout is this model's) to the device; the GPU
+  // model takes batches of up to max_batch (the host model's own batch size does not matter).
   static core::Result<std::unique_ptr<GpuMlp>> create(model::Model& host_model,
                                                       const model::ModelConfig& config,
-                                                      Precision precision, GemmWorkspace workspace,
-                                                      cudaStream_t stream);
+                                                      Precision precision, int max_batch,
+                                                      GemmWorkspace workspace, cudaStream_t stream);
   ~GpuMlp();
   GpuMlp(const GpuMlp&) = delete;
   GpuMlp& operator=(const GpuMlp&) = delete;

@@ -153,8 +153,9 @@ Result<TrainSummary> GpuTrainer::run() {
   RM_RETURN_IF_ERROR(st.gemm_workspace.allocate(kGemmWorkspaceBytes, "GEMM workspace"));
 
   // The host model gives the initialization (same seed, same values as the CPU path) and is the
-  // mirror that checkpoints are written from and restored into.
-  RM_ASSIGN_OR_RETURN(st.host_model, model::Model::create(config_.model, config_.seed, batch));
+  // mirror that checkpoints are written from and restored into; it never runs a batch, so its
+  // activations are sized for one sample.
+  RM_ASSIGN_OR_RETURN(st.host_model, model::Model::create(config_.model, config_.seed, 1));
   model::Model& host_model = *st.host_model;
   if (host_model.inputSize() != train.featureSize())
     return core::invalidArgument("model expects " + std::to_string(host_model.inputSize()) +
@@ -175,7 +176,7 @@ Result<TrainSummary> GpuTrainer::run() {
       restoreOrSync(config_, comm, host_model, host_optimizer, &pos, &summary.resumed_from_step));
 
   RM_ASSIGN_OR_RETURN(
-      st.mlp, GpuMlp::create(host_model, config_.model, precision,
+      st.mlp, GpuMlp::create(host_model, config_.model, precision, batch,
                              {st.lt, st.gemm_workspace.data(), kGemmWorkspaceBytes}, st.compute));
   GpuMlp& mlp = *st.mlp;
   const size_t num_params = mlp.numParams();

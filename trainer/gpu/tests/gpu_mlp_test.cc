@@ -44,8 +44,8 @@ struct Rig {
     ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
     ASSERT_TRUE(workspace.allocate(32 << 20, "workspace").ok());
     ASSERT_TRUE(totals.allocate(1, "totals", true).ok());
-    auto made =
-        GpuMlp::create(host, smallMlp(), precision, {lt, workspace.data(), 32u << 20}, stream);
+    auto made = GpuMlp::create(host, smallMlp(), precision, kBatch,
+                               {lt, workspace.data(), 32u << 20}, stream);
     ASSERT_TRUE(made.ok()) << made.status().message();
     mlp = std::move(made).value();
   }
