@@ -183,6 +183,8 @@ Result<TrainSummary> Trainer::run() {
       train_seconds += step_seconds;
 
       ++pos.step;
+      pos.epoch = epoch;  // where a checkpoint taken now (max_steps, stop) resumes
+      pos.step_in_epoch = b + 1;
       epoch_samples += static_cast<int64_t>(n) * world;
       loss_sum += loss;
       ++loss_count;

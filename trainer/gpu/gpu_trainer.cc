@@ -391,6 +391,8 @@ Result<TrainSummary> GpuTrainer::run() {
         RM_RETURN_IF_ERROR_CTX(enqueueStep(n), who + ": step " + std::to_string(pos.step + 1));
       }
       ++pos.step;
+      pos.epoch = epoch;  // where a checkpoint taken now (max_steps, stop) resumes
+      pos.step_in_epoch = b + 1;
       ++steps_this_epoch;
       epoch_samples += static_cast<int64_t>(n) * world;
       comm_calls_total += st.buckets.size();

@@ -1,6 +1,7 @@
 // Data-parallel equivalence: W ranks x batch b train to the same parameters as 1 rank x batch W*b
 // (the sampler's strided shards make the global batches identical; gradients are averaged).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -155,6 +156,38 @@ TEST_F(Equivalence, TwoShmRanksOfBatch64MatchOneRankOfBatch128) {
 TEST_F(Equivalence, FourRanksOfBatch32MatchOneRankOfBatch128) {
   auto four = trainRanks(comm::makeInProcCommunicators(4), 32);
   EXPECT_LE(relativeError(four, reference()), 1e-5);
+}
+
+// A run cut short by maxSteps checkpoints where it stopped inside the epoch; resuming goes on
+// from there: the same parameters as one uninterrupted run of the same steps.
+TEST_F(Equivalence, MaxStepsCheckpointResumesMidEpoch) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("rm-maxsteps-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto runOnce = [&](int64_t max_steps, const std::string& ckpt) {
+    TrainerConfig c = config(128);
+    c.max_steps = max_steps;
+    c.checkpoint.path = ckpt;
+    c.checkpoint.every_steps = 0;
+    auto comms = comm::makeInProcCommunicators(1);
+    TrainerContext ctx;
+    ctx.comm = comms[0].get();
+    ctx.train = train_;
+    ctx.test = test_;
+    Trainer t(c, ctx);
+    auto s = t.run();
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return std::make_pair(s.ok() ? *s : TrainSummary{}, t.parameters());
+  };
+  auto [first, ignored] = runOnce(20, dir.string());
+  EXPECT_EQ(first.steps, 20);
+  auto [resumed, params] = runOnce(50, dir.string());
+  EXPECT_EQ(resumed.resumed_from_step, 20);
+  EXPECT_EQ(resumed.steps, 50);
+  auto [straight, reference_params] = runOnce(50, "");
+  EXPECT_LE(relativeError(params, reference_params), 1e-6)
+      << "the resumed run must continue at step 21 of the epoch, not at its start";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
