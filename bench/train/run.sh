@@ -3,9 +3,14 @@
 # Same MLP 784-512-512-10, same Fashion-MNIST, same schedule, batch 128 per rank, 2 ranks with
 # one thread each. Prints samples/s and test accuracy of both and `ratio` lines.
 #   bench/train/run.sh [--repeats N] [--epochs E] [--backend auto|gloo|shm|mpi]
+#   bench/train/run.sh --gpu [gpu.sh's options]   the GPU comparison instead (bench/train/gpu.sh)
 # Needs an optimized build in build/ (scripts/run-main or scripts/build build -DCMAKE_BUILD_TYPE=Release).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+if [[ ${1:-} == --gpu ]]; then
+  shift
+  exec bash "$root/bench/train/gpu.sh" "$@"
+fi
 repeats=3 epochs=5 backend=auto
 while [[ $# -gt 0 ]]; do
   case $1 in
