@@ -17,6 +17,7 @@
 #include "trainer/model/model.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/resume.h"
+#include "trainer/run_report.h"
 
 namespace ringmaster::trainer {
 
@@ -28,15 +29,6 @@ namespace {
 
 double secondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-std::string humanBytesPerSecond(double bps) {
-  char buf[32];
-  if (bps >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.2f GB/s", bps / 1e9);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f MB/s", bps / 1e6);
-  return buf;
 }
 
 void drawProgressBar(int64_t epoch, int64_t epochs, int64_t done, int64_t total, double loss,
@@ -127,12 +119,7 @@ Result<TrainSummary> Trainer::run() {
   TrainerMetrics* metrics = ctx_.metrics;
 
   double train_seconds = 0;  // inside steps
-  double train_wall = 0;     // epoch loops, without evaluation
-  double steady_wall = 0;    // the same after this run's first epoch
-  int64_t steady_samples = 0;
-  const int64_t first_epoch = pos.epoch;
-  int64_t samples_run = 0;  // on all ranks, in this run
-  double comm_seconds_total = 0, exposed_total = 0;
+  RunReport report(rank, world, config_.epochs, pos.epoch, metrics);
   uint64_t comm_bytes_total = 0, comm_calls_total = 0;
   bool reached_max_steps = max_steps > 0 && pos.step >= max_steps;
 
@@ -220,8 +207,6 @@ Result<TrainSummary> Trainer::run() {
       }
     }
     const double epoch_wall = secondsBetween(epoch_start, Clock::now());
-    comm_seconds_total += epoch_comm;
-    exposed_total += epoch_exposed;
     comm_bytes_total += epoch_bytes;
 
     // Evaluate on this rank's strided share of the test set; sum the counts over ranks.
@@ -234,83 +219,36 @@ Result<TrainSummary> Trainer::run() {
       data::gatherBatch(test, test_idx.data() + begin, n, x.data(), y.data());
       test_correct += model.evaluate(x.data(), y.data(), n, &test_loss_sum);
     }
-    float totals[5] = {static_cast<float>(test_correct), static_cast<float>(test_loss_sum),
-                       static_cast<float>(test_idx.size()), static_cast<float>(loss_sum),
-                       static_cast<float>(loss_count)};
+    EpochTotals totals(static_cast<double>(test_correct), test_loss_sum,
+                       static_cast<double>(test_idx.size()), loss_sum,
+                       static_cast<double>(loss_count));
     if (world > 1) {
       comm::AllreduceOptions opts = ar_options;
       opts.tag = "epoch totals";
       RM_RETURN_IF_ERROR_CTX(
-          comm.allreduceSum(totals, 5, opts),
+          comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
           "rank " + std::to_string(rank) + ": epoch " + std::to_string(epoch + 1));
     }
-    summary.test_accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0;
-    summary.test_loss = totals[2] > 0 ? totals[1] / totals[2] : 0;
-    summary.final_train_loss = totals[4] > 0 ? totals[3] / totals[4] : 0;
-    const int64_t steps_this_epoch = loss_count;
-    const double sps = epoch_wall > 0 ? static_cast<double>(epoch_samples) / epoch_wall : 0;
-    train_wall += epoch_wall;
-    if (epoch > first_epoch) {
-      steady_wall += epoch_wall;
-      steady_samples += epoch_samples;
-    }
-    samples_run += epoch_samples;
-    const double busbw =
-        comm::allreduceBusBandwidth(static_cast<double>(epoch_bytes), epoch_comm, world);
-    const double overlap = epoch_comm > 0 ? std::max(0.0, 1.0 - epoch_exposed / epoch_comm) : 0;
-    if (metrics) {
-      metrics->loss->Set(summary.final_train_loss);
-      metrics->accuracy->Set(summary.test_accuracy);
-      metrics->samples_per_second->Set(sps);
-      metrics->bus_bandwidth->Set(busbw);
-      metrics->overlap_ratio->Set(overlap);
-      metrics->comm_hidden_seconds->Increment(std::max(0.0, epoch_comm - epoch_exposed));
-      metrics->comm_exposed_seconds->Increment(epoch_exposed);
-    }
     if (ctx_.progress_bar && rank == 0) std::printf("\n");
+    report.endEpoch(
+        {epoch, epoch_wall, epoch_samples, loss_count, epoch_comm, epoch_exposed, epoch_bytes, ""},
+        totals, &summary);
     if (!reached_max_steps) {
       pos = {epoch + 1, pos.step, 0};
       summary.epochs = epoch + 1;
     } else {
       summary.epochs = epoch;
     }
-    if (rank == 0) {
-      char line[512];
-      std::snprintf(line, sizeof line,
-                    "epoch %lld/%lld: train loss %.4f, test accuracy %.2f%% (loss %.4f), "
-                    "%.0f samples/s, %lld steps in %.1f s",
-                    (long long)(epoch + 1), (long long)config_.epochs, summary.final_train_loss,
-                    100.0 * summary.test_accuracy, summary.test_loss, sps,
-                    (long long)steps_this_epoch, epoch_wall);
-      std::string text = line;
-      if (world > 1)
-        text += ", allreduce " + humanBytesPerSecond(busbw) + " busbw, " +
-                std::to_string(static_cast<int>(overlap * 100)) + "% hidden behind backward";
-      RM_LOG(INFO, STEP) << text;
-      if (checkpoints && !reached_max_steps)
-        RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos, metrics));
-    }
+    if (rank == 0 && checkpoints && !reached_max_steps)
+      RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos, metrics));
   }
   if (rank == 0 && checkpoints && reached_max_steps)
     RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos, metrics));
 
-  summary.steps = pos.step;
-  summary.train_seconds = train_wall;
-  summary.samples_per_second = train_wall > 0 ? static_cast<double>(samples_run) / train_wall : 0;
-  summary.steady_samples_per_second = steady_wall > 0
-                                          ? static_cast<double>(steady_samples) / steady_wall
-                                          : summary.samples_per_second;
-  if (rank == 0 && train_wall > 0)
-    RM_LOG(DEBUG, STEP) << "time inside steps " << train_seconds << " s of " << train_wall << " s";
-  summary.allreduce_calls = comm_calls_total;
-  summary.allreduce_bytes = comm_bytes_total;
-  summary.allreduce_seconds = comm_seconds_total;
-  summary.allreduce_bus_bandwidth =
-      comm::allreduceBusBandwidth(static_cast<double>(comm_bytes_total), comm_seconds_total, world);
-  summary.comm_exposed_seconds = exposed_total;
-  summary.comm_hidden_seconds = std::max(0.0, comm_seconds_total - exposed_total);
-  summary.overlap_ratio =
-      comm_seconds_total > 0 ? summary.comm_hidden_seconds / comm_seconds_total : 0;
+  report.finish(pos.step, comm_calls_total, comm_bytes_total, &summary);
+  if (rank == 0 && report.trainSeconds() > 0)
+    RM_LOG(DEBUG, STEP) << "time inside steps " << train_seconds << " s of "
+                        << report.trainSeconds() << " s";
   return summary;
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 
 #include "ringmaster/core/log.h"
 #include "trainer/gpu/cuda_status.h"
@@ -17,6 +16,7 @@
 #include "trainer/model/model.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/resume.h"
+#include "trainer/run_report.h"
 
 namespace ringmaster::trainer::gpu {
 
@@ -332,12 +332,9 @@ Result<TrainSummary> GpuTrainer::run() {
   const int64_t max_steps = config_.max_steps;
   TrainerMetrics* metrics = ctx_.metrics;
   bool reached_max_steps = max_steps > 0 && pos.step >= max_steps;
-  double train_wall = 0, steady_wall = 0;
-  int64_t samples_run = 0, steady_samples = 0;
-  double comm_seconds_total = 0, exposed_total = 0;  // over timed steps
-  uint64_t comm_bytes_timed = 0, comm_calls_total = 0, comm_bytes_total = 0;
+  RunReport report(rank, world, config_.epochs, pos.epoch, metrics);
+  uint64_t comm_calls_total = 0, comm_bytes_total = 0;
   int64_t timed_steps = 0;
-  const int64_t first_epoch = pos.epoch;
   size_t bucket_bytes = 0;
   for (const Bucket& b : st.buckets) bucket_bytes += b.count * sizeof(float);
 
@@ -357,6 +354,10 @@ Result<TrainSummary> GpuTrainer::run() {
     RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "starting epoch");
     const auto epoch_start = Clock::now();
     int64_t epoch_samples = 0, steps_this_epoch = 0;
+    // Allreduce time, the part backward did not hide, and their bytes: timed steps only (the
+    // others run unobserved inside the graph).
+    double epoch_comm = 0, epoch_exposed = 0;
+    uint64_t epoch_comm_bytes = 0;
 
     for (int64_t b = first_batch; b < num_batches; ++b) {
       if (ctx_.stop && ctx_.stop->stopRequested()) {
@@ -410,9 +411,9 @@ Result<TrainSummary> GpuTrainer::run() {
           if (metrics) metrics->allreduce_seconds->Observe(ms / 1000.0);
         }
         cudaEventElapsedTime(&exposed_ms, st.backward_end, st.timed_comm_done);
-        comm_seconds_total += comm_ms / 1000.0;
-        exposed_total += std::max(0.0f, exposed_ms) / 1000.0;
-        comm_bytes_timed += bucket_bytes;
+        epoch_comm += comm_ms / 1000.0;
+        epoch_exposed += std::max(0.0f, exposed_ms) / 1000.0;
+        epoch_comm_bytes += bucket_bytes;
         ++timed_steps;
       }
       if (metrics) {
@@ -466,85 +467,42 @@ Result<TrainSummary> GpuTrainer::run() {
                                             cudaMemcpyDeviceToHost, st.compute),
                             "reading the evaluation");
     RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "evaluation");
-    float totals[5] = {static_cast<float>(eval.hits), static_cast<float>(eval.loss_sum),
-                       static_cast<float>(test_count), static_cast<float>(epoch_totals.loss_sum),
-                       static_cast<float>(steps_this_epoch)};
+    EpochTotals totals(static_cast<double>(eval.hits), eval.loss_sum,
+                       static_cast<double>(test_count), epoch_totals.loss_sum,
+                       static_cast<double>(steps_this_epoch));
     if (world > 1) {
       comm::AllreduceOptions opts;
       opts.tag = "epoch totals";
-      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals, 5, opts),
+      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
                              who + ": epoch " + std::to_string(epoch + 1));
     }
-    summary.test_accuracy = totals[2] > 0 ? totals[0] / totals[2] : 0;
-    summary.test_loss = totals[2] > 0 ? totals[1] / totals[2] : 0;
-    summary.final_train_loss = totals[4] > 0 ? totals[3] / totals[4] : 0;
-    const double sps = epoch_wall > 0 ? static_cast<double>(epoch_samples) / epoch_wall : 0;
-    train_wall += epoch_wall;
-    samples_run += epoch_samples;
-    if (epoch > first_epoch) {
-      steady_wall += epoch_wall;
-      steady_samples += epoch_samples;
-    }
-    const double busbw = comm::allreduceBusBandwidth(static_cast<double>(comm_bytes_timed),
-                                                     comm_seconds_total, world);
-    const double overlap =
-        comm_seconds_total > 0 ? std::max(0.0, 1.0 - exposed_total / comm_seconds_total) : 0;
-    if (metrics) {
-      metrics->loss->Set(summary.final_train_loss);
-      metrics->accuracy->Set(summary.test_accuracy);
-      metrics->samples_per_second->Set(sps);
-      metrics->bus_bandwidth->Set(busbw);
-      metrics->overlap_ratio->Set(overlap);
-      // The host does not see single GPU steps: the histogram gets the epoch's mean step.
-      if (steps_this_epoch > 0) metrics->step_seconds->Observe(epoch_wall / steps_this_epoch);
-    }
+    // The host does not see single GPU steps: the histogram gets the epoch's mean step.
+    if (metrics && steps_this_epoch > 0)
+      metrics->step_seconds->Observe(epoch_wall / static_cast<double>(steps_this_epoch));
+    report.endEpoch({epoch, epoch_wall, epoch_samples, steps_this_epoch, epoch_comm, epoch_exposed,
+                     epoch_comm_bytes,
+                     std::string(" on the GPU (") + precisionName(precision) +
+                         (st.graph_exec ? ", CUDA graph)" : ")")},
+                    totals, &summary);
     if (!reached_max_steps) {
       pos = {epoch + 1, pos.step, 0};
       summary.epochs = epoch + 1;
     } else {
       summary.epochs = epoch;
     }
-    if (rank == 0) {
-      char line[512];
-      std::snprintf(line, sizeof line,
-                    "epoch %lld/%lld: train loss %.4f, test accuracy %.2f%% (loss %.4f), "
-                    "%.0f samples/s, %lld steps in %.2f s on the GPU (%s%s)",
-                    (long long)(epoch + 1), (long long)config_.epochs, summary.final_train_loss,
-                    100.0 * summary.test_accuracy, summary.test_loss, sps,
-                    (long long)steps_this_epoch, epoch_wall, precisionName(precision),
-                    st.graph_exec ? ", CUDA graph" : "");
-      std::string text = line;
-      if (comm_seconds_total > 0)
-        text += ", allreduce " + std::to_string(static_cast<int>(overlap * 100)) +
-                "% hidden behind backward";
-      RM_LOG(INFO, STEP) << text;
-      if (checkpoints && !reached_max_steps) RM_RETURN_IF_ERROR(checkpointAt(pos));
-    }
+    if (rank == 0 && checkpoints && !reached_max_steps) RM_RETURN_IF_ERROR(checkpointAt(pos));
   }
   if (rank == 0 && checkpoints && reached_max_steps) RM_RETURN_IF_ERROR(checkpointAt(pos));
   RM_RETURN_IF_ERROR(mirrorToHost());
 
-  summary.steps = pos.step;
-  summary.train_seconds = train_wall;
-  summary.samples_per_second = train_wall > 0 ? static_cast<double>(samples_run) / train_wall : 0;
-  summary.steady_samples_per_second = steady_wall > 0
-                                          ? static_cast<double>(steady_samples) / steady_wall
-                                          : summary.samples_per_second;
-  summary.allreduce_calls = comm_calls_total;
-  summary.allreduce_bytes = comm_bytes_total;
-  // Time and overlap come from the timed steps (the others run unobserved inside graphs).
-  summary.allreduce_seconds = comm_seconds_total;
-  summary.allreduce_bus_bandwidth =
-      comm::allreduceBusBandwidth(static_cast<double>(comm_bytes_timed), comm_seconds_total, world);
-  summary.comm_exposed_seconds = exposed_total;
-  summary.comm_hidden_seconds = std::max(0.0, comm_seconds_total - exposed_total);
-  summary.overlap_ratio =
-      comm_seconds_total > 0 ? summary.comm_hidden_seconds / comm_seconds_total : 0;
+  report.finish(pos.step, comm_calls_total, comm_bytes_total, &summary);
   if (rank == 0 && timed_steps > 0)
-    RM_LOG(INFO, STEP) << "allreduce over " << timed_steps
-                       << " timed steps: " << comm_seconds_total * 1e3 / timed_steps
-                       << " ms per step, " << exposed_total * 1e3 / timed_steps
-                       << " ms exposed after backward";
+    RM_LOG(INFO, STEP) << "allreduce over " << timed_steps << " timed steps: "
+                       << summary.allreduce_seconds * 1e3 / static_cast<double>(timed_steps)
+                       << " ms per step, "
+                       << summary.comm_exposed_seconds * 1e3 / static_cast<double>(timed_steps)
+                       << " ms of it after backward ("
+                       << static_cast<int>(summary.overlap_ratio * 100) << "% hidden)";
   return summary;
 }
 
