@@ -8,42 +8,18 @@ Run by bench/train/run.sh; usable alone:
   RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29600 /usr/bin/python3 torch_ddp.py
 """
 import argparse
-import gzip
 import json
 import os
-import struct
-import sys
 import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-MEAN, STD = 0.2860, 0.3530  # the same normalization as ringmaster-trainer
-
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
+import fashion_mnist
 
 def load(data_dir, prefix):
-    def find(name):
-        for candidate in (name + ".gz", name):
-            p = os.path.join(data_dir, candidate)
-            if os.path.exists(p):
-                return p
-        sys.exit(f"torch_ddp: {name}(.gz) not found in {data_dir}")
-    images = read_idx(find(f"{prefix}-images-idx3-ubyte")).reshape(-1, 784).astype(np.float32)
-    labels = read_idx(find(f"{prefix}-labels-idx1-ubyte")).astype(np.int64)
-    images = (images / 255.0 - MEAN) / STD
-    return torch.from_numpy(images), torch.from_numpy(labels)
+    return fashion_mnist.load(data_dir, prefix, "torch_ddp")
 
 
 def main():
@@ -63,12 +39,7 @@ def main():
     torch.manual_seed(args.seed)
 
     widths = [784] + [int(h) for h in args.hidden.split(",")] + [10]
-    layers = []
-    for i in range(len(widths) - 1):
-        layers.append(nn.Linear(widths[i], widths[i + 1]))
-        if i < len(widths) - 2:
-            layers.append(nn.ReLU())
-    model = nn.parallel.DistributedDataParallel(nn.Sequential(*layers))
+    model = nn.parallel.DistributedDataParallel(fashion_mnist.mlp(widths))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = nn.CrossEntropyLoss()
 

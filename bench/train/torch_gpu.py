@@ -24,53 +24,24 @@ Run by bench/train/gpu.sh; usable alone:
 (--device cpu only smoke-tests the script on a machine without a GPU.)
 """
 import argparse
-import gzip
 import json
-import os
-import struct
 import sys
 import time
 import warnings
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-MEAN, STD = 0.2860, 0.3530  # the same normalization as ringmaster-trainer
+import fashion_mnist
+from fashion_mnist import mlp
+
 NAME = "torch_gpu.py"
 
 
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
 def load(data_dir, prefix, device):
-    """Images as normalized float32 [n, 784] and labels as int64 [n], both on `device`."""
-    def find(name):
-        for candidate in (name + ".gz", name):
-            p = os.path.join(data_dir, candidate)
-            if os.path.exists(p):
-                return p
-        sys.exit(f"{NAME}: {name}(.gz) not found in {data_dir}")
-    images = read_idx(find(f"{prefix}-images-idx3-ubyte")).reshape(-1, 784).astype(np.float32)
-    labels = read_idx(find(f"{prefix}-labels-idx1-ubyte")).astype(np.int64)
-    images = (images / 255.0 - MEAN) / STD
-    return torch.from_numpy(images).to(device), torch.from_numpy(labels).to(device)
-
-
-def mlp(widths):
-    layers = []
-    for i in range(len(widths) - 1):
-        layers.append(nn.Linear(widths[i], widths[i + 1]))
-        if i < len(widths) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
+    """Images and labels (fashion_mnist.load) on `device`."""
+    x, y = fashion_mnist.load(data_dir, prefix, NAME)
+    return x.to(device), y.to(device)
 
 
 def disable_tf32():
