@@ -30,6 +30,20 @@ std::vector<Bucket> planBuckets(const std::vector<model::ParamView>& views, size
   return buckets;
 }
 
+std::vector<std::vector<size_t>> bucketsByReadyLayer(const std::vector<Bucket>& buckets,
+                                                     const std::vector<size_t>& layer_offsets) {
+  std::vector<std::vector<size_t>> at(layer_offsets.size());
+  if (layer_offsets.empty()) return at;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    // The last layer starting at or before the bucket's first parameter.
+    const auto after =
+        std::upper_bound(layer_offsets.begin(), layer_offsets.end(), buckets[b].offset);
+    const size_t layer = after == layer_offsets.begin() ? 0 : (after - layer_offsets.begin()) - 1;
+    at[layer].push_back(b);
+  }
+  return at;
+}
+
 GradientBuckets::GradientBuckets(comm::Communicator* comm, float* grads,
                                  std::vector<Bucket> buckets, comm::AllreduceOptions options)
     : comm_(comm),

@@ -40,6 +40,13 @@ struct Bucket {
 std::vector<Bucket> planBuckets(const std::vector<model::ParamView>& views, size_t first_cap_bytes,
                                 size_t cap_bytes);
 
+// For a backward that reports whole layers, last first (the GPU model): entry i lists the
+// buckets to launch when layer i reports, i.e. those whose first parameter lies in layer i (every
+// parameter above it is final by then). layer_offsets: each layer's first flat index, ascending,
+// the first 0. Every bucket appears exactly once.
+std::vector<std::vector<size_t>> bucketsByReadyLayer(const std::vector<Bucket>& buckets,
+                                                     const std::vector<size_t>& layer_offsets);
+
 struct StepCommTiming {
   double comm_seconds = 0;
   double exposed_seconds = 0;

@@ -202,12 +202,9 @@ Result<TrainSummary> GpuTrainer::run() {
                            static_cast<size_t>(config_.first_bucket_cap_mb * (1 << 20)),
                            static_cast<size_t>(config_.bucket_cap_mb * (1 << 20)));
   const int layers = mlp.numLayers();
-  st.buckets_at_layer.assign(layers, {});
-  for (size_t b = 0; b < st.buckets.size(); ++b) {
-    int layer = layers - 1;
-    while (layer > 0 && mlp.layerOffset(layer) > st.buckets[b].offset) --layer;
-    st.buckets_at_layer[layer].push_back(b);
-  }
+  std::vector<size_t> layer_offsets;
+  for (int i = 0; i < layers; ++i) layer_offsets.push_back(mlp.layerOffset(i));
+  st.buckets_at_layer = bucketsByReadyLayer(st.buckets, layer_offsets);
   st.layer_ready.resize(layers);
   for (auto& e : st.layer_ready) RM_RETURN_IF_ERROR(makeEvent(&e, false, "layer event"));
   RM_RETURN_IF_ERROR(makeEvent(&st.comm_done, false, "communication event"));

@@ -46,6 +46,34 @@ TEST(PlanBuckets, OversizedParameterGetsItsOwnBucket) {
   EXPECT_EQ(plan[1].count, 1000u);
 }
 
+TEST(BucketsByReadyLayer, EachBucketLaunchesWhenTheLayerOfItsFirstParameterIsDone) {
+  // Params (weight, bias) of 3 layers: layer offsets 0, 120, 660.
+  auto v = views({100, 20, 500, 40, 50, 10});
+  auto plan = planBuckets(v, 1000, 2000);
+  // First cap 250 floats: bucket 0 = layer 2 (60) and layer 1's bias (40), from 620; cap 500:
+  // bucket 1 = layer 1's weight (120..620); bucket 2 = layer 0 (0..120).
+  ASSERT_EQ(plan.size(), 3u);
+  ASSERT_EQ(plan[0].offset, 620u);
+  ASSERT_EQ(plan[1].offset, 120u);
+  ASSERT_EQ(plan[2].offset, 0u);
+  auto at = bucketsByReadyLayer(plan, {0, 120, 660});
+  ASSERT_EQ(at.size(), 3u);
+  // Bucket 0 starts inside layer 1 (its bias at 620): it must wait for layer 1, not layer 2.
+  EXPECT_TRUE(at[2].empty());
+  EXPECT_EQ(at[1], (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(at[0], (std::vector<size_t>{2}));
+}
+
+TEST(BucketsByReadyLayer, BucketsAlignedWithLayersLaunchLayerByLayer) {
+  // Layer 0 = 30 + 10 floats, layer 1 = 60 + 20: caps of 80 then 40 floats cut at the layers.
+  auto plan = planBuckets(views({30, 10, 60, 20}), 4 * 80, 4 * 40);
+  ASSERT_EQ(plan.size(), 2u);
+  auto at = bucketsByReadyLayer(plan, {0, 40});
+  EXPECT_EQ(at[1], (std::vector<size_t>{0}));
+  EXPECT_EQ(at[0], (std::vector<size_t>{1}));
+  EXPECT_TRUE(bucketsByReadyLayer(plan, {}).empty());
+}
+
 // A communicator that records each allreduce and lets the test wait for one to start.
 class RecordingComm : public comm::Communicator {
  public:
