@@ -10,7 +10,7 @@
 #include "ringmaster/core/log.h"
 #include "trainer/gpu/cuda_status.h"
 #include "trainer/gpu/device_buffer.h"
-#include "trainer/gpu/gpu_mlp.h"
+#include "trainer/gpu/gpu_model.h"
 #include "trainer/gpu/kernels.h"
 #include "trainer/gradient_buckets.h"
 #include "trainer/model/model.h"
@@ -76,7 +76,7 @@ struct GpuTrainer::State {
   DeviceBuffer<uint8_t> gemm_workspace;
   std::unique_ptr<model::Model> host_model;  // init, layout, checkpoint mirror
   std::unique_ptr<optim::Optimizer> host_optimizer;
-  std::unique_ptr<GpuMlp> mlp;
+  std::unique_ptr<GpuModel> net;
   std::vector<DeviceBuffer<float>> optimizer_state;  // as host_optimizer->state()
   DeviceDataset train, test;
   DeviceBuffer<FeistelPermutation> permutation;
@@ -101,7 +101,7 @@ struct GpuTrainer::State {
       for (cudaEvent_t e : *list) cudaEventDestroy(e);
     for (cudaEvent_t e : {comm_done, backward_end, timed_comm_done})
       if (e) cudaEventDestroy(e);
-    mlp.reset();
+    net.reset();
     if (lt) cublasLtDestroy(lt);
     if (compute) cudaStreamDestroy(compute);
     if (comm) cudaStreamDestroy(comm);
@@ -113,9 +113,9 @@ GpuTrainer::GpuTrainer(TrainerConfig config, TrainerContext context)
 GpuTrainer::~GpuTrainer() = default;
 
 std::vector<float> GpuTrainer::parameters() const {
-  if (!state_->mlp) return {};
-  std::vector<float> out(state_->mlp->numParams());
-  if (cudaMemcpy(out.data(), state_->mlp->params(), out.size() * sizeof(float),
+  if (!state_->net) return {};
+  std::vector<float> out(state_->net->numParams());
+  if (cudaMemcpy(out.data(), state_->net->params(), out.size() * sizeof(float),
                  cudaMemcpyDeviceToHost) != cudaSuccess)
     return {};
   return out;
@@ -176,10 +176,10 @@ Result<TrainSummary> GpuTrainer::run() {
       restoreOrSync(config_, comm, host_model, host_optimizer, &pos, &summary.resumed_from_step));
 
   RM_ASSIGN_OR_RETURN(
-      st.mlp, GpuMlp::create(host_model, config_.model, precision, batch,
-                             {st.lt, st.gemm_workspace.data(), kGemmWorkspaceBytes}, st.compute));
-  GpuMlp& mlp = *st.mlp;
-  const size_t num_params = mlp.numParams();
+      st.net, GpuModel::create(host_model, config_.model, precision, batch,
+                               {st.lt, st.gemm_workspace.data(), kGemmWorkspaceBytes}, st.compute));
+  GpuModel& net = *st.net;
+  const size_t num_params = net.numParams();
   for (std::vector<float>* buffer : host_optimizer.state()) {
     DeviceBuffer<float> d;
     RM_RETURN_IF_ERROR(d.allocate(num_params, "optimizer state"));
@@ -201,9 +201,9 @@ Result<TrainSummary> GpuTrainer::run() {
   st.buckets = planBuckets(host_model.paramViews(),
                            static_cast<size_t>(config_.first_bucket_cap_mb * (1 << 20)),
                            static_cast<size_t>(config_.bucket_cap_mb * (1 << 20)));
-  const int layers = mlp.numLayers();
+  const int layers = net.numLayers();
   std::vector<size_t> layer_offsets;
-  for (int i = 0; i < layers; ++i) layer_offsets.push_back(mlp.layerOffset(i));
+  for (int i = 0; i < layers; ++i) layer_offsets.push_back(net.layerOffset(i));
   st.buckets_at_layer = bucketsByReadyLayer(st.buckets, layer_offsets);
   st.layer_ready.resize(layers);
   for (auto& e : st.layer_ready) RM_RETURN_IF_ERROR(makeEvent(&e, false, "layer event"));
@@ -235,7 +235,7 @@ Result<TrainSummary> GpuTrainer::run() {
   if (rank == 0)
     RM_LOG(INFO, STEP) << host_model.signature() << " on the GPU: " << num_params
                        << " parameters in " << st.buckets.size() << " gradient bucket(s); "
-                       << mlp.describe() << "; world size " << world << ", backend "
+                       << net.describe() << "; world size " << world << ", backend "
                        << comm.backend() << (config_.cuda_graph ? ", CUDA graph" : "");
 
   // Enqueues one step of n samples; `timed` records the timing events.
@@ -243,11 +243,11 @@ Result<TrainSummary> GpuTrainer::run() {
   auto enqueueStep = [&](int n) -> Status {
     BatchSource source{st.permutation.data(), &st.counters.data()->cursor, 0, rank, world, batch};
     launchGatherBatch(st.train.rows.data(), st.train.labels.data(),
-                      static_cast<int>(mlp.inputSize()), source, n, mlp.input(), mlp.labels(),
+                      static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
                       precision, st.compute);
-    RM_RETURN_IF_ERROR(mlp.forwardLoss(n, /*train=*/true, 1.0 / n, st.totals.data(), st.compute));
+    RM_RETURN_IF_ERROR(net.forwardLoss(n, /*train=*/true, 1.0 / n, st.totals.data(), st.compute));
     Status launch;
-    RM_RETURN_IF_ERROR(mlp.backward(n, st.compute, [&](int layer) {
+    RM_RETURN_IF_ERROR(net.backward(n, st.compute, [&](int layer) {
       if (!launch.ok() || st.buckets_at_layer[layer].empty()) return;
       launch = cudaStatus(cudaEventRecord(st.layer_ready[layer], st.compute), "layer event");
       if (launch.ok())
@@ -255,7 +255,7 @@ Result<TrainSummary> GpuTrainer::run() {
       for (size_t b : st.buckets_at_layer[layer]) {
         if (!launch.ok()) return;
         if (timed) cudaEventRecord(st.bucket_start[b], st.comm);
-        launch = collectives->allreduceAverageAsync(mlp.grads() + st.buckets[b].offset,
+        launch = collectives->allreduceAverageAsync(net.grads() + st.buckets[b].offset,
                                                     st.buckets[b].count, st.comm);
         if (timed) cudaEventRecord(st.bucket_end[b], st.comm);
       }
@@ -265,16 +265,16 @@ Result<TrainSummary> GpuTrainer::run() {
     RM_CUDA_RETURN_IF_ERROR(cudaEventRecord(st.comm_done, st.comm), "communication event");
     if (timed) cudaEventRecord(st.timed_comm_done, st.comm);
     RM_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(st.compute, st.comm_done, 0), "join");
-    uint16_t* bf16 = mlp.bf16Params();
+    uint16_t* bf16 = net.bf16Params();
     if (adam) {
       launchAdamScalars(schedule, adam_hyper, st.counters.data(), st.adam_scalars.data(),
                         st.compute);
-      launchAdamStep(mlp.params(), mlp.grads(), st.optimizer_state[0].data(),
+      launchAdamStep(net.params(), net.grads(), st.optimizer_state[0].data(),
                      st.optimizer_state[1].data(), num_params, st.adam_scalars.data(), bf16,
                      st.compute);
     } else {
       launchSgdScalars(schedule, sgd_base, st.counters.data(), st.sgd_scalars.data(), st.compute);
-      launchSgdStep(mlp.params(), mlp.grads(),
+      launchSgdStep(net.params(), net.grads(),
                     st.optimizer_state.empty() ? nullptr : st.optimizer_state[0].data(), num_params,
                     st.sgd_scalars.data(), bf16, st.compute);
     }
@@ -307,7 +307,7 @@ Result<TrainSummary> GpuTrainer::run() {
     RM_RETURN_IF_ERROR(collectives->asyncError());
     auto params = host_model.params();
     RM_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(params.data(), mlp.params(), params.size_bytes(), cudaMemcpyDeviceToHost),
+        cudaMemcpy(params.data(), net.params(), params.size_bytes(), cudaMemcpyDeviceToHost),
         "downloading parameters");
     auto state = host_optimizer.state();
     for (size_t i = 0; i < state.size(); ++i)
@@ -454,10 +454,10 @@ Result<TrainSummary> GpuTrainer::run() {
       const int n = static_cast<int>(std::min<int64_t>(batch, test_count - begin));
       BatchSource source{nullptr, nullptr, begin, rank, world, batch};
       launchGatherBatch(st.test.rows.data(), st.test.labels.data(),
-                        static_cast<int>(mlp.inputSize()), source, n, mlp.input(), mlp.labels(),
+                        static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
                         precision, st.compute);
       RM_RETURN_IF_ERROR(
-          mlp.forwardLoss(n, /*train=*/false, 1.0, st.totals.data() + 1, st.compute));
+          net.forwardLoss(n, /*train=*/false, 1.0, st.totals.data() + 1, st.compute));
     }
     LossTotals eval;
     RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&eval, st.totals.data() + 1, sizeof eval,

@@ -1,5 +1,5 @@
 #pragma once
-// The GPU step's own kernels (the GEMMs are cuBLASLt's, in gpu_mlp.cc). Each launch* enqueues
+// The GPU step's own kernels (the GEMMs are cuBLASLt's, in gpu_model.cc). Each launch* enqueues
 // on `stream` and returns at once; scalars that change from step to step (the cursor into the
 // epoch, the learning rate) are read from device memory, so a captured CUDA graph replays the
 // same launches step after step. The per-element math is device_math.h's.
@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "trainer/gpu/conv_math.h"
 #include "trainer/gpu/device_math.h"
 
 namespace ringmaster::trainer::gpu {
@@ -85,5 +86,20 @@ void launchAdamStep(float* params, const float* grads, float* m, float* v, size_
                     const AdamScalars* scalars, uint16_t* bf16_params, cudaStream_t stream);
 
 void launchFloatToBf16(const float* in, uint16_t* out, size_t count, cudaStream_t stream);
+
+// The conv block (conv_math.h has the layouts), for a batch of n samples:
+// cols [pixels][kdim] from the NCHW input;
+void launchIm2col(const void* in, ConvShape shape, int n, void* cols, Precision precision,
+                  cudaStream_t stream);
+// pooled NCHW output and route from z [pixels][cout] + bias (relu(max + bias), the CPU's ties);
+void launchConvPoolForward(const void* z, const float* bias, ConvShape shape, int n, void* out,
+                           uint8_t* route, Precision precision, cudaStream_t stream);
+// dz [pixels][cout] from the pooled gradient (NCHW) through the route (a dropped odd edge is
+// left as it is: zero it first);
+void launchConvPoolBackward(const void* dout, const uint8_t* route, ConvShape shape, int n,
+                            void* dz, Precision precision, cudaStream_t stream);
+// din (NCHW) = the adjoint of im2col applied to dcols.
+void launchCol2im(const void* dcols, ConvShape shape, int n, void* din, Precision precision,
+                  cudaStream_t stream);
 
 }  // namespace ringmaster::trainer::gpu

@@ -108,6 +108,21 @@ TEST(GpuTrainer, Bf16MlpReaches88PercentIn5Epochs) {
               run.summary->steady_samples_per_second);
 }
 
+TEST(GpuTrainer, CnnReaches90PercentIn5Epochs) {
+  RM_REQUIRE_GPU();
+  RM_REQUIRE_DATA();
+  // The CPU training test's CNN run (2 ranks x batch 32) as one rank of batch 64.
+  TrainerConfig c = mlpConfig("fp32");
+  c.model.type = "cnn";
+  c.batch_size = 64;
+  c.optimizer.learning_rate = 0.02;
+  TrainRun run = train(c);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().message();
+  EXPECT_GE(run.summary->test_accuracy, 0.90);
+  std::printf("cnn fp32: accuracy %.4f, %.0f samples/s steady\n", run.summary->test_accuracy,
+              run.summary->steady_samples_per_second);
+}
+
 TEST(GpuTrainer, GraphReplayComputesWhatEagerStepsCompute) {
   RM_REQUIRE_GPU();
   RM_REQUIRE_DATA();

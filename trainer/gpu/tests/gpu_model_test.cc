@@ -2,7 +2,7 @@
 // hits and SGD update must agree to GEMM rounding; bf16 must follow fp32 closely. Skips
 // without a GPU.
 
-#include "trainer/gpu/gpu_mlp.h"
+#include "trainer/gpu/gpu_model.h"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +27,7 @@ constexpr int kBatch = 48;
 model::ModelConfig smallMlp() {
   model::ModelConfig c;
   c.type = "mlp";
-  c.hidden = {64, 40};  // 40: a width whose bias offsets are not 16-byte aligned in bf16
+  c.hidden = {64, 40};
   return c;
 }
 
@@ -37,20 +37,21 @@ struct Rig {
   cublasLtHandle_t lt = nullptr;
   DeviceBuffer<uint8_t> workspace;
   DeviceBuffer<LossTotals> totals;
-  std::unique_ptr<GpuMlp> mlp;
+  std::unique_ptr<GpuModel> net;
 
-  void init(model::Model& host, Precision precision) {
+  void init(model::Model& host, Precision precision,
+            const model::ModelConfig& config = smallMlp()) {
     ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
     ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
     ASSERT_TRUE(workspace.allocate(32 << 20, "workspace").ok());
     ASSERT_TRUE(totals.allocate(1, "totals", true).ok());
-    auto made = GpuMlp::create(host, smallMlp(), precision, kBatch,
-                               {lt, workspace.data(), 32u << 20}, stream);
+    auto made = GpuModel::create(host, config, precision, kBatch, {lt, workspace.data(), 32u << 20},
+                                 stream);
     ASSERT_TRUE(made.ok()) << made.status().message();
-    mlp = std::move(made).value();
+    net = std::move(made).value();
   }
   ~Rig() {
-    mlp.reset();
+    net.reset();
     if (lt) cublasLtDestroy(lt);
     if (stream) cudaStreamDestroy(stream);
   }
@@ -58,19 +59,19 @@ struct Rig {
   // Uploads x (fp32, converted for bf16) and y, then forward + backward.
   void step(const std::vector<float>& x, const std::vector<int32_t>& y, int n,
             std::vector<int>* ready) {
-    if (mlp->precision() == Precision::kBf16) {
+    if (net->precision() == Precision::kBf16) {
       DeviceBuffer<float> staging;
       ASSERT_TRUE(staging.allocate(x.size(), "x").ok());
       cudaMemcpy(staging.data(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
-      launchFloatToBf16(staging.data(), static_cast<uint16_t*>(mlp->input()), x.size(), stream);
+      launchFloatToBf16(staging.data(), static_cast<uint16_t*>(net->input()), x.size(), stream);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     } else {
-      cudaMemcpy(mlp->input(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemcpy(net->input(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
     }
-    cudaMemcpy(mlp->labels(), y.data(), y.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+    cudaMemcpy(net->labels(), y.data(), y.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
     cudaMemset(totals.data(), 0, sizeof(LossTotals));
-    ASSERT_TRUE(mlp->forwardLoss(n, true, 1.0 / n, totals.data(), stream).ok());
-    ASSERT_TRUE(mlp->backward(n, stream, [&](int layer) { ready->push_back(layer); }).ok());
+    ASSERT_TRUE(net->forwardLoss(n, true, 1.0 / n, totals.data(), stream).ok());
+    ASSERT_TRUE(net->backward(n, stream, [&](int layer) { ready->push_back(layer); }).ok());
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   }
 
@@ -86,7 +87,7 @@ struct Rig {
   }
 };
 
-TEST(GpuMlp, OneFp32StepMatchesTheCpuStep) {
+TEST(GpuModel, OneFp32StepMatchesTheCpuStep) {
   RM_REQUIRE_GPU();
   auto cpu = model::Model::create(smallMlp(), 7, kBatch);
   auto init = model::Model::create(smallMlp(), 7, kBatch);
@@ -105,7 +106,7 @@ TEST(GpuMlp, OneFp32StepMatchesTheCpuStep) {
   const LossTotals t = rig.readTotals();
   EXPECT_TRUE(near(t.loss_sum, cpu_loss, 1e-5, 1e-5)) << t.loss_sum << " vs " << cpu_loss;
   EXPECT_EQ(static_cast<int>(t.hits), cpu_hits);
-  const auto gpu_grads = rig.download(rig.mlp->grads(), rig.mlp->numParams());
+  const auto gpu_grads = rig.download(rig.net->grads(), rig.net->numParams());
   const auto cpu_grads = (*cpu)->grads();
   ASSERT_EQ(gpu_grads.size(), cpu_grads.size());
   for (size_t i = 0; i < gpu_grads.size(); ++i)
@@ -123,22 +124,22 @@ TEST(GpuMlp, OneFp32StepMatchesTheCpuStep) {
   DeviceBuffer<float> momentum;
   DeviceBuffer<StepCounters> counters;
   DeviceBuffer<SgdScalars> scalars;
-  ASSERT_TRUE(momentum.allocate(rig.mlp->numParams(), "momentum", true).ok());
+  ASSERT_TRUE(momentum.allocate(rig.net->numParams(), "momentum", true).ok());
   ASSERT_TRUE(counters.allocate(1, "counters", true).ok());
   ASSERT_TRUE(scalars.allocate(1, "scalars").ok());
   launchSgdScalars({oc.learning_rate, 0, false}, {0, 0.9f, 1e-4f, false}, counters.data(),
                    scalars.data(), rig.stream);
-  launchSgdStep(rig.mlp->params(), rig.mlp->grads(), momentum.data(), rig.mlp->numParams(),
+  launchSgdStep(rig.net->params(), rig.net->grads(), momentum.data(), rig.net->numParams(),
                 scalars.data(), nullptr, rig.stream);
   ASSERT_EQ(cudaStreamSynchronize(rig.stream), cudaSuccess);
-  const auto gpu_params = rig.download(rig.mlp->params(), rig.mlp->numParams());
+  const auto gpu_params = rig.download(rig.net->params(), rig.net->numParams());
   const auto cpu_params = (*cpu)->params();
   for (size_t i = 0; i < gpu_params.size(); ++i)
     ASSERT_TRUE(near(gpu_params[i], cpu_params[i], 1e-7, 1e-5))
         << "parameter " << i << ": " << gpu_params[i] << " vs " << cpu_params[i];
 }
 
-TEST(GpuMlp, Bf16StepFollowsFp32) {
+TEST(GpuModel, Bf16StepFollowsFp32) {
   RM_REQUIRE_GPU();
   auto a = model::Model::create(smallMlp(), 9, kBatch);
   auto b = model::Model::create(smallMlp(), 9, kBatch);
@@ -152,8 +153,8 @@ TEST(GpuMlp, Bf16StepFollowsFp32) {
   fp32.step(x, y, kBatch, &ready_a);
   bf16.step(x, y, kBatch, &ready_b);
   EXPECT_NEAR(bf16.readTotals().loss_sum, fp32.readTotals().loss_sum, 2e-2);
-  const auto ga = fp32.download(fp32.mlp->grads(), fp32.mlp->numParams());
-  const auto gb = bf16.download(bf16.mlp->grads(), bf16.mlp->numParams());
+  const auto ga = fp32.download(fp32.net->grads(), fp32.net->numParams());
+  const auto gb = bf16.download(bf16.net->grads(), bf16.net->numParams());
   double dot = 0, na = 0, nb = 0;
   for (size_t i = 0; i < ga.size(); ++i) {
     dot += double(ga[i]) * gb[i];
@@ -163,7 +164,7 @@ TEST(GpuMlp, Bf16StepFollowsFp32) {
   EXPECT_GT(dot / std::sqrt(na * nb), 0.99) << "bf16 gradients point where fp32's do";
 }
 
-TEST(GpuMlp, ShortBatchAndEvaluationCountLikeTheCpu) {
+TEST(GpuModel, ShortBatchAndEvaluationCountLikeTheCpu) {
   RM_REQUIRE_GPU();
   auto cpu = model::Model::create(smallMlp(), 11, kBatch);
   auto init = model::Model::create(smallMlp(), 11, kBatch);
@@ -175,14 +176,73 @@ TEST(GpuMlp, ShortBatchAndEvaluationCountLikeTheCpu) {
   const auto y = randomLabels(n, 10, 6);
   double cpu_loss_sum = 0;
   const int cpu_hits = (*cpu)->evaluate(x.data(), y.data(), n, &cpu_loss_sum);
-  cudaMemcpy(rig.mlp->input(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemcpy(rig.mlp->labels(), y.data(), y.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
-  ASSERT_TRUE(rig.mlp->forwardLoss(n, /*train=*/false, 1.0, rig.totals.data(), rig.stream).ok());
+  cudaMemcpy(rig.net->input(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(rig.net->labels(), y.data(), y.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+  ASSERT_TRUE(rig.net->forwardLoss(n, /*train=*/false, 1.0, rig.totals.data(), rig.stream).ok());
   ASSERT_EQ(cudaStreamSynchronize(rig.stream), cudaSuccess);
   const LossTotals t = rig.readTotals();
   EXPECT_EQ(static_cast<int>(t.hits), cpu_hits);
   EXPECT_TRUE(near(t.loss_sum, cpu_loss_sum, 1e-5, 1e-5));
-  EXPECT_FALSE(rig.mlp->prepare(kBatch + 1).ok()) << "batches beyond max_batch are refused";
+  EXPECT_FALSE(rig.net->prepare(kBatch + 1).ok()) << "batches beyond max_batch are refused";
+}
+
+model::ModelConfig smallCnn() {
+  model::ModelConfig c;
+  c.type = "cnn";
+  c.conv_channels = {4, 6};  // 28x28 -> 14x14 -> 7x7: the second pool drops an odd edge
+  c.cnn_hidden = 24;
+  return c;
+}
+
+TEST(GpuModel, OneFp32CnnStepMatchesTheCpuStep) {
+  RM_REQUIRE_GPU();
+  auto cpu = model::Model::create(smallCnn(), 13, kBatch);
+  auto init = model::Model::create(smallCnn(), 13, kBatch);
+  ASSERT_TRUE(cpu.ok() && init.ok()) << cpu.status().message();
+  Rig rig;
+  rig.init(**init, Precision::kFp32, smallCnn());
+  const auto x = randomFloats(kBatch * 784, 7);
+  const auto y = randomLabels(kBatch, 10, 8);
+  int cpu_hits = 0;
+  const float cpu_loss = (*cpu)->forwardLoss(x.data(), y.data(), kBatch, &cpu_hits);
+  (*cpu)->backward({});
+  std::vector<int> ready;
+  rig.step(x, y, kBatch, &ready);
+  EXPECT_EQ(ready, (std::vector<int>{3, 2, 1, 0})) << "dense layers, then the conv blocks";
+  const LossTotals t = rig.readTotals();
+  EXPECT_TRUE(near(t.loss_sum, cpu_loss, 1e-5, 1e-5)) << t.loss_sum << " vs " << cpu_loss;
+  EXPECT_EQ(static_cast<int>(t.hits), cpu_hits);
+  const auto gpu_grads = rig.download(rig.net->grads(), rig.net->numParams());
+  const auto cpu_grads = (*cpu)->grads();
+  ASSERT_EQ(gpu_grads.size(), cpu_grads.size());
+  for (const auto& view : (*cpu)->paramViews())
+    for (size_t i = view.offset; i < view.offset + view.count; ++i)
+      ASSERT_TRUE(near(gpu_grads[i], cpu_grads[i], 1e-6, 1e-4))
+          << view.name << "[" << i - view.offset << "]: " << gpu_grads[i] << " vs " << cpu_grads[i];
+}
+
+TEST(GpuModel, Bf16CnnStepFollowsFp32) {
+  RM_REQUIRE_GPU();
+  auto a = model::Model::create(smallCnn(), 15, kBatch);
+  auto b = model::Model::create(smallCnn(), 15, kBatch);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Rig fp32, bf16;
+  fp32.init(**a, Precision::kFp32, smallCnn());
+  bf16.init(**b, Precision::kBf16, smallCnn());
+  const auto x = randomFloats(kBatch * 784, 9);
+  const auto y = randomLabels(kBatch, 10, 10);
+  std::vector<int> ready_a, ready_b;
+  fp32.step(x, y, kBatch, &ready_a);
+  bf16.step(x, y, kBatch, &ready_b);
+  const auto ga = fp32.download(fp32.net->grads(), fp32.net->numParams());
+  const auto gb = bf16.download(bf16.net->grads(), bf16.net->numParams());
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < ga.size(); ++i) {
+    dot += double(ga[i]) * gb[i];
+    na += double(ga[i]) * ga[i];
+    nb += double(gb[i]) * gb[i];
+  }
+  EXPECT_GT(dot / std::sqrt(na * nb), 0.98);
 }
 
 }  // namespace

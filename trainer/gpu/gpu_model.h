@@ -1,8 +1,13 @@
 #pragma once
-// The MLP on the GPU: the same network, parameter layout and initialization as model::Model's
-// MLP (trainer/model/model.h), so checkpoints move between the CPU and GPU paths and one step
-// can be compared with the CPU's.
+// The trainer's network on the GPU: the same MLP or CNN, parameter layout and initialization as
+// model::Model (trainer/model/model.h), so checkpoints move between the CPU and GPU paths and
+// one step can be compared with the CPU's.
 //
+//   conv blocks (cnn): patch rows by an im2col kernel, one cuBLASLt GEMM per block for the
+//             conv ([pixels, cout]), then one kernel for bias + ReLU + 2x2 max-pool that keeps
+//             where each output came from (conv_math.h); backward scatters through that route,
+//             takes the weight and bias gradient in one GEMM and the input gradient with a GEMM
+//             and a col2im gather (no atomics).
 //   forward:  per layer one cuBLASLt GEMM with the bias (and the ReLU of hidden layers) fused
 //             into its epilogue; the last layer writes fp32 logits, which one fused
 //             softmax-cross-entropy kernel turns into the loss and its gradient.
@@ -36,6 +41,7 @@
 #include <vector>
 
 #include "ringmaster/core/status.h"
+#include "trainer/gpu/conv_math.h"
 #include "trainer/gpu/device_buffer.h"
 #include "trainer/gpu/kernels.h"
 #include "trainer/model/model.h"
@@ -48,33 +54,34 @@ struct GemmWorkspace {
   size_t bytes = 0;
 };
 
-class GpuMlp {
+class GpuModel {
  public:
-  // Copies host_model's parameters (an MLP; its layout is this model's) to the device; the GPU
-  // model takes batches of up to max_batch (the host model's own batch size does not matter).
-  static core::Result<std::unique_ptr<GpuMlp>> create(model::Model& host_model,
-                                                      const model::ModelConfig& config,
-                                                      Precision precision, int max_batch,
-                                                      GemmWorkspace workspace, cudaStream_t stream);
-  ~GpuMlp();
-  GpuMlp(const GpuMlp&) = delete;
-  GpuMlp& operator=(const GpuMlp&) = delete;
+  // Copies host_model's parameters (built from the same config) to the device; the GPU model
+  // takes batches of up to max_batch (the host model's own batch size does not matter).
+  static core::Result<std::unique_ptr<GpuModel>> create(model::Model& host_model,
+                                                        const model::ModelConfig& config,
+                                                        Precision precision, int max_batch,
+                                                        GemmWorkspace workspace,
+                                                        cudaStream_t stream);
+  ~GpuModel();
+  GpuModel(const GpuModel&) = delete;
+  GpuModel& operator=(const GpuModel&) = delete;
 
   float* params() const { return params_.data(); }
   float* grads() const { return grads_.data(); }
   uint16_t* bf16Params() const { return bf16_params_.data(); }  // null in fp32 mode
   size_t numParams() const { return params_.size(); }
-  size_t inputSize() const { return static_cast<size_t>(widths_.front()); }
+  size_t inputSize() const { return input_size_; }
   int numClasses() const { return widths_.back(); }
   int maxBatch() const { return max_batch_; }
   Precision precision() const { return precision_; }
-  int numLayers() const { return static_cast<int>(widths_.size()) - 1; }
-  // Flat range of layer i's parameters (weight then bias).
-  size_t layerOffset(int layer) const { return offsets_[layer]; }
-  size_t layerCount(int layer) const;
+  // Conv blocks, then dense layers: the granularity at which backward reports.
+  int numLayers() const { return static_cast<int>(convs_.size()) + denseLayers(); }
+  // First flat index of layer i's parameters (weight then bias).
+  size_t layerOffset(int layer) const;
 
   // Where the trainer writes a batch: [maxBatch][inputSize] in precision(), and its labels.
-  void* input() const { return acts_[0].data(); }
+  void* input() const { return convs_.empty() ? acts_[0].data() : conv_input_.data(); }
   int32_t* labels() const { return labels_.data(); }
   const float* logits() const { return reinterpret_cast<const float*>(acts_.back().data()); }
 
@@ -98,14 +105,35 @@ class GpuMlp {
  private:
   struct Gemm;
   struct LayerPlans;
-  GpuMlp() = default;
+  struct ConvBlock {
+    ConvShape shape;
+    size_t offset = 0;   // flat index of the weight [cout][k][k][cin]; the bias follows
+    void* in = nullptr;  // the block's input batch (NCHW): conv_input_ or the previous out
+    DeviceBuffer<uint8_t> cols, z, out;  // patch rows, conv output [pixels][cout], pooled NCHW
+    DeviceBuffer<uint8_t> route;         // per pooled output: window position or 4 (ReLU off)
+  };
+  GpuModel() = default;
+  int denseLayers() const { return static_cast<int>(widths_.size()) - 1; }
+  size_t denseCount(int layer) const;
+  core::Status prepareConvs(int n, std::vector<std::unique_ptr<LayerPlans>>* plans);
+  core::Status forwardConvs(int n, cudaStream_t stream);
+  core::Status backwardConvs(int n, cudaStream_t stream,
+                             const std::function<void(int layer)>& on_ready);
+  // Dense layer `layer`'s weight as the GEMMs read it, and its forward bias.
   const void* weightsForGemm(int layer) const;
   const void* biasForForward(int layer) const;
+  // A flat-buffer weight as the GEMMs read it (the bf16 copy in bf16 mode).
+  const void* gemmWeights(size_t offset) const;
 
   Precision precision_ = Precision::kFp32;
   GemmWorkspace workspace_;
-  std::vector<int> widths_;      // input, hidden..., classes
-  std::vector<size_t> offsets_;  // flat offset of each layer's weight; its bias follows
+  size_t input_size_ = 0;  // floats per sample
+  std::vector<ConvBlock> convs_;
+  DeviceBuffer<uint8_t> conv_input_;          // the batch (cnn)
+  DeviceBuffer<uint8_t> dz_, dcols_, dconv_;  // conv backward scratch, shared by the blocks
+  // Dense layers: input (the flattened convs' output, or the batch), hidden..., classes.
+  std::vector<int> widths_;
+  std::vector<size_t> offsets_;  // flat offset of each dense layer's weight; its bias follows
   int max_batch_ = 0;
   DeviceBuffer<float> params_, grads_;
   DeviceBuffer<uint16_t> bf16_params_;
@@ -113,7 +141,8 @@ class GpuMlp {
   DeviceBuffer<uint8_t> dacts_[2];           // activation gradients, ping-pong
   DeviceBuffer<uint8_t> dlogits_;
   DeviceBuffer<int32_t> labels_;
-  std::map<int, std::vector<std::unique_ptr<LayerPlans>>> plans_;  // by batch size
+  // By batch size: the conv blocks' plans, then the dense layers'.
+  std::map<int, std::vector<std::unique_ptr<LayerPlans>>> plans_;
   int fused_forward_ = 0, fused_bias_grad_ = 0, gemms_planned_ = 0;
 };
 
