@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -377,6 +378,7 @@ int run(int argc, char** argv) {
   }
 
   std::unique_ptr<HangMonitor> monitor;
+  std::atomic<bool> own_verdict{false};  // this pod's monitor judged a hang (outlives monitor)
   if (flags.hang_timeout_seconds > 0) {
     auto client = (*store)->connectAnother(seconds(10));
     if (!client.ok()) {
@@ -387,7 +389,8 @@ int run(int argc, char** argv) {
           std::move(client).value(), env->attemptPrefix(),
           HangJudge(env->world_size, env->local_world_size, timeout),
           std::clamp(timeout / 8, milliseconds(50), milliseconds(250)),
-          [stop_for_hang](const Hang& hang) {
+          [stop_for_hang, &own_verdict](const Hang& hang) {
+            own_verdict = true;
             RM_LOG(ERROR, LAUNCH) << hang.message() << "; stopping this pod (exit " << kHangExitCode
                                   << ", retryable)";
             stop_for_hang(kHangExitCode, "hang: " + hang.message());
@@ -407,9 +410,10 @@ int run(int argc, char** argv) {
   }
   monitor.reset();
   mpi.reset();  // MPI mode: sshd stopped, what its sessions left behind killed
-  // Processes that failed because another pod stopped a hung gang, or this pod deleted by the
-  // operator's gang restart before its own monitor reached the verdict: name the hung rank too.
-  if (outcome.exit_code != 0 && outcome.exit_code != kHangExitCode) {
+  // Processes that failed because another pod stopped a hung gang (they exit 142 themselves when
+  // their peers vanish), or this pod deleted by the operator's gang restart before its own
+  // monitor reached the verdict: name the hung rank too.
+  if (outcome.exit_code != 0 && !own_verdict) {
     if (std::optional<std::string> hang = publishedHang((*store)->store())) {
       RM_LOG(ERROR, LAUNCH) << *hang << " (published by another pod; " << outcome.reason << ")";
       // A signal's exit code stays: it says how this pod ended.
