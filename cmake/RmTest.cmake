@@ -8,6 +8,11 @@ function(rm_add_test)
   cmake_parse_arguments(T "LOCAL_PODS" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(RM_SANITIZE)
+    # The test code itself is not what is under test: -O0 compiles it ~35% faster (measured on
+    # factory_test, round_trip_test, operator_fault_e2e_test), the libraries keep their -O1.
+    target_compile_options(${T_NAME} PRIVATE -O0)
+  endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
