@@ -24,18 +24,15 @@ int cudaDeviceCount();
 
 }  // namespace ringmaster::trainer::gpu
 
-#define RM_CUDA_RETURN_IF_ERROR(expr, what)                         \
-  do {                                                              \
-    if (::ringmaster::core::Status rm_cuda_status_ =                \
-            ::ringmaster::trainer::gpu::cudaStatus((expr), (what)); \
-        !rm_cuda_status_.ok())                                      \
-      return rm_cuda_status_;                                       \
+// `what` is evaluated only on failure: these guard hot paths (every step's launches).
+#define RM_CUDA_RETURN_IF_ERROR(expr, what)                                       \
+  do {                                                                            \
+    if (const cudaError_t rm_cuda_error_ = (expr); rm_cuda_error_ != cudaSuccess) \
+      return ::ringmaster::trainer::gpu::cudaStatus(rm_cuda_error_, (what));      \
   } while (0)
 
-#define RM_CUBLAS_RETURN_IF_ERROR(expr, what)                         \
-  do {                                                                \
-    if (::ringmaster::core::Status rm_cublas_status_ =                \
-            ::ringmaster::trainer::gpu::cublasStatus((expr), (what)); \
-        !rm_cublas_status_.ok())                                      \
-      return rm_cublas_status_;                                       \
+#define RM_CUBLAS_RETURN_IF_ERROR(expr, what)                                                      \
+  do {                                                                                             \
+    if (const cublasStatus_t rm_cublas_error_ = (expr); rm_cublas_error_ != CUBLAS_STATUS_SUCCESS) \
+      return ::ringmaster::trainer::gpu::cublasStatus(rm_cublas_error_, (what));                   \
   } while (0)

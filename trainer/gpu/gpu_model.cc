@@ -34,12 +34,16 @@ const char* epilogueName(cublasLtEpilogue_t e) {
 
 }  // namespace
 
-// One planned GEMM D = op(A) op(B) (column-major, beta = 0) with its chosen algorithm.
+// One planned GEMM D = op(A) op(B) (column-major, beta = 0) with its chosen algorithm, on the
+// operands it was planned for (the model's buffers never move).
 struct GpuModel::Gemm {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool fused = false;  // the requested epilogue runs inside the GEMM
+  const void *a_ptr = nullptr, *b_ptr = nullptr;
+  void* d_ptr = nullptr;
+  std::string name;  // for errors: "layer 2 (512->10, batch 128) forward"
 
   Gemm() = default;
   Gemm(const Gemm&) = delete;
@@ -57,13 +61,19 @@ struct GpuModel::Gemm {
     cudaDataType_t ab_type, d_type;
     int lda, ldb, ldd;
     // A, B, D and the bias (or bias-gradient) pointer, fixed for the model's lifetime.
-    const void *a_ptr, *b_ptr, *d_ptr, *bias_ptr;
+    const void *a_ptr, *b_ptr;
+    void* d_ptr;
+    const void* bias_ptr;
     cublasLtEpilogue_t epilogue;
   };
 
   // Plans the GEMM with `epilogue`; when cuBLASLt has no algorithm for it, plans it plain
   // (fused = false) and the caller adds the epilogue's work with a kernel.
   Status plan(const GemmWorkspace& ws, const Spec& s, const std::string& what) {
+    a_ptr = s.a_ptr;
+    b_ptr = s.b_ptr;
+    d_ptr = s.d_ptr;
+    name = what;
     // Epilogues read or write the bias vector with vector loads: offer them aligned vectors only.
     if (s.epilogue != CUBLASLT_EPILOGUE_DEFAULT && alignmentOf(s.bias_ptr) < 16) {
       fused = false;
@@ -153,12 +163,12 @@ struct GpuModel::Gemm {
   }
 
  public:
-  Status run(const GemmWorkspace& ws, const void* a_ptr, const void* b_ptr, void* d_ptr,
-             cudaStream_t stream, const std::string& what) const {
+  Status run(const GemmWorkspace& ws, cudaStream_t stream) const {
     const float alpha = 1.0f, beta = 0.0f;
-    return cublasStatus(cublasLtMatmul(ws.handle, desc, &alpha, a_ptr, a, b_ptr, b, &beta, d_ptr, d,
-                                       d_ptr, d, &algo, ws.data, ws.bytes, stream),
-                        what);
+    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(ws.handle, desc, &alpha, a_ptr, a, b_ptr, b, &beta,
+                                             d_ptr, d, d_ptr, d, &algo, ws.data, ws.bytes, stream),
+                              name);
+    return Status::Ok();
   }
 };
 
@@ -384,7 +394,7 @@ Status GpuModel::prepare(int n) {
         name + " weight gradient"));
     // dgrad: dX (in x n) = W (in x out) * dZ (out x n); the first layer's only feeds the convs.
     if (i > 0 || !convs_.empty()) {
-      const void* dx = i > 0 ? dacts_[(layers - i) % 2].data() : dconv_.data();
+      void* dx = i > 0 ? dacts_[(layers - i) % 2].data() : dconv_.data();
       RM_RETURN_IF_ERROR(
           p->dgrad.plan(workspace_,
                         {CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, ab, ab, in, out, in,
@@ -406,9 +416,7 @@ Status GpuModel::forwardConvs(int n, cudaStream_t stream) {
     const ConvBlock& block = convs_[j];
     const ConvShape& sh = block.shape;
     launchIm2col(block.in, sh, n, block.cols.data(), precision_, stream);
-    RM_RETURN_IF_ERROR(plans[j]->forward.run(workspace_, gemmWeights(block.offset),
-                                             block.cols.data(), block.z.data(), stream,
-                                             "conv block " + std::to_string(j) + " forward"));
+    RM_RETURN_IF_ERROR(plans[j]->forward.run(workspace_, stream));
     void* out = j + 1 < convs_.size() ? block.out.data() : acts_[0].data();
     launchConvPoolForward(block.z.data(),
                           params_.data() + block.offset + static_cast<size_t>(sh.cout) * sh.kdim(),
@@ -426,9 +434,7 @@ Status GpuModel::forwardLoss(int n, bool train, double loss_weight, LossTotals* 
   for (int i = 0; i < denseLayers(); ++i) {
     const LayerPlans& p = *plans[first_dense + i];
     const bool last = i + 1 == denseLayers();
-    RM_RETURN_IF_ERROR(p.forward.run(workspace_, weightsForGemm(i), acts_[i].data(),
-                                     acts_[i + 1].data(), stream,
-                                     "layer " + std::to_string(i) + " forward"));
+    RM_RETURN_IF_ERROR(p.forward.run(workspace_, stream));
     if (!p.forward.fused) {
       const size_t bias = offsets_[i] + static_cast<size_t>(widths_[i]) * widths_[i + 1];
       launchBiasActivation(acts_[i + 1].data(), last ? Precision::kFp32 : precision_,
@@ -449,24 +455,20 @@ Status GpuModel::backwardConvs(int n, cudaStream_t stream,
     const ConvBlock& block = convs_[j];
     const ConvShape& sh = block.shape;
     const int pixels = n * sh.h * sh.w;
-    const std::string name = "conv block " + std::to_string(j);
     // dconv_ holds d(pooled output); an odd edge that no window covers gets no gradient.
     if (sh.h % 2 != 0 || sh.w % 2 != 0)
       RM_CUDA_RETURN_IF_ERROR(
           cudaMemsetAsync(dz_.data(), 0, static_cast<size_t>(pixels) * sh.cout * e, stream),
-          name + ": zeroing the odd edge");
+          "conv block " + std::to_string(j) + ": zeroing the odd edge");
     launchConvPoolBackward(dconv_.data(), block.route.data(), sh, n, dz_.data(), precision_,
                            stream);
     const LayerPlans& p = *plans[j];
     float* dbias = grads_.data() + block.offset + static_cast<size_t>(sh.cout) * sh.kdim();
-    RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, block.cols.data(), dz_.data(),
-                                   grads_.data() + block.offset, stream,
-                                   name + " weight gradient"));
+    RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, stream));
     if (!p.wgrad.fused) launchBiasGrad(dz_.data(), precision_, pixels, sh.cout, dbias, stream);
     if (on_ready) on_ready(j);
     if (j > 0) {
-      RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, gemmWeights(block.offset), dz_.data(),
-                                     dcols_.data(), stream, name + " input gradient"));
+      RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, stream));
       // d(this block's input) = d(the previous block's pooled output), into dconv_ (read above).
       launchCol2im(dcols_.data(), sh, n, dconv_.data(), precision_, stream);
     }
@@ -485,21 +487,15 @@ Status GpuModel::backward(int n, cudaStream_t stream, const std::function<void(i
     const int in = widths_[i], out = widths_[i + 1];
     const size_t bias = offsets_[i] + static_cast<size_t>(in) * out;
     void* dz = last ? dlogits_.data() : dacts_[(layers - 1 - i) % 2].data();
-    RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, acts_[i].data(), dz, grads_.data() + offsets_[i],
-                                   stream, "layer " + std::to_string(i) + " weight gradient"));
+    RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, stream));
     if (!p.wgrad.fused) launchBiasGrad(dz, precision_, n, out, grads_.data() + bias, stream);
     if (on_ready) on_ready(first_dense + i);
-    if (i > 0) {
-      void* dx = dacts_[(layers - i) % 2].data();
-      RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, weightsForGemm(i), dz, dx, stream,
-                                     "layer " + std::to_string(i) + " input gradient"));
-      // acts_[i] is the ReLU output of layer i - 1: its gradient passes where it is positive.
-      launchReluBackward(dx, acts_[i].data(), static_cast<size_t>(n) * in, precision_, stream);
-    } else if (first_dense > 0) {
-      // Into the last conv block's pooled output; its ReLU is in the pool's route.
-      RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, weightsForGemm(0), dz, dconv_.data(), stream,
-                                     "layer 0 input gradient"));
-    }
+    // The first dense layer's input gradient only feeds the conv blocks (whose ReLU is in the
+    // pool's route); the others' pass the previous layer's ReLU.
+    if (i > 0 || first_dense > 0) RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, stream));
+    if (i > 0)
+      launchReluBackward(dacts_[(layers - i) % 2].data(), acts_[i].data(),
+                         static_cast<size_t>(n) * in, precision_, stream);
   }
   return backwardConvs(n, stream, on_ready);
 }
