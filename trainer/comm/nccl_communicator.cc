@@ -13,6 +13,7 @@
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/broadcast_blob.h"
 #include "trainer/comm/collective_watchdog.h"
+#include "trainer/gpu/cuda_status.h"
 
 namespace ringmaster::trainer::comm {
 namespace {
@@ -38,12 +39,6 @@ Status ncclStatus(ncclResult_t r, const std::string& what, ncclComm_t comm = nul
   const bool retryable =
       r == ncclRemoteError || r == ncclSystemError || r == ncclUnhandledCudaError;
   return {retryable ? core::Code::kUnavailable : core::Code::kInternal, message};
-}
-
-Status cudaCall(cudaError_t err, const std::string& what) {
-  if (err == cudaSuccess) return Status::Ok();
-  return core::internalError(what + ": CUDA error " + cudaGetErrorName(err) + " (" +
-                             cudaGetErrorString(err) + ")");
 }
 
 class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives {
@@ -74,13 +69,13 @@ class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives
   }
 
   Status init(const NcclConfig& config) {
-    RM_RETURN_IF_ERROR(cudaCall(cudaGetDevice(&device_), name_ + ": current device"));
-    RM_RETURN_IF_ERROR(
-        cudaCall(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), name_ + ": stream"));
+    RM_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device_), name_ + ": current device");
+    RM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                            name_ + ": stream");
     for (size_t i = 0; i < kEvents; ++i) {
       cudaEvent_t e;
-      RM_RETURN_IF_ERROR(
-          cudaCall(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), name_ + ": event"));
+      RM_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                              name_ + ": event");
       events_.push_back(e);
       free_.push_back(e);
     }
@@ -155,9 +150,12 @@ class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives
     RM_RETURN_IF_ERROR(asyncError());
     stats_.allreduce_calls += 1;
     stats_.allreduce_bytes += count * sizeof(float);
-    return ncclStatus(ncclAllReduce(device_data, device_data, count, ncclFloat, ncclAvg, comm_,
-                                    static_cast<cudaStream_t>(stream)),
-                      name_ + ": allreduce of " + std::to_string(count) + " floats", comm_);
+    // Every step calls this: the message is built only on failure.
+    const ncclResult_t r = ncclAllReduce(device_data, device_data, count, ncclFloat, ncclAvg, comm_,
+                                         static_cast<cudaStream_t>(stream));
+    if (r != ncclSuccess)
+      return ncclStatus(r, name_ + ": allreduce of " + std::to_string(count) + " floats", comm_);
+    return Status::Ok();
   }
 
   Status watch(void* stream, const std::string& what) override {
@@ -186,7 +184,7 @@ class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives
         pending_.push_back(event);
       }
     }
-    RM_RETURN_IF_ERROR(cudaCall(recorded, name_ + ": " + what + ": recording an event"));
+    RM_CUDA_RETURN_IF_ERROR(recorded, name_ + ": " + what + ": recording an event");
     watchdog_->arm(what);
     return Status::Ok();
   }
@@ -204,21 +202,19 @@ class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives
       if (staging_ != nullptr) cudaFree(staging_);
       staging_ = nullptr;
       staging_bytes_ = 0;
-      RM_RETURN_IF_ERROR(
-          cudaCall(cudaMalloc(&staging_, bytes), name_ + ": staging buffer for " + what));
+      RM_CUDA_RETURN_IF_ERROR(cudaMalloc(&staging_, bytes), name_ + ": staging buffer for " + what);
       staging_bytes_ = bytes;
     }
-    RM_RETURN_IF_ERROR(
-        cudaCall(cudaMemcpyAsync(staging_, host, bytes, cudaMemcpyHostToDevice, stream_),
-                 name_ + ": " + what + ": upload"));
+    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging_, host, bytes, cudaMemcpyHostToDevice, stream_),
+                            name_ + ": " + what + ": upload");
     RM_RETURN_IF_ERROR(ncclStatus(collective(), name_ + ": " + what, comm_));
-    RM_RETURN_IF_ERROR(
-        cudaCall(cudaMemcpyAsync(host, staging_, bytes, cudaMemcpyDeviceToHost, stream_),
-                 name_ + ": " + what + ": download"));
+    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, staging_, bytes, cudaMemcpyDeviceToHost, stream_),
+                            name_ + ": " + what + ": download");
     RM_RETURN_IF_ERROR(watch(stream_, what));
     const cudaError_t synced = cudaStreamSynchronize(stream_);
     RM_RETURN_IF_ERROR(asyncError());
-    return cudaCall(synced, name_ + ": " + what);
+    RM_CUDA_RETURN_IF_ERROR(synced, name_ + ": " + what);
+    return Status::Ok();
   }
 
   Status asyncErrorOr(const std::string& fallback) const {

@@ -1,37 +1,15 @@
-#include <cuda_bf16.h>
-
-#include <algorithm>
-
+#include "trainer/gpu/kernel_util.cuh"
 #include "trainer/gpu/kernels.h"
 
 namespace ringmaster::trainer::gpu {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned gridFor(int64_t count) {
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, 65535));
-}
-
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) {
-  return __bfloat162float(p[i]);
-}
-__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
-
-#define RM_GRID_STRIDE(i, count)                                                             \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (count); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 template <typename T>
-__global__ void im2colKernel(const T* __restrict__ in, ConvShape s, int64_t count,
+__global__ void im2colKernel(const T* __restrict__ in, ConvShape s, size_t count,
                              T* __restrict__ cols) {
   const int kdim = s.kdim();
-  RM_GRID_STRIDE(i, count) {
+  RM_GRID_STRIDE(k, count) {
+    const auto i = static_cast<int64_t>(k);
     const int64_t src = im2colSource(s, i / kdim, static_cast<int>(i % kdim));
     cols[i] = src >= 0 ? in[src] : T(0.0f);
   }
@@ -40,10 +18,11 @@ __global__ void im2colKernel(const T* __restrict__ in, ConvShape s, int64_t coun
 // One thread per pooled output (n, c, py, px), NCHW order.
 template <typename T>
 __global__ void poolForwardKernel(const T* __restrict__ z, const float* __restrict__ bias,
-                                  ConvShape s, int64_t count, T* __restrict__ out,
+                                  ConvShape s, size_t count, T* __restrict__ out,
                                   uint8_t* __restrict__ route) {
   const int ph = s.ph(), pw = s.pw();
-  RM_GRID_STRIDE(i, count) {
+  RM_GRID_STRIDE(k, count) {
+    const auto i = static_cast<int64_t>(k);
     const int px = static_cast<int>(i % pw);
     const int py = static_cast<int>((i / pw) % ph);
     const int c = static_cast<int>((i / (static_cast<int64_t>(pw) * ph)) % s.cout);
@@ -59,9 +38,10 @@ __global__ void poolForwardKernel(const T* __restrict__ z, const float* __restri
 
 template <typename T>
 __global__ void poolBackwardKernel(const T* __restrict__ dout, const uint8_t* __restrict__ route,
-                                   ConvShape s, int64_t count, T* __restrict__ dz) {
+                                   ConvShape s, size_t count, T* __restrict__ dz) {
   const int ph = s.ph(), pw = s.pw();
-  RM_GRID_STRIDE(i, count) {
+  RM_GRID_STRIDE(k, count) {
+    const auto i = static_cast<int64_t>(k);
     const int px = static_cast<int>(i % pw);
     const int py = static_cast<int>((i / pw) % ph);
     const int c = static_cast<int>((i / (static_cast<int64_t>(pw) * ph)) % s.cout);
@@ -75,9 +55,10 @@ __global__ void poolBackwardKernel(const T* __restrict__ dout, const uint8_t* __
 
 // One thread per input element (n, c, y, x), NCHW order.
 template <typename T>
-__global__ void col2imKernel(const T* __restrict__ dcols, ConvShape s, int64_t count,
+__global__ void col2imKernel(const T* __restrict__ dcols, ConvShape s, size_t count,
                              T* __restrict__ din) {
-  RM_GRID_STRIDE(i, count) {
+  RM_GRID_STRIDE(k, count) {
+    const auto i = static_cast<int64_t>(k);
     const int x = static_cast<int>(i % s.w);
     const int y = static_cast<int>((i / s.w) % s.h);
     const int c = static_cast<int>((i / (static_cast<int64_t>(s.w) * s.h)) % s.cin);

@@ -1,28 +1,8 @@
-#include <cuda_bf16.h>
-
-#include <algorithm>
-
+#include "trainer/gpu/kernel_util.cuh"
 #include "trainer/gpu/kernels.h"
 
 namespace ringmaster::trainer::gpu {
 namespace {
-
-constexpr int kThreads = 256;
-
-// Grid for a grid-stride loop over `count` elements: enough blocks to fill the GPU, no more.
-unsigned gridFor(size_t count) {
-  const size_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::clamp<size_t>(blocks, 1, 65535));
-}
-
-__device__ __forceinline__ float load(const float* p, size_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __nv_bfloat16* p, size_t i) {
-  return __bfloat162float(p[i]);
-}
-__device__ __forceinline__ void store(float* p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store(__nv_bfloat16* p, size_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
 
 template <typename T>
 __global__ void gatherBatchKernel(const T* __restrict__ data, const int32_t* __restrict__ labels,
@@ -91,8 +71,7 @@ __global__ void softmaxCrossEntropyKernel(const float* __restrict__ logits,
 
 template <typename T>
 __global__ void reluBackwardKernel(T* __restrict__ dact, const T* __restrict__ act, size_t count) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  RM_GRID_STRIDE(i, count) {
     if (!(load(act, i) > 0.0f)) store(dact, i, 0.0f);
   }
 }
@@ -101,8 +80,7 @@ template <typename T>
 __global__ void biasActivationKernel(T* __restrict__ y, const float* __restrict__ bias, int n,
                                      int width, bool relu) {
   const size_t count = static_cast<size_t>(n) * width;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  RM_GRID_STRIDE(i, count) {
     float v = load(y, i) + bias[i % width];
     if (relu) v = fmaxf(v, 0.0f);
     store(y, i, v);
@@ -124,8 +102,7 @@ __global__ void sgdKernel(float* __restrict__ params, const float* __restrict__ 
                           const SgdScalars* __restrict__ scalars,
                           __nv_bfloat16* __restrict__ bf16_params) {
   const SgdScalars s = *scalars;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  RM_GRID_STRIDE(i, count) {
     float p = params[i];
     float buf = momentum != nullptr ? momentum[i] : 0.0f;
     sgdElement(&p, grads[i], &buf, s);
@@ -140,8 +117,7 @@ __global__ void adamKernel(float* __restrict__ params, const float* __restrict__
                            const AdamScalars* __restrict__ scalars,
                            __nv_bfloat16* __restrict__ bf16_params) {
   const AdamScalars s = *scalars;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  RM_GRID_STRIDE(i, count) {
     float p = params[i], mi = m[i], vi = v[i];
     adamElement(&p, grads[i], &mi, &vi, s);
     params[i] = p;
@@ -153,9 +129,8 @@ __global__ void adamKernel(float* __restrict__ params, const float* __restrict__
 
 __global__ void floatToBf16Kernel(const float* __restrict__ in, __nv_bfloat16* __restrict__ out,
                                   size_t count) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    out[i] = __float2bfloat16_rn(in[i]);
+  RM_GRID_STRIDE(i, count)
+  out[i] = __float2bfloat16_rn(in[i]);
 }
 
 }  // namespace

@@ -87,6 +87,16 @@ struct Rig {
   }
 };
 
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += double(a[i]) * b[i];
+    na += double(a[i]) * a[i];
+    nb += double(b[i]) * b[i];
+  }
+  return dot / std::sqrt(na * nb);
+}
+
 TEST(GpuModel, OneFp32StepMatchesTheCpuStep) {
   RM_REQUIRE_GPU();
   auto cpu = model::Model::create(smallMlp(), 7, kBatch);
@@ -155,13 +165,7 @@ TEST(GpuModel, Bf16StepFollowsFp32) {
   EXPECT_NEAR(bf16.readTotals().loss_sum, fp32.readTotals().loss_sum, 2e-2);
   const auto ga = fp32.download(fp32.net->grads(), fp32.net->numParams());
   const auto gb = bf16.download(bf16.net->grads(), bf16.net->numParams());
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < ga.size(); ++i) {
-    dot += double(ga[i]) * gb[i];
-    na += double(ga[i]) * ga[i];
-    nb += double(gb[i]) * gb[i];
-  }
-  EXPECT_GT(dot / std::sqrt(na * nb), 0.99) << "bf16 gradients point where fp32's do";
+  EXPECT_GT(cosine(ga, gb), 0.99) << "bf16 gradients point where fp32's do";
 }
 
 TEST(GpuModel, ShortBatchAndEvaluationCountLikeTheCpu) {
@@ -236,13 +240,7 @@ TEST(GpuModel, Bf16CnnStepFollowsFp32) {
   bf16.step(x, y, kBatch, &ready_b);
   const auto ga = fp32.download(fp32.net->grads(), fp32.net->numParams());
   const auto gb = bf16.download(bf16.net->grads(), bf16.net->numParams());
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < ga.size(); ++i) {
-    dot += double(ga[i]) * gb[i];
-    na += double(ga[i]) * ga[i];
-    nb += double(gb[i]) * gb[i];
-  }
-  EXPECT_GT(dot / std::sqrt(na * nb), 0.98);
+  EXPECT_GT(cosine(ga, gb), 0.98);
 }
 
 }  // namespace
