@@ -131,6 +131,8 @@ void visitContainer(V& v, S& s) {
   v("readinessProbe", s.readiness_probe);
   v("livenessProbe", s.liveness_probe);
   v("securityContext", s.security_context);
+  v("terminationMessagePath", s.termination_message_path);
+  v("terminationMessagePolicy", s.termination_message_policy);
 }
 
 template <class V, class S>

@@ -52,6 +52,30 @@ TEST(RoundTrip, PodWithTerminatedContainerFromTranscript) {
   EXPECT_EQ(cs.state->terminated->finished_at->toString(), "2026-11-22T02:00:11Z");
   ASSERT_TRUE(cs.last_state.has_value());  // "lastState": {} stays present
   EXPECT_EQ(encode(*cs.last_state), json::object());
+  // The API server's defaults are typed, not left in `extra`.
+  EXPECT_EQ(pod.spec.containers[0].termination_message_path, "/dev/termination-log");
+  EXPECT_EQ(pod.spec.containers[0].termination_message_policy, "File");
+  EXPECT_FALSE(pod.spec.containers[0].extra.contains("terminationMessagePath"));
+}
+
+TEST(RoundTrip, TerminationMessageFieldsAndTerminatedMessage) {
+  json pod_json = json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w-0", "namespace": "default"},
+    "spec": {"containers": [{"name": "worker", "image": "i",
+      "terminationMessagePath": "/dev/termination-log",
+      "terminationMessagePolicy": "FallbackToLogsOnError"}]},
+    "status": {"phase": "Failed", "containerStatuses": [{"name": "worker", "restartCount": 0,
+      "state": {"terminated": {"exitCode": 1, "reason": "Error",
+        "message": "rank 0 exited with code 1: E CORE [j rank 0/1] no data\n"}}}]}})");
+  Pod pod = expectRoundTrip<Pod>(pod_json);
+  EXPECT_EQ(pod.spec.containers[0].termination_message_policy, "FallbackToLogsOnError");
+  const auto& t = pod.status.container_statuses[0].state->terminated;
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->message, "rank 0 exited with code 1: E CORE [j rank 0/1] no data\n");
+  // Unset fields stay absent on the wire.
+  Container c;
+  c.name = "x";
+  EXPECT_FALSE(encode(c).contains("terminationMessagePolicy"));
 }
 
 TEST(RoundTrip, ModifiedPodKeepsFieldsThisLibraryDoesNotModel) {

@@ -164,7 +164,11 @@ struct Container {
   std::optional<Probe> readiness_probe;
   std::optional<Probe> liveness_probe;
   std::optional<SecurityContext> security_context;
-  nlohmann::json extra;  // imagePullPolicy, terminationMessagePath, ...
+  // Unset: the API server's defaults, kDefaultTerminationMessagePath and "File"
+  // (termination_message.h).
+  std::optional<std::string> termination_message_path;
+  std::optional<std::string> termination_message_policy;
+  nlohmann::json extra;  // imagePullPolicy, ...
   bool operator==(const Container&) const = default;
 };
 
