@@ -30,8 +30,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "launcher/environment.h"
@@ -40,9 +43,11 @@
 #include "launcher/mpi_mode.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervisor.h"
+#include "launcher/termination_message.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
+#include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::launcher {
 namespace {
@@ -61,6 +66,7 @@ struct Flags {
   bool gpus = false;
   std::string log_level;
   std::string mode;  // overrides RINGMASTER_LAUNCHER_MODE
+  std::string termination_message_path{kube::kDefaultTerminationMessagePath};
   // MPI mode
   int64_t ssh_port = 2222;
   std::string ssh_dir = "/etc/ringmaster-ssh";
@@ -99,6 +105,10 @@ void declareFlags(core::FlagSet& f, Flags* fl) {
             "NVIDIA_VISIBLE_DEVICES");
   f.addString("log-level", &fl->log_level, "error | warn | info | debug | trace");
   f.addString("mode", &fl->mode, "native | mpi (default: RINGMASTER_LAUNCHER_MODE, else native)");
+  f.addString("termination-message-path", &fl->termination_message_path,
+              "where the outcome goes for Kubernetes (the container's terminationMessagePath; "
+              "an existing file, else nothing is written)",
+              "RINGMASTER_TERMINATION_MESSAGE_PATH");
   f.addInt("ssh-port", &fl->ssh_port, "MPI mode: port of this pod's sshd", "RINGMASTER_SSH_PORT");
   f.addString("ssh-dir", &fl->ssh_dir,
               "MPI mode: the job's SSH Secret (authorized_keys; id_ecdsa on pod 0)",
@@ -222,6 +232,48 @@ core::Result<std::vector<ProcessSpec>> processSpecs(const LauncherEnvironment& e
   return specs;
 }
 
+// Leaves `message` at the termination message path; a path that does not exist (outside a pod)
+// is expected.
+void leaveTerminationMessage(const std::string& path, std::string_view message) {
+  if (Status s = writeTerminationMessage(path, message); !s.ok()) {
+    RM_LOG(DEBUG, LAUNCH) << s.message();
+  }
+}
+
+// Rank 0's trainer writes its summary into a directory of its own, which the launcher removes.
+class SummaryFile {
+ public:
+  SummaryFile() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ringmaster-summary-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      RM_LOG(WARN, LAUNCH) << "no summary for the termination message: mkdtemp " << tmpl << ": "
+                           << strerror(errno);
+      return;
+    }
+    dir_ = tmpl;
+  }
+  ~SummaryFile() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  SummaryFile(const SummaryFile&) = delete;
+  SummaryFile& operator=(const SummaryFile&) = delete;
+  bool ok() const { return !dir_.empty(); }
+  std::string path() const { return dir_ + "/summary.json"; }
+  std::optional<std::string> read() const {
+    std::ifstream in(path());
+    if (!in) return std::nullopt;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+  }
+
+ private:
+  std::string dir_;
+};
+
 int run(int argc, char** argv) {
   // Before any thread exists, so that every thread inherits the mask and sigwait sees them.
   sigset_t stop_signals = SignalRouter::stopSignals();
@@ -264,8 +316,10 @@ int run(int argc, char** argv) {
     }
     core::log::setLevel(level);
   }
-  auto fail = [](const Status& status) {
+  auto fail = [&flags](const Status& status) {
     RM_LOG(ERROR, LAUNCH) << status.message();
+    leaveTerminationMessage(flags.termination_message_path,
+                            failureMessage("launcher: " + status.message(), ""));
     return status.exitCode();
   };
   if (flags.health_port < 0 || flags.health_port > 65535)
@@ -289,6 +343,15 @@ int run(int argc, char** argv) {
   if (!program.ok()) return fail(program.status());
   auto specs = processSpecs(*env, flags, *program);
   if (!specs.ok()) return fail(specs.status());
+  // Rank 0 of the built-in trainer writes its summary: the termination message on success.
+  std::unique_ptr<SummaryFile> summary;
+  if (!mpi_mode && command.empty() && env->firstRank() == 0 && !specs->empty()) {
+    summary = std::make_unique<SummaryFile>();
+    if (summary->ok()) {
+      std::vector<std::string>& rank0 = specs->front().argv;
+      rank0.insert(rank0.end(), {"--summary-json", summary->path()});
+    }
+  }
   RM_LOG(INFO, CONFIG) << env->mode << " mode, attempt " << env->attempt << ", pod "
                        << env->node_rank << " of " << env->nnodes << ", " << env->local_world_size
                        << " process(es) of " << env->world_size << ", store " << env->master_addr
@@ -336,6 +399,8 @@ int run(int argc, char** argv) {
     }
     if (status.code() == core::Code::kTimeout || status.code() == core::Code::kUnavailable) {
       RM_LOG(ERROR, RDZV) << status.message() << " (exit " << kHangExitCode << ", retryable)";
+      leaveTerminationMessage(flags.termination_message_path,
+                              failureMessage("rendezvous: " + status.message(), ""));
       return kHangExitCode;
     }
     return fail(status);
@@ -366,6 +431,7 @@ int run(int argc, char** argv) {
   if (mpi == nullptr) {
     Supervisor::Options options;
     options.grace = seconds(flags.grace_seconds);
+    options.capture_errors = true;
     auto started = Supervisor::start(std::move(specs).value(), options);
     if (!started.ok()) return fail(started.status());
     supervisor = std::move(started).value();
@@ -398,6 +464,7 @@ int run(int argc, char** argv) {
     }
   }
   SupervisorOutcome outcome;
+  std::string error_line;  // the failing rank's own last error line
   if (mpi != nullptr) {
     StopHooks hooks;
     hooks.stop = signals.stop();
@@ -406,6 +473,7 @@ int run(int argc, char** argv) {
     outcome = mpi->run((*store)->store(), rdzv_deadline, hooks);
   } else {
     outcome = supervisor->wait();
+    error_line = supervisor->failureErrorLine();
     signals.attach(nullptr);
   }
   monitor.reset();
@@ -424,8 +492,14 @@ int run(int argc, char** argv) {
              seconds(flags.grace_seconds), signals.stop());
   if (outcome.exit_code == 0) {
     RM_LOG(INFO, LAUNCH) << outcome.reason << "; exiting 0";
+    std::optional<std::string> text = summary && summary->ok() ? summary->read() : std::nullopt;
+    std::optional<std::string> message = text ? summaryMessage(*text) : std::nullopt;
+    if (text && !message) RM_LOG(WARN, LAUNCH) << "rank 0's summary is not a small JSON object";
+    if (message) leaveTerminationMessage(flags.termination_message_path, *message);
   } else {
     RM_LOG(WARN, LAUNCH) << outcome.reason << "; exiting " << outcome.exit_code;
+    leaveTerminationMessage(flags.termination_message_path,
+                            failureMessage(outcome.reason, error_line));
   }
   return outcome.exit_code;
 }

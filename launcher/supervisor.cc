@@ -13,6 +13,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "launcher/termination_message.h"
 #include "ringmaster/core/log.h"
 
 extern char** environ;
@@ -92,15 +93,28 @@ core::Result<std::unique_ptr<Supervisor>> Supervisor::start(std::vector<ProcessS
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return core::errnoError("supervisor: pipe", errno);
   auto sup = std::unique_ptr<Supervisor>(new Supervisor(options, wake[0], wake[1]));
   sup->children_.reserve(specs.size());
+  if (options.capture_errors) {
+    if (pipe2(sup->relay_wake_, O_CLOEXEC | O_NONBLOCK) != 0)
+      return core::errnoError("supervisor: relay pipe", errno);
+  }
   const pid_t parent = getpid();
   for (auto& spec : specs) {
+    int err_pipe[2] = {-1, -1};
+    if (options.capture_errors && pipe2(err_pipe, O_CLOEXEC) != 0) {
+      const int err = errno;
+      sup->requestStop(1, "pipe failed");
+      sup->wait();
+      return core::errnoError("supervisor: stderr pipe for " + spec.name, err);
+    }
     // Everything the child needs is built before fork: after it, only async-signal-safe calls.
     std::vector<std::string> env = mergedEnvironment(spec.env);
     std::vector<char*> envp = pointers(env);
     std::vector<char*> argv = pointers(spec.argv);
     const pid_t pid = fork();
+    if (pid != 0 && err_pipe[1] >= 0) close(err_pipe[1]);  // the parent's copy
     if (pid < 0) {
       const int err = errno;
+      if (err_pipe[0] >= 0) close(err_pipe[0]);
       sup->requestStop(1, "fork failed");
       sup->wait();
       return core::errnoError("supervisor: fork for " + spec.name, err);
@@ -113,6 +127,7 @@ core::Result<std::unique_ptr<Supervisor>> Supervisor::start(std::vector<ProcessS
       dfl.sa_handler = SIG_DFL;
       sigemptyset(&dfl.sa_mask);
       for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGCHLD}) sigaction(sig, &dfl, nullptr);
+      if (err_pipe[1] >= 0 && dup2(err_pipe[1], STDERR_FILENO) < 0) _exit(127);
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -130,14 +145,120 @@ core::Result<std::unique_ptr<Supervisor>> Supervisor::start(std::vector<ProcessS
     child.pid = pid;
     child.pidfd = pidfdOpen(pid);
     RM_LOG(INFO, LAUNCH) << "started " << spec.name << " (pid " << pid << "): " << spec.argv[0];
+    if (err_pipe[0] >= 0) {
+      fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+      sup->streams_.push_back(Stream{err_pipe[0], {}, {}});
+    }
     std::lock_guard lock(sup->mu_);
     sup->children_.push_back(std::move(child));
+  }
+  if (options.capture_errors) {
+    Supervisor* raw = sup.get();
+    sup->relay_thread_ = std::thread([raw] { raw->relay(); });
   }
   return sup;
 }
 
+namespace {
+
+void writeAll(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Forwards each complete line of `s.partial` (all of it at end of stream, or when one line grows
+// past 64 KiB) and remembers the last error line.
+void forwardLines(std::string& partial, std::string& last_error, bool flush_all) {
+  size_t start = 0;
+  for (;;) {
+    size_t nl = partial.find('\n', start);
+    if (nl == std::string::npos) {
+      if (!flush_all && partial.size() - start <= (64u << 10)) break;
+      if (start == partial.size()) break;
+      nl = partial.size() - 1;
+    }
+    std::string_view line(partial.data() + start, nl + 1 - start);
+    writeAll(STDERR_FILENO, line);  // one write per line: lines of ranks never interleave
+    if (std::optional<std::string> error = errorLineText(line)) last_error = std::move(*error);
+    start = nl + 1;
+  }
+  partial.erase(0, start);
+}
+
+}  // namespace
+
+void Supervisor::relay() {
+  char buf[16384];
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (streams_[i].fd < 0) continue;
+      fds.push_back({streams_[i].fd, POLLIN, 0});
+      index.push_back(i);
+    }
+    // Every stream ended, or wait() is done: drain without blocking, then leave.
+    const bool last_round = fds.empty() || relay_stop_.load();
+    fds.push_back({relay_wake_[0], POLLIN, 0});
+    if (!last_round && poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      RM_LOG(ERROR, LAUNCH) << "supervisor: relay poll: " << strerror(errno);
+      return;
+    }
+    for (size_t k = 0; k < index.size(); ++k) {
+      Stream& s = streams_[index[k]];
+      if (!last_round && fds[k].revents == 0) continue;
+      for (;;) {
+        const ssize_t n = read(s.fd, buf, sizeof(buf));
+        if (n > 0) {
+          s.partial.append(buf, static_cast<size_t>(n));
+          forwardLines(s.partial, s.last_error, false);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0 || (n < 0 && errno != EAGAIN) || last_round) {
+          forwardLines(s.partial, s.last_error, n == 0 || last_round);
+        }
+        if (n == 0 || (n < 0 && errno != EAGAIN)) {
+          close(s.fd);
+          s.fd = -1;
+        }
+        break;
+      }
+    }
+    if (last_round) return;
+    char drain[64];
+    while (read(relay_wake_[0], drain, sizeof(drain)) > 0) {
+    }
+  }
+}
+
+void Supervisor::stopRelay() {
+  if (!relay_thread_.joinable()) return;
+  relay_stop_ = true;
+  const char byte = 1;
+  ssize_t ignored = write(relay_wake_[1], &byte, 1);
+  (void)ignored;
+  relay_thread_.join();
+}
+
 Supervisor::~Supervisor() {
   bool any_running = false;
+  struct RelayCloser {  // after wait() below: the streams and the wake pipe go last
+    Supervisor* s;
+    ~RelayCloser() {
+      s->stopRelay();
+      for (auto& stream : s->streams_) {
+        if (stream.fd >= 0) close(stream.fd);
+      }
+      for (int fd : s->relay_wake_) {
+        if (fd >= 0) close(fd);
+      }
+    }
+  } relay_closer{this};
   {
     std::lock_guard lock(mu_);
     for (const auto& c : children_) any_running |= !c.reaped;
@@ -192,6 +313,7 @@ void Supervisor::reap(Child& child, int wait_status) {
                        << describeWaitStatus(wait_status);
   if (!first_failure_seen_) {
     first_failure_seen_ = true;
+    first_failure_index_ = static_cast<size_t>(&child - children_.data());
     first_failure_ = {code, child.name + " " + describeWaitStatus(wait_status)};
   }
 }
@@ -262,10 +384,17 @@ SupervisorOutcome Supervisor::wait() {
     while (read(wake_read_, drain, sizeof(drain)) > 0) {
     }
   }
+  stopRelay();
   std::lock_guard lock(mu_);
   if (stop_requested_) return {stop_code_, stop_reason_};
   if (first_failure_seen_) return first_failure_;
   return {0, "all " + std::to_string(children_.size()) + " process(es) succeeded"};
+}
+
+std::string Supervisor::failureErrorLine() const {
+  std::lock_guard lock(mu_);
+  if (stop_requested_ || !first_failure_seen_ || relay_thread_.joinable()) return {};
+  return first_failure_index_ < streams_.size() ? streams_[first_failure_index_].last_error : "";
 }
 
 }  // namespace ringmaster::launcher

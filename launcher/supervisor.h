@@ -8,7 +8,10 @@
 //   - requestStop() (SIGTERM/SIGINT to the launcher, a detected hang) sends SIGTERM and SIGCONT
 //     (a stopped process could not act on SIGTERM) to every group, SIGKILL after the grace period;
 //   - the outcome: the code given to the first requestStop() if there was one, else the first
-//     failing process's code (128+N when killed by signal N), else 0.
+//     failing process's code (128+N when killed by signal N), else 0;
+//   - Options::capture_errors: each process's stderr goes through a pipe that a relay thread
+//     copies line by line to the launcher's stderr, remembering the process's last error line
+//     (core log format, termination_message.h): failureErrorLine() after wait().
 //
 // Ownership: owns the child processes (reaps every one before wait() returns; the destructor
 // kills and reaps any still running) and their pidfds. Thread-safety: requestStop() and
@@ -19,11 +22,13 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringmaster/core/status.h"
@@ -56,6 +61,7 @@ class Supervisor {
  public:
   struct Options {
     std::chrono::milliseconds grace{std::chrono::seconds(30)};
+    bool capture_errors = false;
   };
 
   static core::Result<std::unique_ptr<Supervisor>> start(std::vector<ProcessSpec> specs,
@@ -66,6 +72,9 @@ class Supervisor {
 
   // Blocks until every process has exited.
   SupervisorOutcome wait();
+  // After wait(): the last error line of the process whose failure is the outcome ("" when the
+  // outcome is no such failure, nothing was captured or it logged no error line).
+  std::string failureErrorLine() const;
   void requestStop(int exit_code, std::string reason);
   // Whether local process `index` is still running (not yet reaped).
   bool running(size_t index) const;
@@ -80,9 +89,17 @@ class Supervisor {
     bool reaped = false;
     int wait_status = 0;
   };
+  // One captured stderr; only the relay thread touches it until stopRelay() joined it.
+  struct Stream {
+    int fd = -1;  // read end, non-blocking; -1 once closed
+    std::string partial;
+    std::string last_error;
+  };
   Supervisor(Options options, int wake_read, int wake_write);
   void signalAll(int sig);  // requires mu_
   void reap(Child& child, int wait_status);
+  void relay();      // the relay thread's body
+  void stopRelay();  // drains what is readable, then joins the thread
 
   Options options_;
   int wake_read_, wake_write_;  // requestStop() wakes wait()
@@ -92,7 +109,12 @@ class Supervisor {
   int stop_code_ = 0;
   std::string stop_reason_;
   bool first_failure_seen_ = false;
+  size_t first_failure_index_ = 0;
   SupervisorOutcome first_failure_;
+  std::vector<Stream> streams_;  // per child when capture_errors, else empty
+  int relay_wake_[2] = {-1, -1};
+  std::atomic<bool> relay_stop_{false};
+  std::thread relay_thread_;
 };
 
 }  // namespace ringmaster::launcher

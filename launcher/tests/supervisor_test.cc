@@ -100,6 +100,43 @@ TEST(Supervisor, ResolvesProgramsThroughPathThenTheFallbackDirectory) {
   EXPECT_THAT(missing.status().message(), HasSubstr("ringmaster-no-such-program"));
 }
 
+TEST(Supervisor, CapturedStderrGivesTheFailingProcesssLastErrorLine) {
+  Supervisor::Options o = grace(10s);
+  o.capture_errors = true;
+  const std::string log_line =
+      "printf '%s\\n' \"2026-11-22T10:00:00.123Z E CORE    [j rank $RANK/2] ";
+  auto sup = Supervisor::start({shell("rank 0", "sleep 600", {{"RANK", "0"}}),
+                                shell("rank 1",
+                                      log_line + "first\" >&2; " + log_line +
+                                          "dataset: not found\" >&2; echo plain >&2; "
+                                          "printf 'no newline' >&2; exit 1",
+                                      {{"RANK", "1"}})},
+                               o);
+  ASSERT_TRUE(sup.ok());
+  SupervisorOutcome out = (*sup)->wait();
+  EXPECT_EQ(out.exit_code, 1);
+  EXPECT_THAT(out.reason, HasSubstr("rank 1 exited with code 1"));
+  EXPECT_EQ((*sup)->failureErrorLine(), "E CORE [j rank 1/2] dataset: not found");
+}
+
+TEST(Supervisor, NoErrorLineWithoutCaptureOrOnAStopRequest) {
+  auto plain = Supervisor::start({shell("rank 0",
+                                        "echo '2026-11-22T10:00:00.123Z E CORE x' >&2; "
+                                        "exit 3")},
+                                 grace(5s));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->wait().exit_code, 3);
+  EXPECT_EQ((*plain)->failureErrorLine(), "");
+  Supervisor::Options o = grace(5s);
+  o.capture_errors = true;
+  auto stopped = Supervisor::start({shell("rank 0", "sleep 600")}, o);
+  ASSERT_TRUE(stopped.ok());
+  (*stopped)->requestStop(142, "hang: rank 0");
+  SupervisorOutcome out = (*stopped)->wait();
+  EXPECT_EQ(out.reason, "hang: rank 0");
+  EXPECT_EQ((*stopped)->failureErrorLine(), "");
+}
+
 TEST(Supervisor, ExitCodesFollowDesignSection5) {
   EXPECT_EQ(exitCodeOf(0), 0);
   EXPECT_EQ(exitCodeOf(3 << 8), 3);

@@ -1,0 +1,91 @@
+#include "launcher/termination_message.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "ringmaster/kube/termination_message.h"
+
+namespace ringmaster::launcher {
+namespace {
+
+std::string_view nextWord(std::string_view& rest) {
+  const size_t start = rest.find_first_not_of(' ');
+  if (start == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  rest.remove_prefix(start);
+  const size_t end = std::min(rest.find(' '), rest.size());
+  std::string_view word = rest.substr(0, end);
+  rest.remove_prefix(end);
+  return word;
+}
+
+// "2026-11-22T10:00:00.123Z": a date, 'T', a time, 'Z'.
+bool looksLikeTimestamp(std::string_view word) {
+  return word.size() >= 20 && word[4] == '-' && word[10] == 'T' && word.back() == 'Z';
+}
+
+// Cut at the limit on a UTF-8 character boundary.
+std::string capped(std::string text, size_t limit) {
+  if (text.size() <= limit) return text;
+  size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> errorLineText(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  std::string_view rest = line;
+  if (!looksLikeTimestamp(nextWord(rest))) return std::nullopt;
+  if (nextWord(rest) != "E") return std::nullopt;
+  std::string_view subsystem = nextWord(rest);
+  if (subsystem.empty()) return std::nullopt;
+  const size_t text = rest.find_first_not_of(' ');
+  std::string out = "E " + std::string(subsystem);
+  if (text != std::string_view::npos) out += " " + std::string(rest.substr(text));
+  return out;
+}
+
+std::string failureMessage(std::string_view reason, std::string_view error_line) {
+  std::string out(reason);
+  if (!error_line.empty()) out += ": " + std::string(error_line);
+  return capped(std::move(out), kube::kMaxTerminationMessageBytes);
+}
+
+std::optional<std::string> summaryMessage(std::string_view summary_json) {
+  nlohmann::json j = nlohmann::json::parse(summary_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  std::string out = j.dump();
+  if (out.size() > kube::kMaxTerminationMessageBytes) return std::nullopt;
+  return out;
+}
+
+core::Status writeTerminationMessage(const std::string& path, std::string_view message) {
+  // In place and never created: in a pod the kubelet provides the file (a bind mount); outside
+  // one nothing may appear at /dev/termination-log.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return core::errnoError("termination message " + path, errno);
+  size_t done = 0;
+  while (done < message.size()) {
+    const ssize_t n = ::write(fd, message.data() + done, message.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return core::errnoError("writing termination message " + path, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return core::errnoError("closing termination message " + path, errno);
+  return core::Status::Ok();
+}
+
+}  // namespace ringmaster::launcher

@@ -1,0 +1,35 @@
+#pragma once
+// What the launcher leaves in its container's termination message (the file at
+// terminationMessagePath, see ringmaster/kube/termination_message.h), for the operator to show:
+//   - on failure: the outcome and the failing process's own last error line,
+//     "rank 1 exited with code 1: E CORE [fmnist rank 1/2] dataset: open /nope/...: No such file";
+//   - on success (rank 0's pod): rank 0's trainer summary JSON (--summary-json), compacted.
+// The path is the launcher's --termination-message-path (default /dev/termination-log); outside
+// a pod it usually does not exist, which is not an error (logged at debug).
+//
+// Thread-safety: pure functions plus one file write. Failure: writeTerminationMessage returns
+// the errno error naming the path; callers log it and carry on.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ringmaster/core/status.h"
+
+namespace ringmaster::launcher {
+
+// An error line of the core log format ("<time> E <SUBSYSTEM> [prefix] text") without its
+// timestamp and with the subsystem's padding collapsed; nullopt for other lines.
+std::optional<std::string> errorLineText(std::string_view line);
+
+// "<reason>: <error line>" (just the reason without one), capped to the kubelet's limit.
+std::string failureMessage(std::string_view reason, std::string_view error_line);
+
+// The summary JSON compacted to one line; nullopt when it is not a JSON object or does not fit
+// the kubelet's limit.
+std::optional<std::string> summaryMessage(std::string_view summary_json);
+
+// Replaces the content of the existing file at `path` with `message` (never creates it).
+core::Status writeTerminationMessage(const std::string& path, std::string_view message);
+
+}  // namespace ringmaster::launcher

@@ -1,0 +1,74 @@
+#include "launcher/termination_message.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "ringmaster/kube/termination_message.h"
+
+namespace ringmaster::launcher {
+namespace {
+
+TEST(ErrorLineText, Table) {
+  struct Case {
+    std::string line;
+    std::optional<std::string> want;
+  };
+  const Case cases[] = {
+      {"2026-11-22T10:00:00.123Z E CORE    [fmnist rank 0/2] dataset: no such file\n",
+       "E CORE [fmnist rank 0/2] dataset: no such file"},
+      {"2026-11-22T10:00:00.123Z E DATA    no prefix here", "E DATA no prefix here"},
+      {"2026-11-22T10:00:00.123Z W CORE    [j] only a warning\n", std::nullopt},
+      {"2026-11-22T10:00:00.123Z I STEP    [j] epoch 1\n", std::nullopt},
+      {"E CORE no timestamp\n", std::nullopt},
+      {"Traceback (most recent call last):\n", std::nullopt},
+      {"", std::nullopt},
+      {"2026-11-22T10:00:00.123Z E", std::nullopt},
+  };
+  for (const Case& c : cases) EXPECT_EQ(errorLineText(c.line), c.want) << c.line;
+}
+
+TEST(FailureMessage, ReasonAndErrorLineCappedToTheKubeletsLimit) {
+  EXPECT_EQ(failureMessage("rank 1 exited with code 1", "E CORE [j rank 1/2] bad"),
+            "rank 1 exited with code 1: E CORE [j rank 1/2] bad");
+  EXPECT_EQ(failureMessage("hang: rank 3 made no progress", ""), "hang: rank 3 made no progress");
+  const std::string long_line = "E CORE " + std::string(10000, 'x');
+  EXPECT_EQ(failureMessage("rank 0 exited with code 1", long_line).size(),
+            kube::kMaxTerminationMessageBytes);
+  // Never cut inside a UTF-8 character.
+  std::string utf8;
+  while (utf8.size() < 5000) utf8 += "\xc3\xa9";  // é
+  const std::string cut = failureMessage("r", utf8);
+  EXPECT_LE(cut.size(), kube::kMaxTerminationMessageBytes);
+  EXPECT_EQ((cut.size() - 3) % 2, 0u);  // "r: " then whole characters
+}
+
+TEST(SummaryMessage, CompactsAnObjectAndRefusesOthers) {
+  EXPECT_EQ(summaryMessage("{\n  \"epochs\": 5,\n  \"testAccuracy\": 0.8862\n}\n"),
+            R"({"epochs":5,"testAccuracy":0.8862})");
+  EXPECT_FALSE(summaryMessage("[1, 2]").has_value());
+  EXPECT_FALSE(summaryMessage("{not json").has_value());
+  EXPECT_FALSE(summaryMessage("{\"big\": \"" + std::string(5000, 'x') + "\"}").has_value());
+}
+
+TEST(WriteTerminationMessage, ReplacesAnExistingFileAndNeverCreatesOne) {
+  char tmpl[] = "/tmp/rm-launcher-msg-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string path = dir + "/termination-log";
+  EXPECT_FALSE(writeTerminationMessage(path, "x").ok());
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+  std::ofstream(path) << "an older, longer message";
+  ASSERT_TRUE(writeTerminationMessage(path, "new").ok());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "new");
+  std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace ringmaster::launcher
