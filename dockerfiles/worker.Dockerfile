@@ -36,7 +36,8 @@ RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=ON -DR
  && strip /src/build/bin/ringmaster-launcher /src/build/bin/ringmaster-trainer \
  && dockerfiles/bundle-libs.sh /out/lib \
       '^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux.*|libcuda|libcudart|libnccl|libcudnn.*|libcublas.*|libmpi.*|libopen-rte|libopen-pal)\.so' \
-      /src/build/bin/ringmaster-launcher /src/build/bin/ringmaster-trainer
+      /src/build/bin/ringmaster-launcher /src/build/bin/ringmaster-trainer \
+ && cp /src/build/lib/ringmaster/libringmaster-trainer-cuda.so /out/lib/
 
 # --- runtime
 FROM nvidia/cuda:${CUDA_TAG}-runtime-${UBUNTU}
@@ -46,6 +47,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libnccl2 openmpi-bin openssh-server openssh-client ca-certificates \
  && rm -rf /var/lib/apt/lists/*
+# The trainer loads its GPU module from ../lib/ringmaster, i.e. /usr/local/lib/ringmaster.
 COPY --from=build /out/lib/ /usr/local/lib/ringmaster/
 COPY --from=build /src/build/bin/ringmaster-launcher /usr/local/bin/ringmaster-launcher
 COPY --from=build /src/build/bin/ringmaster-trainer /usr/local/bin/ringmaster-trainer

@@ -2,9 +2,10 @@
 
 namespace ringmaster::trainer {
 
-core::Result<DeviceChoice> resolveDevice(const std::string& requested, bool cuda_built,
-                                         int visible_gpus, int local_rank) {
+core::Result<DeviceChoice> resolveDevice(const std::string& requested, const GpuAvailability& gpu,
+                                         int local_rank) {
   DeviceChoice choice;
+  const int visible_gpus = gpu.module_loaded ? gpu.visible_gpus : 0;
   const std::string gpus = std::to_string(visible_gpus) + " GPU" + (visible_gpus == 1 ? "" : "s");
   if (requested == "cpu") {
     choice.reason = "device cpu";
@@ -13,14 +14,11 @@ core::Result<DeviceChoice> resolveDevice(const std::string& requested, bool cuda
   if (requested != "cuda" && requested != "auto")
     return core::invalidArgument("trainer.device: must be auto, cpu or cuda, got '" + requested +
                                  "'");
-  if (requested == "auto" && (!cuda_built || visible_gpus == 0)) {
-    choice.reason = cuda_built ? "auto: no GPU visible" : "auto: built without CUDA";
+  if (requested == "auto" && (!gpu.module_loaded || visible_gpus == 0)) {
+    choice.reason = gpu.module_loaded ? "auto: no GPU visible" : "auto: " + gpu.why_not;
     return choice;
   }
-  if (!cuda_built)
-    return core::invalidArgument(
-        "trainer.device: cuda, but this ringmaster-trainer was built without CUDA "
-        "(RM_WITH_CUDA=OFF or no nvcc at build time)");
+  if (!gpu.module_loaded) return core::invalidArgument("trainer.device: cuda, but " + gpu.why_not);
   if (visible_gpus == 0)
     return core::invalidArgument(
         "trainer.device: cuda, but no GPU is visible (no driver, or CUDA_VISIBLE_DEVICES hides "

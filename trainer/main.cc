@@ -3,9 +3,9 @@
 // Reads spec.trainer-shaped YAML (--config), lets flags override it, takes its place in the world
 // from the environment (DESIGN §5: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
 // RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun), trains on the CPU or
-// the GPU (--device; run_training.h), and exits 0 on success, 1 on bad input or a failure, 2 on
-// a usage error, 142 when a peer went away or a collective stalled (retryable), 128+15 when
-// stopped by SIGTERM.
+// the GPU (--device; the GPU path is a module loaded on demand, gpu_module.h), and exits 0 on
+// success, 1 on bad input or a failure, 2 on a usage error, 142 when a peer went away or a
+// collective stalled (retryable), 128+15 when stopped by SIGTERM.
 //
 // Under ringmaster-launcher (RINGMASTER_USE_AGENT_STORE=1) the launcher hosts the rendezvous
 // store: every rank, rank 0 included, connects to it at MASTER_ADDR:MASTER_PORT, and each rank
@@ -32,7 +32,7 @@
 #include "trainer/config.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device.h"
-#include "trainer/run_training.h"
+#include "trainer/gpu_module.h"
 #include "trainer/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -245,14 +245,17 @@ int run(int argc, char** argv) {
                               std::to_string(world->world_size));
   openblas_set_num_threads(static_cast<int>(config.blas_threads));
   RM_LOG(INFO, CONFIG) << describe(config);
-  auto device = resolveDevice(config.device, cudaBuilt(), visibleGpuCount(), world->local_rank);
+  const LoadedGpu gpu = loadGpuModule(config.device);
+  auto device = resolveDevice(config.device, gpu.availability, world->local_rank);
   if (!device.ok()) return fail(device.status());
   RM_LOG(INFO, CONFIG) << "device: " << device->reason;
   if (!device->cuda && config.precision != "fp32")
     return fail(core::invalidArgument("trainer.precision: " + config.precision +
                                       " needs the GPU, and this rank trains on the CPU (" +
                                       device->reason + ")"));
-  if (Status s = selectDevice(*device); !s.ok()) return fail(s);
+  if (device->cuda) {
+    if (Status s = gpu.module->selectDevice(device->ordinal); !s.ok()) return fail(s);
+  }
 
   auto train = data::loadFashionMnist(config.dataset.path, data::Split::kTrain);
   if (!train.ok()) return fail(train.status());
@@ -271,6 +274,11 @@ int run(int argc, char** argv) {
   comm_config.host_store = !world->agent_store;
   comm_config.gloo_hostname = world->pod_ip;
   comm_config.timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
+  if (device->cuda) {
+    comm_config.make_nccl = [module = gpu.module](const comm::NcclConfig& nccl) {
+      return module->makeNcclCommunicator(nccl);
+    };
+  }
   auto communicator = comm::makeCommunicator(comm_config);
   if (!communicator.ok()) return failRetryable(communicator.status());
 
@@ -313,7 +321,7 @@ int run(int argc, char** argv) {
   ctx.stop = &stop;
   ctx.metrics = &*trainer_metrics;
   ctx.progress_bar = world->rank == 0 && isatty(STDOUT_FILENO);
-  auto summary = runTraining(config, *device, ctx);
+  auto summary = device->cuda ? gpu.module->train(config, ctx) : Trainer(config, ctx).run();
   if (!summary.ok()) {
     if (summary.status().code() == core::Code::kCancelled) {
       RM_LOG(WARN, CORE) << summary.status().message();

@@ -10,12 +10,6 @@
 #include "trainer/comm/shm_communicator.h"
 #include "trainer/comm/single_rank_communicator.h"
 
-#if RM_HAVE_CUDA
-#include "trainer/comm/nccl_communicator.h"
-constexpr bool kNcclBuilt = true;
-#else
-constexpr bool kNcclBuilt = false;
-#endif
 #if RM_HAVE_MPI
 #include "trainer/comm/mpi_communicator.h"
 constexpr bool kMpiBuilt = true;
@@ -140,24 +134,18 @@ core::Result<std::unique_ptr<Communicator>> makeGloo(const CommConfig& config,
 core::Result<std::unique_ptr<Communicator>> makeNccl(const CommConfig& config,
                                                      rendezvous::Store* store,
                                                      const std::string& what) {
-#if RM_HAVE_CUDA
+  if (!config.make_nccl)
+    return core::unavailable(what + ": no NCCL backend (the GPU module is not loaded)");
   NcclConfig nccl;
   nccl.rank = config.rank;
   nccl.size = config.world_size;
   nccl.store = store;
   nccl.timeout = config.timeout;
   nccl.collective_timeout = config.collective_timeout;
-  return makeNcclCommunicator(nccl);
-#else
-  (void)config;
-  (void)store;
-  return core::unavailable(what + ": this build has no NCCL backend (built without CUDA)");
-#endif
+  return config.make_nccl(nccl);
 }
 
 }  // namespace
-
-bool ncclBackendBuilt() { return kNcclBuilt; }
 
 bool runningUnderMpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;

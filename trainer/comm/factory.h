@@ -10,7 +10,8 @@
 //   "gloo"   Gloo ring over TCP
 //   "mpi"    MPI_Allreduce (only when built with Open MPI; rank and size come from mpirun)
 //   "inproc" ranks as threads of this process sharing `inproc_group` (tests)
-//   "nccl"   NCCL on GPU memory (device cuda only; only when built with CUDA)
+//   "nccl"   NCCL on GPU memory (device cuda only), built by `make_nccl`: the GPU module's
+//            (trainer/gpu_module.h), so that this library never links CUDA
 // Rendezvous (shm, gloo): through `store` when given; otherwise a TcpStoreClient to
 // master_addr:master_port, where rank 0 first tries to host the TcpStoreServer itself (so the
 // trainer works without the launcher) and simply connects when the port is taken; with
@@ -27,16 +28,21 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "ringmaster/core/status.h"
 #include "ringmaster/rendezvous/store.h"
 #include "trainer/comm/communicator.h"
+#include "trainer/comm/nccl_communicator.h"
 
 namespace ringmaster::trainer::comm {
 
 class InProcGroup;
+
+using NcclFactory =
+    std::function<core::Result<std::unique_ptr<Communicator>>(const NcclConfig& config)>;
 
 struct CommConfig {
   std::string backend = "auto";  // auto | nccl | shm | gloo | mpi | inproc
@@ -64,6 +70,8 @@ struct CommConfig {
   bool shm_pretend_unreachable_for_testing = false;
   // inproc: the group shared by the ranks of this process.
   std::shared_ptr<InProcGroup> inproc_group;
+  // nccl: builds the communicator on the current device; unset, nccl is unavailable.
+  NcclFactory make_nccl;
 };
 
 core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& config);
@@ -73,7 +81,5 @@ bool runningUnderMpirun();
 
 // Whether this build includes the MPI backend.
 bool mpiBackendBuilt();
-// Whether this build includes the NCCL backend (built with CUDA).
-bool ncclBackendBuilt();
 
 }  // namespace ringmaster::trainer::comm

@@ -6,6 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "trainer/config.h"
 
 namespace ringmaster::trainer {
@@ -13,8 +16,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(ResolveDevice, AutoTakesTheGpuWhenBuiltAndVisible) {
-  auto d = resolveDevice("auto", /*cuda_built=*/true, /*visible_gpus=*/2, /*local_rank=*/1);
+GpuAvailability loaded(int gpus) {
+  return {.module_loaded = true, .why_not = "", .visible_gpus = gpus};
+}
+GpuAvailability absent(const std::string& why) {
+  return {.module_loaded = false, .why_not = why, .visible_gpus = 0};
+}
+
+TEST(ResolveDevice, AutoTakesTheGpuWhenTheModuleLoadedAndOneIsVisible) {
+  auto d = resolveDevice("auto", loaded(2), /*local_rank=*/1);
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_TRUE(d->cuda);
   EXPECT_EQ(d->ordinal, 1);
@@ -22,37 +32,55 @@ TEST(ResolveDevice, AutoTakesTheGpuWhenBuiltAndVisible) {
 }
 
 TEST(ResolveDevice, AutoFallsBackToTheCpuSayingWhy) {
-  auto no_gpu = resolveDevice("auto", true, 0, 0);
-  ASSERT_TRUE(no_gpu.ok());
-  EXPECT_FALSE(no_gpu->cuda);
-  EXPECT_THAT(no_gpu->reason, HasSubstr("no GPU visible"));
-  auto no_cuda = resolveDevice("auto", false, 4, 0);
-  ASSERT_TRUE(no_cuda.ok());
-  EXPECT_FALSE(no_cuda->cuda);
-  EXPECT_THAT(no_cuda->reason, HasSubstr("built without CUDA"));
+  struct Case {
+    GpuAvailability gpu;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {loaded(0), "auto: no GPU visible"},
+      {absent("no CUDA driver (libcuda.so.1 not found)"),
+       "auto: no CUDA driver (libcuda.so.1 not found)"},
+      {absent("this ringmaster-trainer was built without CUDA"), "built without CUDA"},
+  };
+  for (const Case& c : cases) {
+    auto d = resolveDevice("auto", c.gpu, 0);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    EXPECT_FALSE(d->cuda) << c.reason;
+    EXPECT_THAT(d->reason, HasSubstr(c.reason));
+  }
 }
 
 TEST(ResolveDevice, CpuIsAlwaysTheCpu) {
-  auto d = resolveDevice("cpu", true, 8, 3);
+  auto d = resolveDevice("cpu", loaded(8), 3);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->cuda);
+  auto without_module = resolveDevice("cpu", absent("no CUDA driver"), 0);
+  ASSERT_TRUE(without_module.ok());
+  EXPECT_FALSE(without_module->cuda);
 }
 
 TEST(ResolveDevice, CudaFailsClearlyWhereItCannotRun) {
-  auto unbuilt = resolveDevice("cuda", false, 1, 0);
-  ASSERT_FALSE(unbuilt.ok());
-  EXPECT_THAT(unbuilt.status().message(), HasSubstr("built without CUDA"));
-  auto invisible = resolveDevice("cuda", true, 0, 0);
-  ASSERT_FALSE(invisible.ok());
-  EXPECT_THAT(invisible.status().message(), HasSubstr("no GPU is visible"));
-  EXPECT_THAT(invisible.status().message(), HasSubstr("nvidia.com/gpu"));
-  auto shared = resolveDevice("cuda", true, 2, 2);
-  ASSERT_FALSE(shared.ok());
-  EXPECT_THAT(shared.status().message(), HasSubstr("local rank 2 has no GPU of its own"));
-  auto unknown = resolveDevice("tpu", true, 1, 0);
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.status().code(), core::Code::kInvalidArgument);
-  EXPECT_THAT(unknown.status().message(), HasSubstr("trainer.device"));
+  struct Case {
+    std::string requested;
+    GpuAvailability gpu;
+    int local_rank;
+    std::vector<std::string> says;
+  };
+  const Case cases[] = {
+      {"cuda",
+       absent("cannot load the GPU module x.so: libcudart.so.13: cannot open"),
+       0,
+       {"trainer.device: cuda, but cannot load the GPU module", "libcudart.so.13"}},
+      {"cuda", loaded(0), 0, {"no GPU is visible", "nvidia.com/gpu"}},
+      {"cuda", loaded(2), 2, {"local rank 2 has no GPU of its own"}},
+      {"tpu", loaded(1), 0, {"trainer.device"}},
+  };
+  for (const Case& c : cases) {
+    auto d = resolveDevice(c.requested, c.gpu, c.local_rank);
+    ASSERT_FALSE(d.ok()) << c.requested;
+    EXPECT_EQ(d.status().code(), core::Code::kInvalidArgument);
+    for (const std::string& s : c.says) EXPECT_THAT(d.status().message(), HasSubstr(s));
+  }
 }
 
 TEST(DeviceConfig, PrecisionAndDeviceAreCheckedNamingTheKey) {

@@ -12,6 +12,7 @@
 
 #include "ringmaster/rendezvous/tcp_store.h"
 #include "trainer/comm/inproc_communicator.h"
+#include "trainer/comm/single_rank_communicator.h"
 #include "trainer/comm/tests/rank_threads.h"
 
 namespace ringmaster::trainer::comm {
@@ -176,14 +177,33 @@ TEST(FactoryTest, GpuGradientsNeedNcclAndNcclNeedsTheGpu) {
   EXPECT_EQ(makeCommunicator(tpu).status().code(), core::Code::kInvalidArgument);
 }
 
-TEST(FactoryTest, NcclWithoutCudaInTheBuildSaysSo) {
-  if (ncclBackendBuilt()) GTEST_SKIP() << "this build has NCCL (gpu_trainer_test covers it)";
+TEST(FactoryTest, NcclWithoutTheGpuModuleSaysSo) {
   CommConfig config = configFor("auto", 0, 1, nullptr);
   config.device = "cuda";
   auto comm = makeCommunicator(config);
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), core::Code::kUnavailable);
-  EXPECT_THAT(comm.status().message(), HasSubstr("no NCCL backend"));
+  EXPECT_THAT(comm.status().message(), HasSubstr("no NCCL backend (the GPU module is not loaded)"));
+}
+
+TEST(FactoryTest, NcclIsBuiltByTheGivenFactoryWithTheConfiguredWorld) {
+  CommConfig config = configFor("auto", 0, 1, nullptr);
+  config.device = "cuda";
+  config.timeout = std::chrono::seconds(7);
+  config.collective_timeout = std::chrono::seconds(9);
+  NcclConfig seen;
+  config.make_nccl =
+      [&seen](const NcclConfig& nccl) -> core::Result<std::unique_ptr<Communicator>> {
+    seen = nccl;
+    return std::unique_ptr<Communicator>(std::make_unique<SingleRankCommunicator>());
+  };
+  auto comm = makeCommunicator(config);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  EXPECT_EQ(seen.rank, 0);
+  EXPECT_EQ(seen.size, 1);
+  EXPECT_NE(seen.store, nullptr) << "a world of one bootstraps through its own store";
+  EXPECT_EQ(seen.timeout, std::chrono::seconds(7));
+  EXPECT_EQ(seen.collective_timeout, std::chrono::seconds(9));
 }
 
 TEST(FactoryTest, RankOutsideTheWorldIsRejected) {

@@ -62,6 +62,7 @@ TrainRun train(const TrainerConfig& config) {
   cc.backend = "auto";
   cc.device = "cuda";
   cc.world_size = 1;
+  cc.make_nccl = comm::makeNcclCommunicator;
   auto comm = comm::makeCommunicator(cc);
   TrainRun run;
   if (!comm.ok()) {
