@@ -15,7 +15,9 @@ std::vector<model::ParamView> views(std::vector<size_t> counts) {
   std::vector<model::ParamView> out;
   size_t offset = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
-    out.push_back({"p" + std::to_string(i), offset, counts[i]});
+    std::string name = "p";  // appended: GCC 12 flags "p" + std::to_string(i) (-Wrestrict)
+    name += std::to_string(i);
+    out.push_back({std::move(name), offset, counts[i]});
     offset += counts[i];
   }
   return out;

@@ -129,19 +129,22 @@ ApiResult<ApiResponse> callApi(ApiClient& client, const ApiRequest& request) {
   return std::move(response).value();
 }
 
+// Built by appending: GCC 12 flags `"/" + std::string(...)` with a false -Wrestrict.
 std::string collectionPath(const ResourceType& type, std::string_view namespace_name) {
-  std::string path =
-      type.group.empty() ? "/api/" + type.version : "/apis/" + type.group + "/" + type.version;
+  std::string path = type.group.empty() ? "/api/" : "/apis/";
+  if (!type.group.empty()) path.append(type.group).append("/");
+  path.append(type.version);
   if (type.namespaced && !namespace_name.empty()) {
-    path += "/namespaces/" + encodeSegment(namespace_name);
+    path.append("/namespaces/").append(encodeSegment(namespace_name));
   }
-  return path + "/" + type.plural;
+  return path.append("/").append(type.plural);
 }
 
 std::string objectPath(const ResourceType& type, std::string_view namespace_name,
                        std::string_view name, std::string_view subresource) {
-  std::string path = collectionPath(type, namespace_name) + "/" + encodeSegment(name);
-  if (!subresource.empty()) path += "/" + std::string(subresource);
+  std::string path = collectionPath(type, namespace_name);
+  path.append("/").append(encodeSegment(name));
+  if (!subresource.empty()) path.append("/").append(subresource);
   return path;
 }
 
