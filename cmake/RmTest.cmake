@@ -8,6 +8,10 @@ include(GoogleTest)
 set(RM_TEST_SKIP_EXIT_CODE 77)
 add_library(rm_gtest_main STATIC ${PROJECT_SOURCE_DIR}/lib/testing/gtest_main.cc)
 target_link_libraries(rm_gtest_main PUBLIC GTest::gtest)
+# The tests that drive the product's binaries (labels e2e, product, slow, gpu) are what
+# scripts/test builds and runs in the product tree: `cmake --build <dir> --target product_tests`.
+set(RM_PRODUCT_TEST_LABELS "e2e|product|slow|gpu")
+add_custom_target(product_tests)
 function(rm_add_test)
   cmake_parse_arguments(T "LOCAL_PODS" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -24,6 +28,9 @@ function(rm_add_test)
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
     SKIP_RETURN_CODE ${RM_TEST_SKIP_EXIT_CODE}
     ENVIRONMENT "RM_SOURCE_DIR=${PROJECT_SOURCE_DIR};RM_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(T_LABELS MATCHES "^(.*;)?(${RM_PRODUCT_TEST_LABELS})(;.*)?$")
+    add_dependencies(product_tests ${T_NAME})
+  endif()
   if(T_LOCAL_PODS)
     set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK local_pods COST 100)
   endif()

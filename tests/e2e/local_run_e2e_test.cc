@@ -1,8 +1,9 @@
-// e2e (issue 4, must-show 1): `ringmaster local run examples/fashion-mnist-mlp.yaml` brings up the
-// embedded cluster (API server, kubelet, operator), the operator runs 2 worker pods whose
+// e2e, the README's main job: `ringmaster local run examples/fashion-mnist-mlp.yaml` brings up
+// the embedded cluster (API server, kubelet, operator), the operator runs 2 worker pods whose
 // launchers rendezvous and train; the job ends Succeeded with >= 88% test accuracy. Meanwhile
-// real `kubectl get tj` must have shown the job Running with every rank, and at the end the
-// final epoch and loss.
+// real `kubectl get tj` must have shown the job Running with every rank, a running rank must
+// have served its Prometheus metrics at its pod address, and at the end kubectl shows the
+// final epoch and loss. scripts/test runs it on the tree scripts/run-main builds.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -38,6 +40,23 @@ std::vector<std::string> rowFor(const std::string& table, const std::string& nam
   return {};
 }
 
+// GET /metrics from a running rank of pod `pod`, at its pod IP and its `metrics` container
+// port ("" while the pod has no IP or the trainer does not serve yet).
+std::string scrapeRank(const std::string& kubectl, const std::map<std::string, std::string>& env,
+                       const std::string& pod) {
+  testutil::ProcessResult get = testutil::run({kubectl, "get", "pod", pod, "-o", "json"}, env, 30s);
+  if (get.exit_code != 0) return "";
+  const nlohmann::json p = nlohmann::json::parse(get.stdout_text, nullptr, false);
+  if (p.is_discarded()) return "";
+  const std::string ip = p.value("/status/podIP"_json_pointer, std::string());
+  int port = 0;
+  for (const auto& c : p.value("/spec/containers"_json_pointer, nlohmann::json::array()))
+    for (const auto& cp : c.value("ports", nlohmann::json::array()))
+      if (cp.value("name", "") == "metrics") port = cp.value("containerPort", 0);
+  if (ip.empty() || port == 0) return "";
+  return testutil::httpGet(ip, port, "/metrics");
+}
+
 // "... test accuracy 88.7%, ..." -> 0.887 (-1 when absent).
 double testAccuracy(const std::string& log) {
   const std::string key = "test accuracy ";
@@ -61,8 +80,19 @@ TEST(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
       {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()});
   run.start();
 
-  // Watch the job as a user would, with kubectl, until `run` ends.
+  // Watch the job as a user would, with kubectl, until `run` ends; scrape rank 1's /metrics
+  // (the rank the operator does not read) until it has counted training steps.
   std::vector<std::vector<std::string>> rows;
+  std::string metrics;
+  auto tookSteps = [&] {
+    std::istringstream lines(metrics);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("ringmaster_trainer_steps_total{", 0) != 0) continue;
+      if (line.find("rank=\"1\"") == std::string::npos) continue;
+      return std::atof(line.c_str() + line.rfind(' ') + 1) > 0;
+    }
+    return false;
+  };
   while (run.running()) {
     if (fs::exists(kubeconfig)) {
       testutil::ProcessResult get = testutil::run({kubectl, "get", "tj", "fmnist"}, env, 30s);
@@ -70,8 +100,12 @@ TEST(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
         auto row = rowFor(get.stdout_text, "fmnist");
         if (!row.empty()) rows.push_back(row);
       }
+      if (!tookSteps()) {
+        std::string scraped = scrapeRank(kubectl, env, "fmnist-worker-1");
+        if (!scraped.empty()) metrics = std::move(scraped);
+      }
     }
-    std::this_thread::sleep_for(500ms);
+    std::this_thread::sleep_for(tookSteps() ? 500ms : 100ms);  // faster until rank 1 answered
   }
   testutil::ProcessResult result = run.wait(1s);
   const std::string outcome = result.stdout_text + result.stderr_text;
@@ -97,6 +131,10 @@ TEST(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   EXPECT_EQ(last[3], "5") << "final epoch";
   EXPECT_GT(std::atof(last[4].c_str()), 0.0) << "final loss";
   EXPECT_LT(std::atof(last[4].c_str()), 1.0) << "final loss";
+
+  EXPECT_TRUE(tookSteps()) << "rank 1 never served /metrics with steps taken; last scrape:\n"
+                           << metrics;
+  EXPECT_NE(metrics.find("ringmaster_trainer_samples_total"), std::string::npos) << metrics;
 
   ASSERT_EQ(logs.exit_code, 0) << logs.stderr_text;
   EXPECT_GE(testAccuracy(logs.stdout_text), 0.88) << logs.stdout_text.substr(

@@ -35,12 +35,14 @@ int countLines(const std::string& text, const std::string& needle) {
   return n;
 }
 
-std::string httpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+std::string httpGet(int port, const std::string& path) { return httpGet("127.0.0.1", port, path); }
+
+std::string httpGet(const std::string& ipv4, int port, const std::string& path) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (inet_pton(AF_INET, ipv4.c_str(), &addr.sin_addr) != 1) return "";
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
   std::string out;
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
     const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";

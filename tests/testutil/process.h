@@ -79,6 +79,8 @@ std::string binaryPath(const std::string& relative);
 std::string readFile(const std::string& path);
 // A plain HTTP/1.0 GET on 127.0.0.1:port; the whole response (headers + body), "" if refused.
 std::string httpGet(int port, const std::string& path);
+// The same on an IPv4 address (a local pod's 127.1.x.y).
+std::string httpGet(const std::string& ipv4, int port, const std::string& path);
 // Counts the lines of `text` that contain `needle`.
 int countLines(const std::string& text, const std::string& needle);
 
