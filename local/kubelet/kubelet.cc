@@ -21,6 +21,7 @@
 #include "local/kubelet/probe.h"
 #include "local/kubelet/process_launcher.h"
 #include "local/kubelet/resources.h"
+#include "local/kubelet/termination_message.h"
 #include "local/kubelet/volumes.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/kube/binding.h"
@@ -904,6 +905,27 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   }
   spec.env = std::move(*env);
   spec.mounts = std::move(*mounts);
+  spec.scratch_dir = rt.dir.string();
+  // The termination message: a fresh file per run, seen at terminationMessagePath.
+  const fs::path message_file = messageFile(rt.dir, c.spec.name);
+  {
+    std::ofstream truncate(message_file, std::ios::trunc);
+    if (!truncate) {
+      return fail("CreateContainerConfigError",
+                  "create termination message file " + message_file.string(), true);
+    }
+  }
+  const std::string message_path = terminationMessagePath(c.spec);
+  if (!use_mounts_) {
+    RM_LOG(DEBUG, LOCAL) << "pod " << rt.key << " container " << c.spec.name
+                         << ": no mount namespaces, so no file at " << message_path;
+  } else if (!canMountFileAt(message_path)) {
+    RM_LOG(WARN, LOCAL) << "pod " << rt.key << " container " << c.spec.name
+                        << ": terminationMessagePath " << message_path
+                        << " needs a directory the host lacks; the container gets no file there";
+  } else {
+    spec.mounts.push_back({message_file.string(), message_path, false});
+  }
   if (c.spec.working_dir.empty()) {
     fs::path work = rt.dir / "work" / c.spec.name;
     std::error_code ec;
@@ -951,7 +973,8 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
 }
 
 void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& exit) {
-  if (c.pid > 0) {
+  const bool was_running = c.pid > 0;
+  if (was_running) {
     std::error_code ec;
     fs::remove(rt.dir / (c.spec.name + ".pid"), ec);
   }
@@ -965,6 +988,11 @@ void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& 
       c.state.running ? c.state.running->started_at : std::optional<kube::Time>(wallNow());
   t.finished_at = wallNow();
   if (c.state.terminated && c.state.terminated->message) t.message = c.state.terminated->message;
+  if (was_running && !t.message) {
+    t.message =
+        readTerminationMessage(messageFile(rt.dir, c.spec.name), rt.dir / (c.spec.name + ".log"),
+                               terminationMessagePolicy(c.spec), exit.exit_code);
+  }
   if (!c.container_id.empty()) t.container_id = c.container_id;
   RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << " exited: code "
                       << exit.exit_code

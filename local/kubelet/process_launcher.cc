@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -28,7 +29,8 @@ struct ChildError {
 constexpr const char* kSteps[] = {
     "setpgid",    "unshare(CLONE_NEWNS)", "make / rprivate", "mkdir mountpoint",
     "bind mount", "remount read-only",    "chdir",           "dup2",
-    "execve"};
+    "execve",     "shadow directory"};
+constexpr int kShadowStep = 9;
 
 [[noreturn]] void childFail(int fd, int step, int mount = -1) {
   ChildError e{step, errno, mount};
@@ -46,14 +48,86 @@ void closeFrom(int first, int keep) {
   }
 }
 
+// A directory covered by a tmpfs that re-exposes its entries (see process_launcher.h).
+struct Shadow {
+  std::string dir, staging;
+  struct Entry {
+    std::string original, copy;  // staging/<name>, dir/<name>
+    std::string link_target;     // symlinks
+    enum Kind { kDir, kFile, kLink } kind = kFile;
+  };
+  std::vector<Entry> entries;
+};
+
+core::Result<Shadow> planShadow(const std::string& dir, const std::string& scratch_dir,
+                                size_t index) {
+  if (scratch_dir.empty()) return core::invalidArgument("no scratch directory to shadow " + dir);
+  Shadow s;
+  s.dir = dir;
+  s.staging = (fs::path(scratch_dir) / (".shadow-" + std::to_string(index))).string();
+  std::error_code ec;
+  fs::create_directories(s.staging, ec);
+  if (ec) return core::internalError("create " + s.staging + ": " + ec.message());
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    Shadow::Entry entry;
+    entry.original = (fs::path(s.staging) / e.path().filename()).string();
+    entry.copy = e.path().string();
+    std::error_code type_ec;
+    if (e.is_symlink(type_ec)) {
+      entry.kind = Shadow::Entry::kLink;
+      entry.link_target = fs::read_symlink(e.path(), type_ec).string();
+      if (type_ec) continue;
+    } else if (e.is_directory(type_ec)) {
+      entry.kind = Shadow::Entry::kDir;
+    }
+    s.entries.push_back(std::move(entry));
+  }
+  if (ec) return core::internalError("list " + dir + ": " + ec.message());
+  return s;
+}
+
+// In the child (async-signal-safe calls only): covers s.dir with a tmpfs holding its entries.
+// An entry that cannot be re-exposed (a socket the kernel refuses to bind, ...) is left out
+// rather than failing the container.
+bool applyShadow(const Shadow& s) {
+  if (mount(s.dir.c_str(), s.staging.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    return false;
+  }
+  if (mount("tmpfs", s.dir.c_str(), "tmpfs", MS_NOSUID, "mode=755") != 0) return false;
+  for (const auto& e : s.entries) {
+    if (e.kind == Shadow::Entry::kLink) {
+      (void)symlink(e.link_target.c_str(), e.copy.c_str());
+      continue;
+    }
+    if (e.kind == Shadow::Entry::kDir) {
+      if (mkdir(e.copy.c_str(), 0755) != 0) continue;
+    } else {
+      int fd = open(e.copy.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) continue;
+      close(fd);
+    }
+    if (mount(e.original.c_str(), e.copy.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      unlink(e.copy.c_str());
+      rmdir(e.copy.c_str());
+    }
+  }
+  return umount2(s.staging.c_str(), MNT_DETACH) == 0;
+}
+
 // Everything the child needs, built before fork (no allocation after it).
 struct Prepared {
   std::vector<char*> argv, envp;
   std::vector<std::string> env_text;
   std::vector<std::vector<std::string>>
-      mkdirs;                     // per mount: directories to create, outermost first
-  std::vector<bool> file_target;  // per mount: the source is a file
+      mkdirs;                                  // per mount: directories to create, outermost first
+  std::vector<bool> file_target;               // per mount: the source is a file
+  std::vector<std::optional<Shadow>> shadows;  // per mount: the parent to shadow first
 };
+
+bool isUnder(const fs::path& path, const fs::path& dir) {
+  auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+  return d == dir.end();
+}
 
 }  // namespace
 
@@ -77,6 +151,19 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
     }
     p.mkdirs.push_back(std::move(dirs));
     p.file_target.push_back(is_file);
+    // A file mountpoint that does not exist, outside every earlier mount: shadow its parent.
+    std::optional<Shadow> shadow;
+    if (is_file && !fs::exists(target) && fs::is_directory(target.parent_path()) &&
+        target.parent_path() != target.root_path()) {
+      const size_t i = p.shadows.size();
+      const bool inside_earlier = std::any_of(
+          spec.mounts.begin(), spec.mounts.begin() + static_cast<std::ptrdiff_t>(i),
+          [&](const Mount& earlier) { return isUnder(target, fs::path(earlier.target)); });
+      if (!inside_earlier) {
+        RM_ASSIGN_OR_RETURN(shadow, planShadow(target.parent_path().string(), spec.scratch_dir, i));
+      }
+    }
+    p.shadows.push_back(std::move(shadow));
   }
 
   int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -118,6 +205,7 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
       if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) childFail(efd, 2);
       for (size_t i = 0; i < spec.mounts.size(); ++i) {
         const Mount& m = spec.mounts[i];
+        if (p.shadows[i] && !applyShadow(*p.shadows[i])) childFail(efd, kShadowStep, int(i));
         for (const auto& d : p.mkdirs[i]) {
           if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) childFail(efd, 3, int(i));
         }
@@ -178,6 +266,14 @@ std::optional<ExitInfo> reap(pid_t pid) {
   if (WIFEXITED(status)) return ExitInfo{WEXITSTATUS(status), std::nullopt};
   if (WIFSIGNALED(status)) return ExitInfo{128 + WTERMSIG(status), WTERMSIG(status)};
   return std::nullopt;  // stopped/continued
+}
+
+bool canMountFileAt(const std::string& target) {
+  const fs::path path(target);
+  std::error_code ec;
+  if (fs::exists(path, ec)) return !fs::is_directory(path, ec);
+  return path.is_absolute() && path.parent_path() != path.root_path() &&
+         fs::is_directory(path.parent_path(), ec);
 }
 
 void signalGroup(pid_t pgid, int sig) {

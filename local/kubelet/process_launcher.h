@@ -6,6 +6,10 @@
 //   - with mounts: a private mount namespace (unshare(CLONE_NEWNS), / made rprivate) in which
 //     each volume is bind-mounted at its mountPath (missing mountpoints are created; read-only
 //     mounts are remounted ro), so the container sees its volumes where the pod spec says;
+//     A file mount whose mountpoint does not exist (the termination message at
+//     /dev/termination-log) is made without touching the host: the parent directory is covered
+//     by a tmpfs that re-exposes each of its entries (directories and files bind-mounted from
+//     the original, symlinks copied), and the mountpoint is created in that tmpfs;
 //   - the working directory is entered after the mounts, then execve.
 // A failure before execve (no such file, mount refused) comes back through a close-on-exec
 // pipe as an error, and the child is reaped; launch() then returns that error.
@@ -33,7 +37,14 @@ struct LaunchSpec {
   std::string working_dir;
   std::string log_path;  // "" -> /dev/null
   std::vector<Mount> mounts;
+  // A directory of the pod's own where launch() may make staging mountpoints ("" -> file
+  // mounts without a mountpoint fail).
+  std::string scratch_dir;
 };
+
+// Whether a file can be bind-mounted at `target` without creating anything on the host: it
+// exists, or its parent is an existing directory other than "/".
+bool canMountFileAt(const std::string& target);
 
 // Returns the child's pid (= its process group id).
 core::Result<pid_t> launch(const LaunchSpec& spec);

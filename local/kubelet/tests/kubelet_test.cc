@@ -192,6 +192,49 @@ spec:
   EXPECT_EQ(logs.stdout_text, "hello from exit3\n") << logs.stderr_text;
 }
 
+TEST_F(KubeletTest, TerminationMessagesFromTheFileOrTheLogsTail) {
+  Cluster& c = *cluster_;
+  // A message written at /dev/termination-log (made without touching the host's /dev, where
+  // /dev/null must still work); a failing container with an empty file under
+  // FallbackToLogsOnError gets its log's tail; under File it gets nothing.
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: messages}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: writes
+    image: busybox
+    command: [sh, -c, 'echo noise > /dev/null; printf "bad input: %s" "$0" > /dev/termination-log; exit 2', x]
+  - name: falls-back
+    image: busybox
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, 'echo first; echo "E CORE the last words"; exit 1']
+  - name: file-only
+    image: busybox
+    command: [sh, -c, 'echo ignored; exit 1']
+  - name: succeeds
+    image: busybox
+    terminationMessagePolicy: FallbackToLogsOnError
+    terminationMessagePath: /dev/custom-message
+    command: [sh, -c, 'echo fine; printf done > /dev/custom-message']
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/messages", "jsonpath={.status.phase}=Failed").exit_code, 0)
+      << c.describe("messages");
+  auto message = [&](const std::string& container) {
+    return c.jsonpath("pod/messages", "{.status.containerStatuses[?(@.name==\"" + container +
+                                          "\")].state.terminated.message}");
+  };
+  EXPECT_EQ(message("writes"), "bad input: x") << c.describe("messages");
+  EXPECT_EQ(message("falls-back"), "first\nE CORE the last words\n") << c.describe("messages");
+  EXPECT_EQ(message("file-only"), "") << c.describe("messages");
+  EXPECT_EQ(message("succeeds"), "done") << c.describe("messages");
+  EXPECT_FALSE(fs::exists("/dev/termination-log"));
+  EXPECT_FALSE(fs::exists("/dev/custom-message"));
+}
+
 TEST_F(KubeletTest, PodTooLargeForTheNodeStaysPendingUnschedulable) {
   Cluster& c = *cluster_;
   ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
