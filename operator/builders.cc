@@ -8,6 +8,8 @@
 
 #include <memory>
 
+#include "ringmaster/kube/termination_message.h"
+
 namespace ringmaster::op {
 namespace {
 
@@ -305,6 +307,10 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt) {
   readiness.period_seconds = 1;
   c.readiness_probe = readiness;
   c.security_context = restrictedContainerSecurity();
+  // The launcher leaves the outcome there (a failing rank's error line, rank 0's summary); a
+  // launcher that could not, e.g. killed, still leaves its log's tail.
+  c.termination_message_path = std::string(kube::kDefaultTerminationMessagePath);
+  c.termination_message_policy = std::string(kube::kTerminationMessagePolicyFallbackToLogsOnError);
   pod.spec.containers.push_back(std::move(c));
   pod.spec.security_context = restrictedPodSecurity();
 

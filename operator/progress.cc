@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::op {
 namespace {
@@ -83,20 +86,24 @@ core::Result<kube::TrainingProgress> parsePrometheusText(std::string_view text) 
     std::string_view name;
     double value = 0;
     if (!parseSample(line, name, value)) continue;
+    // A gauge the trainer has not set yet reads 0: not a value to show.
+    const bool measured = value > 0;
     if (name == "ringmaster_trainer_epoch") {
-      p.epoch = static_cast<int32_t>(value);
+      if (measured) p.epoch = static_cast<int32_t>(value);
     } else if (name == "ringmaster_trainer_steps_total") {
       p.step = static_cast<int64_t>(value);
     } else if (name == "ringmaster_trainer_loss") {
-      p.loss = significant(value);
+      if (measured) p.loss = significant(value);
     } else if (name == "ringmaster_trainer_samples_per_second") {
-      p.samples_per_second = std::round(value);
+      if (measured) p.samples_per_second = std::round(value);
     } else if (name == "ringmaster_trainer_test_accuracy_ratio") {
-      if (value > 0) p.test_accuracy = significant(value);
+      if (measured) p.test_accuracy = significant(value);
     } else if (name == "ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second") {
       // One series per backend; the largest is the one in use.
-      p.allreduce_bus_bandwidth =
-          std::round(std::max(p.allreduce_bus_bandwidth.value_or(0.0), value));
+      if (measured) {
+        p.allreduce_bus_bandwidth =
+            std::round(std::max(p.allreduce_bus_bandwidth.value_or(0.0), value));
+      }
     } else {
       continue;
     }
@@ -104,6 +111,65 @@ core::Result<kube::TrainingProgress> parsePrometheusText(std::string_view text) 
   }
   if (!any) return core::notFound("no ringmaster_trainer_* metrics in the answer");
   return p;
+}
+
+core::Result<kube::TrainingProgress> parseTrainerSummary(std::string_view text) {
+  if (text.size() > kube::kMaxTerminationMessageBytes) {
+    return core::invalidArgument("summary of " + std::to_string(text.size()) +
+                                 " bytes, over the termination message's " +
+                                 std::to_string(kube::kMaxTerminationMessageBytes));
+  }
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return core::invalidArgument("not a JSON object");
+  kube::TrainingProgress p;
+  bool any = false;
+  core::Status bad;
+  // obj[key] when it is there; a non-number is remembered in `bad`, naming `where`.
+  auto number = [&](const nlohmann::json& obj, const std::string& key,
+                    const std::string& where) -> std::optional<double> {
+    auto it = obj.find(key);
+    if (it == obj.end()) return std::nullopt;
+    if (!it->is_number() || !std::isfinite(it->get<double>())) {
+      if (bad.ok()) bad = core::invalidArgument(where + ": expected a number, got " + it->dump());
+      return std::nullopt;
+    }
+    any = true;
+    return it->get<double>();
+  };
+  if (auto v = number(j, "epochs", "epochs"); v && *v >= 0 && *v < 1e9) {
+    p.epoch = static_cast<int32_t>(*v);
+  }
+  if (auto v = number(j, "steps", "steps"); v && *v >= 0 && *v < 9e18) {
+    p.step = static_cast<int64_t>(*v);
+  }
+  if (auto v = number(j, "finalTrainLoss", "finalTrainLoss")) p.loss = significant(*v);
+  if (auto v = number(j, "samplesPerSecond", "samplesPerSecond")) {
+    p.samples_per_second = std::round(*v);
+  }
+  if (auto v = number(j, "testAccuracy", "testAccuracy")) p.test_accuracy = significant(*v);
+  if (auto a = j.find("allreduce"); a != j.end() && a->is_object()) {
+    if (auto v = number(*a, "busBandwidthBytesPerSecond", "allreduce.busBandwidthBytesPerSecond");
+        v && *v > 0) {
+      p.allreduce_bus_bandwidth = std::round(*v);
+    }
+  }
+  if (!bad.ok()) return bad;
+  if (!any) return core::notFound("no summary field (epochs, steps, finalTrainLoss, ...)");
+  return p;
+}
+
+kube::TrainingProgress mergeProgress(const std::optional<kube::TrainingProgress>& progress,
+                                     const kube::TrainingProgress& final_figures) {
+  kube::TrainingProgress out = progress.value_or(kube::TrainingProgress{});
+  if (final_figures.epoch) out.epoch = final_figures.epoch;
+  if (final_figures.step) out.step = final_figures.step;
+  if (final_figures.loss) out.loss = final_figures.loss;
+  if (final_figures.samples_per_second) out.samples_per_second = final_figures.samples_per_second;
+  if (final_figures.allreduce_bus_bandwidth) {
+    out.allreduce_bus_bandwidth = final_figures.allreduce_bus_bandwidth;
+  }
+  if (final_figures.test_accuracy) out.test_accuracy = final_figures.test_accuracy;
+  return out;
 }
 
 core::Result<std::string> httpGet(const std::string& host, int port, const std::string& path,

@@ -6,6 +6,10 @@
 //   ringmaster_trainer_loss                                    -> loss
 //   ringmaster_trainer_samples_per_second                      -> samplesPerSecond
 //   ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second -> allreduceBusBandwidth
+// Gauges still at 0 (epoch, loss, samples/s, bandwidth: the trainer sets them after its first
+// measurement) stay unset rather than showing a loss of 0.
+// When rank 0's pod succeeds, its final summary replaces the last scrape: the launcher leaves
+// the trainer's --summary-json in the pod's termination message (parseTrainerSummary).
 // ProgressSource is the seam: the reconciler reads through it and tests fake it.
 //
 // Thread-safety: parsePrometheusText is pure; HttpProgressSource::read may be called from many
@@ -14,6 +18,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +35,18 @@ class ProgressSource {
 
 // The trainer metrics found in `text` (absent ones stay unset); NotFound when there are none.
 core::Result<kube::TrainingProgress> parsePrometheusText(std::string_view text);
+
+// The progress in rank 0's final summary (trainer/trainer.cc writeSummaryJson):
+//   epochs -> epoch, steps -> step, finalTrainLoss -> loss, samplesPerSecond,
+//   testAccuracy, allreduce.busBandwidthBytesPerSecond -> allreduceBusBandwidth,
+// rounded as the scrape is. InvalidArgument for text that is not a JSON object or is longer than
+// a termination message may be; a field of the wrong type is InvalidArgument naming it; NotFound
+// when no field is there (not a summary).
+core::Result<kube::TrainingProgress> parseTrainerSummary(std::string_view text);
+
+// `progress` with every field `final_figures` has replaced by it.
+kube::TrainingProgress mergeProgress(const std::optional<kube::TrainingProgress>& progress,
+                                     const kube::TrainingProgress& final_figures);
 
 class HttpProgressSource : public ProgressSource {
  public:

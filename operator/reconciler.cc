@@ -224,16 +224,19 @@ core::Result<Action> Reconciler::active(Pass& p) {
         "left from an older attempt"));
   }
 
-  // A failed rank fails or restarts the whole gang.
-  for (int i = 0; i < replicas; ++i) {
+  // A failed rank fails or restarts the whole gang; the message names the one that failed first.
+  if (const int i = firstFailedReplica(current); i >= 0) {
     const kube::Pod* pod = current[static_cast<size_t>(i)];
-    if (pod == nullptr || pod->status.phase != "Failed") continue;
     std::optional<int32_t> code = exitCodeOf(*pod);
     std::string what = "pod " + pod->metadata.name + " (replica " + std::to_string(i) + ") failed";
     if (code) {
       what += " with exit code " + std::to_string(*code);
     } else if (!pod->status.reason.empty()) {
       what += " (" + pod->status.reason + ")";
+    }
+    // The rank's own words (its launcher's message, else its log's tail), on one bounded line.
+    if (std::optional<std::string> message = terminationMessageOf(*pod)) {
+      if (std::string folded = foldMessage(*message); !folded.empty()) what += ": " + folded;
     }
     const std::string& policy = *spec.restart_policy;
     if (policy == "Never") {
@@ -251,6 +254,12 @@ core::Result<Action> Reconciler::active(Pass& p) {
                   true);
     }
     return Action::requeueAfter(milliseconds(0));
+  }
+
+  // Rank 0's final summary is the run's final progress, not the last scrape of its metrics.
+  if (const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
+      rank0 != nullptr && rank0->status.phase == "Succeeded") {
+    foldFinalSummary(p, *rank0);
   }
 
   const bool all_succeeded = std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) {
@@ -495,6 +504,24 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
     if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
   }
   return first_error;
+}
+
+void Reconciler::foldFinalSummary(Pass& p, const kube::Pod& rank0) {
+  std::optional<std::string> message = terminationMessageOf(rank0);
+  if (!message || message->empty()) {
+    RM_LOG(DEBUG, RECONCILE) << "job " << p.key << ": pod " << rank0.metadata.name
+                             << " succeeded without a summary; keeping the last progress";
+    return;
+  }
+  core::Result<kube::TrainingProgress> summary = parseTrainerSummary(*message);
+  if (!summary.ok()) {
+    // A user's command may leave any text there: never a reason to fail the reconcile.
+    RM_LOG(WARN, RECONCILE) << "job " << p.key << ": pod " << rank0.metadata.name
+                            << ": termination message is not a trainer summary ("
+                            << summary.status().message() << "); keeping the last progress";
+    return;
+  }
+  p.status.progress = mergeProgress(p.status.progress, *summary);
 }
 
 void Reconciler::gangRestart(Pass& p, const std::string& reason, const std::string& message,

@@ -10,7 +10,8 @@
 //            -> gang restart on a failed rank per restartPolicy / backoffLimit
 //            -> create missing pods of the current attempt
 //            -> gang schedule timeout (release, Unschedulable, retry with backoff)
-//            -> observe pods + progress -> write status only if it changed -> Events
+//            -> observe pods + progress (rank 0's final summary once it succeeded)
+//            -> write status only if it changed -> Events
 //
 // Pods are named deterministically (<job>-worker-<i>) and AlreadyExists counts as success, so a
 // lagging cache can cost a wasted call but never a duplicate; expectations (pod names created
@@ -107,6 +108,8 @@ class Reconciler {
   void gangRestart(Pass& p, const std::string& reason, const std::string& message,
                    bool count_restart);
   void fail(Pass& p, const std::string& reason, const std::string& message);
+  // status.progress from rank 0's summary (its termination message); a bad one is logged.
+  void foldFinalSummary(Pass& p, const kube::Pod& rank0);
   core::Status writeStatus(Pass& p);
   void recordTransitions(const Pass& p);
   core::Status refused(Pass& p, const std::string& what);

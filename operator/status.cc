@@ -34,6 +34,91 @@ std::optional<int32_t> exitCodeOf(const kube::Pod& pod) {
   return any;
 }
 
+int firstFailedReplica(const std::vector<const kube::Pod*>& pods) {
+  // Smaller is more likely the cause: (consequence?, finishedAt, index).
+  auto rank = [](const kube::Pod& pod) {
+    std::optional<int32_t> code = exitCodeOf(pod);
+    std::optional<kube::Time> finished;
+    for (const kube::ContainerStatus& cs : pod.status.container_statuses) {
+      if (cs.name == kWorkerContainer && cs.state && cs.state->terminated) {
+        finished = cs.state->terminated->finished_at;
+      }
+    }
+    const bool consequence = !code || *code < 1 || *code > 127;
+    return std::make_pair(consequence, finished);
+  };
+  int best = -1;
+  std::pair<bool, std::optional<kube::Time>> best_rank;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (pods[i] == nullptr || pods[i]->status.phase != "Failed") continue;
+    auto r = rank(*pods[i]);
+    // An unknown finishedAt sorts last among equals.
+    const bool better = best < 0 || r.first < best_rank.first ||
+                        (r.first == best_rank.first && r.second &&
+                         (!best_rank.second || *r.second < *best_rank.second));
+    if (better) {
+      best = static_cast<int>(i);
+      best_rank = r;
+    }
+  }
+  return best;
+}
+
+std::optional<std::string> terminationMessageOf(const kube::Pod& pod) {
+  std::optional<std::string> any;
+  for (const kube::ContainerStatus& cs : pod.status.container_statuses) {
+    if (!cs.state || !cs.state->terminated || !cs.state->terminated->message) continue;
+    if (cs.name == kWorkerContainer) return cs.state->terminated->message;
+    if (!any) any = cs.state->terminated->message;
+  }
+  return any;
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view s) {
+  const char* space = " \t\r\n";
+  const size_t first = s.find_first_not_of(space);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(space) - first + 1);
+}
+
+// The longest prefix of `s` of at most `max` bytes that ends on a UTF-8 character boundary.
+std::string_view utf8Prefix(std::string_view s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut);
+}
+
+}  // namespace
+
+std::string foldMessage(std::string_view message, size_t max_bytes) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start <= message.size()) {
+    size_t end = message.find('\n', start);
+    if (end == std::string_view::npos) end = message.size();
+    std::string_view line = trimmed(message.substr(start, end - start));
+    if (!line.empty()) lines.push_back(line);
+    start = end + 1;
+  }
+  static constexpr std::string_view kJoin = " | ", kCut = "...";
+  std::string out;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    const size_t needed = it->size() + (out.empty() ? 0 : kJoin.size());
+    if (out.size() + needed <= max_bytes) {
+      out.insert(0, std::string(*it) + (out.empty() ? "" : std::string(kJoin)));
+      continue;
+    }
+    if (out.empty() && max_bytes > kCut.size()) {
+      out = std::string(utf8Prefix(*it, max_bytes - kCut.size())) + std::string(kCut);
+    }
+    break;
+  }
+  return out;
+}
+
 int attemptOf(const kube::Pod& pod) {
   auto it = pod.metadata.labels.find(kAttemptLabel);
   if (it == pod.metadata.labels.end()) return -1;

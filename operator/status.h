@@ -35,6 +35,22 @@ bool podScheduled(const kube::Pod& pod);  // bound to a node or PodScheduled Tru
 bool podFinished(const kube::Pod& pod);   // phase Succeeded or Failed
 // The worker container's exit code when it terminated (falls back to any container).
 std::optional<int32_t> exitCodeOf(const kube::Pod& pod);
+// Of the failed pods (nullptr entries: missing), the one whose failure most likely caused the
+// others': an exit code of its own (1-127) before a signal's or a lost peer's (128 and up), then
+// the earliest finishedAt, then the lowest index; -1 when none failed.
+int firstFailedReplica(const std::vector<const kube::Pod*>& pods);
+
+// The worker container's termination message when it terminated with one (falls back to any
+// container), as the kubelet reported it.
+std::optional<std::string> terminationMessageOf(const kube::Pod& pod);
+
+// The most of a termination message a condition or an Event carries.
+inline constexpr size_t kMaxFoldedMessageBytes = 512;
+// `message` as one line of at most `max_bytes` for a condition or an Event: its non-blank lines
+// trimmed and joined with " | ", keeping the last lines that fit (a log tail ends with what
+// matters); a last line longer than that keeps its start, cut on a UTF-8 boundary, plus "...".
+std::string foldMessage(std::string_view message, size_t max_bytes = kMaxFoldedMessageBytes);
+
 // The attempt label of a worker pod (-1 when missing or malformed).
 int attemptOf(const kube::Pod& pod);
 

@@ -39,6 +39,68 @@ TEST(Progress, AbsentMetricsStayUnset) {
   EXPECT_DOUBLE_EQ(*p->loss, 0.5);
 }
 
+TEST(Progress, GaugesTheTrainerHasNotSetYetStayUnset) {
+  // What rank 0 serves before its first epoch ended: no loss of 0, no 0 samples/s.
+  core::Result<kube::TrainingProgress> p = parsePrometheusText(
+      "ringmaster_trainer_epoch 0\nringmaster_trainer_steps_total 0\n"
+      "ringmaster_trainer_loss 0\nringmaster_trainer_samples_per_second 0\n"
+      "ringmaster_trainer_test_accuracy_ratio 0\n"
+      "ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second{backend=\"gloo\"} 0\n");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, (kube::TrainingProgress{
+                    std::nullopt, 0, std::nullopt, std::nullopt, std::nullopt, std::nullopt, {}}));
+}
+
+// What the trainer writes with --summary-json (pretty) and the launcher leaves compacted.
+const char* kSummary =
+    R"({"allreduce":{"busBandwidthBytesPerSecond":812345678.9,"bytes":1,"calls":2,)"
+    R"("exposedSeconds":0.1,"hiddenSeconds":0.2,"overlapRatio":0.5,"seconds":0.3},)"
+    R"("backend":"shm","device":"cpu","epochs":5,"finalTrainLoss":0.31234567,)"
+    R"("model":"mlp","precision":"fp32","resumedFromStep":-1,"samplesPerSecond":54572.71,)"
+    R"("steadySamplesPerSecond":55000.0,"steps":1175,"testAccuracy":0.88623,"testLoss":0.33,)"
+    R"("trainSeconds":5.5,"worldSize":2})";
+
+TEST(TrainerSummary, FoldsIntoProgressRoundedAsTheScrape) {
+  core::Result<kube::TrainingProgress> p = parseTrainerSummary(kSummary);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_EQ(p->epoch, 5);
+  EXPECT_EQ(p->step, 1175);
+  EXPECT_DOUBLE_EQ(*p->loss, 0.3123);
+  EXPECT_DOUBLE_EQ(*p->samples_per_second, 54573);
+  EXPECT_DOUBLE_EQ(*p->test_accuracy, 0.8862);
+  EXPECT_DOUBLE_EQ(*p->allreduce_bus_bandwidth, 812345679);
+}
+
+TEST(TrainerSummary, BadMessagesAreErrorsNotCrashes) {
+  struct Case {
+    std::string text;
+    core::Code code;
+  };
+  const Case cases[] = {
+      {"", core::Code::kInvalidArgument},
+      {"rank 0 exited with code 1: E CORE [j rank 0/1] boom", core::Code::kInvalidArgument},
+      {"[1,2,3]", core::Code::kInvalidArgument},
+      {R"({"epochs": "five"})", core::Code::kInvalidArgument},
+      {R"({"epochs": 5, "testAccuracy": null})", core::Code::kInvalidArgument},
+      {R"({"unrelated": true})", core::Code::kNotFound},
+      {"{\"epochs\": 5, \"pad\": \"" + std::string(5000, 'x') + "\"}",
+       core::Code::kInvalidArgument},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(parseTrainerSummary(c.text).status().code(), c.code) << c.text.substr(0, 80);
+  }
+  core::Result<kube::TrainingProgress> bad = parseTrainerSummary(R"({"steps": [1]})");
+  EXPECT_NE(bad.status().message().find("steps"), std::string::npos);
+}
+
+TEST(TrainerSummary, MergeReplacesWhatTheSummaryHas) {
+  kube::TrainingProgress scraped{4, 940, 0.35, 50000, 1e9, 0.8731, {}};
+  kube::TrainingProgress final_figures{5, 1175, 0.3123, 54573, std::nullopt, 0.8862, {}};
+  EXPECT_EQ(mergeProgress(scraped, final_figures),
+            (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, {}}));
+  EXPECT_EQ(mergeProgress(std::nullopt, final_figures), final_figures);
+}
+
 TEST(Progress, UnreachableTrainerIsUnavailableNamingTheAddress) {
   HttpProgressSource source(std::chrono::milliseconds(500));
   // Port 1 on loopback: nothing listens there in a test environment.

@@ -112,6 +112,12 @@ class ReconcilerTest : public ::testing::Test {
     }
     api_.put(kPods, p);
   }
+  // Plays the kubelet reporting the worker container's termination message.
+  void setTerminationMessage(const std::string& name, const std::string& message) {
+    nlohmann::json p = *api_.get(kPods + "/" + name);
+    p["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = message;
+    api_.put(kPods, p);
+  }
   void setAllPods(const std::string& phase, bool ready) {
     for (const std::string& name : podNames()) setPod(name, phase, ready);
   }
@@ -360,6 +366,83 @@ TEST_F(ReconcilerTest, BackoffLimitCountsRestartsThenFails) {
   EXPECT_EQ(j.status.phase, "Failed");
   EXPECT_EQ(condition(j, kFailed)->reason, "BackoffLimitExceeded");
   EXPECT_TRUE(j.status.completion_time.has_value());
+}
+
+TEST_F(ReconcilerTest, AFailedRanksTerminationMessageReachesTheConditionAndTheEvent) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.restart_policy = "Never";
+  apply(spec);
+  converge(2);
+  const std::string line = "E CORE [fmnist rank 1/2] dataset /nope: No such file or directory";
+  setPod("fmnist-worker-1", "Failed", false, 1);
+  setTerminationMessage("fmnist-worker-1", "rank 1 exited with code 1: " + line + "\n");
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  ASSERT_EQ(j.status.phase, "Failed");
+  const std::string want =
+      "pod fmnist-worker-1 (replica 1) failed with exit code 1: rank 1 exited with code 1: " + line;
+  EXPECT_EQ(condition(j, kFailed)->message->rfind(want, 0), 0u) << *condition(j, kFailed)->message;
+  bool event_has_it = false;
+  for (const nlohmann::json& e : api_.list(kEvents)) {
+    event_has_it |= e.value("reason", "") == "RankFailed" &&
+                    e.value("message", "").find(line) != std::string::npos;
+  }
+  EXPECT_TRUE(event_has_it);
+}
+
+TEST_F(ReconcilerTest, ALogTailMessageIsFoldedIntoOneBoundedLine) {
+  kube::TrainingJob spec = makeJob("fmnist", 1);
+  spec.spec.backoff_limit = 2;
+  apply(spec);
+  converge(2);
+  setPod("fmnist-worker-0", "Failed", false, 137);
+  std::string tail;
+  for (int i = 0; i < 80; ++i)
+    tail += "log line " + std::to_string(i) + " " + std::string(20, '.') + "\n";
+  setTerminationMessage("fmnist-worker-0", tail);
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  const std::string message = *condition(job(), kRestarting)->message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+  EXPECT_NE(message.find("log line 79"), std::string::npos);
+  EXPECT_EQ(message.find("log line 0 "), std::string::npos);
+  EXPECT_LT(message.size(), kMaxFoldedMessageBytes + 200);
+}
+
+TEST_F(ReconcilerTest, RankZerosSummaryIsTheFinalProgress) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  setAllPods("Running", true);
+  progress_.progress = kube::TrainingProgress{4, 940, 0.35, 50000, 1e9, 0.8731, {}};
+  sync();
+  converge(1);
+  EXPECT_EQ(job().status.progress->epoch, 4);
+  setPod("fmnist-worker-0", "Succeeded", false, 0);
+  setPod("fmnist-worker-1", "Succeeded", false, 0);
+  setTerminationMessage("fmnist-worker-0", R"({"epochs":5,"steps":1175,"finalTrainLoss":0.31234,)"
+                                           R"("samplesPerSecond":54572.7,"testAccuracy":0.88623})");
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  EXPECT_EQ(j.status.phase, "Succeeded");
+  EXPECT_EQ(j.status.progress, (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, {}}));
+}
+
+TEST_F(ReconcilerTest, AMalformedSummaryKeepsTheLastProgressAndStillSucceeds) {
+  apply(makeJob("fmnist", 1));
+  converge(2);
+  setAllPods("Running", true);
+  progress_.progress = kube::TrainingProgress{4, 940, 0.35, 50000, std::nullopt, 0.8731, {}};
+  sync();
+  converge(1);
+  setPod("fmnist-worker-0", "Succeeded", false, 0);
+  setTerminationMessage("fmnist-worker-0", R"({"epochs": "five")");
+  sync();
+  ASSERT_TRUE(reconcile().ok());
+  kube::TrainingJob j = job();
+  EXPECT_EQ(j.status.phase, "Succeeded");
+  EXPECT_EQ(j.status.progress->epoch, 4);
 }
 
 TEST_F(ReconcilerTest, SucceedsWhenEveryPodSucceededAndTtlDeletesTheJob) {

@@ -209,5 +209,71 @@ TEST(Status, ExitCodeComesFromTheWorkerContainer) {
   EXPECT_EQ(attemptOf(buildWorkerPod(job, 0, 7)), 7);
 }
 
+TEST(Status, TerminationMessageComesFromTheWorkerContainer) {
+  kube::TrainingJob job = defaulted(makeJob());
+  kube::Pod failed = pod(job, 0, "Failed", false, 1);
+  EXPECT_EQ(terminationMessageOf(failed), std::nullopt);
+  failed.status.container_statuses[0].state->terminated->message = "rank 0 exited: E CORE boom";
+  EXPECT_EQ(terminationMessageOf(failed), "rank 0 exited: E CORE boom");
+}
+
+TEST(Status, FirstFailedReplicaPrefersTheCauseOverItsConsequences) {
+  kube::TrainingJob job = defaulted(makeJob("fmnist", 3));
+  struct Rank {
+    std::string phase;
+    std::optional<int> code;
+    int finished_after = 0;  // seconds after kT0
+  };
+  struct Case {
+    std::string name;
+    std::vector<Rank> ranks;
+    int want;
+  };
+  const Case cases[] = {
+      {"none failed", {{"Running", {}}, {"Succeeded", 0}, {"Running", {}}}, -1},
+      {"the only failure", {{"Running", {}}, {"Failed", 1}, {"Running", {}}}, 1},
+      {"own exit code before a peer's loss", {{"Failed", 142, 1}, {"Failed", 1, 2}}, 1},
+      {"own exit code before SIGTERM", {{"Failed", 143, 0}, {"Failed", 1, 0}}, 1},
+      {"the earliest of equals", {{"Failed", 1, 5}, {"Failed", 1, 3}, {"Failed", 2, 4}}, 1},
+      {"ties go to the lowest index", {{"Failed", 1, 3}, {"Failed", 1, 3}}, 0},
+      {"no exit code counts as a consequence", {{"Failed", {}, 0}, {"Failed", 137, 9}}, 1},
+  };
+  for (const Case& c : cases) {
+    std::vector<kube::Pod> storage;
+    for (size_t i = 0; i < c.ranks.size(); ++i) {
+      const Rank& r = c.ranks[i];
+      storage.push_back(pod(job, static_cast<int>(i), r.phase, false, r.code));
+      if (r.code) {
+        storage.back().status.container_statuses[0].state->terminated->finished_at =
+            kube::Time::fromUnixSeconds(kT0.unixSeconds() + r.finished_after);
+      }
+    }
+    std::vector<const kube::Pod*> pods;
+    for (const kube::Pod& p : storage) pods.push_back(&p);
+    pods.push_back(nullptr);  // a missing pod
+    EXPECT_EQ(firstFailedReplica(pods), c.want) << c.name;
+  }
+}
+
+TEST(Status, FoldMessageTable) {
+  struct Case {
+    std::string name, message;
+    size_t max;
+    std::string want;
+  };
+  const Case cases[] = {
+      {"one line", "rank 0 exited with code 1: E CORE bad input\n", 512,
+       "rank 0 exited with code 1: E CORE bad input"},
+      {"blank", " \n\n", 512, ""},
+      {"lines joined", "a\n\n  b  \nc", 512, "a | b | c"},
+      {"the last lines that fit", "first line\nsecond\nthird", 14, "second | third"},
+      {"a long last line keeps its start", "x\n0123456789abcdef", 10, "0123456..."},
+      {"never inside a UTF-8 character", "x\n\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 6, "\xc3\xa9..."},
+  };
+  for (const Case& c : cases) EXPECT_EQ(foldMessage(c.message, c.max), c.want) << c.name;
+  EXPECT_LE(foldMessage(std::string(100, 'l') + "\n" + std::string(9000, 'x')).size(),
+            kMaxFoldedMessageBytes);
+}
+
 }  // namespace
 }  // namespace ringmaster::op
