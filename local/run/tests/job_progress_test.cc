@@ -51,6 +51,24 @@ TEST(JobProgress, FinishedOnlyOnATrueTerminalCondition) {
   EXPECT_EQ(finalReason(job), "Failed (BackoffLimitExceeded): all ranks exited 0");
 }
 
+TEST(JobProgress, FiguresNotMeasuredYetAreNotShown) {
+  // The operator leaves loss and samples/s unset until the trainer measured them.
+  kube::TrainingJob job = runningJob(1, 0);
+  job.status.progress->loss.reset();
+  job.status.progress->samples_per_second.reset();
+  EXPECT_EQ(formatProgress(job), "Running  world 2/2  epoch 1/5  step 0  restarts 0");
+}
+
+TEST(JobProgress, TheFinalLineCarriesTheFailingRanksOwnWords) {
+  kube::TrainingJob job = runningJob(1, 10);
+  kube::Condition failed = trueCondition("Failed", "RankFailed");
+  failed.message =
+      "pod fmnist-worker-0 (replica 0) failed with exit code 1: rank 0 exited with code 1: "
+      "E CORE [fmnist rank 0/2] dataset /nope: No such file or directory; restartPolicy is Never";
+  job.status.conditions.push_back(failed);
+  EXPECT_EQ(finalReason(job), "Failed (RankFailed): " + *failed.message);
+}
+
 TEST(JobProgress, ReporterSpeaksOnChangesAndThrottlesTheRest) {
   ProgressReporter reporter(5s);
   const auto t0 = std::chrono::steady_clock::now();
