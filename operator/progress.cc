@@ -12,6 +12,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "ringmaster/contract/trainer_summary.h"
 #include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::op {
@@ -136,19 +137,23 @@ core::Result<kube::TrainingProgress> parseTrainerSummary(std::string_view text) 
     any = true;
     return it->get<double>();
   };
-  if (auto v = number(j, "epochs", "epochs"); v && *v >= 0 && *v < 1e9) {
+  namespace key = contract::trainer_summary;
+  if (auto v = number(j, key::kEpochs, key::kEpochs); v && *v >= 0 && *v < 1e9) {
     p.epoch = static_cast<int32_t>(*v);
   }
-  if (auto v = number(j, "steps", "steps"); v && *v >= 0 && *v < 9e18) {
+  if (auto v = number(j, key::kSteps, key::kSteps); v && *v >= 0 && *v < 9e18) {
     p.step = static_cast<int64_t>(*v);
   }
-  if (auto v = number(j, "finalTrainLoss", "finalTrainLoss")) p.loss = significant(*v);
-  if (auto v = number(j, "samplesPerSecond", "samplesPerSecond")) {
+  if (auto v = number(j, key::kFinalTrainLoss, key::kFinalTrainLoss)) p.loss = significant(*v);
+  if (auto v = number(j, key::kSamplesPerSecond, key::kSamplesPerSecond)) {
     p.samples_per_second = std::round(*v);
   }
-  if (auto v = number(j, "testAccuracy", "testAccuracy")) p.test_accuracy = significant(*v);
-  if (auto a = j.find("allreduce"); a != j.end() && a->is_object()) {
-    if (auto v = number(*a, "busBandwidthBytesPerSecond", "allreduce.busBandwidthBytesPerSecond");
+  if (auto v = number(j, key::kTestAccuracy, key::kTestAccuracy)) {
+    p.test_accuracy = significant(*v);
+  }
+  if (auto a = j.find(key::kAllreduce); a != j.end() && a->is_object()) {
+    if (auto v = number(*a, key::kAllreduceBusBandwidth,
+                        std::string(key::kAllreduce) + "." + key::kAllreduceBusBandwidth);
         v && *v > 0) {
       p.allreduce_bus_bandwidth = std::round(*v);
     }

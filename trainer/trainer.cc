@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "ringmaster/contract/trainer_summary.h"
 #include "ringmaster/core/log.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
@@ -253,29 +254,30 @@ Result<TrainSummary> Trainer::run() {
 }
 
 Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
+  namespace key = contract::trainer_summary;
   nlohmann::json j = {
-      {"epochs", s.epochs},
-      {"steps", s.steps},
-      {"resumedFromStep", s.resumed_from_step},
-      {"samplesPerSecond", s.samples_per_second},
-      {"steadySamplesPerSecond", s.steady_samples_per_second},
-      {"device", s.device},
-      {"precision", s.precision},
-      {"finalTrainLoss", s.final_train_loss},
-      {"testAccuracy", s.test_accuracy},
-      {"testLoss", s.test_loss},
-      {"worldSize", s.world_size},
-      {"backend", s.backend},
-      {"model", s.model_signature},
-      {"trainSeconds", s.train_seconds},
-      {"allreduce",
-       {{"calls", s.allreduce_calls},
-        {"bytes", s.allreduce_bytes},
-        {"seconds", s.allreduce_seconds},
-        {"busBandwidthBytesPerSecond", s.allreduce_bus_bandwidth},
-        {"hiddenSeconds", s.comm_hidden_seconds},
-        {"exposedSeconds", s.comm_exposed_seconds},
-        {"overlapRatio", s.overlap_ratio}}},
+      {key::kEpochs, s.epochs},
+      {key::kSteps, s.steps},
+      {key::kResumedFromStep, s.resumed_from_step},
+      {key::kSamplesPerSecond, s.samples_per_second},
+      {key::kSteadySamplesPerSecond, s.steady_samples_per_second},
+      {key::kDevice, s.device},
+      {key::kPrecision, s.precision},
+      {key::kFinalTrainLoss, s.final_train_loss},
+      {key::kTestAccuracy, s.test_accuracy},
+      {key::kTestLoss, s.test_loss},
+      {key::kWorldSize, s.world_size},
+      {key::kBackend, s.backend},
+      {key::kModel, s.model_signature},
+      {key::kTrainSeconds, s.train_seconds},
+      {key::kAllreduce,
+       {{key::kAllreduceCalls, s.allreduce_calls},
+        {key::kAllreduceBytes, s.allreduce_bytes},
+        {key::kAllreduceSeconds, s.allreduce_seconds},
+        {key::kAllreduceBusBandwidth, s.allreduce_bus_bandwidth},
+        {key::kAllreduceHiddenSeconds, s.comm_hidden_seconds},
+        {key::kAllreduceExposedSeconds, s.comm_exposed_seconds},
+        {key::kAllreduceOverlapRatio, s.overlap_ratio}}},
   };
   const std::string tmp = path + ".tmp";
   {
