@@ -17,6 +17,7 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -332,7 +333,7 @@ int run(int argc, char** argv) {
   if (world->rank == 0) {
     RM_LOG(INFO, STEP) << "done: " << summary->epochs << " epochs, " << summary->steps
                        << " steps, test accuracy " << summary->test_accuracy * 100 << "%, "
-                       << static_cast<int64_t>(summary->samples_per_second) << " samples/s";
+                       << std::llround(summary->samples_per_second) << " samples/s";
     if (!cl.summary_path.empty()) {
       if (Status w = writeSummaryJson(*summary, cl.summary_path); !w.ok()) return fail(w);
     }

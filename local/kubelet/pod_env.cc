@@ -175,8 +175,9 @@ std::string resolveExecutable(const std::string& name, const std::string& path) 
   while (start <= path.size()) {
     size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
+    // An empty entry means the current directory. (Not assigned after the substr: GCC 12
+    // flags that with a false -Wrestrict.)
+    std::string dir = end > start ? path.substr(start, end - start) : std::string(".");
     std::string candidate = dir + "/" + name;
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;

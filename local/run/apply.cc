@@ -6,10 +6,9 @@ namespace {
 std::string describe(const nlohmann::json& object) {
   std::string out = object.value("kind", std::string("object"));
   const auto& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json::object();
-  if (meta.contains("namespace"))
-    out += " " + meta["namespace"].get<std::string>() + "/";
-  else
-    out += " ";
+  // Appended piece by piece: GCC 12 flags `" " + std::string&&` with a false -Wrestrict.
+  out += " ";
+  if (meta.contains("namespace")) out.append(meta["namespace"].get<std::string>()).append("/");
   out += meta.value("name", std::string("<unnamed>"));
   return out;
 }

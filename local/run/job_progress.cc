@@ -19,6 +19,8 @@ const kube::Condition* findCondition(const kube::TrainingJob& job, const std::st
 
 }  // namespace
 
+// Numbers are appended, not `"text" + std::to_string(...)`: GCC 12 flags that with a false
+// -Wrestrict in optimized builds.
 std::string formatProgress(const kube::TrainingJob& job) {
   const auto& s = job.status;
   std::string out = s.phase ? *s.phase : "Pending";
@@ -26,9 +28,9 @@ std::string formatProgress(const kube::TrainingJob& job) {
   if (s.progress) {
     const auto& p = *s.progress;
     if (p.epoch) {
-      out += "  epoch " + std::to_string(*p.epoch);
+      out.append("  epoch ").append(std::to_string(*p.epoch));
       if (job.spec.trainer && job.spec.trainer->epochs)
-        out += "/" + std::to_string(*job.spec.trainer->epochs);
+        out.append("/").append(std::to_string(*job.spec.trainer->epochs));
     }
     if (p.step) out += "  step " + std::to_string(*p.step);
     if (p.loss) out += "  loss " + fixed(*p.loss, 4);
@@ -61,7 +63,7 @@ std::optional<std::string> ProgressReporter::observe(const kube::TrainingJob& jo
   const auto& s = job.status;
   std::string key = s.phase.value_or("") + "|" + s.world.value_or("") + "|" +
                     std::to_string(s.restarts.value_or(0));
-  if (s.progress) key += "|" + std::to_string(s.progress->epoch.value_or(-1));
+  if (s.progress) key.append("|").append(std::to_string(s.progress->epoch.value_or(-1)));
   const bool changed = key != last_key_;
   const bool due = line != last_line_ && now - last_time_ >= every_;
   if (!changed && !due) return std::nullopt;
