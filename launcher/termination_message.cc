@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "ringmaster/core/utf8.h"
 #include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::launcher {
@@ -32,10 +33,7 @@ bool looksLikeTimestamp(std::string_view word) {
 
 // Cut at the limit on a UTF-8 character boundary.
 std::string capped(std::string text, size_t limit) {
-  if (text.size() <= limit) return text;
-  size_t cut = limit;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
+  text.resize(core::utf8Prefix(text, limit).size());
   return text;
 }
 

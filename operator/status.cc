@@ -2,6 +2,7 @@
 
 #include "operator/builders.h"
 #include "ringmaster/core/flags.h"
+#include "ringmaster/core/utf8.h"
 
 namespace ringmaster::op {
 
@@ -83,14 +84,6 @@ std::string_view trimmed(std::string_view s) {
   return s.substr(first, s.find_last_not_of(space) - first + 1);
 }
 
-// The longest prefix of `s` of at most `max` bytes that ends on a UTF-8 character boundary.
-std::string_view utf8Prefix(std::string_view s, size_t max) {
-  if (s.size() <= max) return s;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut);
-}
-
 }  // namespace
 
 std::string foldMessage(std::string_view message, size_t max_bytes) {
@@ -112,7 +105,7 @@ std::string foldMessage(std::string_view message, size_t max_bytes) {
       continue;
     }
     if (out.empty() && max_bytes > kCut.size()) {
-      out = std::string(utf8Prefix(*it, max_bytes - kCut.size())) + std::string(kCut);
+      out = std::string(core::utf8Prefix(*it, max_bytes - kCut.size())) + std::string(kCut);
     }
     break;
   }
