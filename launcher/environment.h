@@ -1,5 +1,5 @@
 #pragma once
-// The pod environment the launcher runs in (DESIGN §5; the operator sets it, /tmp contracts):
+// The pod environment the launcher runs in (the operator sets it):
 //   NODE_RANK          this pod's index in [0, NNODES)                       default 0
 //   NNODES             pods in the gang                                      default 1
 //   LOCAL_WORLD_SIZE   processes per pod (procsPerReplica)                   default 1

@@ -1,7 +1,7 @@
 #pragma once
 // Runs the pod's local processes (one per local rank) and turns their fate into one exit code.
 //
-// Rules (DESIGN §5):
+// Rules:
 //   - every process runs in its own process group, so that signals reach a user script's
 //     children too; each dies with the launcher (PR_SET_PDEATHSIG) if the launcher is killed;
 //   - the first process to fail (non-zero exit or a signal) stops the others;

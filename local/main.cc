@@ -1,4 +1,4 @@
-// `ringmaster`: the command-line entry point. For now: `ringmaster local …` (DESIGN §6).
+// `ringmaster`: the command-line entry point. For now: `ringmaster local …`.
 #include <iostream>
 #include <string>
 #include <vector>

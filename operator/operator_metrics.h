@@ -1,5 +1,5 @@
 #pragma once
-// The operator's Prometheus metrics (DESIGN §5, issue 4), registered on an rm::metrics Registry:
+// The operator's Prometheus metrics, registered on an rm::metrics Registry:
 //   ringmaster_operator_jobs_created_total / _succeeded_total / _failed_total / _restarted_total
 //   ringmaster_operator_reconcile_seconds           histogram
 //   ringmaster_operator_reconcile_errors_total

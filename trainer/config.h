@@ -1,5 +1,5 @@
 #pragma once
-// The trainer's configuration: the shape of a TrainingJob's `spec.trainer` (DESIGN §4, same
+// The trainer's configuration: the shape of a TrainingJob's `spec.trainer` (same
 // keys), read from YAML and then overridden by flags. Unknown keys and bad values are errors that
 // name the key path ("trainer.optimizer.momentum: must be in [0, 1)").
 //

@@ -1,7 +1,7 @@
 // ringmaster-trainer: the built-in data-parallel trainer (one process per rank).
 //
 // Reads spec.trainer-shaped YAML (--config), lets flags override it, takes its place in the world
-// from the environment (DESIGN §5: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
+// from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
 // RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun), trains on the CPU or
 // the GPU (--device; the GPU path is a module loaded on demand, gpu_module.h), and exits 0 on
 // success, 1 on bad input or a failure, 2 on a usage error, 142 when a peer went away or a

@@ -1,5 +1,5 @@
 #pragma once
-// The trainer's Prometheus metrics (DESIGN §5 names). Labels job and rank are constant labels of
+// The trainer's Prometheus metrics. Labels job and rank are constant labels of
 // the registry; allreduce metrics carry the backend label.
 //
 // Ownership: references point into the rm::metrics::Registry passed to create(), which must

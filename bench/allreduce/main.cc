@@ -2,7 +2,7 @@
 // --max-bytes (times --factor), it checks the sum once, warms up, then times --repeats batches
 // of allreduces on one persistent buffer and prints (rank 0) the median as
 //   RESULT <label> <bytes> <seconds per allreduce> <bus bandwidth GB/s>
-// Bus bandwidth is nccl-tests' (DESIGN §5): bytes / seconds * 2 * (n - 1) / n.
+// Bus bandwidth is nccl-tests': bytes / seconds * 2 * (n - 1) / n.
 // run.sh starts the ranks of every implementation and turns these lines into a table.
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/operator: how the operator holds many jobs (issue 4). Starts the API server, a kubelet in
+# bench/operator: how the operator holds many jobs. Starts the API server, a kubelet in
 # --simulate mode (bound pods are Running/Ready at once, no processes) and the operator, applies
 # N TrainingJobs x R workers (spec.command trivial) and reports:
 #   - seconds until every pod exists and until every job is Running,

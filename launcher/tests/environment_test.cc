@@ -1,9 +1,13 @@
-// parseEnvironment: DESIGN §5's pod environment, with errors that name the variable.
+// parseEnvironment: the pod environment, with errors that name the variable.
 
 #include "launcher/environment.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
 
 namespace ringmaster::launcher {
 namespace {

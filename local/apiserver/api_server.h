@@ -1,5 +1,5 @@
 #pragma once
-// ApiServer: the embedded Kubernetes API server of `ringmaster local` (DESIGN §6). It joins the
+// ApiServer: the embedded Kubernetes API server of `ringmaster local`. It joins the
 // object store (local/store) to the HTTPS transport (local/https) and speaks the REST dialect
 // kubectl 1.32 expects (/work/shared/k8s-reference): discovery, OpenAPI v3 with schemas
 // (openapi.h), resource URLs for get/list/watch/create/update/patch/delete (+ /status, pods'

@@ -1,5 +1,5 @@
 #pragma once
-// `ringmaster local up|down|serve|run` (DESIGN §6):
+// `ringmaster local up|down|serve|run`:
 //   serve  runs the API server in the foreground until SIGTERM/SIGINT; writes <data-dir>/pid
 //          once it listens (removed on exit) and <data-dir>/kubeconfig.
 //   up     starts `serve` as a detached child (new session, log in <data-dir>/apiserver.log),

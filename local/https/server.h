@@ -1,5 +1,5 @@
 #pragma once
-// Server: HTTP/1.1 over TLS on 127.0.0.1 for the embedded API server (DESIGN §6). One thread
+// Server: HTTP/1.1 over TLS on 127.0.0.1 for the embedded API server. One thread
 // per connection (capped), keep-alive, Content-Length and chunked request bodies, bearer-token
 // authentication (auth.h) before any handler runs, and chunked streaming responses whose
 // chunks reach the client at once. A watch blocks only its own connection's thread.

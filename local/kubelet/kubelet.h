@@ -1,6 +1,6 @@
 #pragma once
-// Kubelet: the local cluster's only node agent and scheduler, an ordinary API client
-// (DESIGN §6). One sync thread owns all state; a Reflector thread watches every pod and marks
+// Kubelet: the local cluster's only node agent and scheduler, an ordinary API client. One sync
+// thread owns all state; a Reflector thread watches every pod and marks
 // keys dirty; prober threads mark their pod dirty when readiness flips.
 //
 //   node       registers Node <node_name> (capacity = allocatable: cpu, memory, pods,

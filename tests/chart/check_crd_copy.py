@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """chart_crd_copy_test: helm/ringmaster/crds/ holds exactly trainingjob.yaml, byte-equal to
-crds/trainingjob.yaml (the one source of truth; DESIGN §2). Fix: cp crds/trainingjob.yaml
+crds/trainingjob.yaml (the one source of truth). Fix: cp crds/trainingjob.yaml
 helm/ringmaster/crds/.
 
 Usage: check_crd_copy.py REPO_ROOT

@@ -1,4 +1,4 @@
-// e2e (issue 5, must-shows 1 and 3 under `ringmaster local`): the operator's pods run the
+// e2e under `ringmaster local`: the operator's pods run the
 // launcher, which rendezvouses and supervises the trainers.
 //   - 2 pods x 2 processes = 4 ranks train to Succeeded, and kubectl showed WORLD 4/4.
 //   - A rank frozen with SIGSTOP is named by every launcher (hang detection), the gang restarts

@@ -1,4 +1,4 @@
-// e2e (issue 4, must-shows 3 and 4) under `ringmaster local up`, driven with real kubectl:
+// e2e under `ringmaster local up`, driven with real kubectl:
 //   - a table of bad TrainingJobs, each rejected naming the field: by the CRD schema (kubectl
 //     apply fails with the API server's 422) or by the operator (Failed, reason InvalidSpec);
 //   - two operators at once: exactly one holds the Lease and reconciles, every rank gets exactly

@@ -1,4 +1,4 @@
-// e2e (issue 4, must-shows 2, 4 and 5) under `ringmaster local up`, driven with real kubectl:
+// e2e under `ringmaster local up`, driven with real kubectl:
 //   - a worker's trainer SIGKILLed mid-training restarts the gang once; it resumes from its
 //     checkpoint and the job Succeeds;
 //   - the operator SIGKILLed at seeded points while it creates a job's pods, and started again,

@@ -125,7 +125,7 @@ TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
   expectCleanFailure(r, 142, "127.0.0.1:" + std::to_string(port));
 }
 
-// While training, /metrics carries every trainer metric of DESIGN §5; SIGTERM then stops the
+// While training, /metrics carries every trainer metric; SIGTERM then stops the
 // trainer cleanly (exit 143) after rank 0 wrote a checkpoint of where it stood.
 TEST(TrainerCli, ServesMetricsWhileTrainingAndStopsCleanlyOnSigterm) {
   if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";

@@ -1,4 +1,4 @@
-// The cpprestsdk transport (DESIGN §2, lessons measured on Debian's 2.10.18):
+// The cpprestsdk transport (lessons measured on Debian's 2.10.18):
 // (1) each watch has its own http_client whose timeout (it counts silence) exceeds the watch's
 //     timeoutSeconds; (2) watch bodies go through a per-chunk callback streambuf; (3) each
 //     call has its own cancellation_token_source; (4) no code here ever waits inside a pplx

@@ -42,7 +42,7 @@ class [[nodiscard]] Status {
   Status withContext(std::string_view context) const&;
   Status withContext(std::string_view context) &&;
 
-  // Process exit code per DESIGN §5: 0 ok, 2 usage, 1 everything else.
+  // Process exit code: 0 ok, 2 usage, 1 everything else.
   int exitCode() const;
 
   std::string toString() const;

@@ -1,5 +1,5 @@
 #pragma once
-// ApiClient: the transport seam between lib/kube and an HTTP library (DESIGN §2). Everything
+// ApiClient: the transport seam between lib/kube and an HTTP library. Everything
 // above it (ResourceClient, Watcher, leader election, events) speaks ApiRequest/ApiResponse;
 // the cpprestsdk implementation lives in src/ and is made by makeApiClient() (client_factory.h).
 //

@@ -1,5 +1,5 @@
 #pragma once
-// ringmaster.dev/v1alpha1 TrainingJob (DESIGN §4), plural trainingjobs, short name tj: the typed
+// ringmaster.dev/v1alpha1 TrainingJob, plural trainingjobs, short name tj: the typed
 // shape of crds/trainingjob.yaml (one field here per schema field there). spec.trainer is the
 // built-in trainer's configuration (the keys trainer --config reads); a user program replaces it
 // through spec.command. Fields the schema does not know survive in `extra`. Defaults and
@@ -59,7 +59,7 @@ struct CheckpointSpec {
   bool operator==(const CheckpointSpec&) const = default;
 };
 
-// The built-in trainer (DESIGN §4; trainer/config.h reads the same keys).
+// The built-in trainer (trainer/config.h reads the same keys).
 struct TrainerSpec {
   std::optional<ModelSpec> model;
   std::optional<DatasetSpec> dataset;

@@ -1,6 +1,6 @@
 #pragma once
 // rm::metrics: a thin layer over prometheus-cpp. It owns a registry, serves it on /metrics, and
-// enforces the project's naming rules (DESIGN §5): prefix "ringmaster_", base units, counters
+// enforces the project's naming rules: prefix "ringmaster_", base units, counters
 // end in "_total".
 //
 // Ownership: Registry owns every metric family; references it hands out stay valid for the
