@@ -1,5 +1,5 @@
 #pragma once
-// Pure builders of a TrainingJob's children (/tmp/contracts.md "Operator -> pods"): the headless
+// Pure builders of a TrainingJob's children: the headless
 // Service, the ConfigMap (trainer.yaml; hostfile in MPI mode), the MPI SSH Secret and one worker
 // Pod per replica. Tests call the same builders to say what the reconciler must create.
 //

@@ -6,7 +6,8 @@
 namespace ringmaster::op {
 namespace {
 
-// Environment the operator sets on every worker (/tmp/contracts.md); a user may not override it.
+// Environment the operator sets on every worker (builders.cc, read by the launcher and the
+// trainer); a user may not override it.
 const std::set<std::string>& reservedEnv() {
   static const std::set<std::string> kNames = {
       "NODE_RANK",   "WORLD_SIZE",  "LOCAL_WORLD_SIZE",   "NNODES",

@@ -1,5 +1,5 @@
 #pragma once
-// GET pods/{name}/log: container logs as the local kubelet writes them (/tmp/contracts.md):
+// GET pods/{name}/log: container logs where the local kubelet writes them:
 // pod -> spec.nodeName -> that Node's annotation local.ringmaster.dev/kubelet-root = R ->
 // R/pods/<ns>/<pod>_<uid>/<container>.log (`previous=true`: <container>.previous.log).
 // Query: container, follow, previous, tailLines, limitBytes, sinceSeconds/sinceTime (whole-file
