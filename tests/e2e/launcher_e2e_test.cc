@@ -47,12 +47,11 @@ class LauncherE2e : public ::testing::Test {
   testutil::LocalCluster cluster_;
 };
 
-const char* kDataPath = "/usr/share/datasets/fashion-mnist";
-
 // Issue 5 must-show 1: the kubelet holds pod 0 back (--start-delay), so pod 1's launcher starts
 // first and retries the store until pod 0 comes up.
 TEST_F(LauncherE2e, FourRanksOnTwoPodsTrainToSucceeded) {
-  if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!fs::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: four}
@@ -63,7 +62,7 @@ spec:
   trainer:
     model: {type: mlp, hidden: [64]}
     dataset: {name: fashion-mnist, path: )") +
-        kDataPath + R"(}
+        testutil::kFashionMnistDir + R"(}
     epochs: 1
     batchSize: 64
     maxSteps: 120
@@ -118,7 +117,8 @@ spec:
 // Issue 5 must-show 4: MPI mode with the MPI Operator's shapes (hostfile ConfigMap key, SSH
 // Secret), sshd per pod, mpirun from pod 0, the trainer on its MPI communicator.
 TEST_F(LauncherE2e, MpiModeJobTrainsToSucceeded) {
-  if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!fs::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   if (access("/usr/sbin/sshd", X_OK) != 0) GTEST_SKIP() << "openssh-server is not installed";
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
@@ -130,7 +130,7 @@ spec:
   trainer:
     model: {type: mlp, hidden: [64]}
     dataset: {name: fashion-mnist, path: )") +
-        kDataPath + R"(}
+        testutil::kFashionMnistDir + R"(}
     epochs: 1
     batchSize: 64
     maxSteps: 100
@@ -155,7 +155,8 @@ spec:
 }
 
 TEST_F(LauncherE2e, FrozenRankIsNamedByEveryLauncherAndTheGangRestartsToSucceed) {
-  if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!fs::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: frozen}
@@ -168,7 +169,7 @@ spec:
   trainer:
     model: {type: mlp, hidden: [256, 256]}
     dataset: {name: fashion-mnist, path: )") +
-        kDataPath + R"(}
+        testutil::kFashionMnistDir + R"(}
     epochs: 10
     batchSize: 32
     maxSteps: 2000

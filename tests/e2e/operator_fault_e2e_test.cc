@@ -32,8 +32,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const char* kDataPath = "/usr/share/datasets/fashion-mnist";
-
 using testutil::eventually;
 using testutil::jobPhase;
 using testutil::liveProcess;
@@ -127,7 +125,8 @@ class OperatorFaultE2e : public ::testing::Test {
 
 // Must-show 2: a rank killed mid-training -> Restarting, one gang restart, resume, Succeeded.
 TEST_F(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpointAndSucceeds) {
-  if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!fs::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   // Every change of the job as `kubectl get tj -w` prints it (PHASE is the second column).
   testutil::Process watch({cluster_.kubectlPath(), "get", "tj", "-w", "-v=6", "--no-headers"},
                           cluster_.env());
@@ -141,7 +140,7 @@ spec:
   trainer:
     model: {type: mlp, hidden: [128]}
     dataset: {name: fashion-mnist, path: )") +
-        kDataPath + R"(}
+        testutil::kFashionMnistDir + R"(}
     epochs: 3
     batchSize: 128
     optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}

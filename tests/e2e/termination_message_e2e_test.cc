@@ -23,8 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const char* kDataPath = "/usr/share/datasets/fashion-mnist";
-
 std::string job(const std::string& name, const std::string& data_path, int replicas) {
   return "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: " + name +
          "}\nspec:\n  replicas: " + std::to_string(replicas) +
@@ -102,13 +100,14 @@ TEST(TerminationMessageE2e, ATrainersBadInputErrorLineReachesLocalRunAndDescribe
 }
 
 TEST(TerminationMessageE2e, TheFinalStatusIsRankZerosSummary) {
-  if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!fs::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   testutil::LocalCluster cluster;
   if (std::string why = cluster.start(); !why.empty()) {
     if (!cluster.hasKubectl()) GTEST_SKIP() << why;
     FAIL() << why;
   }
-  testutil::ProcessResult applied = cluster.apply(job("summary", kDataPath, 2));
+  testutil::ProcessResult applied = cluster.apply(job("summary", testutil::kFashionMnistDir, 2));
   ASSERT_EQ(applied.exit_code, 0) << applied.stderr_text;
   nlohmann::json last = cluster.waitForJob("summary", 600s, [](const nlohmann::json& j) {
     return testutil::jobPhase(j) == "Succeeded" || testutil::jobPhase(j) == "Failed";

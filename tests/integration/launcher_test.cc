@@ -21,10 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-const std::string kData = "/usr/share/datasets/fashion-mnist";
 constexpr int kHangExitCode = 142;
-
-bool haveData() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
 
 // Polls `done` until it holds or `limit` passes (the processes under test give no other signal).
 bool eventually(const std::function<bool()>& done, std::chrono::seconds limit = 120s) {
@@ -87,8 +84,9 @@ void expectExit(const ProcessResult& r, int code, const std::string& who) {
 
 std::string trainerConfig(const TempDir& dir, int epochs, int max_steps) {
   const std::string path = dir.path() + "/trainer.yaml";
-  std::ofstream(path) << "model:\n  type: mlp\n  hidden: [32]\ndataset:\n  path: " << kData
-                      << "\nepochs: " << epochs << "\nbatchSize: 32\nmaxSteps: " << max_steps
+  std::ofstream(path) << "model:\n  type: mlp\n  hidden: [32]\ndataset:\n  path: "
+                      << testutil::kFashionMnistDir << "\nepochs: " << epochs
+                      << "\nbatchSize: 32\nmaxSteps: " << max_steps
                       << "\nlogEverySteps: 10\nbackend: gloo\n";
   return path;
 }
@@ -125,7 +123,7 @@ TEST(Launcher, UserCommandSeesRankWorldSizeAndMasterAddrInEveryPod) {
 // Must-show 1 (without Kubernetes): pod 0, which hosts the store, starts last; the real
 // trainer trains on 4 ranks and both pods succeed.
 TEST(Launcher, PodZeroStartedLastStillRendezvousesAndTrains) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   TempDir dir;
   Job job(2, 2);
   const std::string config = trainerConfig(dir, 1, 20);
@@ -202,7 +200,7 @@ TEST(Launcher, StaleKeysFromAttemptZeroDoNotPassAttemptOnesBarrier) {
 // Must-show 3: a trainer frozen by SIGSTOP mid-training is named by every launcher, and every
 // launcher exits with the retryable hang code.
 TEST(Launcher, FrozenTrainerIsNamedByBothLaunchersWhichExitRetryable) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   TempDir dir;
   Job job(2, 2);
   const std::string config = trainerConfig(dir, 1000, 0);
@@ -402,7 +400,7 @@ class LauncherMpi : public ::testing::Test {
 // Must-show 4 (without Kubernetes): pod 0 runs mpirun; the real trainer trains with the MPI
 // backend on 2 ranks, one per pod; both pods succeed.
 TEST_F(LauncherMpi, RunsTheTrainerThroughMpirunAcrossTwoPods) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const std::string config = trainerConfig(dir_, 1, 10);
   auto pod0 = pod(0, {"--trainer-config=" + config});
   auto pod1 = pod(1, {"--trainer-config=" + config});
@@ -498,7 +496,7 @@ pid_t findProcessWithEnv(const std::vector<std::string>& vars) {
 // Hang detection in MPI mode: ranks heartbeat into the launchers' store as in native mode; a
 // rank frozen by SIGSTOP is named by both launchers, which exit with the retryable code.
 TEST_F(LauncherMpi, FrozenRankIsNamedByBothLaunchersWhichExitRetryable) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const std::string config = trainerConfig(dir_, 1000, 0);
   const std::vector<std::string> args = {"--trainer-config=" + config, "--hang-timeout-seconds=4"};
   auto pod0 = pod(0, args);

@@ -18,12 +18,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kData = "/usr/share/datasets/fashion-mnist";
 const char* const kCudaLibraries[] = {"libcuda.", "libcudart", "libcublas", "libnccl"};
 
 std::string trainer() { return binaryPath("bin/ringmaster-trainer"); }
 std::string gpuModule() { return binaryPath("lib/ringmaster/libringmaster-trainer-cuda.so"); }
-bool haveData() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
 
 // The first CUDA library named in `text` ("" when none).
 std::string cudaLibraryIn(const std::string& text) {
@@ -53,7 +51,7 @@ TEST(ProductBuild, TheTrainerNeedsNoCudaLibrary) {
 TEST(ProductBuild, TheGpuModuleLoadsFromTheRealTrainer) {
   if (!std::filesystem::exists(gpuModule()))
     GTEST_SKIP() << "built without CUDA: no " << gpuModule();
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   // device cuda always loads the module (RTLD_NOW: an unresolved symbol fails the load); then
   // either a GPU trains a few steps or the module says that none is visible.
   ProcessResult r = run(
@@ -71,7 +69,7 @@ TEST(ProductBuild, TheGpuModuleLoadsFromTheRealTrainer) {
 }
 
 TEST(ProductBuild, ACpuRankServesMetricsWithoutMappingCuda) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   if (cudaDriverPresent()) GTEST_SKIP() << "a CUDA driver is present: auto would use the GPU";
   const int port = freePort();
   Process p(

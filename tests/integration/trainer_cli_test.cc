@@ -16,11 +16,7 @@
 namespace ringmaster::testutil {
 namespace {
 
-const std::string kData = "/usr/share/datasets/fashion-mnist";
-
 std::string trainer() { return binaryPath("bin/ringmaster-trainer"); }
-
-bool haveData() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
 
 // No crash: exited (not signaled), no core dump, with this code, and the error named `needle`.
 void expectCleanFailure(const ProcessResult& r, int code, const std::string& needle) {
@@ -53,13 +49,13 @@ TEST(TrainerCli, MissingDataSetNamesTheDirectory) {
 }
 
 TEST(TrainerCli, CorruptIdxNamesFileAndOffset) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   TempDir dir;
   for (const char* f :
        {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz"})
-    std::filesystem::copy_file(kData + "/" + f, dir.path() + "/" + f);
+    std::filesystem::copy_file(testutil::kFashionMnistDir + "/" + f, dir.path() + "/" + f);
   // The real training images, cut short after 20 MB of their 47 MB of pixels.
-  gzFile in = gzopen((kData + "/train-images-idx3-ubyte.gz").c_str(), "rb");
+  gzFile in = gzopen((testutil::kFashionMnistDir + "/train-images-idx3-ubyte.gz").c_str(), "rb");
   std::vector<char> head(20'000'000);
   ASSERT_EQ(gzread(in, head.data(), head.size()), static_cast<int>(head.size()));
   gzclose(in);
@@ -72,9 +68,10 @@ TEST(TrainerCli, CorruptIdxNamesFileAndOffset) {
 }
 
 TEST(TrainerCli, UnderTheLauncherRankZeroConnectsInsteadOfHostingTheStore) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   // Nobody hosts the store: rank 0 must wait for the launcher's store, not start its own.
-  auto r = run({trainer(), "--data", kData, "--backend=gloo", "--rendezvous-timeout-seconds=1"},
+  auto r = run({trainer(), "--data", testutil::kFashionMnistDir, "--backend=gloo",
+                "--rendezvous-timeout-seconds=1"},
                {{"RANK", "0"},
                 {"WORLD_SIZE", "2"},
                 {"MASTER_ADDR", "127.0.0.1"},
@@ -86,7 +83,8 @@ TEST(TrainerCli, UnderTheLauncherRankZeroConnectsInsteadOfHostingTheStore) {
 }
 
 TEST(TrainerCli, BadAgentStoreSwitchIsNamed) {
-  auto r = run({trainer(), "--data", kData}, {{"RINGMASTER_USE_AGENT_STORE", "yes"}});
+  auto r = run({trainer(), "--data", testutil::kFashionMnistDir},
+               {{"RINGMASTER_USE_AGENT_STORE", "yes"}});
   expectCleanFailure(r, 1, "RINGMASTER_USE_AGENT_STORE");
 }
 
@@ -112,7 +110,7 @@ TEST(TrainerCli, RankNotBelowWorldSizeIsRejected) {
 }
 
 TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const int port = freePort();
   auto r = run({trainer(), "--backend", "gloo"},
                {{"RANK", "1"},
@@ -128,7 +126,7 @@ TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
 // While training, /metrics carries every trainer metric; SIGTERM then stops the
 // trainer cleanly (exit 143) after rank 0 wrote a checkpoint of where it stood.
 TEST(TrainerCli, ServesMetricsWhileTrainingAndStopsCleanlyOnSigterm) {
-  if (!haveData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   TempDir dir;
   const int port = freePort();
   Process p({trainer(), "--epochs", "50", "--metrics-port", std::to_string(port),

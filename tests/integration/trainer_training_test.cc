@@ -14,14 +14,13 @@ namespace ringmaster::testutil {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kData = "/usr/share/datasets/fashion-mnist";
 
 std::string trainer() { return binaryPath("bin/ringmaster-trainer"); }
 
 class TrainerTraining : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kData + "/train-images-idx3-ubyte.gz"))
+    if (!testutil::haveFashionMnist())
       GTEST_SKIP() << "dataset-fashion-mnist not installed (scripts/setup installs it)";
   }
 

@@ -37,7 +37,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const char* kDataPath = "/usr/share/datasets/fashion-mnist";
 const char* kPrometheus = "/usr/bin/prometheus";
 const char* kPromtool = "/usr/bin/promtool";
 const char* kJob = "dash";  // metadata.name in the job YAML
@@ -177,7 +176,8 @@ class PrometheusDashboard : public ::testing::Test {
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0 || access(kPromtool, X_OK) != 0)
       GTEST_SKIP() << "prometheus (Debian package prometheus) is not installed";
-    if (!fs::exists(kDataPath)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    if (!fs::exists(testutil::kFashionMnistDir))
+      GTEST_SKIP() << "dataset-fashion-mnist is not installed";
     const std::string why = cluster_.start();
     if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
     ASSERT_EQ(why, "");
@@ -328,7 +328,7 @@ spec:
   trainer:
     model: {type: mlp, hidden: [64]}
     dataset: {name: fashion-mnist, path: )") +
-                            kDataPath + R"(}
+                            testutil::kFashionMnistDir + R"(}
     epochs: 100
     batchSize: 64
     maxSteps: 30000

@@ -88,6 +88,10 @@ std::string findKubectl() {
   return "";
 }
 
+bool haveFashionMnist() {
+  return std::filesystem::exists(kFashionMnistDir + "/train-images-idx3-ubyte.gz");
+}
+
 std::string binaryPath(const std::string& relative) {
   const char* dir = std::getenv("RM_BINARY_DIR");
   return std::string(dir ? dir : ".") + "/" + relative;

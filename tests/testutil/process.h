@@ -74,6 +74,11 @@ int freePort();
 // bundled kubectl by server version); "" when none is installed.
 std::string findKubectl();
 
+// Debian's dataset-fashion-mnist, which the training tests read.
+inline const std::string kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Whether its training images are installed (tests that need them skip otherwise).
+bool haveFashionMnist();
+
 // Path of a built binary: $RM_BINARY_DIR/<relative>.
 std::string binaryPath(const std::string& relative);
 std::string readFile(const std::string& path);
