@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "local/store/names.h"
 #include "ringmaster/core/log.h"
 
 namespace ringmaster::local {
@@ -280,6 +281,10 @@ ApiResult<ObjectPtr> ObjectStore::create(const ResourceKey& key, const std::stri
                   "metadata.namespace"});
       return e;
     }
+  }
+  if (auto causes = objectMetaNameCauses(*type, strField(meta, "generateName"), name, ns);
+      !causes.empty()) {
+    return invalidError(type->kind, type->group, name, std::move(causes));
   }
   std::string skey = storageKey(ns, name);
   if (bucket.objects.count(skey)) return alreadyExistsError(key, name);
