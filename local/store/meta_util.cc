@@ -5,6 +5,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "ringmaster/core/json.h"
+
 namespace ringmaster::local {
 
 RandomSource::RandomSource() {
@@ -111,7 +113,9 @@ std::string encodeContinueToken(const ContinueToken& token) {
 std::optional<ContinueToken> decodeContinueToken(std::string_view text) {
   auto raw = base64UrlDecode(text);
   if (!raw) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(*raw, nullptr, /*allow_exceptions=*/false);
+  auto parsed = core::parseJson(*raw);  // a client's continue parameter
+  if (!parsed.ok()) return std::nullopt;
+  const nlohmann::json& j = *parsed;
   if (!j.is_object() || j.value("v", "") != "meta.k8s.io/v1") return std::nullopt;
   auto rv = j.find("rv");
   auto start = j.find("start");

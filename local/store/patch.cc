@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "ringmaster/core/json.h"
+
 namespace ringmaster::local {
 
 using nlohmann::json;
@@ -352,10 +354,11 @@ ApiResult<json> applyStrategicMergePatch(const json& target, const json& patch) 
 }
 
 ApiResult<json> applyPatch(PatchType type, const json& target, std::string_view body) {
-  json patch = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (patch.is_discarded()) {
-    return badRequestError("error decoding patch: invalid JSON in the request body");
+  auto parsed = core::parseJson(body);
+  if (!parsed.ok()) {
+    return badRequestError("error decoding patch: " + parsed.status().message());
   }
+  const json& patch = *parsed;
   switch (type) {
     case PatchType::kMerge:
       if (!patch.is_object()) {
