@@ -12,6 +12,9 @@ using nlohmann::json;
 
 namespace {
 
+// What one watch event costs the history's byte budget: its object as sent on the wire.
+size_t historyBytes(const ObjectPtr& object) { return object ? object->text.size() : 0; }
+
 const ResourceKey kNamespaces{"", "namespaces"};
 constexpr const char* kForegroundDeletion = "foregroundDeletion";
 constexpr const char* kContinueExpired =
@@ -203,8 +206,11 @@ ObjectPtr ObjectStore::commitLocked(const ResourceKey& key, const std::string& s
     if (!uid.empty()) by_uid_[uid] = Locator{key, storage_key};
   }
   history_.push_back(HistoryEntry{rv, type, key, storage_key, stored, prev});
-  while (history_.size() > options_.history_length) {
+  history_bytes_ += historyBytes(history_.back().object);
+  while (history_.size() > options_.history_length ||
+         (history_bytes_ > options_.history_bytes && history_.size() > 1)) {
     history_floor_ = history_.front().rv;
+    history_bytes_ -= historyBytes(history_.front().object);
     history_.pop_front();
   }
   dispatchLocked(history_.back());
@@ -1058,6 +1064,7 @@ void ObjectStore::resetLocked() {
   for (auto& [key, bucket] : buckets_) bucket.objects.clear();
   by_uid_.clear();
   history_.clear();
+  history_bytes_ = 0;
   for (auto& reg : watchers_) reg.watch->finish();
   watchers_.clear();
   rv_ = 0;

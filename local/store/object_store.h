@@ -93,6 +93,9 @@ struct DeleteResult {
 
 struct ObjectStoreOptions {
   size_t history_length = 10000;        // watch events kept for watches from an older RV
+  // ...and at most this many bytes of them (serialized objects), so that a few large objects
+  // written often cannot hold the memory of 10,000 old versions. The newest event always stays.
+  size_t history_bytes = 64 << 20;
   size_t watch_queue_capacity = 10000;  // undelivered events per watch before it is dropped
   Clock clock = [] { return std::chrono::system_clock::now(); };
   uint64_t random_seed = 0;  // 0: from std::random_device
@@ -229,6 +232,7 @@ class ObjectStore {
   uint64_t rv_ = 0;
   std::deque<HistoryEntry> history_;
   uint64_t history_floor_ = 0;  // every event with rv > floor is in history_
+  size_t history_bytes_ = 0;    // serialized bytes of the objects in history_
   std::vector<Registration> watchers_;
   // persistence
   std::filesystem::path dir_;

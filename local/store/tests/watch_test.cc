@@ -117,6 +117,37 @@ TEST_F(WatchTest, TooOldResourceVersionIsAnErrorEvent410) {
       WatchEventType::kAdded);
 }
 
+TEST(WatchHistory, IsBoundedByBytesAsWellAsByCount) {
+  // 40 updates of a 1 MiB ConfigMap against a 4 MiB budget: only the newest few stay, and a
+  // watch from before them is told to relist (410) instead of the store holding 40 MiB.
+  ObjectStoreOptions o;
+  o.history_bytes = 4 << 20;
+  ObjectStore store(o);
+  store.registerType(testing::configMaps());
+  json big = cm("big");
+  for (int i = 0; i < 40; ++i) {
+    big["data"]["k"] = std::string(1 << 20, static_cast<char>('a' + i % 26));
+    auto written = i == 0 ? store.create(kCm, "default", big)
+                          : store.update(kCm, "default", "big", big, Subresource::kMain);
+    ASSERT_TRUE(written.ok()) << written.error().message();
+  }
+  auto old = store.watch(kCm, "default", testing::watchFrom("1", true));
+  ASSERT_TRUE(old.ok());
+  auto e = old.value()->next(milliseconds(100));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, WatchEventType::kError);
+  EXPECT_NE(e->line().find("\"code\":410"), std::string::npos);
+  // The last three versions (3 MiB) fit in the budget and replay.
+  auto recent = store.watch(kCm, "default", testing::watchFrom("37", true));
+  ASSERT_TRUE(recent.ok());
+  for (int want = 38; want <= 40; ++want) {
+    auto ev = recent.value()->next(milliseconds(100));
+    ASSERT_TRUE(ev);
+    EXPECT_EQ(ev->type, WatchEventType::kModified);
+    EXPECT_EQ(ev->object->resource_version, static_cast<uint64_t>(want));
+  }
+}
+
 TEST_F(WatchTest, BookmarksCarryOnlyTheResourceVersion) {
   auto with = store_.watch(kTj, "default", testing::watchFrom("0", true));
   auto without = store_.watch(kTj, "default", testing::watchFrom("0"));
