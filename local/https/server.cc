@@ -299,9 +299,18 @@ bool Server::Impl::serveRequest(Conn& conn, TlsConnection& tls, RequestReader& r
   };
   auto reject = [&](const ReadOutcome& outcome) {
     ResponseWriter writer(tls, request, false, conn.closer);
-    Headers headers;
-    headers.add("Content-Type", "text/plain; charset=utf-8");
-    (void)writer.send(outcome.status, std::move(headers), outcome.message + "\n");
+    if (outcome.status == 413) {
+      // kube-apiserver itself answers an oversized body with a Status that clients can read;
+      // malformed requests are refused before it, by the HTTP server, in plain text.
+      (void)writer.send(413, statusHeaders(),
+                        statusBody(413, "RequestEntityTooLarge",
+                                   "Request entity too large: limit is " +
+                                       std::to_string(options_.limits.max_body_bytes)));
+    } else {
+      Headers headers;
+      headers.add("Content-Type", "text/plain; charset=utf-8");
+      (void)writer.send(outcome.status, std::move(headers), outcome.message + "\n");
+    }
     RM_LOG(DEBUG, LOCAL) << "https " << conn.peer << ": rejected request: " << outcome.message;
     accessLog(writer);
     return false;

@@ -254,6 +254,12 @@ TEST_F(ServerTest, TooLargeBodyGets413AndClose) {
   TestResponse response =
       roundTrip(*client, post("/echo", "Content-Length: " + std::to_string(2 << 20) + "\r\n", ""));
   EXPECT_EQ(response.status, 413);
+  // A Status body, as kube-apiserver sends, so kubectl can say what happened.
+  EXPECT_NE(response.body.find("\"reason\":\"RequestEntityTooLarge\""), std::string::npos)
+      << response.body;
+  EXPECT_NE(response.body.find("\"message\":\"Request entity too large: limit is "),
+            std::string::npos)
+      << response.body;
   EXPECT_TRUE(client->peerClosed());
 }
 
