@@ -1,5 +1,6 @@
 #include "operator/validate.h"
 
+#include <algorithm>
 #include <array>
 #include <set>
 
@@ -15,6 +16,23 @@ const std::set<std::string>& reservedEnv() {
       "RANK",        "LOCAL_RANK",  "RINGMASTER_BACKEND", "RINGMASTER_LAUNCHER_MODE",
       "POD_IP",      "POD_NAME"};
   return kNames;
+}
+
+// Kubernetes' field.Invalid text: `Invalid value: "x": why`.
+std::string invalidValue(const std::string& value, const std::string& why) {
+  return "Invalid value: " + nlohmann::json(value).dump() + ": " + why;
+}
+
+// Whether `path` has a ".." segment (Kubernetes' validatePathNoBacksteps).
+bool hasBackstep(const std::string& path) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (path.compare(start, end - start, "..") == 0) return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 class Errors {
@@ -80,6 +98,10 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
   }
   if (t.checkpoint) {
     e.unknownFields(p + ".checkpoint", t.checkpoint->extra);
+    // A relative path resolves against the trainer's working directory: ".." could leave it.
+    if (t.checkpoint->path && hasBackstep(*t.checkpoint->path)) {
+      e.add(p + ".checkpoint.path", invalidValue(*t.checkpoint->path, "must not contain '..'"));
+    }
     e.atLeast(p + ".checkpoint.everySteps", t.checkpoint->every_steps, 0);
     e.atLeast(p + ".checkpoint.keep", t.checkpoint->keep, 1);
   }
@@ -105,6 +127,8 @@ void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {
     const std::string& name = s.volumes[i].name;
     if (name.empty()) {
       e.add(p, "required");
+    } else if (auto why = dns1123LabelProblem(name)) {
+      e.add(p, invalidValue(name, *why));
     } else if (name == "config" || name == "ssh") {
       e.add(p, "\"" + name + "\" is reserved for the operator's own volume");
     } else if (!names.insert(name).second) {
@@ -119,13 +143,40 @@ void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {
     }
     if (m.mount_path.empty() || m.mount_path[0] != '/') {
       e.add(p + ".mountPath", "must be an absolute path, got \"" + m.mount_path + "\"");
+    } else if (hasBackstep(m.mount_path)) {
+      e.add(p + ".mountPath", invalidValue(m.mount_path, "must not contain '..'"));
     } else if (m.mount_path == "/etc/ringmaster" || m.mount_path.starts_with("/etc/ringmaster/")) {
       e.add(p + ".mountPath", "/etc/ringmaster is reserved for the job's ConfigMap");
+    }
+    if (m.sub_path && !m.sub_path->empty()) {
+      if (m.sub_path->front() == '/') {
+        e.add(p + ".subPath", invalidValue(*m.sub_path, "must be a relative path"));
+      } else if (hasBackstep(*m.sub_path)) {
+        e.add(p + ".subPath", invalidValue(*m.sub_path, "must not contain '..'"));
+      }
     }
   }
 }
 
 }  // namespace
+
+std::optional<std::string> dns1123LabelProblem(const std::string& name) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  const bool label = !name.empty() && alnum(name.front()) && alnum(name.back()) &&
+                     std::all_of(name.begin(), name.end(),
+                                 [&](char c) { return alnum(c) || c == '-'; });
+  std::string problems;
+  if (name.size() > 63) problems = "must be no more than 63 characters";
+  if (!label) {
+    problems += problems.empty() ? "" : ", ";
+    problems +=
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+        "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+  }
+  if (problems.empty()) return std::nullopt;
+  return problems;
+}
 
 bool isDns1035Label(const std::string& name) {
   if (name.empty() || name.size() > 63) return false;

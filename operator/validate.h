@@ -8,6 +8,7 @@
 // Thread-safety: pure functions. Failure: validate() returns the list of field errors;
 // defaultAndValidate() folds them into one InvalidArgument Status.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ std::string describe(const std::vector<FieldError>& errors);
 // withDefaults + validate; InvalidArgument with describe() of the errors.
 core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& job,
                                                        const ValidateOptions& options);
+
+// Why `name` is not a DNS-1123 label (what volume names must be), in kube-apiserver's words;
+// nullopt when it is one.
+std::optional<std::string> dns1123LabelProblem(const std::string& name);
 
 // True when `name` is a DNS-1035 label (what Service names must be).
 bool isDns1035Label(const std::string& name);

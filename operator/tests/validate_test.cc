@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 
 #include "test_jobs.h"
 
@@ -10,6 +11,24 @@ namespace ringmaster::op {
 namespace {
 
 using testing::makeJob;
+
+kube::Volume namedVolume(const std::string& name) {
+  kube::Volume v;
+  v.name = name;
+  v.empty_dir = kube::EmptyDirVolumeSource{};
+  return v;
+}
+
+// A volume "data" mounted at `path` (with `sub_path` when given).
+void mountData(kube::TrainingJob& job, const std::string& path,
+               std::optional<std::string> sub_path = std::nullopt) {
+  job.spec.volumes.push_back(namedVolume("data"));
+  kube::VolumeMount m;
+  m.name = "data";
+  m.mount_path = path;
+  m.sub_path = std::move(sub_path);
+  job.spec.volume_mounts.push_back(m);
+}
 
 struct BadSpec {
   std::string what;
@@ -129,12 +148,88 @@ INSTANTIATE_TEST_SUITE_P(
                   v.name = "config";
                   j.spec.volumes.push_back(v);
                 },
-                "spec.volumes[0].name"}),
+                "spec.volumes[0].name"},
+        BadSpec{"volume name climbing out of its directory",
+                [](auto& j) { j.spec.volumes.push_back(namedVolume("../../etc")); },
+                "spec.volumes[0].name"},
+        BadSpec{"volume name with a slash",
+                [](auto& j) { j.spec.volumes.push_back(namedVolume("data/x")); },
+                "spec.volumes[0].name"},
+        BadSpec{"volume name with dots",
+                [](auto& j) { j.spec.volumes.push_back(namedVolume("data.set")); },
+                "spec.volumes[0].name"},
+        BadSpec{"mountPath with a .. segment",
+                [](auto& j) { mountData(j, "/data/../etc"); }, "spec.volumeMounts[0].mountPath"},
+        BadSpec{"absolute subPath",
+                [](auto& j) { mountData(j, "/data", "/etc"); }, "spec.volumeMounts[0].subPath"},
+        BadSpec{"subPath with a .. segment",
+                [](auto& j) { mountData(j, "/data", "a/../../b"); },
+                "spec.volumeMounts[0].subPath"},
+        BadSpec{"relative checkpoint path climbing out",
+                [](auto& j) {
+                  j.spec.trainer = kube::TrainerSpec{};
+                  j.spec.trainer->checkpoint = kube::CheckpointSpec{};
+                  j.spec.trainer->checkpoint->path = "../../ckpt";
+                },
+                "spec.trainer.checkpoint.path"}),
     [](const ::testing::TestParamInfo<BadSpec>& info) {
       std::string name;
       for (char c : info.param.what) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       return name;
     });
+
+TEST(Validate, VolumeNameErrorNamesTheFieldWithKubernetesWording) {
+  kube::TrainingJob job = makeJob();
+  job.spec.volumes = {namedVolume("data"), namedVolume("ckpt"), namedVolume("../x")};
+  std::vector<FieldError> errors = validate(testing::defaulted(job));
+  ASSERT_EQ(errors.size(), 1u) << describe(errors);
+  EXPECT_EQ(describe(errors),
+            "spec.volumes[2].name: Invalid value: \"../x\": a lowercase RFC 1123 label must "
+            "consist of lower case alphanumeric characters or '-', and must start and end with an "
+            "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
+}
+
+TEST(Validate, SafeVolumesMountsAndCheckpointPathsAreAccepted) {
+  kube::TrainingJob job = makeJob();
+  mountData(job, "/data/./set", "fashion-mnist/v1");
+  job.spec.volumes.push_back(namedVolume(std::string(63, 'v')));
+  job.spec.trainer = kube::TrainerSpec{};
+  job.spec.trainer->checkpoint = kube::CheckpointSpec{};
+  job.spec.trainer->checkpoint->path = "ckpt/..hidden/run...1";
+  std::vector<FieldError> errors = validate(testing::defaulted(job));
+  EXPECT_TRUE(errors.empty()) << describe(errors);
+}
+
+struct LabelCase {
+  std::string name;
+  std::optional<std::string> problem;
+};
+
+TEST(Validate, Dns1123LabelProblemFollowsKubernetes) {
+  const std::string regex =
+      "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+      "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+      "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+  const std::vector<LabelCase> cases = {
+      {"data", std::nullopt},
+      {"0-data-1", std::nullopt},
+      {std::string(63, 'a'), std::nullopt},
+      {std::string(64, 'a'), "must be no more than 63 characters"},
+      {"a.b", regex},
+      {"..", regex},
+      {"../x", regex},
+      {"a/b", regex},
+      {"Data", regex},
+      {"-data", regex},
+      {"data-", regex},
+      {"a b", regex},
+      {std::string(64, '.'), "must be no more than 63 characters, " + regex},
+  };
+  for (const LabelCase& c : cases) {
+    EXPECT_EQ(dns1123LabelProblem(c.name), c.problem) << c.name;
+  }
+}
 
 TEST(Validate, AcceptsTheDesignExampleAndFillsDefaults) {
   kube::TrainingJob job = makeJob();
