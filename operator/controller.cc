@@ -33,9 +33,8 @@ Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kub
   pods_ = makeOwnedInformer<kube::Pod>(podsResource(), pods_synced_);
   services_ = makeOwnedInformer<kube::Service>(servicesResource(), services_synced_);
   config_maps_ = makeOwnedInformer<kube::ConfigMap>(configMapsResource(), config_maps_synced_);
-  secrets_ = makeOwnedInformer<kube::Secret>(secretsResource(), secrets_synced_);
-  Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store(),
-                  secrets_->store()};
+  // No Secret informer: the operator's RBAC grants no get/list/watch on Secrets.
+  Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store()};
   reconciler_ = std::make_unique<Reconciler>(client_, listers, events, clock_, progress, metrics_,
                                              options_.reconciler);
 }
@@ -68,7 +67,7 @@ void Controller::enqueueOwner(const kube::ObjectMeta& meta) {
 }
 
 bool Controller::synced() const {
-  return jobs_synced_ && pods_synced_ && services_synced_ && config_maps_synced_ && secrets_synced_;
+  return jobs_synced_ && pods_synced_ && services_synced_ && config_maps_synced_;
 }
 
 void Controller::worker() {
@@ -102,7 +101,6 @@ void Controller::run(std::stop_token stop) {
       std::jthread([this](std::stop_token s) { pods_->run(s); }),
       std::jthread([this](std::stop_token s) { services_->run(s); }),
       std::jthread([this](std::stop_token s) { config_maps_->run(s); }),
-      std::jthread([this](std::stop_token s) { secrets_->run(s); }),
   };
 
   // Wait for the caches before acting on them.

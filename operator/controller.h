@@ -1,7 +1,8 @@
 #pragma once
 // Controller: the operator runtime around the Reconciler (kube-runtime's watcher -> reflector ->
 // queue -> controller):
-//   informers  Reflectors for TrainingJobs and for the Pods, Services, ConfigMaps and Secrets
+//   informers  Reflectors for TrainingJobs and for the Pods, Services and ConfigMaps (not Secrets,
+//              which the operator may not read)
 //              labelled ringmaster.dev/job-name; a change to an owned object enqueues its
 //              controller owner's key "<namespace>/<job>", a change to a job its own key
 //   queue      kube::WorkQueue (deduplicating; one key never on two workers at once)
@@ -58,12 +59,11 @@ class Controller {
   Options options_;
   kube::WorkQueue queue_;
   std::atomic<bool> jobs_synced_{false}, pods_synced_{false}, services_synced_{false},
-      config_maps_synced_{false}, secrets_synced_{false};
+      config_maps_synced_{false};
   std::unique_ptr<kube::Reflector<kube::TrainingJob>> jobs_;
   std::unique_ptr<kube::Reflector<kube::Pod>> pods_;
   std::unique_ptr<kube::Reflector<kube::Service>> services_;
   std::unique_ptr<kube::Reflector<kube::ConfigMap>> config_maps_;
-  std::unique_ptr<kube::Reflector<kube::Secret>> secrets_;
   std::unique_ptr<Reconciler> reconciler_;
 };
 

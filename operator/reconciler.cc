@@ -90,6 +90,7 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
     // Deleted: garbage collection removes the children through their ownerReferences.
     std::lock_guard lock(mu_);
     expectations_.erase(key);
+    ssh_secrets_.erase(key);
     return Action::done();
   }
   if (cached->metadata.deletion_timestamp) return Action::done();
@@ -397,13 +398,27 @@ core::Status Reconciler::ensureConfigMap(Pass& p) {
   return createOwned(p, configMapsResource(), buildConfigMap(p.job), "configmap " + name);
 }
 
+// The operator may create Secrets but never read them: it creates <job>-ssh and takes
+// AlreadyExists on that name, which it owns by the job's name, as its own (it cannot look).
+// Each process creates once per job uid; the pods mount the Secret by name.
 core::Status Reconciler::ensureSecret(Pass& p) {
   const std::string name = secretName(p.name);
-  if (auto secret = listers_.secrets->get(p.ns, name)) {
-    return ownedBy(*secret, p.job) ? core::Status::Ok() : refused(p, "secret " + name);
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = ssh_secrets_.find(p.key);
+        it != ssh_secrets_.end() && it->second == p.job.metadata.uid) {
+      return core::Status::Ok();
+    }
   }
   RM_ASSIGN_OR_RETURN(kube::Secret secret, buildSecret(p.job));
-  return createOwned(p, secretsResource(), secret, "secret " + name);
+  kube::ResourceClient<kube::Secret> client(client_, secretsResource(), p.ns);
+  kube::ApiResult<kube::Secret> created = client.create(secret);
+  if (!created.ok() && !created.error().isAlreadyExists()) {
+    return created.status().withContext("job " + p.key + ": create secret " + name);
+  }
+  std::lock_guard lock(mu_);
+  ssh_secrets_[p.key] = p.job.metadata.uid;
+  return core::Status::Ok();
 }
 
 bool Reconciler::podGroupServed(const kube::TrainingJob& job) {

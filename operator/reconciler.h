@@ -64,7 +64,7 @@ struct Listers {
   std::shared_ptr<const kube::Store<kube::Pod>> pods;
   std::shared_ptr<const kube::Store<kube::Service>> services;
   std::shared_ptr<const kube::Store<kube::ConfigMap>> config_maps;
-  std::shared_ptr<const kube::Store<kube::Secret>> secrets;
+  // No Secrets: the operator may not read them (see Reconciler::ensureSecret).
 };
 
 // What the runner does after a successful reconcile.
@@ -134,6 +134,7 @@ class Reconciler {
   std::mutex mu_;
   std::map<std::string, Expectation> expectations_;        // job key -> pods created, not yet seen
   std::map<std::string, std::optional<bool>> api_exists_;  // "group/version" -> served?
+  std::map<std::string, std::string> ssh_secrets_;         // job key -> uid whose <job>-ssh exists
 };
 
 }  // namespace ringmaster::op

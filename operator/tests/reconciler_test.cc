@@ -58,7 +58,7 @@ class ReconcilerTest : public ::testing::Test {
   ReconcilerTest() { reconciler_ = makeReconciler(); }
 
   std::unique_ptr<Reconciler> makeReconciler() {
-    Listers listers{jobs_, pods_, services_, config_maps_, secrets_};
+    Listers listers{jobs_, pods_, services_, config_maps_};
     return std::make_unique<Reconciler>(api_, listers, events_, clock_, progress_, nullptr,
                                         Reconciler::Options{});
   }
@@ -75,7 +75,6 @@ class ReconcilerTest : public ::testing::Test {
     api_.syncTo(*pods_, kPods);
     api_.syncTo(*services_, kServices);
     api_.syncTo(*config_maps_, kConfigMaps);
-    api_.syncTo(*secrets_, kSecrets);
   }
   core::Result<Action> reconcile(const std::string& key = "default/fmnist") {
     return reconciler_->reconcile(key);
@@ -149,8 +148,6 @@ class ReconcilerTest : public ::testing::Test {
       std::make_shared<kube::Store<kube::Service>>();
   std::shared_ptr<kube::Store<kube::ConfigMap>> config_maps_ =
       std::make_shared<kube::Store<kube::ConfigMap>>();
-  std::shared_ptr<kube::Store<kube::Secret>> secrets_ =
-      std::make_shared<kube::Store<kube::Secret>>();
   std::unique_ptr<Reconciler> reconciler_;
 };
 
@@ -614,6 +611,26 @@ TEST_F(ReconcilerTest, MpiJobGetsItsSshSecret) {
   ASSERT_EQ(secrets.size(), 1u);
   EXPECT_EQ(secrets[0].type, "kubernetes.io/ssh-auth");
   EXPECT_EQ(api_.count(kube::Verb::kPost, kSecrets), 1);
+}
+
+// The operator's RBAC has no get/list/watch on Secrets: it creates <job>-ssh and takes
+// AlreadyExists (a restarted operator, or a pass whose status write failed) as its own.
+TEST_F(ReconcilerTest, MpiSecretIsCreatedWithoutEverReadingSecrets) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.launcher = "mpi";
+  apply(spec);
+  converge(3);
+  ASSERT_EQ(api_.typed<kube::Secret>(kSecrets).size(), 1u);
+  // A fresh operator process (no memory of the Secret) meets AlreadyExists and carries on.
+  reconciler_ = makeReconciler();
+  api_.erase(kPods + "/fmnist-worker-1");
+  sync();
+  converge(3);
+  EXPECT_EQ(podNames().size(), 2u);
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kSecrets), 2);
+  EXPECT_EQ(api_.count(kube::Verb::kGet, kSecrets), 0);
+  EXPECT_EQ(api_.typed<kube::Secret>(kSecrets).size(), 1u);
+  EXPECT_FALSE(hasEvent("NotOwned"));
 }
 
 TEST_F(ReconcilerTest, GangSchedulerWithoutItsApiWarnsAndStillRuns) {

@@ -2,9 +2,9 @@
 """chart_policy_test: renders helm/ringmaster under several value sets (with helm when it is on
 PATH, else with the subset renderer in gotemplate.py) and checks the manifests:
 - RBAC is least privilege: each (apiGroup, resource) the operator touches has exactly the verbs
-  it uses (ALLOWED), no wildcards, no pods/exec or other subresources, no Secret writes in a
-  cluster-wide binding, PodGroup rules only when gang scheduling is on, Leases only in the
-  release namespace, and the helm-test ServiceAccount may only read TrainingJobs;
+  it uses (ALLOWED), no wildcards, no pods/exec or other subresources, no Secret reads at all,
+  no Secret writes in a cluster-wide binding, PodGroup rules only when gang scheduling is on,
+  Leases only in the release namespace, and the helm-test ServiceAccount may only read TrainingJobs;
 - every pod (operator Deployment, helm-test Pod) runs under the restricted Pod Security
   Standard (non-root, uid 65532, no privilege escalation, drop ALL, read-only root filesystem,
   seccomp RuntimeDefault, no host namespaces or hostPath);
@@ -36,7 +36,8 @@ ALLOWED = {
     ("", "pods"): {"get", "list", "watch", "create", "delete"},
     ("", "services"): {"get", "list", "watch", "create", "delete"},
     ("", "configmaps"): {"get", "list", "watch", "create", "update", "patch", "delete"},
-    ("", "secrets"): {"get", "list", "watch", "create", "delete"},
+    # Never read: the operator creates an MPI job's <job>-ssh and takes AlreadyExists as its own.
+    ("", "secrets"): {"create"},
     ("", "events"): {"create", "patch"},
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
     ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "delete"},
@@ -164,7 +165,7 @@ class Checker:
                 self.fail(f"podgroups of {group} granted={not gang[flag]} but "
                           f"gangScheduling.{flag}={gang[flag]}")
         for needed in [("ringmaster.dev", "trainingjobs"), ("ringmaster.dev", "trainingjobs/status"),
-                       ("", "pods"), ("", "services"), ("", "configmaps"), ("", "secrets"),
+                       ("", "pods"), ("", "services"), ("", "configmaps"),
                        ("", "events"), ("coordination.k8s.io", "leases")]:
             if needed not in seen:
                 self.fail(f"no rule grants {needed[0] or 'core'}/{needed[1]}")
@@ -183,6 +184,9 @@ class Checker:
                         ("ServiceAccount", sa, NAMESPACE):
                     self.fail(f"{self.name(b)} binds {s}, not the operator's ServiceAccount {sa}")
         mpi = v["rbac"].get("mpiNamespaces") or []
+        if bool(v.get("watchNamespace") or mpi) != (("", "secrets") in seen):
+            self.fail(f"Secret create granted={('', 'secrets') in seen}, want it exactly where "
+                      "MPI jobs may run (watchNamespace or rbac.mpiNamespaces)")
         if not v.get("watchNamespace"):
             got = sorted(b["metadata"]["namespace"] for b in self.of_kind("RoleBinding")
                          if b["roleRef"]["name"].endswith("-mpi-secrets"))
