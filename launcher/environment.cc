@@ -1,5 +1,6 @@
 #include "launcher/environment.h"
 
+#include "ringmaster/contract/store_secret.h"
 #include "ringmaster/core/flags.h"
 
 namespace ringmaster::launcher {
@@ -72,6 +73,19 @@ Result<LauncherEnvironment> parseEnvironment(const EnvLookup& lookup) {
   e.mode = stringVar(lookup, "RINGMASTER_LAUNCHER_MODE", e.mode);
   if (e.mode != "native" && e.mode != "mpi") {
     return core::invalidArgument("RINGMASTER_LAUNCHER_MODE='" + e.mode + "' must be native or mpi");
+  }
+  namespace secret = contract::store_secret;
+  e.store_secret = stringVar(lookup, secret::kEnv, "");
+  if (!e.store_secret.empty() && e.store_secret.size() < secret::kMinChars) {
+    // The value itself stays out of the message: it is a secret even when it is a bad one.
+    return core::invalidArgument(std::string(secret::kEnv) + " is " +
+                                 std::to_string(e.store_secret.size()) +
+                                 " characters, fewer than " + std::to_string(secret::kMinChars));
+  }
+  if (e.store_secret.empty() && e.nnodes > 1) {
+    return core::invalidArgument(std::string(secret::kEnv) + " must be set when NNODES=" +
+                                 std::to_string(e.nnodes) +
+                                 " > 1: every pod proves it to the rendezvous store");
   }
   e.pod_ip = stringVar(lookup, "POD_IP", "");
   e.pod_name = stringVar(lookup, "POD_NAME", "");

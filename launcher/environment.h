@@ -12,6 +12,8 @@
 //   RINGMASTER_BACKEND passed through to the trainer                         optional
 //   RINGMASTER_LAUNCHER_MODE  native | mpi                                   default native
 //   POD_IP, POD_NAME   from the downward API; POD_IP is where we listen       optional
+//   RINGMASTER_STORE_SECRET  the attempt's rendezvous store secret (at least 32 characters;
+//                      lib/contract store_secret.h)             required when NNODES > 1
 //   NVIDIA_VISIBLE_DEVICES  set (and not void/none) on GPU pods               optional
 // Defaults make a bare `ringmaster-launcher` a one-pod world on this machine.
 //
@@ -41,6 +43,8 @@ struct LauncherEnvironment {
   std::string pod_ip;    // "" when unset
   std::string pod_name;  // "" when unset
   bool has_gpus = false;
+  // "" when unset (a one-pod world: the launcher makes one up, nobody else needs it).
+  std::string store_secret;
 
   // "<job>/attempt-<attempt>": every key of this attempt lives under it.
   std::string attemptPrefix() const;

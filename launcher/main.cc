@@ -44,6 +44,7 @@
 #include "launcher/rendezvous.h"
 #include "launcher/supervisor.h"
 #include "launcher/termination_message.h"
+#include "ringmaster/contract/store_secret.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
@@ -80,7 +81,8 @@ constexpr char kSummary[] =
     "Runs LOCAL_WORLD_SIZE training processes in this pod after every pod of the job joined the "
     "rendezvous.\nUsage: ringmaster-launcher [flags] [-- PROGRAM ARGS...]\nEnvironment: NODE_RANK, "
     "NNODES, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGMASTER_JOB, "
-    "RINGMASTER_ATTEMPT, RINGMASTER_LAUNCHER_MODE, POD_IP, POD_NAME.\nExit codes: 0 ok, 1 bad "
+    "RINGMASTER_ATTEMPT, RINGMASTER_STORE_SECRET, RINGMASTER_LAUNCHER_MODE, POD_IP, POD_NAME.\nExit "
+    "codes: 0 ok, 1 bad "
     "input, 2 usage, the first failing process's code, 142 hang or rendezvous timeout, 143 "
     "SIGTERM.";
 
@@ -225,6 +227,7 @@ core::Result<std::vector<ProcessSpec>> processSpecs(const LauncherEnvironment& e
                 {"RINGMASTER_JOB", env.job},
                 {"RINGMASTER_ATTEMPT", std::to_string(env.attempt)},
                 {"RINGMASTER_USE_AGENT_STORE", "1"},
+                {contract::store_secret::kEnv, env.store_secret},
                 {"RINGMASTER_HEARTBEAT_MS", std::to_string(heartbeat_ms)}};
     if (flags.gpus || env.has_gpus) spec.env["CUDA_VISIBLE_DEVICES"] = std::to_string(local);
     specs.push_back(std::move(spec));
@@ -332,6 +335,14 @@ int run(int argc, char** argv) {
 
   auto env = parseEnvironment([](const char* name) { return std::getenv(name); });
   if (!env.ok()) return fail(env.status());
+  if (env->store_secret.empty()) {
+    // A one-pod world (parseEnvironment insists otherwise): only our own processes connect.
+    auto secret = rendezvous::generateSecret();
+    if (!secret.ok()) return fail(secret.status());
+    env->store_secret = std::move(secret).value();
+    // In our environment too: mpirun forwards it by name, keeping it off its command line.
+    ::setenv(contract::store_secret::kEnv, env->store_secret.c_str(), 1);
+  }
   core::log::setDefaultPrefix(env->job + " " + env->describePod());
   if (!flags.mode.empty()) {
     if (flags.mode != "native" && flags.mode != "mpi")

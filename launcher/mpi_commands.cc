@@ -162,6 +162,12 @@ core::Result<std::vector<std::string>> mpirunArgv(const MpirunSettings& s) {
     }
     argv.insert(argv.end(), {"-x", name + "=" + value});
   }
+  for (const std::string& name : s.forward_env) {
+    if (name.empty() || hasAny(name, "= \t")) {
+      return core::invalidArgument("mpirun: cannot forward variable '" + name + "'");
+    }
+    argv.insert(argv.end(), {"-x", name});
+  }
   argv.insert(argv.end(), s.program.begin(), s.program.end());
   return argv;
 }

@@ -63,6 +63,9 @@ struct MpirunSettings {
   bool allow_run_as_root = false;
   // -x NAME=VALUE for every rank (mpirun forwards them over its own channel).
   std::vector<std::pair<std::string, std::string>> env;
+  // -x NAME: forwarded from mpirun's own environment, for values (secrets) that must not show
+  // on a command line.
+  std::vector<std::string> forward_env;
   std::vector<std::string> program;  // argv[0] absolute: ranks start through sshd's PATH
 };
 

@@ -21,6 +21,7 @@
 #include "launcher/hang_detector.h"
 #include "launcher/mpi_commands.h"
 #include "launcher/ssh_probe.h"
+#include "ringmaster/contract/store_secret.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 
@@ -359,6 +360,9 @@ SupervisorOutcome MpiPod::runMpirun(rendezvous::Store& attempt_store, Clock::tim
                     {"RINGMASTER_ATTEMPT", std::to_string(env_.attempt)},
                     {"RINGMASTER_BACKEND", "mpi"}};
     settings.env.insert(settings.env.end(), options_.rank_env.begin(), options_.rank_env.end());
+    // Ranks authenticate to the attempt's store (heartbeats) with the secret this launcher
+    // has in its environment.
+    settings.forward_env = {contract::store_secret::kEnv};
     settings.program = options_.program;
     Result<std::vector<std::string>> argv = mpirunArgv(settings);
     if (!argv.ok()) return {1, argv.status().message()};

@@ -159,11 +159,12 @@ Result<std::vector<NodeInfo>> joinGang(rendezvous::Store& attempt_store, const N
 
 AttemptStore::AttemptStore(std::unique_ptr<rendezvous::TcpStoreServer> server,
                            std::unique_ptr<rendezvous::TcpStoreClient> client, std::string host,
-                           int port, const std::string& prefix)
+                           int port, std::string secret, const std::string& prefix)
     : server_(std::move(server)),
       client_(std::move(client)),
       host_(std::move(host)),
       port_(port),
+      secret_(std::move(secret)),
       scoped_(client_.get(), prefix) {}
 
 Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironment& env,
@@ -176,7 +177,7 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
   int port = env.master_port;
   if (env.node_rank == 0) {
     Result<std::unique_ptr<rendezvous::TcpStoreServer>> started =
-        rendezvous::TcpStoreServer::start(env.bindHost(), env.master_port);
+        rendezvous::TcpStoreServer::start(env.bindHost(), env.master_port, env.store_secret);
     if (!started.ok()) return started.status().withContext(context + ": host it");
     server = std::move(started).value();
     // Pod 0 talks to its own store locally: its service name may not resolve yet.
@@ -195,13 +196,15 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
     }
     // Connect in slices so that a stop request is seen while pod 0 is not up yet.
     Result<std::unique_ptr<rendezvous::TcpStoreClient>> client =
-        rendezvous::TcpStoreClient::connect(host, port, std::min(kSlice, remaining(deadline)));
+        rendezvous::TcpStoreClient::connect(host, port, env.store_secret,
+                                            std::min(kSlice, remaining(deadline)));
     if (!client.ok()) {
       last_error = client.status().message();
       continue;
     }
     auto attempt = std::unique_ptr<AttemptStore>(new AttemptStore(
-        std::move(server), std::move(client).value(), host, port, env.attemptPrefix()));
+        std::move(server), std::move(client).value(), host, port, env.store_secret,
+        env.attemptPrefix()));
     if (env.node_rank == 0) {
       RM_RETURN_IF_ERROR_CTX(
           attempt->store().set(kStoreHostKey, rendezvous::toBytes(env.describePod())), context);
@@ -226,7 +229,7 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
 
 Result<std::unique_ptr<rendezvous::TcpStoreClient>> AttemptStore::connectAnother(
     milliseconds timeout) const {
-  return rendezvous::TcpStoreClient::connect(host_, port_, timeout);
+  return rendezvous::TcpStoreClient::connect(host_, port_, secret_, timeout);
 }
 
 }  // namespace ringmaster::launcher

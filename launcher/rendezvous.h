@@ -5,7 +5,9 @@
 // read by this one; a restarted gang starts from an empty key space even on a store that
 // survived):
 //   1. Pod 0 hosts the TCP store on $POD_IP-or-0.0.0.0:MASTER_PORT for the whole attempt and
-//      sets "launcher/store-host" = its description.
+//      sets "launcher/store-host" = its description. Every connection authenticates with the
+//      attempt's RINGMASTER_STORE_SECRET, so a stranger reads and writes nothing, and a store
+//      of another attempt (a different secret) is refused like one without that key.
 //   2. Every pod connects to MASTER_ADDR:MASTER_PORT, retrying with backoff until the deadline
 //      (start order never matters), and reads "launcher/store-host". A store without that key
 //      is not this attempt's (e.g. the last attempt's pod 0, still terminating, answers on the
@@ -87,12 +89,13 @@ class AttemptStore {
  private:
   AttemptStore(std::unique_ptr<rendezvous::TcpStoreServer> server,
                std::unique_ptr<rendezvous::TcpStoreClient> client, std::string host, int port,
-               const std::string& prefix);
+               std::string secret, const std::string& prefix);
 
   std::unique_ptr<rendezvous::TcpStoreServer> server_;  // pod 0 only
   std::unique_ptr<rendezvous::TcpStoreClient> client_;
   std::string host_;
   int port_;
+  std::string secret_;
   rendezvous::PrefixStore scoped_;  // over client_
 };
 

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "ringmaster/contract/store_secret.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
@@ -55,6 +56,9 @@ struct World {
   bool agent_store = false;  // RINGMASTER_USE_AGENT_STORE=1: the launcher hosts the store
   std::string pod_ip;        // POD_IP: where this process listens ("" = everywhere)
   int64_t heartbeat_ms = 1000;
+  // RINGMASTER_STORE_SECRET: what connections to the store prove they know ("" when unset:
+  // a store of our own that the same empty secret opens).
+  std::string store_secret;
 
   // "<job>/attempt-<attempt>": every key of this attempt lives under it.
   std::string attemptPrefix() const { return job + "/attempt-" + std::to_string(attempt); }
@@ -107,6 +111,7 @@ Result<World> worldFromEnv() {
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) w.master_addr = a;
   if (const char* j = std::getenv("RINGMASTER_JOB"); j && *j) w.job = j;
   if (const char* ip = std::getenv("POD_IP"); ip && *ip) w.pod_ip = ip;
+  if (const char* s = std::getenv(contract::store_secret::kEnv); s && *s) w.store_secret = s;
   return w;
 }
 
@@ -271,6 +276,7 @@ int run(int argc, char** argv) {
   comm_config.world_size = world->world_size;
   comm_config.master_addr = world->master_addr;
   comm_config.master_port = world->master_port;
+  comm_config.store_secret = world->store_secret;
   comm_config.key_prefix = world->attemptPrefix() + "/trainer";
   comm_config.host_store = !world->agent_store;
   comm_config.gloo_hostname = world->pod_ip;
@@ -306,7 +312,8 @@ int run(int argc, char** argv) {
   if (world->agent_store) {
     // Its own connection: a heartbeat must never queue behind a store call of the communicator.
     auto client = rendezvous::TcpStoreClient::connect(
-        world->master_addr, world->master_port, std::chrono::seconds(cl.rdzv_timeout_seconds));
+        world->master_addr, world->master_port, world->store_secret,
+        std::chrono::seconds(cl.rdzv_timeout_seconds));
     if (!client.ok()) return fail(client.status().withContext("heartbeat"));
     prometheus::Counter* steps = trainer_metrics->steps;
     heartbeat = std::make_unique<rendezvous::HeartbeatPublisher>(

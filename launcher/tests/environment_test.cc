@@ -25,7 +25,8 @@ std::map<std::string, std::string> podEnv() {
           {"RINGMASTER_ATTEMPT", "3"},
           {"RINGMASTER_BACKEND", "gloo"},
           {"POD_IP", "127.1.0.7"},
-          {"POD_NAME", "j-worker-1"}};
+          {"POD_NAME", "j-worker-1"},
+          {"RINGMASTER_STORE_SECRET", "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e7"}};
 }
 
 // Sets one variable of a test environment. (A literal assigned to the mapped string directly
@@ -57,6 +58,28 @@ TEST(Environment, ReadsTheOperatorsPodEnvironment) {
   EXPECT_EQ(env->backend, "gloo");
   EXPECT_EQ(env->mode, "native");
   EXPECT_FALSE(env->has_gpus);
+  EXPECT_EQ(env->store_secret, "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e7");
+}
+
+TEST(Environment, AGangOfSeveralPodsNeedsTheStoreSecret) {
+  auto env = podEnv();
+  env.erase("RINGMASTER_STORE_SECRET");
+  EXPECT_THAT(errorFor(env), HasSubstr("RINGMASTER_STORE_SECRET must be set when NNODES=2 > 1"));
+  // A one-pod world may go without: the launcher makes one up for its own processes.
+  set(env, "NNODES", "1");
+  set(env, "NODE_RANK", "0");
+  set(env, "WORLD_SIZE", "2");
+  auto parsed = parseEnvironment(env);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_EQ(parsed->store_secret, "");
+}
+
+TEST(Environment, AShortStoreSecretIsRejectedWithoutEchoingIt) {
+  auto env = podEnv();
+  set(env, "RINGMASTER_STORE_SECRET", "hunter2");
+  const std::string error = errorFor(env);
+  EXPECT_THAT(error, HasSubstr("RINGMASTER_STORE_SECRET is 7 characters, fewer than 32"));
+  EXPECT_EQ(error.find("hunter2"), std::string::npos) << error;
 }
 
 TEST(Environment, EmptyEnvironmentIsAOnePodWorldOnThisMachine) {

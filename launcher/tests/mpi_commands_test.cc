@@ -164,6 +164,16 @@ TEST(MpirunArgv, PinsTcpToThePodsInterfaceAndAllowsRootWhenAsked) {
   EXPECT_THAT(*argv, ::testing::Contains("--allow-run-as-root"));
 }
 
+TEST(MpirunArgv, ForwardsSecretsByNameOnlySoTheyStayOffTheCommandLine) {
+  MpirunSettings s = mpirun();
+  s.forward_env = {"RINGMASTER_STORE_SECRET"};
+  auto argv = mpirunArgv(s);
+  ASSERT_TRUE(argv.ok()) << argv.status().toString();
+  EXPECT_TRUE(contains(*argv, {"-x", "RINGMASTER_STORE_SECRET"}));
+  s.forward_env = {"A=B"};
+  EXPECT_FALSE(mpirunArgv(s).ok());
+}
+
 TEST(MpirunArgv, RejectsWhatOpenMpiWouldSplitOrNothingToRun) {
   MpirunSettings s = mpirun();
   s.identity = "/tmp/my keys/id";

@@ -102,7 +102,10 @@ TEST(FinishGang, StopRequestEndsPodZerosLinger) {
   EXPECT_TRUE(store->wait({exitedKey(0)}, 0s).ok());
 }
 
-LauncherEnvironment envFor(int node_rank, int port, int64_t attempt) {
+constexpr char kSecret[] = "a-secret-of-this-attempt-0123456789";
+
+LauncherEnvironment envFor(int node_rank, int port, int64_t attempt,
+                           const std::string& secret = kSecret) {
   auto env = parseEnvironment(
       std::map<std::string, std::string>{{"NODE_RANK", std::to_string(node_rank)},
                                          {"NNODES", "2"},
@@ -110,14 +113,15 @@ LauncherEnvironment envFor(int node_rank, int port, int64_t attempt) {
                                          {"MASTER_PORT", std::to_string(port)},
                                          {"RINGMASTER_JOB", "j"},
                                          {"RINGMASTER_ATTEMPT", std::to_string(attempt)},
-                                         {"POD_IP", "127.0.0.1"}});
+                                         {"POD_IP", "127.0.0.1"},
+                                         {"RINGMASTER_STORE_SECRET", secret}});
   EXPECT_TRUE(env.ok()) << env.status().toString();
   return *env;
 }
 
 TEST(AttemptStore, PodOneWaitsForPodZeroToHostTheStore) {
   // Pick a free port by hosting and stopping.
-  auto probe = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  auto probe = rendezvous::TcpStoreServer::start("127.0.0.1", 0, kSecret);
   ASSERT_TRUE(probe.ok());
   const int port = (*probe)->port();
   probe->reset();
@@ -135,9 +139,9 @@ TEST(AttemptStore, PodOneWaitsForPodZeroToHostTheStore) {
 
 TEST(AttemptStore, StoreOfAnotherAttemptIsNotTrusted) {
   // A store that answers on MASTER_PORT but was set up by attempt 0's pod 0.
-  auto old_store = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  auto old_store = rendezvous::TcpStoreServer::start("127.0.0.1", 0, kSecret);
   ASSERT_TRUE(old_store.ok());
-  auto client = rendezvous::TcpStoreClient::connect("127.0.0.1", (*old_store)->port(), 5s);
+  auto client = rendezvous::TcpStoreClient::connect("127.0.0.1", (*old_store)->port(), kSecret, 5s);
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)
                   ->set(std::string("j/attempt-0/") + kStoreHostKey, rendezvous::toBytes("pod 0"))
@@ -146,6 +150,16 @@ TEST(AttemptStore, StoreOfAnotherAttemptIsNotTrusted) {
   ASSERT_FALSE(pod1.ok());
   EXPECT_EQ(pod1.status().code(), core::Code::kTimeout);
   EXPECT_THAT(pod1.status().message(), HasSubstr("not hosted by j/attempt-1's pod 0"));
+}
+
+TEST(AttemptStore, AStoreWithAnotherSecretIsRefused) {
+  // Attempt 0's pod 0, still terminating, knows attempt 0's secret only.
+  auto old_store = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "the secret of attempt 0 .......");
+  ASSERT_TRUE(old_store.ok());
+  auto pod1 = AttemptStore::open(envFor(1, (*old_store)->port(), 1), 300ms);
+  ASSERT_FALSE(pod1.ok());
+  EXPECT_EQ(pod1.status().code(), core::Code::kTimeout);
+  EXPECT_THAT(pod1.status().message(), HasSubstr("refused our proof of the secret"));
 }
 
 }  // namespace

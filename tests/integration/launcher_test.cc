@@ -68,6 +68,7 @@ struct Job {
                   {"MASTER_PORT", std::to_string(master_port)},
                   {"RINGMASTER_JOB", name},
                   {"RINGMASTER_ATTEMPT", std::to_string(attempt)},
+                  {"RINGMASTER_STORE_SECRET", "integration-test-secret-0123456789abcdef"},
                   {"POD_NAME", name + "-worker-" + std::to_string(i)},
                   {"POD_IP", "127.0.0.1"},
                   {"PATH", binaryPath("bin") + ":" + (path ? path : "/usr/bin:/bin")}});
@@ -171,9 +172,11 @@ TEST(Launcher, StaleKeysFromAttemptZeroDoNotPassAttemptOnesBarrier) {
   TempDir dir;
   Job job(2, 1);
   job.attempt = 1;
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port);
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port,
+                                                  "integration-test-secret-0123456789abcdef");
   ASSERT_TRUE(server.ok()) << server.status().toString();
-  auto client = rendezvous::TcpStoreClient::connect("127.0.0.1", job.master_port, 10s);
+  auto client = rendezvous::TcpStoreClient::connect(
+      "127.0.0.1", job.master_port, "integration-test-secret-0123456789abcdef", 10s);
   ASSERT_TRUE(client.ok()) << client.status().toString();
   for (const char* key :
        {"ljob/attempt-0/launcher/store-host", "ljob/attempt-1/launcher/store-host"})
@@ -236,9 +239,11 @@ TEST(Launcher, ProcessFailureAfterAnotherPodsHangVerdictReportsTheHang) {
   TempDir dir;
   Job job(2, 1);
   // The test plays pod 0: it hosts the store and registers pod 0.
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port);
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port,
+                                                  "integration-test-secret-0123456789abcdef");
   ASSERT_TRUE(server.ok()) << server.status().toString();
-  auto client = rendezvous::TcpStoreClient::connect("127.0.0.1", job.master_port, 10s);
+  auto client = rendezvous::TcpStoreClient::connect(
+      "127.0.0.1", job.master_port, "integration-test-secret-0123456789abcdef", 10s);
   ASSERT_TRUE(client.ok()) << client.status().toString();
   ASSERT_TRUE(
       (*client)->set("ljob/attempt-0/launcher/store-host", rendezvous::toBytes("pod 0")).ok());
@@ -378,6 +383,7 @@ class LauncherMpi : public ::testing::Test {
                   {"RINGMASTER_JOB", job_.name},
                   {"RINGMASTER_ATTEMPT", "0"},
                   {"RINGMASTER_BACKEND", "auto"},
+                  {"RINGMASTER_STORE_SECRET", "integration-test-secret-0123456789abcdef"},
                   {"POD_NAME", job_.name + "-worker-" + std::to_string(i)},
                   {"POD_IP", ips_[i]},
                   {"LD_PRELOAD", kNssWrapper},

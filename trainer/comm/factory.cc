@@ -65,7 +65,7 @@ core::Result<Rendezvous> connectStore(const CommConfig& config, const std::strin
   std::string host_error;
   if (config.rank == 0 && config.host_store) {
     core::Result<std::unique_ptr<rendezvous::TcpStoreServer>> server =
-        rendezvous::TcpStoreServer::start("", config.master_port);
+        rendezvous::TcpStoreServer::start("", config.master_port, config.store_secret);
     if (server.ok()) {
       r.server = std::move(server).value();
       RM_LOG(INFO, RDZV) << what << ": hosting the rendezvous store on port " << r.server->port();
@@ -76,7 +76,8 @@ core::Result<Rendezvous> connectStore(const CommConfig& config, const std::strin
     }
   }
   core::Result<std::unique_ptr<rendezvous::TcpStoreClient>> client =
-      rendezvous::TcpStoreClient::connect(config.master_addr, config.master_port, config.timeout);
+      rendezvous::TcpStoreClient::connect(config.master_addr, config.master_port,
+                                          config.store_secret, config.timeout);
   if (!client.ok()) {
     core::Status s = client.status().withContext(what + ": connect to the rendezvous store");
     if (!host_error.empty()) s = std::move(s).withContext("could not host it (" + host_error + ")");

@@ -53,6 +53,8 @@ struct CommConfig {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // What every connection to the store proves it knows (see rendezvous/tcp_store.h).
+  std::string store_secret;
   // Rank 0 hosts the store when it can. False: the launcher hosts it, every rank connects.
   bool host_store = true;
   std::string key_prefix;  // e.g. "<job>/<attempt>"; empty: keys start at "comm/"

@@ -13,12 +13,13 @@ namespace {
 class InMemoryStore final : public Store {
  public:
   core::Status set(const std::string& key, const Bytes& value) override {
+    core::Status status;
     {
       std::lock_guard lock(mu_);
-      map_.set(key, value);
+      status = map_.set(key, value);
     }
     cv_.notify_all();
-    return core::Status::Ok();
+    return status;
   }
 
   core::Result<Bytes> get(const std::string& key, milliseconds timeout) override {

@@ -1,5 +1,6 @@
 // TcpStoreClient: connects with retries (start order never matters), then speaks the protocol
-// of tcp_store.h over one non-blocking socket, bounding every wait with poll().
+// of tcp_store.h over one non-blocking socket, bounding every wait with poll(). The first
+// exchange on every connection is the challenge-response that proves we know the secret.
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <thread>
 
+#include "auth.h"
 #include "key_value_map.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/tcp_store.h"
@@ -132,6 +134,7 @@ uint64_t wireTimeout(milliseconds timeout) {
 
 core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std::string& host,
                                                                       int port,
+                                                                      const std::string& secret,
                                                                       milliseconds connect_deadline,
                                                                       milliseconds op_timeout) {
   const std::string address = host + ":" + std::to_string(port);
@@ -142,21 +145,30 @@ core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std:
   const Clock::time_point deadline = deadlineAfter(connect_deadline);
   milliseconds backoff = kFirstBackoff;
   for (int attempt = 1;; ++attempt) {
+    core::Status failed;
     core::Result<int> fd = connectOnce(host, port, deadline);
     if (fd.ok()) {
       int one = 1;
       ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      RM_LOG(INFO, RDZV) << "connected to rendezvous store at " << address << " (attempt "
-                         << attempt << ", " << seconds(Clock::now() - start) << ")";
-      return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(*fd, address, op_timeout));
+      std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(*fd, address, op_timeout));
+      failed = client->authenticate(secret, op_timeout);
+      if (failed.ok()) {
+        RM_LOG(INFO, RDZV) << "connected to rendezvous store at " << address << " (attempt "
+                           << attempt << ", " << seconds(Clock::now() - start) << ")";
+        return client;
+      }
+      // A wrong secret will not get right by retrying; a dropped connection may.
+      if (failed.code() != core::Code::kUnavailable) return failed;
+    } else {
+      failed = fd.status();
     }
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
       return core::unavailable("cannot reach rendezvous store at " + address + " after " +
-                               seconds(now - start) + ": " + fd.status().message());
+                               seconds(now - start) + ": " + failed.message());
     }
     RM_LOG(DEBUG, RDZV) << "rendezvous store at " << address << " not reachable yet (attempt "
-                        << attempt << "): " << fd.status().message() << "; retrying in "
+                        << attempt << "): " << failed.message() << "; retrying in "
                         << backoff.count() << " ms";
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, kMaxBackoff);
@@ -165,6 +177,46 @@ core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std:
 
 TcpStoreClient::TcpStoreClient(int fd, std::string address, milliseconds op_timeout)
     : fd_(fd), address_(std::move(address)), op_timeout_(op_timeout) {}
+
+core::Status TcpStoreClient::authenticate(const std::string& secret, milliseconds timeout) {
+  std::lock_guard lock(mu_);
+  const std::string context = "rendezvous store at " + address_ + ": authenticate";
+  const Clock::time_point deadline = Clock::now() + timeout;
+  std::string challenge;
+  core::Status st = recvFrame(&challenge, deadline);
+  if (st.ok() && (challenge.size() != 1 + auth::kNonceBytes ||
+                  challenge[0] != static_cast<char>(wire::Reply::kOk))) {
+    st = core::unavailable("malformed challenge (not a rendezvous store of this version?)");
+  }
+  core::Result<std::string> nonce = auth::randomBytes(auth::kNonceBytes);
+  if (st.ok() && !nonce.ok()) st = nonce.status();
+  std::string answer;
+  if (st.ok()) {
+    const std::string server_nonce = challenge.substr(1);
+    st = sendAll(wire::Writer()
+                     .u8(static_cast<uint8_t>(wire::Op::kAuth))
+                     .raw(*nonce)
+                     .raw(auth::proof(secret, auth::Role::kClient, server_nonce, *nonce))
+                     .take(),
+                 deadline);
+    if (st.ok()) st = recvFrame(&answer, deadline);
+    if (st.ok() && !answer.empty() &&
+        answer[0] == static_cast<char>(wire::Reply::kUnauthenticated)) {
+      st = core::invalidArgument("the store refused our proof of the secret (" +
+                                 answer.substr(1) + ")");
+    } else if (st.ok() &&
+               (answer.empty() || answer[0] != static_cast<char>(wire::Reply::kOk) ||
+                !auth::sameProof(answer.substr(1), auth::proof(secret, auth::Role::kServer,
+                                                               server_nonce, *nonce)))) {
+      st = core::invalidArgument("the store could not prove it knows the secret");
+    }
+  }
+  if (!st.ok()) {
+    st = std::move(st).withContext(context);
+    markBroken(st);
+  }
+  return st;
+}
 
 TcpStoreClient::~TcpStoreClient() {
   if (fd_ >= 0) ::close(fd_);
@@ -226,6 +278,8 @@ core::Status TcpStoreClient::decodeStatus(const std::string& reply, const std::s
       return core::timeoutError(context + ": " + message);
     case wire::Reply::kInvalid:
       return core::invalidArgument(context + ": " + message);
+    case wire::Reply::kUnauthenticated:
+      return protocolError(what + ": refused as unauthenticated: " + message);
   }
   return protocolError(what + ": unknown reply status " +
                        std::to_string(static_cast<uint8_t>(reply[0])));
@@ -258,25 +312,27 @@ core::Result<std::string> TcpStoreClient::roundTrip(const std::string& request,
   }
   const Clock::time_point deadline = Clock::now() + reply_timeout;
   core::Status st = sendAll(request, deadline);
-  char header[wire::kFrameHeaderBytes];
-  if (st.ok()) st = recvExact(header, sizeof header, deadline);
   std::string body;
-  if (st.ok()) {
-    uint32_t len = 0;
-    if (wire::peekFrame(std::string_view(header, sizeof header), &len) == wire::FrameStatus::kBad) {
-      st = core::unavailable("malformed reply frame");
-    } else {
-      wire::Reader(std::string_view(header, sizeof header)).u32(&len);
-      body.resize(len);
-      st = recvExact(body.data(), len, deadline);
-    }
-  }
+  if (st.ok()) st = recvFrame(&body, deadline);
   if (!st.ok()) {
     st = std::move(st).withContext("rendezvous store at " + address_);
     markBroken(st);
     return st;
   }
   return body;
+}
+
+core::Status TcpStoreClient::recvFrame(std::string* body, Clock::time_point deadline) {
+  char header[wire::kFrameHeaderBytes];
+  RM_RETURN_IF_ERROR(recvExact(header, sizeof header, deadline));
+  uint32_t len = 0;
+  if (wire::peekFrame(std::string_view(header, sizeof header), kMaxFrameBytes, &len) ==
+      wire::FrameStatus::kBad) {
+    return core::unavailable("malformed reply frame");
+  }
+  wire::Reader(std::string_view(header, sizeof header)).u32(&len);
+  body->resize(len);
+  return recvExact(body->data(), len, deadline);
 }
 
 core::Status TcpStoreClient::sendAll(const std::string& data, Clock::time_point deadline) {

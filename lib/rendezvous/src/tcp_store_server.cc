@@ -1,7 +1,9 @@
 // TcpStoreServer: one thread, one poll() over the listening socket, an eventfd that stop()
 // writes, and every client socket. Requests are handled in arrival order per connection; a
 // GET/WAIT whose keys are missing is "held" until a SET/ADD makes it whole or its deadline
-// passes (poll's timeout is the nearest deadline, so nothing busy-polls).
+// passes (poll's timeout is the nearest deadline, so nothing busy-polls). A connection does
+// nothing but authenticate until it has proven it knows the secret; until then it may buffer
+// only kMaxAuthFrameBytes, and it is closed at its authentication deadline.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <list>
 #include <map>
 
+#include "auth.h"
 #include "key_value_map.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/tcp_store.h"
@@ -56,7 +59,12 @@ std::string replyFrame(wire::Reply reply, std::string_view payload = {}) {
 
 class TcpStoreServer::Loop {
  public:
-  Loop(int listen_fd, int wake_fd) : listen_fd_(listen_fd), wake_fd_(wake_fd) {}
+  Loop(int listen_fd, int wake_fd, std::string secret, const StoreLimits& limits)
+      : listen_fd_(listen_fd),
+        wake_fd_(wake_fd),
+        secret_(std::move(secret)),
+        limits_(limits),
+        map_(limits) {}
   ~Loop() {
     closeAll();
     ::close(wake_fd_);
@@ -69,6 +77,7 @@ class TcpStoreServer::Loop {
     // Can only fail if the counter would overflow, which then already wakes poll().
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
   }
+  size_t storedBytes() const { return stored_bytes_.load(); }
   bool waitForPending(size_t n, milliseconds timeout) {
     std::unique_lock lock(pending_mu_);
     return pending_cv_.wait_for(lock, timeout, [&] { return pending_ >= n; });
@@ -82,6 +91,14 @@ class TcpStoreServer::Loop {
     std::string out;
     bool held = false;     // a GET/WAIT of this connection waits for keys
     bool closing = false;  // closed at the end of this turn of the loop
+    bool authed = false;   // proved it knows the secret
+    bool close_after_flush = false;  // refused: closed once its last answer is sent
+    std::string nonce;               // our challenge
+    Clock::time_point auth_deadline;
+    // The largest frame this connection may send now.
+    size_t maxFrame(const StoreLimits& limits) const {
+      return authed ? limits.maxFrameBytes() : kMaxAuthFrameBytes;
+    }
   };
   struct Held {
     uint64_t conn_id;
@@ -98,6 +115,11 @@ class TcpStoreServer::Loop {
   void processInput(uint64_t id, Conn& conn);
   // Returns an empty string, or why the body is malformed.
   std::string handleRequest(uint64_t id, Conn& conn, std::string_view body);
+  // The AUTH request, or whatever a connection sends before authenticating.
+  std::string handleAuth(Conn& conn, std::string_view body);
+  // Answers an error for a request over the limits, and logs it.
+  void refuse(Conn& conn, const std::string& what, const core::Status& why);
+  void expireUnauthenticated(Clock::time_point now);
   void answer(Held& held, Conn& conn);
   void releaseSatisfied();
   void expireHeld(Clock::time_point now);
@@ -110,6 +132,9 @@ class TcpStoreServer::Loop {
   const int wake_fd_;
   std::atomic<bool> stop_{false};
   bool accept_paused_ = false;  // out of file descriptors: retry when a connection closes
+  const std::string secret_;
+  const StoreLimits limits_;
+  std::atomic<size_t> stored_bytes_{0};  // map_.bytes(), for tests on other threads
 
   KeyValueMap map_;
   std::map<uint64_t, Conn> conns_;
@@ -148,6 +173,7 @@ void TcpStoreServer::Loop::run() {
       if (!conn.in.empty()) ready_.push_back(ids[i]);
     }
     expireHeld(Clock::now());
+    expireUnauthenticated(Clock::now());
     // Flushing an answer can make buffered input processable again, and processing makes
     // answers: go round until neither has anything left to do.
     do {
@@ -175,9 +201,12 @@ void TcpStoreServer::Loop::closeAll() {
 }
 
 int TcpStoreServer::Loop::pollTimeoutMs(Clock::time_point now) const {
-  if (held_.empty()) return -1;
   Clock::time_point nearest = Clock::time_point::max();
   for (const Held& h : held_) nearest = std::min(nearest, h.deadline);
+  for (const auto& [id, conn] : conns_) {
+    if (!conn.authed) nearest = std::min(nearest, conn.auth_deadline);
+  }
+  if (nearest == Clock::time_point::max()) return -1;
   if (nearest <= now) return 0;
   // Round up so that we wake at or after the deadline, not just before it.
   auto ms = std::chrono::ceil<milliseconds>(nearest - now).count();
@@ -198,9 +227,27 @@ void TcpStoreServer::Loop::acceptAll() {
       }
       return;
     }
+    Conn conn;
+    conn.fd = fd;
+    conn.peer = describePeer(fd);
+    if (conns_.size() >= limits_.max_connections) {
+      RM_LOG(WARN, RDZV) << "rendezvous store: refused the connection from " << conn.peer << ": "
+                         << conns_.size() << " connections are open, the limit";
+      ::close(fd);
+      continue;
+    }
+    core::Result<std::string> nonce = auth::randomBytes(auth::kNonceBytes);
+    if (!nonce.ok()) {
+      RM_LOG(WARN, RDZV) << "rendezvous store: closing the connection from " << conn.peer
+                         << ": no challenge: " << nonce.status().message();
+      ::close(fd);
+      continue;
+    }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    Conn conn{fd, describePeer(fd), {}, {}};
+    conn.nonce = std::move(nonce).value();
+    conn.auth_deadline = deadlineAfter(limits_.auth_timeout);
+    conn.out = replyFrame(wire::Reply::kOk, conn.nonce);
     RM_LOG(DEBUG, RDZV) << "rendezvous store: connection from " << conn.peer;
     conns_.emplace(next_conn_id_++, std::move(conn));
   }
@@ -209,12 +256,14 @@ void TcpStoreServer::Loop::acceptAll() {
 void TcpStoreServer::Loop::readFrom(Conn& conn) {
   char buf[64 * 1024];
   while (!conn.closing) {
-    ssize_t n = ::recv(conn.fd, buf, sizeof buf, 0);
+    // A client sends one request and awaits its answer; more than one frame's worth of
+    // unprocessed input means it is not speaking our protocol. Reading at most one byte past
+    // that keeps what a stranger can make us buffer at the small pre-authentication frame.
+    const size_t cap = conn.maxFrame(limits_) + wire::kFrameHeaderBytes;
+    ssize_t n = ::recv(conn.fd, buf, std::min(sizeof buf, cap + 1 - conn.in.size()), 0);
     if (n > 0) {
       conn.in.append(buf, static_cast<size_t>(n));
-      // A client sends one request and awaits its answer; more than one frame's worth of
-      // unprocessed input means it is not speaking our protocol.
-      if (conn.in.size() > kMaxFrameBytes + wire::kFrameHeaderBytes) {
+      if (conn.in.size() > cap) {
         closeWithWarning(conn, "sent more than one frame without awaiting the reply");
       }
       continue;
@@ -238,6 +287,7 @@ void TcpStoreServer::Loop::flush(uint64_t id, Conn& conn) {
     ssize_t n = ::send(conn.fd, conn.out.data(), conn.out.size(), MSG_NOSIGNAL);
     if (n > 0) {
       conn.out.erase(0, static_cast<size_t>(n));
+      if (conn.out.empty() && conn.close_after_flush) conn.closing = true;
       if (conn.out.empty() && !conn.in.empty()) ready_.push_back(id);
       continue;
     }
@@ -252,14 +302,16 @@ void TcpStoreServer::Loop::flush(uint64_t id, Conn& conn) {
 void TcpStoreServer::Loop::processInput(uint64_t id, Conn& conn) {
   // Stop at a held request (answers stay in order) and while an answer is still unsent
   // (a client that does not read cannot make us buffer without bound).
-  while (!conn.closing && !conn.held && conn.out.empty()) {
+  while (!conn.closing && !conn.close_after_flush && !conn.held && conn.out.empty()) {
     uint32_t body_len = 0;
-    switch (wire::peekFrame(conn.in, &body_len)) {
+    const size_t max_frame = conn.maxFrame(limits_);
+    switch (wire::peekFrame(conn.in, max_frame, &body_len)) {
       case wire::FrameStatus::kNeedMore:
         return;
       case wire::FrameStatus::kBad:
-        closeWithWarning(conn, "frame length is 0 or over the " + std::to_string(kMaxFrameBytes) +
-                                   "-byte limit");
+        closeWithWarning(conn, "frame length is 0 or over the " + std::to_string(max_frame) +
+                                   "-byte limit" +
+                                   (conn.authed ? "" : " before authentication"));
         return;
       case wire::FrameStatus::kReady:
         break;
@@ -267,20 +319,61 @@ void TcpStoreServer::Loop::processInput(uint64_t id, Conn& conn) {
     std::string body = conn.in.substr(wire::kFrameHeaderBytes, body_len);
     conn.in.erase(0, wire::kFrameHeaderBytes + body_len);
     std::string error = handleRequest(id, conn, body);
+    stored_bytes_.store(map_.bytes());
     if (!error.empty()) closeWithWarning(conn, "malformed request: " + error);
   }
 }
 
+std::string TcpStoreServer::Loop::handleAuth(Conn& conn, std::string_view body) {
+  wire::Reader r(body);
+  uint8_t op = 0;
+  std::string_view client_nonce;
+  std::string_view client_proof;
+  const bool is_auth = r.u8(&op) && op == static_cast<uint8_t>(wire::Op::kAuth);
+  if (is_auth) {
+    if (r.rest().size() != auth::kNonceBytes + auth::kProofBytes) return "AUTH: wrong length";
+    client_nonce = r.rest().substr(0, auth::kNonceBytes);
+    client_proof = r.rest().substr(auth::kNonceBytes);
+  }
+  const std::string expected = auth::proof(secret_, auth::Role::kClient, conn.nonce, client_nonce);
+  if (!is_auth || !auth::sameProof(client_proof, expected)) {
+    RM_LOG(WARN, RDZV) << "rendezvous store: refused " << conn.peer << ": "
+                       << (is_auth ? "wrong proof of the secret"
+                                   : "request before authenticating");
+    conn.out += replyFrame(wire::Reply::kUnauthenticated,
+                           "authentication failed: this store belongs to another job or attempt");
+    conn.close_after_flush = true;
+    return {};
+  }
+  conn.authed = true;
+  conn.out += replyFrame(wire::Reply::kOk,
+                         auth::proof(secret_, auth::Role::kServer, conn.nonce, client_nonce));
+  RM_LOG(DEBUG, RDZV) << "rendezvous store: " << conn.peer << " authenticated";
+  return {};
+}
+
+void TcpStoreServer::Loop::refuse(Conn& conn, const std::string& what, const core::Status& why) {
+  RM_LOG(WARN, RDZV) << "rendezvous store: refused " << what << " from " << conn.peer << ": "
+                     << why.message();
+  conn.out += replyFrame(wire::Reply::kInvalid, why.message());
+}
+
 std::string TcpStoreServer::Loop::handleRequest(uint64_t id, Conn& conn, std::string_view body) {
+  if (!conn.authed) return handleAuth(conn, body);
   wire::Reader r(body);
   uint8_t op = 0;
   if (!r.u8(&op)) return "empty body";
   switch (static_cast<wire::Op>(op)) {
+    case wire::Op::kAuth:
+      return "AUTH: already authenticated";
     case wire::Op::kSet: {
       std::string key;
       std::string value;
       if (!r.str(&key) || !r.str(&value) || !r.done()) return "SET: truncated or trailing bytes";
-      map_.set(key, Bytes(value.begin(), value.end()));
+      if (core::Status st = map_.set(key, Bytes(value.begin(), value.end())); !st.ok()) {
+        refuse(conn, "SET", st);
+        return {};
+      }
       conn.out += replyFrame(wire::Reply::kOk);
       releaseSatisfied();
       return {};
@@ -291,7 +384,7 @@ std::string TcpStoreServer::Loop::handleRequest(uint64_t id, Conn& conn, std::st
       if (!r.str(&key) || !r.u64(&delta) || !r.done()) return "ADD: truncated or trailing bytes";
       core::Result<int64_t> sum = map_.add(key, static_cast<int64_t>(delta));
       if (!sum.ok()) {
-        conn.out += replyFrame(wire::Reply::kInvalid, sum.status().message());
+        refuse(conn, "ADD", sum.status());
         return {};
       }
       conn.out += wire::Writer()
@@ -315,6 +408,13 @@ std::string TcpStoreServer::Loop::handleRequest(uint64_t id, Conn& conn, std::st
         if (!r.str(&key)) return "GET/WAIT: truncated key";
       }
       if (!r.done()) return "GET/WAIT: trailing bytes";
+      for (const auto& key : held.keys) {
+        // A key too long to be set can never exist: say so now rather than time out.
+        if (core::Status st = map_.checkKey(key); !st.ok()) {
+          refuse(conn, held.op == wire::Op::kGet ? "GET" : "WAIT", st);
+          return {};
+        }
+      }
       held.timeout = milliseconds(
           static_cast<int64_t>(std::min<uint64_t>(timeout_ms, static_cast<uint64_t>(INT64_MAX))));
       held.deadline = deadlineAfter(held.timeout);
@@ -378,6 +478,15 @@ void TcpStoreServer::Loop::expireHeld(Clock::time_point now) {
   if (changed) publishPending();
 }
 
+void TcpStoreServer::Loop::expireUnauthenticated(Clock::time_point now) {
+  for (auto& [id, conn] : conns_) {
+    if (!conn.authed && !conn.closing && conn.auth_deadline <= now) {
+      closeWithWarning(conn, "did not authenticate within " +
+                                 std::to_string(limits_.auth_timeout.count()) + " ms");
+    }
+  }
+}
+
 void TcpStoreServer::Loop::dropClosed() {
   bool changed = false;
   for (auto it = conns_.begin(); it != conns_.end();) {
@@ -409,7 +518,9 @@ void TcpStoreServer::Loop::publishPending() {
 }
 
 core::Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string& bind_host,
-                                                                    int port) {
+                                                                    int port,
+                                                                    const std::string& secret,
+                                                                    const StoreLimits& limits) {
   const std::string where = (bind_host.empty() ? "*" : bind_host) + ":" + std::to_string(port);
   if (port < 0 || port > 65535) {
     return core::invalidArgument("rendezvous store: port " + std::to_string(port) +
@@ -468,7 +579,7 @@ core::Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::s
     return std::move(st).withContext("rendezvous store on " + where);
   }
   std::unique_ptr<TcpStoreServer> server(
-      new TcpStoreServer(std::make_unique<Loop>(listen_fd, wake_fd), bound_port));
+      new TcpStoreServer(std::make_unique<Loop>(listen_fd, wake_fd, secret, limits), bound_port));
   RM_LOG(INFO, RDZV) << "rendezvous store listening on " << (bind_host.empty() ? "*" : bind_host)
                      << ":" << bound_port;
   return server;
@@ -489,6 +600,8 @@ void TcpStoreServer::stop() {
   thread_.join();  // the loop closes every socket on its way out
   RM_LOG(INFO, RDZV) << "rendezvous store on port " << port_ << " stopped";
 }
+
+size_t TcpStoreServer::storedBytesForTesting() const { return loop_->storedBytes(); }
 
 bool TcpStoreServer::waitForPendingRequestsForTesting(size_t n, milliseconds timeout) {
   return loop_->waitForPending(n, timeout);

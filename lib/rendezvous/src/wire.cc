@@ -1,7 +1,5 @@
 #include "wire.h"
 
-#include "ringmaster/rendezvous/tcp_store.h"
-
 namespace ringmaster::rendezvous::wire {
 namespace {
 
@@ -85,10 +83,10 @@ bool Reader::str(std::string* s) {
   return true;
 }
 
-FrameStatus peekFrame(std::string_view buf, uint32_t* body_len) {
+FrameStatus peekFrame(std::string_view buf, size_t max_body, uint32_t* body_len) {
   if (buf.size() < kFrameHeaderBytes) return FrameStatus::kNeedMore;
   const auto len = static_cast<uint32_t>(getBigEndian(buf.data(), 4));
-  if (len == 0 || len > kMaxFrameBytes) return FrameStatus::kBad;
+  if (len == 0 || len > max_body) return FrameStatus::kBad;
   if (buf.size() - kFrameHeaderBytes < len) return FrameStatus::kNeedMore;
   *body_len = len;
   return FrameStatus::kReady;

@@ -12,8 +12,8 @@
 
 namespace ringmaster::rendezvous::wire {
 
-enum class Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kAdd = 4 };
-enum class Reply : uint8_t { kOk = 0, kTimeout = 1, kInvalid = 2 };
+enum class Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kAdd = 4, kAuth = 5 };
+enum class Reply : uint8_t { kOk = 0, kTimeout = 1, kInvalid = 2, kUnauthenticated = 3 };
 
 inline constexpr size_t kFrameHeaderBytes = 4;
 
@@ -49,7 +49,8 @@ class Reader {
 };
 
 enum class FrameStatus { kNeedMore, kReady, kBad };
-// Looks at the start of `buf`: is a whole frame there? On kReady sets *body_len.
-FrameStatus peekFrame(std::string_view buf, uint32_t* body_len);
+// Looks at the start of `buf`: is a whole frame of at most `max_body` bytes there? On kReady
+// sets *body_len.
+FrameStatus peekFrame(std::string_view buf, size_t max_body, uint32_t* body_len);
 
 }  // namespace ringmaster::rendezvous::wire

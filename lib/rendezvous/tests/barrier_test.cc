@@ -13,6 +13,8 @@
 namespace ringmaster::rendezvous {
 namespace {
 
+constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
+
 using namespace std::chrono_literals;
 using core::Code;
 
@@ -37,12 +39,12 @@ TEST(Barrier, FourRanksAsThreadsAllPass) {
 }
 
 TEST(Barrier, FourRanksOverTcpAllPass) {
-  auto server = TcpStoreServer::start("127.0.0.1", 0);
+  auto server = TcpStoreServer::start("127.0.0.1", 0, kSecret);
   ASSERT_TRUE(server.ok()) << server.status().toString();
   std::vector<std::unique_ptr<TcpStoreClient>> clients;
   std::vector<Store*> stores;
   for (int r = 0; r < 4; ++r) {
-    auto c = TcpStoreClient::connect("127.0.0.1", (*server)->port(), 10s);
+    auto c = TcpStoreClient::connect("127.0.0.1", (*server)->port(), kSecret, 10s);
     ASSERT_TRUE(c.ok()) << c.status().toString();
     clients.push_back(std::move(c).value());
     stores.push_back(clients.back().get());

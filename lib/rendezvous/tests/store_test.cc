@@ -17,6 +17,8 @@
 namespace ringmaster::rendezvous {
 namespace {
 
+constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
+
 using namespace std::chrono_literals;
 using core::Code;
 
@@ -31,7 +33,7 @@ class StoreContract : public ::testing::TestWithParam<Kind> {
     if (GetParam() == Kind::kMemory) {
       memory_ = makeInMemoryStore();
     } else {
-      auto server = TcpStoreServer::start("127.0.0.1", 0);
+      auto server = TcpStoreServer::start("127.0.0.1", 0, kSecret);
       ASSERT_TRUE(server.ok()) << server.status().toString();
       server_ = std::move(server).value();
     }
@@ -45,7 +47,7 @@ class StoreContract : public ::testing::TestWithParam<Kind> {
         out.push_back(memory_.get());
         continue;
       }
-      auto client = TcpStoreClient::connect("127.0.0.1", server_->port(), 10s);
+      auto client = TcpStoreClient::connect("127.0.0.1", server_->port(), kSecret, 10s);
       EXPECT_TRUE(client.ok()) << client.status().toString();
       if (!client.ok()) return {};
       tcp_clients_.push_back(std::move(client).value());

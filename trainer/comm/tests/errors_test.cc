@@ -116,7 +116,7 @@ TEST(CommErrorsTest, ShmWaitFailsNamingAPeerProcessThatExited) {
     close(port_pipe[1]);
     int port = 0;
     if (read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) _exit(2);
-    auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, std::chrono::seconds(10));
+    auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, "", std::chrono::seconds(10));
     if (!store.ok()) _exit(3);
     ShmConfig config;
     config.rank = 1;
@@ -126,12 +126,12 @@ TEST(CommErrorsTest, ShmWaitFailsNamingAPeerProcessThatExited) {
     _exit(ShmCommunicator::create(config).ok() ? 0 : 4);  // exits without any collective
   }
   close(port_pipe[0]);
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "");
   ASSERT_TRUE(server.ok()) << server.status().toString();
   const int port = (*server)->port();
   ASSERT_EQ(write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
   close(port_pipe[1]);
-  auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, std::chrono::seconds(10));
+  auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, "", std::chrono::seconds(10));
   ASSERT_TRUE(store.ok()) << store.status().toString();
   ShmConfig config;
   config.rank = 0;

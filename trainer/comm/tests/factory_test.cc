@@ -214,7 +214,7 @@ TEST(FactoryTest, RankOutsideTheWorldIsRejected) {
 
 // A port that was free a moment ago (the store server picks one, then stops).
 int freePort() {
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "");
   EXPECT_TRUE(server.ok()) << server.status().message();
   return server.ok() ? (*server)->port() : 0;
 }
@@ -237,7 +237,7 @@ TEST(FactoryTest, RankZeroHostsTheStoreWhenNobodyElseDoes) {
 }
 
 TEST(FactoryTest, ConnectsToAStoreHostedBySomeoneElse) {
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0);
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "");
   ASSERT_TRUE(server.ok()) << server.status().message();
   const int port = (*server)->port();
   auto comms = unwrapAll(makeAll(2, [&](int r) {
