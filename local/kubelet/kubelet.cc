@@ -17,6 +17,7 @@
 #include "local/kubelet/hosts_file.h"
 #include "local/kubelet/ip_allocator.h"
 #include "local/kubelet/pod_env.h"
+#include "local/kubelet/pod_paths.h"
 #include "local/kubelet/pod_status.h"
 #include "local/kubelet/probe.h"
 #include "local/kubelet/process_launcher.h"
@@ -93,6 +94,9 @@ struct PodRuntime {
   Clock::time_point retry_prepare{};
   Clock::time_point start_after{};  // --start-delay
   std::string prepare_error;
+  // Why the kubelet refuses to run the pod (a path it would derive leaves its directory); the
+  // pod ends Failed and nothing is created for it. dir is then empty.
+  std::string refused;
   bool terminating = false;
   Clock::time_point kill_deadline{};
   bool sigkilled = false;
@@ -141,6 +145,9 @@ class Kubelet::Impl {
   bool hasLiveProcess(const PodRuntime& rt) const;
   void release(PodRuntime& rt);
   void stopAll();
+  // A configMap's or secret's data; nullopt when it does not exist.
+  core::Result<std::optional<std::map<std::string, std::string>>> sourceData(
+      const std::string& ns, bool secret, const std::string& name);
   core::Result<std::optional<std::string>> lookupKey(const std::string& ns, bool secret,
                                                      const std::string& name,
                                                      const std::string& key);
@@ -491,8 +498,12 @@ void Kubelet::Impl::syncKey(const std::string& key) {
     PodRuntime rt;
     rt.key = key;
     rt.pod = pod;
-    rt.dir = options_.root_dir / "pods" / pod->metadata.namespace_name /
-             (pod->metadata.name + "_" + pod->metadata.uid);
+    if (core::Status paths = checkPodPaths(*pod, options_.root_dir); paths.ok()) {
+      rt.dir = podDir(options_.root_dir, pod->metadata);
+    } else {
+      rt.refused = paths.message();
+      RM_LOG(WARN, LOCAL) << "pod " << key << " refused: " << rt.refused;
+    }
     rt.requests = podRequests(pod->spec);
     auto add = [&](const kube::Container& spec, bool init) {
       ContainerRuntime c;
@@ -682,7 +693,9 @@ void Kubelet::Impl::release(PodRuntime& rt) {
   if (!rt.ip.empty() && !rt.terminal) ips_.release(rt.ip);
   if (!rt.ip.empty()) hosts_dirty_ = true;
   std::error_code ec;
-  fs::remove_all(rt.dir / "volumes", ec);  // logs and work/ stay for inspection
+  if (!rt.dir.empty() && isInside(options_.root_dir / "pods", rt.dir)) {
+    fs::remove_all(rt.dir / "volumes", ec);  // logs and work/ stay for inspection
+  }
   RM_LOG(INFO, LOCAL) << "pod " << rt.key << " removed from this node";
 }
 
@@ -740,29 +753,35 @@ bool Kubelet::Impl::finishTermination(PodRuntime& rt) {
   return true;
 }
 
+core::Result<std::optional<std::map<std::string, std::string>>> Kubelet::Impl::sourceData(
+    const std::string& ns, bool secret, const std::string& name) {
+  using Data = std::optional<std::map<std::string, std::string>>;
+  if (secret) {
+    auto got = kube::ResourceClient<kube::Secret>(client_, kSecrets, ns).get(name);
+    if (!got.ok()) {
+      if (got.error().isNotFound()) return Data();
+      return got.status();
+    }
+    return Data(secretData(*got));
+  }
+  auto got = kube::ResourceClient<kube::ConfigMap>(client_, kConfigMaps, ns).get(name);
+  if (!got.ok()) {
+    if (got.error().isNotFound()) return Data();
+    return got.status();
+  }
+  std::map<std::string, std::string> data = got->data;
+  for (const auto& [k, v] : got->binary_data) data[k] = v;
+  return Data(std::move(data));
+}
+
 core::Result<std::optional<std::string>> Kubelet::Impl::lookupKey(const std::string& ns,
                                                                   bool secret,
                                                                   const std::string& name,
                                                                   const std::string& key) {
-  std::map<std::string, std::string> data;
-  if (secret) {
-    auto got = kube::ResourceClient<kube::Secret>(client_, kSecrets, ns).get(name);
-    if (!got.ok()) {
-      if (got.error().isNotFound()) return std::optional<std::string>();
-      return got.status();
-    }
-    data = secretData(*got);
-  } else {
-    auto got = kube::ResourceClient<kube::ConfigMap>(client_, kConfigMaps, ns).get(name);
-    if (!got.ok()) {
-      if (got.error().isNotFound()) return std::optional<std::string>();
-      return got.status();
-    }
-    data = got->data;
-    for (const auto& [k, v] : got->binary_data) data[k] = v;
-  }
-  auto it = data.find(key);
-  if (it == data.end()) return std::optional<std::string>();
+  RM_ASSIGN_OR_RETURN(auto data, sourceData(ns, secret, name));
+  if (!data) return std::optional<std::string>();
+  auto it = data->find(key);
+  if (it == data->end()) return std::optional<std::string>();
   return std::optional<std::string>(it->second);
 }
 
@@ -795,62 +814,14 @@ bool Kubelet::Impl::prepare(PodRuntime& rt) {
     rt.prepare_error = "volumeMounts need mount namespaces, which this kubelet may not create";
     return false;
   }
+  SourceLookup lookup = [&](bool secret, const std::string& name) {
+    return sourceData(ns, secret, name);
+  };
   for (const auto& v : pod.spec.volumes) {
-    const std::string what = "volume " + v.name;
-    core::Result<VolumeDir> dir = volumeDir(v, ns, rt.dir, options_.root_dir);
+    core::Result<VolumeDir> dir = setUpVolume(v, ns, rt.dir, options_.root_dir, lookup);
     if (!dir.ok()) {
       rt.prepare_error = dir.status().message();
       return false;
-    }
-    if (v.config_map || v.secret) {
-      std::map<std::string, std::string> data;
-      bool found = true;
-      const std::string name = v.config_map ? v.config_map->name : v.secret->secret_name;
-      if (v.secret) {
-        auto got = kube::ResourceClient<kube::Secret>(client_, kSecrets, ns).get(name);
-        found = got.ok();
-        if (got.ok()) data = secretData(*got);
-        if (!got.ok() && !got.error().isNotFound()) {
-          rt.prepare_error = got.status().message();
-          return false;
-        }
-      } else {
-        auto got = kube::ResourceClient<kube::ConfigMap>(client_, kConfigMaps, ns).get(name);
-        found = got.ok();
-        if (got.ok()) {
-          data = got->data;
-          for (const auto& [k, b] : got->binary_data) data[k] = b;
-        }
-        if (!got.ok() && !got.error().isNotFound()) {
-          rt.prepare_error = got.status().message();
-          return false;
-        }
-      }
-      const bool optional = v.config_map ? v.config_map->optional.value_or(false)
-                                         : v.secret->optional.value_or(false);
-      if (!found && !optional) {
-        rt.prepare_error =
-            std::string(v.config_map ? "configmap" : "secret") + " \"" + name + "\" not found";
-        return false;
-      }
-      auto files = projectKeys(data, v.config_map ? v.config_map->items : v.secret->items,
-                               v.config_map ? v.config_map->default_mode : v.secret->default_mode,
-                               optional, what);
-      if (!files.ok()) {
-        rt.prepare_error = files.status().message();
-        return false;
-      }
-      if (auto s = writeProjection(dir->path, *files); !s.ok()) {
-        rt.prepare_error = s.message();
-        return false;
-      }
-    } else if (!v.host_path || v.host_path->type.value_or("") == "" ||
-               v.host_path->type.value_or("") == "DirectoryOrCreate") {
-      fs::create_directories(dir->path, ec);
-      if (ec) {
-        rt.prepare_error = what + ": create " + dir->path.string() + ": " + ec.message();
-        return false;
-      }
     }
     rt.volume_dirs[v.name] = *dir;
   }
@@ -907,7 +878,8 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   spec.mounts = std::move(*mounts);
   spec.scratch_dir = rt.dir.string();
   // The termination message: a fresh file per run, seen at terminationMessagePath.
-  const fs::path message_file = messageFile(rt.dir, c.spec.name);
+  const ContainerFiles files = containerFiles(rt.dir, c.spec.name);
+  const fs::path& message_file = files.termination_log;
   {
     std::ofstream truncate(message_file, std::ios::trunc);
     if (!truncate) {
@@ -927,23 +899,21 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
     spec.mounts.push_back({message_file.string(), message_path, false});
   }
   if (c.spec.working_dir.empty()) {
-    fs::path work = rt.dir / "work" / c.spec.name;
     std::error_code ec;
-    fs::create_directories(work, ec);
-    spec.working_dir = work.string();
+    fs::create_directories(files.work_dir, ec);
+    spec.working_dir = files.work_dir.string();
   } else {
     spec.working_dir = c.spec.working_dir;
   }
-  const fs::path log = rt.dir / (c.spec.name + ".log");
   if (c.restart_count > 0 || c.last_terminated) {
     std::error_code ec;
-    fs::rename(log, rt.dir / (c.spec.name + ".previous.log"), ec);
+    fs::rename(files.log, files.previous_log, ec);
   }
-  spec.log_path = log.string();
+  spec.log_path = files.log.string();
   core::Result<pid_t> pid = launch(spec);
   if (!pid.ok()) return fail("StartError", pid.status().message(), false);
   c.pid = *pid;
-  { std::ofstream(rt.dir / (c.spec.name + ".pid")) << c.pid << "\n"; }
+  { std::ofstream(files.pid) << c.pid << "\n"; }
   c.started_mono = Clock::now();
   c.container_id = "local://" + std::to_string(c.pid);
   c.state = {};
@@ -976,7 +946,7 @@ void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& 
   const bool was_running = c.pid > 0;
   if (was_running) {
     std::error_code ec;
-    fs::remove(rt.dir / (c.spec.name + ".pid"), ec);
+    fs::remove(containerFiles(rt.dir, c.spec.name).pid, ec);
   }
   c.pid = -1;
   c.prober.reset();
@@ -990,7 +960,8 @@ void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& 
   if (c.state.terminated && c.state.terminated->message) t.message = c.state.terminated->message;
   if (was_running && !t.message) {
     t.message =
-        readTerminationMessage(messageFile(rt.dir, c.spec.name), rt.dir / (c.spec.name + ".log"),
+        readTerminationMessage(containerFiles(rt.dir, c.spec.name).termination_log,
+                               containerFiles(rt.dir, c.spec.name).log,
                                terminationMessagePolicy(c.spec), exit.exit_code);
   }
   if (!c.container_id.empty()) t.container_id = c.container_id;
@@ -1039,6 +1010,13 @@ void Kubelet::Impl::stepPod(PodRuntime& rt) {
     return;
   }
   if (rt.terminal) return;
+  if (!rt.refused.empty()) {
+    for (auto& c : rt.containers) {
+      c.state = {};
+      c.state.waiting = kube::ContainerStateWaiting{"CreateContainerConfigError", rt.refused, {}};
+    }
+    return writeStatus(rt);
+  }
   for (auto& c : rt.containers) {
     if (c.pid <= 0) continue;
     if (auto exit = reap(c.pid)) onExit(rt, c, *exit);
@@ -1114,6 +1092,10 @@ PodView Kubelet::Impl::viewOf(const PodRuntime& rt) const {
   v.start_time = rt.start_time;
   v.now = wallNow();
   v.previous = rt.written ? rt.written->conditions : rt.pod->status.conditions;
+  if (!rt.refused.empty()) {
+    v.refused_reason = "UnsafePath";
+    v.refused_message = "the kubelet refuses to run this pod: " + rt.refused;
+  }
   for (const auto& c : rt.containers) {
     ContainerView cv;
     cv.name = c.spec.name;
@@ -1189,7 +1171,7 @@ void Kubelet::Impl::stopAll() {
         if (c.pid <= 0) continue;
         if (auto exit = reap(c.pid)) {
           std::error_code ec;
-          fs::remove(rt.dir / (c.spec.name + ".pid"), ec);
+          fs::remove(containerFiles(rt.dir, c.spec.name).pid, ec);
           c.pid = -1;
         } else {
           live = true;

@@ -1,6 +1,7 @@
 #include "local/kubelet/volumes.h"
 
 #include "local/kubelet/hosts_file.h"
+#include "local/kubelet/pod_paths.h"
 
 namespace ringmaster::local::kubelet {
 
@@ -8,12 +9,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool safeRelative(const std::string& path) {
-  if (path.empty() || path[0] == '/') return false;
+bool hasBackstep(const std::string& path) {
   for (const auto& part : fs::path(path)) {
-    if (part == "..") return false;
+    if (part == "..") return true;
   }
-  return true;
+  return false;
+}
+
+bool safeRelative(const std::string& path) {
+  return !path.empty() && path[0] != '/' && !hasBackstep(path);
 }
 
 }  // namespace
@@ -44,12 +48,18 @@ core::Result<std::vector<ProjectedFile>> projectKeys(const std::map<std::string,
 }
 
 core::Status writeProjection(const fs::path& dir, const std::vector<ProjectedFile>& files) {
+  for (const auto& f : files) {
+    if (!isInside(dir, dir / f.path)) {
+      return core::invalidArgument("items path \"" + f.path + "\" leaves " + dir.string());
+    }
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) return core::internalError("create " + dir.string() + ": " + ec.message());
   for (const auto& f : files) {
     fs::path path = dir / f.path;
+    RM_RETURN_IF_ERROR(checkInside(dir, path, "items path \"" + f.path + "\""));
     fs::create_directories(path.parent_path(), ec);
     if (ec)
       return core::internalError("create " + path.parent_path().string() + ": " + ec.message());
@@ -58,29 +68,75 @@ core::Status writeProjection(const fs::path& dir, const std::vector<ProjectedFil
   return core::Status::Ok();
 }
 
+std::optional<fs::path> volumeBase(const kube::Volume& volume, const std::string& namespace_name,
+                                   const fs::path& pod_dir, const fs::path& root_dir) {
+  const fs::path vols = pod_dir / "volumes";
+  if (volume.empty_dir) return vols / "empty-dir";
+  if (volume.config_map) return vols / "configmap";
+  if (volume.secret) return vols / "secret";
+  if (volume.persistent_volume_claim) return root_dir / "volumes" / namespace_name;
+  return std::nullopt;
+}
+
 core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string& namespace_name,
                                   const fs::path& pod_dir, const fs::path& root_dir) {
-  const fs::path vols = pod_dir / "volumes";
-  if (volume.empty_dir) return VolumeDir{vols / "empty-dir" / volume.name, false};
-  if (volume.config_map) return VolumeDir{vols / "configmap" / volume.name, true};
-  if (volume.secret) return VolumeDir{vols / "secret" / volume.name, true};
   if (volume.host_path) {
-    if (volume.host_path->path.empty() || volume.host_path->path[0] != '/') {
-      return core::invalidArgument("volume " + volume.name + ": hostPath.path must be absolute");
+    const std::string& path = volume.host_path->path;
+    if (path.empty() || path[0] != '/' || hasBackstep(path)) {
+      return core::invalidArgument("volume " + volume.name +
+                                   ": hostPath.path must be absolute without '..'");
     }
-    return VolumeDir{volume.host_path->path, false};
+    return VolumeDir{path, false};
   }
-  if (volume.persistent_volume_claim) {
-    const std::string& claim = volume.persistent_volume_claim->claim_name;
-    if (claim.empty() || claim.find('/') != std::string::npos || claim == "..") {
-      return core::invalidArgument("volume " + volume.name + ": bad claimName \"" + claim + "\"");
+  const std::optional<fs::path> base = volumeBase(volume, namespace_name, pod_dir, root_dir);
+  if (!base) {
+    return core::invalidArgument("volume " + volume.name +
+                                 ": unsupported volume source (supported: emptyDir, hostPath, "
+                                 "configMap, secret, persistentVolumeClaim)");
+  }
+  const auto& pvc = volume.persistent_volume_claim;
+  const std::string& leaf = pvc ? pvc->claim_name : volume.name;
+  // One directory entry of its base: never "", ".", ".." or a path.
+  if (leaf.find('/') != std::string::npos || !isInside(*base, *base / leaf)) {
+    return core::invalidArgument("volume " + volume.name + ": " +
+                                 (pvc ? "bad claimName \"" : "bad volume name \"") + leaf +
+                                 "\": its directory would not lie inside " + base->string());
+  }
+  return VolumeDir{*base / leaf, pvc ? pvc->read_only.value_or(false) : volume.config_map ||
+                                                                            volume.secret};
+}
+
+core::Result<VolumeDir> setUpVolume(const kube::Volume& v, const std::string& ns,
+                                    const fs::path& pod_dir, const fs::path& root_dir,
+                                    const SourceLookup& lookup) {
+  const std::string what = "volume " + v.name;
+  RM_ASSIGN_OR_RETURN(VolumeDir dir, volumeDir(v, ns, pod_dir, root_dir));
+  if (auto base = volumeBase(v, ns, pod_dir, root_dir)) {
+    RM_RETURN_IF_ERROR(checkInside(*base, dir.path, what));
+  }
+  if (v.config_map || v.secret) {
+    const std::string& name = v.config_map ? v.config_map->name : v.secret->secret_name;
+    RM_ASSIGN_OR_RETURN(auto data, lookup(v.secret.has_value(), name));
+    const bool optional = v.config_map ? v.config_map->optional.value_or(false)
+                                       : v.secret->optional.value_or(false);
+    if (!data && !optional) {
+      return core::notFound(std::string(v.config_map ? "configmap" : "secret") + " \"" + name +
+                            "\" not found");
     }
-    return VolumeDir{root_dir / "volumes" / namespace_name / claim,
-                     volume.persistent_volume_claim->read_only.value_or(false)};
+    RM_ASSIGN_OR_RETURN(
+        auto files,
+        projectKeys(data.value_or(std::map<std::string, std::string>{}),
+                    v.config_map ? v.config_map->items : v.secret->items,
+                    v.config_map ? v.config_map->default_mode : v.secret->default_mode, optional,
+                    what));
+    RM_RETURN_IF_ERROR(writeProjection(dir.path, files));
+  } else if (!v.host_path || v.host_path->type.value_or("") == "" ||
+             v.host_path->type.value_or("") == "DirectoryOrCreate") {
+    std::error_code ec;
+    fs::create_directories(dir.path, ec);
+    if (ec) return core::internalError(what + ": create " + dir.path.string() + ": " + ec.message());
   }
-  return core::invalidArgument("volume " + volume.name +
-                               ": unsupported volume source (supported: emptyDir, hostPath, "
-                               "configMap, secret, persistentVolumeClaim)");
+  return dir;
 }
 
 core::Result<std::vector<Mount>> containerMounts(const kube::Container& container,
@@ -103,6 +159,10 @@ core::Result<std::vector<Mount>> containerMounts(const kube::Container& containe
                                      *vm.sub_path + "\"");
       }
       source /= *vm.sub_path;
+      // A symlink inside the volume (a container may make one) must not lead out of it.
+      RM_RETURN_IF_ERROR(checkInside(it->second.path, source,
+                                     "container " + container.name + ": subPath \"" +
+                                         *vm.sub_path + "\""));
     }
     out.push_back({source.string(), fs::path(vm.mount_path).lexically_normal().string(),
                    it->second.read_only || vm.read_only.value_or(false)});

@@ -13,6 +13,7 @@
 // Failure: InvalidArgument/NotFound naming the volume and key; errno errors naming the path.
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,7 +38,8 @@ core::Result<std::vector<ProjectedFile>> projectKeys(const std::map<std::string,
                                                      std::optional<int32_t> default_mode,
                                                      bool optional, const std::string& what);
 
-// Replaces `dir`'s content with `files`.
+// Replaces `dir`'s content with `files`; a file whose path would leave `dir` is refused before
+// anything is removed.
 core::Status writeProjection(const std::filesystem::path& dir,
                              const std::vector<ProjectedFile>& files);
 
@@ -56,6 +58,27 @@ struct VolumeDir {
 core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string& namespace_name,
                                   const std::filesystem::path& pod_dir,
                                   const std::filesystem::path& root_dir);
+
+// The directory `volume`'s own directory must lie in (pod_paths.h): <pod dir>/volumes/<kind>
+// for emptyDir, configMap and secret, <root>/volumes/<namespace> for a persistentVolumeClaim;
+// nullopt for hostPath (a host path by design) and unsupported sources.
+std::optional<std::filesystem::path> volumeBase(const kube::Volume& volume,
+                                                const std::string& namespace_name,
+                                                const std::filesystem::path& pod_dir,
+                                                const std::filesystem::path& root_dir);
+
+// A configMap's or secret's data by name; nullopt when it does not exist.
+using SourceLookup = std::function<core::Result<std::optional<std::map<std::string, std::string>>>(
+    bool secret, const std::string& name)>;
+
+// Makes `volume`'s host directory ready: checks that it lies inside its volumeBase (symlinks
+// resolved) before anything is created or removed, then creates it (emptyDir, persistent
+// volume claims, hostPath of type "" or DirectoryOrCreate) or writes its configMap/secret files.
+// NotFound while a non-optional configMap/secret is missing (the kubelet retries).
+core::Result<VolumeDir> setUpVolume(const kube::Volume& volume, const std::string& namespace_name,
+                                    const std::filesystem::path& pod_dir,
+                                    const std::filesystem::path& root_dir,
+                                    const SourceLookup& lookup);
 
 // The bind mounts of `container`: its volumeMounts resolved through `dirs` (volume name ->
 // dir), subPath appended; InvalidArgument for an unknown volume or a relative mountPath.

@@ -63,6 +63,21 @@ TEST(PodPhase, InitContainersGateThePod) {
   EXPECT_EQ(podPhase(v), "Pending");
 }
 
+TEST(PodPhase, APodTheKubeletRefusedFailsWithItsReason) {
+  for (const std::string policy : {"Always", "OnFailure", "Never"}) {
+    PodView v = view(policy, {waiting("main")});
+    v.refused_reason = "UnsafePath";
+    v.refused_message = "spec.volumes[0].name: /r/x is outside /r/pods/ns/p_u/volumes/empty-dir";
+    kube::PodStatus s = derivePodStatus(v);
+    EXPECT_EQ(s.phase, "Failed") << policy;
+    EXPECT_EQ(s.reason, "UnsafePath");
+    EXPECT_EQ(s.message, v.refused_message);
+  }
+  kube::PodStatus normal = derivePodStatus(view("Never", {waiting("main")}));
+  EXPECT_EQ(normal.phase, "Pending");
+  EXPECT_TRUE(normal.reason.empty());
+}
+
 const kube::Condition* find(const kube::PodStatus& s, const std::string& type) {
   for (const auto& c : s.conditions) {
     if (c.type == type) return &c;
