@@ -1,12 +1,18 @@
 #include "local/run/yaml_documents.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string_view>
+
+#include "ringmaster/core/utf8.h"
 
 namespace ringmaster::local {
 namespace {
@@ -78,12 +84,60 @@ core::Result<nlohmann::json> toJson(const YAML::Node& node, const std::string& w
   return nlohmann::json(nullptr);
 }
 
+// yaml-cpp 0.7's LoadAll never returns on some malformed streams: a stray ',' at the top level
+// yields empty documents forever without being consumed. A first pass that only watches where
+// each document starts turns that into a parse error before LoadAll runs.
+class DocumentProgress : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (last_ && last_->pos == mark.pos) {
+      throw YAML::ParserException(mark, "unexpected character: the parser cannot go on here");
+    }
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  std::optional<YAML::Mark> last_;
+};
+
+void checkDocumentsAdvance(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentProgress progress;
+  while (parser.HandleNextDocument(progress)) {
+  }
+}
+
 }  // namespace
 
 core::Result<std::vector<nlohmann::json>> parseYamlDocuments(const std::string& text,
                                                              const std::string& source) {
+  // YAML is Unicode text and every document becomes a JSON body, which must be UTF-8: refuse
+  // other bytes here, with their place, as kubectl does (serializing them would throw later).
+  if (const size_t bad = core::utf8InvalidOffset(text); bad != std::string::npos) {
+    const size_t line_start = bad == 0 ? std::string::npos : text.rfind('\n', bad - 1);
+    const size_t column = line_start == std::string::npos ? bad : bad - line_start - 1;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[bad]));
+    return core::invalidArgument(
+        source + ": line " +
+        std::to_string(std::count(text.begin(), text.begin() + bad, '\n') + 1) + ", column " +
+        std::to_string(column + 1) + ": invalid UTF-8 (byte " + byte + ")");
+  }
   std::vector<YAML::Node> nodes;
   try {
+    checkDocumentsAdvance(text);
     nodes = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     return core::invalidArgument(source + ": line " + std::to_string(e.mark.line + 1) +

@@ -116,7 +116,8 @@ std::optional<ContinueToken> decodeContinueToken(std::string_view text) {
   auto parsed = core::parseJson(*raw);  // a client's continue parameter
   if (!parsed.ok()) return std::nullopt;
   const nlohmann::json& j = *parsed;
-  if (!j.is_object() || j.value("v", "") != "meta.k8s.io/v1") return std::nullopt;
+  // A client's token may hold any type under "v": compare as JSON (a conversion would throw).
+  if (!j.is_object() || j.value("v", nlohmann::json()) != "meta.k8s.io/v1") return std::nullopt;
   auto rv = j.find("rv");
   auto start = j.find("start");
   if (rv == j.end() || !rv->is_number_integer() || start == j.end() || !start->is_string())

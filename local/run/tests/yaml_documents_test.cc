@@ -49,6 +49,26 @@ TEST(YamlDocuments, SyntaxErrorNamesFileAndLine) {
       << docs.status().message();
 }
 
+TEST(YamlDocuments, InvalidUtf8IsAnErrorWithItsPlace) {
+  // Latin-1 'é' in a value: sending the document as JSON would fail (found by fuzzing).
+  auto docs = parseYamlDocuments("kind: ConfigMap\ndata: {a: caf\xe9}\n", "latin1.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_EQ(docs.status().message(), "latin1.yaml: line 2, column 14: invalid UTF-8 (byte 0xe9)");
+  auto first = parseYamlDocuments("\xff", "x.yaml");
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().message(), "x.yaml: line 1, column 1: invalid UTF-8 (byte 0xff)");
+}
+
+TEST(YamlDocuments, AStrayCommaIsAnErrorNotAnEndlessStreamOfDocuments) {
+  // yaml-cpp's LoadAll alone never returns on these (found by fuzzing).
+  for (const char* text : {",", "a: 1\n---\n,\n", "---\n,"}) {
+    auto docs = parseYamlDocuments(text, "comma.yaml");
+    ASSERT_FALSE(docs.ok()) << text;
+    EXPECT_NE(docs.status().message().find("comma.yaml: line "), std::string::npos)
+        << docs.status().message();
+  }
+}
+
 TEST(YamlDocuments, DocumentThatIsNotAMappingIsRejected) {
   auto docs = parseYamlDocuments("- a\n- b\n", "list.yaml");
   ASSERT_FALSE(docs.ok());

@@ -460,6 +460,17 @@ TEST_F(ObjectStoreTest, LimitAndContinueWalkSixObjectsInThreePages) {
   EXPECT_EQ(json::parse(text)["items"].size(), 2u);
 }
 
+TEST(ContinueToken, ATokenAClientAlteredIsUnreadableNotAnException) {
+  // Found by fuzzing: a "v" that is not a string threw out of decodeContinueToken.
+  for (const char* raw : {R"({"v":1,"rv":1,"start":"a"})", R"({"v":null,"rv":1,"start":"a"})",
+                          R"({"v":["meta.k8s.io/v1"],"rv":1,"start":"a"})", R"([1])", "1"}) {
+    EXPECT_FALSE(decodeContinueToken(base64UrlEncode(raw))) << raw;
+  }
+  auto good = decodeContinueToken(base64UrlEncode(R"({"v":"meta.k8s.io/v1","rv":7,"start":"a"})"));
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->rv, 7);
+}
+
 TEST_F(ObjectStoreTest, AContinueTokenOlderThanTheHistoryIsExpired) {
   for (int i = 0; i < 3; ++i) mustCreate(kCm, cm("cm-" + std::to_string(i)));
   ListOptions o;
