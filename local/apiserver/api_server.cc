@@ -82,6 +82,13 @@ std::string param(const Request& r, std::string_view name) {
   return v ? *v : "";
 }
 
+// apimachinery's IsValidPathSegmentName for a name in a URL.
+std::optional<std::string> pathSegmentProblem(const std::string& name) {
+  if (name == "." || name == "..") return "may not be '" + name + "'";
+  if (name.find('%') != std::string::npos) return std::string("may not contain '%'");
+  return std::nullopt;
+}
+
 bool truthy(const std::string& v) { return v == "1" || v == "true" || v == "True"; }
 
 enum class Representation { kJson, kTable, kNone };
@@ -317,6 +324,11 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
   if (!found || tail.size() > 3) return sendPageNotFound(w);
   t.resource = *found;
   if (tail.size() >= 2) t.name = tail[1];
+  // A namespace or name in the URL is one path segment of an object, never "." or "..".
+  if (t.ns == "." || t.ns == "..") return sendPageNotFound(w);
+  if (auto why = pathSegmentProblem(t.name)) {
+    return sendError(w, badRequestError("Name parameter invalid: \"" + t.name + "\": " + *why));
+  }
   if (tail.size() == 3 && t.resource.type.key() == ResourceKey{"", "pods"} && !t.ns.empty() &&
       (tail[2] == "binding" || tail[2] == "log")) {
     return servePodSubresource(r, w, t.ns, t.name, tail[2]);

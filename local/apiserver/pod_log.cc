@@ -9,6 +9,7 @@
 #include <limits>
 #include <mutex>
 
+#include "local/store/names.h"
 #include "ringmaster/core/flags.h"
 
 namespace ringmaster::local {
@@ -177,6 +178,12 @@ ApiResult<fs::path> podLogPath(const ObjectStore& store, const json& pod,
     return StatusError(500, "",
                        "node " + node_name + " has no kubelet log root (annotation " +
                            kKubeletRootAnnotation + ")");
+  }
+  // The kubelet's layout has one file per container in the pod's directory: a container name
+  // that is no DNS-1123 label (our server does not validate pod specs) could name any file.
+  if (!nameProblems(NameRule::kDns1123Label, container).empty()) {
+    return badRequestError("container " + container + " is not valid for pod " +
+                           str(meta, "name"));
   }
   return fs::path(root) / "pods" / str(meta, "namespace") /
          (str(meta, "name") + "_" + str(meta, "uid")) /

@@ -143,6 +143,15 @@ TEST_F(PodSubresourcesTest, LogReturnsTheContainerFileAsPlainText) {
   EXPECT_EQ(r.body, "one\ntwo\nthree\n");
 }
 
+TEST_F(PodSubresourcesTest, LogOfAContainerNamedLikeAPathReadsNoFileOutsideThePod) {
+  // Pod specs are not validated: a container name could climb out of the pod's directory.
+  json pod = bound("climb", {"../../../secret"});  // R/pods/default/climb_<uid>/../../../
+  writeLog(root_ / "secret.log", "not for you\n");
+  auto r = call(*server_, "GET", std::string(kPods) + "/climb/log");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.body.find("not for you"), std::string::npos) << r.body;
+}
+
 TEST_F(PodSubresourcesTest, LogHonoursTailLinesLimitBytesAndPrevious) {
   json pod = bound("p");
   writeLog(logDir(pod) / "trainer.log", "one\ntwo\nthree\n");
