@@ -10,6 +10,7 @@
 #include "local/apiserver/protobuf_body.h"
 #include "local/apiserver/table.h"
 #include "ringmaster/core/flags.h"
+#include "ringmaster/core/json.h"
 #include "ringmaster/core/log.h"
 
 namespace ringmaster::local {
@@ -144,13 +145,14 @@ ApiResult<json> parseBody(const Request& r) {
   if (!ct.empty() && ct != "application/json") {
     return unsupportedMediaTypeError(kUnknownBodyFormat);
   }
-  json body = json::parse(r.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
+  auto body = core::parseJson(r.body);
+  if (!body.ok() || !body->is_object()) {
     return badRequestError(
         "the object provided is unrecognized (must be of type object): "
-        "couldn't get version/kind; json parse error");
+        "couldn't get version/kind; json parse error" +
+        (body.ok() ? std::string() : ": " + body.status().message()));
   }
-  return body;
+  return std::move(body).value();
 }
 
 }  // namespace
@@ -427,10 +429,13 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (!dry.ok()) return sendError(w, dry.error());
     bool dry_run = dry->dry_run;
     if (!r.body.empty()) {
-      json body = json::parse(r.body, nullptr, false);
-      if (body.is_discarded() || !body.is_object()) {
-        return sendError(w, badRequestError("invalid DeleteOptions body"));
+      auto parsed = core::parseJson(r.body);
+      if (!parsed.ok() || !parsed->is_object()) {
+        return sendError(w, badRequestError(
+                                "invalid DeleteOptions body" +
+                                (parsed.ok() ? std::string() : ": " + parsed.status().message())));
       }
+      const json& body = *parsed;
       // kubectl puts dryRun into the DeleteOptions body rather than the query.
       if (body.contains("dryRun") && body["dryRun"].is_array()) {
         for (const auto& d : body["dryRun"]) dry_run |= d == "All";
@@ -489,11 +494,14 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
 void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t) {
   // Server-side apply, common case only (local/README.md): create when absent, else merge the
   // applied configuration into the live object. No field ownership, managedFields or conflicts.
-  json body = json::parse(r.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
-    return sendError(w, badRequestError("error decoding YAML: the body of an apply patch must be "
-                                        "a JSON object (YAML is not supported by this server)"));
+  auto parsed = core::parseJson(r.body);
+  if (!parsed.ok() || !parsed->is_object()) {
+    return sendError(w, badRequestError(
+                            "error decoding YAML: the body of an apply patch must be a JSON "
+                            "object (YAML is not supported by this server)" +
+                            (parsed.ok() ? std::string() : ": " + parsed.status().message())));
   }
+  json body = std::move(parsed).value();
   const json meta = body.value("metadata", json::object());
   if (!meta.is_object() || meta.value("name", "") != t.name) {
     return sendError(w, badRequestError("the name of the object (" + meta.value("name", "") +

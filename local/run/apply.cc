@@ -1,5 +1,7 @@
 #include "local/run/apply.h"
 
+#include "ringmaster/kube/codec.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -31,11 +33,11 @@ core::Result<ApiResourceInfo> Applier::resolve(const std::string& api_version,
     return response.status().withContext("discovery of " + api_version +
                                          " (is the CRD installed?)");
   }
-  nlohmann::json list = nlohmann::json::parse(response->body, nullptr, false);
-  if (list.is_discarded() || !list.contains("resources")) {
+  core::Result<nlohmann::json> list = kube::parseJson(response->body);
+  if (!list.ok() || !list->contains("resources")) {
     return core::internalError("discovery of " + api_version + ": not an APIResourceList");
   }
-  for (const auto& r : list["resources"]) {
+  for (const auto& r : (*list)["resources"]) {
     const std::string name = r.value("name", std::string());
     if (r.value("kind", std::string()) == kind && name.find('/') == std::string::npos) {
       info.plural = name;
@@ -87,10 +89,11 @@ core::Result<nlohmann::json> Applier::apply(nlohmann::json object) {
       write.verb = kube::Verb::kPost;
       write.path = path->substr(0, path->rfind('/'));
     } else if (current->status_code == 200) {
-      nlohmann::json existing = nlohmann::json::parse(current->body, nullptr, false);
+      RM_ASSIGN_OR_RETURN(nlohmann::json existing, kube::parseJson(current->body));
       nlohmann::json replaced = object;
       replaced["metadata"]["resourceVersion"] =
-          existing["metadata"].value("resourceVersion", std::string());
+          existing.value("metadata", nlohmann::json::object())
+              .value("resourceVersion", std::string());
       write.verb = kube::Verb::kPut;
       write.path = *path;
       write.body = replaced.dump();
@@ -100,7 +103,7 @@ core::Result<nlohmann::json> Applier::apply(nlohmann::json object) {
           .withContext("apply " + what);
     }
     kube::ApiResult<kube::ApiResponse> written = kube::callApi(client_, write);
-    if (written.ok()) return nlohmann::json::parse(written->body, nullptr, false);
+    if (written.ok()) return kube::parseJson(written->body);
     // Raced with another writer: read again.
     if (written.error().isConflict() || written.error().isAlreadyExists()) continue;
     return written.status().withContext("apply " + what);

@@ -28,9 +28,9 @@ core::Status waitForCrdEstablished(kube::ApiClient& client, const std::string& n
     get.path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name;
     kube::ApiResult<kube::ApiResponse> r = kube::callApi(client, get);
     if (r.ok()) {
-      nlohmann::json crd = nlohmann::json::parse(r->body, nullptr, false);
-      if (!crd.is_discarded() && crd.contains("status")) {
-        for (const auto& c : crd["status"].value("conditions", nlohmann::json::array())) {
+      core::Result<nlohmann::json> crd = kube::parseJson(r->body);
+      if (crd.ok() && crd->contains("status")) {
+        for (const auto& c : (*crd)["status"].value("conditions", nlohmann::json::array())) {
           if (c.value("type", "") == "Established" && c.value("status", "") == "True")
             return core::Status::Ok();
         }
@@ -53,8 +53,7 @@ core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
   get.path = path;
   RM_ASSIGN_OR_RETURN(kube::ApiResponse current, client.request(get));
   if (current.status_code == 404) return core::Status::Ok();
-  auto json = nlohmann::json::parse(current.body, nullptr, false);
-  core::Result<kube::TrainingJob> job = kube::decode<kube::TrainingJob>(json);
+  core::Result<kube::TrainingJob> job = kube::decodeText<kube::TrainingJob>(current.body);
   if (!job.ok() || finishedPhase(*job).empty()) return core::Status::Ok();
   std::cout << "removing " << what << " (" << finishedPhase(*job) << " in an earlier run)"
             << std::endl;
@@ -145,8 +144,7 @@ core::Status runJob(const RunOptions& options,
     get.path = job_path;
     kube::ApiResult<kube::ApiResponse> r = kube::callApi(*client, get);
     if (!r.ok()) return r.status().withContext("trainingjob " + job_name);
-    auto json = nlohmann::json::parse(r->body, nullptr, false);
-    RM_ASSIGN_OR_RETURN(job, kube::decode<kube::TrainingJob>(json));
+    RM_ASSIGN_OR_RETURN(job, kube::decodeText<kube::TrainingJob>(r->body));
     if (auto line = reporter.observe(job, Clock::now())) {
       std::cout << job_name << "  " << *line << std::endl;
     }

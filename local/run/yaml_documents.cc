@@ -1,5 +1,6 @@
 #include "local/run/yaml_documents.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -139,6 +140,11 @@ core::Result<std::vector<nlohmann::json>> parseYamlDocuments(const std::string& 
   try {
     checkDocumentsAdvance(text);
     nodes = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own bound (its message reads "bad file"): say what happened.
+    return core::invalidArgument(source + ": line " + std::to_string(e.mark.line + 1) +
+                                 ": nested too deeply (the YAML parser stops at recursion depth " +
+                                 std::to_string(e.depth()) + ")");
   } catch (const YAML::Exception& e) {
     return core::invalidArgument(source + ": line " + std::to_string(e.mark.line + 1) +
                                  ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);

@@ -49,6 +49,15 @@ TEST(YamlDocuments, SyntaxErrorNamesFileAndLine) {
       << docs.status().message();
 }
 
+TEST(YamlDocuments, NestingPastTheParsersBoundIsAClearErrorNotACrash) {
+  // 100,000 nested flow sequences: the parser refuses them; the message says why.
+  const std::string text = "a: " + std::string(100'000, '[') + std::string(100'000, ']') + "\n";
+  auto docs = parseYamlDocuments(text, "job.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("job.yaml: line 1: nested too deeply"), std::string::npos)
+      << docs.status().message();
+}
+
 TEST(YamlDocuments, InvalidUtf8IsAnErrorWithItsPlace) {
   // Latin-1 'é' in a value: sending the document as JSON would fail (found by fuzzing).
   auto docs = parseYamlDocuments("kind: ConfigMap\ndata: {a: caf\xe9}\n", "latin1.yaml");

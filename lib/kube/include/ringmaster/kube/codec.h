@@ -36,7 +36,8 @@
 
 namespace ringmaster::kube {
 
-// Parses JSON text; InvalidArgument "invalid JSON: <parser message>" on a syntax error.
+// Parses JSON text within core::kMaxJsonDepth; InvalidArgument "invalid JSON: <parser message>"
+// on a syntax error.
 core::Result<nlohmann::json> parseJson(std::string_view text);
 
 // Compact JSON text, as the API server and kubectl send it.
