@@ -401,6 +401,42 @@ spec:
   EXPECT_FALSE(fs::exists(mnt + "/cfg/sub"));
 }
 
+TEST_F(KubeletTest, PodWhoseVolumeNameClimbsOutFailsAndTouchesNothingOutside) {
+  // The API server does not validate pod specs: the kubelet itself must refuse a volume whose
+  // directory would be R/sentinel (5 levels up from R/pods/<ns>/<pod>/volumes/configmap).
+  Cluster& c = *cluster_;
+  const fs::path sentinel = c.root() / "sentinel";
+  fs::create_directories(sentinel);
+  std::ofstream(sentinel / "keep") << "x";
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: ConfigMap
+metadata: {name: climb-cm}
+data: {k: v}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: climb}
+spec:
+  restartPolicy: Always
+  volumes:
+  - name: ../../../../../sentinel
+    configMap: {name: climb-cm}
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, "sleep 60"]
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/climb", "jsonpath={.status.phase}=Failed").exit_code, 0)
+      << c.describe("climb");
+  EXPECT_EQ(c.jsonpath("pod/climb", "{.status.reason}"), "UnsafePath");
+  const std::string message = c.jsonpath("pod/climb", "{.status.message}");
+  EXPECT_NE(message.find("spec.volumes[0].name"), std::string::npos) << message;
+  EXPECT_EQ(testutil::readFile((sentinel / "keep").string()), "x");
+  EXPECT_EQ(c.kubectl({"delete", "pod", "climb", "--wait=true"}).exit_code, 0);
+}
+
 TEST_F(KubeletTest, DeletingARunningPodSendsSigtermAndRemovesIt) {
   Cluster& c = *cluster_;
   const std::string marker = (c.tmp() / "sigterm-marker").string();
