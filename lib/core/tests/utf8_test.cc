@@ -32,17 +32,17 @@ TEST(Utf8InvalidOffset, FindsTheFirstMalformedByte) {
       {"", kValid},
       {"plain ascii", kValid},
       {"ab\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", kValid},  // é € 😀
-      {"\xf4\x8f\xbf\xbf", kValid},                         // U+10FFFF
-      {"a\xff" "b", 1},                                        // never in UTF-8
-      {"ab\x80", 2},                                          // a lone continuation byte
-      {"a\xc3", 1},                                           // cut short at the end
-      {"a\xe2\x82z", 1},                                      // cut short by an ASCII byte
-      {"\xc0\xaf", 0},                                        // overlong '/'
-      {"\xe0\x80\xaf", 0},                                    // overlong, three bytes
-      {"\xf0\x80\x80\xaf", 0},                                // overlong, four bytes
-      {"ok\xed\xa0\x80", 2},                                  // a UTF-16 surrogate
-      {"\xf4\x90\x80\x80", 0},                                // past U+10FFFF
-      {"caf\xe9", 3},                                         // Latin-1, not UTF-8
+      {"\xf4\x8f\xbf\xbf", kValid},                        // U+10FFFF
+      {"a\xff!", 1},                                       // never in UTF-8
+      {"ab\x80", 2},                                       // a lone continuation byte
+      {"a\xc3", 1},                                        // cut short at the end
+      {"a\xe2\x82z", 1},                                   // cut short by an ASCII byte
+      {"\xc0\xaf", 0},                                     // overlong '/'
+      {"\xe0\x80\xaf", 0},                                 // overlong, three bytes
+      {"\xf0\x80\x80\xaf", 0},                             // overlong, four bytes
+      {"ok\xed\xa0\x80", 2},                               // a UTF-16 surrogate
+      {"\xf4\x90\x80\x80", 0},                             // past U+10FFFF
+      {"caf\xe9", 3},                                      // Latin-1, not UTF-8
   };
   for (const Case& c : cases) EXPECT_EQ(utf8InvalidOffset(c.text), c.want) << c.text;
 }
