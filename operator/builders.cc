@@ -8,7 +8,9 @@
 
 #include <memory>
 
+#include "ringmaster/contract/store_secret.h"
 #include "ringmaster/kube/termination_message.h"
+#include "ringmaster/rendezvous/tcp_store.h"
 
 namespace ringmaster::op {
 namespace {
@@ -89,6 +91,8 @@ kube::SecurityContext restrictedContainerSecurity() {
   kube::SecurityContext sc;
   sc.allow_privilege_escalation = false;
   sc.capabilities = kube::Capabilities{{}, {"ALL"}, {}};
+  // Writable: the scratch emptyDir (TMPDIR) of every worker pod and the job's own volumes.
+  sc.read_only_root_filesystem = true;
   return sc;
 }
 
@@ -226,7 +230,31 @@ core::Result<kube::Secret> buildSecret(const kube::TrainingJob& job) {
   return secret;
 }
 
-kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt) {
+std::optional<std::string> storeSecretOf(const kube::Pod& pod) {
+  for (const kube::Container& c : pod.spec.containers) {
+    if (c.name != kWorkerContainer) continue;
+    for (const kube::EnvVar& e : c.env) {
+      if (e.name == contract::store_secret::kEnv && e.value && !e.value->empty()) return e.value;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> storeSecretForAttempt(
+    const std::vector<std::shared_ptr<const kube::Pod>>& pods, int attempt) {
+  for (const auto& pod : pods) {
+    if (!pod) continue;
+    auto label = pod->metadata.labels.find(kAttemptLabel);
+    if (label == pod->metadata.labels.end() || label->second != std::to_string(attempt)) continue;
+    if (std::optional<std::string> secret = storeSecretOf(*pod)) return secret;
+  }
+  return std::nullopt;
+}
+
+core::Result<std::string> newStoreSecret() { return rendezvous::generateSecret(); }
+
+kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
+                         const std::string& store_secret) {
   const kube::TrainingJobSpec& s = job.spec;
   const std::string& name = job.metadata.name;
   const std::string& ns = job.metadata.namespace_name;
@@ -262,9 +290,14 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt) {
            env("RINGMASTER_JOB", name),
            env("RINGMASTER_ATTEMPT", std::to_string(attempt)),
            env("RINGMASTER_BACKEND", s.backend.value_or("auto")),
+           env(contract::store_secret::kEnv, store_secret),
            fieldEnv("POD_IP", "status.podIP"),
            fieldEnv("POD_NAME", "metadata.name")};
-  if (mpi) c.env.push_back(env("RINGMASTER_LAUNCHER_MODE", "mpi"));
+  c.env.push_back(env("TMPDIR", kTmpMountPath));
+  if (mpi) {
+    c.env.push_back(env("RINGMASTER_LAUNCHER_MODE", "mpi"));
+    c.env.push_back(env("RINGMASTER_WORK_DIR", std::string(kTmpMountPath) + "/mpi"));
+  }
   c.env.insert(c.env.end(), s.env.begin(), s.env.end());
   c.ports = {port("rendezvous", kRendezvousPort), port("health", kHealthPort),
              port("metrics", metricsPort(job))};
@@ -297,6 +330,16 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt) {
     ssh_mount.read_only = true;
     c.volume_mounts.push_back(ssh_mount);
   }
+  // The root filesystem is read-only: the launcher writes the trainer's summary and, in MPI
+  // mode, sshd's config and host key to the scratch emptyDir, Open MPI its session directory.
+  kube::Volume tmp;
+  tmp.name = kTmpVolume;
+  tmp.empty_dir = kube::EmptyDirVolumeSource{};
+  pod.spec.volumes.push_back(tmp);
+  kube::VolumeMount tmp_mount;
+  tmp_mount.name = kTmpVolume;
+  tmp_mount.mount_path = kTmpMountPath;
+  c.volume_mounts.push_back(tmp_mount);
   pod.spec.volumes.insert(pod.spec.volumes.end(), s.volumes.begin(), s.volumes.end());
   c.volume_mounts.insert(c.volume_mounts.end(), s.volume_mounts.begin(), s.volume_mounts.end());
 
@@ -313,6 +356,8 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt) {
   c.termination_message_policy = std::string(kube::kTerminationMessagePolicyFallbackToLogsOnError);
   pod.spec.containers.push_back(std::move(c));
   pod.spec.security_context = restrictedPodSecurity();
+  // Workers never call the API server: no ServiceAccount token in the pod.
+  pod.spec.automount_service_account_token = false;
 
   if (s.scheduling_policy && s.scheduling_policy->scheduler_name &&
       !s.scheduling_policy->scheduler_name->empty()) {
@@ -341,6 +386,22 @@ std::optional<PodGroupKind> podGroupKindFor(const kube::TrainingJob& job) {
     return PodGroupKind{"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"};
   }
   return std::nullopt;
+}
+
+std::string networkPolicyName(const std::string& job) { return job + "-workers"; }
+
+nlohmann::json buildNetworkPolicy(const kube::TrainingJob& job) {
+  const nlohmann::json job_pods = {{"matchLabels", jobLabels(job)}};
+  nlohmann::json np;
+  np["apiVersion"] = "networking.k8s.io/v1";
+  np["kind"] = "NetworkPolicy";
+  np["metadata"] = kube::encode(childMeta(job, networkPolicyName(job.metadata.name)));
+  np["spec"]["podSelector"] = job_pods;
+  np["spec"]["policyTypes"] = {"Ingress"};
+  np["spec"]["ingress"] = nlohmann::json::array(
+      {{{"from", {{{"podSelector", job_pods}}}}},
+       {{"ports", {{{"protocol", "TCP"}, {"port", metricsPort(job)}}}}}});
+  return np;
 }
 
 nlohmann::json buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind) {

@@ -10,7 +10,10 @@
 // Thread-safety: pure functions. Failure: only the SSH key generation can fail (OpenSSL), with
 // an Internal Status naming the call.
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/config_map.h"
@@ -27,10 +30,16 @@ inline constexpr const char* kAttemptLabel = "ringmaster.dev/attempt";
 inline constexpr int32_t kRendezvousPort = 29500;
 inline constexpr int32_t kHealthPort = 8080;
 inline constexpr int32_t kDefaultMetricsPort = 9090;
+// The launcher's sshd in MPI mode (its --ssh-port default).
+inline constexpr int32_t kSshPort = 2222;
 inline constexpr const char* kWorkerContainer = "worker";
 inline constexpr const char* kConfigMountPath = "/etc/ringmaster";
 // Not a home directory: the worker runs as kWorkerUid whatever the image's user is.
 inline constexpr const char* kSshMountPath = "/etc/ringmaster-ssh";
+// The worker's scratch directory (an emptyDir, its TMPDIR): the root filesystem is read-only.
+// Not /tmp: the local kubelet would hide the host's /tmp, where its own pod files may live.
+inline constexpr const char* kTmpVolume = "ringmaster-tmp";
+inline constexpr const char* kTmpMountPath = "/var/tmp/ringmaster";
 // Worker pods run under Pod Security "restricted" as this user and group (the worker image's
 // `ringmaster` user); fsGroup makes Secret and PVC volumes readable and writable to it.
 inline constexpr int64_t kWorkerUid = 1000;
@@ -56,8 +65,18 @@ kube::ConfigMap buildConfigMap(const kube::TrainingJob& job);
 // keys ssh-privatekey (PEM "EC PRIVATE KEY", ECDSA P-521) and ssh-publickey (authorized_keys
 // line)). Fresh keys on every call.
 core::Result<kube::Secret> buildSecret(const kube::TrainingJob& job);
-// Worker pod `index` of attempt `attempt`.
-kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt);
+// Worker pod `index` of attempt `attempt`; `store_secret` is the attempt's rendezvous store
+// secret (RINGMASTER_STORE_SECRET, lib/contract store_secret.h), the same for every pod of it.
+kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
+                         const std::string& store_secret);
+// The store secret a worker pod carries, if any.
+std::optional<std::string> storeSecretOf(const kube::Pod& pod);
+// The secret for new pods of attempt `attempt`: the one its existing pods carry (a recreated
+// pod must match its siblings, and the pods are where it survives an operator restart), else
+// nullopt: the attempt has no pod yet and gets a new one (newStoreSecret()).
+std::optional<std::string> storeSecretForAttempt(
+    const std::vector<std::shared_ptr<const kube::Pod>>& pods, int attempt);
+core::Result<std::string> newStoreSecret();
 
 // spec.trainer as the YAML text trainer --config reads.
 std::string trainerYaml(const kube::TrainingJob& job);
@@ -78,5 +97,13 @@ struct PodGroupKind {
 std::optional<PodGroupKind> podGroupKindFor(const kube::TrainingJob& job);
 // PodGroup "<job>" with minMember = replicas, owned by the job.
 nlohmann::json buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind);
+
+// networking.k8s.io/v1 NetworkPolicy "<job>-workers": the job's pods (kJobNameLabel) admit
+// ingress from the job's own pods only, on any port (the store, MPI's ssh, and gloo, NCCL and
+// Open MPI, which listen on ephemeral ports), and on the metrics port from anywhere
+// (Prometheus, the operator's progress scrape). Kubelet probes come from the node, which
+// NetworkPolicies always admit.
+std::string networkPolicyName(const std::string& job);  // "<job>-workers"
+nlohmann::json buildNetworkPolicy(const kube::TrainingJob& job);
 
 }  // namespace ringmaster::op

@@ -71,6 +71,23 @@ void minDelay(std::optional<milliseconds>& current, milliseconds d) {
   if (!current || d < *current) current = d;
 }
 
+// The job's NetworkPolicy, before any of its pods exist: their store and training ports are
+// never open to strangers. One POST per gang start; the one already there is kept.
+core::Status ensureNetworkPolicy(kube::ApiClient& client, const kube::TrainingJob& job,
+                                 const std::string& key) {
+  kube::ApiRequest request;
+  request.verb = kube::Verb::kPost;
+  request.path = "/apis/networking.k8s.io/v1/namespaces/" + job.metadata.namespace_name +
+                 "/networkpolicies";
+  request.body = kube::dumpJson(buildNetworkPolicy(job));
+  kube::ApiResult<kube::ApiResponse> response = kube::callApi(client, request);
+  if (!response.ok() && !response.error().isAlreadyExists()) {
+    return response.status().withContext("job " + key + ": create networkpolicy " +
+                                         networkPolicyName(job.metadata.name));
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
 
 Reconciler::Reconciler(kube::ApiClient& client, Listers listers, kube::EventRecorder& events,
@@ -499,10 +516,17 @@ core::Status Reconciler::deletePods(Pass& p, const std::function<bool(const kube
 core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
   std::vector<std::string> created;
   core::Status first_error;
+  RM_RETURN_IF_ERROR(ensureNetworkPolicy(client_, p.job, p.key));
+  std::optional<std::string> secret = storeSecretForAttempt(p.pods, p.attempt);
+  if (!secret) {
+    core::Result<std::string> fresh = newStoreSecret();
+    if (!fresh.ok()) return fresh.status().withContext("job " + p.key + ": store secret");
+    secret = std::move(fresh).value();
+  }
   for (int i : indices) {
     const std::string name = workerName(p.name, i);
-    core::Status s =
-        createOwned(p, podsResource(), buildWorkerPod(p.job, i, p.attempt), "pod " + name);
+    core::Status s = createOwned(p, podsResource(), buildWorkerPod(p.job, i, p.attempt, *secret),
+                                 "pod " + name);
     if (s.ok()) {
       created.push_back(name);
     } else if (first_error.ok()) {

@@ -1,5 +1,7 @@
 #include "operator/validate.h"
 
+#include "operator/builders.h"
+
 #include <algorithm>
 #include <array>
 #include <set>
@@ -14,7 +16,7 @@ const std::set<std::string>& reservedEnv() {
       "NODE_RANK",   "WORLD_SIZE",  "LOCAL_WORLD_SIZE",   "NNODES",
       "MASTER_ADDR", "MASTER_PORT", "RINGMASTER_JOB",     "RINGMASTER_ATTEMPT",
       "RANK",        "LOCAL_RANK",  "RINGMASTER_BACKEND", "RINGMASTER_LAUNCHER_MODE",
-      "POD_IP",      "POD_NAME"};
+      "POD_IP",      "POD_NAME",    "RINGMASTER_STORE_SECRET"};
   return kNames;
 }
 
@@ -73,6 +75,12 @@ class Errors {
   std::vector<FieldError> errors_;
 };
 
+// fp32 weights, gradients and optimizer moments: about 16 bytes a parameter on every rank.
+std::string gigabytes(int64_t parameters) {
+  const int64_t tenths = parameters * 16 / 100'000'000;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GB";
+}
+
 void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
   const std::string p = "spec.trainer";
   e.unknownFields(p, t.extra);
@@ -82,6 +90,15 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
     for (size_t i = 0; i < t.model->hidden.size(); ++i) {
       e.inRange(p + ".model.hidden[" + std::to_string(i) + "]",
                 std::optional<int32_t>(t.model->hidden[i]), 1, 65536);
+    }
+    e.inRange(p + ".model.cnnHidden", t.model->cnn_hidden, 0, 65536);
+    if (const int64_t n = modelParameters(*t.model); n > kMaxModelParameters) {
+      const std::string field = t.model->type.value_or("mlp") == "cnn" ? "channels, cnnHidden"
+                                                                       : "hidden";
+      e.add(p + ".model",
+            "the model has " + std::to_string(n) + " parameters (~" + gigabytes(n) +
+                " per rank for weights, gradients and optimizer state), more than the " +
+                std::to_string(kMaxModelParameters) + " allowed; make " + field + " smaller");
     }
   }
   if (t.dataset) {
@@ -111,6 +128,14 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
     e.add(p + ".bucketCapMB", "must be in (0, 4096]");
   }
   e.inRange(p + ".metricsPort", t.metrics_port, 1, 65535);
+  // The worker container's other ports: a second listener on one of them cannot bind.
+  for (auto [port, what] : {std::pair{kHealthPort, "the launcher's health port"},
+                            std::pair{kRendezvousPort, "the rendezvous port"},
+                            std::pair{kSshPort, "the MPI launcher's sshd port"}}) {
+    if (t.metrics_port == port) {
+      e.add(p + ".metricsPort", invalidValue(std::to_string(port), std::string("is ") + what));
+    }
+  }
   e.atLeast(p + ".maxSteps", t.max_steps, int64_t{0});
   e.atLeast(p + ".logEverySteps", t.log_every_steps, 0);
   e.atLeast(p + ".commTimeoutSeconds", t.comm_timeout_seconds, 1);
@@ -120,7 +145,7 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
   if (t.precision == "bf16" && t.device == "cpu") e.add(p + ".precision", "bf16 needs the GPU");
 }
 
-void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {
+void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& options, Errors& e) {
   std::set<std::string> names;
   for (size_t i = 0; i < s.volumes.size(); ++i) {
     const std::string p = "spec.volumes[" + std::to_string(i) + "].name";
@@ -129,10 +154,18 @@ void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {
       e.add(p, "required");
     } else if (auto why = dns1123LabelProblem(name)) {
       e.add(p, invalidValue(name, *why));
-    } else if (name == "config" || name == "ssh") {
+    } else if (name == "config" || name == "ssh" || name == kTmpVolume) {
       e.add(p, "\"" + name + "\" is reserved for the operator's own volume");
     } else if (!names.insert(name).second) {
       e.add(p, "duplicate volume name \"" + name + "\"");
+    }
+  }
+  // A hostPath volume is the node's filesystem: refused unless the cluster admin allows it.
+  for (size_t i = 0; i < s.volumes.size(); ++i) {
+    if (s.volumes[i].host_path && !options.allow_host_path) {
+      e.add("spec.volumes[" + std::to_string(i) + "].hostPath",
+            "hostPath volumes are disabled by the cluster admin (operator flag "
+            "--allow-host-path, chart value allowHostPath); use a persistentVolumeClaim");
     }
   }
   for (size_t i = 0; i < s.volume_mounts.size(); ++i) {
@@ -147,6 +180,8 @@ void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {
       e.add(p + ".mountPath", invalidValue(m.mount_path, "must not contain '..'"));
     } else if (m.mount_path == "/etc/ringmaster" || m.mount_path.starts_with("/etc/ringmaster/")) {
       e.add(p + ".mountPath", "/etc/ringmaster is reserved for the job's ConfigMap");
+    } else if (m.mount_path == kTmpMountPath) {
+      e.add(p + ".mountPath", std::string(kTmpMountPath) + " is reserved for the worker's TMPDIR");
     }
     if (m.sub_path && !m.sub_path->empty()) {
       if (m.sub_path->front() == '/') {
@@ -158,7 +193,68 @@ void validateVolumes(const kube::TrainingJobSpec& s, Errors& e) {
   }
 }
 
+// valueFrom may read the pod's own fields and resources, or a Secret or ConfigMap key of the
+// job's own namespace: what any pod author there can do (a pod cannot name another
+// namespace). Other sources are refused. In MPI mode the launcher hands the environment to
+// sshd's SetEnv, whose quoting cannot carry a backslash, '"' or a line break.
+void validateEnvSource(const kube::TrainingJobSpec& s, size_t i, Errors& e) {
+  const kube::EnvVar& var = s.env[i];
+  const std::string p = "spec.env[" + std::to_string(i) + "]";
+  if (var.value_from) {
+    const kube::EnvVarSource& from = *var.value_from;
+    int sources = (from.field_ref ? 1 : 0) + (from.secret_key_ref ? 1 : 0) +
+                  (from.config_map_key_ref ? 1 : 0);
+    if (from.extra.is_object()) {
+      for (const auto& [key, value] : from.extra.items()) {
+        if (key == "resourceFieldRef") {
+          ++sources;
+        } else {
+          e.add(p + ".valueFrom." + key,
+                "unsupported: use fieldRef, resourceFieldRef, secretKeyRef or configMapKeyRef");
+        }
+      }
+    }
+    if (sources != 1) e.add(p + ".valueFrom", "must set exactly one source");
+    if (var.value && !var.value->empty()) {
+      e.add(p + ".valueFrom", "may not be specified when `value` is not empty");
+    }
+  }
+  if (s.launcher == "mpi" && var.value &&
+      var.value->find_first_of(std::string_view("\\\"\r\n")) != std::string::npos) {
+    e.add(p + ".value",
+          "must not contain a backslash, a double quote or a line break when spec.launcher is "
+          "mpi (the launcher passes the environment through sshd's config)");
+  }
+}
+
 }  // namespace
+
+int64_t modelParameters(const kube::ModelSpec& model) {
+  constexpr int64_t kInputs = 28 * 28, kClasses = 10;  // Fashion-MNIST
+  auto dense = [](int64_t in, int64_t out) { return in * out + out; };
+  int64_t n = 0;
+  if (model.type.value_or("mlp") == "cnn") {
+    // Two conv(5x5) blocks, each halving the 28x28 image (the trainer's defaults: 16, 32).
+    const int64_t c1 = std::clamp(model.channels.size() > 0 ? model.channels[0] : 16, 1, 1024);
+    const int64_t c2 = std::clamp(model.channels.size() > 1 ? model.channels[1] : 32, 1, 1024);
+    n = (25 * c1 + c1) + (25 * c1 * c2 + c2);
+    const int64_t flat = 7 * 7 * c2;
+    const int64_t fc = std::max<int64_t>(0, model.cnn_hidden.value_or(0));
+    n += fc > 0 ? dense(flat, fc) + dense(fc, kClasses) : dense(flat, kClasses);
+    return n;
+  }
+  // The trainer's default widths when none are given.
+  const std::vector<int32_t> hidden =
+      model.hidden.empty() ? std::vector<int32_t>{512, 512} : model.hidden;
+  int64_t in = kInputs;
+  for (int32_t width : hidden) {
+    // Clamped as validate() bounds it (an out-of-range width is its own error): no overflow.
+    const int64_t w = std::clamp(width, 1, 65536);
+    n += dense(in, w);
+    in = w;
+  }
+  return n + dense(in, kClasses);
+}
 
 std::optional<std::string> dns1123LabelProblem(const std::string& name) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -209,7 +305,7 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
   return s;
 }
 
-std::vector<FieldError> validate(const kube::TrainingJob& job) {
+std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOptions& options) {
   Errors e;
   const kube::TrainingJobSpec& s = job.spec;
   const std::string& name = job.metadata.name;
@@ -267,8 +363,9 @@ std::vector<FieldError> validate(const kube::TrainingJob& job) {
     } else if (reservedEnv().count(s.env[i].name)) {
       e.add(p, "\"" + s.env[i].name + "\" is set by the operator or the launcher");
     }
+    validateEnvSource(s, i, e);
   }
-  validateVolumes(s, e);
+  validateVolumes(s, options, e);
   if (s.trainer) validateTrainer(*s.trainer, e);
   return e.take();
 }
@@ -286,7 +383,7 @@ core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& 
                                                        const ValidateOptions& options) {
   kube::TrainingJob defaulted = job;
   defaulted.spec = withDefaults(job.spec, options);
-  std::vector<FieldError> errors = validate(defaulted);
+  std::vector<FieldError> errors = validate(defaulted, options);
   if (!errors.empty()) return core::invalidArgument(describe(errors));
   return std::move(defaulted.spec);
 }

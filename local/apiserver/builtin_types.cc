@@ -75,6 +75,10 @@ std::vector<ApiResource> builtinResources() {
   nodes.type.has_status_subresource = true;
   out.push_back(nodes);
 
+  // Stored, not enforced (local pods share the host's network): the operator creates one per
+  // job, as on a real cluster.
+  out.push_back(builtin("networking.k8s.io", "networkpolicies", "NetworkPolicy", true, {"netpol"}));
+
   auto leases = builtin("coordination.k8s.io", "leases", "Lease", true, {});
   leases.type.strategic_merge_patch = true;
   out.push_back(leases);

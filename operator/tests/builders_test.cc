@@ -25,7 +25,7 @@ TEST(Builders, WorkerPodEnvCountsProcessesInWorldSize) {
   kube::TrainingJob job = makeJob("fmnist", 3);
   job.spec.procs_per_replica = 4;
   job.metadata.namespace_name = "ml";
-  kube::Pod pod = buildWorkerPod(defaulted(job), 2, 5);
+  kube::Pod pod = buildWorkerPod(defaulted(job), 2, 5, "store-secret-for-tests");
   ASSERT_EQ(pod.spec.containers.size(), 1u);
   std::map<std::string, std::string> env = plainEnv(pod.spec.containers[0]);
   EXPECT_EQ(env["NODE_RANK"], "2");
@@ -44,7 +44,7 @@ TEST(Builders, WorkerPodEnvCountsProcessesInWorldSize) {
 
 TEST(Builders, WorkerPodHasStableDnsLabelsAndAControllerOwner) {
   kube::TrainingJob job = defaulted(makeJob("fmnist", 2));
-  kube::Pod pod = buildWorkerPod(job, 1, 0);
+  kube::Pod pod = buildWorkerPod(job, 1, 0, "store-secret-for-tests");
   EXPECT_EQ(pod.metadata.name, "fmnist-worker-1");
   EXPECT_EQ(pod.metadata.namespace_name, "default");
   EXPECT_EQ(pod.spec.hostname, "fmnist-worker-1");
@@ -67,7 +67,8 @@ TEST(Builders, WorkerPodHasStableDnsLabelsAndAControllerOwner) {
 TEST(Builders, WorkerPodRunsUnderTheRestrictedPodSecurityProfile) {
   kube::TrainingJob job = makeJob("fmnist", 2);
   job.spec.launcher = "mpi";
-  const nlohmann::json pod = kube::encode(buildWorkerPod(defaulted(job), 1, 0));
+  const nlohmann::json pod =
+      kube::encode(buildWorkerPod(defaulted(job), 1, 0, "store-secret-for-tests"));
   const nlohmann::json& psc = pod["spec"]["securityContext"];
   EXPECT_EQ(psc["runAsNonRoot"], true);
   EXPECT_EQ(psc["runAsUser"], 1000);
@@ -92,11 +93,43 @@ TEST(Builders, WorkerPodRunsUnderTheRestrictedPodSecurityProfile) {
   for (const auto& v : pod["spec"]["volumes"]) EXPECT_FALSE(v.contains("hostPath")) << v.dump();
 }
 
+// Workers never call the API server, and write only to volumes: no ServiceAccount token, a
+// read-only root filesystem and a scratch emptyDir as TMPDIR (and the MPI launcher's work dir).
+TEST(Builders, WorkerPodHasNoTokenAReadOnlyRootAndAWritableTmpdir) {
+  kube::TrainingJob job = makeJob("fmnist", 2);
+  job.spec.launcher = "mpi";
+  const nlohmann::json pod =
+      kube::encode(buildWorkerPod(defaulted(job), 1, 0, "store-secret-for-tests"));
+  EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
+  const nlohmann::json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
+  int scratch_mounts = 0;
+  for (const auto& m : c["volumeMounts"]) {
+    if (m["name"] != "ringmaster-tmp") continue;
+    ++scratch_mounts;
+    EXPECT_EQ(m["mountPath"], "/var/tmp/ringmaster");
+    EXPECT_FALSE(m.value("readOnly", false));
+  }
+  EXPECT_EQ(scratch_mounts, 1);
+  int scratch_volumes = 0;
+  for (const auto& v : pod["spec"]["volumes"]) {
+    if (v["name"] == "ringmaster-tmp") {
+      ++scratch_volumes;
+      EXPECT_TRUE(v.contains("emptyDir")) << v.dump();
+    }
+  }
+  EXPECT_EQ(scratch_volumes, 1);
+  std::map<std::string, std::string> env =
+      plainEnv(buildWorkerPod(defaulted(job), 1, 0, "s").spec.containers[0]);
+  EXPECT_EQ(env["TMPDIR"], "/var/tmp/ringmaster");
+  EXPECT_EQ(env["RINGMASTER_WORK_DIR"], "/var/tmp/ringmaster/mpi");
+}
+
 TEST(Builders, WorkerPodRunsTheLauncherWithTheConfigMounted) {
   kube::TrainingJob job = makeJob();
   job.spec.resources = kube::ResourceRequirements{};
   job.spec.resources->limits.emplace("nvidia.com/gpu", *kube::Quantity::parse("1"));
-  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0);
+  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0, "store-secret-for-tests");
   const kube::Container& c = pod.spec.containers[0];
   EXPECT_EQ(c.name, "worker");
   EXPECT_EQ(c.image, "ringmaster/trainer:0.1.0");
@@ -118,7 +151,7 @@ TEST(Builders, WorkerPodRunsTheLauncherWithTheConfigMounted) {
 TEST(Builders, UserCommandGoesAfterADoubleDash) {
   kube::TrainingJob job = makeJob();
   job.spec.command = {"python3", "train.py"};
-  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0);
+  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0, "store-secret-for-tests");
   EXPECT_EQ(pod.spec.containers[0].args, (std::vector<std::string>{"--", "python3", "train.py"}));
 }
 
@@ -134,9 +167,9 @@ TEST(Builders, UserVolumesAndEnvArePassedThrough) {
   mount.mount_path = "/ckpt";
   job.spec.volume_mounts.push_back(mount);
   job.spec.env.push_back(kube::EnvVar{"OMP_NUM_THREADS", "1", {}, {}});
-  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0);
-  ASSERT_EQ(pod.spec.volumes.size(), 2u);
-  EXPECT_EQ(pod.spec.volumes[1], ckpt);
+  kube::Pod pod = buildWorkerPod(defaulted(job), 0, 0, "store-secret-for-tests");
+  ASSERT_EQ(pod.spec.volumes.size(), 3u);  // config, the scratch emptyDir, the job's
+  EXPECT_EQ(pod.spec.volumes.back(), ckpt);
   EXPECT_EQ(pod.spec.containers[0].volume_mounts.back(), mount);
   EXPECT_EQ(plainEnv(pod.spec.containers[0])["OMP_NUM_THREADS"], "1");
 }
@@ -186,7 +219,7 @@ TEST(Builders, MpiModeAddsHostfileLauncherModeAndSshSecret) {
   kube::ConfigMap cm = buildConfigMap(job);
   EXPECT_EQ(cm.data.at("hostfile"),
             "hpc-worker-0.hpc.default.svc slots=4\nhpc-worker-1.hpc.default.svc slots=4\n");
-  kube::Pod pod = buildWorkerPod(job, 0, 0);
+  kube::Pod pod = buildWorkerPod(job, 0, 0, "store-secret-for-tests");
   EXPECT_EQ(plainEnv(pod.spec.containers[0])["RINGMASTER_LAUNCHER_MODE"], "mpi");
   bool mounted = false;
   for (const auto& m : pod.spec.containers[0].volume_mounts) mounted |= m.name == "ssh";
@@ -213,7 +246,7 @@ TEST(Builders, GangSchedulerGetsAPodGroupWithMinMemberReplicas) {
   nlohmann::json pg = buildPodGroup(job, *kind);
   EXPECT_EQ(pg["spec"]["minMember"], 4);
   EXPECT_EQ(pg["metadata"]["name"], "big");
-  kube::Pod pod = buildWorkerPod(job, 0, 0);
+  kube::Pod pod = buildWorkerPod(job, 0, 0, "store-secret-for-tests");
   EXPECT_EQ(pod.spec.scheduler_name, "volcano");
   EXPECT_EQ(pod.metadata.annotations.at("scheduling.k8s.io/group-name"), "big");
 

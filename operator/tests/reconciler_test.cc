@@ -164,8 +164,13 @@ TEST_F(ReconcilerTest, CreatesServiceConfigMapAndOnePodPerReplicaAsTheBuildersSa
   EXPECT_EQ(cms[0].data, buildConfigMap(stored).data);
   std::vector<kube::Pod> created = pods();
   ASSERT_EQ(created.size(), 2u);
+  // One fresh store secret for the attempt, on every pod of it.
+  const std::optional<std::string> secret = storeSecretOf(created[0]);
+  ASSERT_TRUE(secret.has_value());
+  EXPECT_EQ(secret->size(), 64u);
+  EXPECT_EQ(storeSecretOf(created[1]), secret);
   for (int i = 0; i < 2; ++i) {
-    kube::Pod want = buildWorkerPod(stored, i, 0);
+    kube::Pod want = buildWorkerPod(stored, i, 0, *secret);
     EXPECT_EQ(created[i].metadata.name, want.metadata.name);
     EXPECT_EQ(created[i].metadata.labels, want.metadata.labels);
     EXPECT_EQ(created[i].metadata.owner_references, want.metadata.owner_references);
@@ -173,6 +178,34 @@ TEST_F(ReconcilerTest, CreatesServiceConfigMapAndOnePodPerReplicaAsTheBuildersSa
   }
   EXPECT_TRUE(api_.typed<kube::Secret>(kSecrets).empty());  // native launcher: no SSH keys
   EXPECT_TRUE(hasEvent("CreatedPods", "Normal"));
+}
+
+TEST_F(ReconcilerTest, TheJobsNetworkPolicyExistsBeforeItsPods) {
+  apply(makeJob("fmnist", 2));
+  converge(3);
+  const std::string kNetworkPolicies =
+      "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies";
+  std::vector<nlohmann::json> policies = api_.list(kNetworkPolicies);
+  ASSERT_EQ(policies.size(), 1u);
+  EXPECT_EQ(policies[0]["spec"], buildNetworkPolicy(testing::defaulted(job()))["spec"]);
+  // Created first: no pod is ever reachable without it.
+  const std::vector<kube::ApiRequest> calls = api_.calls();
+  auto first = [&](const std::string& prefix) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i].verb == kube::Verb::kPost && calls[i].path.rfind(prefix, 0) == 0) return i;
+    }
+    return calls.size();
+  };
+  EXPECT_LT(first(kNetworkPolicies), first(kPods));
+}
+
+TEST_F(ReconcilerTest, PodsAreNotCreatedWhenTheNetworkPolicyCannotBe) {
+  api_.failNext(kube::Verb::kPost, "/apis/networking.k8s.io/v1/", 403, "Forbidden");
+  apply(makeJob("fmnist", 2));
+  sync();
+  core::Result<Action> a = reconcile();
+  EXPECT_FALSE(a.ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
 }
 
 TEST_F(ReconcilerTest, CreatesChildrenOnlyOnce) {
@@ -207,12 +240,17 @@ TEST_F(ReconcilerTest, NoDuplicatePodsWhenTheCacheLags) {
 TEST_F(ReconcilerTest, RestartedOperatorCreatesOnlyTheMissingPods) {
   apply(makeJob("fmnist", 3));
   kube::TrainingJob stored = testing::defaulted(job());
-  api_.put(kPods, kube::encode(buildWorkerPod(stored, 0, 0)));
+  api_.put(kPods, kube::encode(buildWorkerPod(stored, 0, 0, "store-secret-for-tests")));
   sync();
   reconciler_ = makeReconciler();  // a fresh operator: no expectations, caches from a list
   ASSERT_TRUE(reconcile().ok());
   EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 2);
   EXPECT_EQ(podNames().size(), 3u);
+  // The recreated pods carry the store secret of the attempt's surviving pod: a new one would
+  // lock them out of pod 0's store.
+  for (const kube::Pod& p : pods()) {
+    EXPECT_EQ(storeSecretOf(p), "store-secret-for-tests") << p.metadata.name;
+  }
 }
 
 TEST_F(ReconcilerTest, RunningOnlyWhenEveryRankJoinedAndProgressFromRankZero) {
@@ -260,6 +298,8 @@ TEST_F(ReconcilerTest, FailedRankRestartsTheWholeGangAsTheNextAttempt) {
   setAllPods("Running", true);
   sync();
   converge(1);
+  const std::optional<std::string> first_secret = storeSecretOf(pods()[0]);
+  ASSERT_TRUE(first_secret.has_value());
   setPod("fmnist-worker-1", "Failed", false, 137);
   sync();
   ASSERT_TRUE(reconcile().ok());
@@ -274,6 +314,11 @@ TEST_F(ReconcilerTest, FailedRankRestartsTheWholeGangAsTheNextAttempt) {
   converge(2);
   std::vector<kube::Pod> again = pods();
   ASSERT_EQ(again.size(), 2u);
+  // A new attempt, a new secret: the last attempt's peers cannot reach this one's store.
+  const std::optional<std::string> second_secret = storeSecretOf(again[0]);
+  ASSERT_TRUE(second_secret.has_value());
+  EXPECT_NE(second_secret, first_secret);
+  EXPECT_EQ(storeSecretOf(again[1]), second_secret);
   for (const kube::Pod& p : again) {
     EXPECT_EQ(p.metadata.labels.at(kAttemptLabel), "1");
     bool found = false;
@@ -513,7 +558,7 @@ TEST_F(ReconcilerTest, DoesNotAdoptAPodOwnedByAnotherController) {
   apply(makeJob("fmnist", 2));
   kube::TrainingJob other = testing::defaulted(makeJob("fmnist", 2));
   other.metadata.uid = "someone-else";
-  api_.put(kPods, kube::encode(buildWorkerPod(other, 0, 0)));
+  api_.put(kPods, kube::encode(buildWorkerPod(other, 0, 0, "store-secret-for-tests")));
   sync();
   core::Result<Action> a = reconcile();
   EXPECT_FALSE(a.ok());

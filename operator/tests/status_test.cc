@@ -16,7 +16,7 @@ const kube::Time kT1 = kube::Time::fromUnixSeconds(1795312860);
 
 kube::Pod pod(const kube::TrainingJob& job, int i, const std::string& phase, bool ready,
               std::optional<int> exit_code = std::nullopt) {
-  kube::Pod p = buildWorkerPod(job, i, 0);
+  kube::Pod p = buildWorkerPod(job, i, 0, "store-secret-for-tests");
   p.status.phase = phase;
   kube::Condition c;
   c.type = "Ready";
@@ -206,7 +206,7 @@ TEST(Status, ExitCodeComesFromTheWorkerContainer) {
   kube::TrainingJob job = defaulted(makeJob());
   EXPECT_EQ(exitCodeOf(pod(job, 0, "Failed", false, 137)), 137);
   EXPECT_EQ(exitCodeOf(pod(job, 0, "Running", false)), std::nullopt);
-  EXPECT_EQ(attemptOf(buildWorkerPod(job, 0, 7)), 7);
+  EXPECT_EQ(attemptOf(buildWorkerPod(job, 0, 7, "store-secret-for-tests")), 7);
 }
 
 TEST(Status, TerminationMessageComesFromTheWorkerContainer) {

@@ -39,6 +39,8 @@ ALLOWED = {
     # Never read: the operator creates an MPI job's <job>-ssh and takes AlreadyExists as its own.
     ("", "secrets"): {"create"},
     ("", "events"): {"create", "patch"},
+    # A job's NetworkPolicy, created with its pods; garbage collection deletes it.
+    ("networking.k8s.io", "networkpolicies"): {"create"},
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
     ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "delete"},
     ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "delete"},
