@@ -49,6 +49,7 @@ struct Config {
   int64_t health_port = 8384;
   std::string bind_address = "0.0.0.0";
   std::string trainer_image = "ringmaster/trainer:0.1.0";
+  bool allow_host_path = false;
 };
 
 int fail(const rm::core::Status& status) {
@@ -109,6 +110,8 @@ int main(int argc, char** argv) {
   flags.addString("trainer-image", &config.trainer_image,
                   "worker image for TrainingJobs that name none (spec.image)",
                   "RINGMASTER_TRAINER_IMAGE");
+  flags.addBool("allow-host-path", &config.allow_host_path,
+                "let TrainingJobs mount hostPath volumes (the node's files); off: refused");
   bool help = false;
   rm::core::Status parsed = flags.parse(argc, argv, &help);
   if (help) {
@@ -185,6 +188,7 @@ int main(int argc, char** argv) {
   controller_options.namespace_name = config.namespace_name;
   controller_options.workers = static_cast<int>(config.workers);
   controller_options.reconciler.validate.default_image = config.trainer_image;
+  controller_options.reconciler.validate.allow_host_path = config.allow_host_path;
 
   std::unique_ptr<rm::kube::LeaderElector> elector;
   std::jthread elector_thread;

@@ -22,8 +22,14 @@ inline constexpr int32_t kMaxProcsPerReplica = 64;
 inline constexpr int32_t kDefaultScheduleTimeoutSeconds = 300;
 inline constexpr int32_t kDefaultBackoffLimit = 3;
 
+// Bounds the model's size: weights, gradients and optimizer state (~16 bytes a parameter)
+// live on every rank; 100M parameters is ~1.6 GB each.
+inline constexpr int64_t kMaxModelParameters = 100'000'000;
+
 struct ValidateOptions {
   std::string default_image;  // the operator's --trainer-image; "" = none
+  // The cluster admin's --allow-host-path: spec.volumes may use hostPath (the node's files).
+  bool allow_host_path = false;
 };
 
 struct FieldError {
@@ -37,7 +43,7 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
                                    const ValidateOptions& options);
 
 // Every problem of a *defaulted* job; empty when it is valid.
-std::vector<FieldError> validate(const kube::TrainingJob& job);
+std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOptions& options = {});
 
 // "spec.replicas: must be at least 1, got 0; spec.image: required ..."
 std::string describe(const std::vector<FieldError>& errors);
@@ -45,6 +51,10 @@ std::string describe(const std::vector<FieldError>& errors);
 // withDefaults + validate; InvalidArgument with describe() of the errors.
 core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& job,
                                                        const ValidateOptions& options);
+
+// Parameters of spec.trainer.model as the trainer builds it for Fashion-MNIST (its defaults for
+// what the spec leaves out).
+int64_t modelParameters(const kube::ModelSpec& model);
 
 // Why `name` is not a DNS-1123 label (what volume names must be), in kube-apiserver's words;
 // nullopt when it is one.

@@ -114,6 +114,30 @@ TEST(Crd, CrossFieldRulesCoverPodNameLengthAndImmutableWorldSize) {
   EXPECT_NE(rules.find("oldSelf.replicas"), std::string::npos);
 }
 
+// An integer the CEL rules compute with, or one that sizes what a rank allocates, is bounded by
+// the schema itself (format int32, minimum and maximum): `replicas: 1e20` then gets the
+// schema's "less than or equal to 4096", not an error from inside a CEL rule.
+TEST(Crd, IntegersThatSizeTheJobAreBoundedInt32) {
+  YAML::Node spec = version(loadCrd())["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  YAML::Node trainer = spec["properties"]["trainer"]["properties"];
+  YAML::Node model = trainer["model"]["properties"];
+  const std::vector<std::pair<std::string, YAML::Node>> fields = {
+      {"spec.replicas", spec["properties"]["replicas"]},
+      {"spec.procsPerReplica", spec["properties"]["procsPerReplica"]},
+      {"spec.trainer.model.hidden[]", model["hidden"]["items"]},
+      {"spec.trainer.model.channels[]", model["channels"]["items"]},
+      {"spec.trainer.model.cnnHidden", model["cnnHidden"]},
+      {"spec.trainer.batchSize", trainer["batchSize"]},
+  };
+  for (const auto& [path, node] : fields) {
+    ASSERT_TRUE(node.IsMap()) << path;
+    EXPECT_EQ(node["format"].as<std::string>(""), "int32") << path;
+    EXPECT_TRUE(node["minimum"].IsDefined()) << path << " has no minimum";
+    EXPECT_TRUE(node["maximum"].IsDefined()) << path << " has no maximum";
+  }
+  EXPECT_EQ(spec["properties"]["replicas"]["maximum"].as<int>(), kMaxWorldSize);
+}
+
 // YAML (as kubectl would send it) to JSON; scalars that read as numbers or booleans become them.
 nlohmann::json toJson(const YAML::Node& node) {
   if (node.IsMap()) {

@@ -272,5 +272,160 @@ TEST(Validate, ReportsEveryErrorNotJustTheFirst) {
   EXPECT_EQ(errors[1].field, "spec.backend");
 }
 
+kube::Volume hostPathVolume() {
+  kube::Volume v;
+  v.name = "host";
+  v.host_path = kube::HostPathVolumeSource{};
+  v.host_path->path = "/etc";
+  return v;
+}
+
+kube::EnvVar envFrom(const std::string& name, const nlohmann::json& value_from) {
+  kube::EnvVar e;
+  e.name = name;
+  e.value_from = *kube::decode<kube::EnvVarSource>(value_from);
+  return e;
+}
+
+void setModel(kube::TrainingJob& j, const std::string& type, std::vector<int32_t> hidden,
+              std::vector<int32_t> channels = {}, std::optional<int32_t> cnn_hidden = {}) {
+  j.spec.trainer = kube::TrainerSpec{};
+  j.spec.trainer->model = kube::ModelSpec{};
+  j.spec.trainer->model->type = type;
+  j.spec.trainer->model->hidden = std::move(hidden);
+  j.spec.trainer->model->channels = std::move(channels);
+  j.spec.trainer->model->cnn_hidden = cnn_hidden;
+}
+
+void setMetricsPort(kube::TrainingJob& j, int32_t port) {
+  j.spec.trainer = kube::TrainerSpec{};
+  j.spec.trainer->metrics_port = port;
+}
+
+// What a job could otherwise put into the pods the operator creates for it.
+INSTANTIATE_TEST_SUITE_P(
+    Security, RejectsBadSpec,
+    ::testing::Values(
+        BadSpec{"hostPath volume without --allow-host-path",
+                [](auto& j) { j.spec.volumes.push_back(hostPathVolume()); },
+                "spec.volumes[0].hostPath"},
+        BadSpec{"env from an unknown source",
+                [](auto& j) {
+                  j.spec.env.push_back(
+                      envFrom("X", {{"fileKeyRef", {{"path", "/etc/shadow"}, {"key", "k"}}}}));
+                },
+                "spec.env[0].valueFrom.fileKeyRef"},
+        BadSpec{"env from two sources",
+                [](auto& j) {
+                  j.spec.env.push_back(envFrom(
+                      "X", {{"fieldRef", {{"fieldPath", "metadata.name"}}},
+                            {"configMapKeyRef", {{"name", "cm"}, {"key", "k"}}}}));
+                },
+                "spec.env[0].valueFrom"},
+        BadSpec{"env with a value and valueFrom",
+                [](auto& j) {
+                  kube::EnvVar e = envFrom("X", {{"fieldRef", {{"fieldPath", "metadata.name"}}}});
+                  e.value = "v";
+                  j.spec.env.push_back(e);
+                },
+                "spec.env[0].valueFrom"},
+        BadSpec{"MPI env value ending in a backslash (breaks sshd's SetEnv)",
+                [](auto& j) {
+                  j.spec.launcher = "mpi";
+                  j.spec.env.push_back(kube::EnvVar{"DATA_DIR", "C:\\", {}, {}});
+                },
+                "spec.env[0].value"},
+        BadSpec{"MPI env value with a double quote",
+                [](auto& j) {
+                  j.spec.launcher = "mpi";
+                  j.spec.env.push_back(kube::EnvVar{"GREETING", "say \"hi\"", {}, {}});
+                },
+                "spec.env[0].value"},
+        BadSpec{"metricsPort on the launcher's health port",
+                [](auto& j) { setMetricsPort(j, 8080); }, "spec.trainer.metricsPort"},
+        BadSpec{"metricsPort on the rendezvous port", [](auto& j) { setMetricsPort(j, 29500); },
+                "spec.trainer.metricsPort"},
+        BadSpec{"metricsPort on the MPI sshd port", [](auto& j) { setMetricsPort(j, 2222); },
+                "spec.trainer.metricsPort"},
+        BadSpec{"MLP of ~17 GB a rank",
+                [](auto& j) { setModel(j, "mlp", {65536, 65536}); }, "spec.trainer.model"},
+        BadSpec{"CNN with a huge fully connected layer",
+                [](auto& j) { setModel(j, "cnn", {}, {1024, 1024}, 1 << 30); },
+                "spec.trainer.model"},
+        BadSpec{"volume named like the worker's scratch volume",
+                [](auto& j) { j.spec.volumes.push_back(namedVolume("ringmaster-tmp")); },
+                "spec.volumes[0].name"},
+        BadSpec{"mount over the worker's TMPDIR",
+                [](auto& j) { mountData(j, "/var/tmp/ringmaster"); },
+                "spec.volumeMounts[0].mountPath"}));
+
+TEST(Validate, HostPathIsAcceptedOnlyWhenTheClusterAdminAllowsIt) {
+  kube::TrainingJob job = makeJob();
+  job.spec.volumes.push_back(hostPathVolume());
+  EXPECT_FALSE(defaultAndValidate(job, ValidateOptions{}).ok());
+  ValidateOptions allow;
+  allow.allow_host_path = true;
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, allow);
+  EXPECT_TRUE(spec.ok()) << spec.status().toString();
+}
+
+TEST(Validate, EnvFromTheJobsOwnPodAndNamespaceIsAccepted) {
+  kube::TrainingJob job = makeJob();
+  job.spec.launcher = "mpi";
+  job.spec.env = {
+      envFrom("A", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}),
+      envFrom("B", {{"resourceFieldRef", {{"resource", "limits.cpu"}}}}),
+      envFrom("C", {{"secretKeyRef", {{"name", "s"}, {"key", "k"}}}}),
+      envFrom("D", {{"configMapKeyRef", {{"name", "cm"}, {"key", "k"}}}}),
+      kube::EnvVar{"E", "plain /path with spaces=ok", {}, {}},
+  };
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  EXPECT_TRUE(spec.ok()) << spec.status().toString();
+  // Native mode does not go through sshd: a backslash is fine there.
+  kube::TrainingJob native = makeJob();
+  native.spec.env = {kube::EnvVar{"DATA_DIR", "C:\\", {}, {}}};
+  EXPECT_TRUE(defaultAndValidate(native, ValidateOptions{}).ok());
+}
+
+struct ModelSize {
+  std::string what;
+  std::function<void(kube::TrainingJob&)> set;
+  int64_t parameters;
+};
+
+class CountsModelParameters : public ::testing::TestWithParam<ModelSize> {};
+
+TEST_P(CountsModelParameters, AsTheTrainerBuildsTheModel) {
+  kube::TrainingJob job = makeJob();
+  GetParam().set(job);
+  EXPECT_EQ(modelParameters(*job.spec.trainer->model), GetParam().parameters) << GetParam().what;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CountsModelParameters,
+    ::testing::Values(
+        // 784*512+512 + 512*512+512 + 512*10+10
+        ModelSize{"default mlp", [](auto& j) { setModel(j, "mlp", {}); }, 669706},
+        ModelSize{"one layer", [](auto& j) { setModel(j, "mlp", {100}); }, 79510},
+        // conv 1->16 (416), 16->32 (12832), 7*7*32=1568 -> 10 (15690)
+        ModelSize{"default cnn", [](auto& j) { setModel(j, "cnn", {}); }, 28938},
+        // ... 1568 -> 128 (200832), 128 -> 10 (1290)
+        ModelSize{"cnn with a hidden layer", [](auto& j) { setModel(j, "cnn", {}, {16, 32}, 128); },
+                  215370}));
+
+TEST(Validate, TheLargestAllowedModelsPass) {
+  kube::TrainingJob job = makeJob();
+  setModel(job, "mlp", {8192, 8192});  // ~73.6M parameters
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  EXPECT_TRUE(spec.ok()) << spec.status().toString();
+  setModel(job, "mlp", {65536, 65536});
+  spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_FALSE(spec.ok());
+  // The message says how big and what to change.
+  EXPECT_NE(spec.status().message().find("4347133962 parameters"), std::string::npos)
+      << spec.status().message();
+  EXPECT_NE(spec.status().message().find("make hidden smaller"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ringmaster::op

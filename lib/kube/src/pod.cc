@@ -197,6 +197,7 @@ void visitPodSpec(V& v, S& s) {
   v("subdomain", s.subdomain);
   v("schedulerName", s.scheduler_name);
   v("serviceAccountName", s.service_account_name);
+  v("automountServiceAccountToken", s.automount_service_account_token);
   v("terminationGracePeriodSeconds", s.termination_grace_period_seconds);
   v("securityContext", s.security_context);
 }

@@ -241,6 +241,7 @@ struct PodSpec {
   std::string subdomain;
   std::string scheduler_name;
   std::string service_account_name;
+  std::optional<bool> automount_service_account_token;
   std::optional<int64_t> termination_grace_period_seconds;
   std::optional<PodSecurityContext> security_context;
   nlohmann::json extra;  // tolerations, dnsPolicy, ...
