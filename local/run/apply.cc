@@ -17,6 +17,24 @@ std::string describe(const nlohmann::json& object) {
 
 }  // namespace
 
+core::Status checkObjectIdentity(const nlohmann::json& object, const std::string& where) {
+  if (!object.is_object()) return core::invalidArgument(where + ": not a mapping");
+  for (const char* field : {"apiVersion", "kind"}) {
+    if (object.contains(field) && !object[field].is_string()) {
+      return core::invalidArgument(where + ": " + field + " must be a string");
+    }
+  }
+  if (!object.contains("metadata")) return core::Status::Ok();
+  const nlohmann::json& meta = object["metadata"];
+  if (!meta.is_object()) return core::invalidArgument(where + ": metadata must be a mapping");
+  for (const char* field : {"name", "namespace"}) {
+    if (meta.contains(field) && !meta[field].is_string()) {
+      return core::invalidArgument(where + ": metadata." + field + " must be a string");
+    }
+  }
+  return core::Status::Ok();
+}
+
 core::Result<ApiResourceInfo> Applier::resolve(const std::string& api_version,
                                                const std::string& kind, bool refresh) {
   const std::string key = api_version + "/" + kind;
@@ -50,6 +68,7 @@ core::Result<ApiResourceInfo> Applier::resolve(const std::string& api_version,
 }
 
 core::Result<std::string> Applier::objectPath(const nlohmann::json& object, bool refresh) {
+  RM_RETURN_IF_ERROR(checkObjectIdentity(object, "object"));
   const std::string api_version = object.value("apiVersion", std::string());
   const std::string kind = object.value("kind", std::string());
   if (api_version.empty() || kind.empty()) {

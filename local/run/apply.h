@@ -26,6 +26,12 @@ struct ApiResourceInfo {
   bool namespaced = true;
 };
 
+// The fields that name an object — apiVersion, kind, metadata (an object) and its name and
+// namespace — have the types Kubernetes gives them wherever present; a manifest may say
+// anything (`kind: 5`), and these are read before the server sees the object. kInvalidArgument
+// naming `where` and the field.
+core::Status checkObjectIdentity(const nlohmann::json& object, const std::string& where);
+
 class Applier {
  public:
   explicit Applier(kube::ApiClient& client) : client_(client) {}

@@ -98,6 +98,10 @@ core::Status installTrainingJobCrd(const std::filesystem::path& kubeconfig) {
 core::Status runJob(const RunOptions& options,
                     const std::function<core::Status(const std::string&)>& ensure_up) {
   RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> docs, readYamlDocuments(options.manifest));
+  for (size_t i = 0; i < docs.size(); ++i) {
+    RM_RETURN_IF_ERROR(checkObjectIdentity(
+        docs[i], options.manifest.string() + " (document " + std::to_string(i + 1) + ")"));
+  }
   int jobs = 0;
   for (const auto& d : docs) jobs += d.value("kind", "") == "TrainingJob" ? 1 : 0;
   if (jobs != 1) {
