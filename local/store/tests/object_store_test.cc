@@ -461,7 +461,7 @@ TEST_F(ObjectStoreTest, LimitAndContinueWalkSixObjectsInThreePages) {
 }
 
 TEST(ContinueToken, ATokenAClientAlteredIsUnreadableNotAnException) {
-  // Found by fuzzing: a "v" that is not a string threw out of decodeContinueToken.
+  // A "v" that is not a string used to throw out of decodeContinueToken.
   for (const char* raw : {R"({"v":1,"rv":1,"start":"a"})", R"({"v":null,"rv":1,"start":"a"})",
                           R"({"v":["meta.k8s.io/v1"],"rv":1,"start":"a"})", R"([1])", "1"}) {
     EXPECT_FALSE(decodeContinueToken(base64UrlEncode(raw))) << raw;
