@@ -945,6 +945,9 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
 void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& exit) {
   const bool was_running = c.pid > 0;
   if (was_running) {
+    // What the container left running in its process group (`sh -c "worker &"`) ends with it,
+    // as a container's processes end with its init on a real node.
+    signalGroup(c.pid, SIGKILL);
     std::error_code ec;
     fs::remove(containerFiles(rt.dir, c.spec.name).pid, ec);
   }

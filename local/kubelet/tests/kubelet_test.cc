@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/testutil/local_cluster.h"
 #include "tests/testutil/process.h"
 
 namespace ringmaster::local {
@@ -435,6 +436,30 @@ spec:
   EXPECT_NE(message.find("spec.volumes[0].name"), std::string::npos) << message;
   EXPECT_EQ(testutil::readFile((sentinel / "keep").string()), "x");
   EXPECT_EQ(c.kubectl({"delete", "pod", "climb", "--wait=true"}).exit_code, 0);
+}
+
+TEST_F(KubeletTest, BackgroundChildrenEndWithTheirContainer) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: leaves-child}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'sleep 987 & echo started']
+    env:
+    - {name: LEFT_BEHIND_BY, value: leaves-child}
+
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/leaves-child", "jsonpath={.status.phase}=Succeeded").exit_code, 0)
+      << c.describe("leaves-child");
+  EXPECT_TRUE(testutil::eventually(std::chrono::seconds(10), [] {
+    return testutil::findProcess("sleep", {{"LEFT_BEHIND_BY", "leaves-child"}}) == 0;
+  })) << "the container's background `sleep 987` outlived it";
 }
 
 TEST_F(KubeletTest, DeletingARunningPodSendsSigtermAndRemovesIt) {
