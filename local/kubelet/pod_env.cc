@@ -110,6 +110,7 @@ EnvList baseEnv(const BaseEnvOptions& options) {
   if (!options.nss_wrapper_library.empty()) {
     env.emplace_back("LD_PRELOAD", options.nss_wrapper_library);
     env.emplace_back("NSS_WRAPPER_HOSTS", options.hosts_file);
+    env.emplace_back("NSS_WRAPPER_MAX_HOSTENTS", std::to_string(kNssWrapperMaxHostEntries));
     // nss_wrapper dlopens libc with RTLD_DEEPBIND, which sanitizer runtimes refuse (they abort
     // the process); without it names still resolve from the hosts file.
     env.emplace_back("NSS_WRAPPER_DISABLE_DEEPBIND", "1");

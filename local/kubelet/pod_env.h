@@ -46,6 +46,10 @@ core::Result<std::string> fieldRefValue(const kube::Pod& pod, const std::string&
 using KeyLookup = std::function<core::Result<std::optional<std::string>>(
     bool secret, const std::string& name, const std::string& key)>;
 
+// nss_wrapper keeps every name of the hosts file in a fixed-size table (100 names by default,
+// which ~20 pods fill: each pod has up to six names). 32768 holds well over 1,000 pods' names.
+inline constexpr int kNssWrapperMaxHostEntries = 32768;
+
 struct BaseEnvOptions {
   std::string self_dir;             // directory of the running ringmaster binary
   std::string inherited_path;       // the kubelet's PATH

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "local/kubelet/kubelet.h"
+#include "local/kubelet/pod_env.h"
 
 namespace ringmaster::local::kubelet {
 namespace {
@@ -24,6 +28,47 @@ TEST(RenderHosts, NamesPodsByHostnameSubdomainAndService) {
   EXPECT_EQ(text.find("no-ip"), std::string::npos);
   EXPECT_EQ(text.find('#'), std::string::npos);  // nss_wrapper rejects comment lines
   EXPECT_LT(text.find("job-worker-0.job"), text.find("job-worker-1.job"));  // sorted
+}
+
+// Output and exit status of `command` run by /bin/sh.
+std::pair<std::string, int> runShell(const std::string& command) {
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return {"", -1};
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  return {out, pclose(p)};
+}
+
+TEST(RenderHosts, ThousandPodsResolveThroughThePodsOwnPreload) {
+  const std::string library = findNssWrapper();
+  if (library.empty()) GTEST_SKIP() << "libnss_wrapper.so is not installed";
+  std::vector<HostsEntry> pods;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string ip =
+        "127.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
+    const std::string name = "job" + std::to_string(i / 2) + "-worker-" + std::to_string(i % 2);
+    pods.push_back({ip, "ns", name, name, "job" + std::to_string(i / 2)});
+  }
+  char tmpl[] = "/tmp/hosts_scale.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string hosts = std::string(tmpl) + "/hosts";
+  ASSERT_TRUE(writeFileAtomically(hosts, renderHosts(pods)).ok());
+  // Exactly the environment a container gets, around getent (which resolves through NSS).
+  BaseEnvOptions o;
+  o.nss_wrapper_library = library;
+  o.hosts_file = hosts;
+  std::string command = "env -i";
+  for (const auto& [k, v] : baseEnv(o)) command += " '" + k + "=" + v + "'";
+  for (const char* name : {"job499-worker-1.job499.ns.svc.cluster.local", "job0-worker-0.job0.ns",
+                           "job250.ns.svc"}) {
+    SCOPED_TRACE(name);
+    auto [out, status] = runShell(command + " getent hosts " + name + " 2>&1");
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_EQ(out.find("Hash table is full"), std::string::npos) << out;
+    EXPECT_NE(out.find(name), std::string::npos) << out;
+  }
+  std::filesystem::remove_all(tmpl);
 }
 
 TEST(WriteFileAtomically, ReplacesContentWithMode) {

@@ -124,6 +124,7 @@ TEST(BaseEnv, PutsSelfDirFirstAndPreloadsNssWrapperForSanitizers) {
   EXPECT_EQ(*findEnv(env, "PATH"), "/build/bin:/usr/bin:/bin");
   EXPECT_EQ(*findEnv(env, "LD_PRELOAD"), "/lib/libnss_wrapper.so");
   EXPECT_EQ(*findEnv(env, "NSS_WRAPPER_HOSTS"), "/r/hosts");
+  EXPECT_EQ(*findEnv(env, "NSS_WRAPPER_MAX_HOSTENTS"), "32768");
   EXPECT_EQ(*findEnv(env, "ASAN_OPTIONS"), "detect_leaks=1:verify_asan_link_order=0");
   o.nss_wrapper_library.clear();
   EnvList plain = baseEnv(o);
