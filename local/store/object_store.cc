@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "local/store/metadata_limits.h"
 #include "local/store/names.h"
 #include "ringmaster/core/log.h"
 
@@ -292,6 +293,9 @@ ApiResult<ObjectPtr> ObjectStore::create(const ResourceKey& key, const std::stri
       !causes.empty()) {
     return invalidError(type->kind, type->group, name, std::move(causes));
   }
+  if (auto causes = metadataLimitCauses(meta); !causes.empty()) {
+    return invalidError(type->kind, type->group, name, std::move(causes));
+  }
   std::string skey = storageKey(ns, name);
   if (bucket.objects.count(skey)) return alreadyExistsError(key, name);
   for (const char* f : {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
@@ -427,6 +431,9 @@ ApiResult<ObjectPtr> ObjectStore::updateLocked(const ResourceType& type, const s
     }
   }
   next["metadata"]["resourceVersion"] = std::to_string(existing->resource_version);
+  if (auto causes = metadataLimitCauses(next["metadata"]); !causes.empty()) {
+    return invalidError(type.kind, type.group, name, std::move(causes));
+  }
   if (type.admit) {
     AdmitContext context{options.field_validation, sub == Subresource::kStatus, {}};
     auto err = type.admit(next, &old, context);
