@@ -44,8 +44,8 @@ fs::path podDir(const fs::path& root_dir, const kube::ObjectMeta& meta) {
 }
 
 ContainerFiles containerFiles(const fs::path& pod_dir, const std::string& name) {
-  return {pod_dir / (name + ".log"), pod_dir / (name + ".previous.log"),
-          pod_dir / (name + ".pid"), messageFile(pod_dir, name), pod_dir / "work" / name};
+  return {pod_dir / (name + ".log"), pod_dir / (name + ".previous.log"), pod_dir / (name + ".pid"),
+          messageFile(pod_dir, name), pod_dir / "work" / name};
 }
 
 namespace {
@@ -100,13 +100,10 @@ core::Status checkPodPaths(const kube::Pod& pod, const fs::path& root_dir) {
     if (!vd.ok()) return vd.status().withContext(at);
     const std::optional<fs::path> base = volumeBase(v, meta.namespace_name, dir, root_dir);
     if (!base) continue;  // hostPath
-    RM_RETURN_IF_ERROR(checkInside(*base, vd->path,
-                                   at + (v.persistent_volume_claim
-                                             ? ".persistentVolumeClaim.claimName"
-                                             : ".name")));
-    const auto* items = v.config_map ? &v.config_map->items
-                        : v.secret   ? &v.secret->items
-                                     : nullptr;
+    RM_RETURN_IF_ERROR(checkInside(
+        *base, vd->path,
+        at + (v.persistent_volume_claim ? ".persistentVolumeClaim.claimName" : ".name")));
+    const auto* items = v.config_map ? &v.config_map->items : v.secret ? &v.secret->items : nullptr;
     for (size_t k = 0; items && k < items->size(); ++k) {
       RM_RETURN_IF_ERROR(checkInside(vd->path, vd->path / (*items)[k].path,
                                      at + (v.config_map ? ".configMap" : ".secret") + ".items[" +

@@ -33,13 +33,16 @@ bool isSubdomain(std::string_view s) {
   }
 }
 
-std::string maxLenError(size_t n) { return "must be no more than " + std::to_string(n) + " characters"; }
+std::string maxLenError(size_t n) {
+  return "must be no more than " + std::to_string(n) + " characters";
+}
 
 // apimachinery's RegexError: "<msg> (e.g. 'a',  or 'b', regex used for validation is '<re>')".
 std::string regexError(const std::string& message, const std::string& regex,
                        const std::vector<std::string>& examples) {
   std::string out = message + " (e.g. ";
-  for (size_t i = 0; i < examples.size(); ++i) out += (i > 0 ? " or " : "") + ("'" + examples[i] + "', ");
+  for (size_t i = 0; i < examples.size(); ++i)
+    out += (i > 0 ? " or " : "") + ("'" + examples[i] + "', ");
   return out + "regex used for validation is '" + regex + "')";
 }
 
@@ -83,10 +86,11 @@ std::vector<std::string> nameProblems(NameRule rule, const std::string& name_in,
     case NameRule::kDns1123Label:
       if (name.size() > kLabelMax) out.push_back(maxLenError(kLabelMax));
       if (!isLabel(name)) {
-        out.push_back(regexError("a lowercase RFC 1123 label must consist of lower case "
-                                 "alphanumeric characters or '-', and must start and end with an "
-                                 "alphanumeric character",
-                                 kLabelRegex, {"my-name", "123-abc"}));
+        out.push_back(
+            regexError("a lowercase RFC 1123 label must consist of lower case "
+                       "alphanumeric characters or '-', and must start and end with an "
+                       "alphanumeric character",
+                       kLabelRegex, {"my-name", "123-abc"}));
       }
       break;
     case NameRule::kDns1035Label:
@@ -109,8 +113,7 @@ std::vector<StatusCause> objectMetaNameCauses(const ResourceType& type,
   auto invalid = [&](const std::string& field, const std::string& value,
                      const std::vector<std::string>& problems) {
     for (const std::string& p : problems) {
-      out.push_back({"FieldValueInvalid",
-                     "Invalid value: " + quoted(value) + ": " + p, field});
+      out.push_back({"FieldValueInvalid", "Invalid value: " + quoted(value) + ": " + p, field});
     }
   };
   const NameRule rule = nameRuleFor(type.key());

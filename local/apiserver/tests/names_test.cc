@@ -53,8 +53,10 @@ TEST_F(NamesTest, PodsWithPathOrShellCharactersInTheirNameAre422) {
     EXPECT_EQ(body["details"]["causes"][0]["field"], "metadata.name");
     EXPECT_EQ(body["details"]["causes"][0]["reason"], "FieldValueInvalid");
     const std::string message = body["message"];
-    EXPECT_EQ(message.rfind("Pod " + json(name).dump() + " is invalid: metadata.name: Invalid "
-                            "value: " + json(name).dump() + ": a lowercase RFC 1123 subdomain",
+    EXPECT_EQ(message.rfind("Pod " + json(name).dump() +
+                                " is invalid: metadata.name: Invalid "
+                                "value: " +
+                                json(name).dump() + ": a lowercase RFC 1123 subdomain",
                             0),
               0u)
         << message;
@@ -69,11 +71,10 @@ TEST_F(NamesTest, NamespacesAndServicesFollowTheirOwnRules) {
   auto ns = post("/api/v1/namespaces",
                  {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "Bad_NS"}}}});
   EXPECT_EQ(ns.status, 422) << ns.body;
-  auto svc = post("/api/v1/namespaces/default/services",
-                  {{"apiVersion", "v1"},
-                   {"kind", "Service"},
-                   {"metadata", {{"name", "1abc"}}},
-                   {"spec", {{"ports", {{{"port", 80}}}}}}});
+  auto svc = post("/api/v1/namespaces/default/services", {{"apiVersion", "v1"},
+                                                          {"kind", "Service"},
+                                                          {"metadata", {{"name", "1abc"}}},
+                                                          {"spec", {{"ports", {{{"port", 80}}}}}}});
   ASSERT_EQ(svc.status, 422) << svc.body;
   EXPECT_NE(svc.body.find("a DNS-1035 label must consist of"), std::string::npos) << svc.body;
 }
@@ -108,7 +109,8 @@ class TrainingJobCrdTest : public NamesTest {
             {"spec", std::move(spec)}};
   }
   testing::Reply create(json spec) {
-    return post("/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs", job(std::move(spec)));
+    return post("/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs",
+                job(std::move(spec)));
   }
 };
 
@@ -135,7 +137,8 @@ TEST_F(TrainingJobCrdTest, VolumeNamesAndPathsThatClimbOutAre422NamingTheField) 
       {"mountPath with ..", mounts("data", "/data/../etc"), "spec.volumeMounts[0].mountPath"},
       {"absolute subPath", mounts("data", "/data", "/etc"), "spec.volumeMounts[0].subPath"},
       {"subPath with ..", mounts("data", "/data", "a/../.."), "spec.volumeMounts[0].subPath"},
-      {"checkpoint path with ..", {{"trainer", {{"checkpoint", {{"path", "../../ckpt"}}}}}},
+      {"checkpoint path with ..",
+       {{"trainer", {{"checkpoint", {{"path", "../../ckpt"}}}}}},
        "spec.trainer.checkpoint.path"},
   };
   for (const BadJob& c : cases) {

@@ -4,7 +4,6 @@
 #include "local/kubelet/pod_paths.h"
 
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <fstream>
@@ -134,8 +133,7 @@ TEST(CheckPodPaths, RefusesEveryPathThatLeavesItsDirectoryNamingTheField) {
       {"claimName climbing out",
        [](kube::Pod& p) { p.spec.volumes[2].persistent_volume_claim->claim_name = ".."; },
        "spec.volumes[2]"},
-      {"hostPath with ..",
-       [](kube::Pod& p) { p.spec.volumes[3].host_path->path = "/srv/../etc"; },
+      {"hostPath with ..", [](kube::Pod& p) { p.spec.volumes[3].host_path->path = "/srv/../etc"; },
        "spec.volumes[3]"},
       {"subPath climbing out",
        [](kube::Pod& p) { p.spec.containers[0].volume_mounts[0].sub_path = "a/../../x"; },
@@ -177,9 +175,8 @@ class VolumeContainment : public ::testing::Test {
 };
 
 TEST_F(VolumeContainment, ClimbingVolumeNamesTouchNothingOutside) {
-  for (const std::string name :
-       {"..", "../../sentinel", "../../../../../sentinel", "../../../../../../sentinel",
-        "x/../../../sentinel"}) {
+  for (const std::string name : {"..", "../../sentinel", "../../../../../sentinel",
+                                 "../../../../../../sentinel", "x/../../../sentinel"}) {
     kube::Volume cm{name, {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
     kube::Volume secret{name, {}, {}, {}, kube::SecretVolumeSource{"s", {}, {}, {}, {}}, {}, {}};
     kube::Volume empty{name, kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}};
@@ -194,8 +191,8 @@ TEST_F(VolumeContainment, ClimbingVolumeNamesTouchNothingOutside) {
 }
 
 TEST_F(VolumeContainment, ClimbingItemPathsTouchNothingOutside) {
-  for (const std::string path : {"../../sentinel/keep", "../../../../../../sentinel/keep",
-                                 "/tmp/sentinel/keep"}) {
+  for (const std::string path :
+       {"../../sentinel/keep", "../../../../../../sentinel/keep", "/tmp/sentinel/keep"}) {
     kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
     cm.config_map->items = {{"k", path, {}, {}}};
     EXPECT_FALSE(setUpVolume(cm, "default", pod_dir_, root_, lookup_).ok()) << path;

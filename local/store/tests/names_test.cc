@@ -125,7 +125,8 @@ class NamesStoreTest : public ::testing::Test {
   }
   // The 422 create answers for `name`, or nullopt when it was created.
   std::optional<StatusError> createError(const ResourceKey& key, const std::string& kind,
-                                         const std::string& name, const std::string& ns = "default") {
+                                         const std::string& name,
+                                         const std::string& ns = "default") {
     json obj = object(kind, name);
     if (key == testing::kTj) obj["apiVersion"] = "ringmaster.dev/v1alpha1";
     auto r = store_->create(key, ns, obj);
@@ -142,18 +143,21 @@ TEST_F(NamesStoreTest, BadConfigMapNameIs422ExactlyAsKubeApiserver) {
   // The body kube-apiserver v1.26 sends for `kubectl create configmap Bad_Name`.
   const std::string cause = "Invalid value: \"Bad_Name\": " + kSubdomainError;
   EXPECT_EQ(e->bodyText(),
-            nlohmann::ordered_json({{"kind", "Status"},
-                  {"apiVersion", "v1"},
-                  {"metadata", nlohmann::ordered_json::object()},
-                  {"status", "Failure"},
-                  {"message", "ConfigMap \"Bad_Name\" is invalid: metadata.name: " + cause},
-                  {"reason", "Invalid"},
-                  {"details",
-                   {{"name", "Bad_Name"},
-                    {"kind", "ConfigMap"},
-                    {"causes",
-                     {{{"reason", "FieldValueInvalid"}, {"message", cause}, {"field", "metadata.name"}}}}}},
-                  {"code", 422}})
+            nlohmann::ordered_json(
+                {{"kind", "Status"},
+                 {"apiVersion", "v1"},
+                 {"metadata", nlohmann::ordered_json::object()},
+                 {"status", "Failure"},
+                 {"message", "ConfigMap \"Bad_Name\" is invalid: metadata.name: " + cause},
+                 {"reason", "Invalid"},
+                 {"details",
+                  {{"name", "Bad_Name"},
+                   {"kind", "ConfigMap"},
+                   {"causes",
+                    {{{"reason", "FieldValueInvalid"},
+                      {"message", cause},
+                      {"field", "metadata.name"}}}}}},
+                 {"code", 422}})
                 .dump());
 }
 
@@ -176,12 +180,13 @@ TEST_F(NamesStoreTest, PodNamesThatAreNoSubdomainAreRefusedAndNothingIsStored) {
 TEST_F(NamesStoreTest, NamespacesAreLabelsServicesDns1035CustomResourcesSubdomains) {
   auto ns = createError(testing::kNs, "Namespace", "a.b", "");
   ASSERT_TRUE(ns);
-  EXPECT_EQ(ns->message(), "Namespace \"a.b\" is invalid: metadata.name: Invalid value: \"a.b\": " +
-                               kLabelError);
+  EXPECT_EQ(ns->message(),
+            "Namespace \"a.b\" is invalid: metadata.name: Invalid value: \"a.b\": " + kLabelError);
   auto svc = createError({"", "services"}, "Service", "1abc");
   ASSERT_TRUE(svc);
-  EXPECT_EQ(svc->message(), "Service \"1abc\" is invalid: metadata.name: Invalid value: \"1abc\": " +
-                                kDns1035Error);
+  EXPECT_EQ(
+      svc->message(),
+      "Service \"1abc\" is invalid: metadata.name: Invalid value: \"1abc\": " + kDns1035Error);
   auto tj = createError(testing::kTj, "TrainingJob", "../x");
   ASSERT_TRUE(tj);
   EXPECT_EQ(tj->message(),
@@ -215,8 +220,9 @@ TEST(NamesStore, NamespaceOfANamespacedObjectMustBeALabel) {
   // Without a namespaces type the store cannot look the namespace up: its name is still checked.
   ObjectStore store;
   store.registerType(testing::configMaps());
-  auto r = store.create(testing::kCm, "../x",
-                        {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "a"}}}});
+  auto r =
+      store.create(testing::kCm, "../x",
+                   {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "a"}}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), 422);
   ASSERT_EQ(r.error().causes().size(), 1u);
