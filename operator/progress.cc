@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringmaster/contract/trainer_summary.h"
+#include "ringmaster/core/json.h"
 #include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::op {
@@ -120,8 +121,10 @@ core::Result<kube::TrainingProgress> parseTrainerSummary(std::string_view text) 
                                  " bytes, over the termination message's " +
                                  std::to_string(kube::kMaxTerminationMessageBytes));
   }
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return core::invalidArgument("not a JSON object");
+  auto parsed = core::parseJson(text);
+  if (!parsed.ok()) return parsed.status();
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object()) return core::invalidArgument("not a JSON object");
   kube::TrainingProgress p;
   bool any = false;
   core::Status bad;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -68,21 +69,36 @@ core::Status parseFlags(const std::string& name, const std::string& summary, boo
   return core::Status::Ok();
 }
 
-std::optional<pid_t> readPid(const fs::path& path) {
+// The positive number in a pid or port file; nullopt when missing or unreadable.
+std::optional<long> readNumber(const fs::path& path) {
   std::ifstream in(path);
-  long pid = 0;
-  if (!(in >> pid) || pid <= 0) return std::nullopt;
-  return static_cast<pid_t>(pid);
+  long value = 0;
+  if (!(in >> value) || value <= 0) return std::nullopt;
+  return value;
 }
 
-bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+std::optional<pid_t> readPid(const fs::path& path) {
+  if (auto n = readNumber(path)) return static_cast<pid_t>(*n);
+  return std::nullopt;
+}
 
-core::Status writePidFile(const fs::path& path) {
+// A zombie is not alive: a killed server whose parent (often a container's init) never reaps it
+// would otherwise look like a running one forever.
+bool alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t comm_end = text.rfind(')');  // the command name may contain spaces or ')'
+  return comm_end == std::string::npos || comm_end + 2 >= text.size() || text[comm_end + 2] != 'Z';
+}
+
+// Writes `value` and a newline to `path` atomically (pid and port files).
+core::Status writeNumberFile(const fs::path& path, long value) {
   fs::path tmp = path;
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << getpid() << "\n";
+    out << value << "\n";
     if (!out) return core::internalError("cannot write " + tmp.string());
   }
   std::error_code ec;
@@ -98,7 +114,8 @@ core::Status serve(const CommonFlags& flags) {
   options.port = static_cast<int>(flags.port);
   RM_ASSIGN_OR_RETURN(auto server, ApiServer::start(options));
   const fs::path pid_path = fs::path(flags.data_dir) / "pid";
-  RM_RETURN_IF_ERROR(writePidFile(pid_path));
+  RM_RETURN_IF_ERROR(writeNumberFile(fs::path(flags.data_dir) / "port", server->port()));
+  RM_RETURN_IF_ERROR(writeNumberFile(pid_path, getpid()));
   std::cout << "ringmaster local API server listening on " << server->url() << "\n"
             << "export KUBECONFIG=" << server->kubeconfigPath().string() << std::endl;
   while (!stop.waitFor(std::chrono::hours(1))) {
@@ -208,41 +225,63 @@ void stopPidFile(const fs::path& pid_path, const std::string& what) {
   fs::remove(pid_path, ec);
 }
 
-core::Status up(const CommonFlags& flags) {
-  const fs::path dir = flags.data_dir;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return core::internalError("cannot create " + dir.string() + ": " + ec.message());
+// Starts `local serve` on `port` (0: any free one) and waits until it has written its pid file:
+// the child's pid, or an error when it exited at start or took longer than 60 s.
+core::Result<pid_t> startServer(const fs::path& dir, const std::string& self, int port) {
   const fs::path pid_path = dir / "pid";
-  if (auto pid = readPid(pid_path); pid && alive(*pid)) {
-    std::cout << "already running (pid " << *pid << ")\n"
-              << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-    RM_ASSIGN_OR_RETURN(std::string self, selfPath());
-    return startAgents(dir, self, flags.kubelet_flags);
-  }
-  fs::remove(pid_path, ec);
   const fs::path log_path = dir / "apiserver.log";
-  RM_ASSIGN_OR_RETURN(std::string self, selfPath());
   RM_ASSIGN_OR_RETURN(pid_t child,
                       spawnDetached(log_path, {self, "local", "serve", "--data-dir", dir.string(),
-                                               "--port", std::to_string(flags.port)}));
-  // Ready once the child wrote its pid file (it listens and the kubeconfig is written).
+                                               "--port", std::to_string(port)}));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (waitpid(child, &status, WNOHANG) == child) {
       return core::unavailable("the API server exited at start; see " + log_path.string());
     }
-    if (auto pid = readPid(pid_path); pid && *pid == child) {
-      std::cout << "ringmaster local API server running (pid " << child << ", log "
-                << log_path.string() << ")\n"
-                << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-      return startAgents(dir, self, flags.kubelet_flags);
-    }
+    if (auto pid = readPid(pid_path); pid && *pid == child) return child;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   kill(child, SIGTERM);
   return core::timeoutError("the API server did not start within 60 s; see " + log_path.string());
+}
+
+core::Status up(const CommonFlags& flags) {
+  const fs::path dir = flags.data_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return core::internalError("cannot create " + dir.string() + ": " + ec.message());
+  const fs::path pid_path = dir / "pid";
+  RM_ASSIGN_OR_RETURN(std::string self, selfPath());
+  if (auto pid = readPid(pid_path); pid && alive(*pid)) {
+    std::cout << "already running (pid " << *pid << ")\n"
+              << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
+    return startAgents(dir, self, flags.kubelet_flags);
+  }
+  fs::remove(pid_path, ec);
+  // A kubelet and operator that outlived the API server keep dialling the address in the
+  // kubeconfig: a restarted server takes the same port again (`serve` records it).
+  const fs::path port_path = dir / "port";
+  int previous_port = 0;  // none
+  if (flags.port == 0) {
+    if (auto recorded = readNumber(port_path); recorded && *recorded <= 65535) {
+      previous_port = static_cast<int>(*recorded);
+    }
+  }
+  core::Result<pid_t> child = startServer(dir, self, previous_port ? previous_port : flags.port);
+  if (!child.ok() && previous_port) {
+    // Someone else took the port meanwhile: the agents must follow the new one.
+    std::cout << "port " << previous_port << " of the previous API server is taken; starting "
+              << "on a free port and restarting the kubelet and operator" << std::endl;
+    stopPidFile(dir / "operator.pid", "the operator");
+    stopPidFile(dir / "kubelet.pid", "the kubelet");
+    child = startServer(dir, self, 0);
+  }
+  if (!child.ok()) return child.status();
+  std::cout << "ringmaster local API server running (pid " << *child << ", log "
+            << (dir / "apiserver.log").string() << ")\n"
+            << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
+  return startAgents(dir, self, flags.kubelet_flags);
 }
 
 core::Status down(const CommonFlags& flags) {

@@ -5,7 +5,9 @@
 //     never creates a second pod for a rank, and every job Succeeds;
 //   - a job asking for more nvidia.com/gpu than the node has holds no pod after
 //     scheduleTimeoutSeconds and says Unschedulable; deleting a job removes its pods, Service
-//     and ConfigMap; a suspended job creates no pods until resumed.
+//     and ConfigMap; a suspended job creates no pods until resumed;
+//   - the API server SIGKILLed and brought back by `local up` keeps its port, and the kubelet and
+//     operator that outlived it carry on.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -312,6 +314,56 @@ spec:
     return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
   EXPECT_EQ(jobPhase(held), "Succeeded") << held.dump(2);
+}
+
+}  // namespace
+}  // namespace ringmaster
+
+namespace ringmaster {
+namespace {
+
+long readNumberFile(const std::string& path) {
+  std::ifstream in(path);
+  long n = 0;
+  in >> n;
+  return n;
+}
+
+// The API server SIGKILLed and brought back with `local up`: it takes its old port again, so the
+// kubelet and operator that outlived it (same pids) reconnect, and a new job runs to the end.
+TEST_F(OperatorFaultE2e, ApiServerKilledAndBroughtBackKeepsItsPortAndTheAgentsCarryOn) {
+  const std::string dir = cluster_.dataDir();
+  const long port = readNumberFile(dir + "/port");
+  const pid_t server = static_cast<pid_t>(readNumberFile(dir + "/pid"));
+  const pid_t kubelet = static_cast<pid_t>(readNumberFile(dir + "/kubelet.pid"));
+  const pid_t op = static_cast<pid_t>(readNumberFile(dir + "/operator.pid"));
+  ASSERT_GT(port, 0) << "`local serve` records its port in <data-dir>/port";
+  ASSERT_GT(server, 0);
+  // The agents are at work: a job runs to the end before the server goes.
+  auto runJob = [&](const std::string& name) {
+    apply("apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: " + name +
+          "}\nspec:\n  replicas: 2\n  image: ringmaster/trainer:0.1.0\n"
+          "  command: [\"sh\", \"-c\", \"true\"]\n");
+    nlohmann::json job = cluster_.waitForJob(name, 120s, [](const nlohmann::json& j) {
+      return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
+    });
+    EXPECT_EQ(jobPhase(job), "Succeeded")
+        << job.dump(2) << testutil::readFile(dir + "/operator.log")
+        << testutil::readFile(dir + "/kubelet.log");
+  };
+  runJob("before-restart");
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(server); }));
+
+  ASSERT_EQ(cluster_.start(), "");  // `ringmaster local up` again
+  EXPECT_EQ(readNumberFile(dir + "/port"), port);
+  EXPECT_NE(readNumberFile(dir + "/pid"), server);
+  EXPECT_TRUE(liveProcess(kubelet)) << testutil::readFile(dir + "/kubelet.log");
+  EXPECT_TRUE(liveProcess(op)) << testutil::readFile(dir + "/operator.log");
+  EXPECT_EQ(readNumberFile(dir + "/kubelet.pid"), kubelet) << "the kubelet was not replaced";
+  EXPECT_EQ(readNumberFile(dir + "/operator.pid"), op) << "the operator was not replaced";
+
+  runJob("after-restart");
 }
 
 }  // namespace
