@@ -58,7 +58,7 @@ void sendError(ResponseWriter& w, const StatusError& error) {
   sendJson(w, error.code(), error.bodyText());
 }
 
-// Go's http.NotFound: what kube-apiserver answers for paths it does not route (f-errors.md f4c).
+// Go's http.NotFound: what kube-apiserver answers for paths it does not route.
 void sendPageNotFound(ResponseWriter& w) {
   Headers h;
   h.add("Content-Type", "text/plain; charset=utf-8");

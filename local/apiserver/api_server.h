@@ -1,7 +1,7 @@
 #pragma once
 // ApiServer: the embedded Kubernetes API server of `ringmaster local`. It joins the
 // object store (local/store) to the HTTPS transport (local/https) and speaks the REST dialect
-// kubectl 1.32 expects (/work/shared/k8s-reference): discovery, OpenAPI v3 with schemas
+// kubectl 1.32 expects (checked against a real kube-apiserver): discovery, OpenAPI v3 with schemas
 // (openapi.h), resource URLs for get/list/watch/create/update/patch/delete (+ /status, pods'
 // /binding and /log), Table answers for `kubectl get`, CRDs that add and remove served
 // resources at run time with their schemas enforced (schema.h), ?dryRun=All, ?fieldValidation,

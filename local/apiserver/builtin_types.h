@@ -1,7 +1,7 @@
 #pragma once
 // The built-in resources the local cluster serves from its first start: core/v1 pods, services,
 // configmaps, secrets, events, namespaces, nodes; coordination.k8s.io/v1 leases;
-// apiextensions.k8s.io/v1 customresourcedefinitions. Discovery names follow a-discovery.md.
+// apiextensions.k8s.io/v1 customresourcedefinitions. Discovery names follow kube-apiserver's.
 //
 // Thread-safety: pure. Failure: none.
 

@@ -70,7 +70,7 @@ std::vector<StatusCause> problems(const json& crd) {
 }
 
 // The store's admit hook for a custom resource: prune, default and validate with the storage
-// version's schema; unknown fields follow ?fieldValidation (f-errors.md f3e).
+// version's schema; unknown fields follow ?fieldValidation.
 AdmitFn schemaAdmitter(json schema, std::string kind, std::string group, std::string version) {
   return [schema = std::move(schema), kind = std::move(kind), group = std::move(group),
           version = std::move(version)](json& obj, const json* old,

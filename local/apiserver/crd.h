@@ -1,5 +1,5 @@
 #pragma once
-// CustomResourceDefinitions (b-crd.md): what a CRD object means for the server. Each served
+// CustomResourceDefinitions: what a CRD object means for the server. Each served
 // version becomes an ApiResource (group, plural, kind, shortNames, categories, scope, status
 // subresource, additionalPrinterColumns); the store keeps one type per {group, plural}, taken
 // from the storage version. After a CRD is written the server sets its status like

@@ -1,12 +1,12 @@
 #pragma once
-// The discovery and OpenAPI documents kubectl reads before it does anything (a-discovery.md):
+// The discovery and OpenAPI documents kubectl reads before it does anything:
 //   /api                      APIVersions
 //   /apis                     APIGroupList
 //   /api/v1, /apis/<g>/<v>    APIResourceList (verbs, shortNames, categories, subresources)
 //   /version                  version.Info
 //   /openapi/v3, /openapi/v3/<gv>  OpenAPI v3: one PATCH operation per kind carrying
 //       x-kubernetes-group-version-kind and the `fieldValidation` query parameter, which is what
-//       kubectl's validator checks before leaving validation to the server (m-experiments.md m1),
+//       kubectl's validator checks before leaving validation to the server,
 //       and the kinds' component schemas (openapi.h) that `kubectl explain` reads.
 //
 // Thread-safety: pure functions of the registry snapshot. Failure: none (empty documents).

@@ -3,7 +3,7 @@
 // builds the documents): the apimachinery meta types, hand-written schemas of the built-in kinds
 // (openapi_builtin.inc: enough for `kubectl explain pod.spec.containers`), and each custom
 // resource's openAPIV3Schema with the standard apiVersion/kind/metadata fields, as
-// kube-apiserver's CRD publisher does (j-explain-wait.md j1). kubectl explain finds a kind's
+// kube-apiserver's CRD publisher does. kubectl explain finds a kind's
 // schema by its x-kubernetes-group-version-kind.
 //
 // Thread-safety: pure (the built-in table is parsed once, thread-safely). Failure: none.

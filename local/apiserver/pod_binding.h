@@ -1,5 +1,5 @@
 #pragma once
-// POST pods/{name}/binding (h-pods.md h4): what kube-scheduler (or our kubelet) does to place a
+// POST pods/{name}/binding: what kube-scheduler (or our kubelet) does to place a
 // pod. Sets spec.nodeName and the PodScheduled=True condition in one write; answers 201 with a
 // Status Success as kube-apiserver does.
 //

@@ -174,7 +174,7 @@ ApiResult<fs::path> podLogPath(const ObjectStore& store, const json& pod,
   const std::string root =
       str(field(field((*node)->object, "metadata"), "annotations"), kKubeletRootAnnotation);
   if (root.empty()) {
-    // As kube-apiserver reports a kubelet it cannot reach: 500 without a reason (h-pods.md h13).
+    // As kube-apiserver reports a kubelet it cannot reach: 500 without a reason.
     return StatusError(500, "",
                        "node " + node_name + " has no kubelet log root (annotation " +
                            kKubeletRootAnnotation + ")");

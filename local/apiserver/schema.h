@@ -5,7 +5,7 @@
 // validation (type, required, enum, minimum/maximum/exclusive*, multipleOf, minLength/maxLength,
 // pattern, minItems/maxItems/uniqueItems, minProperties/maxProperties, format, nullable,
 // x-kubernetes-int-or-string, x-kubernetes-preserve-unknown-fields, additionalProperties) with
-// kube-apiserver's cause texts (f-errors.md f3a-f3c), then `x-kubernetes-validations` CEL rules
+// kube-apiserver's cause texts, then `x-kubernetes-validations` CEL rules
 // (f3d) through cel.h.
 //
 // Thread-safety: pure functions (the "unsupported rule" log is guarded). Failure: validation

@@ -1,5 +1,5 @@
 #pragma once
-// meta.k8s.io/v1 Table answers for `kubectl get` (d-get-watch.md d1, h-pods.md h8, f9):
+// meta.k8s.io/v1 Table answers for `kubectl get`:
 // columnDefinitions (Name first), one row per object with cells computed here and `object`
 // per includeObject (None / Metadata = PartialObjectMetadata / Object). Custom resources use
 // their CRD's additionalPrinterColumns (simple JSONPaths: `.a.b`, `.a[0].b`); `date` cells are

@@ -1,7 +1,7 @@
 #pragma once
 // Authentication as kube-apiserver (anonymous auth on, the default) answers it:
 //   - `Authorization: Bearer <the token>`  -> the admin user;
-//   - a bearer token that does not match   -> 401 with the minimal Status (f-errors.md f5b);
+//   - a bearer token that does not match   -> 401 with the minimal Status;
 //   - no credentials (or a non-Bearer scheme) -> `system:anonymous`, which may read the public
 //     paths /healthz, /livez, /readyz (and below) and /version, and gets 403 Forbidden with
 //     RBAC's message everywhere else (f5a).

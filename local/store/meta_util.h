@@ -1,7 +1,7 @@
 #pragma once
 // Small pure helpers for object metadata: UUIDs, RFC 3339 timestamps, generateName suffixes,
 // and list continue tokens (unpadded base64url of {"v":"meta.k8s.io/v1","rv":N,"start":"key\0"},
-// the same shape kube-apiserver hands out, l-pagination-selectors.md).
+// the same shape kube-apiserver hands out).
 //
 // Thread-safety: RandomSource is not thread-safe (the store guards it); the free functions are.
 // Failure: decodeContinueToken returns nullopt for a token it cannot read.

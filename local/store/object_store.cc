@@ -447,7 +447,7 @@ ApiResult<ObjectPtr> ObjectStore::updateLocked(const ResourceType& type, const s
   std::string skey = storageKey(type.namespaced ? ns : "", name);
   if (hasDeletionTimestamp(next) && finalizersOf(next).empty() && !(type.key() == kNamespaces)) {
     // The last finalizer is gone: delete now. The answer is the written state, the DELETED
-    // event carries the last stored one (g-delete-gc.md g6/g7).
+    // event carries the last stored one.
     if (!deleteNowLocked(type.key(), existing)) return internalError(log_error_.message());
     return makeStoredObject(std::move(next), existing->resource_version);
   }

@@ -5,7 +5,7 @@
 // delete / watch, the status subresource, generation, finalizers and deletionTimestamp, graceful
 // pod deletion, ownerReference garbage collection, namespace deletion, a bounded event history
 // (410 Expired beyond it), and persistence (snapshot + append log) in a data directory.
-// The texts of errors and the shapes of answers follow /work/shared/k8s-reference (see the .cc).
+// The texts of errors and the shapes of answers are kube-apiserver's (see the .cc).
 //
 // Ownership: the store owns every object; readers get ObjectPtr (shared_ptr<const>), which stays
 // valid after later writes. Watches are shared between the store (producer) and the consumer.
@@ -87,7 +87,7 @@ struct DeleteResult {
   ObjectPtr object;
   bool deleted = false;  // gone from the store now
   // For a type without return_deleted_object, the 200 Status Success body kube-apiserver sends
-  // when the object is gone at once (g-delete-gc.md g3); nullopt when `object` is the answer.
+  // when the object is gone at once; nullopt when `object` is the answer.
   std::optional<StatusError> status;
 };
 
@@ -141,7 +141,7 @@ class ObjectStore {
   ApiResult<DeleteResult> remove(const ResourceKey& key, const std::string& ns,
                                  const std::string& name, const DeleteOptions& options = {});
   // 400 for bad selectors or resourceVersion; a too-old RV yields a watch whose only event is
-  // ERROR 410 "too old resource version: X (Y)" (d-get-watch.md d8).
+  // ERROR 410 "too old resource version: X (Y)".
   ApiResult<std::shared_ptr<Watch>> watch(const ResourceKey& key, const std::string& ns,
                                           const WatchOptions& options);
 

@@ -5,7 +5,7 @@
 // fields a ResourceType registers; values may escape '\,' '\=' '\\'.
 //
 // Thread-safety: immutable after parsing; matches() is const. Failure: parse errors are 400
-// BadRequest StatusErrors with upstream's texts (l-pagination-selectors.md l9/l10).
+// BadRequest StatusErrors with upstream's texts.
 
 #include <nlohmann/json.hpp>
 #include <string>

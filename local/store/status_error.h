@@ -1,6 +1,6 @@
 #pragma once
-// StatusError: an API error as kube-apiserver returns it — an HTTP code plus the `v1` Status body
-// (f-errors.md). ApiResult<T>: a T or a StatusError, the return type of every store operation.
+// StatusError: an API error as kube-apiserver returns it — an HTTP code plus the `v1` Status body.
+// ApiResult<T>: a T or a StatusError, the return type of every store operation.
 //
 // Thread-safety: value types. Failure: none (these are the failure path).
 

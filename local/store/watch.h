@@ -42,7 +42,7 @@ std::string_view watchEventTypeName(WatchEventType type);  // "ADDED", …
 struct WatchEvent {
   WatchEventType type = WatchEventType::kAdded;
   ObjectPtr object;
-  // {"type":"ADDED","object":{…}} plus '\n', the wire form of one watch chunk (d-get-watch.md d6).
+  // {"type":"ADDED","object":{…}} plus '\n', the wire form of one watch chunk.
   std::string line() const;
 };
 

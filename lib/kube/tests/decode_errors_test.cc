@@ -85,7 +85,7 @@ TEST(DecodeErrors, WatchEventPaths) {
 }
 
 TEST(DecodeErrors, MicroTimeNeedsSixFractionalDigits) {
-  // The API server answers 400 to the same text (k-leases.md k9b).
+  // The API server answers 400 to the same text.
   EXPECT_EQ(errorOf<Lease>(R"({"spec":{"renewTime":"2026-11-22T02:01:03.123Z"}})"),
             "spec.renewTime: expected an RFC 3339 time with 6 fractional digits "
             "(2026-11-22T02:01:03.874063Z), got \"2026-11-22T02:01:03.123Z\"");

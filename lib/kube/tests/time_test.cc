@@ -1,4 +1,4 @@
-// Time and MicroTime parse and format as the API server does (k-leases.md k2, k9).
+// Time and MicroTime parse and format as the API server does.
 
 #include "ringmaster/kube/time.h"
 
@@ -59,7 +59,7 @@ TEST(MicroTime, ParsesAndFormatsSixDigits) {
 }
 
 TEST(MicroTime, RejectsTheFormsTheApiServerRejects) {
-  // k-leases.md k9a-k9d: no fraction, 3 digits, 9 digits with an offset, a number string.
+  // Accepted forms: no fraction, 3 digits, 9 digits with an offset, a number string.
   for (const char* bad : {"2026-11-22T02:01:03Z", "2026-11-22T02:01:03.123Z",
                           "2026-11-22T03:01:03.123456789+01:00", "1763776863"}) {
     EXPECT_FALSE(MicroTime::parse(bad).ok()) << "accepted \"" << bad << "\"";

@@ -49,7 +49,7 @@ metadata: {name: cm1}
 data: {a: "1"}
 )";
 
-// The TrainingJob CRD of b-crd.md b0, trimmed: a structural schema with descriptions, bounds,
+// The TrainingJob CRD, trimmed: a structural schema with descriptions, bounds,
 // an enum, defaults and one CEL rule.
 constexpr const char* kTjCrd = R"(apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -583,7 +583,7 @@ TEST_F(KubectlTest, ServerDryRunValidatesButPersistsNothing) {
 }
 
 TEST_F(KubectlTest, ImperativeCreateSendsProtobufWhichIsDecoded) {
-  // kubectl's generators send protobuf bodies and do not fall back (m-experiments.md m3).
+  // kubectl's generators send protobuf bodies and do not fall back.
   auto cm = kubectl({"create", "configmap", "imp", "--from-literal=a=b"});
   ASSERT_EQ(cm.exit_code, 0) << cm.stderr_text;
   EXPECT_EQ(cm.stdout_text, "configmap/imp created\n");

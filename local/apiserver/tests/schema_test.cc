@@ -9,7 +9,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// The TrainingJob schema of b-crd.md b0 (trimmed to what the cases use).
+// The TrainingJob schema (trimmed to what the cases use).
 json trainingJobSchema() {
   return json::parse(R"({
     "type": "object",
@@ -74,7 +74,7 @@ TEST(Schema, SeveralViolationsComeRequiredThenUnsupportedThenInvalid) {
             "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or "
             "equal to 1 (FieldValueInvalid)");
   EXPECT_EQ(out.causes[3].field, "<nil>");
-  // The joined 422 message of f-errors.md f3c.
+  // The joined 422 message kube-apiserver sends.
   StatusError e = invalidError("TrainingJob", "ringmaster.dev", "bad-multiple", out.causes);
   EXPECT_EQ(e.message().substr(0, 100),
             "TrainingJob.ringmaster.dev \"bad-multiple\" is invalid: [spec.trainer.image: Required "
@@ -82,7 +82,7 @@ TEST(Schema, SeveralViolationsComeRequiredThenUnsupportedThenInvalid) {
 }
 
 TEST(Schema, BoundsViolationsDoNotBlockCelRules) {
-  // f-errors.md f3b: a minimum violation alone gets no "rules were not checked" cause …
+  // A minimum violation alone gets no "rules were not checked" cause …
   auto zero = admit(job({{"replicas", 0}, {"trainer", {{"image", "i"}}}}));
   EXPECT_EQ(texts(zero.causes),
             (std::vector<std::string>{"spec.replicas: Invalid value: 0: spec.replicas in body "

@@ -27,8 +27,8 @@ TEST(BearerAuthenticator, AdmitsOnlyTheExactTokenAndTreatsNoneAsAnonymous) {
   EXPECT_EQ(auth.check(request("GET", "/api", "Basic dTpw")), D::kAnonymous);
 }
 
-TEST(Unauthorized, IsTheMinimalStatusOfTheTranscript) {
-  // f-errors.md f5b: Content-Length 129.
+TEST(Unauthorized, IsKubeApiserversMinimalStatus) {
+  // The minimal Status kube-apiserver sends for a token it does not know: 129 bytes.
   EXPECT_EQ(unauthorizedBody(),
             R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
             R"("message":"Unauthorized","reason":"Unauthorized","code":401})"
@@ -37,7 +37,7 @@ TEST(Unauthorized, IsTheMinimalStatusOfTheTranscript) {
 }
 
 TEST(AnonymousForbidden, NamesResourceGroupAndNamespaceLikeRbac) {
-  // f-errors.md f5a.
+  // As kube-apiserver answers an anonymous request that RBAC forbids.
   auto body = nlohmann::json::parse(anonymousForbiddenBody(
       request("GET", "/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs")));
   EXPECT_EQ(body["message"],

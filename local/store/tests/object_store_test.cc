@@ -411,7 +411,7 @@ TEST_F(ObjectStoreTest, NamespacesMustExistAndTheirDeletionEmptiesThem) {
   EXPECT_EQ(store_.get(kNs, "", "paging").error().code(), 404);
 }
 
-// l-pagination-selectors.md: 6 ConfigMaps, limit=2, three pages sharing one resourceVersion.
+// 6 ConfigMaps, limit=2, three pages sharing one resourceVersion.
 TEST_F(ObjectStoreTest, LimitAndContinueWalkSixObjectsInThreePages) {
   for (int i = 1; i <= 5; ++i) {
     mustCreate(kCm, cm("cm-" + std::to_string(i), {{"app", "demo"}, {"tier", i <= 3 ? "a" : "b"}}),

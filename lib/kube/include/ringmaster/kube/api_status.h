@@ -2,7 +2,7 @@
 // ApiStatus: the Kubernetes `Status` object (kind "Status", apiVersion "v1") that the API server
 // returns for every error and for some successes (a DELETE that removed the object, a Binding),
 // and that a watch ERROR event carries (410 Expired). Named ApiStatus so it is never confused with
-// core::Status. Shapes: k8s-reference/f-errors.md — details.kind is the plural resource for
+// core::Status. Shapes as kube-apiserver sends them: details.kind is the plural resource for
 // 404/409/403 but the Kind for 422; 422 lists details.causes[{reason, message, field}].
 //
 // Thread-safety: plain value. Failure: decode returns InvalidArgument naming the field path.

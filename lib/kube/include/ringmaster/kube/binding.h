@@ -1,5 +1,5 @@
 #pragma once
-// core/v1 Binding: POSTed to pods/NAME/binding to schedule a pod onto a node (h-pods.md h4):
+// core/v1 Binding: POSTed to pods/NAME/binding to schedule a pod onto a node:
 // {"apiVersion":"v1","kind":"Binding","metadata":{"name":POD},"target":{"apiVersion":"v1","kind":"Node","name":NODE}}.
 // Codecs and conventions: codec.h. Thread-safety: plain values, not synchronized.
 // Failure: decode returns InvalidArgument naming the field path.

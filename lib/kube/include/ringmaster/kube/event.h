@@ -1,5 +1,5 @@
 #pragma once
-// core/v1 Event, in the shape client-go's EventRecorder writes (i-events-describe.md): name
+// core/v1 Event, in the shape client-go's EventRecorder writes: name
 // "<object>.<hex nanos>", involvedObject, reason, message, type, source, first/lastTimestamp,
 // count. eventTime is a MicroTime and is null on recorder events.
 // Codecs and conventions: codec.h. Thread-safety: plain values, not synchronized.

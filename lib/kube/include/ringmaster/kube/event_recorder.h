@@ -1,6 +1,6 @@
 #pragma once
 // EventRecorder: core/v1 Events about objects, in the shape client-go's record.EventRecorder
-// writes them (i-events-describe.md), so that `kubectl describe` shows them:
+// writes them, so that `kubectl describe` shows them:
 //   first time   POST events: name "<object name>.<unix nanoseconds in hex>", involvedObject,
 //                reason, message, type (Normal|Warning), source.component/host,
 //                firstTimestamp = lastTimestamp = now, count 1, eventTime null,

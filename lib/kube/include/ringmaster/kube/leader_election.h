@@ -1,6 +1,5 @@
 #pragma once
-// LeaderElector: leader election on a coordination.k8s.io/v1 Lease, as client-go does it
-// (k-leases.md):
+// LeaderElector: leader election on a coordination.k8s.io/v1 Lease, as client-go does it:
 //   acquire  GET the Lease; 404 -> POST one naming us (leaseTransitions 0). Held by another
 //            identity and not expired -> not leader. Expired or ours -> PUT with the fresh
 //            resourceVersion: holder us, renewTime now, acquireTime now and leaseTransitions+1

@@ -1,5 +1,5 @@
 #pragma once
-// coordination.k8s.io/v1 Lease, the leader-election lock (k-leases.md). acquireTime and
+// coordination.k8s.io/v1 Lease, the leader-election lock. acquireTime and
 // renewTime are MicroTime: exactly six fractional digits, or the API server answers 400.
 // Codecs and conventions: codec.h. Thread-safety: plain values, not synchronized.
 // Failure: decode returns InvalidArgument naming the field path.

@@ -5,7 +5,7 @@
 //              server does, so a value read back from the server compares equal to the one written.
 //   MicroTime  metav1.MicroTime (Lease acquireTime/renewTime, Event eventTime): exactly six
 //              fractional digits, "2026-11-22T02:01:03.874063Z". The API server rejects any other
-//              fraction (k-leases.md k9), so decode does too.
+//              fraction, so decode does too.
 // The default-constructed value is the zero time, which Kubernetes writes as JSON null
 // ("eventTime": null, "lastProbeTime": null).
 //

@@ -1,5 +1,5 @@
 #pragma once
-// WatchEvent<T>: one line of a watch stream, {"type": ..., "object": ...} (d-get-watch.md d5):
+// WatchEvent<T>: one line of a watch stream, {"type": ..., "object": ...}:
 //   ADDED / MODIFIED / DELETED  object is the T (DELETED carries its last state)
 //   BOOKMARK                    object is a T with only apiVersion, kind, metadata.resourceVersion
 //   ERROR                       object is a Status (410 Expired: the watcher must relist); it is
