@@ -61,6 +61,18 @@ core::Result<std::vector<HostfileEntry>> parseHostfile(const std::string& text) 
   return hosts;
 }
 
+std::string sshdQuoted(std::string_view text) {
+  // Inside quotes sshd's config reader takes \\ for a backslash and \" for a quote; any other
+  // byte but a line break stands for itself.
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
 core::Status validateSshdSettings(const SshdSettings& s) {
   if (s.listen_address.empty() || hasAny(s.listen_address, " \t\"%\n\r")) {
     return core::invalidArgument("sshd_config: listen address '" + s.listen_address +
@@ -73,7 +85,7 @@ core::Status validateSshdSettings(const SshdSettings& s) {
   RM_RETURN_IF_ERROR(checkPath("host key", s.host_key));
   RM_RETURN_IF_ERROR(checkPath("authorized keys file", s.authorized_keys));
   for (const auto& [name, value] : s.session_env) {
-    if (name.empty() || hasAny(name, "= \t\"\n\r") || hasAny(value, "\"\n\r")) {
+    if (name.empty() || hasAny(name, "= \t\"\\\n\r") || hasAny(value, "\n\r")) {
       return core::invalidArgument("sshd_config: SetEnv cannot carry variable '" + name + "'");
     }
   }
@@ -100,10 +112,12 @@ std::string sshdConfig(const SshdSettings& s) {
       << "X11Forwarding no\n"
       << "AllowTcpForwarding no\n"
       << "MaxStartups 100:30:200\n";  // every rank's orted connects at once on big jobs
-  // sshd takes only the first SetEnv line: every variable goes on one.
+  // sshd takes only the first SetEnv line: every variable goes on one, each quoted.
   if (!s.session_env.empty()) {
     out << "SetEnv";
-    for (const auto& [name, value] : s.session_env) out << " \"" << name << "=" << value << "\"";
+    for (const auto& [name, value] : s.session_env) {
+      out << " \"" << name << "=" << sshdQuoted(value) << "\"";
+    }
     out << "\n";
   }
   return out.str();
@@ -119,7 +133,7 @@ bool forwardToSshSession(const std::string& name, const std::string& value) {
   for (const char* prefix : {"SSH_", "OMPI_", "PMIX_", "OPAL_", "ORTE_", "PRTE_"}) {
     if (startsWith(name, prefix)) return false;
   }
-  return !name.empty() && !hasAny(name, "= \t\"\n\r") && !hasAny(value, "\"\n\r");
+  return !name.empty() && !hasAny(name, "= \t\"\\\n\r") && !hasAny(value, "\n\r");
 }
 
 std::string sshAgent(int port, const std::string& identity) {

@@ -19,6 +19,7 @@
 // path that cannot be written into the file / command line as it is.
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,9 @@ std::string sshdConfig(const SshdSettings& settings);
 // Checks what sshdConfig() would write: paths without '"', '%' or line breaks (sshd expands %
 // tokens in AuthorizedKeysFile), a TCP port, no empty listen address.
 core::Status validateSshdSettings(const SshdSettings& settings);
+// `text` escaped for a double-quoted sshd_config argument (backslash and quote escaped); it
+// must hold no line break (validateSshdSettings refuses those).
+std::string sshdQuoted(std::string_view text);
 
 // Whether NAME=VALUE can go into sshd's SetEnv and a login should get it: not a variable that
 // sshd sets per login (USER, HOME, SHELL, SSH_*...), nor Open MPI's own (OMPI_*, PMIX_*...), nor

@@ -196,7 +196,7 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
 // valueFrom may read the pod's own fields and resources, or a Secret or ConfigMap key of the
 // job's own namespace: what any pod author there can do (a pod cannot name another
 // namespace). Other sources are refused. In MPI mode the launcher hands the environment to
-// sshd's SetEnv, whose quoting cannot carry a backslash, '"' or a line break.
+// sshd's SetEnv, which quotes anything but a line break.
 void validateEnvSource(const kube::TrainingJobSpec& s, size_t i, Errors& e) {
   const kube::EnvVar& var = s.env[i];
   const std::string p = "spec.env[" + std::to_string(i) + "]";
@@ -220,10 +220,10 @@ void validateEnvSource(const kube::TrainingJobSpec& s, size_t i, Errors& e) {
     }
   }
   if (s.launcher == "mpi" && var.value &&
-      var.value->find_first_of(std::string_view("\\\"\r\n")) != std::string::npos) {
+      var.value->find_first_of(std::string_view("\r\n")) != std::string::npos) {
     e.add(p + ".value",
-          "must not contain a backslash, a double quote or a line break when spec.launcher is "
-          "mpi (the launcher passes the environment through sshd's config)");
+          "must not contain a line break when spec.launcher is mpi (the launcher passes the "
+          "environment through sshd's config, one line)");
   }
 }
 

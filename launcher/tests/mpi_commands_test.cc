@@ -6,7 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 namespace ringmaster::launcher {
 namespace {
@@ -85,10 +91,57 @@ TEST(SshdConfig, RejectsWhatTheConfigSyntaxCannotCarry) {
   s.listen_address = "";
   EXPECT_FALSE(validateSshdSettings(s).ok());
   s = settings();
-  s.session_env.push_back({"X", "say \"hi\""});
+  s.session_env.push_back({"X", "two\nlines"});
   auto st = validateSshdSettings(s);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("'X'"));
+}
+
+TEST(SshdConfig, QuotesBackslashesAndQuotesInValues) {
+  struct Case {
+    std::string value, written;
+  };
+  const Case cases[] = {
+      {"plain", "plain"},
+      {"C:\\", "C:\\\\"},  // a trailing backslash would swallow the closing quote
+      {"say \"hi\"", "say \\\"hi\\\""},
+      {"a\\\"b", "a\\\\\\\"b"},
+      {"", ""},
+  };
+  for (const Case& c : cases) EXPECT_EQ(sshdQuoted(c.value), c.written) << c.value;
+  SshdSettings s = settings();
+  s.session_env = {{"DATA_DIR", "C:\\"}, {"GREETING", "say \"hi\""}};
+  EXPECT_TRUE(validateSshdSettings(s).ok());
+  EXPECT_THAT(sshdConfig(s),
+              HasSubstr("\nSetEnv \"DATA_DIR=C:\\\\\" \"GREETING=say \\\"hi\\\"\"\n"));
+}
+
+// The real sshd reads back exactly the values written (sshd -T prints the effective config).
+TEST(SshdConfig, RealSshdReadsTheValuesBack) {
+  if (access("/usr/sbin/sshd", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/sshd";
+  std::error_code ec;  // sshd insists on its privilege separation directory, as MPI mode makes it
+  std::filesystem::create_directories("/run/sshd", ec);
+  if (access("/run/sshd", F_OK) != 0) GTEST_SKIP() << "cannot create /run/sshd";
+  char tmpl[] = "/tmp/sshd_config_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ASSERT_EQ(std::system(("ssh-keygen -q -t ed25519 -N '' -f " + dir + "/hk").c_str()), 0);
+  SshdSettings s = settings();
+  s.listen_address = "127.0.0.1";
+  s.host_key = dir + "/hk";
+  s.session_env = {{"DATA_DIR", "C:\\"}, {"GREETING", "say \"hi\""}, {"MIXED", "a\\\"b c"}};
+  ASSERT_TRUE(validateSshdSettings(s).ok());
+  std::ofstream(dir + "/cfg") << sshdConfig(s);
+  FILE* p = popen(("/usr/sbin/sshd -T -f " + dir + "/cfg 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << out;
+  EXPECT_THAT(out, HasSubstr("setenv DATA_DIR=C:\\\n"));
+  EXPECT_THAT(out, HasSubstr("setenv GREETING=say \"hi\"\n"));
+  EXPECT_THAT(out, HasSubstr("setenv MIXED=a\\\"b c\n"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ForwardToSshSession, KeepsThePodsVariablesButNotPerLoginOrOpenMpisOwn) {
@@ -103,7 +156,7 @@ TEST(ForwardToSshSession, KeepsThePodsVariablesButNotPerLoginOrOpenMpisOwn) {
   EXPECT_FALSE(forwardToSshSession("OMPI_COMM_WORLD_RANK", "0"));
   EXPECT_FALSE(forwardToSshSession("PMIX_RANK", "0"));
   EXPECT_FALSE(forwardToSshSession("MULTI", "line\nvalue"));
-  EXPECT_FALSE(forwardToSshSession("QUOTED", "a\"b"));
+  EXPECT_TRUE(forwardToSshSession("QUOTED", "a\"b\\"));  // sshdConfig escapes both
 }
 
 MpirunSettings mpirun() {

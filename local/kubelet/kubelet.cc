@@ -382,7 +382,15 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
     base.hosts_file = (options_.root_dir / "hosts").string();
     base_env_ = baseEnv(base);
   }
-  RM_RETURN_IF_ERROR(registerNode());
+  // An API server that is down (restarting, or killed a moment after `local up`) is waited for,
+  // as a real kubelet does: the kubelet is the one process that must outlive it.
+  for (milliseconds wait{200};; wait = std::min(wait * 2, milliseconds(5'000))) {
+    core::Status registered = registerNode();
+    if (registered.ok()) break;
+    if (registered.code() != core::Code::kUnavailable) return registered;
+    RM_LOG(WARN, LOCAL) << registered.message() << "; retrying in " << wait.count() << " ms";
+    if (stop.waitFor(wait)) return core::cancelled("stopped before the node was registered");
+  }
 
   kube::Reflector<kube::Pod>::Options watch_options;
   watch_options.poll = milliseconds(200);

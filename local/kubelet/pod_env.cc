@@ -98,11 +98,10 @@ const std::string* findEnv(const EnvList& env, const std::string& name) {
 EnvList baseEnv(const BaseEnvOptions& options) {
   EnvList env;
   std::string path = options.self_dir;
-  if (!options.inherited_path.empty()) {
-    path += (path.empty() ? "" : ":") + options.inherited_path;
-  } else {
-    path += (path.empty() ? "" : ":") + std::string("/usr/local/bin:/usr/bin:/bin");
-  }
+  if (!path.empty()) path += ':';
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string here.
+  path += options.inherited_path.empty() ? std::string_view("/usr/local/bin:/usr/bin:/bin")
+                                         : std::string_view(options.inherited_path);
   env.emplace_back("PATH", path);
   env.emplace_back("HOME", options.home.empty() ? "/root" : options.home);
   env.emplace_back("LANG", "C.UTF-8");

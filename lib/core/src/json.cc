@@ -26,7 +26,8 @@ Result<Json> parseBounded(std::string_view text, int max_depth) {
   if (value.is_discarded()) {
     // Parse again, throwing, only to get the parser's own message (rare: bad input).
     try {
-      (void)Json::parse(text, guard);
+      Json unused = Json::parse(text, guard);
+      (void)unused;
     } catch (const typename Json::parse_error& e) {
       return invalidArgument(std::string("invalid JSON: ") + e.what());
     }
