@@ -83,8 +83,8 @@ Result<LauncherEnvironment> parseEnvironment(const EnvLookup& lookup) {
                                  " characters, fewer than " + std::to_string(secret::kMinChars));
   }
   if (e.store_secret.empty() && e.nnodes > 1) {
-    return core::invalidArgument(std::string(secret::kEnv) + " must be set when NNODES=" +
-                                 std::to_string(e.nnodes) +
+    return core::invalidArgument(std::string(secret::kEnv) +
+                                 " must be set when NNODES=" + std::to_string(e.nnodes) +
                                  " > 1: every pod proves it to the rendezvous store");
   }
   e.pod_ip = stringVar(lookup, "POD_IP", "");

@@ -81,7 +81,8 @@ constexpr char kSummary[] =
     "Runs LOCAL_WORLD_SIZE training processes in this pod after every pod of the job joined the "
     "rendezvous.\nUsage: ringmaster-launcher [flags] [-- PROGRAM ARGS...]\nEnvironment: NODE_RANK, "
     "NNODES, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGMASTER_JOB, "
-    "RINGMASTER_ATTEMPT, RINGMASTER_STORE_SECRET, RINGMASTER_LAUNCHER_MODE, POD_IP, POD_NAME.\nExit "
+    "RINGMASTER_ATTEMPT, RINGMASTER_STORE_SECRET, RINGMASTER_LAUNCHER_MODE, POD_IP, "
+    "POD_NAME.\nExit "
     "codes: 0 ok, 1 bad "
     "input, 2 usage, the first failing process's code, 142 hang or rendezvous timeout, 143 "
     "SIGTERM.";

@@ -202,9 +202,9 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
       last_error = client.status().message();
       continue;
     }
-    auto attempt = std::unique_ptr<AttemptStore>(new AttemptStore(
-        std::move(server), std::move(client).value(), host, port, env.store_secret,
-        env.attemptPrefix()));
+    auto attempt = std::unique_ptr<AttemptStore>(
+        new AttemptStore(std::move(server), std::move(client).value(), host, port, env.store_secret,
+                         env.attemptPrefix()));
     if (env.node_rank == 0) {
       RM_RETURN_IF_ERROR_CTX(
           attempt->store().set(kStoreHostKey, rendezvous::toBytes(env.describePod())), context);

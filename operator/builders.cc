@@ -398,9 +398,9 @@ nlohmann::json buildNetworkPolicy(const kube::TrainingJob& job) {
   np["metadata"] = kube::encode(childMeta(job, networkPolicyName(job.metadata.name)));
   np["spec"]["podSelector"] = job_pods;
   np["spec"]["policyTypes"] = {"Ingress"};
-  np["spec"]["ingress"] = nlohmann::json::array(
-      {{{"from", {{{"podSelector", job_pods}}}}},
-       {{"ports", {{{"protocol", "TCP"}, {"port", metricsPort(job)}}}}}});
+  np["spec"]["ingress"] =
+      nlohmann::json::array({{{"from", {{{"podSelector", job_pods}}}}},
+                             {{"ports", {{{"protocol", "TCP"}, {"port", metricsPort(job)}}}}}});
   return np;
 }
 

@@ -77,8 +77,8 @@ core::Status ensureNetworkPolicy(kube::ApiClient& client, const kube::TrainingJo
                                  const std::string& key) {
   kube::ApiRequest request;
   request.verb = kube::Verb::kPost;
-  request.path = "/apis/networking.k8s.io/v1/namespaces/" + job.metadata.namespace_name +
-                 "/networkpolicies";
+  request.path =
+      "/apis/networking.k8s.io/v1/namespaces/" + job.metadata.namespace_name + "/networkpolicies";
   request.body = kube::dumpJson(buildNetworkPolicy(job));
   kube::ApiResult<kube::ApiResponse> response = kube::callApi(client, request);
   if (!response.ok() && !response.error().isAlreadyExists()) {
@@ -525,8 +525,8 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
   }
   for (int i : indices) {
     const std::string name = workerName(p.name, i);
-    core::Status s = createOwned(p, podsResource(), buildWorkerPod(p.job, i, p.attempt, *secret),
-                                 "pod " + name);
+    core::Status s =
+        createOwned(p, podsResource(), buildWorkerPod(p.job, i, p.attempt, *secret), "pod " + name);
     if (s.ok()) {
       created.push_back(name);
     } else if (first_error.ok()) {

@@ -1,10 +1,10 @@
 #include "operator/validate.h"
 
-#include "operator/builders.h"
-
 #include <algorithm>
 #include <array>
 #include <set>
+
+#include "operator/builders.h"
 
 namespace ringmaster::op {
 namespace {
@@ -13,9 +13,9 @@ namespace {
 // trainer); a user may not override it.
 const std::set<std::string>& reservedEnv() {
   static const std::set<std::string> kNames = {
-      "NODE_RANK",   "WORLD_SIZE",  "LOCAL_WORLD_SIZE",   "NNODES",
-      "MASTER_ADDR", "MASTER_PORT", "RINGMASTER_JOB",     "RINGMASTER_ATTEMPT",
-      "RANK",        "LOCAL_RANK",  "RINGMASTER_BACKEND", "RINGMASTER_LAUNCHER_MODE",
+      "NODE_RANK",   "WORLD_SIZE",  "LOCAL_WORLD_SIZE",       "NNODES",
+      "MASTER_ADDR", "MASTER_PORT", "RINGMASTER_JOB",         "RINGMASTER_ATTEMPT",
+      "RANK",        "LOCAL_RANK",  "RINGMASTER_BACKEND",     "RINGMASTER_LAUNCHER_MODE",
       "POD_IP",      "POD_NAME",    "RINGMASTER_STORE_SECRET"};
   return kNames;
 }
@@ -93,8 +93,8 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
     }
     e.inRange(p + ".model.cnnHidden", t.model->cnn_hidden, 0, 65536);
     if (const int64_t n = modelParameters(*t.model); n > kMaxModelParameters) {
-      const std::string field = t.model->type.value_or("mlp") == "cnn" ? "channels, cnnHidden"
-                                                                       : "hidden";
+      const std::string field =
+          t.model->type.value_or("mlp") == "cnn" ? "channels, cnnHidden" : "hidden";
       e.add(p + ".model",
             "the model has " + std::to_string(n) + " parameters (~" + gigabytes(n) +
                 " per rank for weights, gradients and optimizer state), more than the " +
@@ -258,9 +258,9 @@ int64_t modelParameters(const kube::ModelSpec& model) {
 
 std::optional<std::string> dns1123LabelProblem(const std::string& name) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  const bool label = !name.empty() && alnum(name.front()) && alnum(name.back()) &&
-                     std::all_of(name.begin(), name.end(),
-                                 [&](char c) { return alnum(c) || c == '-'; });
+  const bool label =
+      !name.empty() && alnum(name.front()) && alnum(name.back()) &&
+      std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
   std::string problems;
   if (name.size() > 63) problems = "must be no more than 63 characters";
   if (!label) {

@@ -154,7 +154,8 @@ TEST(AttemptStore, StoreOfAnotherAttemptIsNotTrusted) {
 
 TEST(AttemptStore, AStoreWithAnotherSecretIsRefused) {
   // Attempt 0's pod 0, still terminating, knows attempt 0's secret only.
-  auto old_store = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "the secret of attempt 0 .......");
+  auto old_store =
+      rendezvous::TcpStoreServer::start("127.0.0.1", 0, "the secret of attempt 0 .......");
   ASSERT_TRUE(old_store.ok());
   auto pod1 = AttemptStore::open(envFor(1, (*old_store)->port(), 1), 300ms);
   ASSERT_FALSE(pod1.ok());

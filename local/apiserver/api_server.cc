@@ -431,9 +431,9 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (!r.body.empty()) {
       auto parsed = core::parseJson(r.body);
       if (!parsed.ok() || !parsed->is_object()) {
-        return sendError(w, badRequestError(
-                                "invalid DeleteOptions body" +
-                                (parsed.ok() ? std::string() : ": " + parsed.status().message())));
+        return sendError(
+            w, badRequestError("invalid DeleteOptions body" +
+                               (parsed.ok() ? std::string() : ": " + parsed.status().message())));
       }
       const json& body = *parsed;
       // kubectl puts dryRun into the DeleteOptions body rather than the query.
@@ -496,10 +496,10 @@ void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t)
   // applied configuration into the live object. No field ownership, managedFields or conflicts.
   auto parsed = core::parseJson(r.body);
   if (!parsed.ok() || !parsed->is_object()) {
-    return sendError(w, badRequestError(
-                            "error decoding YAML: the body of an apply patch must be a JSON "
-                            "object (YAML is not supported by this server)" +
-                            (parsed.ok() ? std::string() : ": " + parsed.status().message())));
+    return sendError(
+        w, badRequestError("error decoding YAML: the body of an apply patch must be a JSON "
+                           "object (YAML is not supported by this server)" +
+                           (parsed.ok() ? std::string() : ": " + parsed.status().message())));
   }
   json body = std::move(parsed).value();
   const json meta = body.value("metadata", json::object());

@@ -182,8 +182,7 @@ ApiResult<fs::path> podLogPath(const ObjectStore& store, const json& pod,
   // The kubelet's layout has one file per container in the pod's directory: a container name
   // that is no DNS-1123 label (our server does not validate pod specs) could name any file.
   if (!nameProblems(NameRule::kDns1123Label, container).empty()) {
-    return badRequestError("container " + container + " is not valid for pod " +
-                           str(meta, "name"));
+    return badRequestError("container " + container + " is not valid for pod " + str(meta, "name"));
   }
   return fs::path(root) / "pods" / str(meta, "namespace") /
          (str(meta, "name") + "_" + str(meta, "uid")) /

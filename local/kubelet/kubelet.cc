@@ -970,10 +970,9 @@ void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& 
   t.finished_at = wallNow();
   if (c.state.terminated && c.state.terminated->message) t.message = c.state.terminated->message;
   if (was_running && !t.message) {
-    t.message =
-        readTerminationMessage(containerFiles(rt.dir, c.spec.name).termination_log,
-                               containerFiles(rt.dir, c.spec.name).log,
-                               terminationMessagePolicy(c.spec), exit.exit_code);
+    t.message = readTerminationMessage(containerFiles(rt.dir, c.spec.name).termination_log,
+                                       containerFiles(rt.dir, c.spec.name).log,
+                                       terminationMessagePolicy(c.spec), exit.exit_code);
   }
   if (!c.container_id.empty()) t.container_id = c.container_id;
   RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << " exited: code "

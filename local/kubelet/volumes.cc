@@ -102,8 +102,8 @@ core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string&
                                  (pvc ? "bad claimName \"" : "bad volume name \"") + leaf +
                                  "\": its directory would not lie inside " + base->string());
   }
-  return VolumeDir{*base / leaf, pvc ? pvc->read_only.value_or(false) : volume.config_map ||
-                                                                            volume.secret};
+  return VolumeDir{*base / leaf,
+                   pvc ? pvc->read_only.value_or(false) : volume.config_map || volume.secret};
 }
 
 core::Result<VolumeDir> setUpVolume(const kube::Volume& v, const std::string& ns,
@@ -117,24 +117,24 @@ core::Result<VolumeDir> setUpVolume(const kube::Volume& v, const std::string& ns
   if (v.config_map || v.secret) {
     const std::string& name = v.config_map ? v.config_map->name : v.secret->secret_name;
     RM_ASSIGN_OR_RETURN(auto data, lookup(v.secret.has_value(), name));
-    const bool optional = v.config_map ? v.config_map->optional.value_or(false)
-                                       : v.secret->optional.value_or(false);
+    const bool optional =
+        v.config_map ? v.config_map->optional.value_or(false) : v.secret->optional.value_or(false);
     if (!data && !optional) {
       return core::notFound(std::string(v.config_map ? "configmap" : "secret") + " \"" + name +
                             "\" not found");
     }
     RM_ASSIGN_OR_RETURN(
-        auto files,
-        projectKeys(data.value_or(std::map<std::string, std::string>{}),
-                    v.config_map ? v.config_map->items : v.secret->items,
-                    v.config_map ? v.config_map->default_mode : v.secret->default_mode, optional,
-                    what));
+        auto files, projectKeys(data.value_or(std::map<std::string, std::string>{}),
+                                v.config_map ? v.config_map->items : v.secret->items,
+                                v.config_map ? v.config_map->default_mode : v.secret->default_mode,
+                                optional, what));
     RM_RETURN_IF_ERROR(writeProjection(dir.path, files));
   } else if (!v.host_path || v.host_path->type.value_or("") == "" ||
              v.host_path->type.value_or("") == "DirectoryOrCreate") {
     std::error_code ec;
     fs::create_directories(dir.path, ec);
-    if (ec) return core::internalError(what + ": create " + dir.path.string() + ": " + ec.message());
+    if (ec)
+      return core::internalError(what + ": create " + dir.path.string() + ": " + ec.message());
   }
   return dir;
 }
@@ -160,9 +160,9 @@ core::Result<std::vector<Mount>> containerMounts(const kube::Container& containe
       }
       source /= *vm.sub_path;
       // A symlink inside the volume (a container may make one) must not lead out of it.
-      RM_RETURN_IF_ERROR(checkInside(it->second.path, source,
-                                     "container " + container.name + ": subPath \"" +
-                                         *vm.sub_path + "\""));
+      RM_RETURN_IF_ERROR(
+          checkInside(it->second.path, source,
+                      "container " + container.name + ": subPath \"" + *vm.sub_path + "\""));
     }
     out.push_back({source.string(), fs::path(vm.mount_path).lexically_normal().string(),
                    it->second.read_only || vm.read_only.value_or(false)});

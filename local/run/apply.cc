@@ -110,9 +110,8 @@ core::Result<nlohmann::json> Applier::apply(nlohmann::json object) {
     } else if (current->status_code == 200) {
       RM_ASSIGN_OR_RETURN(nlohmann::json existing, kube::parseJson(current->body));
       nlohmann::json replaced = object;
-      replaced["metadata"]["resourceVersion"] =
-          existing.value("metadata", nlohmann::json::object())
-              .value("resourceVersion", std::string());
+      replaced["metadata"]["resourceVersion"] = existing.value("metadata", nlohmann::json::object())
+                                                    .value("resourceVersion", std::string());
       write.verb = kube::Verb::kPut;
       write.path = *path;
       write.body = replaced.dump();

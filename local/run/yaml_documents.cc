@@ -155,6 +155,13 @@ core::Result<std::vector<nlohmann::json>> parseYamlDocuments(const std::string& 
     const std::string where = source + " (document " + std::to_string(i + 1) + ")";
     if (!nodes[i].IsMap()) return core::invalidArgument(where + ": not a mapping");
     RM_ASSIGN_OR_RETURN(auto doc, toJson(nodes[i], ""));
+    // yaml-cpp may decode a byte stream it takes for UTF-16/32, or escapes, into text that is not
+    // UTF-8; the document would then fail only when sent. nlohmann reports it by exception only.
+    try {
+      (void)doc.dump().size();
+    } catch (const nlohmann::json::exception&) {
+      return core::invalidArgument(where + ": a value is not valid UTF-8 after YAML decoding");
+    }
     out.push_back(std::move(doc));
   }
   return out;

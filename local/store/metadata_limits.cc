@@ -15,10 +15,10 @@ std::vector<StatusCause> metadataLimitCauses(const nlohmann::json& metadata) {
     if (it.value().is_string()) bytes += it.value().get_ref<const std::string&>().size();
   }
   if (bytes > kMaxAnnotationsBytes) {
-    causes.push_back({"FieldValueTooLong",
-                      "Too long: must have at most " + std::to_string(kMaxAnnotationsBytes) +
-                          " bytes",
-                      "metadata.annotations"});
+    causes.push_back(
+        {"FieldValueTooLong",
+         "Too long: must have at most " + std::to_string(kMaxAnnotationsBytes) + " bytes",
+         "metadata.annotations"});
   }
   return causes;
 }

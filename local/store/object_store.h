@@ -92,7 +92,7 @@ struct DeleteResult {
 };
 
 struct ObjectStoreOptions {
-  size_t history_length = 10000;        // watch events kept for watches from an older RV
+  size_t history_length = 10000;  // watch events kept for watches from an older RV
   // ...and at most this many bytes of them (serialized objects), so that a few large objects
   // written often cannot hold the memory of 10,000 old versions. The newest event always stays.
   size_t history_bytes = 64 << 20;

@@ -158,12 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"volume name with dots",
                 [](auto& j) { j.spec.volumes.push_back(namedVolume("data.set")); },
                 "spec.volumes[0].name"},
-        BadSpec{"mountPath with a .. segment",
-                [](auto& j) { mountData(j, "/data/../etc"); }, "spec.volumeMounts[0].mountPath"},
-        BadSpec{"absolute subPath",
-                [](auto& j) { mountData(j, "/data", "/etc"); }, "spec.volumeMounts[0].subPath"},
-        BadSpec{"subPath with a .. segment",
-                [](auto& j) { mountData(j, "/data", "a/../../b"); },
+        BadSpec{"mountPath with a .. segment", [](auto& j) { mountData(j, "/data/../etc"); },
+                "spec.volumeMounts[0].mountPath"},
+        BadSpec{"absolute subPath", [](auto& j) { mountData(j, "/data", "/etc"); },
+                "spec.volumeMounts[0].subPath"},
+        BadSpec{"subPath with a .. segment", [](auto& j) { mountData(j, "/data", "a/../../b"); },
                 "spec.volumeMounts[0].subPath"},
         BadSpec{"relative checkpoint path climbing out",
                 [](auto& j) {
@@ -317,9 +316,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.env[0].valueFrom.fileKeyRef"},
         BadSpec{"env from two sources",
                 [](auto& j) {
-                  j.spec.env.push_back(envFrom(
-                      "X", {{"fieldRef", {{"fieldPath", "metadata.name"}}},
-                            {"configMapKeyRef", {{"name", "cm"}, {"key", "k"}}}}));
+                  j.spec.env.push_back(
+                      envFrom("X", {{"fieldRef", {{"fieldPath", "metadata.name"}}},
+                                    {"configMapKeyRef", {{"name", "cm"}, {"key", "k"}}}}));
                 },
                 "spec.env[0].valueFrom"},
         BadSpec{"env with a value and valueFrom",
@@ -342,9 +341,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"metricsPort on the MPI sshd port", [](auto& j) { setMetricsPort(j, 2222); },
                 "spec.trainer.metricsPort"},
         BadSpec{"MLP of ~17 GB a rank",
-                [](auto& j) { setModel(j, "mlp", {65536, 65536}); }, "spec.trainer.model"},
+                [](auto& j) {
+                  setModel(j, "mlp", {65536, 65536});
+                },
+                "spec.trainer.model"},
         BadSpec{"CNN with a huge fully connected layer",
-                [](auto& j) { setModel(j, "cnn", {}, {1024, 1024}, 1 << 30); },
+                [](auto& j) {
+                  setModel(j, "cnn", {}, {1024, 1024}, 1 << 30);
+                },
                 "spec.trainer.model"},
         BadSpec{"volume named like the worker's scratch volume",
                 [](auto& j) { j.spec.volumes.push_back(namedVolume("ringmaster-tmp")); },
@@ -408,7 +412,10 @@ INSTANTIATE_TEST_SUITE_P(
         // conv 1->16 (416), 16->32 (12832), 7*7*32=1568 -> 10 (15690)
         ModelSize{"default cnn", [](auto& j) { setModel(j, "cnn", {}); }, 28938},
         // ... 1568 -> 128 (200832), 128 -> 10 (1290)
-        ModelSize{"cnn with a hidden layer", [](auto& j) { setModel(j, "cnn", {}, {16, 32}, 128); },
+        ModelSize{"cnn with a hidden layer",
+                  [](auto& j) {
+                    setModel(j, "cnn", {}, {16, 32}, 128);
+                  },
                   215370}));
 
 TEST(Validate, TheLargestAllowedModelsPass) {

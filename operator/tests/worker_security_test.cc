@@ -71,9 +71,9 @@ TEST(NetworkPolicy, AdmitsTheJobsOwnPodsAndTheMetricsPortOnly) {
   const kube::Pod worker = buildWorkerPod(job, 1, 0, "s");
   EXPECT_EQ(worker.metadata.labels.at("ringmaster.dev/job-name"), "fmnist");
   EXPECT_EQ(np["spec"]["policyTypes"], nlohmann::json::array({"Ingress"}));
-  const nlohmann::json want_ingress = nlohmann::json::array(
-      {{{"from", {{{"podSelector", job_pods}}}}},
-       {{"ports", {{{"protocol", "TCP"}, {"port", metricsPort(job)}}}}}});
+  const nlohmann::json want_ingress =
+      nlohmann::json::array({{{"from", {{{"podSelector", job_pods}}}}},
+                             {{"ports", {{{"protocol", "TCP"}, {"port", metricsPort(job)}}}}}});
   EXPECT_EQ(np["spec"]["ingress"], want_ingress) << np["spec"]["ingress"].dump();
 }
 

@@ -11,8 +11,7 @@ Result<Json> parseBounded(std::string_view text, int max_depth) {
   // The callback sees each value's depth as it starts; returning false drops that value, so
   // nothing past the bound is ever allocated, while the parser goes on to check the syntax.
   auto guard = [&](int depth, typename Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start ||
-         event == Json::parse_event_t::array_start) &&
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
         depth >= max_depth) {
       too_deep = true;
       return false;

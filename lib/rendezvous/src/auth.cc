@@ -32,7 +32,8 @@ std::string toHex(std::string_view bytes) {
 
 std::string proof(std::string_view secret, Role role, std::string_view server_nonce,
                   std::string_view client_nonce) {
-  std::string message = role == Role::kClient ? "ringmaster-store client" : "ringmaster-store server";
+  std::string message =
+      role == Role::kClient ? "ringmaster-store client" : "ringmaster-store server";
   message.append(server_nonce);
   message.append(client_nonce);
   unsigned char mac[EVP_MAX_MD_SIZE];

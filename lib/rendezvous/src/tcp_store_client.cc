@@ -202,12 +202,12 @@ core::Status TcpStoreClient::authenticate(const std::string& secret, millisecond
     if (st.ok()) st = recvFrame(&answer, deadline);
     if (st.ok() && !answer.empty() &&
         answer[0] == static_cast<char>(wire::Reply::kUnauthenticated)) {
-      st = core::invalidArgument("the store refused our proof of the secret (" +
-                                 answer.substr(1) + ")");
+      st = core::invalidArgument("the store refused our proof of the secret (" + answer.substr(1) +
+                                 ")");
     } else if (st.ok() &&
                (answer.empty() || answer[0] != static_cast<char>(wire::Reply::kOk) ||
-                !auth::sameProof(answer.substr(1), auth::proof(secret, auth::Role::kServer,
-                                                               server_nonce, *nonce)))) {
+                !auth::sameProof(answer.substr(1),
+                                 auth::proof(secret, auth::Role::kServer, server_nonce, *nonce)))) {
       st = core::invalidArgument("the store could not prove it knows the secret");
     }
   }

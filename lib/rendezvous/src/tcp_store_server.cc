@@ -89,9 +89,9 @@ class TcpStoreServer::Loop {
     std::string peer;
     std::string in;
     std::string out;
-    bool held = false;     // a GET/WAIT of this connection waits for keys
-    bool closing = false;  // closed at the end of this turn of the loop
-    bool authed = false;   // proved it knows the secret
+    bool held = false;               // a GET/WAIT of this connection waits for keys
+    bool closing = false;            // closed at the end of this turn of the loop
+    bool authed = false;             // proved it knows the secret
     bool close_after_flush = false;  // refused: closed once its last answer is sent
     std::string nonce;               // our challenge
     Clock::time_point auth_deadline;
@@ -310,8 +310,7 @@ void TcpStoreServer::Loop::processInput(uint64_t id, Conn& conn) {
         return;
       case wire::FrameStatus::kBad:
         closeWithWarning(conn, "frame length is 0 or over the " + std::to_string(max_frame) +
-                                   "-byte limit" +
-                                   (conn.authed ? "" : " before authentication"));
+                                   "-byte limit" + (conn.authed ? "" : " before authentication"));
         return;
       case wire::FrameStatus::kReady:
         break;
@@ -338,8 +337,7 @@ std::string TcpStoreServer::Loop::handleAuth(Conn& conn, std::string_view body) 
   const std::string expected = auth::proof(secret_, auth::Role::kClient, conn.nonce, client_nonce);
   if (!is_auth || !auth::sameProof(client_proof, expected)) {
     RM_LOG(WARN, RDZV) << "rendezvous store: refused " << conn.peer << ": "
-                       << (is_auth ? "wrong proof of the secret"
-                                   : "request before authenticating");
+                       << (is_auth ? "wrong proof of the secret" : "request before authenticating");
     conn.out += replyFrame(wire::Reply::kUnauthenticated,
                            "authentication failed: this store belongs to another job or attempt");
     conn.close_after_flush = true;

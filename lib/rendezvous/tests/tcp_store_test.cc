@@ -86,8 +86,8 @@ std::string readFrame(int fd) {
   };
   unsigned char header[4];
   if (!readExact(reinterpret_cast<char*>(header), 4)) return "";
-  const size_t len = (size_t{header[0]} << 24) | (size_t{header[1]} << 16) |
-                     (size_t{header[2]} << 8) | header[3];
+  const size_t len =
+      (size_t{header[0]} << 24) | (size_t{header[1]} << 16) | (size_t{header[2]} << 8) | header[3];
   std::string body(len, '\0');
   if (!readExact(body.data(), len)) return "";
   return body;
@@ -140,7 +140,8 @@ TEST(TcpStore, ClientStartedBeforeTheServerConnectsOnceItListens) {
   std::unique_ptr<TcpStoreServer> server;
   // The client is already retrying (refused) when the server comes up on that port.
   core::Result<std::unique_ptr<TcpStoreClient>> client = core::internalError("not run");
-  std::thread connector([&] { client = TcpStoreClient::connect("127.0.0.1", port, kSecret, kLong); });
+  std::thread connector(
+      [&] { client = TcpStoreClient::connect("127.0.0.1", port, kSecret, kLong); });
   std::thread starter([&] { server = startServer(port); });
   starter.join();
   connector.join();

@@ -19,8 +19,8 @@ constexpr const char* kConfigMaps = "/api/v1/namespaces/default/configmaps";
 
 // A ConfigMap whose `data` holds `depth` nested arrays: ~2 bytes per level.
 std::string deepConfigMap(const std::string& name, int depth) {
-  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
-         R"("},"data":)" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name + R"("},"data":)" +
+         std::string(depth, '[') + std::string(depth, ']') + "}";
 }
 
 TEST(HostileBodies, DeepNestingIs400OnEveryPathThatReadsABody) {
@@ -50,7 +50,8 @@ TEST(HostileBodies, DeepNestingIs400OnEveryPathThatReadsABody) {
       {"merge patch", "PATCH", live, deep, "application/merge-patch+json"},
       {"strategic merge patch", "PATCH", live, deep, "application/strategic-merge-patch+json"},
       {"json patch", "PATCH", live, deep_list, "application/json-patch+json"},
-      {"server-side apply", "PATCH", live + "?fieldManager=t", deep, "application/apply-patch+yaml"},
+      {"server-side apply", "PATCH", live + "?fieldManager=t", deep,
+       "application/apply-patch+yaml"},
       {"delete options", "DELETE", live, deep_list, "application/json"},
       {"just past the bound", "POST", kConfigMaps, deepConfigMap("new", 1000), "application/json"},
   };

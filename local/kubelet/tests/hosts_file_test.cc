@@ -45,8 +45,7 @@ TEST(RenderHosts, ThousandPodsResolveThroughThePodsOwnPreload) {
   if (library.empty()) GTEST_SKIP() << "libnss_wrapper.so is not installed";
   std::vector<HostsEntry> pods;
   for (int i = 0; i < 1000; ++i) {
-    const std::string ip =
-        "127.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
+    const std::string ip = "127.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
     const std::string name = "job" + std::to_string(i / 2) + "-worker-" + std::to_string(i % 2);
     pods.push_back({ip, "ns", name, name, "job" + std::to_string(i / 2)});
   }
@@ -60,8 +59,8 @@ TEST(RenderHosts, ThousandPodsResolveThroughThePodsOwnPreload) {
   o.hosts_file = hosts;
   std::string command = "env -i";
   for (const auto& [k, v] : baseEnv(o)) command += " '" + k + "=" + v + "'";
-  for (const char* name : {"job499-worker-1.job499.ns.svc.cluster.local", "job0-worker-0.job0.ns",
-                           "job250.ns.svc"}) {
+  for (const char* name :
+       {"job499-worker-1.job499.ns.svc.cluster.local", "job0-worker-0.job0.ns", "job250.ns.svc"}) {
     SCOPED_TRACE(name);
     auto [out, status] = runShell(command + " getent hosts " + name + " 2>&1");
     EXPECT_EQ(status, 0) << out;

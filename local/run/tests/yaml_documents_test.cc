@@ -78,6 +78,15 @@ TEST(YamlDocuments, AStrayCommaIsAnErrorNotAnEndlessStreamOfDocuments) {
   }
 }
 
+TEST(YamlDocuments, TextThatDecodesToInvalidUtf8IsAnErrorNotAThrowLater) {
+  // Found by fuzzing: yaml-cpp decoded these bytes into a string that could not be sent as JSON.
+  const std::string text("i\x01\x1dl:s sfinag\0t: \x01\0N]a N\n", 25);
+  auto docs = parseYamlDocuments(text, "job.yaml");
+  if (docs.ok()) {
+    for (const auto& doc : *docs) EXPECT_NO_THROW((void)doc.dump());
+  }
+}
+
 TEST(YamlDocuments, DocumentThatIsNotAMappingIsRejected) {
   auto docs = parseYamlDocuments("- a\n- b\n", "list.yaml");
   ASSERT_FALSE(docs.ok());

@@ -116,7 +116,8 @@ TEST(CommErrorsTest, ShmWaitFailsNamingAPeerProcessThatExited) {
     close(port_pipe[1]);
     int port = 0;
     if (read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) _exit(2);
-    auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, "", std::chrono::seconds(10));
+    auto store =
+        rendezvous::TcpStoreClient::connect("127.0.0.1", port, "", std::chrono::seconds(10));
     if (!store.ok()) _exit(3);
     ShmConfig config;
     config.rank = 1;

@@ -8,7 +8,6 @@
 // Thread-safety: pure functions. Failure: kInvalidArgument naming the problem and where.
 
 #include <nlohmann/json.hpp>
-
 #include <string_view>
 
 #include "ringmaster/core/status.h"

@@ -77,8 +77,8 @@ class TcpStoreServer {
   // bind_host "" or "0.0.0.0" listens on every IPv4 interface; port 0 picks a free port.
   // `secret` is what every client must prove it knows (see the protocol above); an empty one
   // is a valid key that anybody knows, for a store nobody else can reach.
-  static core::Result<std::unique_ptr<TcpStoreServer>> start(const std::string& bind_host,
-                                                             int port, const std::string& secret,
+  static core::Result<std::unique_ptr<TcpStoreServer>> start(const std::string& bind_host, int port,
+                                                             const std::string& secret,
                                                              const StoreLimits& limits = {});
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
