@@ -2,7 +2,6 @@
 // path that reads a body, and the server goes on serving.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 
 #include "local/apiserver/api_server.h"
@@ -12,7 +11,6 @@
 namespace ringmaster::local {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::call;
 
 constexpr const char* kConfigMaps = "/api/v1/namespaces/default/configmaps";
@@ -25,9 +23,7 @@ std::string deepConfigMap(const std::string& name, int depth) {
 
 TEST(HostileBodies, DeepNestingIs400OnEveryPathThatReadsABody) {
   testutil::TempDir dir;
-  ApiServerOptions options;
-  options.data_dir = fs::path(dir.path()) / "data";
-  auto started = ApiServer::start(options);
+  auto started = testing::startServer(dir.path());
   ASSERT_TRUE(started.ok()) << started.status().message();
   ApiServer& server = **started;
   auto made = call(server, "POST", kConfigMaps,

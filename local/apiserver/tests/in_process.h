@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <memory>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -97,6 +99,13 @@ inline Request makeRequest(const std::string& method, const std::string& url,
   req.body = body;
   req.user = "ringmaster-local-admin";
   return req;
+}
+
+// An API server for one test, its data under <dir>/data (a fixture's temporary directory).
+inline core::Result<std::unique_ptr<ApiServer>> startServer(const std::string& dir) {
+  ApiServerOptions options;
+  options.data_dir = std::filesystem::path(dir) / "data";
+  return ApiServer::start(options);
 }
 
 inline Reply call(ApiServer& server, const std::string& method, const std::string& url,

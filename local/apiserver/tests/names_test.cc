@@ -15,16 +15,13 @@
 namespace ringmaster::local {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using testing::call;
 
 class NamesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ApiServerOptions options;
-    options.data_dir = fs::path(dir_.path()) / "data";
-    auto started = ApiServer::start(options);
+    auto started = testing::startServer(dir_.path());
     ASSERT_TRUE(started.ok()) << started.status().message();
     server_ = std::move(*started);
   }

@@ -32,9 +32,7 @@ json podManifest(const std::string& name, std::vector<std::string> containers = 
 class PodSubresourcesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ApiServerOptions options;
-    options.data_dir = fs::path(dir_.path()) / "data";
-    auto started = ApiServer::start(options);
+    auto started = testing::startServer(dir_.path());
     ASSERT_TRUE(started.ok()) << started.status().message();
     server_ = std::move(*started);
     root_ = fs::path(dir_.path()) / "kubelet";

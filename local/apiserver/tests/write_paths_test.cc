@@ -39,9 +39,7 @@ json job(const std::string& name, json spec) {
 class WritePathsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ApiServerOptions options;
-    options.data_dir = fs::path(dir_.path()) / "data";
-    auto started = ApiServer::start(options);
+    auto started = testing::startServer(dir_.path());
     ASSERT_TRUE(started.ok()) << started.status().message();
     server_ = std::move(*started);
     auto r = call(*server_, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
