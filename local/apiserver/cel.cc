@@ -411,6 +411,22 @@ int64_t utf8Length(const std::string& s) {
   return n;
 }
 
+using Scopes = std::vector<std::pair<std::string, const json*>>;
+
+// Binds a macro's variable for as long as it lives.
+class ScopedVariable {
+ public:
+  ScopedVariable(Scopes& scopes, const std::string& name, const json* value) : scopes_(scopes) {
+    scopes_.push_back({name, value});
+  }
+  ~ScopedVariable() { scopes_.pop_back(); }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  Scopes& scopes_;
+};
+
 class Evaluator {
  public:
   Evaluator(const json& self, const json* old_self) {
@@ -603,28 +619,27 @@ class Evaluator {
     int64_t count = 0;
     std::optional<CelError> error;
     for (const auto& e : elems) {
-      scopes_.push_back({var, &e});
+      json r;
       try {
-        json r = eval(*n.kids[2]);
-        scopes_.pop_back();
-        if (n.name == "map") {
-          out.push_back(std::move(r));
-          continue;
-        }
-        if (!r.is_boolean()) noOverload(n.name, r);
-        bool b = r.get<bool>();
-        if (n.name == "all" && !b) return false;
-        if (n.name == "exists" && b) return true;
-        if (n.name == "exists_one" && b) ++count;
-        if (n.name == "filter" && b) out.push_back(e);
+        // The variable is in scope only while the body evaluates; the guard pops it however
+        // the body ends (a second pop on a throw used to corrupt the scope stack).
+        ScopedVariable bound(scopes_, var, &e);
+        r = eval(*n.kids[2]);
+        if (n.name != "map" && !r.is_boolean()) noOverload(n.name, r);
       } catch (const CelError& err) {
-        scopes_.pop_back();
         if (n.name == "map" || n.name == "filter" || n.name == "exists_one") throw;
         if (!error) error = err;
-      } catch (...) {
-        scopes_.pop_back();
-        throw;
+        continue;
       }
+      if (n.name == "map") {
+        out.push_back(std::move(r));
+        continue;
+      }
+      bool b = r.get<bool>();
+      if (n.name == "all" && !b) return false;
+      if (n.name == "exists" && b) return true;
+      if (n.name == "exists_one" && b) ++count;
+      if (n.name == "filter" && b) out.push_back(e);
     }
     if (error) throw *error;
     if (n.name == "all") return true;
@@ -706,7 +721,7 @@ class Evaluator {
     throw CelUnsupported{"function " + f + "()"};
   }
 
-  std::vector<std::pair<std::string, const json*>> scopes_;
+  Scopes scopes_;
 };
 
 // RE2 shorthand classes POSIX ERE lacks.

@@ -27,6 +27,13 @@ json applyMergePatch(const json& target, const json& patch) {
 
 namespace {
 
+// A string member of a client's object, or "" when it is absent or not a string (json's
+// value() would throw on a mismatched type: {"$patch": {}} must not reach the caller as one).
+std::string stringMember(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 // ---- JSON pointer (RFC 6901) ----
 
 std::optional<std::vector<std::string>> splitPointer(const std::string& ptr) {
@@ -145,7 +152,7 @@ ApiResult<json> applyJsonPatch(const json& target, const json& patch) {
   json doc = target;
   for (const json& op : patch) {
     if (!op.is_object()) return badRequestError("json patch operation is not an object");
-    std::string kind = op.value("op", "");
+    std::string kind = stringMember(op, "op");
     auto path_it = op.find("path");
     if (path_it == op.end() || !path_it->is_string()) {
       return patchApplyError(kind + " operation does not apply: doc is missing path: \"\"");
@@ -173,7 +180,11 @@ ApiResult<json> applyJsonPatch(const json& target, const json& patch) {
       }
       *at = *value_it;
     } else if (kind == "move" || kind == "copy") {
-      std::string from = op.value("from", "");
+      auto from_it = op.find("from");
+      if (from_it == op.end() || !from_it->is_string()) {
+        return patchApplyError(kind + " operation does not apply: missing from path");
+      }
+      std::string from = from_it->get<std::string>();
       auto from_parts = splitPointer(from);
       json* src = from_parts ? resolve(doc, *from_parts) : nullptr;
       if (!src) {
@@ -237,7 +248,7 @@ json mergeList(const json& target, const json& patch, const std::string& field) 
   json plain = json::array();
   bool replace = false;
   for (const json& e : patch) {
-    if (e.is_object() && e.value("$patch", "") == "replace") {
+    if (e.is_object() && stringMember(e, "$patch") == "replace") {
       replace = true;
     } else {
       plain.push_back(e);
@@ -246,7 +257,7 @@ json mergeList(const json& target, const json& patch, const std::string& field) 
   if (replace || !target.is_array()) {
     json out = json::array();
     for (const json& e : plain) {
-      if (!(e.is_object() && e.value("$patch", "") == "delete")) out.push_back(e);
+      if (!(e.is_object() && stringMember(e, "$patch") == "delete")) out.push_back(e);
     }
     return out;
   }
@@ -268,7 +279,7 @@ json mergeList(const json& target, const json& patch, const std::string& field) 
     auto match = std::find_if(out.begin(), out.end(), [&](const json& t) {
       return t.is_object() && t.contains(key) && t[key] == e[key];
     });
-    if (e.value("$patch", "") == "delete") {
+    if (stringMember(e, "$patch") == "delete") {
       if (match != out.end()) out.erase(match);
       continue;
     }
@@ -285,7 +296,7 @@ json mergeList(const json& target, const json& patch, const std::string& field) 
 
 json strategicMerge(const json& target, const json& patch) {
   if (!patch.is_object()) return patch;
-  std::string directive = patch.value("$patch", "");
+  std::string directive = stringMember(patch, "$patch");
   if (directive == "replace") {
     json out = patch;
     out.erase("$patch");

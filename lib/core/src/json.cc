@@ -27,7 +27,7 @@ Result<Json> parseBounded(std::string_view text, int max_depth) {
     try {
       Json unused = Json::parse(text, guard);
       (void)unused;
-    } catch (const typename Json::parse_error& e) {
+    } catch (const typename Json::exception& e) {  // parse_error, or out_of_range for 1e999999
       return invalidArgument(std::string("invalid JSON: ") + e.what());
     }
     return invalidArgument("invalid JSON");

@@ -66,6 +66,14 @@ TEST(Cel, RuntimeErrorsAreReportedNotThrown) {
   EXPECT_EQ(evaluateCel("9223372036854775807 + 1 > 0", spec()).kind, CelResult::kError);
   // An error on one side of || is absorbed when the other side decides.
   EXPECT_TRUE(truthy("self.missing == 1 || true"));
+  // A macro body that is not a bool is an error, and the macro's variable goes out of scope
+  // exactly once (the fuzzer's input: an outer variable used after the inner macro failed).
+  CelResult not_bool = evaluateCel("self.tags.exists(x, 2)", spec());
+  EXPECT_EQ(not_bool.kind, CelResult::kError);
+  EXPECT_EQ(not_bool.message, "no such overload: exists(int)");
+  CelResult nested = evaluateCel(
+      "self.tags.all(n, size(n) > 0) && self.tags.exists(x, size(x) * 2) == [n, 6]", spec());
+  EXPECT_EQ(nested.kind, CelResult::kError) << nested.message;
 }
 
 TEST(Cel, UnsupportedExpressionsAreFlaggedNotCrashed) {

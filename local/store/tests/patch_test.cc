@@ -97,6 +97,22 @@ TEST(StrategicMergePatch, RetainKeysReplaceAndDeleteFromPrimitiveList) {
   EXPECT_EQ(r.value()["spec"]["env"], json::parse(R"([{"name":"B","value":"2"}])"));
 }
 
+// Directives and operation fields of the wrong type are ignored or refused, never thrown (the
+// fuzzer's finds: a "$patch" holding an object, an "op" holding a number).
+TEST(Patch, MistypedDirectivesAndOperationFieldsAreNotExceptions) {
+  json obj = json::parse(R"({"spec":{"env":[{"name":"A","value":"1"}]}})");
+  auto merged = applyStrategicMergePatch(
+      obj, json::parse(R"({"$patch":{"x":1},"spec":{"env":[{"name":"A","$patch":[1]}]}})"));
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(merged.value()["spec"]["env"], json::parse(R"([{"name":"A","value":"1"}])"));
+  auto op = applyJsonPatch(obj, json::parse(R"([{"op":7,"path":"/spec"}])"));
+  ASSERT_FALSE(op.ok());
+  EXPECT_EQ(op.error().causes().at(0).message, "Unexpected kind: ");
+  auto from = applyJsonPatch(obj, json::parse(R"([{"op":"copy","from":{},"path":"/x"}])"));
+  ASSERT_FALSE(from.ok());
+  EXPECT_EQ(from.error().code(), 422);
+}
+
 TEST(PatchType, FromContentType) {
   EXPECT_EQ(patchTypeFromContentType("application/merge-patch+json"), PatchType::kMerge);
   EXPECT_EQ(patchTypeFromContentType("application/json-patch+json; charset=utf-8"),
