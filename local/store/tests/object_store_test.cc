@@ -299,7 +299,7 @@ TEST_F(ObjectStoreTest, GarbageCollectorDeletesDependentsOfADeletedOwner) {
               {"controller", true},
               {"blockOwnerDeletion", true}};
   json child = cm("gc-demo-hostfile");
-  child["metadata"]["ownerReferences"] = {ref};
+  child["metadata"]["ownerReferences"] = json::array({ref});
   mustCreate(kCm, child);
   ObjectPtr other = mustCreate(kTj, tj("other"));
   json ref2 = ref;

@@ -172,9 +172,9 @@ TEST(ModelBackward, ReadyRangesArriveFromTheEndAndCoverTheBufferExactlyOnce) {
     }
     EXPECT_EQ(end, 0u) << m->signature();
     // One range per layer, and each starts at a weight.
-    for (const auto& [offset, count] : ranges) {
+    for (const auto& range : ranges) {
       EXPECT_TRUE(std::any_of(m->paramViews().begin(), m->paramViews().end(), [&](auto& v) {
-        return v.offset == offset && v.name.ends_with(".weight");
+        return v.offset == range.first && v.name.ends_with(".weight");
       }));
     }
   }
