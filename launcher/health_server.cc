@@ -8,9 +8,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <vector>
 
 #include "ringmaster/core/log.h"
 
@@ -49,7 +52,8 @@ core::Result<std::unique_ptr<HealthServer>> HealthServer::start(const std::strin
   } else if (inet_pton(AF_INET, bind_host.c_str(), &addr.sin_addr) != 1) {
     return core::invalidArgument("health server: '" + bind_host + "' is not an IPv4 address");
   }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: serve() accepts until EAGAIN.
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return core::errnoError("health server: socket", errno);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -85,56 +89,96 @@ HealthServer::~HealthServer() {
   close(wake_write_);
 }
 
-void HealthServer::serve() {
-  for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_read_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      RM_LOG(ERROR, LAUNCH) << "health server: poll: " << strerror(errno) << "; probes will fail";
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents == 0) continue;
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the client gave up between poll and accept
-    answer(fd);
-    close(fd);
-  }
-}
+namespace {
 
-void HealthServer::answer(int fd) {
-  std::string request;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(kRequestTimeoutMs);
-  while (request.find("\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
-    char buf[1024];
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) return;
-    request.append(buf, static_cast<size_t>(n));
-  }
-  // "GET /readyz HTTP/1.1"
-  const std::string line = request.substr(0, request.find("\r\n"));
+// The reply to one request line ("GET /readyz HTTP/1.1").
+std::string reply(const std::string& line, bool ready) {
   const size_t sp1 = line.find(' ');
   const size_t sp2 = line.find(' ', sp1 + 1);
-  if (sp1 == std::string::npos) return writeAll(fd, response(400, "Bad Request", "bad request\n"));
+  if (sp1 == std::string::npos) return response(400, "Bad Request", "bad request\n");
   const std::string method = line.substr(0, sp1);
   std::string path =
       line.substr(sp1 + 1, sp2 == std::string::npos ? std::string::npos : sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));
-  if (method != "GET" && method != "HEAD") {
-    return writeAll(fd, response(405, "Method Not Allowed", "use GET\n"));
-  }
-  if (path == "/healthz") return writeAll(fd, response(200, "OK", "ok\n"));
+  if (method != "GET" && method != "HEAD") return response(405, "Method Not Allowed", "use GET\n");
+  if (path == "/healthz") return response(200, "OK", "ok\n");
   if (path == "/readyz") {
-    if (ready()) return writeAll(fd, response(200, "OK", "ok\n"));
-    return writeAll(fd, response(503, "Service Unavailable",
-                                 "not ready: waiting for every pod to join the rendezvous\n"));
+    if (ready) return response(200, "OK", "ok\n");
+    return response(503, "Service Unavailable",
+                    "not ready: waiting for every pod to join the rendezvous\n");
   }
-  writeAll(fd, response(404, "Not Found", "not found\n"));
+  return response(404, "Not Found", "not found\n");
+}
+
+struct Connection {
+  int fd;
+  std::string request;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+}  // namespace
+
+void HealthServer::serve() {
+  using Clock = std::chrono::steady_clock;
+  std::deque<Connection> open;  // oldest first: the one dropped when the table is full
+  auto drop = [&open](size_t i) {
+    close(open[i].fd);
+    open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.assign({{listen_fd_, POLLIN, 0}, {wake_read_, POLLIN, 0}});
+    for (const Connection& c : open) fds.push_back({c.fd, POLLIN, 0});
+    // Wake for the earliest deadline (the oldest connection's), or only for events.
+    int timeout_ms = -1;
+    if (!open.empty()) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(open.front().deadline - Clock::now());
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, kRequestTimeoutMs));
+    }
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      RM_LOG(ERROR, LAUNCH) << "health server: poll: " << strerror(errno) << "; probes will fail";
+      break;
+    }
+    if (fds[1].revents != 0) break;
+    // Read what arrived, answering each connection whose request line is complete. Walk
+    // backwards so that dropping one keeps the earlier indexes (and their pollfds) aligned.
+    for (size_t i = open.size(); i-- > 0;) {
+      Connection& c = open[i];
+      const short events = fds[i + 2].revents;
+      if (events == 0) {
+        if (Clock::now() >= c.deadline) drop(i);  // too slow to send a request line
+        continue;
+      }
+      char buf[1024];
+      const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n <= 0) {
+        drop(i);
+        continue;
+      }
+      c.request.append(buf, static_cast<size_t>(n));
+      const size_t eol = c.request.find("\r\n");
+      if (eol != std::string::npos) {
+        writeAll(c.fd, reply(c.request.substr(0, eol), ready()));
+        drop(i);
+      } else if (c.request.size() >= kMaxRequestBytes) {
+        writeAll(c.fd, response(400, "Bad Request", "request line too long\n"));
+        drop(i);
+      }
+    }
+    if (fds[0].revents != 0) {
+      // Take every pending connection; a full table gives up its oldest.
+      for (;;) {
+        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;  // EAGAIN: none left (or the client gave up already)
+        if (open.size() >= kMaxConnections) drop(0);
+        open.push_back({fd, {}, Clock::now() + std::chrono::milliseconds(kRequestTimeoutMs)});
+      }
+    }
+  }
+  for (const Connection& c : open) close(c.fd);
 }
 
 }  // namespace ringmaster::launcher
