@@ -14,8 +14,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <list>
@@ -35,6 +37,12 @@ std::string peerName(const sockaddr_in& addr) {
   char host[INET_ADDRSTRLEN] = "?";
   inet_ntop(AF_INET, &addr.sin_addr, host, sizeof host);
   return std::string(host) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
+int64_t steadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 void signalFd(int fd) {
@@ -86,9 +94,18 @@ class Server::Impl {
     std::stop_source closer;
     std::thread thread;
     std::atomic<bool> done{false};
+    // When the connection began waiting for a request (its TLS handshake, or keep-alive between
+    // requests), in steady-clock nanoseconds; 0 while a request is being served.
+    std::atomic<int64_t> idle_since{0};
+    bool evicted = false;     // guarded by mu_: shut down to make room for a newcomer
+    bool fd_closing = false;  // guarded by mu_: the thread is about to close fd
   };
 
   void acceptLoop();
+  // At the connection limit: shuts down the connection idle longest so that a newcomer (kubectl
+  // behind a pile of idle or abandoned connections) is served; false when every connection is
+  // busy serving a request. Called with mu_ held.
+  bool evictLongestIdle(const std::string& newcomer);
   void monitorLoop();
   void reapFinished();
   void serveConnection(Conn& conn);
@@ -182,8 +199,10 @@ void Server::Impl::acceptLoop() {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // watch events go out at once
     std::lock_guard lock(mu_);
-    if (conns_.size() >= options_.max_connections) {
-      RM_LOG(WARN, LOCAL) << "https: " << conns_.size() << " connections open (the limit); "
+    const size_t live = static_cast<size_t>(
+        std::count_if(conns_.begin(), conns_.end(), [](const auto& c) { return !c->evicted; }));
+    if (live >= options_.max_connections && !evictLongestIdle(peerName(addr))) {
+      RM_LOG(WARN, LOCAL) << "https: " << live << " connections open (the limit), all busy; "
                           << "closing the new one from " << peerName(addr);
       ::close(fd);
       continue;
@@ -191,6 +210,7 @@ void Server::Impl::acceptLoop() {
     auto conn = std::make_unique<Conn>();
     conn->fd = fd;
     conn->peer = peerName(addr);
+    conn->idle_since.store(steadyNanos());
     Conn& ref = *conn;
     try {
       conn->thread = std::thread([this, &ref] {
@@ -204,6 +224,29 @@ void Server::Impl::acceptLoop() {
     }
     conns_.push_back(std::move(conn));
   }
+}
+
+bool Server::Impl::evictLongestIdle(const std::string& newcomer) {
+  Conn* victim = nullptr;
+  int64_t oldest = 0;
+  for (const auto& c : conns_) {
+    const int64_t since = c->idle_since.load();
+    if (c->evicted || c->fd_closing || since == 0) continue;
+    if (victim == nullptr || since < oldest) {
+      victim = c.get();
+      oldest = since;
+    }
+  }
+  if (victim == nullptr) return false;
+  // shutdown(), not close(): the connection's thread wakes to EOF and closes the fd itself, so
+  // the number cannot be reused under it. fd_closing (set under mu_ before that close) keeps
+  // this from touching an fd the thread already closed.
+  victim->evicted = true;
+  ::shutdown(victim->fd, SHUT_RDWR);
+  RM_LOG(INFO, LOCAL) << "https: at the limit of " << options_.max_connections
+                      << " connections; closed the one idle longest (" << victim->peer << ", "
+                      << (steadyNanos() - oldest) / 1'000'000'000 << " s) for " << newcomer;
+  return true;
 }
 
 uint64_t Server::Impl::watchSocket(int fd, std::stop_source closer) {
@@ -271,6 +314,15 @@ void Server::Impl::serveConnection(Conn& conn) {
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
 
   TlsConnection tls(*tls_, conn.fd, stop_fd_, options_.write_timeout);
+  // Destroyed before tls, which closes the fd: from then on no eviction may shut it down.
+  struct MarkClosing {
+    Impl* server;
+    Conn& conn;
+    ~MarkClosing() {
+      std::lock_guard lock(server->mu_);
+      conn.fd_closing = true;
+    }
+  } mark_closing{this, conn};
   core::Status shaken = tls.handshake(SteadyClock::now() + options_.handshake_timeout);
   if (!shaken.ok()) {
     RM_LOG(DEBUG, LOCAL) << "https " << conn.peer << ": " << shaken.message();
@@ -286,7 +338,9 @@ void Server::Impl::serveConnection(Conn& conn) {
 bool Server::Impl::serveRequest(Conn& conn, TlsConnection& tls, RequestReader& reader) {
   Request request;
   request.remote_address = conn.peer;
+  conn.idle_since.store(steadyNanos());
   ReadOutcome head = reader.readHead(&request, SteadyClock::now() + options_.idle_timeout);
+  conn.idle_since.store(0);
   const SteadyClock::time_point started = SteadyClock::now();
   auto accessLog = [&](const ResponseWriter& w) {
     RM_LOG(DEBUG, LOCAL) << request.method << " " << request.target << " " << w.status() << " "

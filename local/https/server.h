@@ -29,11 +29,13 @@ namespace ringmaster::local {
 using Handler = std::function<void(const Request&, ResponseWriter&)>;
 
 struct ServerOptions {
-  int port = 0;                  // on 127.0.0.1; 0 picks a free port (see Server::port())
-  std::string cert_pem;          // server certificate, then any chain certificates
-  std::string key_pem;           // its private key
-  std::string bearer_token;      // required: requests must carry `Authorization: Bearer <token>`
-  size_t max_connections = 512;  // more are closed at once (logged)
+  int port = 0;              // on 127.0.0.1; 0 picks a free port (see Server::port())
+  std::string cert_pem;      // server certificate, then any chain certificates
+  std::string key_pem;       // its private key
+  std::string bearer_token;  // required: requests must carry `Authorization: Bearer <token>`
+  // At this many open connections a newcomer replaces the one idle longest (waiting for its
+  // handshake or next request); only when every one is serving a request is it closed (logged).
+  size_t max_connections = 512;
   RequestLimits limits;
   std::chrono::milliseconds idle_timeout{120'000};  // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{60'000};  // a client that reads nothing this long

@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "local/https/auth.h"
 #include "local/https/files.h"
@@ -33,17 +34,23 @@ class ServerTest : public ::testing::Test {
     if (std::getenv("RINGMASTER_LOG_LEVEL") != nullptr) core::log::initFromEnv();  // access log
     std::string templ = (fs::temp_directory_path() / "rm-https-server-XXXXXX").string();
     dir_ = ::mkdtemp(templ.data());
-    auto pki = loadOrCreatePki(dir_ / "pki");
-    ASSERT_TRUE(pki.ok()) << pki.status().toString();
-    ca_pem_ = pki->ca_cert_pem;
     auto token = loadOrCreateToken(dir_ / "token");
     ASSERT_TRUE(token.ok());
     token_ = *token;
+    startServer(ServerOptions{}.max_connections);
+  }
+
+  void startServer(size_t max_connections) {
+    if (server_) server_->stop();
+    auto pki = loadOrCreatePki(dir_ / "pki");
+    ASSERT_TRUE(pki.ok()) << pki.status().toString();
+    ca_pem_ = pki->ca_cert_pem;
     ServerOptions options;
     options.cert_pem = pki->server_cert_pem;
     options.key_pem = pki->server_key_pem;
     options.bearer_token = token_;
     options.limits.max_body_bytes = 1024 * 1024;
+    options.max_connections = max_connections;
     auto server =
         Server::start(options, [this](const Request& r, ResponseWriter& w) { handle(r, w); });
     ASSERT_TRUE(server.ok()) << server.status().toString();
@@ -188,6 +195,34 @@ TEST_F(ServerTest, HandlerSeesTheClientDisconnectDuringAStream) {
   client->closeAbruptly();
   std::unique_lock lock(mu_);
   EXPECT_TRUE(cv_.wait_for(lock, kWait, [&] { return saw_close_; }));
+}
+
+// A full connection table gives up the connection idle longest, not the newcomer: idle or
+// abandoned connections (502 of them locked kubectl out) cannot keep a client away, and a
+// connection serving a request (a watch) is never the one closed.
+TEST_F(ServerTest, AFullTableClosesTheLongestIdleConnectionForANewcomer) {
+  startServer(4);
+  auto streaming = connect();
+  ASSERT_NE(streaming, nullptr);
+  ASSERT_TRUE(streaming->send(TestClient::get("/wait-close", token_)).ok());
+  ASSERT_TRUE(streaming->readHead().ok());
+  auto first = streaming->readChunk();
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(*first, "first\n");
+  std::vector<std::unique_ptr<TestClient>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(connect());
+    ASSERT_NE(idle.back(), nullptr);
+  }
+  // Four open, the limit: the newcomer is served...
+  auto newcomer = connect();
+  ASSERT_NE(newcomer, nullptr);
+  EXPECT_EQ(roundTrip(*newcomer, TestClient::get("/hello", token_)).status, 200);
+  // ...because the first idle connection was closed, while the others and the stream stay.
+  EXPECT_TRUE(idle[0]->peerClosed());
+  EXPECT_EQ(roundTrip(*idle[2], TestClient::get("/hello", token_)).status, 200);
+  std::lock_guard lock(mu_);
+  EXPECT_FALSE(saw_close_) << "the busy stream was closed";
 }
 
 TEST_F(ServerTest, StopDuringAnOpenStreamWakesTheHandlerAndReturns) {
