@@ -1,6 +1,7 @@
 #include "operator/reconciler.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "operator/builders.h"
 #include "operator/status.h"
@@ -384,27 +385,44 @@ core::Status Reconciler::refused(Pass& p, const std::string& what) {
 // Creates `object`; AlreadyExists is success only when the existing object is ours (the caches
 // hold labelled objects only, so a stranger with our name shows up here first).
 template <class T>
-core::Status Reconciler::createOwned(Pass& p, const kube::ResourceType& type, const T& object,
-                                     const std::string& what) {
+core::Result<Reconciler::Created> Reconciler::createOwned(Pass& p, const kube::ResourceType& type,
+                                                          const T& object,
+                                                          const std::string& what) {
   kube::ResourceClient<T> client(client_, type, p.ns);
   kube::ApiResult<T> created = client.create(object);
-  if (created.ok()) return core::Status::Ok();
+  if (created.ok()) return Created::kCreated;
   if (!created.error().isAlreadyExists()) {
     return created.status().withContext("job " + p.key + ": create " + what);
   }
   kube::ApiResult<T> existing = client.get(object.metadata.name);
   if (!existing.ok()) {
-    if (existing.error().isNotFound()) return core::Status::Ok();  // gone again: next pass
+    if (existing.error().isNotFound()) return Created::kNotYet;  // gone since
     return existing.status().withContext("job " + p.key + ": get " + what);
   }
-  return ownedBy(*existing, p.job) ? core::Status::Ok() : refused(p, what);
+  if (!ownedBy(*existing, p.job)) return refused(p, what);
+  // The cache can lag the API: an old attempt's pod still terminating there is not the new one.
+  // Taken as created, the pass would wait for a pod nobody creates (until expectations expire).
+  if (existing->metadata.deletion_timestamp) {
+    RM_LOG(INFO, RECONCILE) << "job " << p.key << ": " << what
+                            << " is still being deleted; creating it once it is gone";
+    return Created::kNotYet;
+  }
+  if constexpr (std::is_same_v<T, kube::Pod>) {
+    if (attemptOf(*existing) != p.attempt) {
+      RM_LOG(INFO, RECONCILE) << "job " << p.key << ": " << what << " is attempt "
+                              << attemptOf(*existing) << "'s; creating it once it is gone";
+      return Created::kNotYet;
+    }
+  }
+  return Created::kAlreadyOurs;
 }
 
 core::Status Reconciler::ensureService(Pass& p) {
   if (auto svc = listers_.services->get(p.ns, p.name)) {
     return ownedBy(*svc, p.job) ? core::Status::Ok() : refused(p, "service " + p.name);
   }
-  return createOwned(p, servicesResource(), buildService(p.job), "service " + p.name);
+  // kNotYet: a later pass, seeing it gone, creates it.
+  return createOwned(p, servicesResource(), buildService(p.job), "service " + p.name).status();
 }
 
 core::Status Reconciler::ensureConfigMap(Pass& p) {
@@ -412,7 +430,7 @@ core::Status Reconciler::ensureConfigMap(Pass& p) {
   if (auto cm = listers_.config_maps->get(p.ns, name)) {
     return ownedBy(*cm, p.job) ? core::Status::Ok() : refused(p, "configmap " + name);
   }
-  return createOwned(p, configMapsResource(), buildConfigMap(p.job), "configmap " + name);
+  return createOwned(p, configMapsResource(), buildConfigMap(p.job), "configmap " + name).status();
 }
 
 // The operator may create Secrets but never read them: it creates <job>-ssh and takes
@@ -525,12 +543,12 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
   }
   for (int i : indices) {
     const std::string name = workerName(p.name, i);
-    core::Status s =
+    core::Result<Created> c =
         createOwned(p, podsResource(), buildWorkerPod(p.job, i, p.attempt, *secret), "pod " + name);
-    if (s.ok()) {
-      created.push_back(name);
+    if (c.ok()) {
+      if (*c != Created::kNotYet) created.push_back(name);
     } else if (first_error.ok()) {
-      first_error = s;
+      first_error = c.status();
     }
   }
   expectCreations(p.key, created);

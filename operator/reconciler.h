@@ -113,9 +113,13 @@ class Reconciler {
   core::Status writeStatus(Pass& p);
   void recordTransitions(const Pass& p);
   core::Status refused(Pass& p, const std::string& what);
+  // What createOwned found: kNotYet when an object of that name exists and is ours but cannot
+  // stand in for the new one (being deleted, or a pod of another attempt), or is gone again:
+  // a later pass creates it.
+  enum class Created { kCreated, kAlreadyOurs, kNotYet };
   template <class T>
-  core::Status createOwned(Pass& p, const kube::ResourceType& type, const T& object,
-                           const std::string& what);
+  core::Result<Created> createOwned(Pass& p, const kube::ResourceType& type, const T& object,
+                                    const std::string& what);
   bool expectationsSatisfied(const std::string& key, const Pass& p);
   void expectCreations(const std::string& key, const std::vector<std::string>& names);
 

@@ -349,6 +349,36 @@ TEST_F(ReconcilerTest, NeverReusesAPodNameWhileTheOldAttemptsPodIsInTheCache) {
   EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 2);
 }
 
+// The pod cache has seen the old attempt's pod go (or never saw it) while the API still holds
+// it, terminating: its AlreadyExists is not the new pod. Taken as created, the pass waited for
+// it until the expectations expired (300 s); now the pass after the old pod is gone creates it.
+TEST_F(ReconcilerTest, AnOldAttemptsTerminatingPodIsNotTakenAsTheNewOne) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  nlohmann::json old = *api_.get(kPods + "/fmnist-worker-0");
+  setPod("fmnist-worker-0", "Failed", false, 137);
+  sync();
+  ASSERT_TRUE(reconcile().ok());  // restart: attempt 1, pods deleted
+  sync();
+  // Behind the cache's back the API still holds worker-0 of attempt 0, being deleted.
+  old["metadata"]["deletionTimestamp"] = "2026-11-22T02:00:00Z";
+  api_.put(kPods, old);
+  api_.clearCalls();
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 2);  // both tried; worker-0 conflicted
+  api_.erase(kPods + "/fmnist-worker-0");              // the kubelet finished the old pod
+  sync();
+  api_.clearCalls();
+  ASSERT_TRUE(reconcile().ok());  // no clock advance: nothing waits for an expectation
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 1);
+  std::vector<kube::Pod> now = pods();
+  ASSERT_EQ(now.size(), 2u);
+  for (const kube::Pod& pod : now) {
+    EXPECT_EQ(pod.metadata.labels.at(kAttemptLabel), "1") << pod.metadata.name;
+    EXPECT_FALSE(pod.metadata.deletion_timestamp.has_value()) << pod.metadata.name;
+  }
+}
+
 TEST_F(ReconcilerTest, ExitCodePolicyTreats1To127AsPermanent) {
   kube::TrainingJob spec = makeJob("fmnist", 2);
   spec.spec.restart_policy = "ExitCode";
