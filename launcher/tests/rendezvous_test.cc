@@ -44,7 +44,7 @@ TEST(JoinGang, ThreePodsInAnyOrderAllSeeEveryPod) {
   }
 }
 
-// Must-show 2: a store that still holds a whole earlier attempt's registrations (every pod
+// A store that still holds a whole earlier attempt's registrations (every pod
 // joined attempt 0) does not let attempt 1 through its barrier.
 TEST(JoinGang, StaleKeysFromAnEarlierAttemptNeverPassTheBarrier) {
   auto base = rendezvous::makeInMemoryStore();

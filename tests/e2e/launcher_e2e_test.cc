@@ -32,7 +32,7 @@ constexpr int kPodZeroDelaySeconds = 4;
 class LauncherE2e : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Must-show 1: pod 0 (the store's host) of job "four" starts last.
+    // Pod 0 (the store's host) of job "four" starts last.
     const std::string why = cluster_.start(
         {"--kubelet-flags=--start-delay=four-worker-0=" + std::to_string(kPodZeroDelaySeconds)});
     if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
@@ -47,7 +47,7 @@ class LauncherE2e : public ::testing::Test {
   testutil::LocalCluster cluster_;
 };
 
-// Issue 5 must-show 1: the kubelet holds pod 0 back (--start-delay), so pod 1's launcher starts
+// The kubelet holds pod 0 back (--start-delay), so pod 1's launcher starts
 // first and retries the store until pod 0 comes up.
 TEST_F(LauncherE2e, FourRanksOnTwoPodsTrainToSucceeded) {
   if (!fs::exists(testutil::kFashionMnistDir))
@@ -90,7 +90,7 @@ spec:
   EXPECT_GT(started0, started1) << "pod 0 must start last";
 }
 
-// Issue 5 must-show 5: a user program (spec.command) instead of the built-in trainer sees
+// A user program (spec.command) instead of the built-in trainer sees
 // torchrun's variables with the right values in every pod and process.
 TEST_F(LauncherE2e, UserCommandSeesTheWorldInEveryPod) {
   apply(R"(apiVersion: ringmaster.dev/v1alpha1
@@ -114,7 +114,7 @@ spec:
     EXPECT_NE(pod1.find(line + master), std::string::npos) << line << "\n" << pod1;
 }
 
-// Issue 5 must-show 4: MPI mode with the MPI Operator's shapes (hostfile ConfigMap key, SSH
+// MPI mode with the MPI Operator's shapes (hostfile ConfigMap key, SSH
 // Secret), sshd per pod, mpirun from pod 0, the trainer on its MPI communicator.
 TEST_F(LauncherE2e, MpiModeJobTrainsToSucceeded) {
   if (!fs::exists(testutil::kFashionMnistDir))

@@ -126,7 +126,7 @@ std::string sleeperJob(const std::string& name, int replicas) {
          "  restartPolicy: Never\n";
 }
 
-// Must-show 3.
+// A spec the operator cannot run is refused with the field named.
 TEST_F(OperatorE2e, BadSpecsAreRejectedNamingTheField) {
   // An operator without a default image, so that a job naming none is invalid.
   ASSERT_NO_FATAL_FAILURE(stopLocalUpOperator());
@@ -186,7 +186,7 @@ TEST_F(OperatorE2e, BadSpecsAreRejectedNamingTheField) {
   EXPECT_EQ(op.wait(30s).exit_code, 0);
 }
 
-// Must-show 4: two operators at once never both reconcile.
+// Two operators at once never both reconcile.
 TEST_F(OperatorE2e, TwoOperatorsNeverBothReconcileAndTheStandbyTakesOver) {
   // `local up` started one (it leads); start a second.
   ASSERT_TRUE(eventually(30s, [&] {

@@ -125,7 +125,7 @@ class OperatorFaultE2e : public ::testing::Test {
   std::unique_ptr<testutil::Process> operator_;
 };
 
-// Must-show 2: a rank killed mid-training -> Restarting, one gang restart, resume, Succeeded.
+// A rank killed mid-training -> Restarting, one gang restart, resume, Succeeded.
 TEST_F(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpointAndSucceeds) {
   if (!fs::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
@@ -190,7 +190,7 @@ spec:
   EXPECT_NE(log0.find("resumed from checkpoint"), std::string::npos) << log0;
 }
 
-// Must-show 5: the operator killed between pod creations never duplicates a rank.
+// The operator killed between pod creations never duplicates a rank.
 TEST_F(OperatorFaultE2e, OperatorKilledWhileCreatingPodsNeverCreatesASecondPodForARank) {
   std::mt19937 random(20261122);  // seeded: the same kill points on every run
   std::uniform_int_distribution<int> delay_ms(0, 400);
@@ -246,7 +246,7 @@ spec:
   }
 }
 
-// Must-show 4: gang scheduling without fitting resources, deletion, suspension.
+// Gang scheduling without fitting resources, deletion, suspension.
 TEST_F(OperatorFaultE2e, UnschedulableGangHoldsNoPodsDeletionCleansUpAndSuspendHoldsPods) {
   // The local node advertises no nvidia.com/gpu (kubelet --gpus defaults to 0).
   apply(R"(apiVersion: ringmaster.dev/v1alpha1

@@ -111,7 +111,7 @@ std::string trainerConfig(const TempDir& dir, int epochs, int max_steps) {
   return path;
 }
 
-// Must-show 5: a user command sees torchrun's variables, right, in every pod.
+// A user command sees torchrun's variables, right, in every pod.
 TEST(Launcher, UserCommandSeesRankWorldSizeAndMasterAddrInEveryPod) {
   TempDir dir;
   Job job(2, 2);
@@ -140,7 +140,7 @@ TEST(Launcher, UserCommandSeesRankWorldSizeAndMasterAddrInEveryPod) {
   }
 }
 
-// Must-show 1 (without Kubernetes): pod 0, which hosts the store, starts last; the real
+// Without Kubernetes: pod 0, which hosts the store, starts last; the real
 // trainer trains on 4 ranks and both pods succeed.
 TEST(Launcher, PodZeroStartedLastStillRendezvousesAndTrains) {
   if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
@@ -185,7 +185,7 @@ TEST(Launcher, ReadinessTurnsFrom503To200OnceEveryPodJoined) {
   expectExit(pod1->wait(120s), 0, "pod 1");
 }
 
-// Must-show 2: the store still holds attempt 0's complete registration (both pods joined it);
+// The store still holds attempt 0's complete registration (both pods joined it);
 // attempt 1's pod 1 must not pass its barrier on those keys.
 TEST(Launcher, StaleKeysFromAttemptZeroDoNotPassAttemptOnesBarrier) {
   TempDir dir;
@@ -219,7 +219,7 @@ TEST(Launcher, StaleKeysFromAttemptZeroDoNotPassAttemptOnesBarrier) {
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the command must not run without the gang";
 }
 
-// Must-show 3: a trainer frozen by SIGSTOP mid-training is named by every launcher, and every
+// A trainer frozen by SIGSTOP mid-training is named by every launcher, and every
 // launcher exits with the retryable hang code.
 TEST(Launcher, FrozenTrainerIsNamedByBothLaunchersWhichExitRetryable) {
   if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
@@ -422,7 +422,7 @@ class LauncherMpi : public ::testing::Test {
   std::vector<std::string> ips_ = {"127.1.0.10", "127.1.0.11"};
 };
 
-// Must-show 4 (without Kubernetes): pod 0 runs mpirun; the real trainer trains with the MPI
+// Without Kubernetes: pod 0 runs mpirun; the real trainer trains with the MPI
 // backend on 2 ranks, one per pod; both pods succeed.
 TEST_F(LauncherMpi, RunsTheTrainerThroughMpirunAcrossTwoPods) {
   if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";

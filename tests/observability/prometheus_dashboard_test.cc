@@ -1,4 +1,4 @@
-// Issue 7 must-show 2: the Grafana dashboard against a real Prometheus. The embedded cluster runs
+// The Grafana dashboard against a real Prometheus. The embedded cluster runs
 // a 2-replica Fashion-MNIST TrainingJob; Debian's prometheus scrapes the operator and every
 // trainer rank with the target labels the chart's ServiceMonitor/PodMonitor would add; every
 // panel and variable query of helm/ringmaster/dashboards/ringmaster.json must return series, and

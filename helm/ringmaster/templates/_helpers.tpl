@@ -16,7 +16,7 @@
 {{- end -}}
 {{- end -}}
 
-{{/* The app.kubernetes.io/* set (DESIGN §5) on everything the chart installs. */}}
+{{/* The app.kubernetes.io/* set (Kubernetes' recommended labels) on everything the chart installs. */}}
 {{- define "ringmaster.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "ringmaster.selectorLabels" . }}
