@@ -22,6 +22,7 @@
 #include "local/kubelet/probe.h"
 #include "local/kubelet/process_launcher.h"
 #include "local/kubelet/resources.h"
+#include "local/kubelet/session.h"
 #include "local/kubelet/termination_message.h"
 #include "local/kubelet/volumes.h"
 #include "ringmaster/core/log.h"
@@ -200,8 +201,8 @@ core::Status Kubelet::Impl::prepareRoot() {
   return writeFileAtomically(options_.root_dir / "hosts", renderHosts({}));
 }
 
-// Processes a previous kubelet started and could not stop (it was killed): their process groups
-// are recorded in <container>.pid files.
+// Processes a previous kubelet started and could not stop (it was killed): their containers'
+// sessions are recorded in <container>.pid files.
 void Kubelet::Impl::killLeftovers() {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(options_.root_dir / "pods", ec);
@@ -209,10 +210,10 @@ void Kubelet::Impl::killLeftovers() {
     if (it->path().extension() != ".pid" || it.depth() != 2) continue;
     std::ifstream in(it->path());
     long pid = 0;
-    if (in >> pid && pid > 1 && kill(static_cast<pid_t>(-pid), 0) == 0) {
-      RM_LOG(WARN, LOCAL) << "killing process group " << pid << " left over from a previous "
-                          << "kubelet (" << it->path().string() << ")";
-      kill(static_cast<pid_t>(-pid), SIGKILL);
+    if (in >> pid && pid > 1 && !sessionMembers(static_cast<pid_t>(pid)).empty()) {
+      const int killed = killSession(static_cast<pid_t>(pid));
+      RM_LOG(WARN, LOCAL) << "killed " << killed << " process(es) of session " << pid
+                          << " left over from a previous kubelet (" << it->path().string() << ")";
     }
     std::error_code rm;
     fs::remove(it->path(), rm);
@@ -719,9 +720,14 @@ void Kubelet::Impl::beginTermination(PodRuntime& rt, const std::string& why) {
   for (auto& c : rt.containers) {
     c.prober.reset();
     if (c.pid <= 0) continue;
-    RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": SIGTERM to "
-                        << "process group " << c.pid << " (" << why << "; grace " << grace << " s)";
-    signalGroup(c.pid, grace > 0 ? SIGTERM : SIGKILL);
+    RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": "
+                        << (grace > 0 ? "SIGTERM to process group " : "SIGKILL to session ")
+                        << c.pid << " (" << why << "; grace " << grace << " s)";
+    if (grace > 0) {
+      signalGroup(c.pid, SIGTERM);
+    } else {
+      killSession(c.pid);
+    }
     if (!rt.gone) {
       event(*rt.pod, kube::kEventNormal, "Killing", "Stopping container " + c.spec.name);
     }
@@ -739,8 +745,8 @@ bool Kubelet::Impl::finishTermination(PodRuntime& rt) {
       for (auto& c : rt.containers) {
         if (c.pid <= 0) continue;
         RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name
-                            << ": grace period over, SIGKILL to process group " << c.pid;
-        signalGroup(c.pid, SIGKILL);
+                            << ": grace period over, SIGKILL to session " << c.pid;
+        killSession(c.pid);
       }
       rt.sigkilled = true;
     }
@@ -953,9 +959,9 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
 void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& exit) {
   const bool was_running = c.pid > 0;
   if (was_running) {
-    // What the container left running in its process group (`sh -c "worker &"`) ends with it,
-    // as a container's processes end with its init on a real node.
-    signalGroup(c.pid, SIGKILL);
+    // What the container left running (`sh -c "worker &"`, a rank in its own process group)
+    // ends with it, as a container's processes end with its init on a real node.
+    killSession(c.pid);
     std::error_code ec;
     fs::remove(containerFiles(rt.dir, c.spec.name).pid, ec);
   }
@@ -1180,6 +1186,7 @@ void Kubelet::Impl::stopAll() {
       for (auto& c : rt.containers) {
         if (c.pid <= 0) continue;
         if (auto exit = reap(c.pid)) {
+          killSession(c.pid);  // what it left running (`sh -c "worker &"`) goes with it
           std::error_code ec;
           fs::remove(containerFiles(rt.dir, c.spec.name).pid, ec);
           c.pid = -1;
@@ -1191,7 +1198,7 @@ void Kubelet::Impl::stopAll() {
     if (!live) break;
     if (!killed && Clock::now() >= deadline) {
       for (auto& [key, rt] : pods_) {
-        for (auto& c : rt.containers) signalGroup(c.pid, SIGKILL);
+        for (auto& c : rt.containers) killSession(c.pid);
       }
       killed = true;
     }

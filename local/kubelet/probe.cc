@@ -13,6 +13,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "local/kubelet/session.h"
+
 namespace ringmaster::local::kubelet {
 namespace {
 
@@ -127,7 +129,7 @@ std::string execProbe(const kube::ExecAction& exec, const ProbeTarget& target,
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded by the probe timeout
   }
   if (!exit) {
-    signalGroup(*pid, SIGKILL);
+    killSession(*pid);
     while (!(exit = reap(*pid))) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return "command timed out";
   }

@@ -27,7 +27,7 @@ struct ChildError {
 };
 
 constexpr const char* kSteps[] = {
-    "setpgid",    "unshare(CLONE_NEWNS)", "make / rprivate", "mkdir mountpoint",
+    "setsid",     "unshare(CLONE_NEWNS)", "make / rprivate", "mkdir mountpoint",
     "bind mount", "remount read-only",    "chdir",           "dup2",
     "execve",     "shadow directory"};
 constexpr int kShadowStep = 9;
@@ -199,7 +199,7 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
-    if (setpgid(0, 0) != 0) childFail(efd, 0);
+    if (setsid() < 0) childFail(efd, 0);
     if (!spec.mounts.empty()) {
       if (unshare(CLONE_NEWNS) != 0) childFail(efd, 1);
       if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) childFail(efd, 2);
@@ -229,7 +229,8 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
     execve(spec.executable.c_str(), p.argv.data(), p.envp.data());
     childFail(efd, 8);
   }
-  setpgid(pid, pid);  // also in the parent: signals sent right after launch reach the group
+  // No setpgid here: it would make the child a group leader, and setsid would then fail. Nobody
+  // signals the child before launch() returns, which is after its exec.
   close(null_fd);
   close(log_fd);
   close(pipe_fds[1]);

@@ -1,7 +1,8 @@
 #pragma once
 // Starts a container as a local process and controls it:
-//   - the child leads its own process group (signals go to the whole group: shells, launchers
-//     and their children), with the signal mask and SIGPIPE reset and no inherited descriptors;
+//   - the child leads its own session and process group (SIGTERM goes to the group; the end of
+//     the container kills the whole session, session.h), with the signal mask and SIGPIPE reset
+//     and no inherited descriptors;
 //   - stdout and stderr are appended to the log file, stdin is /dev/null;
 //   - with mounts: a private mount namespace (unshare(CLONE_NEWNS), / made rprivate) in which
 //     each volume is bind-mounted at its mountPath (missing mountpoints are created; read-only
@@ -46,7 +47,7 @@ struct LaunchSpec {
 // exists, or its parent is an existing directory other than "/".
 bool canMountFileAt(const std::string& target);
 
-// Returns the child's pid (= its process group id).
+// Returns the child's pid (= its process group and session id).
 core::Result<pid_t> launch(const LaunchSpec& spec);
 
 struct ExitInfo {
