@@ -24,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "local/https/auth.h"
 #include "local/https/tls.h"
@@ -305,6 +306,29 @@ void Server::Impl::monitorLoop() {
   }
 }
 
+namespace {
+
+// After a 413 the client is usually still sending the body. Closing with unread data resets
+// the connection, and the reset can reach the client before it reads the answer ("connection
+// reset by peer" instead of the 413): so the rest is read and dropped first, for a bounded time
+// and amount, and only while the client keeps sending.
+void discardUnreadBody(TlsConnection& tls) {
+  constexpr auto kLinger = std::chrono::seconds(5);
+  constexpr auto kSilence = std::chrono::seconds(1);
+  constexpr size_t kMaxDiscardedBytes = 64u << 20;
+  const SteadyClock::time_point deadline = SteadyClock::now() + kLinger;
+  std::vector<char> buf(64 << 10);
+  size_t discarded = 0;
+  while (discarded < kMaxDiscardedBytes && SteadyClock::now() < deadline) {
+    core::Result<size_t> got =
+        tls.read(buf.data(), buf.size(), std::min(deadline, SteadyClock::now() + kSilence));
+    if (!got.ok() || *got == 0) return;
+    discarded += *got;
+  }
+}
+
+}  // namespace
+
 void Server::Impl::serveConnection(Conn& conn) {
   // A write to a reset socket raises SIGPIPE in the writing thread; here it only stays pending
   // (TlsConnection consumes it) and the write reports EPIPE.
@@ -360,6 +384,7 @@ bool Server::Impl::serveRequest(Conn& conn, TlsConnection& tls, RequestReader& r
                         statusBody(413, "RequestEntityTooLarge",
                                    "Request entity too large: limit is " +
                                        std::to_string(options_.limits.max_body_bytes)));
+      discardUnreadBody(tls);
     } else {
       Headers headers;
       headers.add("Content-Type", "text/plain; charset=utf-8");

@@ -298,6 +298,20 @@ TEST_F(ServerTest, TooLargeBodyGets413AndClose) {
   EXPECT_TRUE(client->peerClosed());
 }
 
+// A client that sends the whole oversized body before reading (as kubectl does) gets the 413,
+// not a reset: the server reads and drops the body before it closes.
+TEST_F(ServerTest, TooLargeBodySentWholeStillGets413NotAReset) {
+  auto client = connect();
+  ASSERT_NE(client, nullptr);
+  const size_t size = 4 << 20;
+  core::Status sent = client->send(
+      post("/echo", "Content-Length: " + std::to_string(size) + "\r\n", std::string(size, 'x')));
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  auto head = client->readHead();
+  ASSERT_TRUE(head.ok()) << head.status().message();
+  EXPECT_EQ(head->status, 413);
+}
+
 TEST_F(ServerTest, HandlerThatThrowsOrStaysSilentGets500) {
   auto client = connect();
   ASSERT_NE(client, nullptr);
