@@ -1,16 +1,13 @@
 #include "local/apiserver/crd.h"
 
 #include "local/apiserver/schema.h"
+#include "ringmaster/core/json.h"
 
 namespace ringmaster::local {
 namespace {
 
 using json = nlohmann::json;
-
-std::string text(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
+using core::stringMember;
 
 std::vector<std::string> strings(const json& obj, const char* key) {
   std::vector<std::string> out;
@@ -29,10 +26,10 @@ std::vector<StatusCause> problems(const json& crd) {
   };
   const json spec = crd.value("spec", json::object());
   const json names = spec.value("names", json::object());
-  if (text(spec, "group").empty()) required("spec.group");
-  if (text(names, "plural").empty()) required("spec.names.plural");
-  if (text(names, "kind").empty()) required("spec.names.kind");
-  auto scope = text(spec, "scope");
+  if (stringMember(spec, "group").empty()) required("spec.group");
+  if (stringMember(names, "plural").empty()) required("spec.names.plural");
+  if (stringMember(names, "kind").empty()) required("spec.names.kind");
+  auto scope = stringMember(spec, "scope");
   if (scope != "Namespaced" && scope != "Cluster") {
     causes.push_back(
         {"FieldValueNotSupported",
@@ -58,10 +55,10 @@ std::vector<StatusCause> problems(const json& crd) {
     }
   }
   if (causes.empty()) {
-    const std::string expected = text(names, "plural") + "." + text(spec, "group");
-    if (text(crd.value("metadata", json::object()), "name") != expected) {
+    const std::string expected = stringMember(names, "plural") + "." + stringMember(spec, "group");
+    if (stringMember(crd.value("metadata", json::object()), "name") != expected) {
       causes.push_back({"FieldValueInvalid",
-                        "Invalid value: \"" + text(crd["metadata"], "name") +
+                        "Invalid value: \"" + stringMember(crd["metadata"], "name") +
                             "\": must be spec.names.plural+\".\"+spec.group",
                         "metadata.name"});
     }
@@ -91,7 +88,7 @@ AdmitFn schemaAdmitter(json schema, std::string kind, std::string group, std::st
     }
     if (outcome.causes.empty()) return std::nullopt;
     const json& meta = obj.contains("metadata") ? obj["metadata"] : json::object();
-    return invalidError(kind, group, text(meta, "name"), std::move(outcome.causes));
+    return invalidError(kind, group, stringMember(meta, "name"), std::move(outcome.causes));
   };
 }
 
@@ -110,7 +107,8 @@ std::optional<StatusError> validateCrd(const json& crd) {
   auto causes = problems(crd);
   if (causes.empty()) return std::nullopt;
   return invalidError("CustomResourceDefinition", "apiextensions.k8s.io",
-                      text(crd.value("metadata", json::object()), "name"), std::move(causes));
+                      stringMember(crd.value("metadata", json::object()), "name"),
+                      std::move(causes));
 }
 
 ApiResult<CrdResources> resourcesFromCrd(const json& crd) {
@@ -121,16 +119,16 @@ ApiResult<CrdResources> resourcesFromCrd(const json& crd) {
   bool have_storage = false;
   for (const auto& v : spec["versions"]) {
     ApiResource r;
-    r.type.group = text(spec, "group");
-    r.type.version = text(v, "name");
-    r.type.resource = text(names, "plural");
-    r.type.kind = text(names, "kind");
-    r.type.namespaced = text(spec, "scope") == "Namespaced";
+    r.type.group = stringMember(spec, "group");
+    r.type.version = stringMember(v, "name");
+    r.type.resource = stringMember(names, "plural");
+    r.type.kind = stringMember(names, "kind");
+    r.type.namespaced = stringMember(spec, "scope") == "Namespaced";
     r.type.has_status_subresource = v.contains("subresources") && v["subresources"].is_object() &&
                                     v["subresources"].contains("status");
     r.type.builtin = false;
     r.type.tracks_generation = true;
-    r.singular = text(names, "singular");
+    r.singular = stringMember(names, "singular");
     if (r.singular.empty()) {
       r.singular = r.type.kind;
       for (auto& c : r.singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -142,12 +140,12 @@ ApiResult<CrdResources> resourcesFromCrd(const json& crd) {
     if (cols != v.end() && cols->is_array() && !cols->empty()) {
       for (const auto& c : *cols) {
         PrinterColumn pc;
-        pc.name = text(c, "name");
-        pc.type = text(c, "type");
-        pc.format = text(c, "format");
-        pc.description = text(c, "description");
+        pc.name = stringMember(c, "name");
+        pc.type = stringMember(c, "type");
+        pc.format = stringMember(c, "format");
+        pc.description = stringMember(c, "description");
         pc.priority = c.value("priority", 0);
-        pc.json_path = text(c, "jsonPath");
+        pc.json_path = stringMember(c, "jsonPath");
         r.columns.push_back(pc);
       }
     } else {
@@ -171,16 +169,17 @@ std::string crdStatusPatch(const json& crd, const std::string& now_text) {
   const json& spec = crd["spec"];
   const json names = spec.value("names", json::object());
   json accepted = json::object();
-  accepted["plural"] = text(names, "plural");
-  accepted["singular"] = text(names, "singular");
+  accepted["plural"] = stringMember(names, "plural");
+  accepted["singular"] = stringMember(names, "singular");
   if (names.contains("shortNames")) accepted["shortNames"] = names["shortNames"];
-  accepted["kind"] = text(names, "kind");
-  accepted["listKind"] =
-      text(names, "listKind").empty() ? text(names, "kind") + "List" : text(names, "listKind");
+  accepted["kind"] = stringMember(names, "kind");
+  accepted["listKind"] = stringMember(names, "listKind").empty()
+                             ? stringMember(names, "kind") + "List"
+                             : stringMember(names, "listKind");
   if (names.contains("categories")) accepted["categories"] = names["categories"];
   json stored = json::array();
   for (const auto& v : spec["versions"]) {
-    if (v.value("storage", false)) stored.push_back(text(v, "name"));
+    if (v.value("storage", false)) stored.push_back(stringMember(v, "name"));
   }
   json conditions = json::array();
   conditions.push_back({{"type", "NamesAccepted"},

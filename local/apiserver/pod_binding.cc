@@ -1,30 +1,28 @@
 #include "local/apiserver/pod_binding.h"
 
+#include "ringmaster/core/json.h"
+
 namespace ringmaster::local {
 namespace {
 
 using json = nlohmann::json;
+using core::stringMember;
 
 const ResourceKey kPods{"", "pods"};
 const ResourceKey kBindings{"", "pods/binding"};
-
-std::string str(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 }  // namespace
 
 ApiResult<ObjectPtr> bindPod(ObjectStore& store, const std::string& ns, const std::string& name,
                              const json& binding, const std::string& now_text) {
   const json meta = binding.contains("metadata") ? binding["metadata"] : json::object();
-  const std::string body_name = meta.is_object() ? str(meta, "name") : "";
+  const std::string body_name = stringMember(meta, "name");
   if (!body_name.empty() && body_name != name) {
     return badRequestError("name in URL does not match name in Binding object");
   }
   const json target = binding.contains("target") ? binding["target"] : json::object();
-  const std::string node = target.is_object() ? str(target, "name") : "";
-  const std::string kind = target.is_object() ? str(target, "kind") : "";
+  const std::string node = stringMember(target, "name");
+  const std::string kind = stringMember(target, "kind");
   if (!kind.empty() && kind != "Node") {
     return invalidError(
         "Binding", "", name,
@@ -40,7 +38,7 @@ ApiResult<ObjectPtr> bindPod(ObjectStore& store, const std::string& ns, const st
       return conflictError(kBindings, name,
                            "pod " + name + " is being deleted, cannot be assigned to a host");
     }
-    const std::string bound = pod["spec"].is_object() ? str(pod["spec"], "nodeName") : "";
+    const std::string bound = stringMember(pod["spec"], "nodeName");
     if (!bound.empty()) {
       return conflictError(kBindings, name,
                            "pod " + name + " is already assigned to node \"" + bound + "\"");
@@ -54,7 +52,7 @@ ApiResult<ObjectPtr> bindPod(ObjectStore& store, const std::string& ns, const st
                       {"lastTransitionTime", now_text}};
     bool replaced = false;
     for (auto& c : conditions) {
-      if (c.is_object() && str(c, "type") == "PodScheduled") {
+      if (stringMember(c, "type") == "PodScheduled") {
         c = scheduled;
         replaced = true;
       }

@@ -11,11 +11,13 @@
 
 #include "local/store/names.h"
 #include "ringmaster/core/flags.h"
+#include "ringmaster/core/json.h"
 
 namespace ringmaster::local {
 namespace {
 
 using json = nlohmann::json;
+using core::stringMember;
 namespace fs = std::filesystem;
 
 const ResourceKey kPods{"", "pods"};
@@ -23,12 +25,6 @@ const ResourceKey kNodes{"", "nodes"};
 constexpr size_t kReadBlock = 64 * 1024;
 // Non-follow answers up to this size go out as one response; larger ones are streamed.
 constexpr uint64_t kSendWholeLimit = 1 << 20;
-
-std::string str(const json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 const json& field(const json& obj, const char* key) {
   static const json kNull;
@@ -41,7 +37,7 @@ std::vector<std::string> containerNames(const json& pod, const char* list) {
   std::vector<std::string> out;
   const json& cs = field(field(pod, "spec"), list);
   if (cs.is_array()) {
-    for (const auto& c : cs) out.push_back(str(c, "name"));
+    for (const auto& c : cs) out.push_back(stringMember(c, "name"));
   }
   return out;
 }
@@ -59,7 +55,7 @@ const json& containerStatus(const json& pod, const std::string& container) {
     const json& cs = field(field(pod, "status"), list);
     if (!cs.is_array()) continue;
     for (const auto& c : cs) {
-      if (str(c, "name") == container) return c;
+      if (stringMember(c, "name") == container) return c;
     }
   }
   return kNull;
@@ -144,7 +140,7 @@ ApiResult<PodLogOptions> parsePodLogOptions(const Request& r) {
 }
 
 ApiResult<std::string> podLogContainer(const json& pod, const std::string& container) {
-  const std::string name = str(field(pod, "metadata"), "name");
+  const std::string name = stringMember(field(pod, "metadata"), "name");
   const auto names = containerNames(pod, "containers");
   const auto init_names = containerNames(pod, "initContainers");
   if (container.empty()) {
@@ -168,11 +164,11 @@ ApiResult<std::string> podLogContainer(const json& pod, const std::string& conta
 ApiResult<fs::path> podLogPath(const ObjectStore& store, const json& pod,
                                const std::string& container, bool previous) {
   const json& meta = field(pod, "metadata");
-  const std::string node_name = str(field(pod, "spec"), "nodeName");
+  const std::string node_name = stringMember(field(pod, "spec"), "nodeName");
   auto node = store.get(kNodes, "", node_name);
   if (!node.ok()) return node.error();
-  const std::string root =
-      str(field(field((*node)->object, "metadata"), "annotations"), kKubeletRootAnnotation);
+  const std::string root = stringMember(field(field((*node)->object, "metadata"), "annotations"),
+                                        kKubeletRootAnnotation);
   if (root.empty()) {
     // As kube-apiserver reports a kubelet it cannot reach: 500 without a reason.
     return StatusError(500, "",
@@ -182,16 +178,17 @@ ApiResult<fs::path> podLogPath(const ObjectStore& store, const json& pod,
   // The kubelet's layout has one file per container in the pod's directory: a container name
   // that is no DNS-1123 label (our server does not validate pod specs) could name any file.
   if (!nameProblems(NameRule::kDns1123Label, container).empty()) {
-    return badRequestError("container " + container + " is not valid for pod " + str(meta, "name"));
+    return badRequestError("container " + container + " is not valid for pod " +
+                           stringMember(meta, "name"));
   }
-  return fs::path(root) / "pods" / str(meta, "namespace") /
-         (str(meta, "name") + "_" + str(meta, "uid")) /
+  return fs::path(root) / "pods" / stringMember(meta, "namespace") /
+         (stringMember(meta, "name") + "_" + stringMember(meta, "uid")) /
          (container + (previous ? ".previous.log" : ".log"));
 }
 
 StatusError containerNotReadableError(const json& pod, const std::string& container,
                                       bool previous) {
-  const std::string pod_name = str(field(pod, "metadata"), "name");
+  const std::string pod_name = stringMember(field(pod, "metadata"), "name");
   const std::string who = "\"" + container + "\" in pod \"" + pod_name + "\"";
   if (previous) return badRequestError("previous terminated container " + who + " not found");
   const json& cs = containerStatus(pod, container);
@@ -201,7 +198,7 @@ StatusError containerNotReadableError(const json& pod, const std::string& contai
     return badRequestError("container " + who + " is terminated");
   }
   if (field(state, "waiting").is_object()) {
-    const std::string reason = str(field(state, "waiting"), "reason");
+    const std::string reason = stringMember(field(state, "waiting"), "reason");
     if (reason == "ErrImagePull") {
       return badRequestError("container " + who + " is waiting to start: image can't be pulled");
     }
@@ -215,7 +212,7 @@ StatusError containerNotReadableError(const json& pod, const std::string& contai
 }
 
 bool containerTerminated(const json& pod, const std::string& container) {
-  const std::string phase = str(field(pod, "status"), "phase");
+  const std::string phase = stringMember(field(pod, "status"), "phase");
   if (phase == "Succeeded" || phase == "Failed") return true;
   const json& cs = containerStatus(pod, container);
   return field(field(cs, "state"), "terminated").is_object();
@@ -260,11 +257,11 @@ void servePodLog(const ObjectStore& store, const Request& r, ResponseWriter& w,
   auto got = store.get(kPods, ns, name);
   if (!got.ok()) return sendError(w, got.error());
   json pod = (*got)->object;
-  const std::string uid = str(field(pod, "metadata"), "uid");
+  const std::string uid = stringMember(field(pod, "metadata"), "uid");
   auto container = podLogContainer(pod, options->container);
   if (!container.ok()) return sendError(w, container.error());
   // Not yet scheduled: kube-apiserver has no kubelet to ask and answers an empty log.
-  if (str(field(pod, "spec"), "nodeName").empty()) {
+  if (stringMember(field(pod, "spec"), "nodeName").empty()) {
     (void)w.send(200, logHeaders(), "");
     return;
   }
@@ -328,7 +325,7 @@ void servePodLog(const ObjectStore& store, const Request& r, ResponseWriter& w,
     if (budget == 0 || over) break;
     // Drained: has the run ended? Its status says so, or the kubelet rotated the file away.
     auto now_pod = store.get(kPods, ns, name);
-    over = !now_pod.ok() || str(field((*now_pod)->object, "metadata"), "uid") != uid ||
+    over = !now_pod.ok() || stringMember(field((*now_pod)->object, "metadata"), "uid") != uid ||
            containerTerminated((*now_pod)->object, *container) || fileId(*path) != opened ||
            options->previous;
     if (over) continue;  // one more read drains what was written before the end

@@ -9,6 +9,7 @@
 
 namespace ringmaster::local {
 
+using core::stringMember;
 using nlohmann::json;
 
 json applyMergePatch(const json& target, const json& patch) {
@@ -26,13 +27,6 @@ json applyMergePatch(const json& target, const json& patch) {
 }
 
 namespace {
-
-// A string member of a client's object, or "" when it is absent or not a string (json's
-// value() would throw on a mismatched type: {"$patch": {}} must not reach the caller as one).
-std::string stringMember(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 // ---- JSON pointer (RFC 6901) ----
 

@@ -45,4 +45,10 @@ Result<nlohmann::ordered_json> parseOrderedJson(std::string_view text, int max_d
   return parseBounded<nlohmann::ordered_json>(text, max_depth);
 }
 
+std::string stringMember(const nlohmann::json& object, std::string_view key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 }  // namespace ringmaster::core

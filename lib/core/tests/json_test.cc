@@ -65,5 +65,25 @@ TEST(ParseJson, CustomBoundAndOrderedValues) {
   EXPECT_FALSE(parseOrderedJson(nestedArrays(5000)).ok());
 }
 
+TEST(StringMember, OnlyAStringMemberOfAnObjectCounts) {
+  struct Row {
+    const char* object;
+    const char* want;
+  };
+  const Row rows[] = {
+      {R"({"kind":"Pod"})", "Pod"},
+      {R"({"kind":""})", ""},
+      {R"({"other":"Pod"})", ""},   // absent
+      {R"({"kind":{"a":1}})", ""},  // an object, not a string
+      {R"({"kind":7})", ""},        // a number
+      {R"({"kind":null})", ""},
+      {R"(["kind","Pod"])", ""},  // not an object
+      {R"("kind")", ""},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(stringMember(nlohmann::json::parse(row.object), "kind"), row.want) << row.object;
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::core

@@ -8,6 +8,7 @@
 // Thread-safety: pure functions. Failure: kInvalidArgument naming the problem and where.
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 #include "ringmaster/core/status.h"
@@ -23,5 +24,10 @@ inline constexpr int kMaxJsonDepth = 1000;
 Result<nlohmann::json> parseJson(std::string_view text, int max_depth = kMaxJsonDepth);
 Result<nlohmann::ordered_json> parseOrderedJson(std::string_view text,
                                                 int max_depth = kMaxJsonDepth);
+
+// A string member of a client's object, or "" when `object` is not an object or the member is
+// absent or not a string. json's value() would throw on a mismatched type, and a client's
+// {"kind": {}} must be a clear error, not an exception.
+std::string stringMember(const nlohmann::json& object, std::string_view key);
 
 }  // namespace ringmaster::core
