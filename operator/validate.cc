@@ -5,6 +5,7 @@
 #include <set>
 
 #include "operator/builders.h"
+#include "ringmaster/kube/names.h"
 
 namespace ringmaster::op {
 namespace {
@@ -152,8 +153,10 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
     const std::string& name = s.volumes[i].name;
     if (name.empty()) {
       e.add(p, "required");
-    } else if (auto why = dns1123LabelProblem(name)) {
-      e.add(p, invalidValue(name, *why));
+    } else if (auto why = kube::dns1123LabelProblems(name); !why.empty()) {
+      std::string problems;
+      for (const std::string& w : why) problems += (problems.empty() ? "" : ", ") + w;
+      e.add(p, invalidValue(name, problems));
     } else if (name == "config" || name == "ssh" || name == kTmpVolume) {
       e.add(p, "\"" + name + "\" is reserved for the operator's own volume");
     } else if (!names.insert(name).second) {
@@ -256,34 +259,6 @@ int64_t modelParameters(const kube::ModelSpec& model) {
   return n + dense(in, kClasses);
 }
 
-std::optional<std::string> dns1123LabelProblem(const std::string& name) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  const bool label =
-      !name.empty() && alnum(name.front()) && alnum(name.back()) &&
-      std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
-  std::string problems;
-  if (name.size() > 63) problems = "must be no more than 63 characters";
-  if (!label) {
-    problems += problems.empty() ? "" : ", ";
-    problems +=
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-        "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-  }
-  if (problems.empty()) return std::nullopt;
-  return problems;
-}
-
-bool isDns1035Label(const std::string& name) {
-  if (name.empty() || name.size() > 63) return false;
-  if (name.front() < 'a' || name.front() > 'z') return false;
-  if (name.back() == '-') return false;
-  for (char c : name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return true;
-}
-
 kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
                                    const ValidateOptions& options) {
   kube::TrainingJobSpec s = spec;
@@ -309,7 +284,7 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
   Errors e;
   const kube::TrainingJobSpec& s = job.spec;
   const std::string& name = job.metadata.name;
-  if (!isDns1035Label(name)) {
+  if (!kube::dns1035LabelProblems(name).empty()) {
     e.add("metadata.name",
           "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, "
           "at most 63 characters), got \"" +

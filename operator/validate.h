@@ -56,11 +56,4 @@ core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& 
 // what the spec leaves out).
 int64_t modelParameters(const kube::ModelSpec& model);
 
-// Why `name` is not a DNS-1123 label (what volume names must be), in kube-apiserver's words;
-// nullopt when it is one.
-std::optional<std::string> dns1123LabelProblem(const std::string& name);
-
-// True when `name` is a DNS-1035 label (what Service names must be).
-bool isDns1035Label(const std::string& name);
-
 }  // namespace ringmaster::op

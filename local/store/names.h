@@ -1,7 +1,7 @@
 #pragma once
 // Object names as kube-apiserver validates them on create: which resource uses which rule (the
-// one table, nameRuleFor) and the rules themselves with apimachinery's messages
-// (IsDNS1123Subdomain, IsDNS1123Label, IsDNS1035Label). Names also become file names (the
+// one table, nameRuleFor); the rules themselves are lib/kube's (ringmaster/kube/names.h), with
+// apimachinery's messages. Names also become file names (the
 // kubelet's pod directories), so nothing else may reach the store.
 //
 // Thread-safety: pure functions. Failure: the problems are returned, never thrown.

@@ -200,36 +200,6 @@ TEST(Validate, SafeVolumesMountsAndCheckpointPathsAreAccepted) {
   EXPECT_TRUE(errors.empty()) << describe(errors);
 }
 
-struct LabelCase {
-  std::string name;
-  std::optional<std::string> problem;
-};
-
-TEST(Validate, Dns1123LabelProblemFollowsKubernetes) {
-  const std::string regex =
-      "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-      "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-      "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-  const std::vector<LabelCase> cases = {
-      {"data", std::nullopt},
-      {"0-data-1", std::nullopt},
-      {std::string(63, 'a'), std::nullopt},
-      {std::string(64, 'a'), "must be no more than 63 characters"},
-      {"a.b", regex},
-      {"..", regex},
-      {"../x", regex},
-      {"a/b", regex},
-      {"Data", regex},
-      {"-data", regex},
-      {"data-", regex},
-      {"a b", regex},
-      {std::string(64, '.'), "must be no more than 63 characters, " + regex},
-  };
-  for (const LabelCase& c : cases) {
-    EXPECT_EQ(dns1123LabelProblem(c.name), c.problem) << c.name;
-  }
-}
-
 TEST(Validate, AcceptsTheDesignExampleAndFillsDefaults) {
   kube::TrainingJob job = makeJob();
   core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
