@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -26,9 +27,13 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
   return "";
 }
 
+ProcessResult LocalCluster::stop() {
+  up_ = false;
+  return run({binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {}, 120s);
+}
+
 LocalCluster::~LocalCluster() {
-  if (up_)
-    (void)run({binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {}, 120s);
+  if (up_) (void)stop();
 }
 
 ProcessResult LocalCluster::kubectl(std::vector<std::string> args,
@@ -91,13 +96,14 @@ std::map<std::string, std::string> environOf(pid_t pid) {
   return env;
 }
 
-pid_t findProcess(const std::string& program, const std::map<std::string, std::string>& env) {
+std::vector<pid_t> findProcesses(const std::string& program,
+                                 const std::map<std::string, std::string>& env) {
+  std::vector<pid_t> found;
   DIR* proc = opendir("/proc");
-  if (!proc) return 0;
-  pid_t found = 0;
+  if (!proc) return found;
   while (dirent* e = readdir(proc)) {
     const pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
+    if (pid <= 0 || !liveProcess(pid)) continue;
     std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
     std::string argv0;
     std::getline(cmd, argv0, '\0');
@@ -105,10 +111,24 @@ pid_t findProcess(const std::string& program, const std::map<std::string, std::s
     std::map<std::string, std::string> have = environOf(pid);
     bool match = true;
     for (const auto& [key, value] : env) match = match && have.count(key) && have[key] == value;
-    if (match && pid > found) found = pid;
+    if (match) found.push_back(pid);
   }
   closedir(proc);
+  std::sort(found.begin(), found.end());
   return found;
+}
+
+pid_t findProcess(const std::string& program, const std::map<std::string, std::string>& env) {
+  std::vector<pid_t> found = findProcesses(program, env);
+  return found.empty() ? 0 : found.back();
+}
+
+long residentKiB(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return 0;
 }
 
 bool liveProcess(pid_t pid) {

@@ -30,6 +30,8 @@ class LocalCluster {
   // `ringmaster local up --data-dir <tmp> <up_flags...>`; "" when up, else why not.
   std::string start(const std::vector<std::string>& up_flags = {});
   bool hasKubectl() const { return !kubectl_.empty(); }
+  // `ringmaster local down` now (the destructor then does nothing); its result.
+  ProcessResult stop();
 
   const std::string& dataDir() const { return dir_.path(); }
   std::string kubeconfig() const { return dir_.path() + "/kubeconfig"; }
@@ -63,6 +65,11 @@ std::map<std::string, std::string> environOf(pid_t pid);
 // The newest process whose argv[0] contains `program` and whose environment has every entry of
 // `env` (0 when none): e.g. the trainer with RINGMASTER_JOB=frozen and RANK=3.
 pid_t findProcess(const std::string& program, const std::map<std::string, std::string>& env);
+// Every live process that findProcess would consider ("" matches any program), oldest first.
+std::vector<pid_t> findProcesses(const std::string& program,
+                                 const std::map<std::string, std::string>& env);
+// VmRSS of `pid` in KiB (0 when it is gone).
+long residentKiB(pid_t pid);
 // True while `pid` is a process that has not exited (a zombie counts as gone).
 bool liveProcess(pid_t pid);
 
