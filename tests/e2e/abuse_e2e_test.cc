@@ -42,17 +42,6 @@ using testutil::eventually;
 using testutil::jobPhase;
 using testutil::liveProcess;
 
-bool finished(const nlohmann::json& job) {
-  return jobPhase(job) == "Succeeded" || jobPhase(job) == "Failed";
-}
-
-long readNumberFile(const std::string& path) {
-  std::ifstream in(path);
-  long n = 0;
-  in >> n;
-  return n;
-}
-
 // A job of `replicas` pods whose user command is `script` (run by sh in every pod).
 std::string shellJob(const std::string& name, int replicas, const std::string& script,
                      const std::string& restart_policy) {
@@ -115,9 +104,9 @@ class AbuseE2e : public ::testing::Test {
                                  "custom-columns=NAME:.metadata.name,UID:.metadata.uid"},
         cluster_.env());
     watch->start();
-    EXPECT_TRUE(eventually(
-        30s, [&] { return watch->stderrSoFar().find("watch=true") != std::string::npos; }))
-        << watch->stderrSoFar();
+    EXPECT_TRUE(eventually(30s, [&] {
+      return watch->stderrSoFar().find("watch=true") != std::string::npos;
+    })) << watch->stderrSoFar();
     return watch;
   }
 
@@ -125,14 +114,7 @@ class AbuseE2e : public ::testing::Test {
   static std::map<std::string, std::set<std::string>> podUids(testutil::Process& watch) {
     watch.signal(SIGTERM);
     testutil::ProcessResult seen = watch.wait(10s);
-    std::map<std::string, std::set<std::string>> uids;
-    std::istringstream rows(seen.stdout_text);
-    for (std::string row; std::getline(rows, row);) {
-      std::istringstream words(row);
-      std::string pod, uid;
-      if (words >> pod >> uid) uids[pod].insert(uid);
-    }
-    return uids;
+    return testutil::uidsByPod(seen.stdout_text);
   }
 
   // The processes of job `name` (its pods' every process carries RINGMASTER_JOB) still alive.
@@ -154,7 +136,7 @@ class AbuseE2e : public ::testing::Test {
   // The operator `local up` started is SIGKILLed and forgotten (its pid file goes, so that
   // `local down` never signals a reused pid).
   void killLocalOperator() {
-    const pid_t pid = static_cast<pid_t>(readNumberFile(dir() + "/operator.pid"));
+    const pid_t pid = static_cast<pid_t>(testutil::readNumberFile(dir() + "/operator.pid"));
     ASSERT_GT(pid, 0) << "no operator.pid";
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(pid); }));
@@ -206,7 +188,7 @@ TEST_F(AbuseE2e, OperatorKilledAHundredTimesNeverDuplicatesAPodNorLosesAJob) {
   for (int j = 0; j < kJobs; ++j) {
     const std::string name = "storm-" + std::to_string(j);
     SCOPED_TRACE(name);
-    nlohmann::json job = cluster_.waitForJob(name, 180s, finished);
+    nlohmann::json job = cluster_.waitForJob(name, 180s, testutil::jobFinished);
     ASSERT_EQ(jobPhase(job), "Succeeded") << job.dump(2) << operator_->stderrSoFar();
     EXPECT_EQ(job["status"].value("restarts", -1), 0) << job.dump(2);
   }
@@ -226,8 +208,8 @@ TEST_F(AbuseE2e, OperatorKilledAHundredTimesNeverDuplicatesAPodNorLosesAJob) {
   }
   EXPECT_EQ(names, expected);
   std::cout << "reliability: operator SIGKILLed " << kills << " times across " << kJobs
-            << " jobs: " << pods << " pods created for " << expected.size() << " ranks, "
-            << kJobs << " of " << kJobs << " jobs Succeeded, 0 restarts" << std::endl;
+            << " jobs: " << pods << " pods created for " << expected.size() << " ranks, " << kJobs
+            << " of " << kJobs << " jobs Succeeded, 0 restarts" << std::endl;
 }
 
 // A launcher SIGKILLed restarts its job's gang; the kubelet SIGKILLed and brought back by
@@ -255,16 +237,16 @@ TEST_F(AbuseE2e, KilledLauncherAndKubeletRecoverTheirJobsAndNoProcessOutlivesThe
   ASSERT_TRUE(eventually(60s, [&] {
     return testutil::findProcess("sleep", {{"RINGMASTER_JOB", "survivor"}}) > 0;
   })) << logs();
-  const pid_t kubelet = static_cast<pid_t>(readNumberFile(dir() + "/kubelet.pid"));
+  const pid_t kubelet = static_cast<pid_t>(testutil::readNumberFile(dir() + "/kubelet.pid"));
   ASSERT_GT(kubelet, 0);
   ASSERT_EQ(kill(kubelet, SIGKILL), 0);
   ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(kubelet); }));
   ASSERT_EQ(cluster_.start(), "");  // `local up` again: a new kubelet
-  EXPECT_NE(readNumberFile(dir() + "/kubelet.pid"), kubelet);
+  EXPECT_NE(testutil::readNumberFile(dir() + "/kubelet.pid"), kubelet);
 
   for (const std::string name : {"relaunch", "survivor"}) {
     SCOPED_TRACE(name);
-    nlohmann::json job = cluster_.waitForJob(name, 180s, finished);
+    nlohmann::json job = cluster_.waitForJob(name, 180s, testutil::jobFinished);
     ASSERT_EQ(jobPhase(job), "Succeeded") << job.dump(2) << logs();
     EXPECT_GE(job["status"].value("restarts", 0), 1) << job.dump(2);
     // Each rank's pod exists once (the old attempt's are gone).
@@ -303,8 +285,8 @@ long rssMiB(pid_t pid) { return testutil::residentKiB(pid) / 1024; }
 
 // Floods and oversized objects: the API server answers kubectl through them and stays small.
 TEST_F(AbuseE2e, ApiServerRefusesOversizedObjectsServesThroughAFloodAndStaysBounded) {
-  const pid_t server = static_cast<pid_t>(readNumberFile(dir() + "/pid"));
-  const int port = static_cast<int>(readNumberFile(dir() + "/port"));
+  const pid_t server = static_cast<pid_t>(testutil::readNumberFile(dir() + "/pid"));
+  const int port = static_cast<int>(testutil::readNumberFile(dir() + "/port"));
   ASSERT_GT(server, 0);
   ASSERT_GT(port, 0);
   const long rss_before = rssMiB(server);
@@ -365,10 +347,11 @@ TEST_F(AbuseE2e, ApiServerRefusesOversizedObjectsServesThroughAFloodAndStaysBoun
   const long rss_after = rssMiB(server);
   ASSERT_TRUE(liveProcess(server)) << testutil::readFile(dir() + "/apiserver.log");
   EXPECT_EQ(cluster_.kubectl({"get", "configmap", "churn"}).exit_code, 0);
-  EXPECT_LT(rss_after - rss_half, 48) << "MiB added by the second 200 updates (" << rss_half
-                                      << " -> " << rss_after << " MiB)";
+  EXPECT_LT(rss_after - rss_half, 48)
+      << "MiB added by the second 200 updates (" << rss_half << " -> " << rss_after << " MiB)";
   EXPECT_LT(rss_after - rss_before, 320) << "MiB of growth in all";
-  std::cout << "reliability: API server RSS " << rss_before << " MiB before; after 1,000 idle "
+  std::cout << "reliability: API server RSS " << rss_before
+            << " MiB before; after 1,000 idle "
                "connections, refused oversized objects and "
             << kBatches * kPerBatch / 2 << " updates of a 1 MB ConfigMap " << rss_half
             << " MiB; after " << kBatches * kPerBatch << ": " << rss_after << " MiB" << std::endl;
@@ -408,7 +391,7 @@ TEST_F(AbuseE2e, RendezvousStoreRefusesAFloodOfStrangersAndTheJobStillSucceeds) 
   const long rss_flooded = rssMiB(launcher);
   for (int fd : strangers) close(fd);
 
-  nlohmann::json job = cluster_.waitForJob("flooded", 120s, finished);
+  nlohmann::json job = cluster_.waitForJob("flooded", 120s, testutil::jobFinished);
   EXPECT_EQ(jobPhase(job), "Succeeded") << job.dump(2) << logs();
   EXPECT_LT(rss_flooded - rss_before, 64) << "MiB of launcher growth under the flood";
   std::cout << "reliability: rendezvous store flooded by 300 strangers (100 unauthenticated "

@@ -102,9 +102,7 @@ spec:
   image: ringmaster/trainer:0.1.0
   command: ["sh", "-c", "echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE node=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT"]
 )");
-  nlohmann::json last = cluster_.waitForJob("cmd", 180s, [](const nlohmann::json& j) {
-    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-  });
+  nlohmann::json last = cluster_.waitForJob("cmd", 180s, testutil::jobFinished);
   ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("cmd-worker-0");
   const std::string master = " master=cmd-worker-0.cmd.default.svc:29500";
   const std::string pod0 = cluster_.podLog("cmd-worker-0"), pod1 = cluster_.podLog("cmd-worker-1");
@@ -135,9 +133,7 @@ spec:
     batchSize: 64
     maxSteps: 100
 )");
-  nlohmann::json last = cluster_.waitForJob("mpijob", 300s, [](const nlohmann::json& j) {
-    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-  });
+  nlohmann::json last = cluster_.waitForJob("mpijob", 300s, testutil::jobFinished);
   ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("mpijob-worker-0");
   EXPECT_NE(cluster_.podLog("mpijob-worker-0").find("world size 2, backend mpi"),
             std::string::npos);
@@ -196,9 +192,7 @@ spec:
   ASSERT_GT(victim, 0) << "no trainer with RANK=3";
   ASSERT_EQ(kill(victim, SIGSTOP), 0);
 
-  nlohmann::json last = cluster_.waitForJob("frozen", 300s, [](const nlohmann::json& j) {
-    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-  });
+  nlohmann::json last = cluster_.waitForJob("frozen", 300s, testutil::jobFinished);
   ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2);
   EXPECT_EQ(last["status"].value("restarts", 0), 1);
 

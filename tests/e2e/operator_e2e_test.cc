@@ -101,18 +101,10 @@ class OperatorE2e : public ::testing::Test {
         30s, [&] { return watch.stderrSoFar().find("watch=true") != std::string::npos; }));
     testutil::ProcessResult applied = cluster_.apply(yaml);
     EXPECT_EQ(applied.exit_code, 0) << applied.stderr_text;
-    nlohmann::json last = cluster_.waitForJob(name, 120s, [](const nlohmann::json& j) {
-      return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-    });
+    nlohmann::json last = cluster_.waitForJob(name, 120s, testutil::jobFinished);
     watch.signal(SIGTERM);
     testutil::ProcessResult seen = watch.wait(10s);
-    std::map<std::string, std::set<std::string>> uids;
-    std::istringstream rows(seen.stdout_text);
-    for (std::string row; std::getline(rows, row);) {
-      std::istringstream words(row);
-      std::string pod, uid;
-      if (words >> pod >> uid) uids[pod].insert(uid);
-    }
+    std::map<std::string, std::set<std::string>> uids = testutil::uidsByPod(seen.stdout_text);
     return {uids, last};
   }
 

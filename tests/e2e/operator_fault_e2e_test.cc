@@ -170,9 +170,7 @@ spec:
   ASSERT_GT(victim, 0) << "no trainer of fmnist-worker-1";
   ASSERT_EQ(kill(victim, SIGKILL), 0);
 
-  nlohmann::json last = cluster_.waitForJob("fmnist", 300s, [](const nlohmann::json& j) {
-    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-  });
+  nlohmann::json last = cluster_.waitForJob("fmnist", 300s, testutil::jobFinished);
   watch.signal(SIGTERM);
   testutil::ProcessResult seen = watch.wait(10s);
   ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("fmnist-worker-0");
@@ -217,22 +215,14 @@ spec:
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));  // the kill point
     ASSERT_NO_FATAL_FAILURE(killAndRestartOperator());
 
-    nlohmann::json last = cluster_.waitForJob(name, 120s, [](const nlohmann::json& j) {
-      return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-    });
+    nlohmann::json last = cluster_.waitForJob(name, 120s, testutil::jobFinished);
     std::vector<std::string> pods = objects("pods", name);
     watch.signal(SIGTERM);
     testutil::ProcessResult seen = watch.wait(10s);
     ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2);
     EXPECT_EQ(last["status"].value("restarts", -1), 0);
 
-    std::map<std::string, std::set<std::string>> uids;
-    std::istringstream rows(seen.stdout_text);
-    for (std::string row; std::getline(rows, row);) {
-      std::istringstream words(row);
-      std::string pod, uid;
-      if (words >> pod >> uid) uids[pod].insert(uid);
-    }
+    std::map<std::string, std::set<std::string>> uids = testutil::uidsByPod(seen.stdout_text);
     std::set<std::string> expected;
     for (int i = 0; i < 4; ++i) expected.insert(name + "-worker-" + std::to_string(i));
     std::set<std::string> names;
@@ -310,9 +300,7 @@ spec:
   auto patch = cluster_.kubectl(
       {"patch", "tj", "held", "--type", "merge", "-p", R"({"spec":{"suspend":false}})"});
   ASSERT_EQ(patch.exit_code, 0) << patch.stderr_text;
-  held = cluster_.waitForJob("held", 120s, [](const nlohmann::json& j) {
-    return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-  });
+  held = cluster_.waitForJob("held", 120s, testutil::jobFinished);
   EXPECT_EQ(jobPhase(held), "Succeeded") << held.dump(2);
 }
 
@@ -322,21 +310,14 @@ spec:
 namespace ringmaster {
 namespace {
 
-long readNumberFile(const std::string& path) {
-  std::ifstream in(path);
-  long n = 0;
-  in >> n;
-  return n;
-}
-
 // The API server SIGKILLed and brought back with `local up`: it takes its old port again, so the
 // kubelet and operator that outlived it (same pids) reconnect, and a new job runs to the end.
 TEST_F(OperatorFaultE2e, ApiServerKilledAndBroughtBackKeepsItsPortAndTheAgentsCarryOn) {
   const std::string dir = cluster_.dataDir();
-  const long port = readNumberFile(dir + "/port");
-  const pid_t server = static_cast<pid_t>(readNumberFile(dir + "/pid"));
-  const pid_t kubelet = static_cast<pid_t>(readNumberFile(dir + "/kubelet.pid"));
-  const pid_t op = static_cast<pid_t>(readNumberFile(dir + "/operator.pid"));
+  const long port = testutil::readNumberFile(dir + "/port");
+  const pid_t server = static_cast<pid_t>(testutil::readNumberFile(dir + "/pid"));
+  const pid_t kubelet = static_cast<pid_t>(testutil::readNumberFile(dir + "/kubelet.pid"));
+  const pid_t op = static_cast<pid_t>(testutil::readNumberFile(dir + "/operator.pid"));
   ASSERT_GT(port, 0) << "`local serve` records its port in <data-dir>/port";
   ASSERT_GT(server, 0);
   // The agents are at work: a job runs to the end before the server goes.
@@ -344,9 +325,7 @@ TEST_F(OperatorFaultE2e, ApiServerKilledAndBroughtBackKeepsItsPortAndTheAgentsCa
     apply("apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: " + name +
           "}\nspec:\n  replicas: 2\n  image: ringmaster/trainer:0.1.0\n"
           "  command: [\"sh\", \"-c\", \"true\"]\n");
-    nlohmann::json job = cluster_.waitForJob(name, 120s, [](const nlohmann::json& j) {
-      return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
-    });
+    nlohmann::json job = cluster_.waitForJob(name, 120s, testutil::jobFinished);
     EXPECT_EQ(jobPhase(job), "Succeeded")
         << job.dump(2) << testutil::readFile(dir + "/operator.log")
         << testutil::readFile(dir + "/kubelet.log");
@@ -356,12 +335,13 @@ TEST_F(OperatorFaultE2e, ApiServerKilledAndBroughtBackKeepsItsPortAndTheAgentsCa
   ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(server); }));
 
   ASSERT_EQ(cluster_.start(), "");  // `ringmaster local up` again
-  EXPECT_EQ(readNumberFile(dir + "/port"), port);
-  EXPECT_NE(readNumberFile(dir + "/pid"), server);
+  EXPECT_EQ(testutil::readNumberFile(dir + "/port"), port);
+  EXPECT_NE(testutil::readNumberFile(dir + "/pid"), server);
   EXPECT_TRUE(liveProcess(kubelet)) << testutil::readFile(dir + "/kubelet.log");
   EXPECT_TRUE(liveProcess(op)) << testutil::readFile(dir + "/operator.log");
-  EXPECT_EQ(readNumberFile(dir + "/kubelet.pid"), kubelet) << "the kubelet was not replaced";
-  EXPECT_EQ(readNumberFile(dir + "/operator.pid"), op) << "the operator was not replaced";
+  EXPECT_EQ(testutil::readNumberFile(dir + "/kubelet.pid"), kubelet)
+      << "the kubelet was not replaced";
+  EXPECT_EQ(testutil::readNumberFile(dir + "/operator.pid"), op) << "the operator was not replaced";
 
   runJob("after-restart");
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace ringmaster::testutil {
@@ -75,6 +76,28 @@ std::string LocalCluster::podLog(const std::string& pod) const {
 
 std::string jobPhase(const nlohmann::json& job) {
   return job.contains("status") ? job["status"].value("phase", "") : "";
+}
+
+bool jobFinished(const nlohmann::json& job) {
+  return jobPhase(job) == "Succeeded" || jobPhase(job) == "Failed";
+}
+
+long readNumberFile(const std::string& path) {
+  std::ifstream in(path);
+  long n = 0;
+  in >> n;
+  return n;
+}
+
+std::map<std::string, std::set<std::string>> uidsByPod(const std::string& rows) {
+  std::map<std::string, std::set<std::string>> uids;
+  std::istringstream in(rows);
+  for (std::string row; std::getline(in, row);) {
+    std::istringstream words(row);
+    std::string pod, uid;
+    if (words >> pod >> uid) uids[pod].insert(uid);
+  }
+  return uids;
 }
 
 bool eventually(std::chrono::seconds limit, const std::function<bool()>& done) {

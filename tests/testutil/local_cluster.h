@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ class LocalCluster {
 
 // status.phase of a TrainingJob ("" when none).
 std::string jobPhase(const nlohmann::json& job);
+// Whether the job has ended (Succeeded or Failed): waitForJob's usual `done`.
+bool jobFinished(const nlohmann::json& job);
+// The number a daemon of `local up` wrote to a file (pid, port); 0 when absent.
+long readNumberFile(const std::string& path);
+// The uids seen for each pod in `kubectl get pods -w -o custom-columns=NAME:...,UID:...` output:
+// a pod name with two uids was created twice.
+std::map<std::string, std::set<std::string>> uidsByPod(const std::string& rows);
 // Polls `done` every 200 ms until it holds or `limit` passes; returns whether it held.
 bool eventually(std::chrono::seconds limit, const std::function<bool()>& done);
 // The environment of a running process (empty when unreadable).

@@ -22,10 +22,10 @@ TEST(SessionOfStatLine, ReadsTheSixthFieldCountingFromTheLastParenthesis) {
       {"42 (sleep) S 1 42 42 0 -1 4194560", 42},
       {"7 (a) b) (c) R 1 9 11 0", 11},  // comm with spaces and parentheses
       {"8 (x) Z 1 2 3", 3},
-      {"9 (x) S 1 2", std::nullopt},        // cut short
-      {"9 (x) S 1 2 abc", std::nullopt},    // not a number
-      {"9 (x) S 1 2 -4 0", std::nullopt},   // negative
-      {"9 (x) SS 1 2 3 0", std::nullopt},   // the state is one letter
+      {"9 (x) S 1 2", std::nullopt},       // cut short
+      {"9 (x) S 1 2 abc", std::nullopt},   // not a number
+      {"9 (x) S 1 2 -4 0", std::nullopt},  // negative
+      {"9 (x) SS 1 2 3 0", std::nullopt},  // the state is one letter
       {"no parenthesis 1 2 3", std::nullopt},
       {"", std::nullopt},
   };
