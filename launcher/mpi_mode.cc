@@ -22,6 +22,7 @@
 #include "launcher/mpi_commands.h"
 #include "launcher/ssh_probe.h"
 #include "ringmaster/contract/store_secret.h"
+#include "ringmaster/core/deadline.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 
@@ -37,11 +38,6 @@ using std::chrono::milliseconds;
 
 // Where Debian's sshd, started as root, wants its privilege-separation chroot.
 constexpr char kPrivsepDir[] = "/run/sshd";
-
-milliseconds remaining(Clock::time_point deadline) {
-  return std::max(milliseconds(0),
-                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-}
 
 Result<std::string> readText(const std::string& path, const std::string& what) {
   std::ifstream in(path);
@@ -292,19 +288,19 @@ Status MpiPod::waitUntilServing(Clock::time_point deadline, const core::StopSour
     if (stop != nullptr && stop->stopRequested()) {
       return core::cancelled("waiting for this pod's sshd: " + stop->reason());
     }
-    Result<std::string> banner =
-        probeSsh(listen_address_, options_.ssh_port,
-                 std::min(milliseconds(1000), std::max(remaining(deadline), milliseconds(1))));
+    Result<std::string> banner = probeSsh(
+        listen_address_, options_.ssh_port,
+        std::min(milliseconds(1000), std::max(core::millisecondsUntil(deadline), milliseconds(1))));
     if (banner.ok()) {
       RM_LOG(INFO, LAUNCH) << "this pod's sshd answers: " << *banner;
       return Status::Ok();
     }
-    if (remaining(deadline).count() == 0) {
+    if (core::millisecondsUntil(deadline).count() == 0) {
       return core::timeoutError("this pod's sshd did not answer in time: " +
                                 banner.status().message());
     }
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::min(backoff, remaining(deadline)),
+    cv_.wait_for(lock, std::min(backoff, core::millisecondsUntil(deadline)),
                  [&] { return sshd_exit_.has_value(); });
     backoff = std::min(backoff * 2, milliseconds(1000));
   }

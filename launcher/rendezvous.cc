@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ringmaster/core/deadline.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 
@@ -17,11 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 // Store waits are cut into slices so that a stop request is noticed within one.
 constexpr milliseconds kSlice{500};
-
-milliseconds remaining(Clock::time_point deadline) {
-  return std::max(milliseconds(0),
-                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-}
 
 bool stopped(const core::StopSource* stop) { return stop != nullptr && stop->stopRequested(); }
 
@@ -42,8 +38,9 @@ Status waitInSlices(rendezvous::Store& store, const std::vector<std::string>& ke
   const Clock::time_point deadline = Clock::now() + timeout;
   for (;;) {
     if (stopped(stop)) return core::cancelled(stop->reason());
-    Status st = store.wait(keys, std::min(kSlice, remaining(deadline)));
-    if (st.code() != core::Code::kTimeout || remaining(deadline).count() == 0) return st;
+    Status st = store.wait(keys, std::min(kSlice, core::millisecondsUntil(deadline)));
+    if (st.code() != core::Code::kTimeout || core::millisecondsUntil(deadline).count() == 0)
+      return st;
   }
 }
 
@@ -124,7 +121,7 @@ Result<std::vector<NodeInfo>> joinGang(rendezvous::Store& attempt_store, const N
       attempt_store.set(nodeKey(me.node_rank), rendezvous::toBytes(encodeNodeInfo(me))), context);
   std::vector<std::string> keys;
   for (int i = 0; i < nnodes; ++i) keys.push_back(nodeKey(i));
-  Status st = waitInSlices(attempt_store, keys, remaining(deadline), stop);
+  Status st = waitInSlices(attempt_store, keys, core::millisecondsUntil(deadline), stop);
   if (st.code() == core::Code::kTimeout) {
     // Name the pods that never registered, not just that some did not.
     std::string missing;
@@ -189,7 +186,7 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
   std::string last_error = "no attempt";
   for (;;) {
     if (stopped(stop)) return core::cancelled(context + ": " + stop->reason());
-    if (remaining(deadline).count() == 0) {
+    if (core::millisecondsUntil(deadline).count() == 0) {
       return core::timeoutError(context + ": could not reach this attempt's store at " + host +
                                 ":" + std::to_string(port) + " within " + secondsText(timeout) +
                                 " (" + last_error + ")");
@@ -197,7 +194,7 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
     // Connect in slices so that a stop request is seen while pod 0 is not up yet.
     Result<std::unique_ptr<rendezvous::TcpStoreClient>> client =
         rendezvous::TcpStoreClient::connect(host, port, env.store_secret,
-                                            std::min(kSlice, remaining(deadline)));
+                                            std::min(kSlice, core::millisecondsUntil(deadline)));
     if (!client.ok()) {
       last_error = client.status().message();
       continue;
@@ -210,8 +207,8 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
           attempt->store().set(kStoreHostKey, rendezvous::toBytes(env.describePod())), context);
       return attempt;
     }
-    Result<rendezvous::Bytes> owner =
-        attempt->store().get(kStoreHostKey, std::min(milliseconds(2000), remaining(deadline)));
+    Result<rendezvous::Bytes> owner = attempt->store().get(
+        kStoreHostKey, std::min(milliseconds(2000), core::millisecondsUntil(deadline)));
     if (owner.ok()) {
       RM_LOG(INFO, RDZV) << "connected to the rendezvous store at " << attempt->address()
                          << " hosted by " << rendezvous::toString(*owner);
@@ -220,7 +217,7 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
     last_error = "connected, but the store is not hosted by " + env.attemptPrefix() + "'s pod 0 (" +
                  owner.status().message() + ")";
     RM_LOG(WARN, RDZV) << context << ": " << last_error << "; reconnecting";
-    if (pause(stop, std::min(backoff, remaining(deadline)))) {
+    if (pause(stop, std::min(backoff, core::millisecondsUntil(deadline)))) {
       return core::cancelled(context + ": " + stop->reason());
     }
     backoff = std::min(backoff * 2, milliseconds(2000));

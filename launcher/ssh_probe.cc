@@ -13,16 +13,13 @@
 #include <memory>
 #include <thread>
 
+#include "ringmaster/core/deadline.h"
+
 namespace ringmaster::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-milliseconds remaining(Clock::time_point deadline) {
-  return std::max(milliseconds(0),
-                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-}
 
 // Closes the socket on every path out of probeSsh.
 struct Fd {
@@ -36,7 +33,7 @@ struct Fd {
 bool waitFor(int fd, short events, Clock::time_point deadline) {
   for (;;) {
     pollfd p{fd, events, 0};
-    const int r = poll(&p, 1, static_cast<int>(remaining(deadline).count()));
+    const int r = poll(&p, 1, static_cast<int>(core::millisecondsUntil(deadline).count()));
     if (r > 0) return true;
     if (r == 0) return false;
     if (errno != EINTR) return true;  // let the next call report the error
@@ -114,7 +111,7 @@ core::Result<std::string> waitForSsh(const std::string& host, int port, Clock::t
     if (stop != nullptr && stop->stopRequested()) {
       return core::cancelled("waiting for sshd at " + host + ": " + stop->reason());
     }
-    const milliseconds left = remaining(deadline);
+    const milliseconds left = core::millisecondsUntil(deadline);
     if (left.count() == 0) {
       return core::timeoutError("sshd at " + host + ":" + std::to_string(port) +
                                 " did not answer in time (" + last_error + ")");
@@ -122,7 +119,7 @@ core::Result<std::string> waitForSsh(const std::string& host, int port, Clock::t
     core::Result<std::string> banner = probeSsh(host, port, std::min(left, milliseconds(2000)));
     if (banner.ok()) return banner;
     last_error = banner.status().message();
-    const milliseconds nap = std::min(backoff, remaining(deadline));
+    const milliseconds nap = std::min(backoff, core::millisecondsUntil(deadline));
     if (stop != nullptr) {
       if (stop->waitFor(nap)) continue;  // reported at the top of the loop
     } else {

@@ -16,28 +16,11 @@ std::string toLower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 int hexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-bool isToken(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) &&
-        std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) {
-      return false;
-    }
-  }
-  return true;
 }
 
 // Splits `s` at `sep` outside double-quoted strings.
@@ -58,6 +41,23 @@ std::vector<std::string_view> splitUnquoted(std::string_view s, char sep) {
 }
 
 }  // namespace
+
+bool isHttpToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string_view trimOws(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 bool equalsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
@@ -173,21 +173,21 @@ bool MediaType::accepts(std::string_view essence) const {
 
 std::optional<MediaType> parseMediaType(std::string_view text) {
   std::vector<std::string_view> parts = splitUnquoted(text, ';');
-  std::string_view essence = trim(parts[0]);
+  std::string_view essence = trimOws(parts[0]);
   size_t slash = essence.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   MediaType media;
-  media.type = toLower(trim(essence.substr(0, slash)));
-  media.subtype = toLower(trim(essence.substr(slash + 1)));
-  if (!isToken(media.type) || !isToken(media.subtype)) return std::nullopt;
+  media.type = toLower(trimOws(essence.substr(0, slash)));
+  media.subtype = toLower(trimOws(essence.substr(slash + 1)));
+  if (!isHttpToken(media.type) || !isHttpToken(media.subtype)) return std::nullopt;
   for (size_t i = 1; i < parts.size(); ++i) {
-    std::string_view param = trim(parts[i]);
+    std::string_view param = trimOws(parts[i]);
     if (param.empty()) continue;
     size_t eq = param.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
-    std::string name = toLower(trim(param.substr(0, eq)));
-    std::string_view value = trim(param.substr(eq + 1));
-    if (!isToken(name)) return std::nullopt;
+    std::string name = toLower(trimOws(param.substr(0, eq)));
+    std::string_view value = trimOws(param.substr(eq + 1));
+    if (!isHttpToken(name)) return std::nullopt;
     std::string unquoted;
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       for (size_t j = 1; j + 1 < value.size(); ++j) {
@@ -211,12 +211,12 @@ std::optional<MediaType> parseMediaType(std::string_view text) {
 
 std::vector<MediaType> parseAccept(std::string_view header) {
   std::vector<MediaType> ranges;
-  if (trim(header).empty()) {
+  if (trimOws(header).empty()) {
     ranges.push_back(MediaType{"*", "*", {}, 1.0});
     return ranges;
   }
   for (std::string_view part : splitUnquoted(header, ',')) {
-    if (trim(part).empty()) continue;
+    if (trimOws(part).empty()) continue;
     if (auto media = parseMediaType(part)) ranges.push_back(std::move(*media));
   }
   return ranges;

@@ -17,6 +17,11 @@
 namespace ringmaster::local {
 
 bool equalsIgnoreCase(std::string_view a, std::string_view b);
+// An RFC 9110 token (a method, a header name, a media type's parts): one or more of
+// ALPHA, DIGIT and !#$%&'*+-.^_`|~.
+bool isHttpToken(std::string_view s);
+// `s` without leading and trailing optional whitespace (spaces and tabs).
+std::string_view trimOws(std::string_view s);
 
 // Header fields in arrival order; names compare case-insensitively.
 class Headers {

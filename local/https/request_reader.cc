@@ -11,27 +11,8 @@ constexpr size_t kReadBlock = 16 * 1024;
 constexpr size_t kMaxChunkLine = 1024;
 constexpr int kMaxLeadingEmptyLines = 4;
 
-bool isTokenChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool isToken(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!isTokenChar(c)) return false;
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::string lowerTrimmed(std::string_view s) {
-  std::string out(trim(s));
+  std::string out(trimOws(s));
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
@@ -45,7 +26,7 @@ ReadOutcome parseRequestLine(std::string_view line, Request* out) {
   std::string_view method = line.substr(0, sp1);
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   std::string_view version = line.substr(sp2 + 1);
-  if (!isToken(method)) return ReadOutcome::reject(400, "malformed method");
+  if (!isHttpToken(method)) return ReadOutcome::reject(400, "malformed method");
   if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !std::isdigit(version[5]) ||
       version[6] != '.' || !std::isdigit(version[7])) {
     return ReadOutcome::reject(400, "malformed HTTP version");
@@ -80,10 +61,10 @@ ReadOutcome parseHeaderLine(std::string_view line, Headers* headers) {
     return ReadOutcome::reject(400, "obsolete header line folding");
   }
   size_t colon = line.find(':');
-  if (colon == std::string_view::npos || !isToken(line.substr(0, colon))) {
+  if (colon == std::string_view::npos || !isHttpToken(line.substr(0, colon))) {
     return ReadOutcome::reject(400, "malformed header field");
   }
-  std::string_view value = trim(line.substr(colon + 1));
+  std::string_view value = trimOws(line.substr(colon + 1));
   for (char c : value) {
     if (c == '\0' || c == '\r' || c == '\n') {
       return ReadOutcome::reject(400, "control character in header value");
@@ -184,7 +165,7 @@ ReadOutcome RequestReader::readHead(Request* out, SteadyClock::time_point idle_d
     if (equalsIgnoreCase(name, "Transfer-Encoding")) {
       coding += (coding.empty() ? "" : ",") + value;
     } else if (equalsIgnoreCase(name, "Content-Length")) {
-      std::string_view digits = trim(value);
+      std::string_view digits = trimOws(value);
       size_t length = 0;
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), length);
       if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
@@ -218,7 +199,7 @@ ReadOutcome RequestReader::readChunked(std::string* out, SteadyClock::time_point
   for (;;) {
     ReadOutcome got = readLine(&line, kMaxChunkLine, deadline, 400);
     if (!got.ok()) return got;
-    std::string_view size_text = trim(std::string_view(line).substr(0, line.find(';')));
+    std::string_view size_text = trimOws(std::string_view(line).substr(0, line.find(';')));
     size_t size = 0;
     auto [end, ec] =
         std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);

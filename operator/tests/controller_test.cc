@@ -13,9 +13,8 @@ namespace ringmaster::op {
 namespace {
 
 using testing::FakeApiServer;
-
-const std::string kJobs = "/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs";
-const std::string kPods = "/api/v1/namespaces/default/pods";
+using testing::kJobs;
+using testing::kPods;
 
 class NoProgress : public ProgressSource {
  public:

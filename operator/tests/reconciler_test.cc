@@ -13,10 +13,10 @@ namespace ringmaster::op {
 namespace {
 
 using testing::FakeApiServer;
+using testing::kJobs;
+using testing::kPods;
 using testing::makeJob;
 
-const std::string kJobs = "/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs";
-const std::string kPods = "/api/v1/namespaces/default/pods";
 const std::string kServices = "/api/v1/namespaces/default/services";
 const std::string kConfigMaps = "/api/v1/namespaces/default/configmaps";
 const std::string kSecrets = "/api/v1/namespaces/default/secrets";

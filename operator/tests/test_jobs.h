@@ -8,6 +8,10 @@
 
 namespace ringmaster::op::testing {
 
+// The API paths the fake API server answers for the default namespace.
+inline const std::string kJobs = "/apis/ringmaster.dev/v1alpha1/namespaces/default/trainingjobs";
+inline const std::string kPods = "/api/v1/namespaces/default/pods";
+
 inline kube::TrainingJob makeJob(const std::string& name = "fmnist", int replicas = 2) {
   kube::TrainingJob job;
   kube::setTypeMeta(job);

@@ -13,7 +13,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Slice r of `count` elements split over `n` ranks: [begin, end).
-std::pair<size_t, size_t> sliceOf(size_t count, int n, int r) {
+std::pair<size_t, size_t> evenSliceOf(size_t count, int n, int r) {
   return {count * r / n, count * (r + 1) / n};
 }
 
@@ -85,7 +85,7 @@ core::Status InProcCommunicator::allreduceSum(float* data, size_t count,
 
   std::vector<const float*> inputs(n);
   for (int q = 0; q < n; ++q) inputs[q] = static_cast<const float*>(group_->published(q).data);
-  const auto [begin, end] = sliceOf(count, n, rank_);
+  const auto [begin, end] = evenSliceOf(count, n, rank_);
   std::vector<const float*> slice(n);
   for (int q = 0; q < n; ++q) slice[q] = inputs[q] + begin;
   sumArrays(data + begin, slice.data(), n, end - begin);
@@ -93,7 +93,7 @@ core::Status InProcCommunicator::allreduceSum(float* data, size_t count,
 
   for (int q = 0; q < n; ++q) {
     if (q == rank_) continue;
-    const auto [qb, qe] = sliceOf(count, n, q);
+    const auto [qb, qe] = evenSliceOf(count, n, q);
     if (qe > qb) std::memcpy(data + qb, inputs[q] + qb, (qe - qb) * sizeof(float));
   }
   // Nobody may return (and reuse its buffer) while others still copy from it.

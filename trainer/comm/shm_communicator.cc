@@ -129,7 +129,7 @@ void futexWakeAll(std::atomic<uint32_t>* word) {
 }
 
 // Slice r of `n` elements over `size` ranks, cache-line aligned: [begin, end).
-std::pair<size_t, size_t> sliceOf(size_t n, int size, int r) {
+std::pair<size_t, size_t> alignedSliceOf(size_t n, int size, int r) {
   const size_t per = roundUp((n + size - 1) / size, kSliceAlign);
   const size_t begin = std::min(n, per * r);
   return {begin, std::min(n, begin + per)};
@@ -465,7 +465,7 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
     } else {
       // Only the slices that others reduce: my own slice I read from my buffer.
       for (int q = 0; q < size_; ++q) {
-        const auto [qb, qe] = sliceOf(n, size_, q);
+        const auto [qb, qe] = alignedSliceOf(n, size_, q);
         if (q != rank_ && qe > qb)
           std::memcpy(mine + qb, data + off + qb, (qe - qb) * sizeof(float));
       }
@@ -481,7 +481,7 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
       publish(kFinished, step_ + 1);
     } else {
       // Reduce-scatter: my slice, summed over every rank's slot, into my buffer and my slot.
-      const auto [b, e] = sliceOf(n, size_, rank_);
+      const auto [b, e] = alignedSliceOf(n, size_, rank_);
       for (int q = 0; q < size_; ++q) in[q] = reinterpret_cast<const float*>(slot(q, s)) + b;
       in[rank_] = data + off + b;
       sumArraysTwice(data + off + b, mine + b, in.data(), size_, e - b);
@@ -490,7 +490,7 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
       // Allgather: every other rank's reduced slice, from its slot.
       for (int q = 0; q < size_; ++q) {
         if (q == rank_) continue;
-        const auto [qb, qe] = sliceOf(n, size_, q);
+        const auto [qb, qe] = alignedSliceOf(n, size_, q);
         if (qe > qb) {
           std::memcpy(data + off + qb, reinterpret_cast<const float*>(slot(q, s)) + qb,
                       (qe - qb) * sizeof(float));

@@ -15,7 +15,7 @@ using testing::FakeClock;
 using testing::jsonResponse;
 using testing::statusResponse;
 
-const std::string kPath = "/apis/coordination.k8s.io/v1/namespaces/default/leases/op";
+const std::string kLeasePath = "/apis/coordination.k8s.io/v1/namespaces/default/leases/op";
 const std::string kCollection = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
 
 std::string leaseJson(const std::string& holder, const std::string& rv, int transitions = 0,
@@ -61,7 +61,7 @@ class LeaderElectionTest : public ::testing::Test {
 };
 
 TEST_F(LeaderElectionTest, CreatesTheLeaseWhenMissing) {
-  api_.expect(Verb::kGet, kPath, statusResponse(404, "NotFound", "leases \"op\" not found"));
+  api_.expect(Verb::kGet, kLeasePath, statusResponse(404, "NotFound", "leases \"op\" not found"));
   api_.expect(Verb::kPost, kCollection, jsonResponse(201, leaseJson("me_1", "1")));
   auto e = elector();
   EXPECT_EQ(e->step(), milliseconds(2000));
@@ -76,10 +76,10 @@ TEST_F(LeaderElectionTest, CreatesTheLeaseWhenMissing) {
 }
 
 TEST_F(LeaderElectionTest, WaitsOutAnotherHoldersLeaseOnItsOwnClockThenTakesOver) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, leaseJson("other_2", "7", 3)));
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, leaseJson("other_2", "7", 3)));
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, leaseJson("other_2", "7", 3)));
-  api_.expect(Verb::kPut, kPath, jsonResponse(200, leaseJson("me_1", "8", 4)));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, leaseJson("other_2", "7", 3)));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, leaseJson("other_2", "7", 3)));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, leaseJson("other_2", "7", 3)));
+  api_.expect(Verb::kPut, kLeasePath, jsonResponse(200, leaseJson("me_1", "8", 4)));
   auto e = elector();
   e->step();
   EXPECT_FALSE(e->isLeader());
@@ -98,10 +98,10 @@ TEST_F(LeaderElectionTest, WaitsOutAnotherHoldersLeaseOnItsOwnClockThenTakesOver
 }
 
 TEST_F(LeaderElectionTest, ARenewedLeaseIsNotExpired) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, leaseJson("other_2", "7")));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, leaseJson("other_2", "7")));
   const std::string renewed = leaseJson("other_2", "9", 0, "2026-11-22T02:00:10.000000Z");
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, renewed));
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, renewed));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, renewed));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, renewed));
   auto e = elector();
   e->step();
   clock_.advance(seconds(10));
@@ -113,20 +113,21 @@ TEST_F(LeaderElectionTest, ARenewedLeaseIsNotExpired) {
 }
 
 TEST_F(LeaderElectionTest, LosingTheRaceWithConflictIsNotLeadership) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, leaseJson("", "7")));
-  api_.expect(Verb::kPut, kPath, statusResponse(409, "Conflict", "the object has been modified"));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, leaseJson("", "7")));
+  api_.expect(Verb::kPut, kLeasePath,
+              statusResponse(409, "Conflict", "the object has been modified"));
   auto e = elector();
   e->step();
   EXPECT_FALSE(e->isLeader());
 }
 
 TEST_F(LeaderElectionTest, RenewsKeepingAcquireTimeAndLosesLeadershipPastTheRenewDeadline) {
-  api_.expect(Verb::kGet, kPath, statusResponse(404, "NotFound", "not found"));
+  api_.expect(Verb::kGet, kLeasePath, statusResponse(404, "NotFound", "not found"));
   api_.expect(Verb::kPost, kCollection, jsonResponse(201, leaseJson("me_1", "1")));
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, leaseJson("me_1", "1")));
-  api_.expect(Verb::kPut, kPath, jsonResponse(200, leaseJson("me_1", "2")));
+  api_.expect(Verb::kGet, kLeasePath, jsonResponse(200, leaseJson("me_1", "1")));
+  api_.expect(Verb::kPut, kLeasePath, jsonResponse(200, leaseJson("me_1", "2")));
   for (int i = 0; i < 5; ++i) {
-    api_.expect(Verb::kGet, kPath, statusResponse(500, "InternalError", "etcd down"));
+    api_.expect(Verb::kGet, kLeasePath, statusResponse(500, "InternalError", "etcd down"));
   }
   auto e = elector();
   e->step();
@@ -148,9 +149,9 @@ TEST_F(LeaderElectionTest, RenewsKeepingAcquireTimeAndLosesLeadershipPastTheRene
 }
 
 TEST_F(LeaderElectionTest, ReleaseClearsTheHolder) {
-  api_.expect(Verb::kGet, kPath, statusResponse(404, "NotFound", "not found"));
+  api_.expect(Verb::kGet, kLeasePath, statusResponse(404, "NotFound", "not found"));
   api_.expect(Verb::kPost, kCollection, jsonResponse(201, leaseJson("me_1", "1")));
-  api_.expect(Verb::kPut, kPath, jsonResponse(200, leaseJson("", "2")));
+  api_.expect(Verb::kPut, kLeasePath, jsonResponse(200, leaseJson("", "2")));
   auto e = elector();
   e->step();
   ASSERT_TRUE(e->release().ok());

@@ -14,17 +14,17 @@ using testing::jsonResponse;
 using testing::queryParam;
 using testing::statusResponse;
 
-const ResourceType kConfigMaps{"", "v1", "configmaps", true};
+const ResourceType kConfigMapsType{"", "v1", "configmaps", true};
 const ResourceType kTrainingJobs{"ringmaster.dev", "v1alpha1", "trainingjobs", true};
 const ResourceType kNodes{"", "v1", "nodes", false};
 
 TEST(ResourcePathTest, BuildsCoreGroupAndNamedGroupPaths) {
-  EXPECT_EQ(collectionPath(kConfigMaps, "default"), "/api/v1/namespaces/default/configmaps");
-  EXPECT_EQ(collectionPath(kConfigMaps, ""), "/api/v1/configmaps");
+  EXPECT_EQ(collectionPath(kConfigMapsType, "default"), "/api/v1/namespaces/default/configmaps");
+  EXPECT_EQ(collectionPath(kConfigMapsType, ""), "/api/v1/configmaps");
   EXPECT_EQ(objectPath(kTrainingJobs, "ns", "mnist", "status"),
             "/apis/ringmaster.dev/v1alpha1/namespaces/ns/trainingjobs/mnist/status");
   EXPECT_EQ(objectPath(kNodes, "ignored", "node-1"), "/api/v1/nodes/node-1");
-  EXPECT_EQ(objectPath(kConfigMaps, "a b", "x/y"), "/api/v1/namespaces/a%20b/configmaps/x%2Fy");
+  EXPECT_EQ(objectPath(kConfigMapsType, "a b", "x/y"), "/api/v1/namespaces/a%20b/configmaps/x%2Fy");
 }
 
 TEST(ResourceClientTest, GetDecodesTheTypedObject) {
@@ -32,7 +32,7 @@ TEST(ResourceClientTest, GetDecodesTheTypedObject) {
   api.expect(Verb::kGet, "/api/v1/namespaces/default/configmaps/cfg",
              jsonResponse(200, R"({"apiVersion":"v1","kind":"ConfigMap",
                  "metadata":{"name":"cfg","resourceVersion":"7"},"data":{"k":"v"}})"));
-  ResourceClient<ConfigMap> client(api, kConfigMaps, "default");
+  ResourceClient<ConfigMap> client(api, kConfigMapsType, "default");
   ApiResult<ConfigMap> cm = client.get("cfg");
   ASSERT_TRUE(cm.ok()) << cm.status().toString();
   EXPECT_EQ(cm->metadata.resource_version, "7");
@@ -43,7 +43,7 @@ TEST(ResourceClientTest, NotFoundKeepsTheServersStatus) {
   FakeApiClient api;
   api.expect(Verb::kGet, "/api/v1/namespaces/default/configmaps/nope",
              statusResponse(404, "NotFound", "configmaps \"nope\" not found"));
-  ResourceClient<ConfigMap> client(api, kConfigMaps, "default");
+  ResourceClient<ConfigMap> client(api, kConfigMapsType, "default");
   ApiResult<ConfigMap> cm = client.get("nope");
   ASSERT_FALSE(cm.ok());
   EXPECT_TRUE(cm.error().isNotFound());
@@ -61,7 +61,7 @@ TEST(ResourceClientTest, TellsAlreadyExistsFromConflict) {
              statusResponse(409, "AlreadyExists", "configmaps \"cfg\" already exists"));
   api.expect(Verb::kPut, "/api/v1/namespaces/default/configmaps/cfg",
              statusResponse(409, "Conflict", "the object has been modified"));
-  ResourceClient<ConfigMap> client(api, kConfigMaps, "default");
+  ResourceClient<ConfigMap> client(api, kConfigMapsType, "default");
   ConfigMap cm;
   cm.metadata.name = "cfg";
   ApiResult<ConfigMap> created = client.create(cm);
@@ -79,7 +79,7 @@ TEST(ResourceClientTest, CreateSendsTypeMetaAndJson) {
   FakeApiClient api;
   api.expect(Verb::kPost, "/api/v1/namespaces/team/configmaps",
              jsonResponse(201, R"({"metadata":{"name":"cfg","uid":"u1"}})"));
-  ResourceClient<ConfigMap> client(api, kConfigMaps);  // namespace taken from the object
+  ResourceClient<ConfigMap> client(api, kConfigMapsType);  // namespace taken from the object
   ConfigMap cm;
   cm.metadata.name = "cfg";
   cm.metadata.namespace_name = "team";
@@ -99,7 +99,7 @@ TEST(ResourceClientTest, PatchUsesTheContentTypeOfItsKind) {
              jsonResponse(200, R"({"metadata":{"name":"cfg"}})"));
   api.expect(Verb::kPatch, "/api/v1/namespaces/default/configmaps/cfg/status",
              jsonResponse(200, R"({"metadata":{"name":"cfg"}})"));
-  ResourceClient<ConfigMap> client(api, kConfigMaps, "default");
+  ResourceClient<ConfigMap> client(api, kConfigMapsType, "default");
   ASSERT_TRUE(client.patch("cfg", PatchType::kMerge, {{"data", {{"a", "b"}}}}).ok());
   ASSERT_TRUE(client
                   .patch("cfg", PatchType::kJson,
@@ -115,7 +115,7 @@ TEST(ResourceClientTest, ListAndWatchCarryTheirQuery) {
   api.expect(Verb::kGet, "/api/v1/configmaps",
              jsonResponse(200, R"({"metadata":{"resourceVersion":"42"},"items":[]})"));
   api.expectWatch("/api/v1/configmaps", {}, std::nullopt);
-  ResourceClient<ConfigMap> client(api, kConfigMaps);
+  ResourceClient<ConfigMap> client(api, kConfigMapsType);
   ListOptions list;
   list.label_selector = "app=x";
   list.limit = 10;
@@ -145,7 +145,7 @@ TEST(ResourceClientTest, ReplyThatDoesNotDecodeNamesCallAndField) {
   FakeApiClient api;
   api.expect(Verb::kGet, "/api/v1/namespaces/default/configmaps/cfg",
              jsonResponse(200, R"({"metadata":{"name":"cfg"},"data":{"k":3}})"));
-  ResourceClient<ConfigMap> client(api, kConfigMaps, "default");
+  ResourceClient<ConfigMap> client(api, kConfigMapsType, "default");
   ApiResult<ConfigMap> cm = client.get("cfg");
   ASSERT_FALSE(cm.ok());
   EXPECT_TRUE(cm.error().isTransport());
@@ -157,7 +157,7 @@ TEST(ResourceClientTest, PlainTextErrorBodyBecomesTheMessage) {
   FakeApiClient api;
   api.expect(Verb::kDelete, "/api/v1/namespaces/default/configmaps/cfg",
              ApiResponse{404, {{"Content-Type", "text/plain"}}, "404 page not found\n"});
-  ResourceClient<ConfigMap> client(api, kConfigMaps, "default");
+  ResourceClient<ConfigMap> client(api, kConfigMapsType, "default");
   ApiResult<NoContent> removed = client.remove("cfg");
   ASSERT_FALSE(removed.ok());
   EXPECT_TRUE(removed.error().isNotFound());

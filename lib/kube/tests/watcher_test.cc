@@ -15,8 +15,8 @@ using testing::jsonResponse;
 using testing::queryParam;
 using testing::statusResponse;
 
-const ResourceType kConfigMaps{"", "v1", "configmaps", true};
-const std::string kPath = "/api/v1/namespaces/ns/configmaps";
+const ResourceType kWatchedConfigMaps{"", "v1", "configmaps", true};
+const std::string kConfigMapsPath = "/api/v1/namespaces/ns/configmaps";
 
 nlohmann::json configMap(const std::string& name, const std::string& rv,
                          const std::string& value = "v") {
@@ -59,8 +59,8 @@ class WatcherTest : public ::testing::Test {
     h.event = [this](const WatchEvent<ConfigMap>& e) {
       events_.push_back(std::string(watchEventTypeName(e.type)) + " " + e.object.metadata.name);
     };
-    return std::make_unique<Watcher<ConfigMap>>(ResourceClient<ConfigMap>(api_, kConfigMaps, "ns"),
-                                                h, options());
+    return std::make_unique<Watcher<ConfigMap>>(
+        ResourceClient<ConfigMap>(api_, kWatchedConfigMaps, "ns"), h, options());
   }
   ApiRequest call(size_t i) { return api_.calls().at(i); }
 
@@ -70,8 +70,9 @@ class WatcherTest : public ::testing::Test {
 };
 
 TEST_F(WatcherTest, ListsThenWatchesFromTheListsResourceVersion) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {configMap("a", "9")})));
-  api_.expectWatch(kPath, {event("ADDED", configMap("b", "11"))}, std::nullopt);
+  api_.expect(Verb::kGet, kConfigMapsPath,
+              jsonResponse(200, listBody("10", {configMap("a", "9")})));
+  api_.expectWatch(kConfigMapsPath, {event("ADDED", configMap("b", "11"))}, std::nullopt);
   auto w = makeWatcher();
   EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kEmpty);
   EXPECT_EQ(w->step(), milliseconds(0));
@@ -91,9 +92,9 @@ TEST_F(WatcherTest, ListsThenWatchesFromTheListsResourceVersion) {
 }
 
 TEST_F(WatcherTest, BookmarksAdvanceTheResourceVersionAndCleanEndRewatches) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {})));
-  api_.expectWatch(kPath, {bookmark("20")}, core::Status::Ok());
-  api_.expectWatch(kPath, {}, std::nullopt);
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("10", {})));
+  api_.expectWatch(kConfigMapsPath, {bookmark("20")}, core::Status::Ok());
+  api_.expectWatch(kConfigMapsPath, {}, std::nullopt);
   auto w = makeWatcher();
   w->step();
   w->step();
@@ -107,9 +108,10 @@ TEST_F(WatcherTest, BookmarksAdvanceTheResourceVersionAndCleanEndRewatches) {
 }
 
 TEST_F(WatcherTest, ExpiredEventGoesBackToAFreshList) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("5", {})));
-  api_.expectWatch(kPath, {expired(), event("ADDED", configMap("ignored", "99"))}, std::nullopt);
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("90", {})));
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("5", {})));
+  api_.expectWatch(kConfigMapsPath, {expired(), event("ADDED", configMap("ignored", "99"))},
+                   std::nullopt);
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("90", {})));
   auto w = makeWatcher();
   w->step();
   w->step();
@@ -124,8 +126,9 @@ TEST_F(WatcherTest, ExpiredEventGoesBackToAFreshList) {
 }
 
 TEST_F(WatcherTest, HttpGoneOnWatchRelists) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("5", {})));
-  api_.expectWatchFailure(kPath, statusResponse(410, "Expired", "too old resource version"));
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("5", {})));
+  api_.expectWatchFailure(kConfigMapsPath,
+                          statusResponse(410, "Expired", "too old resource version"));
   auto w = makeWatcher();
   w->step();
   EXPECT_EQ(w->step(), milliseconds(0));
@@ -133,11 +136,11 @@ TEST_F(WatcherTest, HttpGoneOnWatchRelists) {
 }
 
 TEST_F(WatcherTest, DroppedConnectionReconnectsFromTheLastVersionWithBackoff) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {})));
-  api_.expectWatch(kPath, {event("ADDED", configMap("a", "12"))},
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("10", {})));
+  api_.expectWatch(kConfigMapsPath, {event("ADDED", configMap("a", "12"))},
                    core::unavailable("connection reset"));
-  api_.expectWatch(kPath, {}, core::unavailable("connection reset"));
-  api_.expectWatch(kPath, {}, std::nullopt);
+  api_.expectWatch(kConfigMapsPath, {}, core::unavailable("connection reset"));
+  api_.expectWatch(kConfigMapsPath, {}, std::nullopt);
   auto w = makeWatcher();
   w->step();
   w->step();
@@ -154,9 +157,9 @@ TEST_F(WatcherTest, DroppedConnectionReconnectsFromTheLastVersionWithBackoff) {
 }
 
 TEST_F(WatcherTest, TooManyRequestsWaitsForRetryAfter) {
-  api_.expect(Verb::kGet, kPath,
+  api_.expect(Verb::kGet, kConfigMapsPath,
               statusResponse(429, "TooManyRequests", "slow down", {{"Retry-After", "7"}}));
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("3", {})));
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("3", {})));
   auto w = makeWatcher();
   EXPECT_EQ(w->step(), milliseconds(7000));
   EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kEmpty);
@@ -166,7 +169,7 @@ TEST_F(WatcherTest, TooManyRequestsWaitsForRetryAfter) {
 
 TEST_F(WatcherTest, ServerErrorsBackOffExponentiallyUpToTheCap) {
   for (int i = 0; i < 6; ++i) {
-    api_.expect(Verb::kGet, kPath, statusResponse(500, "InternalError", "etcd down"));
+    api_.expect(Verb::kGet, kConfigMapsPath, statusResponse(500, "InternalError", "etcd down"));
   }
   auto w = makeWatcher();
   std::vector<milliseconds> delays;
@@ -178,8 +181,8 @@ TEST_F(WatcherTest, ServerErrorsBackOffExponentiallyUpToTheCap) {
 }
 
 TEST_F(WatcherTest, UndecodableEventRewatchesWithBackoff) {
-  api_.expect(Verb::kGet, kPath, jsonResponse(200, listBody("10", {})));
-  api_.expectWatch(kPath, {R"({"type":"FOO","object":{}})"}, std::nullopt);
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("10", {})));
+  api_.expectWatch(kConfigMapsPath, {R"({"type":"FOO","object":{}})"}, std::nullopt);
   auto w = makeWatcher();
   w->step();
   w->step();
@@ -190,23 +193,23 @@ TEST_F(WatcherTest, UndecodableEventRewatchesWithBackoff) {
 
 TEST(ReflectorTest, CacheConvergesAfterARelist) {
   FakeApiClient api;
-  api.expect(Verb::kGet, kPath,
+  api.expect(Verb::kGet, kConfigMapsPath,
              jsonResponse(200, listBody("10", {configMap("a", "8"), configMap("b", "9")})));
-  api.expectWatch(kPath,
+  api.expectWatch(kConfigMapsPath,
                   {event("ADDED", configMap("c", "11")),
                    event("MODIFIED", configMap("a", "12", "x")), expired()},
                   std::nullopt);
   // While the watch was down, b was deleted and a changed again.
-  api.expect(Verb::kGet, kPath,
+  api.expect(Verb::kGet, kConfigMapsPath,
              jsonResponse(200, listBody("20", {configMap("a", "15", "y"), configMap("c", "11")})));
-  api.expectWatch(kPath, {event("DELETED", configMap("c", "21"))}, std::nullopt);
+  api.expectWatch(kConfigMapsPath, {event("DELETED", configMap("c", "21"))}, std::nullopt);
 
   Watcher<ConfigMap>::Options options;
   options.poll = milliseconds(0);
   int notified = 0;
   Reflector<ConfigMap>::Handler notify;
   notify.event = [&](const WatchEvent<ConfigMap>&) { ++notified; };
-  Reflector<ConfigMap> reflector(ResourceClient<ConfigMap>(api, kConfigMaps, "ns"), options,
+  Reflector<ConfigMap> reflector(ResourceClient<ConfigMap>(api, kWatchedConfigMaps, "ns"), options,
                                  notify);
   auto store = reflector.store();
   reflector.step();

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "ringmaster/rendezvous/tcp_store.h"
+#include "test_secret.h"
 
 namespace ringmaster::rendezvous {
 namespace {
 
-constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
+using test_support::kSecret;
 
 using namespace std::chrono_literals;
 using core::Code;

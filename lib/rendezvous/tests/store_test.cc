@@ -13,16 +13,17 @@
 #include <vector>
 
 #include "ringmaster/rendezvous/tcp_store.h"
+#include "test_secret.h"
 
 namespace ringmaster::rendezvous {
 namespace {
 
-constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
+using test_support::kSecret;
 
 using namespace std::chrono_literals;
 using core::Code;
 
-constexpr auto kLong = 60s;    // "forever" for a test; a hang fails by ctest's timeout
+using test_support::kLong;
 constexpr auto kShort = 50ms;  // for waits that must time out
 
 enum class Kind { kMemory, kTcp };

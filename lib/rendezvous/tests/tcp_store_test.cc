@@ -17,16 +17,17 @@
 #include <vector>
 
 #include "../src/auth.h"
+#include "test_secret.h"
 
 namespace ringmaster::rendezvous {
 namespace {
 
-constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
+using test_support::kSecret;
 
 using namespace std::chrono_literals;
 using core::Code;
 
-constexpr auto kLong = 60s;
+using test_support::kLong;
 
 std::unique_ptr<TcpStoreServer> startServer(int port = 0) {
   auto server = TcpStoreServer::start("127.0.0.1", port, kSecret);

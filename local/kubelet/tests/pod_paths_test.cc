@@ -10,28 +10,14 @@
 #include <functional>
 
 #include "local/kubelet/volumes.h"
+#include "temp_dir.h"
 
 namespace ringmaster::local::kubelet {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/pod_paths_test.XXXXXX";
-    if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 struct InsideCase {
   std::string base;

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "ringmaster/kube/termination_message.h"
+#include "temp_dir.h"
 
 namespace ringmaster::local::kubelet {
 namespace {
@@ -67,21 +68,7 @@ TEST(TerminationMessage, LogTailTakesLastLinesThenFirstBytes) {
   }
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/rm-termmsg-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test_support::TempDir;
 
 void writeFile(const fs::path& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;
