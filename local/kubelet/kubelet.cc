@@ -210,10 +210,11 @@ void Kubelet::Impl::killLeftovers() {
     if (it->path().extension() != ".pid" || it.depth() != 2) continue;
     std::ifstream in(it->path());
     long pid = 0;
-    if (in >> pid && pid > 1 && !sessionMembers(static_cast<pid_t>(pid)).empty()) {
-      const int killed = killSession(static_cast<pid_t>(pid));
-      RM_LOG(WARN, LOCAL) << "killed " << killed << " process(es) of session " << pid
-                          << " left over from a previous kubelet (" << it->path().string() << ")";
+    if (in >> pid && pid > 1) {
+      if (const int killed = killSession(static_cast<pid_t>(pid)); killed > 0) {
+        RM_LOG(WARN, LOCAL) << "killed " << killed << " process(es) of session " << pid
+                            << " left over from a previous kubelet (" << it->path().string() << ")";
+      }
     }
     std::error_code rm;
     fs::remove(it->path(), rm);

@@ -133,16 +133,6 @@ class AbuseE2e : public ::testing::Test {
     return out.str();
   }
 
-  // The operator `local up` started is SIGKILLed and forgotten (its pid file goes, so that
-  // `local down` never signals a reused pid).
-  void killLocalOperator() {
-    const pid_t pid = static_cast<pid_t>(testutil::readNumberFile(dir() + "/operator.pid"));
-    ASSERT_GT(pid, 0) << "no operator.pid";
-    ASSERT_EQ(kill(pid, SIGKILL), 0);
-    ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(pid); }));
-    fs::remove(dir() + "/operator.pid");
-  }
-
   // An operator with `local up`'s flags but no leader election: a restarted one works at once
   // instead of waiting out the killed one's Lease, so a hundred kills fit in a minute.
   void startOperator() {
@@ -164,7 +154,7 @@ TEST_F(AbuseE2e, OperatorKilledAHundredTimesNeverDuplicatesAPodNorLosesAJob) {
   constexpr int kJobs = 10;
   constexpr int kReplicas = 3;
   auto watch = watchPods();
-  ASSERT_NO_FATAL_FAILURE(killLocalOperator());
+  ASSERT_EQ(cluster_.killOperator(), "");
   std::mt19937 random(20261126);  // seeded: the same kill points on every run
   std::uniform_int_distribution<int> delay_ms(0, 600);
   int kills = 0;

@@ -93,14 +93,7 @@ class OperatorFaultE2e : public ::testing::Test {
       operator_->signal(SIGKILL);
       (void)operator_->wait(30s);
     } else {
-      std::ifstream in(cluster_.dataDir() + "/operator.pid");
-      pid_t pid = 0;
-      in >> pid;
-      ASSERT_GT(pid, 0) << "no operator.pid";
-      ASSERT_EQ(kill(pid, SIGKILL), 0);
-      ASSERT_TRUE(eventually(30s, [&] { return !liveProcess(pid); }));
-      fs::remove(cluster_.dataDir() +
-                 "/operator.pid");  // `local down` must not signal a reused pid
+      ASSERT_EQ(cluster_.killOperator(), "");
     }
     const std::string kubeconfig = cluster_.dataDir() + "/kubeconfig";
     operator_ = std::make_unique<testutil::Process>(std::vector<std::string>{

@@ -1,8 +1,10 @@
 #include "local_cluster.h"
 
 #include <dirent.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -31,6 +33,18 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
 ProcessResult LocalCluster::stop() {
   up_ = false;
   return run({binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {}, 120s);
+}
+
+std::string LocalCluster::killOperator() {
+  const std::string pid_path = dir_.path() + "/operator.pid";
+  const pid_t pid = static_cast<pid_t>(readNumberFile(pid_path));
+  if (pid <= 0) return "no operator pid in " + pid_path;
+  if (kill(pid, SIGKILL) != 0) return "kill " + std::to_string(pid) + " failed";
+  if (!eventually(30s, [&] { return !liveProcess(pid); })) {
+    return "the operator (pid " + std::to_string(pid) + ") outlived SIGKILL for 30 s";
+  }
+  std::remove(pid_path.c_str());
+  return "";
 }
 
 LocalCluster::~LocalCluster() {

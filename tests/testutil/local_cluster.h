@@ -33,6 +33,9 @@ class LocalCluster {
   bool hasKubectl() const { return !kubectl_.empty(); }
   // `ringmaster local down` now (the destructor then does nothing); its result.
   ProcessResult stop();
+  // SIGKILLs the operator `up` started and removes its pid file (so that `down` never signals a
+  // reused pid); "" once it is gone, else why not.
+  std::string killOperator();
 
   const std::string& dataDir() const { return dir_.path(); }
   std::string kubeconfig() const { return dir_.path() + "/kubeconfig"; }
