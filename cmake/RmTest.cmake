@@ -1,9 +1,13 @@
-# rm_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [LOCAL_PODS])
+# rm_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [LOCAL_PODS] [ENVTEST])
 # One GoogleTest binary per target; registered with ctest as one test per binary so that a
 # suite of ranks-as-threads tests shares one process start. LOCAL_PODS: the test runs pods on a
 # local kubelet, whose addresses (127.1.x.y) and ports every kubelet allocates alike, so ctest -j
 # never runs two such tests at once (RESOURCE_LOCK).
 # A binary whose tests all skipped exits 77 (lib/testing/gtest_main.cc): ctest says Skipped.
+# ENVTEST: the binary's tests are instantiated per control plane (tests/testutil's
+# kControlPlanes); ctest runs them as two tests, <name> (the embedded API server) and
+# <name>_envtest (a real one, label envtest), so that the second says Skipped where
+# RINGMASTER_ENVTEST is not set instead of hiding inside a pass.
 include(GoogleTest)
 set(RM_TEST_SKIP_EXIT_CODE 77)
 add_library(rm_gtest_main STATIC ${PROJECT_SOURCE_DIR}/lib/testing/gtest_main.cc)
@@ -13,7 +17,7 @@ target_link_libraries(rm_gtest_main PUBLIC GTest::gtest)
 set(RM_PRODUCT_TEST_LABELS "e2e|product|slow|gpu")
 add_custom_target(product_tests)
 function(rm_add_test)
-  cmake_parse_arguments(T "LOCAL_PODS" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "LOCAL_PODS;ENVTEST" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock rm_gtest_main)
   if(RM_SANITIZE)
@@ -31,8 +35,17 @@ function(rm_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+  set(test_names ${T_NAME})
+  if(T_ENVTEST)
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_filter=-*/envtest)
+    add_test(NAME ${T_NAME}_envtest COMMAND ${T_NAME} --gtest_filter=*/envtest)
+    set_tests_properties(${T_NAME}_envtest PROPERTIES LABELS "${T_LABELS};envtest")
+    list(APPEND test_names ${T_NAME}_envtest)
+  else()
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+  set_tests_properties(${test_names} PROPERTIES TIMEOUT ${T_TIMEOUT}
     SKIP_RETURN_CODE ${RM_TEST_SKIP_EXIT_CODE}
     ENVIRONMENT "RM_SOURCE_DIR=${PROJECT_SOURCE_DIR};RM_BINARY_DIR=${PROJECT_BINARY_DIR}")
   if(T_LABELS MATCHES "^(.*;)?(${RM_PRODUCT_TEST_LABELS})(;.*)?$")
@@ -43,6 +56,6 @@ function(rm_add_test)
     set_target_properties(${T_NAME} PROPERTIES EXCLUDE_FROM_ALL TRUE)
   endif()
   if(T_LOCAL_PODS)
-    set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK local_pods COST 100)
+    set_tests_properties(${test_names} PROPERTIES RESOURCE_LOCK local_pods COST 100)
   endif()
 endfunction()

@@ -19,11 +19,17 @@ Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kub
   kube::Watcher<kube::TrainingJob>::Options job_options;
   job_options.poll = options_.informer_poll;
   kube::Reflector<kube::TrainingJob>::Handler job_notify;
-  job_notify.relisted = [this](std::vector<kube::TrainingJob> items) {
+  job_notify.relisted = [this](std::vector<kube::TrainingJob> items,
+                               std::vector<kube::RawObject> undecodable) {
     for (const kube::TrainingJob& job : items) queue_.add(kube::objectKey(job));
+    for (const kube::RawObject& job : undecodable) queue_.add(kube::objectKey(job));
     jobs_synced_ = true;
   };
   job_notify.event = [this](const kube::WatchEvent<kube::TrainingJob>& e) {
+    queue_.add(kube::objectKey(e.object));
+  };
+  // A job that does not decode is reconciled too: into Failed, naming the field.
+  job_notify.undecodable = [this](const kube::WatchEvent<kube::RawObject>& e) {
     queue_.add(kube::objectKey(e.object));
   };
   jobs_ = std::make_unique<kube::Reflector<kube::TrainingJob>>(
@@ -34,7 +40,8 @@ Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kub
   services_ = makeOwnedInformer<kube::Service>(servicesResource(), services_synced_);
   config_maps_ = makeOwnedInformer<kube::ConfigMap>(configMapsResource(), config_maps_synced_);
   // No Secret informer: the operator's RBAC grants no get/list/watch on Secrets.
-  Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store()};
+  Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store(),
+                  jobs_->undecodable()};
   reconciler_ = std::make_unique<Reconciler>(client_, listers, events, clock_, progress, metrics_,
                                              options_.reconciler);
 }
@@ -48,11 +55,16 @@ std::unique_ptr<kube::Reflector<T>> Controller::makeOwnedInformer(const kube::Re
   options.label_selector = kJobNameLabel;  // only the operator's children
   options.poll = options_.informer_poll;
   typename kube::Reflector<T>::Handler notify;
-  notify.relisted = [this, &synced](std::vector<T> items) {
+  notify.relisted = [this, &synced](std::vector<T> items,
+                                    std::vector<kube::RawObject> undecodable) {
     for (const T& item : items) enqueueOwner(item.metadata);
+    for (const kube::RawObject& item : undecodable) enqueueOwner(item.metadata);
     synced = true;
   };
   notify.event = [this](const kube::WatchEvent<T>& e) { enqueueOwner(e.object.metadata); };
+  notify.undecodable = [this](const kube::WatchEvent<kube::RawObject>& e) {
+    enqueueOwner(e.object.metadata);
+  };
   return std::make_unique<kube::Reflector<T>>(
       kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify);
 }

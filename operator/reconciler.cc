@@ -104,6 +104,11 @@ Reconciler::Reconciler(kube::ApiClient& client, Listers listers, kube::EventReco
 
 core::Result<Action> Reconciler::reconcile(const std::string& key) {
   std::shared_ptr<const kube::TrainingJob> cached = listers_.jobs->get(key);
+  if (!cached && listers_.undecodable_jobs) {
+    if (std::shared_ptr<const kube::RawObject> raw = listers_.undecodable_jobs->get(key)) {
+      return undecodable(key, *raw);
+    }
+  }
   if (!cached) {
     // Deleted: garbage collection removes the children through their ownerReferences.
     std::lock_guard lock(mu_);
@@ -140,6 +145,39 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
     RM_RETURN_IF_ERROR(deletePods(p, anyPod, "gang released"));
   }
   return result;
+}
+
+core::Result<Action> Reconciler::undecodable(const std::string& key, const kube::RawObject& raw) {
+  if (raw.metadata.deletion_timestamp) return Action::done();
+  Pass p;
+  p.key = key;
+  p.ns = raw.metadata.namespace_name;
+  p.name = raw.metadata.name;
+  p.original.metadata = raw.metadata;
+  // The status is the operator's own writing and decodes apart from the spec.
+  if (auto it = raw.object.find("status"); it != raw.object.end()) {
+    core::Result<kube::TrainingJobStatus> status = kube::decode<kube::TrainingJobStatus>(*it);
+    if (status.ok()) p.original.status = *status;
+  }
+  if (isFinished(p.original.status)) return Action::done();
+  p.status = p.original.status;
+  p.now = kube::Time(clock_.wallNow());
+  p.generation = raw.metadata.generation.value_or(0);
+  fail(p, "InvalidSpec", "the spec cannot be read: " + raw.error.message());
+  p.status.observed_generation = p.generation;
+  // A merge patch: the object as a whole cannot be encoded back. The resourceVersion makes it
+  // fail on a newer object, which the next pass sees.
+  nlohmann::json patch = {{"metadata", {{"resourceVersion", raw.metadata.resource_version}}},
+                          {"status", kube::encode(p.status)}};
+  kube::ResourceClient<kube::RawObject> jobs(client_, trainingJobsResource(), p.ns);
+  kube::ApiResult<kube::RawObject> written =
+      jobs.patch(p.name, kube::PatchType::kMerge, patch, "status");
+  if (!written.ok()) {
+    if (written.error().isNotFound()) return Action::done();
+    return written.status().withContext("job " + key + ": write status");
+  }
+  recordTransitions(p);
+  return Action::done();
 }
 
 core::Result<Action> Reconciler::finished(Pass& p) {

@@ -3,7 +3,9 @@
 // (STYLE examples 9 and 11). It reads the world from informer caches (Listers), never from its
 // own memory, so a restarted operator continues where the last one stopped:
 //
-//   load job -> finished?  cleanPodPolicy, ttlSecondsAfterFinished
+//   load job -> does not decode? (a value the server took but the type cannot hold) -> Failed
+//               InvalidSpec naming the field, written with a merge patch; nothing created
+//            -> finished?  cleanPodPolicy, ttlSecondsAfterFinished
 //            -> defaultAndValidate (InvalidSpec -> Failed, nothing created)
 //            -> suspend (delete pods, keep status) | activeDeadlineSeconds
 //            -> ensure Service, ConfigMap, Secret (MPI), PodGroup (gang scheduler)
@@ -64,6 +66,8 @@ struct Listers {
   std::shared_ptr<const kube::Store<kube::Pod>> pods;
   std::shared_ptr<const kube::Store<kube::Service>> services;
   std::shared_ptr<const kube::Store<kube::ConfigMap>> config_maps;
+  // TrainingJobs the server holds that do not decode (each with its error); may be null.
+  std::shared_ptr<const kube::Store<kube::RawObject>> undecodable_jobs;
   // No Secrets: the operator may not read them (see Reconciler::ensureSecret).
 };
 
@@ -95,6 +99,7 @@ class Reconciler {
  private:
   struct Pass;  // the state of one reconcile (reconciler.cc)
 
+  core::Result<Action> undecodable(const std::string& key, const kube::RawObject& raw);
   core::Result<Action> finished(Pass& p);
   core::Result<Action> active(Pass& p);
   core::Status ensureService(Pass& p);

@@ -43,7 +43,20 @@ struct CommonFlags {
   std::string data_dir = defaultDataDir();
   int64_t port = 0;
   std::string kubelet_flags;  // up: extra flags for the kubelet, space-separated
+  // up: a cluster to join instead of starting the embedded API server (its kubeconfig)
+  std::string cluster_kubeconfig;
 };
+
+// Adds up's flags for the kubelet and operator it starts.
+void addAgentFlags(core::FlagSet& fs, CommonFlags* flags) {
+  fs.addString("kubelet-flags", &flags->kubelet_flags,
+               "extra flags for the kubelet, space-separated (e.g. \"--gpus=2\"; see "
+               "`ringmaster local kubelet --help`)");
+  fs.addString("cluster-kubeconfig", &flags->cluster_kubeconfig,
+               "start no API server: run the kubelet (as this machine's node) and the operator "
+               "against the cluster this kubeconfig names, e.g. a test control plane; `down` then "
+               "stops only those two");
+}
 
 // Parses the flags of one subcommand; *help set when --help was given (usage printed).
 core::Status parseFlags(const std::string& name, const std::string& summary, bool with_port,
@@ -54,11 +67,7 @@ core::Status parseFlags(const std::string& name, const std::string& summary, boo
                "directory for the PKI, token, kubeconfig, state, pid file and log",
                "RINGMASTER_LOCAL_DATA_DIR");
   if (with_port) fs.addInt("port", &flags->port, "HTTPS port on 127.0.0.1 (0: any free port)");
-  if (with_agents) {
-    fs.addString("kubelet-flags", &flags->kubelet_flags,
-                 "extra flags for the kubelet, space-separated (e.g. \"--gpus=2\"; see "
-                 "`ringmaster local kubelet --help`)");
-  }
+  if (with_agents) addAgentFlags(fs, flags);
   std::vector<const char*> argv{"ringmaster-local"};
   for (const auto& a : args) argv.push_back(a.c_str());
   RM_RETURN_IF_ERROR(fs.parse(static_cast<int>(argv.size()), argv.data(), help));
@@ -246,6 +255,23 @@ core::Result<pid_t> startServer(const fs::path& dir, const std::string& self, in
   return core::timeoutError("the API server did not start within 60 s; see " + log_path.string());
 }
 
+// up --cluster-kubeconfig: <data-dir>/kubeconfig becomes a copy of the given one (what `run`,
+// tests and users read), and only the kubelet and operator start.
+core::Status join(const fs::path& dir, const std::string& self, const CommonFlags& flags) {
+  std::error_code ec;
+  fs::copy_file(flags.cluster_kubeconfig, dir / "kubeconfig", fs::copy_options::overwrite_existing,
+                ec);
+  if (ec) {
+    return core::invalidArgument("--cluster-kubeconfig " + flags.cluster_kubeconfig + ": " +
+                                 ec.message());
+  }
+  fs::permissions(dir / "kubeconfig", fs::perms::owner_read | fs::perms::owner_write,
+                  fs::perm_options::replace, ec);
+  std::cout << "joining the cluster of " << flags.cluster_kubeconfig << " (no local API server)\n"
+            << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
+  return startAgents(dir, self, flags.kubelet_flags);
+}
+
 core::Status up(const CommonFlags& flags) {
   const fs::path dir = flags.data_dir;
   std::error_code ec;
@@ -253,6 +279,7 @@ core::Status up(const CommonFlags& flags) {
   if (ec) return core::internalError("cannot create " + dir.string() + ": " + ec.message());
   const fs::path pid_path = dir / "pid";
   RM_ASSIGN_OR_RETURN(std::string self, selfPath());
+  if (!flags.cluster_kubeconfig.empty()) return join(dir, self, flags);
   if (auto pid = readPid(pid_path); pid && alive(*pid)) {
     std::cout << "already running (pid " << *pid << ")\n"
               << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
@@ -320,6 +347,7 @@ core::Status run(const std::vector<std::string>& args) {
   RunOptions options;
   options.data_dir = defaultDataDir();
   int64_t timeout_seconds = 3600;
+  CommonFlags up_flags;
   core::FlagSet fs("ringmaster local run JOB.yaml",
                    "Brings up the local cluster (API server, kubelet, operator), installs the "
                    "TrainingJob CRD, applies JOB.yaml, shows the job's progress until it ends and "
@@ -329,6 +357,7 @@ core::Status run(const std::vector<std::string>& args) {
                "directory for the PKI, token, kubeconfig, state, pid files and logs",
                "RINGMASTER_LOCAL_DATA_DIR");
   fs.addInt("timeout-seconds", &timeout_seconds, "give up waiting for the job after this long");
+  addAgentFlags(fs, &up_flags);
   std::vector<const char*> argv{"ringmaster-local-run"};
   for (const auto& a : args) argv.push_back(a.c_str());
   std::vector<std::string> positional;
@@ -345,8 +374,7 @@ core::Status run(const std::vector<std::string>& args) {
   if (timeout_seconds <= 0) return core::usageError("--timeout-seconds must be positive");
   options.manifest = positional[0];
   options.timeout = std::chrono::seconds(timeout_seconds);
-  return runJob(options, [](const std::string& data_dir) {
-    CommonFlags up_flags;
+  return runJob(options, [&up_flags](const std::string& data_dir) {
     up_flags.data_dir = data_dir;
     return up(up_flags);
   });

@@ -162,6 +162,7 @@ class Kubelet::Impl {
   kube::EventRecorder kubelet_events_;
   std::unique_ptr<kube::Reflector<kube::Pod>> reflector_;
   std::shared_ptr<const kube::Store<kube::Pod>> store_;
+  std::shared_ptr<const kube::Store<kube::RawObject>> undecodable_;  // pods that do not decode
   EnvList base_env_;
   bool use_mounts_ = true;
 
@@ -398,7 +399,7 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
   watch_options.poll = milliseconds(200);
   watch_options.max_backoff = milliseconds(5'000);
   kube::Reflector<kube::Pod>::Handler notify;
-  notify.relisted = [this](std::vector<kube::Pod>) {
+  notify.relisted = [this](std::vector<kube::Pod>, std::vector<kube::RawObject>) {
     std::lock_guard lock(mu_);
     all_dirty_ = true;
     cv_.notify_all();
@@ -409,6 +410,7 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
   reflector_ = std::make_unique<kube::Reflector<kube::Pod>>(
       kube::ResourceClient<kube::Pod>(client_, kPods), watch_options, std::move(notify));
   store_ = reflector_->store();
+  undecodable_ = reflector_->undecodable();
   std::jthread watch_thread([this](std::stop_token st) { reflector_->run(st); });
 
   while (!stop.stopRequested()) {
@@ -478,6 +480,8 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
 
 void Kubelet::Impl::syncKey(const std::string& key) {
   std::shared_ptr<const kube::Pod> pod = store_->get(key);
+  // Still on the server but unreadable here (the watcher logged why): what runs is left alone.
+  if (!pod && undecodable_->get(key)) return;
   if (pods_.count(key)) todo_.insert(key);
   auto rt_it = pods_.find(key);
   if (!pod || (rt_it != pods_.end() && rt_it->second.pod &&

@@ -88,5 +88,46 @@ TEST_F(ControllerTest, OwnedPodChangeRequeuesItsJob) {
   stop();
 }
 
+// The API server may hold a job the operator's types cannot (an old CRD schema took a quantity
+// "abc"): that job alone fails, with the field named; the others run.
+TEST_F(ControllerTest, AJobThatDoesNotDecodeFailsAloneAndNamesTheField) {
+  nlohmann::json bad = kube::encode(testing::makeJob("bad", 1));
+  bad["metadata"].erase("uid");
+  bad["spec"]["resources"]["limits"]["cpu"] = "abc";
+  api_.put(kJobs, bad);
+  start();
+  nlohmann::json good = kube::encode(testing::makeJob("good", 2));
+  good["metadata"].erase("uid");
+  api_.put(kJobs, good);
+  ASSERT_TRUE(api_.waitUntil([&] { return podCount() == 2; }, std::chrono::seconds(10)))
+      << podCount() << " pods";
+  ASSERT_TRUE(api_.waitUntil(
+      [&] {
+        return api_.get(kJobs + "/bad")
+            ->value("status", nlohmann::json::object())
+            .contains("phase");
+      },
+      std::chrono::seconds(10)));
+  stop();
+  nlohmann::json status = (*api_.get(kJobs + "/bad"))["status"];
+  EXPECT_EQ(status["phase"], "Failed") << status.dump(2);
+  auto decoded = kube::decode<kube::TrainingJobStatus>(status);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  const kube::Condition* failed = findCondition(*decoded, kFailed);
+  ASSERT_NE(failed, nullptr) << status.dump(2);
+  EXPECT_EQ(failed->reason, "InvalidSpec");
+  EXPECT_NE(failed->message->find("spec.resources.limits.cpu"), std::string::npos)
+      << *failed->message;
+  EXPECT_NE(failed->message->find("abc"), std::string::npos) << *failed->message;
+  // Nothing was created for it, and a Warning Event says why.
+  EXPECT_FALSE(api_.get(kPods + "/bad-worker-0").has_value());
+  bool warned = false;
+  for (const nlohmann::json& event : api_.list("/api/v1/namespaces/default/events")) {
+    warned |= event.value("reason", "") == "InvalidSpec" && event.value("type", "") == "Warning" &&
+              event["involvedObject"].value("name", "") == "bad";
+  }
+  EXPECT_TRUE(warned);
+}
+
 }  // namespace
 }  // namespace ringmaster::op

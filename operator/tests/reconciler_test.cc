@@ -58,7 +58,7 @@ class ReconcilerTest : public ::testing::Test {
   ReconcilerTest() { reconciler_ = makeReconciler(); }
 
   std::unique_ptr<Reconciler> makeReconciler() {
-    Listers listers{jobs_, pods_, services_, config_maps_};
+    Listers listers{jobs_, pods_, services_, config_maps_, nullptr};
     return std::make_unique<Reconciler>(api_, listers, events_, clock_, progress_, nullptr,
                                         Reconciler::Options{});
   }

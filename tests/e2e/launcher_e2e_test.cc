@@ -35,7 +35,7 @@ class LauncherE2e : public ::testing::Test {
     // Pod 0 (the store's host) of job "four" starts last.
     const std::string why = cluster_.start(
         {"--kubelet-flags=--start-delay=four-worker-0=" + std::to_string(kPodZeroDelaySeconds)});
-    if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
+    if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
     ASSERT_EQ(why, "");
   }
 

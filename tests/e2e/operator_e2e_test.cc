@@ -1,4 +1,5 @@
-// e2e under `ringmaster local up`, driven with real kubectl:
+// e2e under `ringmaster local up`, and again on a real control plane (envtest) that the local
+// kubelet and operator join, driven with real kubectl:
 //   - a table of bad TrainingJobs, each rejected naming the field: by the CRD schema (kubectl
 //     apply fails with the API server's 422) or by the operator (Failed, reason InvalidSpec);
 //   - two operators at once: exactly one holds the Lease and reconciles, every rank gets exactly
@@ -62,11 +63,11 @@ std::string identityIn(const std::string& log) {
   return log.substr(at + 4, end == std::string::npos ? std::string::npos : end - at - 4);
 }
 
-class OperatorE2e : public ::testing::Test {
+class OperatorE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
  protected:
   void SetUp() override {
     const std::string why = cluster_.start();
-    if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
+    if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
     ASSERT_EQ(why, "");
   }
 
@@ -108,7 +109,7 @@ class OperatorE2e : public ::testing::Test {
     return {uids, last};
   }
 
-  testutil::LocalCluster cluster_;
+  testutil::LocalCluster cluster_{GetParam()};
 };
 
 std::string sleeperJob(const std::string& name, int replicas) {
@@ -119,7 +120,7 @@ std::string sleeperJob(const std::string& name, int replicas) {
 }
 
 // A spec the operator cannot run is refused with the field named.
-TEST_F(OperatorE2e, BadSpecsAreRejectedNamingTheField) {
+TEST_P(OperatorE2e, BadSpecsAreRejectedNamingTheField) {
   // An operator without a default image, so that a job naming none is invalid.
   ASSERT_NO_FATAL_FAILURE(stopLocalUpOperator());
   testutil::Process op(operatorArgv(cluster_, {"--trainer-image="}));
@@ -179,7 +180,7 @@ TEST_F(OperatorE2e, BadSpecsAreRejectedNamingTheField) {
 }
 
 // Two operators at once never both reconcile.
-TEST_F(OperatorE2e, TwoOperatorsNeverBothReconcileAndTheStandbyTakesOver) {
+TEST_P(OperatorE2e, TwoOperatorsNeverBothReconcileAndTheStandbyTakesOver) {
   // `local up` started one (it leads); start a second.
   ASSERT_TRUE(eventually(30s, [&] {
     return localUpOperatorLog().find(kLeading) != std::string::npos;
@@ -221,6 +222,62 @@ TEST_F(OperatorE2e, TwoOperatorsNeverBothReconcileAndTheStandbyTakesOver) {
   second.signal(SIGTERM);
   EXPECT_EQ(second.wait(30s).exit_code, 0);
 }
+
+// What the schema lets through but the operator cannot read fails that job alone.
+TEST_P(OperatorE2e, AJobTheOperatorCannotReadFailsAloneNamingTheField) {
+  const std::string bad =
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: unreadable}\n"
+      "spec:\n  replicas: 1\n  image: ringmaster/trainer:0.1.0\n"
+      "  command: [\"sh\", \"-c\", \"sleep 1\"]\n  resources: {limits: {cpu: abc}}\n";
+  // Today's schema refuses it, and an int32 past its range.
+  testutil::ProcessResult refused = cluster_.apply(bad);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.stderr_text.find("spec.resources.limits.cpu"), std::string::npos)
+      << refused.stderr_text;
+  refused = cluster_.apply(
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: overflow}\n"
+      "spec:\n  replicas: 1\n  image: ringmaster/trainer:0.1.0\n  trainer:\n"
+      "    dataset: {name: fashion-mnist, path: /data}\n    checkpoint: {everySteps: "
+      "3000000000}\n");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.stderr_text.find("spec.trainer.checkpoint.everySteps"), std::string::npos)
+      << refused.stderr_text;
+
+  // A server whose (older) schema had no quantity pattern stores it.
+  nlohmann::json crd = cluster_.get("crd", "trainingjobs.ringmaster.dev");
+  ASSERT_FALSE(crd.empty());
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+     ["resources"]["properties"]["limits"]["additionalProperties"]
+         .erase("pattern");
+  crd["metadata"].erase("resourceVersion");
+  ASSERT_EQ(cluster_.apply(crd.dump()).exit_code, 0);
+  ASSERT_TRUE(eventually(30s, [&] { return cluster_.apply(bad).exit_code == 0; }))
+      << cluster_.apply(bad).stderr_text;
+
+  // The other jobs run; that one fails, naming the field, with a Warning Event.
+  auto [uids, last] = runWatched("readable", sleeperJob("readable", 2));
+  EXPECT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << localUpOperatorLog();
+  nlohmann::json failed = cluster_.waitForJob(
+      "unreadable", 60s, [](const nlohmann::json& j) { return jobPhase(j) == "Failed"; });
+  ASSERT_EQ(jobPhase(failed), "Failed") << failed.dump(2) << localUpOperatorLog();
+  bool named = false;
+  for (const auto& cond : failed["status"]["conditions"]) {
+    named |= cond.value("type", "") == "Failed" && cond.value("reason", "") == "InvalidSpec" &&
+             cond.value("message", "").find("spec.resources.limits.cpu") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << failed.dump(2);
+  testutil::ProcessResult events = cluster_.kubectl(
+      {"get", "events", "--field-selector", "involvedObject.name=unreadable,reason=InvalidSpec",
+       "-o", "jsonpath={.items[*].type}"});
+  EXPECT_NE(events.stdout_text.find("Warning"), std::string::npos)
+      << events.stdout_text << events.stderr_text;
+  testutil::ProcessResult pods =
+      cluster_.kubectl({"get", "pods", "-o", "name", "-l", "ringmaster.dev/job-name=unreadable"});
+  EXPECT_EQ(pods.stdout_text, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, OperatorE2e, ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 }  // namespace
 }  // namespace ringmaster

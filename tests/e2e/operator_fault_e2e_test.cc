@@ -54,7 +54,7 @@ class OperatorFaultE2e : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string why = cluster_.start();
-    if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
+    if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
     ASSERT_EQ(why, "");
   }
   void TearDown() override {

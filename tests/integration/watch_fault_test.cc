@@ -296,7 +296,7 @@ class WatchFaultTest : public ::testing::Test {
 TEST_F(WatchFaultTest, ReflectorConvergesThroughDropsExpiredVersionsAndErrorAnswers) {
   std::atomic<int> relists{0};
   kube::Reflector<ConfigMap>::Handler notify;
-  notify.relisted = [&](std::vector<ConfigMap>) { ++relists; };
+  notify.relisted = [&](std::vector<ConfigMap>, std::vector<kube::RawObject>) { ++relists; };
   kube::Reflector<ConfigMap>::Options options;
   options.poll = 100ms;
   options.initial_backoff = 20ms;

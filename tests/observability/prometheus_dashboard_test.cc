@@ -179,7 +179,7 @@ class PrometheusDashboard : public ::testing::Test {
     if (!fs::exists(testutil::kFashionMnistDir))
       GTEST_SKIP() << "dataset-fashion-mnist is not installed";
     const std::string why = cluster_.start();
-    if (!cluster_.hasKubectl()) GTEST_SKIP() << why;
+    if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
     ASSERT_EQ(why, "");
   }
 

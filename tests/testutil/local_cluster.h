@@ -1,11 +1,15 @@
 #pragma once
 // The e2e tests' cluster: `ringmaster local up` in a temporary data dir (API server, kubelet,
-// operator), driven with real kubectl; `local down` on destruction. Plus the /proc helpers the
-// fault tests use to find a pod's processes.
+// operator), driven with real kubectl; `local down` on destruction. The same tests run on a real
+// control plane too (ControlPlane::kEnvtest): upstream kube-apiserver and kube-controller-manager
+// with etcd, from the directory RINGMASTER_ENVTEST names (its `start RUN_DIR` prints the admin
+// kubeconfig last, `stop RUN_DIR` ends it), which `local up --cluster-kubeconfig` joins with the
+// kubelet and operator. Plus the /proc helpers the fault tests use to find a pod's processes.
 //
-// Ownership: owns the data dir and the daemons `up` started. Thread-safety: one test thread.
-// Failure: start() reports why the cluster is not up (no kubectl, `up` failed) instead of failing
-// the test, so that a fixture can skip or assert as it sees fit.
+// Ownership: owns the data dir, the daemons `up` started and the envtest control plane.
+// Thread-safety: one test thread. Failure: missing() says what the machine lacks (a reason to
+// skip); start() reports why the cluster is not up instead of failing the test, so that a
+// fixture can skip or assert as it sees fit.
 
 #include <sys/types.h>
 
@@ -21,16 +25,30 @@
 
 namespace ringmaster::testutil {
 
+enum class ControlPlane {
+  kLocal,    // the embedded API server of `ringmaster local up`
+  kEnvtest,  // a real kube-apiserver + kube-controller-manager (RINGMASTER_ENVTEST)
+};
+// "local" | "envtest": the suffix of parameterized tests' names.
+std::string controlPlaneName(ControlPlane plane);
+// Both, for INSTANTIATE_TEST_SUITE_P(..., ::testing::ValuesIn(kControlPlanes), ...).
+inline const std::vector<ControlPlane> kControlPlanes = {ControlPlane::kLocal,
+                                                         ControlPlane::kEnvtest};
+
 class LocalCluster {
  public:
-  LocalCluster() = default;
+  explicit LocalCluster(ControlPlane plane = ControlPlane::kLocal) : plane_(plane) {}
   ~LocalCluster();
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
 
-  // `ringmaster local up --data-dir <tmp> <up_flags...>`; "" when up, else why not.
+  // "" when this machine has what the cluster needs, else what it lacks (kubectl; for envtest,
+  // RINGMASTER_ENVTEST): tests skip with it.
+  std::string missing() const;
+  // `ringmaster local up --data-dir <tmp> <up_flags...>` (after starting envtest when that is
+  // the control plane); "" when up, else why not.
   std::string start(const std::vector<std::string>& up_flags = {});
-  bool hasKubectl() const { return !kubectl_.empty(); }
+  ControlPlane controlPlane() const { return plane_; }
   // `ringmaster local down` now (the destructor then does nothing); its result.
   ProcessResult stop();
   // SIGKILLs the operator `up` started and removes its pid file (so that `down` never signals a
@@ -54,10 +72,14 @@ class LocalCluster {
   std::string podLog(const std::string& pod) const;  // `kubectl logs` (stdout + stderr)
 
  private:
+  std::string startEnvtest(std::string& kubeconfig);
+
+  ControlPlane plane_;
   TempDir dir_;
   std::string kubectl_;
   std::map<std::string, std::string> env_;
   bool up_ = false;
+  std::string envtest_dir_;  // set while an envtest control plane runs
 };
 
 // status.phase of a TrainingJob ("" when none).

@@ -55,9 +55,18 @@ class WatcherTest : public ::testing::Test {
   }
   std::unique_ptr<Watcher<ConfigMap>> makeWatcher() {
     Watcher<ConfigMap>::Handler h;
-    h.relisted = [this](std::vector<ConfigMap> items) { relists_.push_back(items.size()); };
+    h.relisted = [this](std::vector<ConfigMap> items, std::vector<RawObject> undecodable) {
+      relists_.push_back(items.size());
+      for (const RawObject& raw : undecodable) {
+        undecodable_.push_back("LISTED " + raw.metadata.name + ": " + raw.error.message());
+      }
+    };
     h.event = [this](const WatchEvent<ConfigMap>& e) {
       events_.push_back(std::string(watchEventTypeName(e.type)) + " " + e.object.metadata.name);
+    };
+    h.undecodable = [this](const WatchEvent<RawObject>& e) {
+      undecodable_.push_back(std::string(watchEventTypeName(e.type)) + " " +
+                             e.object.metadata.name + ": " + e.object.error.message());
     };
     return std::make_unique<Watcher<ConfigMap>>(
         ResourceClient<ConfigMap>(api_, kWatchedConfigMaps, "ns"), h, options());
@@ -67,7 +76,15 @@ class WatcherTest : public ::testing::Test {
   FakeApiClient api_;
   std::vector<size_t> relists_;
   std::vector<std::string> events_;
+  std::vector<std::string> undecodable_;
 };
+
+// A ConfigMap whose data is not a map of strings: what a server may hold that the type cannot.
+nlohmann::json badConfigMap(const std::string& name, const std::string& rv) {
+  nlohmann::json object = configMap(name, rv);
+  object["data"]["k"] = 7;
+  return object;
+}
 
 TEST_F(WatcherTest, ListsThenWatchesFromTheListsResourceVersion) {
   api_.expect(Verb::kGet, kConfigMapsPath,
@@ -189,6 +206,64 @@ TEST_F(WatcherTest, UndecodableEventRewatchesWithBackoff) {
   EXPECT_GT(w->step(), milliseconds(0));
   EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kListing);
   EXPECT_NE(w->lastError().message().find("FOO"), std::string::npos);
+}
+
+TEST_F(WatcherTest, AnItemThatDoesNotDecodeIsHandedOverApartAndTheOthersStillArrive) {
+  api_.expect(Verb::kGet, kConfigMapsPath,
+              jsonResponse(200, listBody("10", {configMap("a", "8"), badConfigMap("bad", "9")})));
+  api_.expectWatch(
+      kConfigMapsPath,
+      {event("MODIFIED", badConfigMap("a", "11")), event("ADDED", configMap("c", "12")),
+       event("DELETED", badConfigMap("bad", "13"))},
+      std::nullopt);
+  auto w = makeWatcher();
+  EXPECT_EQ(w->step(), milliseconds(0));
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kListing);
+  EXPECT_EQ(relists_, std::vector<size_t>{1});
+  w->step();
+  EXPECT_EQ(w->step(), milliseconds(0));  // no backoff: the watch goes on
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kWatching);
+  EXPECT_EQ(events_, std::vector<std::string>{"ADDED c"});
+  const std::string why = "data.k: expected string, got number";
+  EXPECT_EQ(undecodable_, (std::vector<std::string>{"LISTED bad: " + why, "MODIFIED a: " + why,
+                                                    "DELETED bad: " + why}));
+  EXPECT_EQ(w->resourceVersion(), "13");
+  EXPECT_TRUE(w->lastError().ok()) << w->lastError().message();
+}
+
+TEST(ReflectorTest, ObjectsThatDoNotDecodeAreKeptApartWithTheirError) {
+  FakeApiClient api;
+  api.expect(Verb::kGet, kConfigMapsPath,
+             jsonResponse(200, listBody("10", {configMap("a", "8"), badConfigMap("b", "9")})));
+  api.expectWatch(
+      kConfigMapsPath,
+      {event("MODIFIED", badConfigMap("a", "11")), event("MODIFIED", configMap("b", "12")),
+       event("DELETED", badConfigMap("a", "13"))},
+      std::nullopt);
+  Watcher<ConfigMap>::Options options;
+  options.poll = milliseconds(0);
+  std::vector<std::string> notified;
+  Reflector<ConfigMap>::Handler notify;
+  notify.relisted = [&](std::vector<ConfigMap> items, std::vector<RawObject> undecodable) {
+    notified.push_back("relisted " + std::to_string(items.size()) + "+" +
+                       std::to_string(undecodable.size()));
+  };
+  notify.undecodable = [&](const WatchEvent<RawObject>& e) {
+    notified.push_back("undecodable " + e.object.metadata.name);
+  };
+  Reflector<ConfigMap> reflector(ResourceClient<ConfigMap>(api, kWatchedConfigMaps, "ns"), options,
+                                 notify);
+  auto store = reflector.store();
+  auto undecodable = reflector.undecodable();
+  reflector.step();
+  EXPECT_EQ(store->keys(), std::vector<std::string>{"ns/a"});
+  EXPECT_EQ(undecodable->keys(), std::vector<std::string>{"ns/b"});
+  EXPECT_EQ(undecodable->get("ns/b")->error.message(), "data.k: expected string, got number");
+  reflector.step();
+  reflector.step();  // a breaks, b is mended, a (still bad) is deleted
+  EXPECT_EQ(store->keys(), std::vector<std::string>{"ns/b"});
+  EXPECT_EQ(undecodable->size(), 0u);
+  EXPECT_EQ(notified, (std::vector<std::string>{"relisted 1+1", "undecodable a", "undecodable a"}));
 }
 
 TEST(ReflectorTest, CacheConvergesAfterARelist) {

@@ -225,11 +225,11 @@ INSTANTIATE_TEST_SUITE_P(
                     {{"type", "array"}, {"items", kS}, {"uniqueItems", true}},
                     {"x", "x"},
                     "f[1]: Duplicate value: \"x\" (FieldValueDuplicate)"},
-        KeywordCase{"format int32",
+        // A real API server checks formats of strings only: a bound needs a maximum.
+        KeywordCase{"format int32 is no bound",
                     {{"type", "integer"}, {"format", "int32"}},
                     3000000000LL,
-                    "f: Invalid value: \"3000000000\": f in body must be of type int32: "
-                    "\"3000000000\" (FieldValueTypeInvalid)"},
+                    ""},
         KeywordCase{
             "format int64 ok", {{"type", "integer"}, {"format", "int64"}}, 3000000000LL, ""},
         KeywordCase{"format date-time ok",

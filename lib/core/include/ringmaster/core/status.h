@@ -47,6 +47,8 @@ class [[nodiscard]] Status {
 
   std::string toString() const;
 
+  bool operator==(const Status&) const = default;
+
  private:
   Code code_ = Code::kOk;
   std::string message_;

@@ -7,12 +7,14 @@
 //                 snapshot of an object while the store moves on.
 //   Reflector<T>  a Watcher whose relists replace the store (objects that vanished while the
 //                 watch was down are dropped) and whose events update it; then it calls the
-//                 optional notify handler (to enqueue keys in a WorkQueue, say).
+//                 optional notify handler (to enqueue keys in a WorkQueue, say). Objects that
+//                 do not decode as T are kept apart, as RawObjects with their error, in a
+//                 second store (undecodable()): an object is in at most one of the two.
 //
 // Ownership: the Reflector owns its Watcher and Store. Thread-safety: Store is safe for any
 // number of readers alongside the one writer (a shared mutex); the Reflector is driven by one
 // thread (step()/run()), like the Watcher, and its notify handler runs on that thread after
-// the store has been updated. Failure: see Watcher; the store only ever holds decoded objects.
+// the stores have been updated. Failure: see Watcher; store() only ever holds decoded objects.
 
 #include <map>
 #include <memory>
@@ -72,6 +74,10 @@ class Store {
     std::unique_lock lock(mu_);
     items_.swap(next);
   }
+  void erase(const std::string& key) {
+    std::unique_lock lock(mu_);
+    items_.erase(key);
+  }
   void apply(const WatchEvent<T>& event) {
     std::string key = objectKey(event.object);
     std::unique_lock lock(mu_);
@@ -96,11 +102,14 @@ class Reflector {
   // `notify` (both members optional) sees each relist and event after the store applied it.
   Reflector(ResourceClient<T> client, Options options, Handler notify = {})
       : store_(std::make_shared<Store<T>>()),
+        undecodable_(std::make_shared<Store<RawObject>>()),
         notify_(std::move(notify)),
         watcher_(std::move(client), makeHandler(), std::move(options)) {}
 
   // Shared so that readers may keep the store beyond the reflector's life.
   std::shared_ptr<const Store<T>> store() const { return store_; }
+  // The objects the server holds that do not decode as T, each with its error.
+  std::shared_ptr<const Store<RawObject>> undecodable() const { return undecodable_; }
   Watcher<T>& watcher() { return watcher_; }
   std::chrono::milliseconds step(std::stop_token stop = {}) { return watcher_.step(stop); }
   void run(std::stop_token stop) { watcher_.run(stop); }
@@ -108,19 +117,29 @@ class Reflector {
  private:
   Handler makeHandler() {
     Handler h;
-    h.relisted = [this](std::vector<T> items) {
+    h.relisted = [this](std::vector<T> items, std::vector<RawObject> undecodable) {
       std::vector<T> copy = notify_.relisted ? items : std::vector<T>();
+      std::vector<RawObject> undecodable_copy =
+          notify_.relisted ? undecodable : std::vector<RawObject>();
       store_->replace(std::move(items));
-      if (notify_.relisted) notify_.relisted(std::move(copy));
+      undecodable_->replace(std::move(undecodable));
+      if (notify_.relisted) notify_.relisted(std::move(copy), std::move(undecodable_copy));
     };
     h.event = [this](const WatchEvent<T>& event) {
+      undecodable_->erase(objectKey(event.object));
       store_->apply(event);
       if (notify_.event) notify_.event(event);
+    };
+    h.undecodable = [this](const WatchEvent<RawObject>& event) {
+      store_->erase(objectKey(event.object));
+      undecodable_->apply(event);
+      if (notify_.undecodable) notify_.undecodable(event);
     };
     return h;
   }
 
   std::shared_ptr<Store<T>> store_;
+  std::shared_ptr<Store<RawObject>> undecodable_;
   Handler notify_;
   Watcher<T> watcher_;
 };

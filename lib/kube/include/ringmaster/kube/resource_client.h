@@ -20,6 +20,7 @@
 #include "ringmaster/kube/api_client.h"
 #include "ringmaster/kube/codec.h"
 #include "ringmaster/kube/list.h"
+#include "ringmaster/kube/raw_object.h"
 
 namespace ringmaster::kube {
 
@@ -102,6 +103,14 @@ class ResourceClient {
     ApiRequest request = make(Verb::kGet, collectionPath(type_, namespace_));
     detail::addListQuery(options, request);
     return detail::callAndDecode<List<T>>(client_, request);
+  }
+
+  // The same list with each item left undecoded (raw_object.h), so that the caller decodes
+  // every item on its own and one bad item does not fail the others.
+  ApiResult<List<RawObject>> listRaw(const ListOptions& options = {}) const {
+    ApiRequest request = make(Verb::kGet, collectionPath(type_, namespace_));
+    detail::addListQuery(options, request);
+    return detail::callAndDecode<List<RawObject>>(client_, request);
   }
 
   ApiResult<T> create(const T& object) const {

@@ -3,7 +3,8 @@
 // kube-runtime's watcher). Each step() makes one transition:
 //
 //   kEmpty     LIST (selectors; no resourceVersion: a consistent read)
-//                ok    -> handler.relisted(all items); rv = list rv; -> kListing
+//                ok    -> handler.relisted(the items that decode, those that do not);
+//                         rv = list rv; -> kListing
 //                error -> backoff, stay kEmpty
 //   kListing   (listed, no watch open) WATCH from rv with timeoutSeconds drawn from
 //              [min_watch_timeout, max_watch_timeout] and allowWatchBookmarks=true
@@ -11,7 +12,9 @@
 //                410 Gone          -> kEmpty (relist at once)
 //                other error       -> backoff (at least Retry-After), stay kListing
 //   kWatching  takes the lines that arrived (waits up to `poll` for the first)
-//                ADDED/MODIFIED/DELETED -> rv = object's rv; handler.event(e)
+//                ADDED/MODIFIED/DELETED -> rv = object's rv; handler.event(e), or
+//                                          handler.undecodable(e) when the object does not
+//                                          decode as T (the watch goes on)
 //                BOOKMARK               -> rv = bookmark's rv (no handler call)
 //                ERROR 410 (Expired)    -> cancel; kEmpty (relist at once)
 //                other ERROR, bad line  -> cancel; backoff; kListing
@@ -25,7 +28,9 @@
 // Ownership: owns its ResourceClient (which borrows an ApiClient that must outlive the watcher)
 // and the open WatchStream. Thread-safety: not thread-safe; one thread calls step()/run(), and
 // the handler runs on that thread (never on a transport thread). Failure: errors never escape;
-// they are logged (WATCH), kept in lastError(), and turned into backoff.
+// they are logged (WATCH), kept in lastError(), and turned into backoff. An object that does
+// not decode as T fails neither the list nor the watch: every item is decoded on its own, and
+// one that does not decode goes to the handler apart, with its error (a line per object).
 
 #include <chrono>
 #include <condition_variable>
@@ -84,8 +89,12 @@ class Watcher {
   enum class State { kEmpty, kListing, kWatching };
 
   struct Handler {
-    std::function<void(std::vector<T> items)> relisted;     // the full state after a LIST
+    // The full state after a LIST: the items that decode as T, and those that do not (each
+    // with its error set).
+    std::function<void(std::vector<T> items, std::vector<RawObject> undecodable)> relisted;
     std::function<void(const WatchEvent<T>& event)> event;  // ADDED, MODIFIED, DELETED
+    // ADDED, MODIFIED or DELETED of an object that does not decode as T (its error set).
+    std::function<void(const WatchEvent<RawObject>& event)> undecodable;
   };
 
   struct Options {
@@ -144,14 +153,27 @@ class Watcher {
     ListOptions options;
     options.label_selector = options_.label_selector;
     options.field_selector = options_.field_selector;
-    ApiResult<List<T>> listed = client_.list(options);
+    ApiResult<List<RawObject>> listed = client_.listRaw(options);
     if (!listed.ok()) return fail(listed.error(), "list");
     resource_version_ = listed->metadata.resource_version;
     failures_ = 0;
     state_ = State::kListing;
+    std::vector<T> items;
+    std::vector<RawObject> undecodable;
+    items.reserve(listed->items.size());
+    for (RawObject& raw : listed->items) {
+      core::Result<T> item = decode<T>(raw.object);
+      if (item.ok()) {
+        items.push_back(std::move(item).value());
+      } else {
+        raw.error = item.status();
+        logUndecodable(raw);
+        undecodable.push_back(std::move(raw));
+      }
+    }
     RM_LOG(DEBUG, WATCH) << client_.type().plural << ": listed " << listed->items.size()
                          << " at resourceVersion " << resource_version_;
-    if (handler_.relisted) handler_.relisted(std::move(listed->items));
+    if (handler_.relisted) handler_.relisted(std::move(items), std::move(undecodable));
     return std::chrono::milliseconds(0);
   }
 
@@ -180,7 +202,7 @@ class Watcher {
     std::optional<core::Status> closed;
     queue_->take(options_.poll, stop, lines, closed);
     for (const std::string& line : lines) {
-      core::Result<WatchEvent<T>> event = decodeText<WatchEvent<T>>(line);
+      core::Result<WatchEvent<RawObject>> event = decodeText<WatchEvent<RawObject>>(line);
       if (!event.ok()) {
         closeStream();
         state_ = State::kListing;
@@ -200,7 +222,7 @@ class Watcher {
         default:
           resource_version_ = event->object.metadata.resource_version;
           failures_ = 0;
-          if (handler_.event) handler_.event(*event);
+          deliver(*event);
       }
     }
     if (closed) {
@@ -210,6 +232,28 @@ class Watcher {
       failures_ = 0;  // the server ended it (timeoutSeconds): watch again from rv
     }
     return std::chrono::milliseconds(0);
+  }
+
+  // Hands an ADDED, MODIFIED or DELETED on as a WatchEvent<T>, or as undecodable.
+  void deliver(WatchEvent<RawObject>& raw) {
+    core::Result<T> object = decode<T>(raw.object.object);
+    if (!object.ok()) {
+      raw.object.error = object.status();
+      logUndecodable(raw.object);
+      if (handler_.undecodable) handler_.undecodable(raw);
+      return;
+    }
+    WatchEvent<T> event;
+    event.type = raw.type;
+    event.object = std::move(object).value();
+    if (handler_.event) handler_.event(event);
+  }
+
+  void logUndecodable(const RawObject& raw) const {
+    const std::string& ns = raw.metadata.namespace_name;
+    RM_LOG(WARN, WATCH) << client_.type().plural << ": " << (ns.empty() ? "" : ns + "/")
+                        << raw.metadata.name
+                        << " does not decode, kept out of the cache: " << raw.error.message();
   }
 
   std::chrono::milliseconds relist(const std::string& why) {
