@@ -1,6 +1,7 @@
 #include "operator/reconciler.h"
 
 #include <algorithm>
+#include <charconv>
 #include <type_traits>
 
 #include "operator/builders.h"
@@ -48,6 +49,11 @@ struct Reconciler::Pass {
 };
 
 namespace {
+
+// How soon a pass that found the cache behind its own status write looks again, and how long it
+// waits for the cache at most.
+constexpr milliseconds kCacheCatchUp{50};
+constexpr milliseconds kOwnWriteWait{10'000};
 
 bool terminating(const kube::Pod& pod) { return pod.metadata.deletion_timestamp.has_value(); }
 bool anyPod(const kube::Pod&) { return true; }
@@ -114,9 +120,13 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
     std::lock_guard lock(mu_);
     expectations_.erase(key);
     ssh_secrets_.erase(key);
+    own_writes_.erase(key);
     return Action::done();
   }
   if (cached->metadata.deletion_timestamp) return Action::done();
+  if (cacheBehindOwnWrite(key, cached->metadata.resource_version)) {
+    return Action::requeueAfter(kCacheCatchUp);
+  }
   Pass p;
   p.key = key;
   p.ns = cached->metadata.namespace_name;
@@ -232,6 +242,16 @@ core::Result<Action> Reconciler::active(Pass& p) {
     setCondition(p.status, kSuspended, true, "JobSuspended",
                  "the job is suspended: its pods are deleted, its status kept", p.generation,
                  p.now);
+    // No rank runs while suspended, whatever the deleted pods still show as they terminate.
+    kube::ReplicaStatus none;
+    none.active = 0;
+    none.ready = 0;
+    none.succeeded = 0;
+    none.failed = 0;
+    p.status.replicas = none;
+    const int world = replicas * spec.procs_per_replica.value_or(1);
+    p.status.world_size = world;
+    p.status.world = "0/" + std::to_string(world);
     if (findCondition(p.status, kRunning) != nullptr) {
       setCondition(p.status, kRunning, false, "JobSuspended", "the job is suspended", p.generation,
                    p.now);
@@ -652,6 +672,7 @@ core::Status Reconciler::writeStatus(Pass& p) {
   kube::ResourceClient<kube::TrainingJob> jobs(client_, trainingJobsResource(), p.ns);
   kube::ApiResult<kube::TrainingJob> written = jobs.updateStatus(updated);
   if (!written.ok()) return written.status().withContext("job " + p.key + ": write status");
+  rememberOwnWrite(p.key, written->metadata.resource_version);
   recordTransitions(p);
   return core::Status::Ok();
 }
@@ -682,6 +703,40 @@ void Reconciler::recordTransitions(const Pass& p) {
       p.status.restarts.value_or(0) > p.original.status.restarts.value_or(0)) {
     metrics_->jobRestarted();
   }
+}
+
+namespace {
+// resourceVersions are etcd revisions, decimal and increasing, on every server this operator
+// meets; one that is not (nullopt) disables the wait rather than guessing.
+std::optional<uint64_t> revisionOf(const std::string& resource_version) {
+  uint64_t value = 0;
+  const char* end = resource_version.data() + resource_version.size();
+  auto [ptr, ec] = std::from_chars(resource_version.data(), end, value);
+  if (ec != std::errc() || ptr != end || resource_version.empty()) return std::nullopt;
+  return value;
+}
+}  // namespace
+
+bool Reconciler::cacheBehindOwnWrite(const std::string& key, const std::string& cached_version) {
+  std::lock_guard lock(mu_);
+  auto it = own_writes_.find(key);
+  if (it == own_writes_.end()) return false;
+  std::optional<uint64_t> cached = revisionOf(cached_version);
+  if (!cached || *cached >= it->second.resource_version || clock_.now() >= it->second.deadline) {
+    own_writes_.erase(it);
+    return false;
+  }
+  return true;
+}
+
+void Reconciler::rememberOwnWrite(const std::string& key, const std::string& written_version) {
+  std::optional<uint64_t> written = revisionOf(written_version);
+  std::lock_guard lock(mu_);
+  if (!written) {
+    own_writes_.erase(key);
+    return;
+  }
+  own_writes_[key] = OwnWrite{*written, clock_.now() + kOwnWriteWait};
 }
 
 bool Reconciler::expectationsSatisfied(const std::string& key, const Pass& p) {

@@ -125,6 +125,10 @@ class Reconciler {
   template <class T>
   core::Result<Created> createOwned(Pass& p, const kube::ResourceType& type, const T& object,
                                     const std::string& what);
+  // Whether the cached job is older than the status this operator last wrote for it (then the
+  // pass would start from stale state and meet 409 Conflict: it waits for the cache instead).
+  bool cacheBehindOwnWrite(const std::string& key, const std::string& cached_version);
+  void rememberOwnWrite(const std::string& key, const std::string& written_version);
   bool expectationsSatisfied(const std::string& key, const Pass& p);
   void expectCreations(const std::string& key, const std::vector<std::string>& names);
 
@@ -144,6 +148,11 @@ class Reconciler {
   std::map<std::string, Expectation> expectations_;        // job key -> pods created, not yet seen
   std::map<std::string, std::optional<bool>> api_exists_;  // "group/version" -> served?
   std::map<std::string, std::string> ssh_secrets_;         // job key -> uid whose <job>-ssh exists
+  struct OwnWrite {
+    uint64_t resource_version = 0;
+    kube::Clock::TimePoint deadline;  // wait no longer than this for the cache
+  };
+  std::map<std::string, OwnWrite> own_writes_;  // job key -> its last status write
 };
 
 }  // namespace ringmaster::op

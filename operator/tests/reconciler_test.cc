@@ -237,6 +237,35 @@ TEST_F(ReconcilerTest, NoDuplicatePodsWhenTheCacheLags) {
             (std::vector<std::string>{"fmnist-worker-0", "fmnist-worker-1", "fmnist-worker-2"}));
 }
 
+// A pass that would start from a job older than the status this operator just wrote waits for
+// the cache instead of computing from stale state and meeting 409 Conflict.
+TEST_F(ReconcilerTest, APassWaitsForTheCacheToHoldItsOwnStatusWrite) {
+  apply(makeJob("fmnist", 2));
+  ASSERT_TRUE(reconcile().ok());  // pods created, status written
+  const int status_writes = api_.count(kube::Verb::kPut, kJobs + "/fmnist/status");
+  ASSERT_EQ(status_writes, 1);
+  api_.syncTo(*pods_, kPods);  // the pod events came first; the job cache is behind
+  setAllPods("Running", true);
+  api_.syncTo(*pods_, kPods);
+  core::Result<Action> waiting = reconcile();
+  ASSERT_TRUE(waiting.ok()) << waiting.status().toString();
+  ASSERT_TRUE(waiting->requeue_after.has_value());
+  EXPECT_LE(*waiting->requeue_after, std::chrono::milliseconds(100));
+  EXPECT_EQ(api_.count(kube::Verb::kPut, kJobs + "/fmnist/status"), status_writes);
+  sync();  // the cache holds the write: the pass goes on, without a conflict
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(job().status.phase, "Running");
+  // A cache that never catches up (a lost event) holds a job back for seconds, not forever.
+  setPod("fmnist-worker-1", "Failed", false, 1);
+  api_.syncTo(*pods_, kPods);
+  core::Result<Action> held = reconcile();
+  ASSERT_TRUE(held.ok() && held->requeue_after.has_value());
+  const int writes = api_.count(kube::Verb::kPut, kJobs + "/fmnist/status");
+  clock_.advance(std::chrono::seconds(11));
+  (void)reconcile();  // from the stale copy: it tries (and meets the 409 the wait avoided)
+  EXPECT_EQ(api_.count(kube::Verb::kPut, kJobs + "/fmnist/status"), writes + 1);
+}
+
 TEST_F(ReconcilerTest, RestartedOperatorCreatesOnlyTheMissingPods) {
   apply(makeJob("fmnist", 3));
   kube::TrainingJob stored = testing::defaulted(job());
@@ -570,6 +599,11 @@ TEST_F(ReconcilerTest, SuspendDeletesRunningPodsAndKeepsStatus) {
   EXPECT_EQ(job().status.phase, "Suspended");
   EXPECT_EQ(job().status.restarts, 0);
   EXPECT_TRUE(isTrue(job().status, kCreated));
+  // Nothing runs: the status says so instead of the last counts.
+  EXPECT_EQ(job().status.world, "0/2");
+  ASSERT_TRUE(job().status.replicas.has_value());
+  EXPECT_EQ(job().status.replicas->active, 0);
+  EXPECT_EQ(job().status.replicas->ready, 0);
 }
 
 TEST_F(ReconcilerTest, DeletedJobIsLeftToGarbageCollection) {
