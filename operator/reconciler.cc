@@ -46,6 +46,8 @@ struct Reconciler::Pass {
   std::vector<std::shared_ptr<const kube::Pod>> pods;  // ours, by replica index
   std::vector<std::shared_ptr<const kube::Pod>> foreign;
   bool release_pods = false;  // delete every pod once the status is written
+  // The API server refused a pod of this pass (quota, admission, validation): its words.
+  std::optional<std::string> pod_refused;
 };
 
 namespace {
@@ -175,6 +177,7 @@ core::Result<Action> Reconciler::undecodable(const std::string& key, const kube:
   p.generation = raw.metadata.generation.value_or(0);
   fail(p, "InvalidSpec", "the spec cannot be read: " + raw.error.message());
   p.status.observed_generation = p.generation;
+  p.status.reason = reasonOf(p.status);
   // A merge patch: the object as a whole cannot be encoded back. The resourceVersion makes it
   // fail on a newer object, which the next pass sees.
   nlohmann::json patch = {{"metadata", {{"resourceVersion", raw.metadata.resource_version}}},
@@ -450,6 +453,15 @@ core::Result<Reconciler::Created> Reconciler::createOwned(Pass& p, const kube::R
   kube::ApiResult<T> created = client.create(object);
   if (created.ok()) return Created::kCreated;
   if (!created.error().isAlreadyExists()) {
+    const kube::ApiError& e = created.error();
+    // A refusal no retry soon cures (a quota, an admission webhook, a policy) is the job's news.
+    if constexpr (std::is_same_v<T, kube::Pod>) {
+      if (e.httpCode() >= 400 && e.httpCode() < 500 && !e.isConflict() && !e.isTooManyRequests() &&
+          !p.pod_refused) {
+        p.pod_refused =
+            e.apiStatus().message.empty() ? e.status().message() : e.apiStatus().message;
+      }
+    }
     return created.status().withContext("job " + p.key + ": create " + what);
   }
   kube::ApiResult<T> existing = client.get(object.metadata.name);
@@ -610,6 +622,10 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
     }
   }
   expectCreations(p.key, created);
+  if (p.pod_refused) {
+    setCondition(p.status, kCreated, false, "FailedCreatePod", foldMessage(*p.pod_refused),
+                 p.generation, p.now);
+  }
   if (!created.empty()) {
     std::string message = "created pod" + std::string(created.size() > 1 ? "s " : " ");
     message += created.size() > 1 ? created.front() + " .. " + created.back() : created.front();
@@ -666,6 +682,7 @@ void Reconciler::fail(Pass& p, const std::string& reason, const std::string& mes
 core::Status Reconciler::writeStatus(Pass& p) {
   p.status.observed_generation = p.generation;
   p.status.phase = phaseOf(p.status);
+  p.status.reason = reasonOf(p.status);
   if (p.status == p.original.status) return core::Status::Ok();
   kube::TrainingJob updated = p.original;
   updated.status = p.status;
@@ -681,8 +698,19 @@ void Reconciler::recordTransitions(const Pass& p) {
   for (const kube::Condition& c : p.status.conditions) {
     const kube::Condition* old = findCondition(p.original.status, c.type);
     const bool changed = old == nullptr || old->status != c.status || old->reason != c.reason;
-    if (!changed || (c.status != "True" && (old == nullptr || old->status != "True"))) continue;
-    const bool warning = c.status == "True" && (c.type == kFailed || c.type == kRestarting);
+    // A False condition is news when it now says why the job is not running (status.reason).
+    // (Not when a True condition gives the same reason: that one's Event says it already.)
+    const bool blocking = c.status == "False" && c.reason && c.reason == p.status.reason &&
+                          std::none_of(p.status.conditions.begin(), p.status.conditions.end(),
+                                       [&](const kube::Condition& o) {
+                                         return o.status == "True" && o.reason == c.reason;
+                                       });
+    if (!changed ||
+        (c.status != "True" && !blocking && (old == nullptr || old->status != "True"))) {
+      continue;
+    }
+    const bool warning =
+        blocking || (c.status == "True" && (c.type == kFailed || c.type == kRestarting));
     const std::string reason = c.reason.value_or(c.type);
     const std::string message = c.type + " " + c.status + ": " + c.message.value_or("");
     if (warning) {

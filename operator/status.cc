@@ -163,6 +163,41 @@ std::string phaseOf(const kube::TrainingJobStatus& status) {
   return "Pending";
 }
 
+std::optional<std::string> reasonOf(const kube::TrainingJobStatus& status) {
+  const std::string phase = phaseOf(status);
+  if (phase == "Failed") return findCondition(status, kFailed)->reason;
+  if (phase != "Pending" && phase != "Restarting") return std::nullopt;
+  const kube::Condition* created = findCondition(status, kCreated);
+  if (created != nullptr && created->status == "False") return created->reason;
+  const kube::Condition* running = findCondition(status, kRunning);
+  if (running != nullptr && running->status == "False" && running->reason != "RanksNotReady") {
+    return running->reason;
+  }
+  return std::nullopt;
+}
+
+std::optional<PodProblem> podProblem(const kube::Pod& pod) {
+  for (const kube::Condition& c : pod.status.conditions) {
+    if (c.type == "PodScheduled" && c.status == "False" && c.reason == "Unschedulable") {
+      return PodProblem{"Unschedulable",
+                        "pod " + pod.metadata.name + ": " + c.message.value_or("unschedulable")};
+    }
+  }
+  for (const auto* statuses :
+       {&pod.status.init_container_statuses, &pod.status.container_statuses}) {
+    for (const kube::ContainerStatus& cs : *statuses) {
+      if (!cs.state || !cs.state->waiting || !cs.state->waiting->reason) continue;
+      const kube::ContainerStateWaiting& waiting = *cs.state->waiting;
+      const std::string& why = *waiting.reason;
+      if (why.empty() || why == "ContainerCreating" || why == "PodInitializing") continue;
+      std::string message = "pod " + pod.metadata.name + " container " + cs.name + ": " + why;
+      if (waiting.message && !waiting.message->empty()) message += ": " + *waiting.message;
+      return PodProblem{why, foldMessage(message)};
+    }
+  }
+  return std::nullopt;
+}
+
 void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod*>& pods,
                  kube::Time now, kube::TrainingJobStatus& status) {
   const int replicas = job.spec.replicas.value_or(1);
@@ -190,7 +225,8 @@ void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod
   status.world_size = replicas * procs;
   status.world = std::to_string(*counts.ready * procs) + "/" + std::to_string(replicas * procs);
   if (!status.restarts) status.restarts = 0;
-  if (existing > 0 && !isTrue(status, kCreated)) {
+  // Every pod, not some: a quota that admitted only part of the gang leaves Created False.
+  if (existing == replicas && !isTrue(status, kCreated)) {
     setCondition(status, kCreated, true, "WorkersCreated",
                  "created " + std::to_string(replicas) + " worker pods", generation, now);
   }
@@ -208,10 +244,18 @@ void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod
                    "attempt " + std::to_string(*status.restarts) + " is running", generation, now);
     }
   } else if (findCondition(status, kRunning) != nullptr || existing > 0) {
-    setCondition(status, kRunning, false, "RanksNotReady",
-                 std::to_string(*counts.ready * procs) + "/" + std::to_string(replicas * procs) +
-                     " ranks joined the rendezvous",
-                 generation, now);
+    std::optional<PodProblem> problem;
+    for (const kube::Pod* pod : pods) {
+      if (pod != nullptr && !problem) problem = podProblem(*pod);
+    }
+    if (problem) {
+      setCondition(status, kRunning, false, problem->reason, problem->message, generation, now);
+    } else {
+      setCondition(status, kRunning, false, "RanksNotReady",
+                   std::to_string(*counts.ready * procs) + "/" + std::to_string(replicas * procs) +
+                       " ranks joined the rendezvous",
+                   generation, now);
+    }
   }
   status.phase = phaseOf(status);
 }

@@ -63,6 +63,19 @@ void setCondition(kube::TrainingJobStatus& status, std::string_view type, bool v
                   std::string reason, std::string message, int64_t generation, kube::Time now);
 
 std::string phaseOf(const kube::TrainingJobStatus& status);
+// status.reason for that phase: Failed -> the Failed condition's reason; Pending or Restarting
+// -> why pods are not running (Created False, else Running False, unless merely RanksNotReady);
+// otherwise none.
+std::optional<std::string> reasonOf(const kube::TrainingJobStatus& status);
+
+// What keeps a pod from running that waiting alone will not cure, as its kubelet or scheduler
+// reports it: PodScheduled False/Unschedulable, or a container waiting with a reason other than
+// ContainerCreating/PodInitializing (CreateContainerConfigError, ImagePullBackOff, ...).
+struct PodProblem {
+  std::string reason;
+  std::string message;  // "pod <name>: <what the kubelet said>"
+};
+std::optional<PodProblem> podProblem(const kube::Pod& pod);
 
 // Replica counts, world, Created/Running (and Restarting cleared once Running) from the pods of
 // the current attempt (nullptr entries: missing pods). `job` is defaulted.

@@ -34,8 +34,8 @@ TEST(Crd, PrinterColumnsTellTheStory) {
   for (const auto& c : version(loadCrd())["additionalPrinterColumns"]) {
     if (!c["priority"]) names.push_back(c["name"].as<std::string>());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"Phase", "World", "Epoch", "Loss", "Samples/s",
-                                             "Restarts", "Age"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"Phase", "Reason", "World", "Epoch", "Loss",
+                                             "Samples/s", "Restarts", "Age"}));
 }
 
 TEST(Crd, EveryFieldHasADescriptionAndAType) {

@@ -766,6 +766,56 @@ TEST_F(ReconcilerTest, GangSchedulerWithItsApiGetsAPodGroup) {
   EXPECT_FALSE(hasEvent("PodGroupUnavailable"));
 }
 
+// A pod the API server refuses (a quota, an admission policy) is the job's news: a condition
+// with the server's words, status.reason for `kubectl get`, a Warning Event; the retry goes on.
+TEST_F(ReconcilerTest, ARefusedPodShowsOnTheJobWithTheServersWords) {
+  apply(makeJob("fmnist", 2));
+  api_.failNext(kube::Verb::kPost, kPods, 403, "Forbidden");
+  core::Result<Action> a = reconcile();
+  ASSERT_FALSE(a.ok());  // retried with backoff
+  const kube::TrainingJob refused = job();
+  const kube::Condition* created = findCondition(refused.status, kCreated);
+  ASSERT_NE(created, nullptr);
+  EXPECT_EQ(created->status, "False");
+  EXPECT_EQ(created->reason, "FailedCreatePod");
+  EXPECT_EQ(created->message, "injected Forbidden");
+  EXPECT_EQ(job().status.phase, "Pending");
+  EXPECT_EQ(job().status.reason, "FailedCreatePod");
+  EXPECT_TRUE(hasEvent("FailedCreatePod", "Warning"));
+  // Once the server admits every pod, Created is True and the reason is gone.
+  sync();
+  converge(2);
+  EXPECT_TRUE(isTrue(job().status, kCreated));
+  EXPECT_EQ(job().status.reason, std::nullopt);
+}
+
+// A pod its kubelet cannot start says so on the job, not only on the pod.
+TEST_F(ReconcilerTest, APodThatCannotStartShowsOnTheJob) {
+  apply(makeJob("fmnist", 2));
+  converge(2);
+  nlohmann::json p = *api_.get(kPods + "/fmnist-worker-1");
+  p["spec"]["nodeName"] = "local";
+  p["status"]["phase"] = "Pending";
+  p["status"]["containerStatuses"] = {{{"name", "worker"},
+                                       {"state",
+                                        {{"waiting",
+                                          {{"reason", "CreateContainerConfigError"},
+                                           {"message", "configmap \"settings\" not found"}}}}}}};
+  api_.put(kPods, p);
+  sync();
+  converge(1);
+  const kube::TrainingJob stuck = job();
+  const kube::Condition* running = findCondition(stuck.status, kRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->status, "False");
+  EXPECT_EQ(running->reason, "CreateContainerConfigError");
+  EXPECT_EQ(running->message,
+            "pod fmnist-worker-1 container worker: CreateContainerConfigError: "
+            "configmap \"settings\" not found");
+  EXPECT_EQ(job().status.reason, "CreateContainerConfigError");
+  EXPECT_TRUE(hasEvent("CreateContainerConfigError", "Warning"));
+}
+
 TEST_F(ReconcilerTest, ApiErrorsAreReturnedWithTheJobAndCall) {
   apply(makeJob("fmnist", 2));
   api_.failNext(kube::Verb::kPost, kPods, 500, "InternalError");

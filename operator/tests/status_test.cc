@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <tuple>
+
 #include "operator/builders.h"
 #include "test_jobs.h"
 
@@ -158,6 +161,77 @@ TEST(Status, ConditionKeepsLastTransitionTimeWhileItsStatusHolds) {
   setCondition(status, kRunning, false, "RanksNotReady", "c", 2, kT1);
   EXPECT_EQ(status.conditions[0].last_transition_time, kT1);
   EXPECT_EQ(status.conditions[0].status, "False");
+}
+
+TEST(Status, PodProblemsAreWhatWaitingAloneWillNotCure) {
+  kube::TrainingJob job = defaulted(makeJob("fmnist", 1));
+  struct Case {
+    std::string name;
+    std::function<void(kube::Pod&)> change;
+    std::optional<std::string> reason;
+  };
+  auto waiting = [](std::string reason, std::string message) {
+    return [reason, message](kube::Pod& p) {
+      kube::ContainerStatus cs;
+      cs.name = "worker";
+      cs.state.emplace().waiting = kube::ContainerStateWaiting{reason, message, {}};
+      p.status.container_statuses = {cs};
+    };
+  };
+  const std::vector<Case> cases = {
+      {"pending", [](kube::Pod&) {}, std::nullopt},
+      {"creating", waiting("ContainerCreating", ""), std::nullopt},
+      {"config", waiting("CreateContainerConfigError", "no such key"),
+       "CreateContainerConfigError"},
+      {"image", waiting("ImagePullBackOff", "back-off pulling"), "ImagePullBackOff"},
+      {"crash", waiting("CrashLoopBackOff", "back-off 10s"), "CrashLoopBackOff"},
+      {"unschedulable",
+       [](kube::Pod& p) {
+         kube::Condition c;
+         c.type = "PodScheduled";
+         c.status = "False";
+         c.reason = "Unschedulable";
+         c.message = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.";
+         p.status.conditions = {c};
+       },
+       "Unschedulable"},
+  };
+  for (const Case& c : cases) {
+    kube::Pod p = pod(job, 0, "Pending", false);
+    c.change(p);
+    std::optional<PodProblem> problem = podProblem(p);
+    EXPECT_EQ(problem ? std::optional<std::string>(problem->reason) : std::nullopt, c.reason)
+        << c.name;
+    if (problem) EXPECT_EQ(problem->message.rfind("pod fmnist-worker-0", 0), 0u) << c.name;
+  }
+}
+
+TEST(Status, TheReasonSaysWhyAJobIsNotRunning) {
+  struct Case {
+    std::string name;
+    std::vector<std::tuple<const char*, bool, const char*>> conditions;
+    std::optional<std::string> reason;
+  };
+  const std::vector<Case> cases = {
+      {"new", {}, std::nullopt},
+      {"waiting for ranks", {{kRunning, false, "RanksNotReady"}}, std::nullopt},
+      {"refused", {{kCreated, false, "FailedCreatePod"}}, "FailedCreatePod"},
+      {"cannot start",
+       {{kCreated, true, "WorkersCreated"}, {kRunning, false, "ImagePullBackOff"}},
+       "ImagePullBackOff"},
+      {"running", {{kRunning, true, "AllRanksJoined"}}, std::nullopt},
+      {"failed",
+       {{kRunning, false, "JobFailed"}, {kFailed, true, "BackoffLimitExceeded"}},
+       "BackoffLimitExceeded"},
+      {"succeeded", {{kSucceeded, true, "AllRanksSucceeded"}}, std::nullopt},
+  };
+  for (const Case& c : cases) {
+    kube::TrainingJobStatus status;
+    for (const auto& [type, value, reason] : c.conditions) {
+      setCondition(status, type, value, reason, "m", 1, kT0);
+    }
+    EXPECT_EQ(reasonOf(status), c.reason) << c.name;
+  }
 }
 
 TEST(Status, RunningClearsRestarting) {

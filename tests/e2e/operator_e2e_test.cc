@@ -276,6 +276,43 @@ TEST_P(OperatorE2e, AJobTheOperatorCannotReadFailsAloneNamingTheField) {
   EXPECT_EQ(pods.stdout_text, "");
 }
 
+// A pod its kubelet cannot start: `kubectl get tj` says why, the condition and a Warning Event
+// say the kubelet's words.
+TEST_P(OperatorE2e, APodThatCannotStartShowsWhyOnTheJob) {
+  testutil::ProcessResult applied = cluster_.apply(
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: stuck}\n"
+      "spec:\n  replicas: 1\n  image: ringmaster/trainer:0.1.0\n"
+      "  command: [\"sh\", \"-c\", \"sleep 1\"]\n  env:\n  - name: LR\n"
+      "    valueFrom: {configMapKeyRef: {name: missing-settings, key: lr}}\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.stderr_text;
+  auto reasonOf = [](const nlohmann::json& j) {
+    const auto status = j.is_object() ? j.find("status") : j.end();
+    return status != j.end() && status->is_object() ? status->value("reason", "") : "";
+  };
+  nlohmann::json job = cluster_.waitForJob("stuck", 60s, [&](const nlohmann::json& j) {
+    return reasonOf(j) == "CreateContainerConfigError";
+  });
+  ASSERT_EQ(reasonOf(job), "CreateContainerConfigError") << job.dump(2) << localUpOperatorLog();
+  EXPECT_EQ(jobPhase(job), "Pending");
+  bool named = false;
+  for (const auto& cond : job["status"]["conditions"]) {
+    named |= cond.value("type", "") == "Running" &&
+             cond.value("reason", "") == "CreateContainerConfigError" &&
+             cond.value("message", "").find("missing-settings") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << job.dump(2);
+  testutil::ProcessResult row = cluster_.kubectl({"get", "tj", "stuck", "--no-headers"});
+  EXPECT_NE(row.stdout_text.find("Pending   CreateContainerConfigError"), std::string::npos)
+      << row.stdout_text;
+  testutil::ProcessResult events =
+      cluster_.kubectl({"get", "events", "--field-selector",
+                        "involvedObject.kind=TrainingJob,involvedObject.name=stuck,reason="
+                        "CreateContainerConfigError",
+                        "-o", "jsonpath={.items[*].type}"});
+  EXPECT_NE(events.stdout_text.find("Warning"), std::string::npos)
+      << events.stdout_text << events.stderr_text;
+}
+
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, OperatorE2e, ::testing::ValuesIn(testutil::kControlPlanes),
                          [](const auto& info) { return testutil::controlPlaneName(info.param); });
 

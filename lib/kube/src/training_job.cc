@@ -108,6 +108,7 @@ template <class V, class S>
 void visitTrainingJobStatus(V& v, S& s) {
   v("conditions", s.conditions);
   v("phase", s.phase);
+  v("reason", s.reason);
   v("replicas", s.replicas);
   v("restarts", s.restarts);
   v("worldSize", s.world_size);

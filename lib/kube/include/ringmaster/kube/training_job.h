@@ -136,6 +136,8 @@ struct TrainingJobStatus {
   std::vector<Condition> conditions;
   // Pending | Running | Restarting | Succeeded | Failed | Suspended
   std::optional<std::string> phase;
+  // Why the job is in that phase, where it needs saying (printer column REASON).
+  std::optional<std::string> reason;
   std::optional<ReplicaStatus> replicas;
   std::optional<int32_t> restarts;  // gang restarts so far = the current attempt number
   std::optional<int32_t> world_size;
