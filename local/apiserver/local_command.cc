@@ -269,7 +269,8 @@ core::Status join(const fs::path& dir, const std::string& self, const CommonFlag
                   fs::perm_options::replace, ec);
   std::cout << "joining the cluster of " << flags.cluster_kubeconfig << " (no local API server)\n"
             << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-  return startAgents(dir, self, flags.kubelet_flags);
+  // That API server reads container logs from the kubelet, as from any node's.
+  return startAgents(dir, self, "--log-port 0 " + flags.kubelet_flags);
 }
 
 core::Status up(const CommonFlags& flags) {

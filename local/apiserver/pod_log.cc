@@ -22,9 +22,6 @@ namespace fs = std::filesystem;
 
 const ResourceKey kPods{"", "pods"};
 const ResourceKey kNodes{"", "nodes"};
-constexpr size_t kReadBlock = 64 * 1024;
-// Non-follow answers up to this size go out as one response; larger ones are streamed.
-constexpr uint64_t kSendWholeLimit = 1 << 20;
 
 const json& field(const json& obj, const char* key) {
   static const json kNull;
@@ -86,18 +83,6 @@ std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::str
   const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
   if (!end) return std::nullopt;
   return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
-struct FileId {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  bool operator==(const FileId&) const = default;
-};
-
-std::optional<FileId> fileId(const fs::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileId{st.st_dev, st.st_ino};
 }
 
 Headers logHeaders() {
@@ -218,38 +203,6 @@ bool containerTerminated(const json& pod, const std::string& container) {
   return field(field(cs, "state"), "terminated").is_object();
 }
 
-uint64_t tailOffset(const fs::path& file, int64_t lines) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return 0;
-  in.seekg(0, std::ios::end);
-  const uint64_t size = static_cast<uint64_t>(in.tellg());
-  if (lines <= 0) return size;
-  uint64_t pos = size;
-  int64_t newlines = 0;
-  bool last_byte = true;
-  std::string block;
-  while (pos > 0) {
-    const uint64_t n = std::min<uint64_t>(kReadBlock, pos);
-    pos -= n;
-    block.resize(n);
-    in.seekg(static_cast<std::streamoff>(pos));
-    in.read(block.data(), static_cast<std::streamsize>(n));
-    for (uint64_t i = n; i-- > 0;) {
-      if (block[i] != '\n') {
-        last_byte = false;
-        continue;
-      }
-      // A final newline ends the last line rather than starting an empty one.
-      if (last_byte) {
-        last_byte = false;
-        continue;
-      }
-      if (++newlines == lines) return pos + i + 1;
-    }
-  }
-  return 0;
-}
-
 void servePodLog(const ObjectStore& store, const Request& r, ResponseWriter& w,
                  const std::string& ns, const std::string& name) {
   auto options = parsePodLogOptions(r);
@@ -267,72 +220,27 @@ void servePodLog(const ObjectStore& store, const Request& r, ResponseWriter& w,
   }
   auto path = podLogPath(store, pod, *container, options->previous);
   if (!path.ok()) return sendError(w, path.error());
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) return sendError(w, containerNotReadableError(pod, *container, options->previous));
-  const std::optional<FileId> opened = fileId(*path);
-
-  uint64_t start = 0;
-  if (options->tail_lines) start = tailOffset(*path, *options->tail_lines);
-  std::optional<std::chrono::system_clock::time_point> since;
+  if (!std::ifstream(*path, std::ios::binary)) {
+    return sendError(w, containerNotReadableError(pod, *container, options->previous));
+  }
+  LogFileOptions file_options;
+  file_options.follow = options->follow;
+  file_options.tail_lines = options->tail_lines;
+  file_options.limit_bytes = options->limit_bytes;
   if (options->since_seconds) {
-    since = std::chrono::system_clock::now() - std::chrono::seconds(*options->since_seconds);
+    file_options.since =
+        std::chrono::system_clock::now() - std::chrono::seconds(*options->since_seconds);
   } else if (options->since_time) {
-    since = parseRfc3339(*options->since_time);
+    file_options.since = parseRfc3339(*options->since_time);
   }
-  if (since) {
-    struct stat st {};
-    if (::stat(path->c_str(), &st) == 0 &&
-        std::chrono::system_clock::from_time_t(st.st_mtime) < *since) {
-      in.seekg(0, std::ios::end);
-      start = static_cast<uint64_t>(in.tellg());
-    }
-  }
-  in.seekg(static_cast<std::streamoff>(start));
-  uint64_t budget = options->limit_bytes ? static_cast<uint64_t>(*options->limit_bytes)
-                                         : std::numeric_limits<uint64_t>::max();
-  std::string block(kReadBlock, '\0');
-  // Reads what the file holds now (up to the budget); false once nothing was read.
-  auto readSome = [&](std::string* out) {
-    in.clear();
-    const uint64_t n = std::min<uint64_t>(kReadBlock, budget);
-    if (n == 0) return false;
-    in.read(block.data(), static_cast<std::streamsize>(n));
-    const auto got_bytes = static_cast<uint64_t>(in.gcount());
-    if (got_bytes == 0) return false;
-    budget -= got_bytes;
-    out->assign(block.data(), got_bytes);
-    return true;
-  };
-
-  std::error_code ec;
-  const uint64_t size = fs::file_size(*path, ec);
-  if (!options->follow && !ec && size - std::min(size, start) <= kSendWholeLimit) {
-    std::string body, piece;
-    while (readSome(&piece)) body += piece;
-    (void)w.send(200, logHeaders(), body);
-    return;
-  }
-  if (!w.startStream(200, logHeaders()).ok()) return;
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::string piece;
-  bool over = !options->follow;
-  while (!w.closed()) {
-    if (readSome(&piece)) {
-      if (!w.writeChunk(piece).ok()) return;
-      continue;
-    }
-    if (budget == 0 || over) break;
-    // Drained: has the run ended? Its status says so, or the kubelet rotated the file away.
+  // The run is over once its status says so (or the pod is gone); a previous run always is.
+  const bool previous = options->previous;
+  sendLogFile(*path, file_options, w, [&] {
     auto now_pod = store.get(kPods, ns, name);
-    over = !now_pod.ok() || stringMember(field((*now_pod)->object, "metadata"), "uid") != uid ||
-           containerTerminated((*now_pod)->object, *container) || fileId(*path) != opened ||
-           options->previous;
-    if (over) continue;  // one more read drains what was written before the end
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, w.closedToken(), std::chrono::milliseconds(200), [] { return false; });
-  }
-  if (!w.closed()) (void)w.endStream();
+    return previous || !now_pod.ok() ||
+           stringMember(field((*now_pod)->object, "metadata"), "uid") != uid ||
+           containerTerminated((*now_pod)->object, *container);
+  });
 }
 
 }  // namespace ringmaster::local

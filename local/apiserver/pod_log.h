@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "local/https/http_message.h"
+#include "local/https/log_file.h"
 #include "local/https/response_writer.h"
 #include "local/store/object_store.h"
 
@@ -53,9 +54,6 @@ StatusError containerNotReadableError(const nlohmann::json& pod, const std::stri
 
 // Whether the container's current run is over (terminated state, or the pod is finished/gone).
 bool containerTerminated(const nlohmann::json& pod, const std::string& container);
-
-// Byte offset in `file` where its last `lines` lines begin (0 when it has fewer).
-uint64_t tailOffset(const std::filesystem::path& file, int64_t lines);
 
 // The whole handler.
 void servePodLog(const ObjectStore& store, const Request& request, ResponseWriter& writer,

@@ -400,7 +400,8 @@ bool Server::Impl::serveRequest(Conn& conn, TlsConnection& tls, RequestReader& r
   const bool keep_alive = wantsKeepAlive(request) && !stopping_.load();
   BearerAuthenticator::Decision decision = auth_.check(request);
   if (decision == BearerAuthenticator::Decision::kInvalidToken ||
-      (decision == BearerAuthenticator::Decision::kAnonymous && !isPublicPath(request.path))) {
+      (decision == BearerAuthenticator::Decision::kAnonymous && !isPublicPath(request.path) &&
+       !options_.anonymous_reads)) {
     // The body is never read, so the connection cannot carry another request after one.
     ResponseWriter writer(tls, request, keep_alive && !reader.expectsBody(), conn.closer);
     bool invalid = decision == BearerAuthenticator::Decision::kInvalidToken;

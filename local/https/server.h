@@ -33,6 +33,10 @@ struct ServerOptions {
   std::string cert_pem;      // server certificate, then any chain certificates
   std::string key_pem;       // its private key
   std::string bearer_token;  // required: requests must carry `Authorization: Bearer <token>`
+  // Requests without credentials reach the handler on every path, not only the public ones: for
+  // the local kubelet's read-only log endpoint, which a kube-apiserver without a kubelet client
+  // certificate calls anonymously. A wrong token is still refused.
+  bool anonymous_reads = false;
   // At this many open connections a newcomer replaces the one idle longest (waiting for its
   // handshake or next request); only when every one is serving a request is it closed (logged).
   size_t max_connections = 512;

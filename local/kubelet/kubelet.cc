@@ -16,6 +16,7 @@
 
 #include "local/kubelet/hosts_file.h"
 #include "local/kubelet/ip_allocator.h"
+#include "local/kubelet/log_server.h"
 #include "local/kubelet/pod_env.h"
 #include "local/kubelet/pod_paths.h"
 #include "local/kubelet/pod_status.h"
@@ -163,6 +164,7 @@ class Kubelet::Impl {
   std::unique_ptr<kube::Reflector<kube::Pod>> reflector_;
   std::shared_ptr<const kube::Store<kube::Pod>> store_;
   std::shared_ptr<const kube::Store<kube::RawObject>> undecodable_;  // pods that do not decode
+  std::unique_ptr<LogServer> log_server_;
   EnvList base_env_;
   bool use_mounts_ = true;
 
@@ -255,7 +257,14 @@ kube::Node Kubelet::Impl::desiredNode() const {
       cond("PIDPressure", "False", "KubeletHasSufficientPID",
            "kubelet has sufficient PID available"),
       cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")};
-  st.addresses = {{"InternalIP", kHostIp, {}}, {"Hostname", options_.node_name, {}}};
+  if (log_server_) {
+    // A kube-apiserver dials the first address of its preferred type (Hostname first): the node
+    // name resolves nowhere, so only the IP is given, with the port of the log endpoint.
+    st.addresses = {{"InternalIP", kHostIp, {}}};
+    st.extra["daemonEndpoints"] = {{"kubeletEndpoint", {{"Port", log_server_->port()}}}};
+  } else {
+    st.addresses = {{"InternalIP", kHostIp, {}}, {"Hostname", options_.node_name, {}}};
+  }
   st.extra["nodeInfo"] = {
       {"architecture", "amd64"},
       {"operatingSystem", "linux"},
@@ -385,16 +394,6 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
     base.hosts_file = (options_.root_dir / "hosts").string();
     base_env_ = baseEnv(base);
   }
-  // An API server that is down (restarting, or killed a moment after `local up`) is waited for,
-  // as a real kubelet does: the kubelet is the one process that must outlive it.
-  for (milliseconds wait{200};; wait = std::min(wait * 2, milliseconds(5'000))) {
-    core::Status registered = registerNode();
-    if (registered.ok()) break;
-    if (registered.code() != core::Code::kUnavailable) return registered;
-    RM_LOG(WARN, LOCAL) << registered.message() << "; retrying in " << wait.count() << " ms";
-    if (stop.waitFor(wait)) return core::cancelled("stopped before the node was registered");
-  }
-
   kube::Reflector<kube::Pod>::Options watch_options;
   watch_options.poll = milliseconds(200);
   watch_options.max_backoff = milliseconds(5'000);
@@ -411,6 +410,24 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
       kube::ResourceClient<kube::Pod>(client_, kPods), watch_options, std::move(notify));
   store_ = reflector_->store();
   undecodable_ = reflector_->undecodable();
+  if (options_.log_port >= 0) {
+    auto pods = store_;
+    RM_ASSIGN_OR_RETURN(log_server_,
+                        LogServer::start(options_.log_port, options_.root_dir,
+                                         [pods](const std::string& ns, const std::string& name) {
+                                           return pods->get(ns, name);
+                                         }));
+  }
+  // An API server that is down (restarting, or killed a moment after `local up`) is waited for,
+  // as a real kubelet does: the kubelet is the one process that must outlive it.
+  for (milliseconds wait{200};; wait = std::min(wait * 2, milliseconds(5'000))) {
+    core::Status registered = registerNode();
+    if (registered.ok()) break;
+    if (registered.code() != core::Code::kUnavailable) return registered;
+    RM_LOG(WARN, LOCAL) << registered.message() << "; retrying in " << wait.count() << " ms";
+    if (stop.waitFor(wait)) return core::cancelled("stopped before the node was registered");
+  }
+
   std::jthread watch_thread([this](std::stop_token st) { reflector_->run(st); });
 
   while (!stop.stopRequested()) {
@@ -474,6 +491,7 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
                       << " pods' processes";
   watch_thread.request_stop();
   watch_thread.join();
+  if (log_server_) log_server_->stop();
   stopAll();
   return core::Status::Ok();
 }

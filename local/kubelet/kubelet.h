@@ -63,6 +63,9 @@ struct KubeletOptions {
   std::string self_dir;             // first on containers' PATH
   std::string nss_wrapper_library;  // "" disables name resolution through R/hosts
   std::vector<StartDelay> start_delays;
+  // Serve container logs to a kube-apiserver (log_server.h) on this port; 0 any free one, -1
+  // none (the embedded API server reads the files itself).
+  int log_port = -1;
 };
 
 class Kubelet {

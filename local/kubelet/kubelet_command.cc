@@ -47,7 +47,7 @@ std::string defaultRootDir() {
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
-  int64_t gpus = 0, max_pods = 110;
+  int64_t gpus = 0, max_pods = 110, log_port = -1;
   double max_backoff = 10, heartbeat = 10;
   bool simulate = false;
   core::FlagSet flags("ringmaster local kubelet",
@@ -67,6 +67,10 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
                "pods the node accepts (default 110, 100000 with --simulate)");
   flags.addBool("simulate", &simulate,
                 "mark bound pods Running/Ready without starting processes (scale tests)");
+  flags.addInt("log-port", &log_port,
+               "serve container logs to a kube-apiserver on 127.0.0.1 at this port, advertised in "
+               "the Node (0: any free port; -1: none, for the embedded API server, which reads "
+               "the files itself)");
   flags.addDouble("max-backoff-seconds", &max_backoff, "cap of the crash-loop restart back-off");
   flags.addDouble("heartbeat-seconds", &heartbeat, "Node status and Lease renewal period");
   flags.addString("start-delay", &start_delay,
@@ -83,6 +87,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   }
   if (kubeconfig.empty()) return core::usageError("--kubeconfig is required");
   if (node_name.empty()) return core::usageError("--node-name must not be empty");
+  if (log_port < -1 || log_port > 65535) return core::usageError("--log-port must be -1..65535");
   if (cpu < 0 || gpus < 0 || max_pods < 0) {
     return core::usageError("--cpu, --gpus and --max-pods must not be negative");
   }
@@ -106,6 +111,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   options.gpus = gpus;
   options.max_pods = max_pods;
   options.simulate = simulate;
+  options.log_port = static_cast<int>(log_port);
   options.backoff.max = std::chrono::milliseconds(static_cast<int64_t>(max_backoff * 1000));
   options.backoff.initial = std::min(options.backoff.initial, options.backoff.max);
   options.heartbeat = std::chrono::milliseconds(static_cast<int64_t>(heartbeat * 1000));

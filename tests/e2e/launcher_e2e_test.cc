@@ -1,5 +1,6 @@
-// e2e under `ringmaster local`: the operator's pods run the
-// launcher, which rendezvouses and supervises the trainers.
+// e2e under `ringmaster local`, and again on a real control plane (envtest) that the local
+// kubelet and operator join: the operator's pods run the launcher, which rendezvouses and
+// supervises the trainers; `kubectl logs` reads them through the API server either way.
 //   - 2 pods x 2 processes = 4 ranks train to Succeeded, and kubectl showed WORLD 4/4.
 //   - A rank frozen with SIGSTOP is named by every launcher (hang detection), the gang restarts
 //     and the job still Succeeds, resuming from its checkpoint.
@@ -29,7 +30,7 @@ namespace fs = std::filesystem;
 using testutil::jobPhase;
 constexpr int kPodZeroDelaySeconds = 4;
 
-class LauncherE2e : public ::testing::Test {
+class LauncherE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
  protected:
   void SetUp() override {
     // Pod 0 (the store's host) of job "four" starts last.
@@ -44,12 +45,12 @@ class LauncherE2e : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   }
 
-  testutil::LocalCluster cluster_;
+  testutil::LocalCluster cluster_{GetParam()};
 };
 
 // The kubelet holds pod 0 back (--start-delay), so pod 1's launcher starts
 // first and retries the store until pod 0 comes up.
-TEST_F(LauncherE2e, FourRanksOnTwoPodsTrainToSucceeded) {
+TEST_P(LauncherE2e, FourRanksOnTwoPodsTrainToSucceeded) {
   if (!fs::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
@@ -92,7 +93,7 @@ spec:
 
 // A user program (spec.command) instead of the built-in trainer sees
 // torchrun's variables with the right values in every pod and process.
-TEST_F(LauncherE2e, UserCommandSeesTheWorldInEveryPod) {
+TEST_P(LauncherE2e, UserCommandSeesTheWorldInEveryPod) {
   apply(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: cmd}
@@ -114,7 +115,7 @@ spec:
 
 // MPI mode with the MPI Operator's shapes (hostfile ConfigMap key, SSH
 // Secret), sshd per pod, mpirun from pod 0, the trainer on its MPI communicator.
-TEST_F(LauncherE2e, MpiModeJobTrainsToSucceeded) {
+TEST_P(LauncherE2e, MpiModeJobTrainsToSucceeded) {
   if (!fs::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   if (access("/usr/sbin/sshd", X_OK) != 0) GTEST_SKIP() << "openssh-server is not installed";
@@ -150,7 +151,7 @@ spec:
   EXPECT_TRUE(s["data"].contains("ssh-publickey"));
 }
 
-TEST_F(LauncherE2e, FrozenRankIsNamedByEveryLauncherAndTheGangRestartsToSucceed) {
+TEST_P(LauncherE2e, FrozenRankIsNamedByEveryLauncherAndTheGangRestartsToSucceed) {
   if (!fs::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
@@ -218,6 +219,9 @@ spec:
                        << launcher_lines;
   EXPECT_NE(cluster_.podLog("frozen-worker-0").find("resumed from checkpoint"), std::string::npos);
 }
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, LauncherE2e, ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 }  // namespace
 }  // namespace ringmaster
