@@ -49,7 +49,8 @@ bool runOver(const kube::Pod* pod, const std::string& uid, const std::string& co
 
 class LogServer::Impl {
  public:
-  Impl(fs::path root_dir, PodLookup pods) : root_dir_(std::move(root_dir)), pods_(std::move(pods)) {}
+  Impl(fs::path root_dir, PodLookup pods)
+      : root_dir_(std::move(root_dir)), pods_(std::move(pods)) {}
 
   void handle(const Request& r, ResponseWriter& w) {
     if (r.method != "GET" || r.path.rfind(kPrefix, 0) != 0) {

@@ -1,4 +1,5 @@
-// e2e under `ringmaster local up`, driven with real kubectl:
+// e2e under `ringmaster local up`, and but for the last again on a real control plane (envtest)
+// that the local kubelet and operator join, driven with real kubectl:
 //   - a worker's trainer SIGKILLed mid-training restarts the gang once; it resumes from its
 //     checkpoint and the job Succeeds;
 //   - the operator SIGKILLed at seeded points while it creates a job's pods, and started again,
@@ -6,8 +7,8 @@
 //   - a job asking for more nvidia.com/gpu than the node has holds no pod after
 //     scheduleTimeoutSeconds and says Unschedulable; deleting a job removes its pods, Service
 //     and ConfigMap; a suspended job creates no pods until resumed;
-//   - the API server SIGKILLed and brought back by `local up` keeps its port, and the kubelet and
-//     operator that outlived it carry on.
+//   - the embedded API server SIGKILLed and brought back by `local up` keeps its port, and the
+//     kubelet and operator that outlived it carry on.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -50,7 +51,7 @@ bool hasCondition(const nlohmann::json& j, const std::string& type, const std::s
   return false;
 }
 
-class OperatorFaultE2e : public ::testing::Test {
+class OperatorFaultE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
  protected:
   void SetUp() override {
     const std::string why = cluster_.start();
@@ -114,12 +115,22 @@ class OperatorFaultE2e : public ::testing::Test {
         << "kubectl get -w did not start: " << watch.stderrSoFar();
   }
 
-  testutil::LocalCluster cluster_;
+  testutil::LocalCluster cluster_{GetParam()};
   std::unique_ptr<testutil::Process> operator_;
 };
 
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, OperatorFaultE2e,
+                         ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
+
+// Faults of the embedded API server itself: on the local control plane only.
+class EmbeddedApiServerFaultE2e : public OperatorFaultE2e {};
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, EmbeddedApiServerFaultE2e,
+                         ::testing::Values(testutil::ControlPlane::kLocal),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
+
 // A rank killed mid-training -> Restarting, one gang restart, resume, Succeeded.
-TEST_F(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpointAndSucceeds) {
+TEST_P(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpointAndSucceeds) {
   if (!fs::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   // Every change of the job as `kubectl get tj -w` prints it (PHASE is the second column).
@@ -182,7 +193,7 @@ spec:
 }
 
 // The operator killed between pod creations never duplicates a rank.
-TEST_F(OperatorFaultE2e, OperatorKilledWhileCreatingPodsNeverCreatesASecondPodForARank) {
+TEST_P(OperatorFaultE2e, OperatorKilledWhileCreatingPodsNeverCreatesASecondPodForARank) {
   std::mt19937 random(20261122);  // seeded: the same kill points on every run
   std::uniform_int_distribution<int> delay_ms(0, 400);
   constexpr int kRounds = 20;
@@ -230,7 +241,7 @@ spec:
 }
 
 // Gang scheduling without fitting resources, deletion, suspension.
-TEST_F(OperatorFaultE2e, UnschedulableGangHoldsNoPodsDeletionCleansUpAndSuspendHoldsPods) {
+TEST_P(OperatorFaultE2e, UnschedulableGangHoldsNoPodsDeletionCleansUpAndSuspendHoldsPods) {
   // The local node advertises no nvidia.com/gpu (kubelet --gpus defaults to 0).
   apply(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
@@ -305,7 +316,7 @@ namespace {
 
 // The API server SIGKILLed and brought back with `local up`: it takes its old port again, so the
 // kubelet and operator that outlived it (same pids) reconnect, and a new job runs to the end.
-TEST_F(OperatorFaultE2e, ApiServerKilledAndBroughtBackKeepsItsPortAndTheAgentsCarryOn) {
+TEST_P(EmbeddedApiServerFaultE2e, ApiServerKilledAndBroughtBackKeepsItsPortAndTheAgentsCarryOn) {
   const std::string dir = cluster_.dataDir();
   const long port = testutil::readNumberFile(dir + "/port");
   const pid_t server = static_cast<pid_t>(testutil::readNumberFile(dir + "/pid"));
