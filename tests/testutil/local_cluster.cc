@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -34,10 +35,45 @@ std::string LocalCluster::missing() const {
   return "";
 }
 
+namespace {
+// `start` unpacks kube-apiserver and kube-controller-manager (about 100 MB each, from xz) into
+// RUN_DIR/bin unless they are there: the tests of one machine share one unpacked copy.
+std::filesystem::path envtestBinaryCache() {
+  return std::filesystem::temp_directory_path() /
+         ("ringmaster-envtest-bin-" + std::to_string(getuid()));
+}
+constexpr const char* kEnvtestBinaries[] = {"kube-apiserver", "kube-controller-manager"};
+
+void seedEnvtestBinaries(const std::filesystem::path& run_bin) {
+  std::error_code ec;
+  std::filesystem::create_directories(run_bin, ec);
+  for (const char* b : kEnvtestBinaries) {
+    if (access((envtestBinaryCache() / b).c_str(), X_OK) == 0) {
+      std::filesystem::create_symlink(envtestBinaryCache() / b, run_bin / b, ec);
+    }
+  }
+}
+
+void keepEnvtestBinaries(const std::filesystem::path& run_bin) {
+  std::error_code ec;
+  std::filesystem::create_directories(envtestBinaryCache(), ec);
+  for (const char* b : kEnvtestBinaries) {
+    const std::filesystem::path cached = envtestBinaryCache() / b;
+    if (std::filesystem::exists(cached, ec) || std::filesystem::is_symlink(run_bin / b, ec)) {
+      continue;
+    }
+    const std::filesystem::path tmp = cached.string() + "." + std::to_string(getpid());
+    if (std::filesystem::copy_file(run_bin / b, tmp, ec)) std::filesystem::rename(tmp, cached, ec);
+  }
+}
+
+}  // namespace
+
 std::string LocalCluster::startEnvtest(std::string& kubeconfig) {
   const std::string dir = envtestDir();
   const std::string run_dir = dir_.path() + "/envtest";
   envtest_dir_ = dir;  // whatever `start` managed to start, `stop` ends
+  seedEnvtestBinaries(run_dir + "/bin");
   // Every controller but node lifecycle: the local kubelet is a node that never goes NotReady
   // for lack of a lease renewal the tests do not wait for.
   ProcessResult started =
@@ -50,6 +86,7 @@ std::string LocalCluster::startEnvtest(std::string& kubeconfig) {
     if (!line.empty()) kubeconfig = line;
   }
   if (kubeconfig.empty()) return dir + "/start printed no kubeconfig";
+  keepEnvtestBinaries(run_dir + "/bin");
   return "";
 }
 
