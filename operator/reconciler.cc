@@ -176,8 +176,7 @@ core::Result<Action> Reconciler::undecodable(const std::string& key, const kube:
   p.now = kube::Time(clock_.wallNow());
   p.generation = raw.metadata.generation.value_or(0);
   fail(p, "InvalidSpec", "the spec cannot be read: " + raw.error.message());
-  p.status.observed_generation = p.generation;
-  p.status.reason = reasonOf(p.status);
+  stampStatus(p);
   // A merge patch: the object as a whole cannot be encoded back. The resourceVersion makes it
   // fail on a newer object, which the next pass sees.
   nlohmann::json patch = {{"metadata", {{"resourceVersion", raw.metadata.resource_version}}},
@@ -251,10 +250,7 @@ core::Result<Action> Reconciler::active(Pass& p) {
     none.ready = 0;
     none.succeeded = 0;
     none.failed = 0;
-    p.status.replicas = none;
-    const int world = replicas * spec.procs_per_replica.value_or(1);
-    p.status.world_size = world;
-    p.status.world = "0/" + std::to_string(world);
+    setReplicaCounts(p.job, none, p.status);
     if (findCondition(p.status, kRunning) != nullptr) {
       setCondition(p.status, kRunning, false, "JobSuspended", "the job is suspended", p.generation,
                    p.now);
@@ -679,10 +675,14 @@ void Reconciler::fail(Pass& p, const std::string& reason, const std::string& mes
   p.status.phase = phaseOf(p.status);
 }
 
-core::Status Reconciler::writeStatus(Pass& p) {
+void Reconciler::stampStatus(Pass& p) {
   p.status.observed_generation = p.generation;
   p.status.phase = phaseOf(p.status);
   p.status.reason = reasonOf(p.status);
+}
+
+core::Status Reconciler::writeStatus(Pass& p) {
+  stampStatus(p);
   if (p.status == p.original.status) return core::Status::Ok();
   kube::TrainingJob updated = p.original;
   updated.status = p.status;

@@ -115,6 +115,8 @@ class Reconciler {
   void fail(Pass& p, const std::string& reason, const std::string& message);
   // status.progress from rank 0's summary (its termination message); a bad one is logged.
   void foldFinalSummary(Pass& p, const kube::Pod& rank0);
+  // observedGeneration, phase and reason, as the pass's conditions now say.
+  static void stampStatus(Pass& p);
   core::Status writeStatus(Pass& p);
   void recordTransitions(const Pass& p);
   core::Status refused(Pass& p, const std::string& what);

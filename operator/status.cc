@@ -198,6 +198,15 @@ std::optional<PodProblem> podProblem(const kube::Pod& pod) {
   return std::nullopt;
 }
 
+void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& counts,
+                      kube::TrainingJobStatus& status) {
+  const int procs = job.spec.procs_per_replica.value_or(1);
+  const int world = job.spec.replicas.value_or(1) * procs;
+  status.replicas = counts;
+  status.world_size = world;
+  status.world = std::to_string(counts.ready.value_or(0) * procs) + "/" + std::to_string(world);
+}
+
 void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod*>& pods,
                  kube::Time now, kube::TrainingJobStatus& status) {
   const int replicas = job.spec.replicas.value_or(1);
@@ -221,9 +230,7 @@ void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod
       if (pod->status.phase == "Running" && podReady(*pod)) ++*counts.ready;
     }
   }
-  status.replicas = counts;
-  status.world_size = replicas * procs;
-  status.world = std::to_string(*counts.ready * procs) + "/" + std::to_string(replicas * procs);
+  setReplicaCounts(job, counts, status);
   if (!status.restarts) status.restarts = 0;
   // Every pod, not some: a quota that admitted only part of the gang leaves Created False.
   if (existing == replicas && !isTrue(status, kCreated)) {

@@ -77,6 +77,10 @@ struct PodProblem {
 };
 std::optional<PodProblem> podProblem(const kube::Pod& pod);
 
+// status.replicas, worldSize and world ("<ready ranks>/<total ranks>") from pod counts.
+void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& counts,
+                      kube::TrainingJobStatus& status);
+
 // Replica counts, world, Created/Running (and Restarting cleared once Running) from the pods of
 // the current attempt (nullptr entries: missing pods). `job` is defaulted.
 void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod*>& pods,

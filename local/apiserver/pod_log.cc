@@ -1,13 +1,8 @@
 #include "local/apiserver/pod_log.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
-#include <condition_variable>
 #include <ctime>
 #include <fstream>
-#include <limits>
-#include <mutex>
 
 #include "local/store/names.h"
 #include "ringmaster/core/flags.h"
@@ -83,13 +78,6 @@ std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::str
   const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
   if (!end) return std::nullopt;
   return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
-Headers logHeaders() {
-  Headers h;
-  h.add("Cache-Control", "no-cache, private");
-  h.add("Content-Type", "text/plain");
-  return h;
 }
 
 void sendError(ResponseWriter& w, const StatusError& e) {
@@ -215,7 +203,7 @@ void servePodLog(const ObjectStore& store, const Request& r, ResponseWriter& w,
   if (!container.ok()) return sendError(w, container.error());
   // Not yet scheduled: kube-apiserver has no kubelet to ask and answers an empty log.
   if (stringMember(field(pod, "spec"), "nodeName").empty()) {
-    (void)w.send(200, logHeaders(), "");
+    (void)w.send(200, logFileHeaders(), "");
     return;
   }
   auto path = podLogPath(store, pod, *container, options->previous);

@@ -29,14 +29,14 @@ std::optional<FileId> fileId(const fs::path& path) {
   return FileId{st.st_dev, st.st_ino};
 }
 
-Headers logHeaders() {
+}  // namespace
+
+Headers logFileHeaders() {
   Headers h;
   h.add("Cache-Control", "no-cache, private");
   h.add("Content-Type", "text/plain");
   return h;
 }
-
-}  // namespace
 
 uint64_t tailOffset(const fs::path& file, int64_t lines) {
   std::ifstream in(file, std::ios::binary);
@@ -106,10 +106,10 @@ void sendLogFile(const fs::path& path, const LogFileOptions& options, ResponseWr
   if (!options.follow && !ec && size - std::min(size, start) <= kSendWholeLimit) {
     std::string body, piece;
     while (readSome(&piece)) body += piece;
-    (void)w.send(200, logHeaders(), body);
+    (void)w.send(200, logFileHeaders(), body);
     return;
   }
-  if (!w.startStream(200, logHeaders()).ok()) return;
+  if (!w.startStream(200, logFileHeaders()).ok()) return;
   std::mutex mu;
   std::condition_variable_any cv;
   std::string piece;

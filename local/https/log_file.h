@@ -26,6 +26,9 @@ struct LogFileOptions {
   std::optional<std::chrono::system_clock::time_point> since;
 };
 
+// The headers of a log answer (text/plain, not cached), also for an empty one.
+Headers logFileHeaders();
+
 // Byte offset in `file` where its last `lines` lines begin (0 when it has fewer).
 uint64_t tailOffset(const std::filesystem::path& file, int64_t lines);
 

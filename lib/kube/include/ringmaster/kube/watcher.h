@@ -162,12 +162,10 @@ class Watcher {
     std::vector<RawObject> undecodable;
     items.reserve(listed->items.size());
     for (RawObject& raw : listed->items) {
-      core::Result<T> item = decode<T>(raw.object);
+      core::Result<T> item = decodeItem(raw);
       if (item.ok()) {
         items.push_back(std::move(item).value());
       } else {
-        raw.error = item.status();
-        logUndecodable(raw);
         undecodable.push_back(std::move(raw));
       }
     }
@@ -236,10 +234,8 @@ class Watcher {
 
   // Hands an ADDED, MODIFIED or DELETED on as a WatchEvent<T>, or as undecodable.
   void deliver(WatchEvent<RawObject>& raw) {
-    core::Result<T> object = decode<T>(raw.object.object);
+    core::Result<T> object = decodeItem(raw.object);
     if (!object.ok()) {
-      raw.object.error = object.status();
-      logUndecodable(raw.object);
       if (handler_.undecodable) handler_.undecodable(raw);
       return;
     }
@@ -249,11 +245,17 @@ class Watcher {
     if (handler_.event) handler_.event(event);
   }
 
-  void logUndecodable(const RawObject& raw) const {
-    const std::string& ns = raw.metadata.namespace_name;
-    RM_LOG(WARN, WATCH) << client_.type().plural << ": " << (ns.empty() ? "" : ns + "/")
-                        << raw.metadata.name
-                        << " does not decode, kept out of the cache: " << raw.error.message();
+  // `raw` as T; when it does not decode, raw.error says why (and a line is logged).
+  core::Result<T> decodeItem(RawObject& raw) const {
+    core::Result<T> item = decode<T>(raw.object);
+    if (!item.ok()) {
+      raw.error = item.status();
+      const std::string& ns = raw.metadata.namespace_name;
+      RM_LOG(WARN, WATCH) << client_.type().plural << ": " << (ns.empty() ? "" : ns + "/")
+                          << raw.metadata.name
+                          << " does not decode, kept out of the cache: " << raw.error.message();
+    }
+    return item;
   }
 
   std::chrono::milliseconds relist(const std::string& why) {
