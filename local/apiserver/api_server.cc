@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "local/apiserver/builtin_defaults.h"
 #include "local/apiserver/builtin_types.h"
 #include "local/apiserver/crd.h"
 #include "local/apiserver/discovery.h"
@@ -9,6 +10,7 @@
 #include "local/apiserver/pod_log.h"
 #include "local/apiserver/protobuf_body.h"
 #include "local/apiserver/table.h"
+#include "local/run/yaml_documents.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/json.h"
 #include "ringmaster/core/log.h"
@@ -183,15 +185,25 @@ core::Status ApiServer::init() {
 
   for (auto& r : builtinResources()) {
     if (r.type.key() == crdKey()) {
-      r.type.admit = [](json& obj, const json*, AdmitContext&) { return validateCrd(obj); };
+      r.type.admit = [](json& obj, const json* old, AdmitContext& context) {
+        if (!context.status_write) defaultCrd(obj, old == nullptr);
+        return validateCrd(obj);
+      };
     } else if (r.type.resource == "namespaces" && r.type.group.empty()) {
       r.type.admit = [](json& obj, const json* old, AdmitContext&) -> std::optional<StatusError> {
-        if (!old && !obj["status"].contains("phase")) obj["status"]["phase"] = "Active";
+        defaultNamespace(obj, old == nullptr);
         return std::nullopt;
       };
     } else if (r.type.resource == "pods" && r.type.group.empty()) {
-      r.type.admit = [](json& obj, const json* old, AdmitContext&) -> std::optional<StatusError> {
-        if (!old && !obj["status"].contains("phase")) obj["status"]["phase"] = "Pending";
+      r.type.admit = [](json& obj, const json* old,
+                        AdmitContext& context) -> std::optional<StatusError> {
+        if (auto error = podQuantityError(obj)) return error;
+        if (!context.status_write) defaultPod(obj, old == nullptr);
+        return std::nullopt;
+      };
+    } else if (r.type.resource == "services" && r.type.group.empty()) {
+      r.type.admit = [](json& obj, const json*, AdmitContext&) -> std::optional<StatusError> {
+        defaultService(obj);
         return std::nullopt;
       };
     }
@@ -492,13 +504,19 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
 }
 
 void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t) {
-  // Server-side apply, common case only (local/README.md): create when absent, else merge the
-  // applied configuration into the live object. No field ownership, managedFields or conflicts.
+  // Server-side apply, common case only (docs/local-api-fidelity.md): create when absent, else
+  // merge the applied configuration into the live object. No field ownership, managedFields or
+  // conflicts.
+  // application/apply-patch+yaml: kubectl sends JSON (which is YAML); other clients send YAML.
   auto parsed = core::parseJson(r.body);
+  if (!parsed.ok()) {
+    auto documents = parseYamlDocuments(r.body, "the apply patch");
+    if (documents.ok() && documents->size() == 1) parsed = std::move(documents->front());
+  }
   if (!parsed.ok() || !parsed->is_object()) {
     return sendError(
-        w, badRequestError("error decoding YAML: the body of an apply patch must be a JSON "
-                           "object (YAML is not supported by this server)" +
+        w, badRequestError("error decoding YAML: the body of an apply patch must be "
+                           "one object" +
                            (parsed.ok() ? std::string() : ": " + parsed.status().message())));
   }
   json body = std::move(parsed).value();

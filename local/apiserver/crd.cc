@@ -198,4 +198,30 @@ std::string crdStatusPatch(const json& crd, const std::string& now_text) {
   return patch.dump();
 }
 
+void defaultCrd(json& crd, bool creating) {
+  if (!crd.is_object() || !crd.contains("spec") || !crd["spec"].is_object()) return;
+  json& spec = crd["spec"];
+  if (spec.contains("names") && spec["names"].is_object()) {
+    json& names = spec["names"];
+    const std::string kind = stringMember(names, "kind");
+    if (!kind.empty()) {
+      std::string singular = kind;
+      for (char& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!names.contains("singular")) names["singular"] = singular;
+      if (!names.contains("listKind")) names["listKind"] = kind + "List";
+    }
+  }
+  if (!spec.contains("conversion")) spec["conversion"] = {{"strategy", "None"}};
+  if (!creating) return;
+  json stored = json::array();
+  if (spec.contains("versions") && spec["versions"].is_array()) {
+    for (const auto& v : spec["versions"]) {
+      if (v.is_object() && v.value("storage", false)) stored.push_back(stringMember(v, "name"));
+    }
+  }
+  crd["status"] = {{"acceptedNames", {{"kind", ""}, {"plural", ""}}},
+                   {"conditions", nullptr},
+                   {"storedVersions", stored}};
+}
+
 }  // namespace ringmaster::local

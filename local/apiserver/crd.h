@@ -31,6 +31,9 @@ const nlohmann::json* crdVersionSchema(const nlohmann::json& version);
 // Checks a CRD on create/update (the store's admit hook for customresourcedefinitions),
 // including that every version has a structural schema.
 std::optional<StatusError> validateCrd(const nlohmann::json& crd);
+// kube-apiserver's defaults for a CRD (names.singular and listKind, conversion strategy None)
+// and, when `creating`, its first status (the stored version, no names accepted yet).
+void defaultCrd(nlohmann::json& crd, bool creating);
 // The merge patch for the CRD's status subresource once its names are accepted.
 std::string crdStatusPatch(const nlohmann::json& crd, const std::string& now_text);
 

@@ -316,9 +316,7 @@ void validate(const json& v, const json& schema, const std::string& path, bool r
     if (maxl.is_number_integer() && chars > maxl.get<int64_t>()) {
       const int64_t m = maxl.get<int64_t>();
       out.other.push_back(
-          {"FieldValueTooLong",
-           "Too long: may not be more than " + std::to_string(m) + (m == 1 ? " byte" : " bytes"),
-           path});
+          {"FieldValueTooLong", "Too long: may not be longer than " + std::to_string(m), path});
     }
     const std::string pattern = str(schema, "pattern");
     if (!pattern.empty()) {
@@ -428,6 +426,8 @@ void rules(const json& v, const json* old, const json& schema, const std::string
       if (!field_path.empty()) {
         field += field_path[0] == '.' ? field_path : "." + field_path;
       }
+      // kube-apiserver 1.26 prints the root's empty field path as Go's nil pointer.
+      if (field.empty()) field = "<nil>";
       const std::string type = celTypeName(v);
       if (r.kind == CelResult::kError) {
         out.push_back({"FieldValueInvalid",
@@ -608,10 +608,12 @@ SchemaOutcome admitCustomResource(json& obj, const json* old, const json& schema
   out.causes = keep(validateSchema(obj, schema));
   if (!schemaHasCelRules(schema)) return out;
   // As kube-apiserver's hasBlockingErr: rules are skipped only after errors that leave the
-  // object's shape unknown (wrong type, missing required field, unsupported enum value).
+  // object's shape unknown or too big to evaluate (wrong type, missing required field,
+  // unsupported enum value, too long, too many).
   for (const auto& c : out.causes) {
     if (c.reason == "FieldValueTypeInvalid" || c.reason == "FieldValueRequired" ||
-        c.reason == "FieldValueNotSupported") {
+        c.reason == "FieldValueNotSupported" || c.reason == "FieldValueTooLong" ||
+        c.reason == "FieldValueTooMany") {
       out.causes.push_back({"FieldValueInvalid",
                             "Invalid value: \"null\": some validation rules were not checked "
                             "because the object was invalid; correct the existing errors to "

@@ -480,17 +480,13 @@ ApiResult<DeleteResult> ObjectStore::removeLocked(const ResourceType& type, Obje
   std::string skey = storageKey(ns, name);
   ResourceKey key = type.key();
   if (options.precondition_uid && *options.precondition_uid != uid) {
-    return conflictError(key, name,
-                         "Precondition failed: UID in precondition: " + *options.precondition_uid +
-                             ", UID in object meta: " + uid);
+    return preconditionError(key, type.kind, name, "UID", *options.precondition_uid, uid);
   }
   if (options.precondition_resource_version &&
       *options.precondition_resource_version != std::to_string(existing->resource_version)) {
-    return conflictError(
-        key, name,
-        "Precondition failed: ResourceVersion in precondition: " +
-            *options.precondition_resource_version +
-            ", ResourceVersion in object meta: " + std::to_string(existing->resource_version));
+    return preconditionError(key, type.kind, name, "ResourceVersion",
+                             *options.precondition_resource_version,
+                             std::to_string(existing->resource_version));
   }
   std::string policy =
       options.propagation_policy.empty() ? "Background" : options.propagation_policy;

@@ -117,6 +117,18 @@ StatusError conflictError(const ResourceKey& qr, const std::string& name, const 
   return e;
 }
 
+StatusError preconditionError(const ResourceKey& qr, const std::string& kind,
+                              const std::string& name, const std::string& field,
+                              const std::string& wanted, const std::string& actual) {
+  const char* likely = field == "UID" ? "deleted and then recreated" : "modified";
+  StatusError e(409, "Conflict",
+                "Operation cannot be fulfilled on " + kind + " \"" + name + "\": the " + field +
+                    " in the precondition (" + wanted + ") does not match the " + field +
+                    " in record (" + actual + "). The object might have been " + likely);
+  e.withDetails(name, qr.group, qr.resource);
+  return e;
+}
+
 StatusError invalidError(const std::string& kind, const std::string& group, const std::string& name,
                          std::vector<StatusCause> causes) {
   std::string qualified_kind = group.empty() ? kind : kind + "." + group;

@@ -69,6 +69,11 @@ StatusError notFoundError(const ResourceKey& qr, const std::string& name);
 StatusError alreadyExistsError(const ResourceKey& qr, const std::string& name);
 // "Operation cannot be fulfilled on <qr> \"name\": <why>"
 StatusError conflictError(const ResourceKey& qr, const std::string& name, const std::string& why);
+// A failed delete precondition, worded by the kind ("…on ConfigMap \"cm1\": the UID in the
+// precondition (…) does not match the UID in record (…)…"), as the storage layer words it.
+StatusError preconditionError(const ResourceKey& qr, const std::string& kind,
+                              const std::string& name, const std::string& field,
+                              const std::string& wanted, const std::string& actual);
 inline constexpr const char* kModifiedConflict =
     "the object has been modified; please apply your changes to the latest version and try again";
 // 422 "<Kind>.<group> \"name\" is invalid: <field>: <message>[, …]" with one cause per entry.

@@ -15,80 +15,7 @@ namespace ringmaster::testutil {
 
 using namespace std::chrono_literals;
 
-namespace {
-const char* envtestDir() {
-  const char* dir = std::getenv("RINGMASTER_ENVTEST");
-  return dir != nullptr && *dir != '\0' ? dir : nullptr;
-}
-}  // namespace
-
-std::string controlPlaneName(ControlPlane plane) {
-  return plane == ControlPlane::kEnvtest ? "envtest" : "local";
-}
-
-std::string LocalCluster::missing() const {
-  if (findKubectl().empty()) return "kubectl is not installed";
-  if (plane_ == ControlPlane::kEnvtest && envtestDir() == nullptr) {
-    return "RINGMASTER_ENVTEST is not set (the directory of a real control plane for tests: "
-           "kube-apiserver, kube-controller-manager and etcd, started by its `start` script)";
-  }
-  return "";
-}
-
-namespace {
-// `start` unpacks kube-apiserver and kube-controller-manager (about 100 MB each, from xz) into
-// RUN_DIR/bin unless they are there: the tests of one machine share one unpacked copy.
-std::filesystem::path envtestBinaryCache() {
-  return std::filesystem::temp_directory_path() /
-         ("ringmaster-envtest-bin-" + std::to_string(getuid()));
-}
-constexpr const char* kEnvtestBinaries[] = {"kube-apiserver", "kube-controller-manager"};
-
-void seedEnvtestBinaries(const std::filesystem::path& run_bin) {
-  std::error_code ec;
-  std::filesystem::create_directories(run_bin, ec);
-  for (const char* b : kEnvtestBinaries) {
-    if (access((envtestBinaryCache() / b).c_str(), X_OK) == 0) {
-      std::filesystem::create_symlink(envtestBinaryCache() / b, run_bin / b, ec);
-    }
-  }
-}
-
-void keepEnvtestBinaries(const std::filesystem::path& run_bin) {
-  std::error_code ec;
-  std::filesystem::create_directories(envtestBinaryCache(), ec);
-  for (const char* b : kEnvtestBinaries) {
-    const std::filesystem::path cached = envtestBinaryCache() / b;
-    if (std::filesystem::exists(cached, ec) || std::filesystem::is_symlink(run_bin / b, ec)) {
-      continue;
-    }
-    const std::filesystem::path tmp = cached.string() + "." + std::to_string(getpid());
-    if (std::filesystem::copy_file(run_bin / b, tmp, ec)) std::filesystem::rename(tmp, cached, ec);
-  }
-}
-
-}  // namespace
-
-std::string LocalCluster::startEnvtest(std::string& kubeconfig) {
-  const std::string dir = envtestDir();
-  const std::string run_dir = dir_.path() + "/envtest";
-  envtest_dir_ = dir;  // whatever `start` managed to start, `stop` ends
-  seedEnvtestBinaries(run_dir + "/bin");
-  // Every controller but node lifecycle: the local kubelet is a node that never goes NotReady
-  // for lack of a lease renewal the tests do not wait for.
-  ProcessResult started =
-      run({dir + "/start", run_dir}, {{"KCM_CONTROLLERS", "*,-nodelifecycle"}}, 180s);
-  if (started.exit_code != 0) {
-    return dir + "/start exited " + std::to_string(started.exit_code) + ": " + started.stderr_text;
-  }
-  std::istringstream lines(started.stdout_text);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) kubeconfig = line;
-  }
-  if (kubeconfig.empty()) return dir + "/start printed no kubeconfig";
-  keepEnvtestBinaries(run_dir + "/bin");
-  return "";
-}
+std::string LocalCluster::missing() const { return controlPlaneMissing(plane_); }
 
 std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
   if (std::string why = missing(); !why.empty()) return why;
@@ -96,10 +23,15 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
   std::vector<std::string> argv{binaryPath("bin/ringmaster"), "local", "up", "--data-dir",
                                 dir_.path()};
   if (plane_ == ControlPlane::kEnvtest) {
-    std::string kubeconfig;
-    if (std::string why = startEnvtest(kubeconfig); !why.empty()) return why;
+    envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
+    // Every controller but node lifecycle: the local kubelet is a node that never goes NotReady
+    // for lack of a lease renewal the tests do not wait for.
+    if (std::string why = envtest_->start({{"KCM_CONTROLLERS", "*,-nodelifecycle"}});
+        !why.empty()) {
+      return why;
+    }
     argv.push_back("--cluster-kubeconfig");
-    argv.push_back(kubeconfig);
+    argv.push_back(envtest_->kubeconfig());
   }
   argv.insert(argv.end(), up_flags.begin(), up_flags.end());
   ProcessResult up = run(argv, {}, 120s);
@@ -116,10 +48,7 @@ ProcessResult LocalCluster::stop() {
   up_ = false;
   ProcessResult down =
       run({binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir_.path()}, {}, 120s);
-  if (!envtest_dir_.empty()) {
-    (void)run({envtest_dir_ + "/stop", dir_.path() + "/envtest"}, {}, 120s);
-    envtest_dir_.clear();
-  }
+  envtest_.reset();
   return down;
 }
 
@@ -136,7 +65,7 @@ std::string LocalCluster::killOperator() {
 }
 
 LocalCluster::~LocalCluster() {
-  if (up_ || !envtest_dir_.empty()) (void)stop();
+  if (up_ || envtest_) (void)stop();
 }
 
 ProcessResult LocalCluster::kubectl(std::vector<std::string> args,

@@ -1,10 +1,9 @@
 #pragma once
 // The e2e tests' cluster: `ringmaster local up` in a temporary data dir (API server, kubelet,
 // operator), driven with real kubectl; `local down` on destruction. The same tests run on a real
-// control plane too (ControlPlane::kEnvtest): upstream kube-apiserver and kube-controller-manager
-// with etcd, from the directory RINGMASTER_ENVTEST names (its `start RUN_DIR` prints the admin
-// kubeconfig last, `stop RUN_DIR` ends it), which `local up --cluster-kubeconfig` joins with the
-// kubelet and operator. Plus the /proc helpers the fault tests use to find a pod's processes.
+// control plane too (ControlPlane::kEnvtest, control_plane.h), which `local up
+// --cluster-kubeconfig` joins with the kubelet and operator. Plus the /proc helpers the fault tests
+// use to find a pod's processes.
 //
 // Ownership: owns the data dir, the daemons `up` started and the envtest control plane.
 // Thread-safety: one test thread. Failure: missing() says what the machine lacks (a reason to
@@ -16,24 +15,16 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "control_plane.h"
 #include "process.h"
 
 namespace ringmaster::testutil {
-
-enum class ControlPlane {
-  kLocal,    // the embedded API server of `ringmaster local up`
-  kEnvtest,  // a real kube-apiserver + kube-controller-manager (RINGMASTER_ENVTEST)
-};
-// "local" | "envtest": the suffix of parameterized tests' names.
-std::string controlPlaneName(ControlPlane plane);
-// Both, for INSTANTIATE_TEST_SUITE_P(..., ::testing::ValuesIn(kControlPlanes), ...).
-inline const std::vector<ControlPlane> kControlPlanes = {ControlPlane::kLocal,
-                                                         ControlPlane::kEnvtest};
 
 class LocalCluster {
  public:
@@ -72,14 +63,12 @@ class LocalCluster {
   std::string podLog(const std::string& pod) const;  // `kubectl logs` (stdout + stderr)
 
  private:
-  std::string startEnvtest(std::string& kubeconfig);
-
   ControlPlane plane_;
   TempDir dir_;
   std::string kubectl_;
   std::map<std::string, std::string> env_;
   bool up_ = false;
-  std::string envtest_dir_;  // set while an envtest control plane runs
+  std::unique_ptr<Envtest> envtest_;  // set while an envtest control plane may run
 };
 
 // status.phase of a TrainingJob ("" when none).

@@ -195,7 +195,7 @@ INSTANTIATE_TEST_SUITE_P(
         KeywordCase{"maxLength",
                     {{"type", "string"}, {"maxLength", 2}},
                     "abc",
-                    "f: Too long: may not be more than 2 bytes (FieldValueTooLong)"},
+                    "f: Too long: may not be longer than 2 (FieldValueTooLong)"},
         KeywordCase{"pattern ok", {{"type", "string"}, {"pattern", "^[a-z]+$"}}, "abc", ""},
         KeywordCase{"pattern",
                     {{"type", "string"}, {"pattern", "^[a-z]+$"}},

@@ -249,8 +249,10 @@ TEST_F(ObjectStoreTest, DeleteChecksPreconditions) {
   auto r = store_.remove(kTj, "default", "mnist", o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), 409);
-  EXPECT_NE(r.error().message().find("Precondition failed: UID in precondition: other"),
-            std::string::npos);
+  EXPECT_NE(r.error().message().find(
+                "\"mnist\": the UID in the precondition (other) does not match the UID in record"),
+            std::string::npos)
+      << r.error().message();
   o.precondition_uid.reset();
   o.precondition_resource_version = "999";
   EXPECT_EQ(store_.remove(kTj, "default", "mnist", o).error().code(), 409);

@@ -1,0 +1,165 @@
+#include "local/apiserver/builtin_defaults.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::local {
+namespace {
+
+using json = nlohmann::json;
+
+json pod(json container, json spec_extra = json::object()) {
+  json spec = {{"containers", json::array({std::move(container)})}};
+  spec.update(spec_extra);
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}}}, {"spec", spec}};
+}
+
+TEST(BuiltinDefaults, PodGetsTheApiDefaultsAndAdmissionOnCreate) {
+  json p = pod({{"name", "c"}, {"image", "busybox"}});
+  defaultPod(p, true);
+  const json& spec = p["spec"];
+  EXPECT_EQ(spec["dnsPolicy"], "ClusterFirst");
+  EXPECT_EQ(spec["restartPolicy"], "Always");
+  EXPECT_EQ(spec["terminationGracePeriodSeconds"], 30);
+  EXPECT_EQ(spec["schedulerName"], "default-scheduler");
+  EXPECT_EQ(spec["enableServiceLinks"], true);
+  EXPECT_EQ(spec["securityContext"], json::object());
+  EXPECT_EQ(spec["serviceAccountName"], "default");
+  EXPECT_EQ(spec["serviceAccount"], "default");
+  EXPECT_EQ(spec["priority"], 0);
+  EXPECT_EQ(spec["preemptionPolicy"], "PreemptLowerPriority");
+  ASSERT_EQ(spec["tolerations"].size(), 2u);
+  EXPECT_EQ(spec["tolerations"][0]["key"], "node.kubernetes.io/not-ready");
+  EXPECT_EQ(spec["tolerations"][1]["tolerationSeconds"], 300);
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["terminationMessagePath"], "/dev/termination-log");
+  EXPECT_EQ(c["terminationMessagePolicy"], "File");
+  EXPECT_EQ(c["imagePullPolicy"], "Always");
+  EXPECT_EQ(c["resources"], json::object());
+  EXPECT_EQ(p["status"]["phase"], "Pending");
+  EXPECT_EQ(p["status"]["qosClass"], "BestEffort");
+
+  // Idempotent, and what the user set stays.
+  json again = p;
+  defaultPod(again, true);
+  EXPECT_EQ(again, p);
+  json mine = pod({{"name", "c"}, {"image", "x"}},
+                  {{"restartPolicy", "Never"}, {"serviceAccountName", "robot"}});
+  defaultPod(mine, true);
+  EXPECT_EQ(mine["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(mine["spec"]["serviceAccount"], "robot");
+}
+
+TEST(BuiltinDefaults, AdmissionDefaultsAreForCreateOnly) {
+  json p = pod({{"name", "c"}, {"image", "busybox"}});
+  defaultPod(p, false);
+  EXPECT_FALSE(p["spec"].contains("serviceAccountName"));
+  EXPECT_FALSE(p["spec"].contains("tolerations"));
+  EXPECT_EQ(p["spec"]["dnsPolicy"], "ClusterFirst");
+}
+
+TEST(BuiltinDefaults, ImagePullPolicyFollowsTheTag) {
+  struct Row {
+    const char* image;
+    const char* policy;
+  };
+  for (const Row& row : {Row{"busybox", "Always"}, Row{"busybox:latest", "Always"},
+                         Row{"busybox:1.36", "IfNotPresent"},
+                         Row{"localhost:5000/trainer", "Always"},
+                         Row{"localhost:5000/trainer:v2", "IfNotPresent"},
+                         Row{"img@sha256:abc", "IfNotPresent"}}) {
+    json p = pod({{"name", "c"}, {"image", row.image}});
+    defaultPod(p, true);
+    EXPECT_EQ(p["spec"]["containers"][0]["imagePullPolicy"], row.policy) << row.image;
+  }
+}
+
+TEST(BuiltinDefaults, ProbesPortsVolumesAndRequestsFromLimits) {
+  json p = pod({{"name", "c"},
+                {"image", "x:1"},
+                {"ports", {{{"containerPort", 80}}}},
+                {"readinessProbe", {{"httpGet", {{"port", 80}}}}},
+                {"resources", {{"limits", {{"cpu", "1"}, {"memory", "1Gi"}}}}}},
+               {{"volumes", {{{"name", "cfg"}, {"configMap", {{"name", "cm"}}}}, {{"name", "scratch"}}}}});
+  defaultPod(p, true);
+  const json& c = p["spec"]["containers"][0];
+  EXPECT_EQ(c["ports"][0]["protocol"], "TCP");
+  EXPECT_EQ(c["readinessProbe"]["timeoutSeconds"], 1);
+  EXPECT_EQ(c["readinessProbe"]["periodSeconds"], 10);
+  EXPECT_EQ(c["readinessProbe"]["successThreshold"], 1);
+  EXPECT_EQ(c["readinessProbe"]["failureThreshold"], 3);
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/");
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["scheme"], "HTTP");
+  EXPECT_EQ(c["resources"]["requests"], c["resources"]["limits"]);
+  EXPECT_EQ(p["spec"]["volumes"][0]["configMap"]["defaultMode"], 420);
+  EXPECT_EQ(p["spec"]["volumes"][1]["emptyDir"], json::object());
+  EXPECT_EQ(p["status"]["qosClass"], "Guaranteed");
+}
+
+TEST(BuiltinDefaults, QosClass) {
+  struct Row {
+    json resources;
+    const char* qos;
+  };
+  const Row rows[] = {
+      {json::object(), "BestEffort"},
+      {{{"requests", {{"cpu", "100m"}}}}, "Burstable"},
+      {{{"limits", {{"cpu", "1"}}}, {"requests", {{"cpu", "1"}}}}, "Burstable"},  // no memory
+      {{{"limits", {{"cpu", "1"}, {"memory", "1Gi"}}},
+        {"requests", {{"cpu", "1000m"}, {"memory", "1Gi"}}}},
+       "Guaranteed"},
+      {{{"limits", {{"cpu", "2"}, {"memory", "1Gi"}}}, {"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}},
+       "Burstable"},
+  };
+  for (const Row& row : rows) {
+    json p = pod({{"name", "c"}, {"image", "x"}, {"resources", row.resources}});
+    EXPECT_EQ(podQosClass(p), row.qos) << row.resources.dump();
+  }
+}
+
+TEST(BuiltinDefaults, AQuantityThatDoesNotParseIsABadRequest) {
+  for (const json& good : {json("2"), json("500m"), json("1Gi"), json(3), json(0.5)}) {
+    EXPECT_FALSE(podQuantityError(pod({{"name", "c"}, {"resources", {{"limits", {{"cpu", good}}}}}})))
+        << good.dump();
+  }
+  for (const json& bad : {json("abc"), json("1.5.5"), json(true)}) {
+    auto error = podQuantityError(
+        pod({{"name", "c"}, {"resources", {{"requests", {{"memory", bad}}}}}}));
+    ASSERT_TRUE(error) << bad.dump();
+    EXPECT_EQ(error->code(), 400);
+    EXPECT_EQ(error->reason(), "BadRequest");
+    EXPECT_NE(error->message().find("quantities must match the regular expression"),
+              std::string::npos);
+  }
+}
+
+TEST(BuiltinDefaults, ServiceDefaults) {
+  json headless = {{"spec", {{"clusterIP", "None"}, {"ports", {{{"name", "store"}, {"port", 29400}}}}}}};
+  defaultService(headless);
+  EXPECT_EQ(headless["spec"]["type"], "ClusterIP");
+  EXPECT_EQ(headless["spec"]["sessionAffinity"], "None");
+  EXPECT_EQ(headless["spec"]["clusterIPs"], json::array({"None"}));
+  EXPECT_EQ(headless["spec"]["ipFamilies"], json::array({"IPv4"}));
+  EXPECT_EQ(headless["spec"]["ipFamilyPolicy"], "SingleStack");
+  EXPECT_EQ(headless["spec"]["internalTrafficPolicy"], "Cluster");
+  EXPECT_EQ(headless["spec"]["ports"][0]["protocol"], "TCP");
+  EXPECT_EQ(headless["spec"]["ports"][0]["targetPort"], 29400);
+  EXPECT_EQ(headless["status"]["loadBalancer"], json::object());
+
+  json external = {{"spec", {{"type", "ExternalName"}, {"externalName", "example.com"}}}};
+  defaultService(external);
+  EXPECT_FALSE(external["spec"].contains("ipFamilies"));
+}
+
+TEST(BuiltinDefaults, NamespaceNameLabelAndFinalizer) {
+  json ns = {{"metadata", {{"name", "team"}}}};
+  defaultNamespace(ns, true);
+  EXPECT_EQ(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
+  EXPECT_EQ(ns["spec"]["finalizers"], json::array({"kubernetes"}));
+  EXPECT_EQ(ns["status"]["phase"], "Active");
+  ns["metadata"]["labels"]["kubernetes.io/metadata.name"] = "forged";
+  defaultNamespace(ns, false);
+  EXPECT_EQ(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
+}
+
+}  // namespace
+}  // namespace ringmaster::local

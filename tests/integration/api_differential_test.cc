@@ -1,0 +1,383 @@
+// The embedded API server (`ringmaster local serve`) against a real kube-apiserver (envtest):
+// the same requests, in the same order, to both; their answers must agree: status code, reason,
+// message, the field of each cause, the objects they return (with the defaults each server
+// applied) and the events a watch delivers. Where the embedded server is known to differ, the
+// case names the JSON paths of its answer that differ; docs/local-api-fidelity.md says why each
+// is left. A difference that is not listed fails, and so does a listed one that is gone (so the
+// list cannot outlive what it describes).
+//
+// Needs RINGMASTER_ENVTEST (skips, saying so, without it).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <set>
+#include <thread>
+
+#include "ringmaster/kube/api_client.h"
+#include "ringmaster/kube/client_factory.h"
+#include "ringmaster/kube/kubeconfig.h"
+#include "control_plane.h"
+
+namespace ringmaster {
+namespace {
+
+using json = nlohmann::json;
+using kube::Verb;
+using testutil::ControlPlane;
+
+constexpr std::string_view kApplyYaml = "application/apply-patch+yaml";
+
+struct Case {
+  Case(std::string name, Verb verb, std::string path, std::string body = "",
+       std::string_view content_type = kube::kJsonContentType)
+      : name(std::move(name)),
+        verb(verb),
+        path(std::move(path)),
+        body(std::move(body)),
+        content_type(content_type) {}
+  // JSON pointers (into the observation: /code, /reason, /message, /causes, /object/...,
+  // /events) under which the embedded server is known to answer differently.
+  Case& gaps(std::vector<std::string> pointers) {
+    known_gaps = std::move(pointers);
+    return *this;
+  }
+  // Remember this answer's metadata.resourceVersion and uid for later paths and bodies.
+  Case& capturing() {
+    capture = true;
+    return *this;
+  }
+
+  std::string name;
+  Verb verb;
+  std::string path;  // "{rv}" / "{uid}": what the last capturing case's answer carried
+  std::string body;  // JSON or YAML text
+  std::string content_type;
+  std::vector<std::string> known_gaps;
+  bool capture = false;
+};
+
+// One server's side: its client and what `capture` cases remembered.
+struct Side {
+  std::unique_ptr<kube::ApiClient> client;
+  std::string rv, uid;
+};
+
+// A Service's allocated addresses differ by server: only their presence is compared.
+json masked(json value) {
+  if (!value.is_string()) return value;
+  const std::string text = value.get<std::string>();
+  const bool address = !text.empty() && text.find_first_not_of("0123456789.:abcdef") == std::string::npos;
+  return address ? json("<address>") : value;
+}
+
+// What is compared of an object: everything but what every write changes.
+json normalized(json object) {
+  if (!object.is_object()) return object;
+  if (object.contains("metadata")) {
+    for (const char* volatile_field : {"uid", "resourceVersion", "creationTimestamp",
+                                       "managedFields", "selfLink"}) {
+      object["metadata"].erase(volatile_field);
+    }
+  }
+  if (object.contains("spec") && object["spec"].is_object()) {
+    auto& spec = object["spec"];
+    if (spec.contains("clusterIP")) spec["clusterIP"] = masked(spec["clusterIP"]);
+    if (spec.contains("clusterIPs")) {
+      for (auto& a : spec["clusterIPs"]) a = masked(a);
+    }
+  }
+  return object;
+}
+
+// The observation of one answer: what the two servers must agree on.
+json observe(int code, const std::string& body, bool watch) {
+  json answer = json::parse(body, nullptr, false);
+  json seen = {{"code", code}};
+  if (watch && code == 200) {
+    // One event per line.
+    json events = json::array();
+    std::istringstream lines(body);
+    for (std::string line; std::getline(lines, line);) {
+      json e = json::parse(line, nullptr, false);
+      if (e.is_discarded()) continue;
+      events.push_back({{"type", e.value("type", "")},
+                        {"name", e["object"]["metadata"].value("name", "")},
+                        {"data", e["object"].value("data", json())}});
+    }
+    seen["events"] = events;
+    return seen;
+  }
+  if (answer.value("kind", "") == "Status") {
+    seen["reason"] = answer.value("reason", "");
+    seen["message"] = answer.value("message", "");
+    json causes = json::array();
+    if (answer.contains("details") && answer["details"].contains("causes")) {
+      for (const auto& c : answer["details"]["causes"]) {
+        causes.push_back({{"field", c.value("field", "")}, {"reason", c.value("reason", "")}});
+      }
+    }
+    seen["causes"] = causes;
+    return seen;
+  }
+  if (answer.contains("items")) {
+    json names = json::array();
+    for (const auto& item : answer["items"]) names.push_back(item["metadata"].value("name", ""));
+    seen["names"] = names;
+    return seen;
+  }
+  seen["object"] = normalized(answer);
+  return seen;
+}
+
+bool under(const std::string& path, const std::string& prefix) {
+  return path == prefix || (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
+                            path[prefix.size()] == '/');
+}
+
+// Replaces "{rv}" and "{uid}" with what the side captured.
+std::string substituted(std::string text, const Side& side) {
+  for (const auto& [key, value] : {std::pair{std::string("{rv}"), side.rv},
+                                   std::pair{std::string("{uid}"), side.uid}}) {
+    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
+// Both servers are shared by the suite (an envtest start costs about 15 s); each test works in a
+// namespace of its own.
+class ApiDifferentialTest : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() {
+    servers().reset();
+  }
+
+  struct Servers {
+    testutil::ApiServer local{ControlPlane::kLocal};
+    testutil::ApiServer real{ControlPlane::kEnvtest};
+  };
+  static std::unique_ptr<Servers>& servers() {
+    static std::unique_ptr<Servers> both;
+    return both;
+  }
+
+  void SetUp() override {
+    if (std::string why = testutil::controlPlaneMissing(ControlPlane::kEnvtest); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
+    if (!servers()) {
+      servers() = std::make_unique<Servers>();
+      ASSERT_EQ(servers()->local.start(), "");
+      ASSERT_EQ(servers()->real.start(), "");
+    }
+    local_.client = clientFor(servers()->local);
+    real_.client = clientFor(servers()->real);
+    ASSERT_TRUE(local_.client && real_.client);
+    static int tests = 0;
+    name_ = "diff-" + std::to_string(++tests);
+    ns_ = "/api/v1/namespaces/" + name_;
+    compare(Case{"create a namespace", Verb::kPost, "/api/v1/namespaces",
+             R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name_ + R"("}})"});
+  }
+
+  static std::unique_ptr<kube::ApiClient> clientFor(const testutil::ApiServer& server) {
+    auto config = kube::loadKubeConfigFile(server.kubeconfig());
+    EXPECT_TRUE(config.ok()) << config.status().toString();
+    if (!config.ok()) return nullptr;
+    kube::ClientOptions options;
+    options.max_attempts = 1;  // the answer itself is under test
+    auto client = kube::makeApiClient(*config, options);
+    EXPECT_TRUE(client.ok()) << client.status().toString();
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
+  static json send(Side& side, const Case& c) {
+    kube::ApiRequest request;
+    request.verb = c.verb;
+    request.path = substituted(c.path, side);
+    const size_t q = request.path.find('?');
+    if (q != std::string::npos) {
+      std::istringstream query(request.path.substr(q + 1));
+      for (std::string kv; std::getline(query, kv, '&');) {
+        const size_t eq = kv.find('=');
+        request.query.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+      }
+      request.path.resize(q);
+    }
+    request.body = substituted(c.body, side);
+    if (!request.body.empty()) request.content_type = c.content_type;
+    auto response = side.client->request(request);
+    if (!response.ok()) return {{"transport error", response.status().toString()}};
+    if (c.capture) {
+      json object = json::parse(response->body, nullptr, false);
+      if (!object.is_discarded() && object.contains("metadata")) {
+        side.rv = object["metadata"].value("resourceVersion", "");
+        side.uid = object["metadata"].value("uid", "");
+      }
+    }
+    // Messages may name the object's uid, which differs by server.
+    std::string body = response->body;
+    if (!side.uid.empty()) {
+      for (size_t at; (at = body.find(side.uid)) != std::string::npos;) {
+        body.replace(at, side.uid.size(), "{uid}");
+      }
+    }
+    return observe(response->status_code, body, c.path.find("watch=true") != std::string::npos);
+  }
+
+  // Sends `c` to both servers and checks that they differ exactly where `c` says they may.
+  void compare(const Case& c) {
+    SCOPED_TRACE(c.name);
+    const json real = send(real_, c);
+    const json local = send(local_, c);
+    std::set<std::string> gaps_seen;
+    for (const auto& op : json::diff(real, local)) {
+      const std::string path = op["path"];
+      bool known = false;
+      for (const auto& gap : c.known_gaps) {
+        if (under(path, gap)) {
+          known = true;
+          gaps_seen.insert(gap);
+        }
+      }
+      EXPECT_TRUE(known) << c.name << ": the servers differ at " << path << " (" << op["op"]
+                         << ")\n  real:  " << real.value(json::json_pointer(path), json()).dump()
+                         << "\n  local: " << local.value(json::json_pointer(path), json()).dump()
+                         << "\n  real answer:  " << real.dump() << "\n  local answer: " << local.dump();
+    }
+    for (const auto& gap : c.known_gaps) {
+      EXPECT_TRUE(gaps_seen.count(gap)) << c.name << ": the known gap at " << gap
+                                        << " is gone; take it out of the case and of "
+                                           "docs/local-api-fidelity.md\n  answer: "
+                                        << real.dump();
+    }
+  }
+
+  Side local_, real_;
+  std::string name_;  // this test's namespace
+  std::string ns_;    // its path
+};
+
+TEST_F(ApiDifferentialTest, BuiltinWritesErrorsAndWatch) {
+  compare(Case{"create a ConfigMap", Verb::kPost, ns_ + "/configmaps",
+           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1"},"data":{"a":"1"}})"}
+              .capturing());
+  compare(Case{"create it again", Verb::kPost, ns_ + "/configmaps",
+           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1"},"data":{"a":"1"}})"});
+  compare(Case{"get a missing ConfigMap", Verb::kGet, ns_ + "/configmaps/nope", ""});
+  compare(Case{"a name that is not a DNS subdomain", Verb::kPost, ns_ + "/configmaps",
+           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}})"});
+  compare(Case{"merge patch", Verb::kPatch, ns_ + "/configmaps/cm1", R"({"data":{"b":"2"}})",
+           kube::kMergePatchContentType});
+  compare(Case{"json patch whose test fails", Verb::kPatch, ns_ + "/configmaps/cm1",
+           R"([{"op":"test","path":"/data/a","value":"x"}])",
+           kube::kJsonPatchContentType}
+              .gaps({"/causes"}));
+  compare(Case{"update from a stale resourceVersion", Verb::kPut, ns_ + "/configmaps/cm1",
+           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","resourceVersion":"{rv}"},"data":{}})"});
+  compare(Case{"a bad label selector", Verb::kGet, ns_ + "/configmaps?labelSelector=a === b",
+           ""});
+  compare(Case{"delete with a uid precondition that fails", Verb::kDelete, ns_ + "/configmaps/cm1",
+           R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"0d3c3a0e-0000-4000-8000-000000000000"}})"});
+  compare(Case{"watch from the ConfigMap's creation", Verb::kGet,
+           ns_ + "/configmaps?watch=true&timeoutSeconds=2&resourceVersion={rv}", ""});
+  compare(Case{"an unknown field under fieldValidation=Strict", Verb::kPost,
+           ns_ + "/configmaps?fieldValidation=Strict",
+           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm9"},"bogus":1})"}
+              .gaps({"/code", "/reason", "/message", "/causes", "/object"}));
+}
+
+TEST_F(ApiDifferentialTest, ServerSideApply) {
+  compare(Case{"apply creates", Verb::kPatch, ns_ + "/configmaps/cm2?fieldManager=alice",
+           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '1', b: '2'}\n",
+           kApplyYaml});
+  compare(Case{"a second manager's conflicting apply", Verb::kPatch,
+           ns_ + "/configmaps/cm2?fieldManager=bob",
+           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '9'}\n",
+           kApplyYaml}
+              .gaps({"/code", "/reason", "/message", "/causes", "/object"}));
+  compare(Case{"apply without a field the manager owned removes it", Verb::kPatch,
+           ns_ + "/configmaps/cm2?fieldManager=alice",
+           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '1'}\n",
+           kApplyYaml}
+              .gaps({"/object/data"}));
+}
+
+TEST_F(ApiDifferentialTest, PodAndServiceDefaultsAndValidation) {
+  // The real ServiceAccount admission refuses pods until the controller manager made `default`.
+  for (int i = 0; i < 150; ++i) {
+    kube::ApiRequest r;
+    r.path = ns_ + "/serviceaccounts/default";
+    auto got = real_.client->request(r);
+    if (got.ok() && got->status_code == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  compare(Case{"a minimal pod", Verb::kPost, ns_ + "/pods",
+           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},
+               "spec":{"containers":[{"name":"c","image":"busybox"}]}})"}
+              .gaps({"/object/spec/volumes", "/object/spec/containers/0/volumeMounts"}));
+  compare(Case{"a pod with probes, resources and a ConfigMap volume", Verb::kPost, ns_ + "/pods",
+           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2"},
+               "spec":{"restartPolicy":"Never","automountServiceAccountToken":false,
+                 "volumes":[{"name":"cfg","configMap":{"name":"cm1"}}],
+                 "containers":[{"name":"c","image":"busybox:1.36",
+                   "resources":{"limits":{"cpu":"1","memory":"1Gi"}},
+                   "livenessProbe":{"exec":{"command":["true"]}},
+                   "ports":[{"containerPort":8080}],
+                   "volumeMounts":[{"name":"cfg","mountPath":"/cfg"}]}]}})"});
+  compare(Case{"a pod whose cpu is not a quantity", Verb::kPost, ns_ + "/pods",
+           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p3"},
+               "spec":{"containers":[{"name":"c","image":"busybox",
+                 "resources":{"limits":{"cpu":"abc"}}}]}})"});
+  compare(Case{"a ClusterIP service", Verb::kPost, ns_ + "/services",
+           R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},
+               "spec":{"selector":{"app":"web"},"ports":[{"port":80}]}})"}
+              .gaps({"/object/spec/clusterIP", "/object/spec/clusterIPs"}));
+  compare(Case{"a headless service", Verb::kPost, ns_ + "/services",
+           R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"workers"},
+               "spec":{"clusterIP":"None","selector":{"app":"w"},"ports":[{"name":"store","port":29400}]}})"});
+}
+
+TEST_F(ApiDifferentialTest, CustomResourceValidation) {
+  const std::string crd = R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+    "metadata":{"name":"gadgets.example.dev"},
+    "spec":{"group":"example.dev","scope":"Namespaced",
+      "names":{"plural":"gadgets","singular":"gadget","kind":"Gadget"},
+      "versions":[{"name":"v1","served":true,"storage":true,
+        "schema":{"openAPIV3Schema":{"type":"object",
+          "x-kubernetes-validations":[{"rule":"self.metadata.name != 'forbidden'","message":"that name is taken"}],
+          "properties":{"spec":{"type":"object",
+            "x-kubernetes-validations":[{"rule":"self.min <= self.max","message":"min must not exceed max"}],
+            "properties":{
+              "min":{"type":"integer","format":"int32","maximum":2147483647},
+              "max":{"type":"integer","format":"int32","maximum":2147483647},
+              "size":{"type":"string","maxLength":3}}}}}}}]}})";
+  compare(Case{"create the CRD", Verb::kPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+           crd});
+  // A new CRD is served a moment after it is Established.
+  for (int i = 0; i < 100; ++i) {
+    kube::ApiRequest r;
+    r.path = "/apis/example.dev/v1/namespaces/" + name_ + "/gadgets";
+    auto a = real_.client->request(r);
+    auto b = local_.client->request(r);
+    if (a.ok() && b.ok() && a->status_code == 200 && b->status_code == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const std::string gadgets = "/apis/example.dev/v1/namespaces/" + name_ + "/gadgets";
+  auto gadget = [](const std::string& name, const std::string& spec) {
+    return R"({"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":")" + name +
+           R"("},"spec":)" + spec + "}";
+  };
+  compare(Case{"a valid custom resource", Verb::kPost, gadgets, gadget("g1", R"({"min":1,"max":2})")});
+  compare(Case{"a field-level rule", Verb::kPost, gadgets, gadget("g2", R"({"min":3,"max":2})")});
+  compare(Case{"a root-level rule", Verb::kPost, gadgets, gadget("forbidden", R"({"min":1,"max":2})")});
+  compare(Case{"a bound beyond int32", Verb::kPost, gadgets, gadget("g3", R"({"min":1,"max":3000000000})")});
+  compare(Case{"too long and a failing rule at once", Verb::kPost, gadgets,
+           gadget("g4", R"({"min":3,"max":2,"size":"abcd"})")});
+  compare(Case{"a wrong type and a rule over it", Verb::kPost, gadgets,
+           gadget("g5", R"({"min":"three","max":2})")});
+}
+
+}  // namespace
+}  // namespace ringmaster

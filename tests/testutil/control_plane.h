@@ -1,0 +1,83 @@
+#pragma once
+// The API servers tests run against: the embedded one (`ringmaster local serve`) and a real
+// control plane for tests (envtest: upstream kube-apiserver and kube-controller-manager with etcd,
+// from the directory RINGMASTER_ENVTEST names; its `start RUN_DIR` prints the admin kubeconfig
+// last, `stop RUN_DIR` ends it). Tests that need envtest skip, saying why, where it is not set.
+//
+// Ownership: each object owns what it started and stops it on destruction.
+// Thread-safety: one test thread. Failure: start() returns why the server is not up ("" when it
+// is), so that a fixture can skip or assert as it sees fit.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace ringmaster::testutil {
+
+enum class ControlPlane {
+  kLocal,    // the embedded API server of `ringmaster local`
+  kEnvtest,  // a real kube-apiserver + kube-controller-manager (RINGMASTER_ENVTEST)
+};
+// "local" | "envtest": the suffix of parameterized tests' names.
+std::string controlPlaneName(ControlPlane plane);
+// Both, for INSTANTIATE_TEST_SUITE_P(..., ::testing::ValuesIn(kControlPlanes), ...).
+inline const std::vector<ControlPlane> kControlPlanes = {ControlPlane::kLocal,
+                                                         ControlPlane::kEnvtest};
+// "" when tests can run on `plane` here, else what the machine lacks (kubectl; for envtest,
+// RINGMASTER_ENVTEST): tests skip with it.
+std::string controlPlaneMissing(ControlPlane plane);
+
+// One envtest control plane in `run_dir`.
+class Envtest {
+ public:
+  explicit Envtest(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+  ~Envtest() { stop(); }
+  Envtest(const Envtest&) = delete;
+  Envtest& operator=(const Envtest&) = delete;
+
+  // Runs `start` with `env` added (KCM_CONTROLLERS, ADMISSION, ...); "" when up, else why not.
+  std::string start(const std::map<std::string, std::string>& env = {});
+  void stop();
+  const std::string& kubeconfig() const { return kubeconfig_; }
+
+ private:
+  std::string run_dir_;
+  std::string started_from_;  // the envtest directory, while something may be running
+  std::string kubeconfig_;
+};
+
+// An API server alone, of either plane: `ringmaster local serve` on a fresh data dir, or envtest
+// (every controller but node lifecycle: tests register Nodes that post no heartbeats).
+class ApiServer {
+ public:
+  explicit ApiServer(ControlPlane plane) : plane_(plane) {}
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  std::string start();  // "" when serving, else why not
+  // Local: SIGTERM, and "" when the server exited cleanly and removed its pid file, else what
+  // went wrong. Envtest: stops it.
+  std::string stop();
+  // Local only: SIGTERM, then serve the same data dir again (a new port; the kubeconfig is
+  // rewritten and the watch history starts over). "" when serving again, else why not.
+  std::string restart();
+  ControlPlane plane() const { return plane_; }
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  // The local server's data dir ("" on envtest).
+  std::string dataDir() const;
+
+ private:
+  std::string serveLocal();
+
+  ControlPlane plane_;
+  TempDir dir_;
+  std::string kubeconfig_;
+  std::unique_ptr<Process> local_;
+  std::unique_ptr<Envtest> envtest_;
+};
+
+}  // namespace ringmaster::testutil
