@@ -3,7 +3,8 @@
 // launchers rendezvous and train; the job ends Succeeded with >= 88% test accuracy. Meanwhile
 // real `kubectl get tj` must have shown the job Running with every rank, a running rank must
 // have served its Prometheus metrics at its pod address, and at the end kubectl shows the
-// final epoch and loss. scripts/test runs it on the tree scripts/run-main builds.
+// final epoch and loss. scripts/test runs it on the tree scripts/run-main builds; it runs again on
+// a real control plane (envtest) that `local run --cluster-kubeconfig` joins.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "control_plane.h"
 #include "process.h"
 
 namespace ringmaster {
@@ -67,17 +69,28 @@ double testAccuracy(const std::string& log) {
   return std::atof(log.c_str() + at + key.size()) / 100.0;
 }
 
-TEST(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
+class LocalRunE2e : public ::testing::TestWithParam<testutil::ControlPlane> {};
+
+TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
+  if (std::string why = testutil::controlPlaneMissing(GetParam()); !why.empty())
+    GTEST_SKIP() << why;
   const std::string kubectl = findKubectl();
-  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
   testutil::TempDir dir;
   const std::string manifest =
       std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-mlp.yaml";
   const std::string kubeconfig = dir.path() + "/kubeconfig";
   const std::map<std::string, std::string> env{{"KUBECONFIG", kubeconfig}};
+  std::vector<std::string> argv{
+      testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()};
+  // On envtest, `local run` joins it with the kubelet and operator instead of serving its own.
+  testutil::TempDir envtest_dir;
+  testutil::Envtest envtest(envtest_dir.path());
+  if (GetParam() == testutil::ControlPlane::kEnvtest) {
+    ASSERT_EQ(envtest.start({{"KCM_CONTROLLERS", "*,-nodelifecycle"}}), "");
+    argv.insert(argv.end(), {"--cluster-kubeconfig", envtest.kubeconfig()});
+  }
 
-  testutil::Process run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()});
+  testutil::Process run(argv);
   run.start();
 
   // Watch the job as a user would, with kubectl, until `run` ends; scrape rank 1's /metrics
@@ -140,6 +153,9 @@ TEST(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   EXPECT_GE(testAccuracy(logs.stdout_text), 0.88) << logs.stdout_text.substr(
       logs.stdout_text.size() > 2000 ? logs.stdout_text.size() - 2000 : 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, LocalRunE2e, ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 }  // namespace
 }  // namespace ringmaster

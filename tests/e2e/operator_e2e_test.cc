@@ -3,19 +3,23 @@
 //   - a table of bad TrainingJobs, each rejected naming the field: by the CRD schema (kubectl
 //     apply fails with the API server's 422) or by the operator (Failed, reason InvalidSpec);
 //   - two operators at once: exactly one holds the Lease and reconciles, every rank gets exactly
-//     one pod, and when the leader is SIGKILLed the other takes over and runs the next job.
+//     one pod, and when the leader is SIGKILLed the other takes over and runs the next job;
+//   - a job that cannot be read, a pod that cannot start, and (envtest only: quota is admission
+//     the embedded server does not run) a pod the ResourceQuota refuses.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "local_cluster.h"
@@ -314,6 +318,82 @@ TEST_P(OperatorE2e, APodThatCannotStartShowsWhyOnTheJob) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, OperatorE2e, ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
+
+// Quota is admission that only a real API server runs (the embedded one has none): envtest with
+// ResourceQuota admission, the local kubelet and the operator.
+class QuotaE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
+ protected:
+  void SetUp() override {
+    const std::string why = cluster_.start();
+    if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
+    ASSERT_EQ(why, "");
+  }
+  std::string localUpOperatorLog() const {
+    return testutil::readFile(cluster_.dataDir() + "/operator.log");
+  }
+  testutil::LocalCluster cluster_{GetParam(), {{"ADMISSION", "ResourceQuota"}}};
+};
+
+// A pod the quota refuses shows on the job (condition, reason column, Warning Event); the
+// operator retries with backoff, not in a loop; once the quota allows, the gang is created.
+TEST_P(QuotaE2e, APodRefusedByQuotaShowsOnTheJobWithBackoffAndTheJobGoesOnWhenAllowed) {
+  testutil::ProcessResult quota = cluster_.apply(
+      "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: two-few, namespace: default}\n"
+      "spec: {hard: {pods: \"1\"}}\n");
+  ASSERT_EQ(quota.exit_code, 0) << quota.stderr_text;
+  // Admission refuses every pod until the quota controller has filled in the status.
+  ASSERT_TRUE(eventually(60s, [&] {
+    return cluster_
+               .kubectl({"get", "resourcequota", "two-few", "-o", "jsonpath={.status.hard.pods}"})
+               .stdout_text == "1";
+  }));
+  const auto applied_at = std::chrono::steady_clock::now();
+  testutil::ProcessResult applied = cluster_.apply(
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: quota}\n"
+      "spec:\n  replicas: 2\n  image: ringmaster/trainer:0.1.0\n"
+      "  command: [\"sh\", \"-c\", \"sleep 600\"]\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.stderr_text;
+  auto reasonOf = [](const nlohmann::json& j) {
+    const auto status = j.is_object() ? j.find("status") : j.end();
+    return status != j.end() && status->is_object() ? status->value("reason", "") : "";
+  };
+  nlohmann::json job = cluster_.waitForJob(
+      "quota", 60s, [&](const nlohmann::json& j) { return reasonOf(j) == "FailedCreatePod"; });
+  ASSERT_EQ(reasonOf(job), "FailedCreatePod") << job.dump(2) << localUpOperatorLog();
+  bool named = false;
+  for (const auto& cond : job["status"]["conditions"]) {
+    named |= cond.value("type", "") == "Created" && cond.value("status", "") == "False" &&
+             cond.value("message", "").find("exceeded quota: two-few") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << job.dump(2);
+  testutil::ProcessResult row = cluster_.kubectl({"get", "tj", "quota", "--no-headers"});
+  EXPECT_NE(row.stdout_text.find("FailedCreatePod"), std::string::npos) << row.stdout_text;
+  EXPECT_TRUE(eventually(30s, [&] {
+    return cluster_
+               .kubectl({"get", "events", "--field-selector",
+                         "involvedObject.kind=TrainingJob,involvedObject.name=quota,reason="
+                         "FailedCreatePod",
+                         "-o", "jsonpath={.items[*].type}"})
+               .stdout_text.find("Warning") != std::string::npos;
+  }));
+
+  // Backoff: ten seconds of exponential retries from 5 ms are about a dozen refused creates; a
+  // retry loop would be hundreds.
+  std::this_thread::sleep_until(applied_at + 10s);
+  const int refused = testutil::countLines(localUpOperatorLog(), "exceeded quota: two-few");
+  std::cout << "quota: " << refused << " refused pod creates in the job's first 10 s\n";
+  EXPECT_GE(refused, 1);
+  EXPECT_LE(refused, 20) << localUpOperatorLog();
+
+  ASSERT_EQ(cluster_.kubectl({"delete", "resourcequota", "two-few"}).exit_code, 0);
+  nlohmann::json running = cluster_.waitForJob(
+      "quota", 90s, [&](const nlohmann::json& j) { return jobPhase(j) == "Running"; });
+  EXPECT_EQ(jobPhase(running), "Running") << running.dump(2) << localUpOperatorLog();
+}
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, QuotaE2e,
+                         ::testing::Values(testutil::ControlPlane::kEnvtest),
                          [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 }  // namespace

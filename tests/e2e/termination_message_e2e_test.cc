@@ -4,6 +4,8 @@
 //     line and in `kubectl describe tj` (the Failed condition and its Event).
 //   - A job that succeeds: its final status.progress is rank 0's summary, which the launcher left
 //     as the worker-0 container's termination message (`kubectl get pod -o json`).
+// Both run on the embedded API server and on a real control plane (envtest) that the local
+// kubelet and operator join.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "local_cluster.h"
 #include "process.h"
@@ -49,17 +52,26 @@ std::string lastErrorText(const std::string& log) {
   return found;
 }
 
-TEST(TerminationMessageE2e, ATrainersBadInputErrorLineReachesLocalRunAndDescribe) {
+class TerminationMessageE2e : public ::testing::TestWithParam<testutil::ControlPlane> {};
+
+TEST_P(TerminationMessageE2e, ATrainersBadInputErrorLineReachesLocalRunAndDescribe) {
+  if (std::string why = testutil::controlPlaneMissing(GetParam()); !why.empty())
+    GTEST_SKIP() << why;
   const std::string kubectl = testutil::findKubectl();
-  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
   testutil::TempDir dir;
   const std::string manifest = dir.path() + "/bad-data.yaml";
   std::ofstream(manifest) << job("baddata", "/nonexistent/ringmaster-no-data", 2);
   const std::map<std::string, std::string> env{{"KUBECONFIG", dir.path() + "/kubeconfig"}};
+  std::vector<std::string> argv{
+      testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()};
+  testutil::TempDir envtest_dir;
+  testutil::Envtest envtest(envtest_dir.path());
+  if (GetParam() == testutil::ControlPlane::kEnvtest) {
+    ASSERT_EQ(envtest.start({{"KCM_CONTROLLERS", "*,-nodelifecycle"}}), "");
+    argv.insert(argv.end(), {"--cluster-kubeconfig", envtest.kubeconfig()});
+  }
 
-  testutil::ProcessResult run = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()},
-      {}, 300s);
+  testutil::ProcessResult run = testutil::run(argv, {}, 300s);
   testutil::ProcessResult describe =
       testutil::run({kubectl, "describe", "tj", "baddata"}, env, 30s);
   testutil::ProcessResult log0 = testutil::run({kubectl, "logs", "baddata-worker-0"}, env, 30s);
@@ -102,10 +114,10 @@ TEST(TerminationMessageE2e, ATrainersBadInputErrorLineReachesLocalRunAndDescribe
   EXPECT_TRUE(shows(describe.stdout_text.substr(events))) << describe.stdout_text;
 }
 
-TEST(TerminationMessageE2e, TheFinalStatusIsRankZerosSummary) {
+TEST_P(TerminationMessageE2e, TheFinalStatusIsRankZerosSummary) {
   if (!fs::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  testutil::LocalCluster cluster;
+  testutil::LocalCluster cluster(GetParam());
   if (std::string why = cluster.start(); !why.empty()) {
     if (!cluster.missing().empty()) GTEST_SKIP() << cluster.missing();
     FAIL() << why;
@@ -149,6 +161,10 @@ TEST(TerminationMessageE2e, TheFinalStatusIsRankZerosSummary) {
             std::string::npos)
       << log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, TerminationMessageE2e,
+                         ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 }  // namespace
 }  // namespace ringmaster

@@ -11,14 +11,14 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "control_plane.h"
 #include "ringmaster/kube/api_client.h"
 #include "ringmaster/kube/client_factory.h"
 #include "ringmaster/kube/kubeconfig.h"
-#include "control_plane.h"
 
 namespace ringmaster {
 namespace {
@@ -68,7 +68,8 @@ struct Side {
 json masked(json value) {
   if (!value.is_string()) return value;
   const std::string text = value.get<std::string>();
-  const bool address = !text.empty() && text.find_first_not_of("0123456789.:abcdef") == std::string::npos;
+  const bool address =
+      !text.empty() && text.find_first_not_of("0123456789.:abcdef") == std::string::npos;
   return address ? json("<address>") : value;
 }
 
@@ -76,8 +77,8 @@ json masked(json value) {
 json normalized(json object) {
   if (!object.is_object()) return object;
   if (object.contains("metadata")) {
-    for (const char* volatile_field : {"uid", "resourceVersion", "creationTimestamp",
-                                       "managedFields", "selfLink"}) {
+    for (const char* volatile_field :
+         {"uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink"}) {
       object["metadata"].erase(volatile_field);
     }
   }
@@ -132,15 +133,17 @@ json observe(int code, const std::string& body, bool watch) {
 }
 
 bool under(const std::string& path, const std::string& prefix) {
-  return path == prefix || (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
-                            path[prefix.size()] == '/');
+  return path == prefix ||
+         (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
+          path[prefix.size()] == '/');
 }
 
 // Replaces "{rv}" and "{uid}" with what the side captured.
 std::string substituted(std::string text, const Side& side) {
-  for (const auto& [key, value] : {std::pair{std::string("{rv}"), side.rv},
-                                   std::pair{std::string("{uid}"), side.uid}}) {
-    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+  for (const auto& [key, value] :
+       {std::pair{std::string("{rv}"), side.rv}, std::pair{std::string("{uid}"), side.uid}}) {
+    for (size_t at; (at = text.find(key)) != std::string::npos;)
+      text.replace(at, key.size(), value);
   }
   return text;
 }
@@ -149,9 +152,7 @@ std::string substituted(std::string text, const Side& side) {
 // namespace of its own.
 class ApiDifferentialTest : public ::testing::Test {
  protected:
-  static void TearDownTestSuite() {
-    servers().reset();
-  }
+  static void TearDownTestSuite() { servers().reset(); }
 
   struct Servers {
     testutil::ApiServer local{ControlPlane::kLocal};
@@ -177,7 +178,8 @@ class ApiDifferentialTest : public ::testing::Test {
     static int tests = 0;
     name_ = "diff-" + std::to_string(++tests);
     ns_ = "/api/v1/namespaces/" + name_;
-    compare(Case{"create a namespace", Verb::kPost, "/api/v1/namespaces",
+    compare(
+        Case{"create a namespace", Verb::kPost, "/api/v1/namespaces",
              R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name_ + R"("}})"});
   }
 
@@ -201,7 +203,8 @@ class ApiDifferentialTest : public ::testing::Test {
       std::istringstream query(request.path.substr(q + 1));
       for (std::string kv; std::getline(query, kv, '&');) {
         const size_t eq = kv.find('=');
-        request.query.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+        request.query.emplace_back(kv.substr(0, eq),
+                                   eq == std::string::npos ? "" : kv.substr(eq + 1));
       }
       request.path.resize(q);
     }
@@ -244,7 +247,8 @@ class ApiDifferentialTest : public ::testing::Test {
       EXPECT_TRUE(known) << c.name << ": the servers differ at " << path << " (" << op["op"]
                          << ")\n  real:  " << real.value(json::json_pointer(path), json()).dump()
                          << "\n  local: " << local.value(json::json_pointer(path), json()).dump()
-                         << "\n  real answer:  " << real.dump() << "\n  local answer: " << local.dump();
+                         << "\n  real answer:  " << real.dump()
+                         << "\n  local answer: " << local.dump();
     }
     for (const auto& gap : c.known_gaps) {
       EXPECT_TRUE(gaps_seen.count(gap)) << c.name << ": the known gap at " << gap
@@ -260,47 +264,49 @@ class ApiDifferentialTest : public ::testing::Test {
 };
 
 TEST_F(ApiDifferentialTest, BuiltinWritesErrorsAndWatch) {
-  compare(Case{"create a ConfigMap", Verb::kPost, ns_ + "/configmaps",
+  compare(
+      Case{"create a ConfigMap", Verb::kPost, ns_ + "/configmaps",
            R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1"},"data":{"a":"1"}})"}
-              .capturing());
-  compare(Case{"create it again", Verb::kPost, ns_ + "/configmaps",
+          .capturing());
+  compare(
+      Case{"create it again", Verb::kPost, ns_ + "/configmaps",
            R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1"},"data":{"a":"1"}})"});
   compare(Case{"get a missing ConfigMap", Verb::kGet, ns_ + "/configmaps/nope", ""});
   compare(Case{"a name that is not a DNS subdomain", Verb::kPost, ns_ + "/configmaps",
-           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}})"});
+               R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}})"});
   compare(Case{"merge patch", Verb::kPatch, ns_ + "/configmaps/cm1", R"({"data":{"b":"2"}})",
-           kube::kMergePatchContentType});
+               kube::kMergePatchContentType});
   compare(Case{"json patch whose test fails", Verb::kPatch, ns_ + "/configmaps/cm1",
-           R"([{"op":"test","path":"/data/a","value":"x"}])",
-           kube::kJsonPatchContentType}
+               R"([{"op":"test","path":"/data/a","value":"x"}])", kube::kJsonPatchContentType}
               .gaps({"/causes"}));
-  compare(Case{"update from a stale resourceVersion", Verb::kPut, ns_ + "/configmaps/cm1",
-           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","resourceVersion":"{rv}"},"data":{}})"});
-  compare(Case{"a bad label selector", Verb::kGet, ns_ + "/configmaps?labelSelector=a === b",
-           ""});
-  compare(Case{"delete with a uid precondition that fails", Verb::kDelete, ns_ + "/configmaps/cm1",
-           R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"0d3c3a0e-0000-4000-8000-000000000000"}})"});
+  compare(Case{
+      "update from a stale resourceVersion", Verb::kPut, ns_ + "/configmaps/cm1",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","resourceVersion":"{rv}"},"data":{}})"});
+  compare(Case{"a bad label selector", Verb::kGet, ns_ + "/configmaps?labelSelector=a === b", ""});
+  compare(Case{
+      "delete with a uid precondition that fails", Verb::kDelete, ns_ + "/configmaps/cm1",
+      R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"0d3c3a0e-0000-4000-8000-000000000000"}})"});
   compare(Case{"watch from the ConfigMap's creation", Verb::kGet,
-           ns_ + "/configmaps?watch=true&timeoutSeconds=2&resourceVersion={rv}", ""});
+               ns_ + "/configmaps?watch=true&timeoutSeconds=2&resourceVersion={rv}", ""});
   compare(Case{"an unknown field under fieldValidation=Strict", Verb::kPost,
-           ns_ + "/configmaps?fieldValidation=Strict",
-           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm9"},"bogus":1})"}
+               ns_ + "/configmaps?fieldValidation=Strict",
+               R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm9"},"bogus":1})"}
               .gaps({"/code", "/reason", "/message", "/causes", "/object"}));
 }
 
 TEST_F(ApiDifferentialTest, ServerSideApply) {
   compare(Case{"apply creates", Verb::kPatch, ns_ + "/configmaps/cm2?fieldManager=alice",
-           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '1', b: '2'}\n",
-           kApplyYaml});
+               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '1', b: '2'}\n",
+               kApplyYaml});
   compare(Case{"a second manager's conflicting apply", Verb::kPatch,
-           ns_ + "/configmaps/cm2?fieldManager=bob",
-           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '9'}\n",
-           kApplyYaml}
+               ns_ + "/configmaps/cm2?fieldManager=bob",
+               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '9'}\n",
+               kApplyYaml}
               .gaps({"/code", "/reason", "/message", "/causes", "/object"}));
   compare(Case{"apply without a field the manager owned removes it", Verb::kPatch,
-           ns_ + "/configmaps/cm2?fieldManager=alice",
-           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '1'}\n",
-           kApplyYaml}
+               ns_ + "/configmaps/cm2?fieldManager=alice",
+               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2}\ndata: {a: '1'}\n",
+               kApplyYaml}
               .gaps({"/object/data"}));
 }
 
@@ -314,11 +320,11 @@ TEST_F(ApiDifferentialTest, PodAndServiceDefaultsAndValidation) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   compare(Case{"a minimal pod", Verb::kPost, ns_ + "/pods",
-           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},
+               R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},
                "spec":{"containers":[{"name":"c","image":"busybox"}]}})"}
               .gaps({"/object/spec/volumes", "/object/spec/containers/0/volumeMounts"}));
   compare(Case{"a pod with probes, resources and a ConfigMap volume", Verb::kPost, ns_ + "/pods",
-           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2"},
+               R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2"},
                "spec":{"restartPolicy":"Never","automountServiceAccountToken":false,
                  "volumes":[{"name":"cfg","configMap":{"name":"cm1"}}],
                  "containers":[{"name":"c","image":"busybox:1.36",
@@ -327,20 +333,21 @@ TEST_F(ApiDifferentialTest, PodAndServiceDefaultsAndValidation) {
                    "ports":[{"containerPort":8080}],
                    "volumeMounts":[{"name":"cfg","mountPath":"/cfg"}]}]}})"});
   compare(Case{"a pod whose cpu is not a quantity", Verb::kPost, ns_ + "/pods",
-           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p3"},
+               R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p3"},
                "spec":{"containers":[{"name":"c","image":"busybox",
                  "resources":{"limits":{"cpu":"abc"}}}]}})"});
   compare(Case{"a ClusterIP service", Verb::kPost, ns_ + "/services",
-           R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},
+               R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},
                "spec":{"selector":{"app":"web"},"ports":[{"port":80}]}})"}
               .gaps({"/object/spec/clusterIP", "/object/spec/clusterIPs"}));
   compare(Case{"a headless service", Verb::kPost, ns_ + "/services",
-           R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"workers"},
+               R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"workers"},
                "spec":{"clusterIP":"None","selector":{"app":"w"},"ports":[{"name":"store","port":29400}]}})"});
 }
 
 TEST_F(ApiDifferentialTest, CustomResourceValidation) {
-  const std::string crd = R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+  const std::string crd =
+      R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
     "metadata":{"name":"gadgets.example.dev"},
     "spec":{"group":"example.dev","scope":"Namespaced",
       "names":{"plural":"gadgets","singular":"gadget","kind":"Gadget"},
@@ -353,8 +360,8 @@ TEST_F(ApiDifferentialTest, CustomResourceValidation) {
               "min":{"type":"integer","format":"int32","maximum":2147483647},
               "max":{"type":"integer","format":"int32","maximum":2147483647},
               "size":{"type":"string","maxLength":3}}}}}}}]}})";
-  compare(Case{"create the CRD", Verb::kPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-           crd});
+  compare(Case{"create the CRD", Verb::kPost,
+               "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd});
   // A new CRD is served a moment after it is Established.
   for (int i = 0; i < 100; ++i) {
     kube::ApiRequest r;
@@ -369,14 +376,17 @@ TEST_F(ApiDifferentialTest, CustomResourceValidation) {
     return R"({"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":")" + name +
            R"("},"spec":)" + spec + "}";
   };
-  compare(Case{"a valid custom resource", Verb::kPost, gadgets, gadget("g1", R"({"min":1,"max":2})")});
+  compare(
+      Case{"a valid custom resource", Verb::kPost, gadgets, gadget("g1", R"({"min":1,"max":2})")});
   compare(Case{"a field-level rule", Verb::kPost, gadgets, gadget("g2", R"({"min":3,"max":2})")});
-  compare(Case{"a root-level rule", Verb::kPost, gadgets, gadget("forbidden", R"({"min":1,"max":2})")});
-  compare(Case{"a bound beyond int32", Verb::kPost, gadgets, gadget("g3", R"({"min":1,"max":3000000000})")});
+  compare(
+      Case{"a root-level rule", Verb::kPost, gadgets, gadget("forbidden", R"({"min":1,"max":2})")});
+  compare(Case{"a bound beyond int32", Verb::kPost, gadgets,
+               gadget("g3", R"({"min":1,"max":3000000000})")});
   compare(Case{"too long and a failing rule at once", Verb::kPost, gadgets,
-           gadget("g4", R"({"min":3,"max":2,"size":"abcd"})")});
+               gadget("g4", R"({"min":3,"max":2,"size":"abcd"})")});
   compare(Case{"a wrong type and a rule over it", Verb::kPost, gadgets,
-           gadget("g5", R"({"min":"three","max":2})")});
+               gadget("g5", R"({"min":"three","max":2})")});
 }
 
 }  // namespace

@@ -26,8 +26,9 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
     envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
     // Every controller but node lifecycle: the local kubelet is a node that never goes NotReady
     // for lack of a lease renewal the tests do not wait for.
-    if (std::string why = envtest_->start({{"KCM_CONTROLLERS", "*,-nodelifecycle"}});
-        !why.empty()) {
+    std::map<std::string, std::string> env = envtest_env_;
+    env.emplace("KCM_CONTROLLERS", "*,-nodelifecycle");
+    if (std::string why = envtest_->start(env); !why.empty()) {
       return why;
     }
     argv.push_back("--cluster-kubeconfig");

@@ -29,6 +29,9 @@ namespace ringmaster::testutil {
 class LocalCluster {
  public:
   explicit LocalCluster(ControlPlane plane = ControlPlane::kLocal) : plane_(plane) {}
+  // `envtest_env`: added to envtest's `start` environment (e.g. ADMISSION=ResourceQuota).
+  LocalCluster(ControlPlane plane, std::map<std::string, std::string> envtest_env)
+      : plane_(plane), envtest_env_(std::move(envtest_env)) {}
   ~LocalCluster();
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
@@ -64,6 +67,7 @@ class LocalCluster {
 
  private:
   ControlPlane plane_;
+  std::map<std::string, std::string> envtest_env_;
   TempDir dir_;
   std::string kubectl_;
   std::map<std::string, std::string> env_;

@@ -62,11 +62,10 @@ TEST(BuiltinDefaults, ImagePullPolicyFollowsTheTag) {
     const char* image;
     const char* policy;
   };
-  for (const Row& row : {Row{"busybox", "Always"}, Row{"busybox:latest", "Always"},
-                         Row{"busybox:1.36", "IfNotPresent"},
-                         Row{"localhost:5000/trainer", "Always"},
-                         Row{"localhost:5000/trainer:v2", "IfNotPresent"},
-                         Row{"img@sha256:abc", "IfNotPresent"}}) {
+  for (const Row& row :
+       {Row{"busybox", "Always"}, Row{"busybox:latest", "Always"},
+        Row{"busybox:1.36", "IfNotPresent"}, Row{"localhost:5000/trainer", "Always"},
+        Row{"localhost:5000/trainer:v2", "IfNotPresent"}, Row{"img@sha256:abc", "IfNotPresent"}}) {
     json p = pod({{"name", "c"}, {"image", row.image}});
     defaultPod(p, true);
     EXPECT_EQ(p["spec"]["containers"][0]["imagePullPolicy"], row.policy) << row.image;
@@ -74,12 +73,13 @@ TEST(BuiltinDefaults, ImagePullPolicyFollowsTheTag) {
 }
 
 TEST(BuiltinDefaults, ProbesPortsVolumesAndRequestsFromLimits) {
-  json p = pod({{"name", "c"},
-                {"image", "x:1"},
-                {"ports", {{{"containerPort", 80}}}},
-                {"readinessProbe", {{"httpGet", {{"port", 80}}}}},
-                {"resources", {{"limits", {{"cpu", "1"}, {"memory", "1Gi"}}}}}},
-               {{"volumes", {{{"name", "cfg"}, {"configMap", {{"name", "cm"}}}}, {{"name", "scratch"}}}}});
+  json p = pod(
+      {{"name", "c"},
+       {"image", "x:1"},
+       {"ports", {{{"containerPort", 80}}}},
+       {"readinessProbe", {{"httpGet", {{"port", 80}}}}},
+       {"resources", {{"limits", {{"cpu", "1"}, {"memory", "1Gi"}}}}}},
+      {{"volumes", {{{"name", "cfg"}, {"configMap", {{"name", "cm"}}}}, {{"name", "scratch"}}}}});
   defaultPod(p, true);
   const json& c = p["spec"]["containers"][0];
   EXPECT_EQ(c["ports"][0]["protocol"], "TCP");
@@ -107,7 +107,8 @@ TEST(BuiltinDefaults, QosClass) {
       {{{"limits", {{"cpu", "1"}, {"memory", "1Gi"}}},
         {"requests", {{"cpu", "1000m"}, {"memory", "1Gi"}}}},
        "Guaranteed"},
-      {{{"limits", {{"cpu", "2"}, {"memory", "1Gi"}}}, {"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}},
+      {{{"limits", {{"cpu", "2"}, {"memory", "1Gi"}}},
+        {"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}},
        "Burstable"},
   };
   for (const Row& row : rows) {
@@ -118,12 +119,13 @@ TEST(BuiltinDefaults, QosClass) {
 
 TEST(BuiltinDefaults, AQuantityThatDoesNotParseIsABadRequest) {
   for (const json& good : {json("2"), json("500m"), json("1Gi"), json(3), json(0.5)}) {
-    EXPECT_FALSE(podQuantityError(pod({{"name", "c"}, {"resources", {{"limits", {{"cpu", good}}}}}})))
+    EXPECT_FALSE(
+        podQuantityError(pod({{"name", "c"}, {"resources", {{"limits", {{"cpu", good}}}}}})))
         << good.dump();
   }
   for (const json& bad : {json("abc"), json("1.5.5"), json(true)}) {
-    auto error = podQuantityError(
-        pod({{"name", "c"}, {"resources", {{"requests", {{"memory", bad}}}}}}));
+    auto error =
+        podQuantityError(pod({{"name", "c"}, {"resources", {{"requests", {{"memory", bad}}}}}}));
     ASSERT_TRUE(error) << bad.dump();
     EXPECT_EQ(error->code(), 400);
     EXPECT_EQ(error->reason(), "BadRequest");
@@ -133,7 +135,8 @@ TEST(BuiltinDefaults, AQuantityThatDoesNotParseIsABadRequest) {
 }
 
 TEST(BuiltinDefaults, ServiceDefaults) {
-  json headless = {{"spec", {{"clusterIP", "None"}, {"ports", {{{"name", "store"}, {"port", 29400}}}}}}};
+  json headless = {
+      {"spec", {{"clusterIP", "None"}, {"ports", {{{"name", "store"}, {"port", 29400}}}}}}};
   defaultService(headless);
   EXPECT_EQ(headless["spec"]["type"], "ClusterIP");
   EXPECT_EQ(headless["spec"]["sessionAffinity"], "None");
