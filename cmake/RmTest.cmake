@@ -1,8 +1,9 @@
 # rm_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [LOCAL_PODS] [ENVTEST])
 # One GoogleTest binary per target; registered with ctest as one test per binary so that a
-# suite of ranks-as-threads tests shares one process start. LOCAL_PODS: the test runs pods on a
-# local kubelet, whose addresses (127.1.x.y) and ports every kubelet allocates alike, so ctest -j
-# never runs two such tests at once (RESOURCE_LOCK).
+# suite of ranks-as-threads tests shares one process start. LOCAL_PODS: the test runs local pods
+# (127.1.x.y): kubelets hold their addresses apart, but launcher_test binds fixed ones and the
+# pods' timing suffers when two such tests share the cores, so ctest -j never runs two at once
+# (RESOURCE_LOCK).
 # A binary whose tests all skipped exits 77 (lib/testing/gtest_main.cc): ctest says Skipped.
 # ENVTEST: the binary's tests are instantiated per control plane (tests/testutil's
 # kControlPlanes); ctest runs them as two tests, <name> (the embedded API server) and

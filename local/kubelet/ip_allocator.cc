@@ -1,5 +1,10 @@
 #include "local/kubelet/ip_allocator.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -17,15 +22,47 @@ std::string IpAllocator::format(uint32_t index) {
   return "127.1." + std::to_string(index / 254) + "." + std::to_string(index % 254 + 1);
 }
 
+IpAllocator::~IpAllocator() {
+  for (const auto& [index, fd] : lock_fds_) close(fd);
+}
+
+std::filesystem::path IpAllocator::hostLockDir() {
+  return std::filesystem::temp_directory_path() / "ringmaster-pod-ips";
+}
+
+bool IpAllocator::take(uint32_t i) {
+  if (used_.count(i)) return false;
+  if (!host_locks_.empty()) {
+    std::error_code ec;
+    if (std::filesystem::create_directories(host_locks_, ec)) {
+      // Shared by the kubelets of every user of the host, as /tmp itself is.
+      chmod(host_locks_.c_str(), 01777);
+    }
+    const std::string path = (host_locks_ / format(i)).string();
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return false;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      close(fd);
+      return false;
+    }
+    lock_fds_[i] = fd;
+  }
+  used_.insert(i);
+  return true;
+}
+
 core::Result<std::string> IpAllocator::allocate() {
   while (next_fresh_ < kSize) {
     uint32_t i = next_fresh_++;
-    if (used_.insert(i).second) return format(i);
+    if (take(i)) return format(i);
+    if (!used_.count(i)) released_.push_back(i);  // another kubelet's: try again later
   }
-  while (!released_.empty()) {
+  // Released ones, and fresh ones another kubelet held when they came up, once more.
+  for (size_t tries = released_.size(); tries > 0; --tries) {
     uint32_t i = released_.front();
     released_.pop_front();
-    if (used_.insert(i).second) return format(i);
+    if (take(i)) return format(i);
+    released_.push_back(i);
   }
   return core::unavailable("no free pod IP: all " + std::to_string(kSize) +
                            " addresses of 127.1.0.0/16 are in use");
@@ -33,12 +70,16 @@ core::Result<std::string> IpAllocator::allocate() {
 
 bool IpAllocator::claim(const std::string& ip) {
   auto i = parse(ip);
-  return i && used_.insert(*i).second;
+  return i && take(*i);
 }
 
 void IpAllocator::release(const std::string& ip) {
   auto i = parse(ip);
   if (!i || used_.erase(*i) == 0) return;
+  if (auto fd = lock_fds_.find(*i); fd != lock_fds_.end()) {
+    close(fd->second);
+    lock_fds_.erase(fd);
+  }
   if (*i < next_fresh_) released_.push_back(*i);
 }
 

@@ -150,6 +150,9 @@ class Kubelet::Impl {
   // A configMap's or secret's data; nullopt when it does not exist.
   core::Result<std::optional<std::map<std::string, std::string>>> sourceData(
       const std::string& ns, bool secret, const std::string& name);
+  // A token of the pod's ServiceAccount bound to the pod, from the API server (TokenRequest).
+  core::Result<std::string> serviceAccountToken(const kube::Pod& pod,
+                                                const kube::ServiceAccountTokenProjection& t);
   core::Result<std::optional<std::string>> lookupKey(const std::string& ns, bool secret,
                                                      const std::string& name,
                                                      const std::string& key);
@@ -180,7 +183,7 @@ class Kubelet::Impl {
   std::map<std::string, Resources> assumed_;  // bound by us, runtime not seen yet
   bool schedule_due_ = false;
   Clock::time_point next_schedule_retry_{};
-  IpAllocator ips_;
+  IpAllocator ips_{IpAllocator::hostLockDir()};  // shared with the kubelets beside it
   std::string hosts_text_;
   bool hosts_dirty_ = true;
   Clock::time_point next_heartbeat_{};
@@ -811,6 +814,47 @@ core::Result<std::optional<std::map<std::string, std::string>>> Kubelet::Impl::s
   return Data(std::move(data));
 }
 
+core::Result<std::string> Kubelet::Impl::serviceAccountToken(
+    const kube::Pod& pod, const kube::ServiceAccountTokenProjection& t) {
+  const std::string& ns = pod.metadata.namespace_name;
+  const std::string sa =
+      pod.spec.service_account_name.empty() ? "default" : pod.spec.service_account_name;
+  nlohmann::json spec = {{"expirationSeconds", t.expiration_seconds.value_or(3600)},
+                         {"boundObjectRef",
+                          {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"name", pod.metadata.name},
+                           {"uid", pod.metadata.uid}}}};
+  spec["audiences"] =
+      t.audience.empty() ? nlohmann::json::array() : nlohmann::json::array({t.audience});
+  kube::ApiRequest call;
+  call.verb = kube::Verb::kPost;
+  call.path = "/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token";
+  call.body = nlohmann::json{
+      {"apiVersion", "authentication.k8s.io/v1"},
+      {"kind", "TokenRequest"},
+      {"spec",
+       spec}}.dump();
+  call.timeout = seconds(30);
+  kube::ApiResult<kube::ApiResponse> answer = kube::callApi(client_, call);
+  if (!answer.ok()) {
+    return answer.status().withContext("token of ServiceAccount " + ns + "/" + sa);
+  }
+  nlohmann::json body = nlohmann::json::parse(answer->body, nullptr, false);
+  const nlohmann::json* token = body.is_object() && body.contains("status") &&
+                                        body["status"].is_object() &&
+                                        body["status"].contains("token")
+                                    ? &body["status"]["token"]
+                                    : nullptr;
+  if (token == nullptr || !token->is_string()) {
+    return core::internalError("token of ServiceAccount " + ns + "/" + sa +
+                               ": the TokenRequest answer has no status.token");
+  }
+  RM_LOG(INFO, LOCAL) << "pod " << ns << "/" << pod.metadata.name << ": token of ServiceAccount "
+                      << sa << " issued for " << t.expiration_seconds.value_or(3600) << " s";
+  return token->get<std::string>();
+}
+
 core::Result<std::optional<std::string>> Kubelet::Impl::lookupKey(const std::string& ns,
                                                                   bool secret,
                                                                   const std::string& name,
@@ -851,11 +895,16 @@ bool Kubelet::Impl::prepare(PodRuntime& rt) {
     rt.prepare_error = "volumeMounts need mount namespaces, which this kubelet may not create";
     return false;
   }
-  SourceLookup lookup = [&](bool secret, const std::string& name) {
-    return sourceData(ns, secret, name);
+  PodSources sources;
+  sources.data = [&](bool secret, const std::string& name) { return sourceData(ns, secret, name); };
+  sources.field = [&](const std::string& field_path) {
+    return downwardApiValue(pod, field_path, PodFacts{rt.ip, kHostIp, options_.node_name});
+  };
+  sources.token = [&](const kube::ServiceAccountTokenProjection& t) {
+    return serviceAccountToken(pod, t);
   };
   for (const auto& v : pod.spec.volumes) {
-    core::Result<VolumeDir> dir = setUpVolume(v, ns, rt.dir, options_.root_dir, lookup);
+    core::Result<VolumeDir> dir = setUpVolume(v, ns, rt.dir, options_.root_dir, sources);
     if (!dir.ok()) {
       rt.prepare_error = dir.status().message();
       return false;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ringmaster::local::kubelet {
 
@@ -72,6 +73,58 @@ core::Result<std::string> fieldRefValue(const kube::Pod& pod, const std::string&
     return it == m.annotations.end() ? std::string() : it->second;
   }
   return core::invalidArgument("unsupported fieldRef.fieldPath \"" + field_path + "\"");
+}
+
+namespace {
+
+// Go's %q for the printable ASCII and escapes a label or annotation value can hold.
+std::string quoted(const std::string& value) {
+  std::string out = "\"";
+  for (unsigned char c : value) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "\\x%02x", c);
+          out += hex;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+core::Result<std::string> downwardApiValue(const kube::Pod& pod, const std::string& field_path,
+                                           const PodFacts& facts) {
+  if (field_path == "metadata.labels" || field_path == "metadata.annotations") {
+    const auto& entries =
+        field_path == "metadata.labels" ? pod.metadata.labels : pod.metadata.annotations;
+    std::string out;
+    for (const auto& [key, value] : entries) {  // a std::map: sorted by key
+      if (!out.empty()) out += '\n';
+      out += key + "=" + quoted(value);
+    }
+    return out;
+  }
+  return fieldRefValue(pod, field_path, facts);
 }
 
 std::vector<std::string> passthroughNames() {

@@ -40,6 +40,10 @@ struct PodFacts {
 };
 core::Result<std::string> fieldRefValue(const kube::Pod& pod, const std::string& field_path,
                                         const PodFacts& facts);
+// A downward API volume file's content: what fieldRefValue gives, and also the whole
+// metadata.labels or metadata.annotations as sorted key="value" lines (values quoted as Go's %q).
+core::Result<std::string> downwardApiValue(const kube::Pod& pod, const std::string& field_path,
+                                           const PodFacts& facts);
 
 // Reads key `key` of ConfigMap (secret == false) or Secret `name` in the pod's namespace;
 // nullopt when the object or key does not exist.

@@ -74,6 +74,8 @@ std::optional<fs::path> volumeBase(const kube::Volume& volume, const std::string
   if (volume.empty_dir) return vols / "empty-dir";
   if (volume.config_map) return vols / "configmap";
   if (volume.secret) return vols / "secret";
+  if (volume.downward_api) return vols / "downward-api";
+  if (volume.projected) return vols / "projected";
   if (volume.persistent_volume_claim) return root_dir / "volumes" / namespace_name;
   return std::nullopt;
 }
@@ -92,7 +94,8 @@ core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string&
   if (!base) {
     return core::invalidArgument("volume " + volume.name +
                                  ": unsupported volume source (supported: emptyDir, hostPath, "
-                                 "configMap, secret, persistentVolumeClaim)");
+                                 "configMap, secret, downwardAPI, projected, "
+                                 "persistentVolumeClaim)");
   }
   const auto& pvc = volume.persistent_volume_claim;
   const std::string& leaf = pvc ? pvc->claim_name : volume.name;
@@ -102,32 +105,109 @@ core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string&
                                  (pvc ? "bad claimName \"" : "bad volume name \"") + leaf +
                                  "\": its directory would not lie inside " + base->string());
   }
-  return VolumeDir{*base / leaf,
-                   pvc ? pvc->read_only.value_or(false) : volume.config_map || volume.secret};
+  const bool written_by_kubelet =
+      volume.config_map || volume.secret || volume.downward_api || volume.projected;
+  return VolumeDir{*base / leaf, pvc ? pvc->read_only.value_or(false) : written_by_kubelet};
 }
+
+namespace {
+
+// The files of a downwardAPI volume or projection.
+core::Status appendDownwardFiles(const kube::DownwardApiVolumeSource& source, int default_mode,
+                                 const PodSources& sources, const std::string& what,
+                                 std::vector<ProjectedFile>& out) {
+  for (const auto& item : source.items) {
+    if (!safeRelative(item.path)) {
+      return core::invalidArgument(what + ": downwardAPI path \"" + item.path +
+                                   "\" must be relative and must not contain \"..\"");
+    }
+    if (!item.field_ref) {
+      return core::invalidArgument(what + ": downwardAPI item \"" + item.path +
+                                   "\": only fieldRef is supported");
+    }
+    if (!sources.field) return core::invalidArgument(what + ": no pod fields to project");
+    core::Result<std::string> value = sources.field(item.field_ref->field_path);
+    if (!value.ok()) return value.status().withContext(what + ": " + item.path);
+    out.push_back({item.path, *value, item.mode.value_or(default_mode)});
+  }
+  return core::Status::Ok();
+}
+
+// The files of a configMap or secret (projected or a volume of its own); none for an optional
+// source that does not exist.
+core::Status appendKeyFiles(bool secret, const std::string& name,
+                            const std::vector<kube::KeyToPath>& items,
+                            std::optional<int32_t> default_mode, bool optional,
+                            const PodSources& sources, const std::string& what,
+                            std::vector<ProjectedFile>& out) {
+  RM_ASSIGN_OR_RETURN(auto data, sources.data(secret, name));
+  if (!data && !optional) {
+    return core::notFound(std::string(secret ? "secret" : "configmap") + " \"" + name +
+                          "\" not found");
+  }
+  RM_ASSIGN_OR_RETURN(auto files, projectKeys(data.value_or(std::map<std::string, std::string>{}),
+                                              items, default_mode, optional, what));
+  out.insert(out.end(), files.begin(), files.end());
+  return core::Status::Ok();
+}
+
+core::Result<std::vector<ProjectedFile>> projectedFiles(const kube::ProjectedVolumeSource& p,
+                                                        const PodSources& sources,
+                                                        const std::string& what) {
+  const int mode = p.default_mode.value_or(0644);
+  std::vector<ProjectedFile> files;
+  for (const auto& source : p.sources) {
+    if (source.config_map || source.secret) {
+      const kube::KeyProjection& k = source.config_map ? *source.config_map : *source.secret;
+      RM_RETURN_IF_ERROR(appendKeyFiles(source.secret.has_value(), k.name, k.items, mode,
+                                        k.optional.value_or(false), sources, what, files));
+    } else if (source.downward_api) {
+      RM_RETURN_IF_ERROR(appendDownwardFiles(*source.downward_api, mode, sources, what, files));
+    } else if (source.service_account_token) {
+      const kube::ServiceAccountTokenProjection& t = *source.service_account_token;
+      if (!safeRelative(t.path)) {
+        return core::invalidArgument(what + ": serviceAccountToken path \"" + t.path +
+                                     "\" must be relative and must not contain \"..\"");
+      }
+      if (!sources.token) return core::invalidArgument(what + ": no ServiceAccount tokens here");
+      core::Result<std::string> token = sources.token(t);
+      if (!token.ok()) return token.status().withContext(what + ": serviceAccountToken");
+      files.push_back({t.path, *token, mode});
+    } else {
+      return core::invalidArgument(what +
+                                   ": unsupported projected source (supported: "
+                                   "configMap, secret, downwardAPI, serviceAccountToken)");
+    }
+  }
+  return files;
+}
+
+}  // namespace
 
 core::Result<VolumeDir> setUpVolume(const kube::Volume& v, const std::string& ns,
                                     const fs::path& pod_dir, const fs::path& root_dir,
-                                    const SourceLookup& lookup) {
+                                    const PodSources& sources) {
   const std::string what = "volume " + v.name;
   RM_ASSIGN_OR_RETURN(VolumeDir dir, volumeDir(v, ns, pod_dir, root_dir));
   if (auto base = volumeBase(v, ns, pod_dir, root_dir)) {
     RM_RETURN_IF_ERROR(checkInside(*base, dir.path, what));
   }
   if (v.config_map || v.secret) {
-    const std::string& name = v.config_map ? v.config_map->name : v.secret->secret_name;
-    RM_ASSIGN_OR_RETURN(auto data, lookup(v.secret.has_value(), name));
-    const bool optional =
-        v.config_map ? v.config_map->optional.value_or(false) : v.secret->optional.value_or(false);
-    if (!data && !optional) {
-      return core::notFound(std::string(v.config_map ? "configmap" : "secret") + " \"" + name +
-                            "\" not found");
-    }
-    RM_ASSIGN_OR_RETURN(
-        auto files, projectKeys(data.value_or(std::map<std::string, std::string>{}),
-                                v.config_map ? v.config_map->items : v.secret->items,
-                                v.config_map ? v.config_map->default_mode : v.secret->default_mode,
-                                optional, what));
+    std::vector<ProjectedFile> files;
+    RM_RETURN_IF_ERROR(appendKeyFiles(
+        v.secret.has_value(), v.config_map ? v.config_map->name : v.secret->secret_name,
+        v.config_map ? v.config_map->items : v.secret->items,
+        v.config_map ? v.config_map->default_mode : v.secret->default_mode,
+        v.config_map ? v.config_map->optional.value_or(false) : v.secret->optional.value_or(false),
+        sources, what, files));
+    RM_RETURN_IF_ERROR(writeProjection(dir.path, files));
+  } else if (v.downward_api) {
+    std::vector<ProjectedFile> files;
+    RM_RETURN_IF_ERROR(appendDownwardFiles(
+        *v.downward_api, v.downward_api->default_mode.value_or(0644), sources, what, files));
+    RM_RETURN_IF_ERROR(writeProjection(dir.path, files));
+  } else if (v.projected) {
+    RM_ASSIGN_OR_RETURN(auto files, projectedFiles(*v.projected, sources, what));
     RM_RETURN_IF_ERROR(writeProjection(dir.path, files));
   } else if (!v.host_path || v.host_path->type.value_or("") == "" ||
              v.host_path->type.value_or("") == "DirectoryOrCreate") {

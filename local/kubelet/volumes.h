@@ -5,6 +5,11 @@
 //   configMap, secret      <pod dir>/volumes/<configmap|secret>/<volume>: one file per key (or
 //                          per `items` entry, at its path), mode item.mode, else defaultMode,
 //                          else 0644; written at pod start
+//   downwardAPI            <pod dir>/volumes/downward-api/<volume>: one file per item, the pod
+//                          field it names (labels and annotations as key="value" lines)
+//   projected              <pod dir>/volumes/projected/<volume>: the files of its configMap,
+//                          secret and downwardAPI sources, and a ServiceAccount token bound to
+//                          the pod (a TokenRequest), written at pod start and not refreshed
 //   persistentVolumeClaim  <root>/volumes/<namespace>/<claimName> (outlives the pod)
 // Containers see them at their mountPaths through bind mounts in a private mount namespace
 // (process_launcher.h); configMap and secret mounts are read-only, as on Kubernetes.
@@ -71,14 +76,23 @@ std::optional<std::filesystem::path> volumeBase(const kube::Volume& volume,
 using SourceLookup = std::function<core::Result<std::optional<std::map<std::string, std::string>>>(
     bool secret, const std::string& name)>;
 
+// What volumes read beyond the pod spec: configMaps and secrets, the pod's own fields (downward
+// API: downwardApiValue in pod_env.h), and ServiceAccount tokens.
+struct PodSources {
+  SourceLookup data;
+  std::function<core::Result<std::string>(const std::string& field_path)> field;
+  std::function<core::Result<std::string>(const kube::ServiceAccountTokenProjection&)> token;
+};
+
 // Makes `volume`'s host directory ready: checks that it lies inside its volumeBase (symlinks
 // resolved) before anything is created or removed, then creates it (emptyDir, persistent
-// volume claims, hostPath of type "" or DirectoryOrCreate) or writes its configMap/secret files.
-// NotFound while a non-optional configMap/secret is missing (the kubelet retries).
+// volume claims, hostPath of type "" or DirectoryOrCreate) or writes its files (configMap,
+// secret, downwardAPI, projected). NotFound while a non-optional configMap/secret is missing
+// (the kubelet retries).
 core::Result<VolumeDir> setUpVolume(const kube::Volume& volume, const std::string& namespace_name,
                                     const std::filesystem::path& pod_dir,
                                     const std::filesystem::path& root_dir,
-                                    const SourceLookup& lookup);
+                                    const PodSources& sources);
 
 // The bind mounts of `container`: its volumeMounts resolved through `dirs` (volume name ->
 // dir), subPath appended; InvalidArgument for an unknown volume or a relative mountPath.

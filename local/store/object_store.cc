@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "local/store/labels.h"
 #include "local/store/metadata_limits.h"
 #include "local/store/names.h"
 #include "ringmaster/core/log.h"
@@ -296,6 +297,9 @@ ApiResult<ObjectPtr> ObjectStore::create(const ResourceKey& key, const std::stri
   if (auto causes = metadataLimitCauses(meta); !causes.empty()) {
     return invalidError(type->kind, type->group, name, std::move(causes));
   }
+  if (auto causes = labelCauses(meta); !causes.empty()) {
+    return invalidError(type->kind, type->group, name, std::move(causes));
+  }
   std::string skey = storageKey(ns, name);
   if (bucket.objects.count(skey)) return alreadyExistsError(key, name);
   for (const char* f : {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
@@ -432,6 +436,9 @@ ApiResult<ObjectPtr> ObjectStore::updateLocked(const ResourceType& type, const s
   }
   next["metadata"]["resourceVersion"] = std::to_string(existing->resource_version);
   if (auto causes = metadataLimitCauses(next["metadata"]); !causes.empty()) {
+    return invalidError(type.kind, type.group, name, std::move(causes));
+  }
+  if (auto causes = labelCauses(next["metadata"]); !causes.empty()) {
     return invalidError(type.kind, type.group, name, std::move(causes));
   }
   if (type.admit) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "local/store/labels.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -74,56 +76,18 @@ std::vector<Token> lex(std::string_view s) {
   return out;
 }
 
-bool isAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-
-// ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], at most 63 characters.
-bool validNamePart(std::string_view s) {
-  if (s.empty() || s.size() > 63 || !isAlnum(s.front()) || !isAlnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return isAlnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-bool validDnsSubdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  for (char c : s) {
-    if (!(std::islower(static_cast<unsigned char>(c)) ||
-          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.'))
-      return false;
-  }
-  return isAlnum(s.front()) && isAlnum(s.back());
-}
-
 std::optional<std::string> validateKey(const std::string& key) {
-  std::string_view name = key;
-  auto slash = key.find('/');
-  if (slash != std::string::npos) {
-    std::string_view prefix = std::string_view(key).substr(0, slash);
-    name = std::string_view(key).substr(slash + 1);
-    if (!validDnsSubdomain(prefix)) {
-      return "key: Invalid value: \"" + key +
-             "\": prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-             "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
-             "character (e.g. 'example.com', regex used for validation is "
-             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-    }
-  }
-  if (!validNamePart(name)) {
-    return "key: Invalid value: \"" + key +
-           "\": name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-           "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-           "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-  }
-  return std::nullopt;
+  const std::vector<std::string> problems = labelKeyProblems(key);
+  if (problems.empty()) return std::nullopt;
+  return "key: Invalid value: \"" + key + "\": " + problems.front();
 }
 
 std::optional<std::string> validateValue(const std::string& key, size_t index,
                                          const std::string& v) {
-  if (v.empty() || validNamePart(v)) return std::nullopt;
+  const std::vector<std::string> problems = labelValueProblems(v);
+  if (problems.empty()) return std::nullopt;
   return "values[" + std::to_string(index) + "][" + key + "]: Invalid value: \"" + v +
-         "\": a valid label must be an empty string or consist of alphanumeric characters, '-', "
-         "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-         "'my_value',  or '12345', regex used for validation is "
-         "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+         "\": " + problems.front();
 }
 
 class LabelParser {

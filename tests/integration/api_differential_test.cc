@@ -274,6 +274,13 @@ TEST_F(ApiDifferentialTest, BuiltinWritesErrorsAndWatch) {
   compare(Case{"get a missing ConfigMap", Verb::kGet, ns_ + "/configmaps/nope", ""});
   compare(Case{"a name that is not a DNS subdomain", Verb::kPost, ns_ + "/configmaps",
                R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}})"});
+  compare(Case{
+      "a label value with a space", Verb::kPost, ns_ + "/configmaps",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm3","labels":{"tier":"back end"}}})"});
+  // kube-apiserver repeats the same cause on an update (four times); the message says it once.
+  compare(Case{"a label key that is not a qualified name", Verb::kPatch, ns_ + "/configmaps/cm1",
+               R"({"metadata":{"labels":{"Example.com/x":"1"}}})", kube::kMergePatchContentType}
+              .gaps({"/causes"}));
   compare(Case{"merge patch", Verb::kPatch, ns_ + "/configmaps/cm1", R"({"data":{"b":"2"}})",
                kube::kMergePatchContentType});
   compare(Case{"json patch whose test fails", Verb::kPatch, ns_ + "/configmaps/cm1",

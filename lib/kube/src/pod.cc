@@ -177,6 +177,47 @@ void visitPvcVolume(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitDownwardApiFile(V& v, S& s) {
+  v("path", s.path);
+  v("fieldRef", s.field_ref);
+  v("mode", s.mode);
+}
+
+template <class V, class S>
+void visitDownwardApiVolume(V& v, S& s) {
+  v("items", s.items);
+  v("defaultMode", s.default_mode);
+}
+
+template <class V, class S>
+void visitKeyProjection(V& v, S& s) {
+  v("name", s.name);
+  v("items", s.items);
+  v("optional", s.optional);
+}
+
+template <class V, class S>
+void visitTokenProjection(V& v, S& s) {
+  v("audience", s.audience);
+  v("expirationSeconds", s.expiration_seconds);
+  v("path", s.path);
+}
+
+template <class V, class S>
+void visitVolumeProjection(V& v, S& s) {
+  v("configMap", s.config_map);
+  v("secret", s.secret);
+  v("downwardAPI", s.downward_api);
+  v("serviceAccountToken", s.service_account_token);
+}
+
+template <class V, class S>
+void visitProjectedVolume(V& v, S& s) {
+  v("sources", s.sources);
+  v("defaultMode", s.default_mode);
+}
+
+template <class V, class S>
 void visitVolume(V& v, S& s) {
   v("name", s.name);
   v("emptyDir", s.empty_dir);
@@ -184,6 +225,8 @@ void visitVolume(V& v, S& s) {
   v("configMap", s.config_map);
   v("secret", s.secret);
   v("persistentVolumeClaim", s.persistent_volume_claim);
+  v("projected", s.projected);
+  v("downwardAPI", s.downward_api);
 }
 
 template <class V, class S>
@@ -290,6 +333,12 @@ RM_KUBE_DEFINE_CODEC(HostPathVolumeSource, visitHostPath)
 RM_KUBE_DEFINE_CODEC(ConfigMapVolumeSource, visitConfigMapVolume)
 RM_KUBE_DEFINE_CODEC(SecretVolumeSource, visitSecretVolume)
 RM_KUBE_DEFINE_CODEC(PersistentVolumeClaimVolumeSource, visitPvcVolume)
+RM_KUBE_DEFINE_CODEC(DownwardApiVolumeFile, visitDownwardApiFile)
+RM_KUBE_DEFINE_CODEC(DownwardApiVolumeSource, visitDownwardApiVolume)
+RM_KUBE_DEFINE_CODEC(KeyProjection, visitKeyProjection)
+RM_KUBE_DEFINE_CODEC(ServiceAccountTokenProjection, visitTokenProjection)
+RM_KUBE_DEFINE_CODEC(VolumeProjection, visitVolumeProjection)
+RM_KUBE_DEFINE_CODEC(ProjectedVolumeSource, visitProjectedVolume)
 RM_KUBE_DEFINE_CODEC(Volume, visitVolume)
 RM_KUBE_DEFINE_CODEC(PodSpec, visitPodSpec)
 RM_KUBE_DEFINE_CODEC(ContainerStateWaiting, visitWaiting)

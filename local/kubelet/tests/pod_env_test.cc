@@ -104,6 +104,18 @@ TEST(ContainerEnv, UnsupportedFieldRefNamesTheVariable) {
   EXPECT_NE(env.status().message().find("BAD"), std::string::npos);
 }
 
+TEST(DownwardApiValue, LabelsAndAnnotationsAreSortedQuotedLines) {
+  kube::Pod pod;
+  pod.metadata.name = "p";
+  pod.metadata.labels = {{"b", "two"}, {"a", "say \"hi\"\n"}};
+  const PodFacts facts{"127.1.0.1", "127.0.0.1", "local"};
+  EXPECT_EQ(*downwardApiValue(pod, "metadata.labels", facts), "a=\"say \\\"hi\\\"\\n\"\nb=\"two\"");
+  EXPECT_EQ(*downwardApiValue(pod, "metadata.annotations", facts), "");
+  EXPECT_EQ(*downwardApiValue(pod, "metadata.name", facts), "p");
+  EXPECT_EQ(*downwardApiValue(pod, "status.podIP", facts), "127.1.0.1");
+  EXPECT_FALSE(downwardApiValue(pod, "spec.nodeSelector", facts).ok());
+}
+
 TEST(ContainerArgv, ExpandsCommandAndArgs) {
   kube::Container c;
   c.command = {"echo", "$(WHO)"};

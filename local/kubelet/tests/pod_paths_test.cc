@@ -73,12 +73,14 @@ kube::Pod goodPod() {
   c.name = "worker";
   c.volume_mounts = {{"data", "/data", std::nullopt, std::string("set/v1"), {}}};
   pod.spec.containers = {c};
-  kube::Volume data{"data", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}};
-  kube::Volume cfg{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
+  kube::Volume data{"data", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}, {}, {}};
+  kube::Volume cfg{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
+                   {},    {}, {}};
   cfg.config_map->items = {{"k", "dir/k.yaml", {}, {}}};
   kube::Volume ckpt{
-      "ckpt", {}, {}, {}, {}, kube::PersistentVolumeClaimVolumeSource{"claim", {}, {}}, {}};
-  kube::Volume host{"host", {}, kube::HostPathVolumeSource{"/srv/data", {}, {}}, {}, {}, {}, {}};
+      "ckpt", {}, {}, {}, {}, kube::PersistentVolumeClaimVolumeSource{"claim", {}, {}}, {}, {}, {}};
+  kube::Volume host{"host", {}, kube::HostPathVolumeSource{"/srv/data", {}, {}}, {}, {}, {}, {},
+                    {},     {}};
   pod.spec.volumes = {data, cfg, ckpt, host};
   return pod;
 }
@@ -154,23 +156,27 @@ class VolumeContainment : public ::testing::Test {
   TempDir tmp_;
   fs::path root_, pod_dir_;
   std::vector<fs::path> sentinels_;
-  SourceLookup lookup_ = [](bool, const std::string&) {
-    return core::Result<std::optional<std::map<std::string, std::string>>>(
-        std::map<std::string, std::string>{{"k", "v"}});
-  };
+  PodSources lookup_{[](bool, const std::string&) {
+                       return core::Result<std::optional<std::map<std::string, std::string>>>(
+                           std::map<std::string, std::string>{{"k", "v"}});
+                     },
+                     {},
+                     {}};
 };
 
 TEST_F(VolumeContainment, ClimbingVolumeNamesTouchNothingOutside) {
   for (const std::string name : {"..", "../../sentinel", "../../../../../sentinel",
                                  "../../../../../../sentinel", "x/../../../sentinel"}) {
-    kube::Volume cm{name, {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
-    kube::Volume secret{name, {}, {}, {}, kube::SecretVolumeSource{"s", {}, {}, {}, {}}, {}, {}};
-    kube::Volume empty{name, kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}};
+    kube::Volume cm{name, {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
+                    {},   {}, {}};
+    kube::Volume secret{name, {}, {}, {}, kube::SecretVolumeSource{"s", {}, {}, {}, {}},
+                        {},   {}, {}, {}};
+    kube::Volume empty{name, kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}, {}, {}};
     for (const kube::Volume& v : {cm, secret, empty}) {
       EXPECT_FALSE(setUpVolume(v, "default", pod_dir_, root_, lookup_).ok()) << name;
     }
     kube::Volume pvc{"v", {}, {}, {}, {}, kube::PersistentVolumeClaimVolumeSource{name, {}, {}},
-                     {}};
+                     {},  {}, {}};
     EXPECT_FALSE(setUpVolume(pvc, "default", pod_dir_, root_, lookup_).ok()) << name;
   }
   expectSentinelsSurvive();
@@ -179,7 +185,8 @@ TEST_F(VolumeContainment, ClimbingVolumeNamesTouchNothingOutside) {
 TEST_F(VolumeContainment, ClimbingItemPathsTouchNothingOutside) {
   for (const std::string path :
        {"../../sentinel/keep", "../../../../../../sentinel/keep", "/tmp/sentinel/keep"}) {
-    kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
+    kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
+                    {},    {}, {}};
     cm.config_map->items = {{"k", path, {}, {}}};
     EXPECT_FALSE(setUpVolume(cm, "default", pod_dir_, root_, lookup_).ok()) << path;
   }
@@ -196,19 +203,21 @@ TEST_F(VolumeContainment, AVolumeDirectorySymlinkedOutIsNotFollowed) {
   // not empty the sentinel when it rewrites the volume.
   fs::create_directories(pod_dir_ / "volumes" / "configmap");
   fs::create_directory_symlink(root_ / "sentinel", pod_dir_ / "volumes" / "configmap" / "cfg");
-  kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
+  kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
+                  {},    {}, {}};
   EXPECT_FALSE(setUpVolume(cm, "default", pod_dir_, root_, lookup_).ok());
   expectSentinelsSurvive();
 }
 
 TEST_F(VolumeContainment, WellFormedVolumesAreSetUpInsideThePod) {
-  kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
+  kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
+                  {},    {}, {}};
   cm.config_map->items = {{"k", "dir/k.yaml", {}, {}}};
   auto dir = setUpVolume(cm, "default", pod_dir_, root_, lookup_);
   ASSERT_TRUE(dir.ok()) << dir.status().toString();
   EXPECT_EQ(dir->path, pod_dir_ / "volumes/configmap/cfg");
   EXPECT_TRUE(fs::exists(dir->path / "dir/k.yaml"));
-  kube::Volume empty{"scratch", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}};
+  kube::Volume empty{"scratch", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}, {}, {}};
   auto e = setUpVolume(empty, "default", pod_dir_, root_, lookup_);
   ASSERT_TRUE(e.ok()) << e.status().toString();
   EXPECT_TRUE(fs::is_directory(pod_dir_ / "volumes/empty-dir/scratch"));

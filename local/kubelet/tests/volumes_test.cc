@@ -55,18 +55,20 @@ TEST(WriteProjection, WritesFilesWithModesAndDropsOldOnes) {
 
 TEST(VolumeDir, MapsEachSourceToItsDirectory) {
   const fs::path pod = "/r/pods/ns/p_u", root = "/r";
-  kube::Volume empty{"scratch", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}};
+  kube::Volume empty{"scratch", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}, {}, {}};
   EXPECT_EQ(volumeDir(empty, "ns", pod, root)->path, pod / "volumes/empty-dir/scratch");
-  kube::Volume pvc{
-      "data", {}, {}, {}, {}, kube::PersistentVolumeClaimVolumeSource{"claim", true, {}}, {}};
+  kube::Volume pvc{"data", {}, {},
+                   {},     {}, kube::PersistentVolumeClaimVolumeSource{"claim", true, {}},
+                   {},     {}, {}};
   auto d = volumeDir(pvc, "ns", pod, root);
   EXPECT_EQ(d->path, root / "volumes/ns/claim");
   EXPECT_TRUE(d->read_only);
-  kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {}, {}};
+  kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
+                  {},    {}, {}};
   EXPECT_TRUE(volumeDir(cm, "ns", pod, root)->read_only);
-  kube::Volume host{"h", {}, kube::HostPathVolumeSource{"/data", {}, {}}, {}, {}, {}, {}};
+  kube::Volume host{"h", {}, kube::HostPathVolumeSource{"/data", {}, {}}, {}, {}, {}, {}, {}, {}};
   EXPECT_EQ(volumeDir(host, "ns", pod, root)->path, "/data");
-  kube::Volume unknown{"x", {}, {}, {}, {}, {}, {}};
+  kube::Volume unknown{"x", {}, {}, {}, {}, {}, {}, {}, {}};
   EXPECT_FALSE(volumeDir(unknown, "ns", pod, root).ok());
 }
 
@@ -82,6 +84,114 @@ TEST(ContainerMounts, ResolvesMountsWithSubPathAndReadOnly) {
             (std::vector<Mount>{{"/v/cfg", "/etc/app/", true}, {"/v/data/sub", "/data", true}}));
   c.volume_mounts.push_back({"nope", "/x", std::nullopt, std::nullopt, {}});
   EXPECT_FALSE(containerMounts(c, dirs).ok());
+}
+
+// A projected volume (what ServiceAccount admission adds to every pod: a token, the cluster's CA
+// from a ConfigMap, the namespace from the downward API) and a downwardAPI volume, from fake
+// sources.
+class ProjectedVolumes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/rm-projected-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    sources_.data = [](bool secret, const std::string& name) {
+      using Data = std::optional<std::map<std::string, std::string>>;
+      if (!secret && name == "kube-root-ca.crt") {
+        return core::Result<Data>(Data(std::map<std::string, std::string>{{"ca.crt", "CA"}}));
+      }
+      return core::Result<Data>(Data());
+    };
+    sources_.field = [](const std::string& path) -> core::Result<std::string> {
+      if (path == "metadata.namespace") return std::string("team");
+      return core::invalidArgument("unsupported fieldRef.fieldPath \"" + path + "\"");
+    };
+    sources_.token = [this](const kube::ServiceAccountTokenProjection& t) {
+      requested_ = t;
+      return core::Result<std::string>(std::string("header.payload.signature"));
+    };
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static kube::Volume apiAccess() {
+    kube::Volume v;
+    v.name = "kube-api-access-x1";
+    kube::ProjectedVolumeSource p;
+    p.default_mode = 0644;
+    kube::VolumeProjection token, ca, ns;
+    token.service_account_token = kube::ServiceAccountTokenProjection{"", 3607, "token", {}};
+    ca.config_map = kube::KeyProjection{"kube-root-ca.crt", {{"ca.crt", "ca.crt", {}, {}}}, {}, {}};
+    kube::DownwardApiVolumeSource d;
+    d.items.push_back(
+        {"namespace", kube::ObjectFieldSelector{"v1", "metadata.namespace", {}}, {}, {}});
+    ns.downward_api = d;
+    p.sources = {token, ca, ns};
+    v.projected = p;
+    return v;
+  }
+
+  std::string read(const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  fs::path root_;
+  PodSources sources_;
+  std::optional<kube::ServiceAccountTokenProjection> requested_;
+};
+
+TEST_F(ProjectedVolumes, TheServiceAccountVolumeHoldsTokenCaAndNamespace) {
+  auto dir = setUpVolume(apiAccess(), "team", root_ / "pod", root_, sources_);
+  ASSERT_TRUE(dir.ok()) << dir.status().toString();
+  EXPECT_TRUE(dir->read_only);
+  EXPECT_EQ(dir->path, root_ / "pod" / "volumes" / "projected" / "kube-api-access-x1");
+  EXPECT_EQ(read(dir->path / "token"), "header.payload.signature");
+  EXPECT_EQ(read(dir->path / "ca.crt"), "CA");
+  EXPECT_EQ(read(dir->path / "namespace"), "team");
+  ASSERT_TRUE(requested_);
+  EXPECT_EQ(requested_->expiration_seconds, 3607);
+  struct stat st {};
+  ASSERT_EQ(stat((dir->path / "token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+TEST_F(ProjectedVolumes, AFailedSourceNamesTheVolumeAndWhatFailed) {
+  sources_.token = [](const kube::ServiceAccountTokenProjection&) -> core::Result<std::string> {
+    return core::notFound("serviceaccounts \"default\" not found");
+  };
+  auto no_token = setUpVolume(apiAccess(), "team", root_ / "pod", root_, sources_);
+  ASSERT_FALSE(no_token.ok());
+  EXPECT_NE(no_token.status().message().find("volume kube-api-access-x1"), std::string::npos)
+      << no_token.status().toString();
+  EXPECT_NE(no_token.status().message().find("serviceaccounts \"default\" not found"),
+            std::string::npos);
+
+  kube::Volume climbing = apiAccess();
+  climbing.projected->sources[0].service_account_token->path = "../../token";
+  EXPECT_FALSE(setUpVolume(climbing, "team", root_ / "pod", root_, sources_).ok());
+  EXPECT_FALSE(fs::exists(root_ / "token"));
+}
+
+TEST_F(ProjectedVolumes, ADownwardApiVolumeWritesTheFieldsItNames) {
+  kube::Volume v;
+  v.name = "podinfo";
+  kube::DownwardApiVolumeSource d;
+  d.default_mode = 0400;
+  d.items.push_back({"ns", kube::ObjectFieldSelector{{}, "metadata.namespace", {}}, {}, {}});
+  v.downward_api = d;
+  auto dir = setUpVolume(v, "team", root_ / "pod", root_, sources_);
+  ASSERT_TRUE(dir.ok()) << dir.status().toString();
+  EXPECT_EQ(read(dir->path / "ns"), "team");
+  struct stat st {};
+  ASSERT_EQ(stat((dir->path / "ns").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0400u);
+
+  v.downward_api->items[0].field_ref->field_path = "spec.nodeSelector";
+  auto bad = setUpVolume(v, "team", root_ / "pod", root_, sources_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("spec.nodeSelector"), std::string::npos);
 }
 
 }  // namespace

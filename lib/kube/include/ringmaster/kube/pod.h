@@ -220,6 +220,58 @@ struct PersistentVolumeClaimVolumeSource {
 };
 
 // One volume; at most one source is set. Other sources (projected, ...) stay in `extra`.
+// One file of a downwardAPI volume or projection: a field of the pod (resourceFieldRef is kept
+// in `extra`, unsupported by the local kubelet).
+struct DownwardApiVolumeFile {
+  std::string path;
+  std::optional<ObjectFieldSelector> field_ref;
+  std::optional<int32_t> mode;
+  nlohmann::json extra;
+  bool operator==(const DownwardApiVolumeFile&) const = default;
+};
+
+struct DownwardApiVolumeSource {
+  std::vector<DownwardApiVolumeFile> items;
+  std::optional<int32_t> default_mode;  // projections have none of their own
+  nlohmann::json extra;
+  bool operator==(const DownwardApiVolumeSource&) const = default;
+};
+
+// A configMap or secret inside a projected volume: named by `name` in both.
+struct KeyProjection {
+  std::string name;
+  std::vector<KeyToPath> items;
+  std::optional<bool> optional;
+  nlohmann::json extra;
+  bool operator==(const KeyProjection&) const = default;
+};
+
+// A token of the pod's ServiceAccount, bound to the pod (the kubelet asks for it with a
+// TokenRequest).
+struct ServiceAccountTokenProjection {
+  std::string audience;  // "" = the API server's own audiences
+  std::optional<int64_t> expiration_seconds;
+  std::string path;
+  nlohmann::json extra;
+  bool operator==(const ServiceAccountTokenProjection&) const = default;
+};
+
+struct VolumeProjection {
+  std::optional<KeyProjection> config_map;
+  std::optional<KeyProjection> secret;
+  std::optional<DownwardApiVolumeSource> downward_api;
+  std::optional<ServiceAccountTokenProjection> service_account_token;
+  nlohmann::json extra;  // clusterTrustBundle
+  bool operator==(const VolumeProjection&) const = default;
+};
+
+struct ProjectedVolumeSource {
+  std::vector<VolumeProjection> sources;
+  std::optional<int32_t> default_mode;
+  nlohmann::json extra;
+  bool operator==(const ProjectedVolumeSource&) const = default;
+};
+
 struct Volume {
   std::string name;
   std::optional<EmptyDirVolumeSource> empty_dir;
@@ -227,6 +279,8 @@ struct Volume {
   std::optional<ConfigMapVolumeSource> config_map;
   std::optional<SecretVolumeSource> secret;
   std::optional<PersistentVolumeClaimVolumeSource> persistent_volume_claim;
+  std::optional<ProjectedVolumeSource> projected;
+  std::optional<DownwardApiVolumeSource> downward_api;
   nlohmann::json extra;
   bool operator==(const Volume&) const = default;
 };
@@ -345,6 +399,12 @@ RM_KUBE_DECLARE_CODEC(HostPathVolumeSource);
 RM_KUBE_DECLARE_CODEC(ConfigMapVolumeSource);
 RM_KUBE_DECLARE_CODEC(SecretVolumeSource);
 RM_KUBE_DECLARE_CODEC(PersistentVolumeClaimVolumeSource);
+RM_KUBE_DECLARE_CODEC(DownwardApiVolumeFile);
+RM_KUBE_DECLARE_CODEC(DownwardApiVolumeSource);
+RM_KUBE_DECLARE_CODEC(KeyProjection);
+RM_KUBE_DECLARE_CODEC(ServiceAccountTokenProjection);
+RM_KUBE_DECLARE_CODEC(VolumeProjection);
+RM_KUBE_DECLARE_CODEC(ProjectedVolumeSource);
 RM_KUBE_DECLARE_CODEC(Volume);
 RM_KUBE_DECLARE_CODEC(PodSpec);
 RM_KUBE_DECLARE_CODEC(ContainerStateWaiting);
