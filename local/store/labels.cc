@@ -39,11 +39,12 @@ std::vector<std::string> labelKeyProblems(const std::string& key) {
   const size_t slash = key.find('/');
   if (slash != std::string::npos) {
     if (key.find('/', slash + 1) != std::string::npos) {
-      return {"a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
-              "must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
-              "or '123-abc', regex used for validation is "
-              "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
-              "and '/' (e.g. 'example.com/MyName')"};
+      return {
+          "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
+          "must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
+          "or '123-abc', regex used for validation is "
+          "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+          "and '/' (e.g. 'example.com/MyName')"};
     }
     const std::string_view prefix = std::string_view(key).substr(0, slash);
     name = std::string_view(key).substr(slash + 1);
@@ -95,8 +96,8 @@ std::vector<StatusCause> labelCauses(const nlohmann::json& metadata) {
   if (labels == metadata.end() || !labels->is_object()) return out;
   auto add = [&](const std::string& bad, const std::vector<std::string>& problems) {
     for (const auto& p : problems) {
-      out.push_back({"FieldValueInvalid", "Invalid value: \"" + bad + "\": " + p,
-                     "metadata.labels"});
+      out.push_back(
+          {"FieldValueInvalid", "Invalid value: \"" + bad + "\": " + p, "metadata.labels"});
     }
   };
   for (auto it = labels->begin(); it != labels->end(); ++it) {

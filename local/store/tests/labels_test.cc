@@ -37,8 +37,7 @@ TEST(Labels, ValuesAreEmptyOrNameParts) {
   EXPECT_TRUE(labelValueProblems("").empty());
   EXPECT_TRUE(labelValueProblems("back-end_1.0").empty());
   EXPECT_EQ(labelValueProblems("back end").size(), 1u);
-  EXPECT_EQ(labelValueProblems(std::string(64, 'v')).front(),
-            "must be no more than 63 characters");
+  EXPECT_EQ(labelValueProblems(std::string(64, 'v')).front(), "must be no more than 63 characters");
 }
 
 TEST(Labels, CausesNameEveryBadKeyAndValueOnMetadataLabels) {
