@@ -22,6 +22,14 @@ std::string IpAllocator::format(uint32_t index) {
   return "127.1." + std::to_string(index / 254) + "." + std::to_string(index % 254 + 1);
 }
 
+IpAllocator::IpAllocator(std::filesystem::path host_locks) : host_locks_(std::move(host_locks)) {
+  std::error_code ec;
+  if (std::filesystem::create_directories(host_locks_, ec)) {
+    // Shared by the kubelets of every user of the host, as /tmp itself is.
+    chmod(host_locks_.c_str(), 01777);
+  }
+}
+
 IpAllocator::~IpAllocator() {
   for (const auto& [index, fd] : lock_fds_) close(fd);
 }
@@ -33,11 +41,6 @@ std::filesystem::path IpAllocator::hostLockDir() {
 bool IpAllocator::take(uint32_t i) {
   if (used_.count(i)) return false;
   if (!host_locks_.empty()) {
-    std::error_code ec;
-    if (std::filesystem::create_directories(host_locks_, ec)) {
-      // Shared by the kubelets of every user of the host, as /tmp itself is.
-      chmod(host_locks_.c_str(), 01777);
-    }
     const std::string path = (host_locks_ / format(i)).string();
     const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) return false;

@@ -26,7 +26,7 @@ class IpAllocator {
  public:
   // Without a lock directory the allocator knows only its own addresses.
   IpAllocator() = default;
-  explicit IpAllocator(std::filesystem::path host_locks) : host_locks_(std::move(host_locks)) {}
+  explicit IpAllocator(std::filesystem::path host_locks);
   ~IpAllocator();
   IpAllocator(const IpAllocator&) = delete;
   IpAllocator& operator=(const IpAllocator&) = delete;

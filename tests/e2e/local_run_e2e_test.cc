@@ -86,7 +86,7 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   testutil::TempDir envtest_dir;
   testutil::Envtest envtest(envtest_dir.path());
   if (GetParam() == testutil::ControlPlane::kEnvtest) {
-    ASSERT_EQ(envtest.start({{"KCM_CONTROLLERS", "*,-nodelifecycle"}}), "");
+    ASSERT_EQ(envtest.start(), "");
     argv.insert(argv.end(), {"--cluster-kubeconfig", envtest.kubeconfig()});
   }
 

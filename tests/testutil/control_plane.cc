@@ -66,7 +66,9 @@ std::string Envtest::start(const std::map<std::string, std::string>& env) {
   if (dir == nullptr) return controlPlaneMissing(ControlPlane::kEnvtest);
   started_from_ = dir;  // whatever `start` managed to start, `stop` ends
   seedEnvtestBinaries(run_dir_ + "/bin");
-  ProcessResult started = run({started_from_ + "/start", run_dir_}, env, 180s);
+  std::map<std::string, std::string> start_env = env;
+  start_env.emplace("KCM_CONTROLLERS", "*,-nodelifecycle");
+  ProcessResult started = run({started_from_ + "/start", run_dir_}, start_env, 180s);
   if (started.exit_code != 0) {
     return started_from_ + "/start exited " + std::to_string(started.exit_code) + ": " +
            started.stderr_text;
@@ -96,7 +98,7 @@ std::string ApiServer::start() {
   if (std::string why = controlPlaneMissing(plane_); !why.empty()) return why;
   if (plane_ == ControlPlane::kLocal) return serveLocal();
   envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
-  std::string why = envtest_->start({{"KCM_CONTROLLERS", "*,-nodelifecycle"}});
+  std::string why = envtest_->start();
   kubeconfig_ = envtest_->kubeconfig();
   return why;
 }

@@ -38,7 +38,9 @@ class Envtest {
   Envtest(const Envtest&) = delete;
   Envtest& operator=(const Envtest&) = delete;
 
-  // Runs `start` with `env` added (KCM_CONTROLLERS, ADMISSION, ...); "" when up, else why not.
+  // Runs `start` with `env` added (ADMISSION, ...); "" when up, else why not. Every controller
+  // runs but node lifecycle (unless `env` sets KCM_CONTROLLERS): the local kubelet is a node that
+  // never goes NotReady for lack of a lease renewal the tests do not wait for.
   std::string start(const std::map<std::string, std::string>& env = {});
   void stop();
   const std::string& kubeconfig() const { return kubeconfig_; }

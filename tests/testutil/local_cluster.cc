@@ -24,11 +24,7 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
                                 dir_.path()};
   if (plane_ == ControlPlane::kEnvtest) {
     envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
-    // Every controller but node lifecycle: the local kubelet is a node that never goes NotReady
-    // for lack of a lease renewal the tests do not wait for.
-    std::map<std::string, std::string> env = envtest_env_;
-    env.emplace("KCM_CONTROLLERS", "*,-nodelifecycle");
-    if (std::string why = envtest_->start(env); !why.empty()) {
+    if (std::string why = envtest_->start(envtest_env_); !why.empty()) {
       return why;
     }
     argv.push_back("--cluster-kubeconfig");
