@@ -996,10 +996,14 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
     fs::rename(files.log, files.previous_log, ec);
   }
   spec.log_path = files.log.string();
+  spec.session_file = files.pid.string();
   core::Result<pid_t> pid = launch(spec);
-  if (!pid.ok()) return fail("StartError", pid.status().message(), false);
+  if (!pid.ok()) {
+    std::error_code ec;
+    fs::remove(files.pid, ec);  // the child may have recorded itself before it failed
+    return fail("StartError", pid.status().message(), false);
+  }
   c.pid = *pid;
-  { std::ofstream(files.pid) << c.pid << "\n"; }
   c.started_mono = Clock::now();
   c.container_id = "local://" + std::to_string(c.pid);
   c.state = {};

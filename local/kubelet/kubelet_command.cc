@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "local/kubelet/kubelet.h"
+#include "local/kubelet/resources.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
@@ -31,6 +32,16 @@ int64_t physicalMemory() {
   return int64_t{8} << 30;
 }
 
+// The GPUs this machine's driver exposes (0 without one).
+int64_t machineGpus() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/dev", ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  return gpuDeviceCount(names);
+}
+
 std::string selfDir() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -47,7 +58,7 @@ std::string defaultRootDir() {
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
-  int64_t gpus = 0, max_pods = 110, log_port = -1;
+  int64_t gpus = machineGpus(), max_pods = 110, log_port = -1;
   double max_backoff = 10, heartbeat = 10;
   bool simulate = false;
   core::FlagSet flags("ringmaster local kubelet",
@@ -62,7 +73,8 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   flags.addString("memory", &memory,
                   "memory to advertise, a quantity such as 16Gi (default: "
                   "this machine's)");
-  flags.addInt("gpus", &gpus, "nvidia.com/gpu count to advertise");
+  flags.addInt("gpus", &gpus,
+               "nvidia.com/gpu count to advertise (default: this machine's /dev/nvidiaN devices)");
   flags.addInt("max-pods", &max_pods,
                "pods the node accepts (default 110, 100000 with --simulate)");
   flags.addBool("simulate", &simulate,

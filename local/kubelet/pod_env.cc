@@ -128,7 +128,8 @@ core::Result<std::string> downwardApiValue(const kube::Pod& pod, const std::stri
 }
 
 std::vector<std::string> passthroughNames() {
-  return {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "OMP_NUM_THREADS"};
+  return {"ASAN_OPTIONS", "UBSAN_OPTIONS",   "LSAN_OPTIONS",
+          "TSAN_OPTIONS", "OMP_NUM_THREADS", "LD_LIBRARY_PATH"};
 }
 
 void setEnv(EnvList& env, const std::string& name, std::string value) {

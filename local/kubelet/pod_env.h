@@ -62,7 +62,8 @@ struct BaseEnvOptions {
   std::string nss_wrapper_library;  // "" disables the preload
   std::string hosts_file;           // NSS_WRAPPER_HOSTS
 };
-// The variables passed through from the kubelet's environment when set.
+// The variables passed through from the kubelet's environment when set. LD_LIBRARY_PATH is
+// among them: pods are host processes and load the host's libraries (CUDA's too) as it does.
 std::vector<std::string> passthroughNames();
 EnvList baseEnv(const BaseEnvOptions& options);
 

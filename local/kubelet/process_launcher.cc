@@ -26,17 +26,40 @@ struct ChildError {
   int mount = -1;  // which mount, for mount steps
 };
 
-constexpr const char* kSteps[] = {
-    "setsid",     "unshare(CLONE_NEWNS)", "make / rprivate", "mkdir mountpoint",
-    "bind mount", "remount read-only",    "chdir",           "dup2",
-    "execve",     "shadow directory"};
+constexpr const char* kSteps[] = {"setsid",
+                                  "unshare(CLONE_NEWNS)",
+                                  "make / rprivate",
+                                  "mkdir mountpoint",
+                                  "bind mount",
+                                  "remount read-only",
+                                  "chdir",
+                                  "dup2",
+                                  "execve",
+                                  "shadow directory",
+                                  "write session file"};
 constexpr int kShadowStep = 9;
+constexpr int kSessionFileStep = 10;
 
 [[noreturn]] void childFail(int fd, int step, int mount = -1) {
   ChildError e{step, errno, mount};
   ssize_t ignored = write(fd, &e, sizeof(e));
   (void)ignored;
   _exit(127);
+}
+
+// Writes "<pid>\n" to `path` with only async-signal-safe calls (the child, between fork and exec).
+bool writePidFile(const char* path, pid_t pid) {
+  char text[24];
+  size_t at = sizeof(text);
+  text[--at] = '\n';
+  do {
+    text[--at] = static_cast<char>('0' + pid % 10);
+    pid /= 10;
+  } while (pid > 0);
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const ssize_t n = write(fd, text + at, sizeof(text) - at);
+  return close(fd) == 0 && n == static_cast<ssize_t>(sizeof(text) - at);
 }
 
 void closeFrom(int first, int keep) {
@@ -200,6 +223,9 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
     if (setsid() < 0) childFail(efd, 0);
+    if (!spec.session_file.empty() && !writePidFile(spec.session_file.c_str(), getpid())) {
+      childFail(efd, kSessionFileStep);
+    }
     if (!spec.mounts.empty()) {
       if (unshare(CLONE_NEWNS) != 0) childFail(efd, 1);
       if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) childFail(efd, 2);
@@ -250,6 +276,8 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
       what += " " + spec.executable;
     } else if (e.step == 6) {
       what += " " + spec.working_dir;
+    } else if (e.step == kSessionFileStep) {
+      what += " " + spec.session_file;
     }
     return core::errnoError(what, e.err);
   }

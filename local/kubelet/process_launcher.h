@@ -41,6 +41,10 @@ struct LaunchSpec {
   // A directory of the pod's own where launch() may make staging mountpoints ("" -> file
   // mounts without a mountpoint fail).
   std::string scratch_dir;
+  // Where the child records its pid (= its session) before it does anything else ("" -> none).
+  // Written by the child, not after launch() returns: a kubelet killed while its child still
+  // sets up would otherwise leave a session no later kubelet knows of.
+  std::string session_file;
 };
 
 // Whether a file can be bind-mounted at `target` without creating anything on the host: it

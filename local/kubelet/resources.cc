@@ -1,6 +1,8 @@
 #include "local/kubelet/resources.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 namespace ringmaster::local::kubelet {
 namespace {
@@ -85,6 +87,19 @@ std::string unschedulableMessage(const std::vector<std::string>& missing) {
   std::string out = "0/1 nodes are available: ";
   for (size_t i = 0; i < reasons.size(); ++i) out += (i ? ", " : "") + reasons[i];
   return out + ".";
+}
+
+int64_t gpuDeviceCount(const std::vector<std::string>& dev_entries) {
+  int64_t count = 0;
+  for (const std::string& name : dev_entries) {
+    const std::string_view prefix = "nvidia";
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (std::all_of(name.begin() + prefix.size(), name.end(),
+                    [](unsigned char c) { return std::isdigit(c); })) {
+      ++count;
+    }
+  }
+  return count;
 }
 
 }  // namespace ringmaster::local::kubelet

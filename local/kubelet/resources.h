@@ -45,4 +45,8 @@ std::vector<std::string> insufficient(const Resources& used, const Resources& re
 // ("1 Too many pods" for the pod count).
 std::string unschedulableMessage(const std::vector<std::string>& missing);
 
+// How many NVIDIA GPUs a machine has, from the names in its /dev: the driver makes one
+// nvidiaN per GPU beside nvidiactl, nvidia-uvm and the like, which are not GPUs.
+int64_t gpuDeviceCount(const std::vector<std::string>& dev_entries);
+
 }  // namespace ringmaster::local::kubelet

@@ -4,7 +4,8 @@
 // real `kubectl get tj` must have shown the job Running with every rank, a running rank must
 // have served its Prometheus metrics at its pod address, and at the end kubectl shows the
 // final epoch and loss. scripts/test runs it on the tree scripts/run-main builds; it runs again on
-// a real control plane (envtest) that `local run --cluster-kubeconfig` joins.
+// a real control plane (envtest) that `local run --cluster-kubeconfig` joins. On a machine with
+// an NVIDIA GPU and a CUDA build, the one-GPU example runs the same way (skipped elsewhere).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -152,6 +154,56 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   ASSERT_EQ(logs.exit_code, 0) << logs.stderr_text;
   EXPECT_GE(testAccuracy(logs.stdout_text), 0.88) << logs.stdout_text.substr(
       logs.stdout_text.size() > 2000 ? logs.stdout_text.size() - 2000 : 0);
+}
+
+// The one-GPU example through the same path: the kubelet advertises the machine's GPU, the pod
+// asks for it, the trainer takes the CUDA path (its log says so) and serves /metrics meanwhile.
+TEST(LocalRunGpuE2e, OneGpuJobSucceedsOnTheGpuAndServesMetrics) {
+  if (!fs::exists("/dev/nvidia0")) GTEST_SKIP() << "no NVIDIA GPU here (/dev/nvidia0 is absent)";
+  if (!fs::exists(testutil::binaryPath("lib/ringmaster/libringmaster-trainer-cuda.so")))
+    GTEST_SKIP() << "not a CUDA build (no libringmaster-trainer-cuda.so)";
+  const std::string kubectl = findKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
+  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "Fashion-MNIST is not installed";
+  testutil::TempDir dir;
+  const std::string kubeconfig = dir.path() + "/kubeconfig";
+  const std::map<std::string, std::string> env{{"KUBECONFIG", kubeconfig}};
+  testutil::Process run(
+      {testutil::binaryPath("bin/ringmaster"), "local", "run",
+       std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-mlp-1gpu.yaml",
+       "--data-dir", dir.path(), "--timeout-seconds", "600"});
+  run.start();
+  std::string metrics;
+  auto tookSteps = [&] {
+    std::istringstream lines(metrics);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("ringmaster_trainer_steps_total{", 0) == 0)
+        return std::atof(line.c_str() + line.rfind(' ') + 1) > 0;
+    }
+    return false;
+  };
+  while (run.running()) {
+    if (fs::exists(kubeconfig) && !tookSteps()) {
+      std::string scraped = scrapeRank(kubectl, env, "fmnist-1gpu-worker-0");
+      if (!scraped.empty()) metrics = std::move(scraped);
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  testutil::ProcessResult result = run.wait(1s);
+  const std::string outcome = result.stdout_text + result.stderr_text;
+  testutil::ProcessResult logs = testutil::run({kubectl, "logs", "fmnist-1gpu-worker-0"}, env, 30s);
+  (void)testutil::run(
+      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
+      120s);
+  std::cout << outcome << "\n--- rank 0's log ---\n" << logs.stdout_text << std::endl;
+
+  ASSERT_EQ(result.exit_code, 0) << outcome;
+  EXPECT_NE(result.stdout_text.find("Succeeded"), std::string::npos) << outcome;
+  EXPECT_NE(logs.stdout_text.find("device: cuda"), std::string::npos)
+      << "the trainer did not take the CUDA path";
+  EXPECT_TRUE(tookSteps()) << "rank 0 never served /metrics with steps taken; last scrape:\n"
+                           << metrics;
+  EXPECT_GE(testAccuracy(logs.stdout_text), 0.88);
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, LocalRunE2e, ::testing::ValuesIn(testutil::kControlPlanes),

@@ -255,8 +255,10 @@ Result<TrainSummary> GpuTrainer::run() {
       for (size_t b : st.buckets_at_layer[layer]) {
         if (!launch.ok()) return;
         if (timed) cudaEventRecord(st.bucket_start[b], st.comm);
-        launch = collectives->allreduceAverageAsync(net.grads() + st.buckets[b].offset,
-                                                    st.buckets[b].count, st.comm);
+        // Alone, the average is the gradient itself: NCCL would still pass over every byte.
+        if (world > 1)
+          launch = collectives->allreduceAverageAsync(net.grads() + st.buckets[b].offset,
+                                                      st.buckets[b].count, st.comm);
         if (timed) cudaEventRecord(st.bucket_end[b], st.comm);
       }
     }));
@@ -393,8 +395,10 @@ Result<TrainSummary> GpuTrainer::run() {
       pos.step_in_epoch = b + 1;
       ++steps_this_epoch;
       epoch_samples += static_cast<int64_t>(n) * world;
-      comm_calls_total += st.buckets.size();
-      comm_bytes_total += bucket_bytes;
+      if (world > 1) {
+        comm_calls_total += st.buckets.size();
+        comm_bytes_total += bucket_bytes;
+      }
       RM_RETURN_IF_ERROR_CTX(collectives->watch(st.compute, "step " + std::to_string(pos.step)),
                              who);
       if (timed) {

@@ -66,5 +66,22 @@ TEST(AllocatableOf, ReadsTheNodeStatus) {
   EXPECT_EQ(allocatableOf(st), (Resources{8000, int64_t{2} << 30, 4, 110}));
 }
 
+TEST(GpuDeviceCount, CountsOnlyNvidiaNumberedDevices) {
+  struct Case {
+    std::vector<std::string> dev;
+    int64_t gpus;
+  };
+  const std::vector<Case> cases{
+      {{}, 0},
+      {{"null", "tty0", "nvme0", "nvme0n1"}, 0},
+      {{"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps"}, 0},
+      {{"nvidia0", "nvidiactl", "nvidia-uvm"}, 1},
+      {{"nvidia0", "nvidia1", "nvidia7", "nvidia10", "nvidiactl"}, 4},
+      {{"nvidia", "nvidia0a", "xnvidia0"}, 0},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(gpuDeviceCount(c.dev), c.gpus) << ::testing::PrintToString(c.dev);
+}
+
 }  // namespace
 }  // namespace ringmaster::local::kubelet
