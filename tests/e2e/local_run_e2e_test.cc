@@ -4,8 +4,7 @@
 // real `kubectl get tj` must have shown the job Running with every rank, a running rank must
 // have served its Prometheus metrics at its pod address, and at the end kubectl shows the
 // final epoch and loss. scripts/test runs it on the tree scripts/run-main builds; it runs again on
-// a real control plane (envtest) that `local run --cluster-kubeconfig` joins. On a machine with
-// an NVIDIA GPU and a CUDA build, the one-GPU example runs the same way (skipped elsewhere).
+// a real control plane (envtest) that `local run --cluster-kubeconfig` joins.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,6 +20,7 @@
 #include <vector>
 
 #include "control_plane.h"
+#include "local_run_checks.h"
 #include "process.h"
 
 namespace ringmaster {
@@ -42,33 +41,6 @@ std::vector<std::string> rowFor(const std::string& table, const std::string& nam
     if (!words.empty() && words[0] == name) return words;
   }
   return {};
-}
-
-// GET /metrics from a running rank of pod `pod`, at its pod IP and its `metrics` container
-// port ("" while the pod has no IP or the trainer does not serve yet).
-std::string scrapeRank(const std::string& kubectl, const std::map<std::string, std::string>& env,
-                       const std::string& pod) {
-  testutil::ProcessResult get = testutil::run({kubectl, "get", "pod", pod, "-o", "json"}, env, 30s);
-  if (get.exit_code != 0) return "";
-  const nlohmann::json p = nlohmann::json::parse(get.stdout_text, nullptr, false);
-  if (p.is_discarded()) return "";
-  const std::string ip = p.value("/status/podIP"_json_pointer, std::string());
-  int port = 0;
-  for (const auto& c : p.value("/spec/containers"_json_pointer, nlohmann::json::array()))
-    for (const auto& cp : c.value("ports", nlohmann::json::array()))
-      if (cp.value("name", "") == "metrics") port = cp.value("containerPort", 0);
-  if (ip.empty() || port == 0) return "";
-  return testutil::httpGet(ip, port, "/metrics");
-}
-
-// "... test accuracy 88.7%, ..." -> 0.887 (-1 when absent).
-double testAccuracy(const std::string& log) {
-  const std::string key = "test accuracy ";
-  size_t at = log.rfind("done: ");
-  if (at == std::string::npos) return -1;
-  at = log.find(key, at);
-  if (at == std::string::npos) return -1;
-  return std::atof(log.c_str() + at + key.size()) / 100.0;
 }
 
 class LocalRunE2e : public ::testing::TestWithParam<testutil::ControlPlane> {};
@@ -99,15 +71,7 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   // (the rank the operator does not read) until it has counted training steps.
   std::vector<std::vector<std::string>> rows;
   std::string metrics;
-  auto tookSteps = [&] {
-    std::istringstream lines(metrics);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.rfind("ringmaster_trainer_steps_total{", 0) != 0) continue;
-      if (line.find("rank=\"1\"") == std::string::npos) continue;
-      return std::atof(line.c_str() + line.rfind(' ') + 1) > 0;
-    }
-    return false;
-  };
+  auto tookSteps = [&] { return e2e::tookSteps(metrics, 1); };
   while (run.running()) {
     if (fs::exists(kubeconfig)) {
       testutil::ProcessResult get = testutil::run({kubectl, "get", "tj", "fmnist"}, env, 30s);
@@ -116,7 +80,7 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
         if (!row.empty()) rows.push_back(row);
       }
       if (!tookSteps()) {
-        std::string scraped = scrapeRank(kubectl, env, "fmnist-worker-1");
+        std::string scraped = e2e::scrapeRank(kubectl, env, "fmnist-worker-1");
         if (!scraped.empty()) metrics = std::move(scraped);
       }
     }
@@ -152,58 +116,8 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   EXPECT_NE(metrics.find("ringmaster_trainer_samples_total"), std::string::npos) << metrics;
 
   ASSERT_EQ(logs.exit_code, 0) << logs.stderr_text;
-  EXPECT_GE(testAccuracy(logs.stdout_text), 0.88) << logs.stdout_text.substr(
+  EXPECT_GE(e2e::testAccuracy(logs.stdout_text), 0.88) << logs.stdout_text.substr(
       logs.stdout_text.size() > 2000 ? logs.stdout_text.size() - 2000 : 0);
-}
-
-// The one-GPU example through the same path: the kubelet advertises the machine's GPU, the pod
-// asks for it, the trainer takes the CUDA path (its log says so) and serves /metrics meanwhile.
-TEST(LocalRunGpuE2e, OneGpuJobSucceedsOnTheGpuAndServesMetrics) {
-  if (!fs::exists("/dev/nvidia0")) GTEST_SKIP() << "no NVIDIA GPU here (/dev/nvidia0 is absent)";
-  if (!fs::exists(testutil::binaryPath("lib/ringmaster/libringmaster-trainer-cuda.so")))
-    GTEST_SKIP() << "not a CUDA build (no libringmaster-trainer-cuda.so)";
-  const std::string kubectl = findKubectl();
-  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
-  if (!testutil::haveFashionMnist()) GTEST_SKIP() << "Fashion-MNIST is not installed";
-  testutil::TempDir dir;
-  const std::string kubeconfig = dir.path() + "/kubeconfig";
-  const std::map<std::string, std::string> env{{"KUBECONFIG", kubeconfig}};
-  testutil::Process run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "run",
-       std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-mlp-1gpu.yaml",
-       "--data-dir", dir.path(), "--timeout-seconds", "600"});
-  run.start();
-  std::string metrics;
-  auto tookSteps = [&] {
-    std::istringstream lines(metrics);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.rfind("ringmaster_trainer_steps_total{", 0) == 0)
-        return std::atof(line.c_str() + line.rfind(' ') + 1) > 0;
-    }
-    return false;
-  };
-  while (run.running()) {
-    if (fs::exists(kubeconfig) && !tookSteps()) {
-      std::string scraped = scrapeRank(kubectl, env, "fmnist-1gpu-worker-0");
-      if (!scraped.empty()) metrics = std::move(scraped);
-    }
-    std::this_thread::sleep_for(100ms);
-  }
-  testutil::ProcessResult result = run.wait(1s);
-  const std::string outcome = result.stdout_text + result.stderr_text;
-  testutil::ProcessResult logs = testutil::run({kubectl, "logs", "fmnist-1gpu-worker-0"}, env, 30s);
-  (void)testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
-      120s);
-  std::cout << outcome << "\n--- rank 0's log ---\n" << logs.stdout_text << std::endl;
-
-  ASSERT_EQ(result.exit_code, 0) << outcome;
-  EXPECT_NE(result.stdout_text.find("Succeeded"), std::string::npos) << outcome;
-  EXPECT_NE(logs.stdout_text.find("device: cuda"), std::string::npos)
-      << "the trainer did not take the CUDA path";
-  EXPECT_TRUE(tookSteps()) << "rank 0 never served /metrics with steps taken; last scrape:\n"
-                           << metrics;
-  EXPECT_GE(testAccuracy(logs.stdout_text), 0.88);
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, LocalRunE2e, ::testing::ValuesIn(testutil::kControlPlanes),

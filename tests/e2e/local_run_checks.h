@@ -1,0 +1,56 @@
+#pragma once
+// What the `ringmaster local run` e2e tests read off a running job: a rank's Prometheus metrics
+// at its pod address, whether they count training steps, and the final test accuracy in a log.
+
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "process.h"
+
+namespace ringmaster::e2e {
+
+// GET /metrics from a running rank of pod `pod`, at its pod IP and its `metrics` container
+// port ("" while the pod has no IP or the trainer does not serve yet).
+inline std::string scrapeRank(const std::string& kubectl,
+                              const std::map<std::string, std::string>& env,
+                              const std::string& pod) {
+  using namespace std::chrono_literals;
+  testutil::ProcessResult get = testutil::run({kubectl, "get", "pod", pod, "-o", "json"}, env, 30s);
+  if (get.exit_code != 0) return "";
+  const nlohmann::json p = nlohmann::json::parse(get.stdout_text, nullptr, false);
+  if (p.is_discarded()) return "";
+  const std::string ip = p.value("/status/podIP"_json_pointer, std::string());
+  int port = 0;
+  for (const auto& c : p.value("/spec/containers"_json_pointer, nlohmann::json::array()))
+    for (const auto& cp : c.value("ports", nlohmann::json::array()))
+      if (cp.value("name", "") == "metrics") port = cp.value("containerPort", 0);
+  if (ip.empty() || port == 0) return "";
+  return testutil::httpGet(ip, port, "/metrics");
+}
+
+// Whether `metrics` (a /metrics page) counts training steps taken by `rank`.
+inline bool tookSteps(const std::string& metrics, int rank) {
+  const std::string label = "rank=\"" + std::to_string(rank) + "\"";
+  std::istringstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("ringmaster_trainer_steps_total{", 0) != 0) continue;
+    if (line.find(label) == std::string::npos) continue;
+    return std::atof(line.c_str() + line.rfind(' ') + 1) > 0;
+  }
+  return false;
+}
+
+// "... test accuracy 88.7%, ..." in a trainer's "done: " line -> 0.887 (-1 when absent).
+inline double testAccuracy(const std::string& log) {
+  const std::string key = "test accuracy ";
+  size_t at = log.rfind("done: ");
+  if (at == std::string::npos) return -1;
+  at = log.find(key, at);
+  if (at == std::string::npos) return -1;
+  return std::atof(log.c_str() + at + key.size()) / 100.0;
+}
+
+}  // namespace ringmaster::e2e
