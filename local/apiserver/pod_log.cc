@@ -1,12 +1,12 @@
 #include "local/apiserver/pod_log.h"
 
 #include <chrono>
-#include <ctime>
 #include <fstream>
 
 #include "local/store/names.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/json.h"
+#include "ringmaster/kube/time.h"
 
 namespace ringmaster::local {
 namespace {
@@ -73,13 +73,6 @@ std::optional<int64_t> parseNonNegative(const Request& r, const char* name,
 
 bool truthy(const std::string* v) { return v && (*v == "true" || *v == "1" || *v == "True"); }
 
-std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& text) {
-  std::tm tm{};
-  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!end) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
 void sendError(ResponseWriter& w, const StatusError& e) {
   Headers h;
   h.add("Cache-Control", "no-cache, private");
@@ -100,8 +93,9 @@ ApiResult<PodLogOptions> parsePodLogOptions(const Request& r) {
   if (!error) o.since_seconds = parseNonNegative(r, "sinceSeconds", &error);
   if (error) return *error;
   if (const std::string* t = r.queryParam("sinceTime")) {
-    if (!parseRfc3339(*t)) return badRequestError("couldn't parse sinceTime: " + *t);
-    o.since_time = *t;
+    core::Result<kube::Time> since = kube::Time::parse(*t);
+    if (!since.ok()) return badRequestError("couldn't parse sinceTime: " + *t);
+    o.since_time = since->timePoint();
   }
   if (o.since_seconds && o.since_time) {
     return invalidError(
@@ -219,7 +213,7 @@ void servePodLog(const ObjectStore& store, const Request& r, ResponseWriter& w,
     file_options.since =
         std::chrono::system_clock::now() - std::chrono::seconds(*options->since_seconds);
   } else if (options->since_time) {
-    file_options.since = parseRfc3339(*options->since_time);
+    file_options.since = options->since_time;
   }
   // The run is over once its status says so (or the pod is gone); a previous run always is.
   const bool previous = options->previous;

@@ -11,6 +11,7 @@
 // Thread-safety: runs on the request's connection thread; reads the store and the file only.
 // Failure: answered as Status bodies (400 bad container / waiting container, 404 pod or node).
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -32,7 +33,8 @@ struct PodLogOptions {
   std::optional<int64_t> tail_lines;
   std::optional<int64_t> limit_bytes;
   std::optional<int64_t> since_seconds;
-  std::optional<std::string> since_time;
+  // RFC 3339 with any offset, "2026-11-22T12:00:00+02:00" (kube::Time reads it).
+  std::optional<std::chrono::system_clock::time_point> since_time;
 };
 
 // The query of a pods/log request; 400 for a malformed number, 422 for a negative one.

@@ -1,7 +1,8 @@
 #include "local/apiserver/table.h"
 
 #include <cstdio>
-#include <ctime>
+
+#include "ringmaster/kube/time.h"
 
 namespace ringmaster::local {
 namespace {
@@ -31,17 +32,11 @@ ordered column(const std::string& name, const std::string& type, const std::stri
                  {"priority", priority}};
 }
 
-std::optional<std::chrono::system_clock::time_point> parseTime(const std::string& text) {
-  std::tm tm{};
-  if (strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
 std::string ageOf(const nlohmann::json& ts, std::chrono::system_clock::time_point now) {
   if (!ts.is_string()) return "<unknown>";
-  auto t = parseTime(ts.get<std::string>());
-  if (!t) return "<unknown>";
-  return humanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
+  core::Result<kube::Time> t = kube::Time::parse(ts.get<std::string>());
+  if (!t.ok()) return "<unknown>";
+  return humanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - t->timePoint()));
 }
 
 std::string str(const nlohmann::json& obj, const std::string& path, const std::string& dflt) {
