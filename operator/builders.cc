@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ringmaster/contract/store_secret.h"
+#include "ringmaster/core/base64.h"
 #include "ringmaster/kube/termination_message.h"
 #include "ringmaster/rendezvous/tcp_store.h"
 
@@ -110,15 +111,6 @@ void putString(std::string& out, std::string_view s) {
   out.push_back(static_cast<char>(n >> 8));
   out.push_back(static_cast<char>(n));
   out.append(s);
-}
-
-std::string base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(n);
-  return out;
 }
 
 }  // namespace
@@ -226,7 +218,7 @@ core::Result<kube::Secret> buildSecret(const kube::TrainingJob& job) {
   secret.metadata = childMeta(job, secretName(job.metadata.name));
   secret.type = "kubernetes.io/ssh-auth";
   secret.data["ssh-privatekey"] = private_pem;
-  secret.data["ssh-publickey"] = "ecdsa-sha2-nistp521 " + base64(blob) + "\n";
+  secret.data["ssh-publickey"] = "ecdsa-sha2-nistp521 " + core::base64Encode(blob) + "\n";
   return secret;
 }
 

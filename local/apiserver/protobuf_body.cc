@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ringmaster/core/base64.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -59,26 +61,6 @@ class Reader {
   size_t pos_ = 0;
 };
 
-std::string base64(std::string_view in) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8) |
-                 static_cast<uint8_t>(in[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = static_cast<uint8_t>(in[i]) << 16;
-    if (i + 1 < in.size()) v |= static_cast<uint8_t>(in[i + 1]) << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
 // map<string, string|bytes> entry {1: key, 2: value}.
 bool mapEntry(std::string_view entry, json* map, bool bytes_value) {
   Reader r(entry);
@@ -89,7 +71,7 @@ bool mapEntry(std::string_view entry, json* map, bool bytes_value) {
     if (f.number == 1 && f.wire == 2) key = f.bytes;
     if (f.number == 2 && f.wire == 2) value = f.bytes;
   }
-  (*map)[key] = bytes_value ? base64(value) : value;
+  (*map)[key] = bytes_value ? core::base64Encode(value) : value;
   return true;
 }
 

@@ -1,23 +1,13 @@
 #include "local/https/kubeconfig.h"
 
-#include <openssl/evp.h>
-
 #include <nlohmann/json.hpp>
 
 #include "local/https/files.h"
+#include "ringmaster/core/base64.h"
 
 namespace ringmaster::local {
 
 namespace {
-
-std::string base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(data.data()),
-                          static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 // A YAML double-quoted scalar (JSON string syntax is a subset of it).
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
@@ -52,7 +42,7 @@ core::Result<std::string> renderKubeconfig(const KubeconfigSpec& spec) {
   out += "- name: " + name + "\n";
   out += "  cluster:\n";
   out += "    server: " + quoted(spec.server_url) + "\n";
-  out += "    certificate-authority-data: " + base64(spec.ca_pem) + "\n";
+  out += "    certificate-authority-data: " + core::base64Encode(spec.ca_pem) + "\n";
   out += "users:\n";
   out += "- name: " + name + "\n";
   out += "  user:\n";

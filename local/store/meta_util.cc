@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "ringmaster/core/base64.h"
 #include "ringmaster/core/json.h"
 
 namespace ringmaster::local {
@@ -52,66 +53,17 @@ std::string formatTimestamp(std::chrono::system_clock::time_point t) {
   return buf.data();
 }
 
-namespace {
-constexpr std::string_view kB64 =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-}
-
-std::string base64UrlEncode(std::string_view data) {
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    uint32_t v = (uint8_t(data[i]) << 16) | (uint8_t(data[i + 1]) << 8) | uint8_t(data[i + 2]);
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += kB64[v & 63];
-  }
-  if (i + 1 == data.size()) {
-    uint32_t v = uint8_t(data[i]) << 16;
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-  } else if (i + 2 == data.size()) {
-    uint32_t v = (uint8_t(data[i]) << 16) | (uint8_t(data[i + 1]) << 8);
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-  }
-  return out;
-}
-
-std::optional<std::string> base64UrlDecode(std::string_view text) {
-  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    size_t v = kB64.find(c);
-    if (c == '+') v = 62;  // tolerate standard base64 too
-    if (c == '/') v = 63;
-    if (v == std::string_view::npos) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (bits >= 6) return std::nullopt;
-  return out;
-}
-
 std::string encodeContinueToken(const ContinueToken& token) {
   // Key order as upstream: v, rv, start.
   nlohmann::ordered_json j;
   j["v"] = "meta.k8s.io/v1";
   j["rv"] = token.rv;
   j["start"] = token.start;
-  return base64UrlEncode(j.dump());
+  return core::base64UrlEncode(j.dump());
 }
 
 std::optional<ContinueToken> decodeContinueToken(std::string_view text) {
-  auto raw = base64UrlDecode(text);
+  auto raw = core::base64UrlDecode(text);
   if (!raw) return std::nullopt;
   auto parsed = core::parseJson(*raw);  // a client's continue parameter
   if (!parsed.ok()) return std::nullopt;

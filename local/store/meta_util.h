@@ -32,9 +32,6 @@ class RandomSource {
 // "2026-11-22T01:55:51Z" (seconds precision, UTC) as metav1.Time marshals.
 std::string formatTimestamp(std::chrono::system_clock::time_point t);
 
-std::string base64UrlEncode(std::string_view data);  // unpadded
-std::optional<std::string> base64UrlDecode(std::string_view text);
-
 struct ContinueToken {
   int64_t rv = 0;     // -1: continue without consistency (the token in a 410)
   std::string start;  // the first key to return (last key of the previous page + "\0")

@@ -202,7 +202,9 @@ TEST(Status, PodProblemsAreWhatWaitingAloneWillNotCure) {
     std::optional<PodProblem> problem = podProblem(p);
     EXPECT_EQ(problem ? std::optional<std::string>(problem->reason) : std::nullopt, c.reason)
         << c.name;
-    if (problem) EXPECT_EQ(problem->message.rfind("pod fmnist-worker-0", 0), 0u) << c.name;
+    if (problem) {
+      EXPECT_EQ(problem->message.rfind("pod fmnist-worker-0", 0), 0u) << c.name;
+    }
   }
 }
 

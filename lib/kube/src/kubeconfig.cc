@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "base64.h"
+#include "ringmaster/core/base64.h"
 
 namespace ringmaster::kube {
 namespace {
@@ -114,7 +114,7 @@ class FileParser {
     const std::string data_name = name + "-data";
     RM_ASSIGN_OR_RETURN(std::string data, scalar(map, data_name.c_str(), key + "." + data_name));
     if (!data.empty()) {
-      std::optional<std::string> decoded = internal::base64Decode(data);
+      std::optional<std::string> decoded = core::base64Decode(data);
       if (!decoded) return error(key + "." + data_name, "invalid base64");
       return *decoded;
     }

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "base64.h"
+#include "ringmaster/core/base64.h"
 
 namespace ringmaster::kube::detail {
 namespace {
@@ -105,7 +105,7 @@ core::Status decodeBytesMap(const json& j, const FieldPath& path,
   for (const auto& [key, value] : j.items()) {
     const FieldPath item = path.child(key);
     if (!value.is_string()) return typeError(item, "base64 string", value);
-    std::optional<std::string> bytes = internal::base64Decode(value.get_ref<const std::string&>());
+    std::optional<std::string> bytes = core::base64Decode(value.get_ref<const std::string&>());
     if (!bytes) return item.error("expected base64, got \"" + value.get<std::string>() + "\"");
     out.emplace(key, std::move(*bytes));
   }
@@ -114,7 +114,7 @@ core::Status decodeBytesMap(const json& j, const FieldPath& path,
 
 json encodeBytesMap(const std::map<std::string, std::string>& in) {
   json out = json::object();
-  for (const auto& [key, bytes] : in) out[key] = internal::base64Encode(bytes);
+  for (const auto& [key, bytes] : in) out[key] = core::base64Encode(bytes);
   return out;
 }
 

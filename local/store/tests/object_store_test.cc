@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "local/store/tests/test_types.h"
+#include "ringmaster/core/base64.h"
 
 namespace ringmaster::local {
 namespace {
@@ -433,7 +434,7 @@ TEST_F(ObjectStoreTest, LimitAndContinueWalkSixObjectsInThreePages) {
   auto token = decodeContinueToken(p1->continue_token);
   ASSERT_TRUE(token);
   EXPECT_EQ(token->start, std::string("cm-2") + '\0');
-  EXPECT_EQ(base64UrlDecode(p1->continue_token).value(),
+  EXPECT_EQ(core::base64UrlDecode(p1->continue_token).value(),
             "{\"v\":\"meta.k8s.io/v1\",\"rv\":" + std::to_string(list_rv) +
                 ",\"start\":\"cm-2\\u0000\"}");
   // A write between pages does not show: pages are one snapshot.
@@ -466,9 +467,10 @@ TEST(ContinueToken, ATokenAClientAlteredIsUnreadableNotAnException) {
   // A "v" that is not a string used to throw out of decodeContinueToken.
   for (const char* raw : {R"({"v":1,"rv":1,"start":"a"})", R"({"v":null,"rv":1,"start":"a"})",
                           R"({"v":["meta.k8s.io/v1"],"rv":1,"start":"a"})", R"([1])", "1"}) {
-    EXPECT_FALSE(decodeContinueToken(base64UrlEncode(raw))) << raw;
+    EXPECT_FALSE(decodeContinueToken(core::base64UrlEncode(raw))) << raw;
   }
-  auto good = decodeContinueToken(base64UrlEncode(R"({"v":"meta.k8s.io/v1","rv":7,"start":"a"})"));
+  auto good =
+      decodeContinueToken(core::base64UrlEncode(R"({"v":"meta.k8s.io/v1","rv":7,"start":"a"})"));
   ASSERT_TRUE(good);
   EXPECT_EQ(good->rv, 7);
 }

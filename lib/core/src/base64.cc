@@ -1,9 +1,9 @@
-#include "base64.h"
+#include "ringmaster/core/base64.h"
 
 #include <array>
 #include <cstdint>
 
-namespace ringmaster::kube::internal {
+namespace ringmaster::core {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -66,4 +66,26 @@ std::optional<std::string> base64Decode(std::string_view text) {
   return out;
 }
 
-}  // namespace ringmaster::kube::internal
+std::string base64UrlEncode(std::string_view bytes) {
+  std::string out = base64Encode(bytes);
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& c : out) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return out;
+}
+
+std::optional<std::string> base64UrlDecode(std::string_view text) {
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  if (text.size() % 4 == 1) return std::nullopt;  // no byte count encodes to this length
+  std::string standard(text);
+  for (char& c : standard) {
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
+  }
+  standard.append((4 - standard.size() % 4) % 4, '=');
+  return base64Decode(standard);
+}
+
+}  // namespace ringmaster::core
