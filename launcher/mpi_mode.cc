@@ -22,6 +22,7 @@
 #include "launcher/mpi_commands.h"
 #include "launcher/ssh_probe.h"
 #include "ringmaster/contract/store_secret.h"
+#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/deadline.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
@@ -279,7 +280,7 @@ std::optional<SupervisorOutcome> MpiPod::sshdExit() {
 }
 
 Status MpiPod::waitUntilServing(Clock::time_point deadline, const core::StopSource* stop) {
-  milliseconds backoff(50);
+  core::Backoff backoff({milliseconds(50), milliseconds(1000), 0.5});
   for (;;) {
     if (std::optional<SupervisorOutcome> exit = sshdExit()) {
       return core::unavailable("sshd " + exit->reason.substr(exit->reason.find(' ') + 1) +
@@ -300,9 +301,8 @@ Status MpiPod::waitUntilServing(Clock::time_point deadline, const core::StopSour
                                 banner.status().message());
     }
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::min(backoff, core::millisecondsUntil(deadline)),
+    cv_.wait_for(lock, std::min(backoff.next(), core::millisecondsUntil(deadline)),
                  [&] { return sshd_exit_.has_value(); });
-    backoff = std::min(backoff * 2, milliseconds(1000));
   }
 }
 

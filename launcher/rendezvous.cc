@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/deadline.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
@@ -182,7 +183,7 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
     port = server->port();
   }
 
-  milliseconds backoff(100);
+  core::Backoff backoff({milliseconds(100), milliseconds(2000), 0.5});
   std::string last_error = "no attempt";
   for (;;) {
     if (stopped(stop)) return core::cancelled(context + ": " + stop->reason());
@@ -217,10 +218,9 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironme
     last_error = "connected, but the store is not hosted by " + env.attemptPrefix() + "'s pod 0 (" +
                  owner.status().message() + ")";
     RM_LOG(WARN, RDZV) << context << ": " << last_error << "; reconnecting";
-    if (pause(stop, std::min(backoff, core::millisecondsUntil(deadline)))) {
+    if (pause(stop, std::min(backoff.next(), core::millisecondsUntil(deadline)))) {
       return core::cancelled(context + ": " + stop->reason());
     }
-    backoff = std::min(backoff * 2, milliseconds(2000));
   }
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/deadline.h"
 
 namespace ringmaster::launcher {
@@ -105,7 +106,7 @@ core::Result<std::string> probeSsh(const std::string& host, int port, millisecon
 
 core::Result<std::string> waitForSsh(const std::string& host, int port, Clock::time_point deadline,
                                      const core::StopSource* stop) {
-  milliseconds backoff(100);
+  core::Backoff backoff({milliseconds(100), milliseconds(2000), 0.5});
   std::string last_error = "no attempt";
   for (;;) {
     if (stop != nullptr && stop->stopRequested()) {
@@ -119,13 +120,12 @@ core::Result<std::string> waitForSsh(const std::string& host, int port, Clock::t
     core::Result<std::string> banner = probeSsh(host, port, std::min(left, milliseconds(2000)));
     if (banner.ok()) return banner;
     last_error = banner.status().message();
-    const milliseconds nap = std::min(backoff, core::millisecondsUntil(deadline));
+    const milliseconds nap = std::min(backoff.next(), core::millisecondsUntil(deadline));
     if (stop != nullptr) {
       if (stop->waitFor(nap)) continue;  // reported at the top of the loop
     } else {
       std::this_thread::sleep_for(nap);
     }
-    backoff = std::min(backoff * 2, milliseconds(2000));
   }
 }
 

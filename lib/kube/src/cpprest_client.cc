@@ -23,6 +23,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/log.h"
 
 namespace ringmaster::kube::internal {
@@ -311,14 +312,14 @@ class CpprestClient : public ApiClient {
 
   core::Result<ApiResponse> request(const ApiRequest& request) override {
     const Clock::time_point deadline = Clock::now() + request.timeout;
-    std::chrono::milliseconds backoff = options_.initial_backoff;
+    core::Backoff backoff({options_.initial_backoff, options_.max_backoff, 0.5});
     for (int attempt = 1;; ++attempt) {
       core::Result<ApiResponse> response = sendOnce(request, deadline);
       if (!response.ok()) return response;
       const int code = response->status_code;
       const bool retryable = code == 429 || code >= 500;
       if (!retryable || attempt >= options_.max_attempts) return response;
-      std::chrono::milliseconds wait = backoff;
+      std::chrono::milliseconds wait = backoff.next();
       if (const std::string* retry_after = response->header("Retry-After")) {
         try {
           wait = std::max<std::chrono::milliseconds>(wait,
@@ -330,7 +331,6 @@ class CpprestClient : public ApiClient {
       RM_LOG(DEBUG, KUBE) << verbName(request.verb) << " " << request.path << ": HTTP " << code
                           << ", retry " << attempt << " in " << wait.count() << " ms";
       std::this_thread::sleep_for(wait);
-      backoff = std::min(backoff * 2, options_.max_backoff);
     }
   }
 

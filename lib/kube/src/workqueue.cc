@@ -1,5 +1,7 @@
 #include "ringmaster/kube/workqueue.h"
 
+#include "ringmaster/core/backoff.h"
+
 namespace ringmaster::kube {
 
 WorkQueue::WorkQueue(Clock& clock, Options options) : clock_(clock), options_(options) {}
@@ -35,9 +37,7 @@ void WorkQueue::addRateLimited(const std::string& key) {
   {
     std::lock_guard lock(mu_);
     int& failures = failures_[key];
-    delay = options_.base_delay;
-    for (int i = 0; i < failures && delay < options_.max_delay; ++i) delay *= 2;
-    if (delay > options_.max_delay) delay = options_.max_delay;
+    delay = core::backoffDelay({options_.base_delay, options_.max_delay}, failures + 1);
     ++failures;
   }
   addAfter(key, delay);

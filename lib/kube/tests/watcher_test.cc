@@ -51,6 +51,7 @@ class WatcherTest : public ::testing::Test {
     o.seed = 7;
     o.initial_backoff = milliseconds(100);
     o.max_backoff = milliseconds(1000);
+    o.backoff_jitter = 0;  // exact delays
     return o;
   }
   std::unique_ptr<Watcher<ConfigMap>> makeWatcher() {

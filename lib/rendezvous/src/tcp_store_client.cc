@@ -18,6 +18,7 @@
 
 #include "auth.h"
 #include "key_value_map.h"
+#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/tcp_store.h"
 #include "wire.h"
@@ -143,7 +144,7 @@ core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std:
   }
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = deadlineAfter(connect_deadline);
-  milliseconds backoff = kFirstBackoff;
+  core::Backoff backoff({kFirstBackoff, kMaxBackoff, 0.5});
   for (int attempt = 1;; ++attempt) {
     core::Status failed;
     core::Result<int> fd = connectOnce(host, port, deadline);
@@ -167,11 +168,11 @@ core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std:
       return core::unavailable("cannot reach rendezvous store at " + address + " after " +
                                seconds(now - start) + ": " + failed.message());
     }
+    const milliseconds wait = backoff.next();
     RM_LOG(DEBUG, RDZV) << "rendezvous store at " << address << " not reachable yet (attempt "
-                        << attempt << "): " << failed.message() << "; retrying in "
-                        << backoff.count() << " ms";
-    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
-    backoff = std::min(backoff * 2, kMaxBackoff);
+                        << attempt << "): " << failed.message() << "; retrying in " << wait.count()
+                        << " ms";
+    std::this_thread::sleep_for(std::min<Clock::duration>(wait, deadline - now));
   }
 }
 

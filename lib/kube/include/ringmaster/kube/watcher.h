@@ -21,9 +21,10 @@
 //                stream ended cleanly   -> kListing (re-watch at once from rv)
 //                stream broke           -> backoff; kListing
 //
-// Backoff doubles from initial_backoff to max_backoff per consecutive failure and resets on
-// a successful list, a received event or a clean end of a watch. step() never sleeps: it
-// returns how long the caller should wait; run() does the waiting, interruptibly.
+// Backoff doubles from initial_backoff to max_backoff per consecutive failure (plus up to
+// backoff_jitter of itself, so that every watcher of a restarted server does not come back at
+// once) and resets on a successful list, a received event or a clean end of a watch. step() never
+// sleeps: it returns how long the caller should wait; run() does the waiting, interruptibly.
 //
 // Ownership: owns its ResourceClient (which borrows an ApiClient that must outlive the watcher)
 // and the open WatchStream. Thread-safety: not thread-safe; one thread calls step()/run(), and
@@ -44,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/kube/resource_client.h"
 #include "ringmaster/kube/watch_event.h"
@@ -104,6 +106,7 @@ class Watcher {
     std::chrono::seconds max_watch_timeout{600};
     std::chrono::milliseconds initial_backoff{200};
     std::chrono::milliseconds max_backoff{30'000};
+    double backoff_jitter = 0.5;
     std::chrono::milliseconds poll{1'000};  // longest wait for watch lines in one step
     uint64_t seed = std::random_device{}();
   };
@@ -270,9 +273,9 @@ class Watcher {
   std::chrono::milliseconds fail(const ApiError& error, const char* what) {
     last_error_ = error.status();
     ++failures_;
-    std::chrono::milliseconds delay = options_.initial_backoff;
-    for (int i = 1; i < failures_ && delay < options_.max_backoff; ++i) delay *= 2;
-    delay = std::min(delay, options_.max_backoff);
+    std::chrono::milliseconds delay = core::jittered(
+        core::backoffDelay({options_.initial_backoff, options_.max_backoff}, failures_),
+        options_.backoff_jitter, std::uniform_real_distribution<double>(0, 1)(rng_));
     if (error.retryAfter()) delay = std::max<std::chrono::milliseconds>(delay, *error.retryAfter());
     RM_LOG(WARN, WATCH) << client_.type().plural << ": " << what << " failed ("
                         << error.status().toString() << "); retry in " << delay.count() << " ms";
