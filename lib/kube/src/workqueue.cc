@@ -37,7 +37,7 @@ void WorkQueue::addRateLimited(const std::string& key) {
   {
     std::lock_guard lock(mu_);
     int& failures = failures_[key];
-    delay = core::backoffDelay({options_.base_delay, options_.max_delay}, failures + 1);
+    delay = core::backoffDelay({options_.base_delay, options_.max_delay, 0}, failures + 1);
     ++failures;
   }
   addAfter(key, delay);

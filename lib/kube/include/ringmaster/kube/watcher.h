@@ -274,7 +274,7 @@ class Watcher {
     last_error_ = error.status();
     ++failures_;
     std::chrono::milliseconds delay = core::jittered(
-        core::backoffDelay({options_.initial_backoff, options_.max_backoff}, failures_),
+        core::backoffDelay({options_.initial_backoff, options_.max_backoff, 0}, failures_),
         options_.backoff_jitter, std::uniform_real_distribution<double>(0, 1)(rng_));
     if (error.retryAfter()) delay = std::max<std::chrono::milliseconds>(delay, *error.retryAfter());
     RM_LOG(WARN, WATCH) << client_.type().plural << ": " << what << " failed ("
