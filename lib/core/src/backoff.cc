@@ -20,7 +20,8 @@ std::chrono::milliseconds Backoff::next() {
   ++failures_;
   const std::chrono::milliseconds delay = backoffDelay(policy_, failures_);
   if (policy_.jitter <= 0) return delay;
-  return jittered(delay, policy_.jitter, std::uniform_real_distribution<double>(0, 1)(rng_));
+  if (!rng_) rng_.emplace(seed_ ? *seed_ : std::random_device{}());
+  return jittered(delay, policy_.jitter, std::uniform_real_distribution<double>(0, 1)(*rng_));
 }
 
 }  // namespace ringmaster::core

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <random>
 
 namespace ringmaster::core {
@@ -30,8 +31,10 @@ std::chrono::milliseconds jittered(std::chrono::milliseconds delay, double jitte
 
 class Backoff {
  public:
-  explicit Backoff(BackoffPolicy policy, uint64_t seed = std::random_device{}())
-      : policy_(policy), rng_(seed) {}
+  // Without a seed, one is drawn from std::random_device at the first jittered delay: a loop
+  // that never fails (most API requests) pays nothing for its Backoff.
+  explicit Backoff(BackoffPolicy policy, std::optional<uint64_t> seed = std::nullopt)
+      : policy_(policy), seed_(seed) {}
 
   // The delay to wait now, and one failure more for the next call.
   std::chrono::milliseconds next();
@@ -41,7 +44,8 @@ class Backoff {
 
  private:
   BackoffPolicy policy_;
-  std::mt19937_64 rng_;
+  std::optional<uint64_t> seed_;
+  std::optional<std::mt19937_64> rng_;  // made at the first jittered delay
   int failures_ = 0;
 };
 
