@@ -31,6 +31,11 @@ HeartbeatPublisher::HeartbeatPublisher(std::unique_ptr<Store> store, std::string
       rank_(rank),
       step_(std::move(step)),
       interval_(interval) {
+  if (core::Status st = publishOnce(); !st.ok()) {
+    failed_ = true;
+    RM_LOG(WARN, RDZV) << "rank " << rank_ << ": heartbeats stopped: " << st.message();
+    return;
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -40,7 +45,7 @@ HeartbeatPublisher::~HeartbeatPublisher() {
     stopping_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   if (!failed_) {
     core::Status st = scoped_.set(heartbeatDoneKey(rank_), toBytes("1"));
     if (!st.ok())
@@ -57,6 +62,7 @@ core::Status HeartbeatPublisher::publishOnce() {
 
 void HeartbeatPublisher::loop() {
   std::unique_lock lock(mu_);
+  cv_.wait_for(lock, interval_, [this] { return stopping_; });  // the constructor beat once
   while (!stopping_) {
     lock.unlock();
     core::Status st = publishOnce();

@@ -85,6 +85,37 @@ TEST(Heartbeat, PublisherBeatsAndPublishesTheStep) {
   EXPECT_EQ(readHeartbeat(other_attempt, 1)->beats, 0) << "other attempts untouched";
 }
 
+// The first beat lands before the constructor returns: a rank frozen at once (SIGSTOP right
+// after it started training) has reported, so the launchers' hang judge can name it.
+TEST(Heartbeat, FirstBeatIsPublishedBeforeTheConstructorReturns) {
+  auto store = makeInMemoryStore();
+  std::atomic<bool> fail{false};
+  HeartbeatPublisher publisher(
+      std::make_unique<ForwardingStore>(store.get(), &fail), "j/attempt-0", 2, [] { return 7; },
+      std::chrono::hours(1));
+  PrefixStore attempt(store.get(), "j/attempt-0");
+  auto hb = readHeartbeat(attempt, 2);
+  ASSERT_TRUE(hb.ok()) << hb.status().toString();
+  EXPECT_EQ(hb->beats, 1);
+  EXPECT_EQ(hb->step, 7);
+  EXPECT_FALSE(hb->done);
+}
+
+// A store that is gone at construction: logged, no thread, no crash, nothing marked done.
+TEST(Heartbeat, PublisherWhoseFirstBeatFailsGoesOnWithoutBeats) {
+  auto store = makeInMemoryStore();
+  std::atomic<bool> fail{true};
+  {
+    HeartbeatPublisher publisher(
+        std::make_unique<ForwardingStore>(store.get(), &fail), "j", 0, [] { return 1; }, 1ms);
+  }
+  PrefixStore job(store.get(), "j");
+  auto hb = readHeartbeat(job, 0);
+  ASSERT_TRUE(hb.ok()) << hb.status().toString();
+  EXPECT_EQ(hb->beats, 0);
+  EXPECT_FALSE(hb->done);
+}
+
 TEST(Heartbeat, PublisherStopsAfterAStoreErrorWithoutCrashing) {
   auto store = makeInMemoryStore();
   std::atomic<bool> fail{false};

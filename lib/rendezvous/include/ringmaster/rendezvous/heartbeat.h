@@ -42,13 +42,17 @@ struct Heartbeat {
 // errors, with the rank as context.
 core::Result<Heartbeat> readHeartbeat(Store& store, int rank);
 
-// Publishes `step()` and one beat for `rank` under "<prefix>/" at once and then every
-// `interval`, from its own thread, until destroyed.
+// Publishes `step()` and one beat for `rank` under "<prefix>/": the first before the constructor
+// returns, then every `interval` from its own thread, until destroyed. The first is synchronous
+// because a rank that never reported is not judged (it may still be loading): a rank frozen
+// right after it started training, before a background thread's first beat, would otherwise
+// never be named.
 //
 // Ownership: owns `store` (give it a dedicated client: a store call blocked elsewhere must not
 // hold up the beats) and the thread. Thread-safety: `step` is called from the publisher's thread
-// and must be thread-safe. Failure: the first store error is logged once (WARN) and publishing
-// stops; the process goes on (a lost store is the launcher's to judge, not the trainer's).
+// and must be thread-safe. Failure: the first store error (the constructor's included) is logged
+// once (WARN) and publishing stops; the process goes on (a lost store is the launcher's to judge,
+// not the trainer's).
 class HeartbeatPublisher {
  public:
   HeartbeatPublisher(std::unique_ptr<Store> store, std::string prefix, int rank,
