@@ -1,5 +1,5 @@
-// Real objects from the k8s-reference transcripts decode into typed structs and encode back to
-// the same JSON; objects built in code encode to the shape the API server expects.
+// Objects as a real kube-apiserver returned them (testdata/) decode into typed structs and encode
+// back to the same JSON; objects built in code encode to the shape the API server expects.
 
 #include <gtest/gtest.h>
 
