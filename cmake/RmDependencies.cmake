@@ -22,6 +22,8 @@ find_package(ZLIB QUIET)
 rm_require(ZLIB_FOUND "zlib" "zlib1g-dev")
 find_package(OpenSSL QUIET)
 rm_require(OpenSSL_FOUND "OpenSSL" "libssl-dev")
+find_package(CURL QUIET)
+rm_require(CURL_FOUND "libcurl" "libcurl4-openssl-dev")
 
 # OpenBLAS: link the library directly so the BLAS thread count can be set per rank.
 find_path(RM_OPENBLAS_INCLUDE cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-openmp

@@ -1,19 +1,12 @@
 #include "operator/progress.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "ringmaster/contract/trainer_summary.h"
 #include "ringmaster/core/json.h"
+#include "ringmaster/http/get.h"
 #include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::op {
@@ -37,34 +30,6 @@ bool parseSample(std::string_view line, std::string_view& name, double& value) {
   char* parse_end = nullptr;
   value = std::strtod(number.c_str(), &parse_end);
   return parse_end != number.c_str() && std::isfinite(value);
-}
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Waits until `fd` is ready for `events` or the deadline passes.
-core::Status waitFor(int fd, short events, std::chrono::steady_clock::time_point deadline,
-                     const std::string& what) {
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return core::unavailable(what + ": timed out");
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n > 0) return core::Status::Ok();
-    if (n < 0 && errno != EINTR) return core::errnoError(what + ": poll", errno);
-  }
 }
 
 // Status is for people (`kubectl get tj` prints numbers as stored): 4 significant digits.
@@ -180,61 +145,20 @@ kube::TrainingProgress mergeProgress(const std::optional<kube::TrainingProgress>
   return out;
 }
 
-core::Result<std::string> httpGet(const std::string& host, int port, const std::string& path,
-                                  std::chrono::milliseconds timeout) {
-  const std::string what = "GET http://" + host + ":" + std::to_string(port) + path;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0) return core::unavailable(what + ": resolve: " + gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs(found, freeaddrinfo);
-  Fd fd(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) return core::errnoError(what + ": socket", errno);
-  if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS) {
-    return core::unavailable(what + ": connect: " + std::strerror(errno));
-  }
-  RM_RETURN_IF_ERROR(waitFor(fd.get(), POLLOUT, deadline, what + ": connect"));
-  int err = 0;
-  socklen_t len = sizeof(err);
-  ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err != 0) return core::unavailable(what + ": connect: " + std::strerror(err));
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: " + host +
-                              "\r\nAccept: text/plain\r\nConnection: close\r\n\r\n";
-  size_t sent = 0;
-  while (sent < request.size()) {
-    RM_RETURN_IF_ERROR(waitFor(fd.get(), POLLOUT, deadline, what + ": send"));
-    ssize_t n = ::send(fd.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return core::errnoError(what + ": send", errno);
-    if (n > 0) sent += static_cast<size_t>(n);
-  }
-  std::string response;
-  char buf[16384];
-  for (;;) {
-    RM_RETURN_IF_ERROR(waitFor(fd.get(), POLLIN, deadline, what + ": read"));
-    ssize_t n = ::recv(fd.get(), buf, sizeof(buf), 0);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return core::errnoError(what + ": read", errno);
-    }
-    response.append(buf, static_cast<size_t>(n));
-    if (response.size() > (16 << 20)) return core::unavailable(what + ": answer over 16 MiB");
-  }
-  size_t header_end = response.find("\r\n\r\n");
-  if (header_end == std::string::npos) return core::unavailable(what + ": malformed answer");
-  // "HTTP/1.1 200 OK"
-  size_t sp = response.find(' ');
-  int code = sp == std::string::npos ? 0 : std::atoi(response.c_str() + sp + 1);
-  if (code != 200) return core::unavailable(what + ": HTTP " + std::to_string(code));
-  return response.substr(header_end + 4);
-}
-
 core::Result<kube::TrainingProgress> HttpProgressSource::read(const std::string& host, int port) {
-  RM_ASSIGN_OR_RETURN(std::string body, httpGet(host, port, "/metrics", timeout_));
-  core::Result<kube::TrainingProgress> p = parsePrometheusText(body);
+  const std::string target = http::url(host, port, "/metrics");
+  http::GetOptions options;
+  options.timeout = timeout_;
+  options.headers = {"Accept: text/plain"};
+  RM_ASSIGN_OR_RETURN(http::Response answer, http::get(target, options));
+  if (answer.status != 200) {
+    return core::unavailable("GET " + target + ": HTTP " + std::to_string(answer.status));
+  }
+  if (answer.truncated) {
+    return core::unavailable("GET " + target + ": answer over " +
+                             std::to_string(options.max_body >> 20) + " MiB");
+  }
+  core::Result<kube::TrainingProgress> p = parsePrometheusText(answer.body);
   if (!p.ok()) return p.status().withContext("http://" + host + ":" + std::to_string(port));
   return p;
 }

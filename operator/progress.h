@@ -58,8 +58,4 @@ class HttpProgressSource : public ProgressSource {
   std::chrono::milliseconds timeout_;
 };
 
-// A minimal HTTP/1.0 GET with a deadline (no TLS, no redirects): the body of a 200 answer.
-core::Result<std::string> httpGet(const std::string& host, int port, const std::string& path,
-                                  std::chrono::milliseconds timeout);
-
 }  // namespace ringmaster::op

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "local/kubelet/session.h"
+#include "ringmaster/http/get.h"
 
 namespace ringmaster::local::kubelet {
 namespace {
@@ -77,40 +78,16 @@ std::string httpProbe(const kube::HttpGetAction& get, const ProbeTarget& target,
   const std::string host = get.host.value_or(target.pod_ip.empty() ? "127.0.0.1" : target.pod_ip);
   const int port = resolvePort(get.port, target.ports);
   if (port <= 0) return "unknown port \"" + get.port.toString() + "\"";
-  std::string error;
-  int fd = connectTo(host, port, deadline, &error);
-  if (fd < 0)
-    return "Get \"http://" + host + ":" + std::to_string(port) + get.path.value_or("/") +
-           "\": " + error;
-  const std::string request = "GET " + get.path.value_or("/") + " HTTP/1.0\r\nHost: " + host + ":" +
-                              std::to_string(port) +
-                              "\r\nUser-Agent: kube-probe/1.32\r\nAccept: */*\r\n\r\n";
-  std::string response;
-  size_t sent = 0;
-  while (sent < request.size()) {
-    pollfd p{fd, POLLOUT, 0};
-    if (poll(&p, 1, remainingMs(deadline)) <= 0) break;
-    ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
-  while (response.find("\r\n") == std::string::npos && response.size() < 4096) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, remainingMs(deadline)) <= 0) break;
-    char buf[1024];
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    response.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  int code = 0;
-  if (response.rfind("HTTP/", 0) == 0) {
-    size_t sp = response.find(' ');
-    if (sp != std::string::npos) code = std::atoi(response.c_str() + sp + 1);
-  }
-  if (code >= 200 && code < 400) return "";
-  if (code == 0) return "Get \"http://" + host + ":" + std::to_string(port) + "\": no HTTP answer";
-  return "HTTP probe failed with statuscode: " + std::to_string(code);
+  http::GetOptions options;
+  options.timeout =
+      std::max(std::chrono::milliseconds(1), std::chrono::milliseconds(remainingMs(deadline)));
+  options.max_body = 10 << 10;  // what the kubelet reads of a probe's body
+  options.headers = {"User-Agent: kube-probe/1.32", "Accept: */*"};
+  core::Result<http::Response> answer =
+      http::get(http::url(host, port, get.path.value_or("/")), options);
+  if (!answer.ok()) return answer.status().message();
+  if (answer->status >= 200 && answer->status < 400) return "";
+  return "HTTP probe failed with statuscode: " + std::to_string(answer->status);
 }
 
 std::string execProbe(const kube::ExecAction& exec, const ProbeTarget& target,

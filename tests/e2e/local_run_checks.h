@@ -28,7 +28,7 @@ inline std::string scrapeRank(const std::string& kubectl,
     for (const auto& cp : c.value("ports", nlohmann::json::array()))
       if (cp.value("name", "") == "metrics") port = cp.value("containerPort", 0);
   if (ip.empty() || port == 0) return "";
-  return testutil::httpGet(ip, port, "/metrics");
+  return testutil::httpGet(ip, port, "/metrics").body;
 }
 
 // Whether `metrics` (a /metrics page) counts training steps taken by `rank`.

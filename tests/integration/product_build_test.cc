@@ -78,7 +78,7 @@ TEST(ProductBuild, ACpuRankServesMetricsWithoutMappingCuda) {
   std::string body;
   const auto deadline = std::chrono::steady_clock::now() + 120s;
   while (std::chrono::steady_clock::now() < deadline && p.running()) {
-    body = httpGet(port, "/metrics");
+    body = httpGet(port, "/metrics").body;
     if (body.find("ringmaster_trainer_steps_total") != std::string::npos) break;
     std::this_thread::sleep_for(100ms);  // polling a live process
   }

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "process_tree.h"
+
 extern char** environ;
 
 namespace ringmaster::testutil {
@@ -35,25 +37,13 @@ int countLines(const std::string& text, const std::string& needle) {
   return n;
 }
 
-std::string httpGet(int port, const std::string& path) { return httpGet("127.0.0.1", port, path); }
+http::Response httpGet(const std::string& host, int port, const std::string& path) {
+  core::Result<http::Response> answer = http::get(http::url(host, port, path));
+  return answer.ok() ? *std::move(answer) : http::Response{};
+}
 
-std::string httpGet(const std::string& ipv4, int port, const std::string& path) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (inet_pton(AF_INET, ipv4.c_str(), &addr.sin_addr) != 1) return "";
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[8192];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
-    }
-  }
-  close(fd);
-  return out;
+http::Response httpGet(int port, const std::string& path) {
+  return httpGet("127.0.0.1", port, path);
 }
 
 TempDir::TempDir() {
@@ -174,6 +164,7 @@ ProcessResult Process::wait(std::chrono::seconds limit) {
       break;
     }
     if (std::chrono::steady_clock::now() > deadline) {
+      result.tree_at_timeout = describeProcessTree(pid_);
       kill(pid_, SIGKILL);
       waitpid(pid_, &status_, 0);
       reaped_ = true;
@@ -191,6 +182,10 @@ ProcessResult Process::wait(std::chrono::seconds limit) {
   }
   result.stdout_text = readFile(out_path_);
   result.stderr_text = readFile(err_path_);
+  if (result.timed_out) {
+    result.stderr_text += "[testutil] no exit after " + std::to_string(limit.count()) +
+                          " s; killed. Its processes then:\n" + result.tree_at_timeout;
+  }
   return result;
 }
 

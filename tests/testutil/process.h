@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ringmaster/http/get.h"
+
 namespace ringmaster::testutil {
 
 struct ProcessResult {
@@ -20,6 +22,7 @@ struct ProcessResult {
   int term_signal = 0;
   bool core_dumped = false;
   bool timed_out = false;
+  std::string tree_at_timeout;  // describeProcessTree just before the SIGKILL
   std::string stdout_text;
   std::string stderr_text;
 };
@@ -36,7 +39,8 @@ class Process {
   void start();
   void signal(int sig);
   bool running();
-  // Waits up to `limit` (then SIGKILL and timed_out = true).
+  // Waits up to `limit` (then SIGKILL and timed_out = true; stderr_text then ends with what its
+  // processes were doing).
   ProcessResult wait(std::chrono::seconds limit);
   // The stderr written so far (for polling on progress).
   std::string stderrSoFar() const;
@@ -82,10 +86,10 @@ bool haveFashionMnist();
 // Path of a built binary: $RM_BINARY_DIR/<relative>.
 std::string binaryPath(const std::string& relative);
 std::string readFile(const std::string& path);
-// A plain HTTP/1.0 GET on 127.0.0.1:port; the whole response (headers + body), "" if refused.
-std::string httpGet(int port, const std::string& path);
-// The same on an IPv4 address (a local pod's 127.1.x.y).
-std::string httpGet(const std::string& ipv4, int port, const std::string& path);
+// GET http://host:port/path (rm::http, 5 s); status 0 and no body when nothing answered.
+http::Response httpGet(const std::string& host, int port, const std::string& path);
+// The same on 127.0.0.1.
+http::Response httpGet(int port, const std::string& path);
 // Counts the lines of `text` that contain `needle`.
 int countLines(const std::string& text, const std::string& needle);
 

@@ -2,12 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "process.h"
+#include "ringmaster/http/get.h"
 
 namespace ringmaster::metrics {
 namespace {
-
-using testutil::httpGet;
 
 TEST(CheckName, EnforcesPrefixUnitsAndTotal) {
   EXPECT_TRUE(checkName("ringmaster_trainer_steps_total", true).ok());
@@ -34,7 +32,10 @@ TEST(Exposer, ServesRegisteredMetricsWithConstantLabelsOnAnyPort) {
   auto exposer = Exposer::start("127.0.0.1", 0, r);
   ASSERT_TRUE(exposer.ok()) << exposer.status().message();
   ASSERT_GT((*exposer)->port(), 0);
-  std::string body = httpGet((*exposer)->port(), "/metrics");
+  auto answer = http::get(http::url("127.0.0.1", (*exposer)->port(), "/metrics"));
+  ASSERT_TRUE(answer.ok()) << answer.status().toString();
+  EXPECT_EQ(answer->status, 200);
+  const std::string& body = answer->body;
   EXPECT_NE(body.find("ringmaster_trainer_steps_total{job=\"fmnist\",rank=\"0\"} 3"),
             std::string::npos)
       << body;
