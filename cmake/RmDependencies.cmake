@@ -22,6 +22,8 @@ find_package(ZLIB QUIET)
 rm_require(ZLIB_FOUND "zlib" "zlib1g-dev")
 find_package(OpenSSL QUIET)
 rm_require(OpenSSL_FOUND "OpenSSL" "libssl-dev")
+find_package(LibLZMA QUIET)
+rm_require(LIBLZMA_FOUND "liblzma (CRC-64 of checkpoints)" "liblzma-dev")
 find_package(CURL QUIET)
 rm_require(CURL_FOUND "libcurl" "libcurl4-openssl-dev")
 

@@ -11,7 +11,7 @@ RUN apt-get update \
       build-essential cmake pkg-config ca-certificates \
       libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev \
       libgtest-dev libgmock-dev \
-      libgloo-dev libopenblas-dev zlib1g-dev libssl-dev \
+      libgloo-dev libopenblas-dev zlib1g-dev liblzma-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the configure reads and the operator compiles (.dockerignore drops build trees).

@@ -21,7 +21,7 @@ RUN apt-get update \
       build-essential cmake pkg-config ca-certificates \
       libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev \
       libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev \
-      libgloo-dev libopenblas-dev zlib1g-dev libssl-dev libnccl-dev \
+      libgloo-dev libopenblas-dev zlib1g-dev liblzma-dev libssl-dev libnccl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

@@ -1,12 +1,13 @@
 // Training checkpoint files (trainer/checkpoint/checkpoint.h). Random bytes rarely carry a
 // valid CRC-64, so a first input byte of 'C' makes the target fix up the size field and the
 // checksum, which lets the fuzzer reach the field decoding behind them.
+#include <lzma.h>
+
 #include <cstring>
 #include <string>
 
 #include "fuzz/memfd_path.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/checkpoint/crc64.h"
 
 namespace {
 
@@ -17,7 +18,7 @@ std::string withValidFraming(std::string bytes) {
   const uint64_t size = bytes.size();
   std::memcpy(bytes.data() + kSizeFieldOffset, &size, sizeof size);
   const size_t body = bytes.size() - 8;
-  const uint64_t crc = ringmaster::trainer::checkpoint::crc64(0, bytes.data(), body);
+  const uint64_t crc = lzma_crc64(reinterpret_cast<const uint8_t*>(bytes.data()), body, 0);
   std::memcpy(bytes.data() + body, &crc, sizeof crc);
   return bytes;
 }

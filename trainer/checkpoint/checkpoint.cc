@@ -1,6 +1,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 
 #include <fcntl.h>
+#include <lzma.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,7 +16,6 @@
 #include <utility>
 
 #include "ringmaster/core/log.h"
-#include "trainer/checkpoint/crc64.h"
 
 namespace ringmaster::trainer::checkpoint {
 namespace {
@@ -76,7 +76,7 @@ std::string encode(const Checkpoint& c) {
   for (const auto& s : c.optimizer_state) putFloats(out, s);
   const uint64_t size = out.size() + sizeof(uint64_t);
   std::memcpy(out.data() + kSizeFieldOffset, &size, sizeof size);
-  put<uint64_t>(out, crc64(0, out.data(), out.size()));
+  put<uint64_t>(out, lzma_crc64(reinterpret_cast<const uint8_t*>(out.data()), out.size(), 0));
   return out;
 }
 
@@ -162,7 +162,7 @@ Result<Checkpoint> decode(const std::string& path, const std::string& bytes) {
   const size_t body = bytes.size() - sizeof(uint64_t);
   uint64_t stored = 0;
   std::memcpy(&stored, bytes.data() + body, sizeof stored);
-  const uint64_t computed = crc64(0, bytes.data(), body);
+  const uint64_t computed = lzma_crc64(reinterpret_cast<const uint8_t*>(bytes.data()), body, 0);
   if (stored != computed) {
     return corrupt(path, "checksum mismatch: stored CRC-64 " + hex64(stored) + ", computed " +
                              hex64(computed));

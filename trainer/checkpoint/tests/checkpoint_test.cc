@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <lzma.h>
 #include <stdlib.h>
 
 #include <cstring>
@@ -9,8 +10,6 @@
 #include <fstream>
 #include <iterator>
 #include <set>
-
-#include "trainer/checkpoint/crc64.h"
 
 namespace ringmaster::trainer::checkpoint {
 namespace {
@@ -103,6 +102,19 @@ TEST_F(CheckpointTest, RoundTripsEveryField) {
   ASSERT_TRUE(got.ok()) << got.status().toString();
   ASSERT_TRUE(got->has_value());
   expectSame(**got, c);
+}
+
+// The trailer is CRC-64/XZ (liblzma's lzma_crc64; its catalogued check value pins the variant)
+// of every byte before it, little-endian: what the format promises a foreign reader.
+TEST_F(CheckpointTest, TrailerIsTheCrc64XzOfTheBody) {
+  EXPECT_EQ(lzma_crc64(reinterpret_cast<const uint8_t*>("123456789"), 9, 0), 0x995DC9BBDF1939FAull);
+  ASSERT_TRUE(writeCheckpoint(dir_, makeCheckpoint(7)).ok());
+  const std::string bytes = readBytes(pathFor(7));
+  ASSERT_GT(bytes.size(), 8u);
+  const size_t body = bytes.size() - 8;
+  uint64_t trailer = 0;
+  for (int i = 7; i >= 0; --i) trailer = (trailer << 8) | static_cast<uint8_t>(bytes[body + i]);
+  EXPECT_EQ(trailer, lzma_crc64(reinterpret_cast<const uint8_t*>(bytes.data()), body, 0));
 }
 
 TEST_F(CheckpointTest, RoundTripsAnEmptyCheckpoint) {
@@ -298,7 +310,7 @@ template <typename T>
 std::string patchAndReseal(std::string bytes, size_t offset, T value) {
   std::memcpy(bytes.data() + offset, &value, sizeof value);
   const size_t body = bytes.size() - 8;
-  const uint64_t crc = crc64(0, bytes.data(), body);
+  const uint64_t crc = lzma_crc64(reinterpret_cast<const uint8_t*>(bytes.data()), body, 0);
   std::memcpy(bytes.data() + body, &crc, sizeof crc);
   return bytes;
 }
