@@ -1,6 +1,8 @@
 #include "local/https/kubeconfig.h"
 
-#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
 
 #include "local/https/files.h"
 #include "ringmaster/core/base64.h"
@@ -8,9 +10,6 @@
 namespace ringmaster::local {
 
 namespace {
-
-// A YAML double-quoted scalar (JSON string syntax is a subset of it).
-std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 bool validName(const std::string& name) {
   if (name.empty()) return false;
@@ -34,28 +33,37 @@ core::Result<std::string> renderKubeconfig(const KubeconfigSpec& spec) {
   if (spec.ca_pem.empty() || spec.token.empty()) {
     return core::invalidArgument("kubeconfig: CA certificate and token are required");
   }
-  const std::string name = quoted(spec.name);
-  std::string out;
-  out += "apiVersion: v1\n";
-  out += "kind: Config\n";
-  out += "clusters:\n";
-  out += "- name: " + name + "\n";
-  out += "  cluster:\n";
-  out += "    server: " + quoted(spec.server_url) + "\n";
-  out += "    certificate-authority-data: " + core::base64Encode(spec.ca_pem) + "\n";
-  out += "users:\n";
-  out += "- name: " + name + "\n";
-  out += "  user:\n";
-  out += "    token: " + quoted(spec.token) + "\n";
-  out += "contexts:\n";
-  out += "- name: " + name + "\n";
-  out += "  context:\n";
-  out += "    cluster: " + name + "\n";
-  out += "    user: " + name + "\n";
-  if (!spec.namespace_name.empty()) out += "    namespace: " + quoted(spec.namespace_name) + "\n";
-  out += "current-context: " + name + "\n";
-  out += "preferences: {}\n";
-  return out;
+  // Strings double-quoted: a token or name of digits must stay a string for every reader.
+  YAML::Emitter out;
+  auto named = [&](const char* list, const char* kind, auto body) {
+    out << YAML::Key << list << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << spec.name;
+    out << YAML::Key << kind << YAML::Value << YAML::BeginMap;
+    body();
+    out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
+  };
+  out << YAML::BeginMap;
+  out << YAML::Key << "apiVersion" << YAML::Value << "v1";
+  out << YAML::Key << "kind" << YAML::Value << "Config";
+  named("clusters", "cluster", [&] {
+    out << YAML::Key << "server" << YAML::Value << YAML::DoubleQuoted << spec.server_url;
+    out << YAML::Key << "certificate-authority-data" << YAML::Value
+        << core::base64Encode(spec.ca_pem);
+  });
+  named("users", "user",
+        [&] { out << YAML::Key << "token" << YAML::Value << YAML::DoubleQuoted << spec.token; });
+  named("contexts", "context", [&] {
+    out << YAML::Key << "cluster" << YAML::Value << YAML::DoubleQuoted << spec.name;
+    out << YAML::Key << "user" << YAML::Value << YAML::DoubleQuoted << spec.name;
+    if (!spec.namespace_name.empty()) {
+      out << YAML::Key << "namespace" << YAML::Value << YAML::DoubleQuoted << spec.namespace_name;
+    }
+  });
+  out << YAML::Key << "current-context" << YAML::Value << YAML::DoubleQuoted << spec.name;
+  out << YAML::Key << "preferences" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::EndMap;
+  out << YAML::EndMap;
+  if (!out.good()) return core::internalError("kubeconfig: " + out.GetLastError());
+  return std::string(out.c_str()) + "\n";
 }
 
 core::Status writeKubeconfig(const std::filesystem::path& path, const KubeconfigSpec& spec) {
