@@ -22,7 +22,8 @@ constexpr size_t kInputChunk = size_t{1} << 20;
 constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // The decompressed byte stream of one file, from a plain fd or through zlib's inflate.
-// Owns the fd and the z_stream; not copyable; single-threaded.
+// Owns the fd and the z_stream; not copyable; single-threaded. Not zlib's gzread: it silently
+// skips garbage after the last gzip member and cannot say at which compressed offset data broke.
 class StreamReader {
  public:
   StreamReader() = default;
