@@ -24,6 +24,13 @@ find_package(OpenSSL QUIET)
 rm_require(OpenSSL_FOUND "OpenSSL" "libssl-dev")
 find_package(LibLZMA QUIET)
 rm_require(LIBLZMA_FOUND "liblzma (CRC-64 of checkpoints)" "liblzma-dev")
+# RE2: the regular expressions of CEL's matches() and OpenAPI's pattern, as Kubernetes (Go's
+# regexp, the same syntax) reads them.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(RE2 QUIET IMPORTED_TARGET re2)
+endif()
+rm_require(RE2_FOUND "RE2" "libre2-dev")
 find_package(CURL QUIET)
 rm_require(CURL_FOUND "libcurl" "libcurl4-openssl-dev")
 

@@ -19,7 +19,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config ca-certificates \
-      libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev \
+      libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libre2-dev \
       libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev \
       libgloo-dev libopenblas-dev zlib1g-dev liblzma-dev libssl-dev libnccl-dev \
  && rm -rf /var/lib/apt/lists/*

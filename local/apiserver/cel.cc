@@ -1,6 +1,6 @@
 #include "local/apiserver/cel.h"
 
-#include <regex.h>
+#include <re2/re2.h>
 
 #include <cmath>
 #include <memory>
@@ -724,41 +724,14 @@ class Evaluator {
   Scopes scopes_;
 };
 
-// RE2 shorthand classes POSIX ERE lacks.
-std::string toPosix(const std::string& re) {
-  std::string out;
-  bool in_class = false;
-  for (size_t i = 0; i < re.size(); ++i) {
-    char c = re[i];
-    if (c == '\\' && i + 1 < re.size()) {
-      char e = re[++i];
-      const char* cls = nullptr;
-      if (e == 'd') cls = "0-9";
-      if (e == 'w') cls = "A-Za-z0-9_";
-      if (e == 's') cls = "[:space:]";
-      if (cls) {
-        out += in_class ? std::string(cls) : "[" + std::string(cls) + "]";
-      } else {
-        out += '\\';
-        out += e;
-      }
-      continue;
-    }
-    if (c == '[') in_class = true;
-    if (c == ']') in_class = false;
-    out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<bool> regexSearch(const std::string& pattern, const std::string& text) {
-  regex_t re;
-  if (regcomp(&re, toPosix(pattern).c_str(), REG_EXTENDED | REG_NOSUB) != 0) return std::nullopt;
-  const bool found = regexec(&re, text.c_str(), 0, nullptr, 0) == 0;
-  regfree(&re);
-  return found;
+  RE2::Options options;
+  options.set_log_errors(false);  // a bad pattern is the caller's error to report, not a log line
+  const RE2 re(pattern, options);
+  if (!re.ok()) return std::nullopt;
+  return RE2::PartialMatch(text, re);
 }
 
 bool celUsesOldSelf(const std::string& expression) {

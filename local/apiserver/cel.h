@@ -30,8 +30,8 @@ CelResult evaluateCel(const std::string& expression, const nlohmann::json& self,
 // Whether `expression` mentions oldSelf (a transition rule: only checked on updates).
 bool celUsesOldSelf(const std::string& expression);
 
-// RE2-style pattern (the subset POSIX ERE shares, plus \d \w \s) matched anywhere in `text`, as
-// CEL's matches() and OpenAPI's `pattern` do. nullopt when the pattern cannot be compiled.
+// An RE2 pattern (the syntax of Go's regexp, which Kubernetes uses) matched anywhere in `text`, as
+// CEL's matches() and OpenAPI's `pattern` do. nullopt when the pattern does not compile.
 std::optional<bool> regexSearch(const std::string& pattern, const std::string& text);
 
 }  // namespace ringmaster::local

@@ -85,11 +85,15 @@ TEST(Cel, UnsupportedExpressionsAreFlaggedNotCrashed) {
   }
 }
 
-TEST(Cel, RegexSearchTranslatesShorthandClasses) {
+TEST(Cel, RegexSearchSpeaksRe2) {
   EXPECT_EQ(regexSearch("^\\d+$", "123"), true);
   EXPECT_EQ(regexSearch("^\\d+$", "12a"), false);
   EXPECT_EQ(regexSearch("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "my-job"), true);
   EXPECT_EQ(regexSearch("(", "x"), std::nullopt);
+  // RE2's syntax, as Kubernetes reads it: flags and Unicode classes work, backreferences do not.
+  EXPECT_EQ(regexSearch("(?i)^JOB-[0-9]+$", "job-12"), true);
+  EXPECT_EQ(regexSearch("^\\p{L}+$", "z\xc3\xbcrich"), true);
+  EXPECT_EQ(regexSearch("^(a)\\1$", "aa"), std::nullopt);
 }
 
 }  // namespace
