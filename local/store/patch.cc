@@ -13,130 +13,35 @@ using core::stringMember;
 using nlohmann::json;
 
 json applyMergePatch(const json& target, const json& patch) {
-  if (!patch.is_object()) return patch;
-  json result = target.is_object() ? target : json::object();
-  for (auto it = patch.begin(); it != patch.end(); ++it) {
-    if (it->is_null()) {
-      result.erase(it.key());
-    } else {
-      auto cur = result.find(it.key());
-      result[it.key()] = applyMergePatch(cur == result.end() ? json() : *cur, *it);
-    }
-  }
+  json result = target;
+  result.merge_patch(patch);  // RFC 7386, as the API server's merge patch
   return result;
 }
 
 namespace {
 
-// ---- JSON pointer (RFC 6901) ----
-
-std::optional<std::vector<std::string>> splitPointer(const std::string& ptr) {
-  std::vector<std::string> parts;
-  if (ptr.empty()) return parts;
-  if (ptr[0] != '/') return std::nullopt;
-  size_t start = 1;
-  while (true) {
-    size_t slash = ptr.find('/', start);
-    std::string raw =
-        ptr.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    std::string part;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
-        part.push_back(raw[i + 1] == '0' ? '~' : '/');
-        ++i;
-      } else {
-        part.push_back(raw[i]);
-      }
-    }
-    parts.push_back(std::move(part));
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  return parts;
-}
-
-std::optional<size_t> arrayIndex(const std::string& s, size_t size, bool allow_end) {
-  if (allow_end && s == "-") return size;
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  if (!std::all_of(s.begin(), s.end(),
-                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    return std::nullopt;
-  size_t idx = std::stoul(s);
-  if (idx > size || (!allow_end && idx == size)) return std::nullopt;
-  return idx;
-}
-
-// The container that holds the last token of `parts`.
-json* parentOf(json& doc, const std::vector<std::string>& parts) {
-  json* cur = &doc;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (cur->is_object()) {
-      auto it = cur->find(parts[i]);
-      if (it == cur->end()) return nullptr;
-      cur = &*it;
-    } else if (cur->is_array()) {
-      auto idx = arrayIndex(parts[i], cur->size(), false);
-      if (!idx) return nullptr;
-      cur = &(*cur)[*idx];
-    } else {
-      return nullptr;
-    }
-  }
-  return cur;
-}
-
-json* resolve(json& doc, const std::vector<std::string>& parts) {
-  if (parts.empty()) return &doc;
-  json* parent = parentOf(doc, parts);
-  if (!parent) return nullptr;
-  if (parent->is_object()) {
-    auto it = parent->find(parts.back());
-    return it == parent->end() ? nullptr : &*it;
-  }
-  if (parent->is_array()) {
-    auto idx = arrayIndex(parts.back(), parent->size(), false);
-    return idx ? &(*parent)[*idx] : nullptr;
-  }
-  return nullptr;
-}
-
-std::optional<std::string> addAt(json& doc, const std::vector<std::string>& parts, json value,
-                                 const std::string& path) {
-  if (parts.empty()) {
-    doc = std::move(value);
+// RFC 6901 pointer, or nullopt for one that does not parse (no leading '/', a bad ~ escape).
+std::optional<json::json_pointer> pointer(const std::string& text) {
+  try {
+    return json::json_pointer(text);
+  } catch (const json::exception&) {
     return std::nullopt;
   }
-  json* parent = parentOf(doc, parts);
-  if (parent && parent->is_object()) {
-    (*parent)[parts.back()] = std::move(value);
-    return std::nullopt;
-  }
-  if (parent && parent->is_array()) {
-    auto idx = arrayIndex(parts.back(), parent->size(), true);
-    if (!idx)
-      return "add operation does not apply: doc is missing path: \"" + path + "\": missing value";
-    parent->insert(parent->begin() + static_cast<std::ptrdiff_t>(*idx), std::move(value));
-    return std::nullopt;
-  }
-  return "add operation does not apply: doc is missing path: \"" + path + "\": missing value";
 }
 
-bool removeAt(json& doc, const std::vector<std::string>& parts) {
-  if (parts.empty()) return false;
-  json* parent = parentOf(doc, parts);
-  if (!parent) return false;
-  if (parent->is_object()) return parent->erase(parts.back()) > 0;
-  if (parent->is_array()) {
-    auto idx = arrayIndex(parts.back(), parent->size(), false);
-    if (!idx) return false;
-    parent->erase(parent->begin() + static_cast<std::ptrdiff_t>(*idx));
-    return true;
+// Whether `at` names a value in `doc` (an array index past the end, "-" or "01" does not).
+bool holds(const json& doc, const json::json_pointer& at) {
+  try {
+    return doc.contains(at);
+  } catch (const json::exception&) {
+    return false;
   }
-  return false;
 }
 
 }  // namespace
 
+// Each operation is checked here for the API server's error texts, then applied by nlohmann's
+// RFC 6902 patch; `test` is ours, since a test without a value compares against null there.
 ApiResult<json> applyJsonPatch(const json& target, const json& patch) {
   if (!patch.is_array()) {
     return badRequestError("json: cannot unmarshal " +
@@ -146,62 +51,61 @@ ApiResult<json> applyJsonPatch(const json& target, const json& patch) {
   json doc = target;
   for (const json& op : patch) {
     if (!op.is_object()) return badRequestError("json patch operation is not an object");
-    std::string kind = stringMember(op, "op");
+    const std::string kind = stringMember(op, "op");
     auto path_it = op.find("path");
     if (path_it == op.end() || !path_it->is_string()) {
       return patchApplyError(kind + " operation does not apply: doc is missing path: \"\"");
     }
-    std::string path = path_it->get<std::string>();
-    auto parts = splitPointer(path);
-    if (!parts) return patchApplyError("invalid JSON pointer: \"" + path + "\"");
-    auto value_it = op.find("value");
-    if (kind == "add") {
-      if (value_it == op.end())
-        return patchApplyError("add operation does not apply: missing value");
-      if (auto err = addAt(doc, *parts, *value_it, path)) return patchApplyError(*err);
-    } else if (kind == "remove") {
-      if (!removeAt(doc, *parts)) {
-        return patchApplyError("remove operation does not apply: doc is missing path: \"" + path +
-                               "\": missing value");
-      }
-    } else if (kind == "replace") {
-      if (value_it == op.end())
-        return patchApplyError("replace operation does not apply: missing value");
-      json* at = resolve(doc, *parts);
-      if (!at) {
+    const std::string path = path_it->get<std::string>();
+    const std::optional<json::json_pointer> at = pointer(path);
+    if (!at) return patchApplyError("invalid JSON pointer: \"" + path + "\"");
+    const bool has_value = op.contains("value");
+    const std::string missing_path =
+        kind + " operation does not apply: doc is missing path: \"" + path + "\": missing value";
+    json step = {{"op", kind}, {"path", path}};
+    if (kind == "add" || kind == "replace") {
+      if (!has_value) return patchApplyError(kind + " operation does not apply: missing value");
+      step["value"] = op["value"];
+      if (kind == "replace" && !holds(doc, *at)) {
         return patchApplyError("replace operation does not apply: doc is missing key: " + path +
                                ": missing value");
       }
-      *at = *value_it;
+      if (kind == "add" && !at->empty() && !holds(doc, at->parent_pointer())) {
+        return patchApplyError(missing_path);
+      }
+    } else if (kind == "remove") {
+      if (at->empty() || !holds(doc, *at)) return patchApplyError(missing_path);
     } else if (kind == "move" || kind == "copy") {
       auto from_it = op.find("from");
       if (from_it == op.end() || !from_it->is_string()) {
         return patchApplyError(kind + " operation does not apply: missing from path");
       }
-      std::string from = from_it->get<std::string>();
-      auto from_parts = splitPointer(from);
-      json* src = from_parts ? resolve(doc, *from_parts) : nullptr;
-      if (!src) {
+      const std::string from = from_it->get<std::string>();
+      const std::optional<json::json_pointer> source = pointer(from);
+      if (!source || !holds(doc, *source)) {
         return patchApplyError(kind + " operation does not apply: doc is missing from path: " +
                                from + ": missing value");
       }
-      json value = *src;
-      if (kind == "move") {
-        if (path.rfind(from + "/", 0) == 0) {
-          return patchApplyError("move operation does not apply: cannot move \"" + from +
-                                 "\" into its own child \"" + path + "\"");
-        }
-        removeAt(doc, *from_parts);
+      if (kind == "move" && path.rfind(from + "/", 0) == 0) {
+        return patchApplyError("move operation does not apply: cannot move \"" + from +
+                               "\" into its own child \"" + path + "\"");
       }
-      if (auto err = addAt(doc, *parts, std::move(value), path)) return patchApplyError(*err);
+      step["from"] = from;
     } else if (kind == "test") {
-      json* at = resolve(doc, *parts);
-      json expected = value_it == op.end() ? json() : *value_it;
-      if ((at == nullptr && !expected.is_null()) || (at != nullptr && *at != expected)) {
+      const json expected = has_value ? op["value"] : json();
+      const bool found = holds(doc, *at);
+      if ((!found && !expected.is_null()) || (found && doc.at(*at) != expected)) {
         return patchApplyError("testing value " + path + " failed: test failed");
       }
+      continue;
     } else {
       return patchApplyError("Unexpected kind: " + kind);
+    }
+    try {
+      doc.patch_inplace(json::array({std::move(step)}));
+    } catch (const json::exception&) {
+      // What the checks above let through: an array index past the end or not a number.
+      return patchApplyError(missing_path);
     }
   }
   return doc;
