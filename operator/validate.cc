@@ -92,6 +92,10 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
       e.inRange(p + ".model.hidden[" + std::to_string(i) + "]",
                 std::optional<int32_t>(t.model->hidden[i]), 1, 65536);
     }
+    for (size_t i = 0; i < t.model->channels.size(); ++i) {
+      e.inRange(p + ".model.channels[" + std::to_string(i) + "]",
+                std::optional<int32_t>(t.model->channels[i]), 1, 1024);
+    }
     e.inRange(p + ".model.cnnHidden", t.model->cnn_hidden, 0, 65536);
     if (const int64_t n = modelParameters(*t.model); n > kMaxModelParameters) {
       const std::string field =
@@ -113,6 +117,13 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
     if (t.optimizer->learning_rate && !(*t.optimizer->learning_rate > 0)) {
       e.add(p + ".optimizer.learningRate", "must be greater than 0");
     }
+    if (t.optimizer->momentum && !(*t.optimizer->momentum >= 0 && *t.optimizer->momentum < 1)) {
+      e.add(p + ".optimizer.momentum", "must be in [0, 1)");
+    }
+    e.inRange(p + ".optimizer.beta1", t.optimizer->beta1, 0.0, 1.0);
+    e.inRange(p + ".optimizer.beta2", t.optimizer->beta2, 0.0, 1.0);
+    e.atLeast(p + ".optimizer.epsilon", t.optimizer->epsilon, 0.0);
+    e.atLeast(p + ".optimizer.weightDecay", t.optimizer->weight_decay, 0.0);
   }
   if (t.checkpoint) {
     e.unknownFields(p + ".checkpoint", t.checkpoint->extra);
@@ -128,6 +139,10 @@ void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
   if (t.bucket_cap_mb && !(*t.bucket_cap_mb > 0 && *t.bucket_cap_mb <= 4096)) {
     e.add(p + ".bucketCapMB", "must be in (0, 4096]");
   }
+  if (t.first_bucket_cap_mb && !(*t.first_bucket_cap_mb > 0)) {
+    e.add(p + ".firstBucketCapMB", "must be greater than 0");
+  }
+  e.atLeast(p + ".seed", t.seed, int64_t{0});
   e.inRange(p + ".metricsPort", t.metrics_port, 1, 65535);
   // The worker container's other ports: a second listener on one of them cannot bind.
   for (auto [port, what] : {std::pair{kHealthPort, "the launcher's health port"},

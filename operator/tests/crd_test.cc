@@ -2,6 +2,7 @@
 // with a description on every field, the printer columns, names, and the same fields as lib/kube's
 // TrainingJob type (a field the CRD declares but the type drops would be lost on status writes).
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -174,6 +175,85 @@ TEST(Examples, EveryExampleJobIsValidAndFullyTyped) {
     EXPECT_TRUE(job->spec.trainer->extra.empty()) << job->spec.trainer->extra.dump();
     core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(*job, ValidateOptions{});
     EXPECT_TRUE(spec.ok()) << spec.status().toString();
+  }
+}
+
+// One constraint the CRD's schema puts on a field under spec: an enum, or numeric bounds.
+struct SchemaConstraint {
+  std::string field;                   // as the validator names it: "spec.trainer.model.hidden[0]"
+  nlohmann::json::json_pointer where;  // the same place in the job's JSON
+  YAML::Node schema;
+};
+
+void collectConstraints(const YAML::Node& schema, const std::string& field,
+                        const nlohmann::json::json_pointer& where,
+                        std::vector<SchemaConstraint>& out) {
+  if (schema["enum"] || schema["minimum"] || schema["maximum"]) {
+    out.push_back({field, where, schema});
+  }
+  for (const auto& kv : schema["properties"]) {
+    const std::string key = kv.first.as<std::string>();
+    collectConstraints(kv.second, field + "." + key, where / key, out);
+  }
+  if (schema["items"]) collectConstraints(schema["items"], field + "[0]", where / 0, out);
+}
+
+// The validator's complaints about exactly `field` when the example job has `value` there.
+std::vector<std::string> complaintsAbout(const SchemaConstraint& c, const nlohmann::json& value) {
+  YAML::Node yaml = YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-mlp.yaml");
+  nlohmann::json job = toJson(yaml);
+  job[c.where] = value;
+  core::Result<kube::TrainingJob> decoded = kube::decode<kube::TrainingJob>(job);
+  if (!decoded.ok()) return {"does not decode: " + decoded.status().message()};
+  std::vector<std::string> out;
+  for (const FieldError& e : validate(*decoded)) {
+    if (e.field == c.field) out.push_back(e.message);
+  }
+  return out;
+}
+
+// Every enum and numeric bound the CRD declares under spec, the operator's validator enforces
+// the same way: a value the API server admits is never Failed by the operator for that field,
+// and a value the schema refuses is refused by the validator too (for a server that skipped
+// the schema, or a job stored before it changed).
+TEST(Crd, SchemaAndValidatorAgreeOnEveryBoundAndEnum) {
+  YAML::Node spec = version(loadCrd())["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  std::vector<SchemaConstraint> constraints;
+  collectConstraints(spec, "spec", nlohmann::json::json_pointer("/spec"), constraints);
+  ASSERT_GT(constraints.size(), 10u);
+  for (const SchemaConstraint& c : constraints) {
+    SCOPED_TRACE(c.field);
+    if (c.schema["enum"]) {
+      for (const auto& allowed : c.schema["enum"]) {
+        EXPECT_THAT(complaintsAbout(c, allowed.as<std::string>()), ::testing::IsEmpty())
+            << "the schema allows \"" << allowed.as<std::string>() << "\"";
+      }
+      EXPECT_THAT(complaintsAbout(c, "not-in-the-enum"), ::testing::Not(::testing::IsEmpty()));
+      continue;
+    }
+    const bool integer = c.schema["type"].as<std::string>("") == "integer";
+    const double step = integer ? 1 : 1e-6;
+    auto number = [&](double v) {
+      return integer ? nlohmann::json(static_cast<int64_t>(v)) : nlohmann::json(v);
+    };
+    if (c.schema["minimum"]) {
+      const double min = c.schema["minimum"].as<double>();
+      const bool exclusive = c.schema["exclusiveMinimum"].as<bool>(false);
+      EXPECT_THAT(complaintsAbout(c, number(exclusive ? min + step : min)), ::testing::IsEmpty())
+          << "the schema's minimum " << min;
+      EXPECT_THAT(complaintsAbout(c, number(exclusive ? min : min - step)),
+                  ::testing::Not(::testing::IsEmpty()))
+          << "below the schema's minimum " << min;
+    }
+    if (c.schema["maximum"]) {
+      const double max = c.schema["maximum"].as<double>();
+      const bool exclusive = c.schema["exclusiveMaximum"].as<bool>(false);
+      EXPECT_THAT(complaintsAbout(c, number(exclusive ? max - step : max)), ::testing::IsEmpty())
+          << "the schema's maximum " << max;
+      EXPECT_THAT(complaintsAbout(c, number(exclusive ? max : max + step)),
+                  ::testing::Not(::testing::IsEmpty()))
+          << "above the schema's maximum " << max;
+    }
   }
 }
 
