@@ -1,7 +1,7 @@
 #pragma once
-// Reconciler: one level-triggered pass over one TrainingJob, keyed "<namespace>/<name>"
-// (STYLE examples 9 and 11). It reads the world from informer caches (Listers), never from its
-// own memory, so a restarted operator continues where the last one stopped:
+// Reconciler: one level-triggered pass over one TrainingJob, keyed "<namespace>/<name>", in the
+// manner of controller-runtime's reconcilers. It reads the world from informer caches (Listers),
+// never from its own memory, so a restarted operator continues where the last one stopped:
 //
 //   load job -> does not decode? (a value the server took but the type cannot hold) -> Failed
 //               InvalidSpec naming the field, written with a merge patch; nothing created

@@ -13,7 +13,7 @@
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/broadcast_blob.h"
 #include "trainer/comm/collective_watchdog.h"
-#include "trainer/gpu/cuda_status.h"
+#include "trainer/cuda/cuda_status.h"
 
 namespace ringmaster::trainer::comm {
 namespace {

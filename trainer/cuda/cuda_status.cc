@@ -1,4 +1,4 @@
-#include "trainer/gpu/cuda_status.h"
+#include "trainer/cuda/cuda_status.h"
 
 namespace ringmaster::trainer::gpu {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "trainer/gpu/cuda_status.h"
+#include "trainer/cuda/cuda_status.h"
 
 namespace ringmaster::trainer::gpu {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "trainer/comm/nccl_communicator.h"
-#include "trainer/gpu/cuda_status.h"
+#include "trainer/cuda/cuda_status.h"
 #include "trainer/gpu/gpu_trainer.h"
 #include "trainer/gpu_module.h"
 

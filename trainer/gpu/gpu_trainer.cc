@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "ringmaster/core/log.h"
-#include "trainer/gpu/cuda_status.h"
+#include "trainer/cuda/cuda_status.h"
 #include "trainer/gpu/device_buffer.h"
 #include "trainer/gpu/gpu_model.h"
 #include "trainer/gpu/kernels.h"

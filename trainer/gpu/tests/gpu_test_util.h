@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "trainer/cuda/cuda_status.h"
 #include "trainer/data/fashion_mnist.h"
-#include "trainer/gpu/cuda_status.h"
 
 #define RM_REQUIRE_GPU()                                                  \
   do {                                                                    \

@@ -1,6 +1,6 @@
 #pragma once
-// Watcher<T>: list+watch of one resource as an explicit state machine (STYLE example 10,
-// kube-runtime's watcher). Each step() makes one transition:
+// Watcher<T>: list+watch of one resource as an explicit state machine (as kube-runtime's
+// watcher is). Each step() makes one transition:
 //
 //   kEmpty     LIST (selectors; no resourceVersion: a consistent read)
 //                ok    -> handler.relisted(the items that decode, those that do not);
