@@ -19,10 +19,11 @@ COPY CMakeLists.txt ./
 COPY cmake/ cmake/
 COPY lib/ lib/
 COPY trainer/ trainer/
+COPY launcher/ launcher/
 COPY operator/ operator/
 COPY dockerfiles/bundle-libs.sh dockerfiles/bundle-libs.sh
 RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=OFF -DRM_WITH_MPI=OFF \
-      -DRM_BUILD_TESTS=OFF -DRM_BUILD_BENCH=OFF \
+      -DRM_BUILD_TESTS=OFF -DRM_BUILD_BENCH=OFF -DRM_BUILD_LOCAL=OFF \
  && cmake --build /src/build --target ringmaster-operator -j"$(nproc)" \
  && strip /src/build/bin/ringmaster-operator \
  && dockerfiles/bundle-libs.sh /out/lib '^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux.*)\.so' \

@@ -29,9 +29,10 @@ COPY cmake/ cmake/
 COPY lib/ lib/
 COPY trainer/ trainer/
 COPY launcher/ launcher/
+COPY operator/ operator/
 COPY dockerfiles/bundle-libs.sh dockerfiles/bundle-libs.sh
 RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=ON -DRM_WITH_MPI=ON \
-      -DRM_BUILD_TESTS=OFF -DRM_BUILD_BENCH=OFF \
+      -DRM_BUILD_TESTS=OFF -DRM_BUILD_BENCH=OFF -DRM_BUILD_LOCAL=OFF \
  && cmake --build /src/build --target ringmaster-launcher ringmaster-trainer -j"$(nproc)" \
  && strip /src/build/bin/ringmaster-launcher /src/build/bin/ringmaster-trainer \
  && dockerfiles/bundle-libs.sh /out/lib \
