@@ -198,10 +198,10 @@ void collectConstraints(const YAML::Node& schema, const std::string& field,
   if (schema["items"]) collectConstraints(schema["items"], field + "[0]", where / 0, out);
 }
 
-// The validator's complaints about exactly `field` when the example job has `value` there.
-std::vector<std::string> complaintsAbout(const SchemaConstraint& c, const nlohmann::json& value) {
-  YAML::Node yaml = YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-mlp.yaml");
-  nlohmann::json job = toJson(yaml);
+// The validator's complaints about exactly `c.field` when `base` (a job) has `value` there.
+std::vector<std::string> complaintsAbout(const nlohmann::json& base, const SchemaConstraint& c,
+                                         const nlohmann::json& value) {
+  nlohmann::json job = base;
   job[c.where] = value;
   core::Result<kube::TrainingJob> decoded = kube::decode<kube::TrainingJob>(job);
   if (!decoded.ok()) return {"does not decode: " + decoded.status().message()};
@@ -221,14 +221,19 @@ TEST(Crd, SchemaAndValidatorAgreeOnEveryBoundAndEnum) {
   std::vector<SchemaConstraint> constraints;
   collectConstraints(spec, "spec", nlohmann::json::json_pointer("/spec"), constraints);
   ASSERT_GT(constraints.size(), 10u);
+  const nlohmann::json example =
+      toJson(YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-mlp.yaml"));
+  auto complaints = [&](const SchemaConstraint& c, const nlohmann::json& value) {
+    return complaintsAbout(example, c, value);
+  };
   for (const SchemaConstraint& c : constraints) {
     SCOPED_TRACE(c.field);
     if (c.schema["enum"]) {
       for (const auto& allowed : c.schema["enum"]) {
-        EXPECT_THAT(complaintsAbout(c, allowed.as<std::string>()), ::testing::IsEmpty())
+        EXPECT_THAT(complaints(c, allowed.as<std::string>()), ::testing::IsEmpty())
             << "the schema allows \"" << allowed.as<std::string>() << "\"";
       }
-      EXPECT_THAT(complaintsAbout(c, "not-in-the-enum"), ::testing::Not(::testing::IsEmpty()));
+      EXPECT_THAT(complaints(c, "not-in-the-enum"), ::testing::Not(::testing::IsEmpty()));
       continue;
     }
     const bool integer = c.schema["type"].as<std::string>("") == "integer";
@@ -239,18 +244,18 @@ TEST(Crd, SchemaAndValidatorAgreeOnEveryBoundAndEnum) {
     if (c.schema["minimum"]) {
       const double min = c.schema["minimum"].as<double>();
       const bool exclusive = c.schema["exclusiveMinimum"].as<bool>(false);
-      EXPECT_THAT(complaintsAbout(c, number(exclusive ? min + step : min)), ::testing::IsEmpty())
+      EXPECT_THAT(complaints(c, number(exclusive ? min + step : min)), ::testing::IsEmpty())
           << "the schema's minimum " << min;
-      EXPECT_THAT(complaintsAbout(c, number(exclusive ? min : min - step)),
+      EXPECT_THAT(complaints(c, number(exclusive ? min : min - step)),
                   ::testing::Not(::testing::IsEmpty()))
           << "below the schema's minimum " << min;
     }
     if (c.schema["maximum"]) {
       const double max = c.schema["maximum"].as<double>();
       const bool exclusive = c.schema["exclusiveMaximum"].as<bool>(false);
-      EXPECT_THAT(complaintsAbout(c, number(exclusive ? max - step : max)), ::testing::IsEmpty())
+      EXPECT_THAT(complaints(c, number(exclusive ? max - step : max)), ::testing::IsEmpty())
           << "the schema's maximum " << max;
-      EXPECT_THAT(complaintsAbout(c, number(exclusive ? max : max + step)),
+      EXPECT_THAT(complaints(c, number(exclusive ? max : max + step)),
                   ::testing::Not(::testing::IsEmpty()))
           << "above the schema's maximum " << max;
     }

@@ -156,6 +156,7 @@ std::string Process::stderrSoFar() const { return readFile(err_path_); }
 
 ProcessResult Process::wait(std::chrono::seconds limit) {
   ProcessResult result;
+  std::string tree_at_timeout;  // what its processes were doing just before the SIGKILL
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!reaped_) {
     pid_t r = waitpid(pid_, &status_, WNOHANG);
@@ -164,7 +165,7 @@ ProcessResult Process::wait(std::chrono::seconds limit) {
       break;
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      result.tree_at_timeout = describeProcessTree(pid_);
+      tree_at_timeout = describeProcessTree(pid_);
       kill(pid_, SIGKILL);
       waitpid(pid_, &status_, 0);
       reaped_ = true;
@@ -184,7 +185,7 @@ ProcessResult Process::wait(std::chrono::seconds limit) {
   result.stderr_text = readFile(err_path_);
   if (result.timed_out) {
     result.stderr_text += "[testutil] no exit after " + std::to_string(limit.count()) +
-                          " s; killed. Its processes then:\n" + result.tree_at_timeout;
+                          " s; killed. Its processes then:\n" + tree_at_timeout;
   }
   return result;
 }

@@ -22,7 +22,6 @@ struct ProcessResult {
   int term_signal = 0;
   bool core_dumped = false;
   bool timed_out = false;
-  std::string tree_at_timeout;  // describeProcessTree just before the SIGKILL
   std::string stdout_text;
   std::string stderr_text;
 };

@@ -32,8 +32,7 @@ HeartbeatPublisher::HeartbeatPublisher(std::unique_ptr<Store> store, std::string
       step_(std::move(step)),
       interval_(interval) {
   if (core::Status st = publishOnce(); !st.ok()) {
-    failed_ = true;
-    RM_LOG(WARN, RDZV) << "rank " << rank_ << ": heartbeats stopped: " << st.message();
+    giveUp(st);
     return;
   }
   thread_ = std::thread([this] { loop(); });
@@ -60,6 +59,12 @@ core::Status HeartbeatPublisher::publishOnce() {
   return beats.ok() ? core::Status::Ok() : beats.status();
 }
 
+void HeartbeatPublisher::giveUp(const core::Status& why) {
+  failed_ = true;
+  if (!stopping_)
+    RM_LOG(WARN, RDZV) << "rank " << rank_ << ": heartbeats stopped: " << why.message();
+}
+
 void HeartbeatPublisher::loop() {
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, interval_, [this] { return stopping_; });  // the constructor beat once
@@ -68,10 +73,7 @@ void HeartbeatPublisher::loop() {
     core::Status st = publishOnce();
     lock.lock();
     if (!st.ok()) {
-      failed_ = true;
-      if (!stopping_) {
-        RM_LOG(WARN, RDZV) << "rank " << rank_ << ": heartbeats stopped: " << st.message();
-      }
+      giveUp(st);
       return;
     }
     cv_.wait_for(lock, interval_, [this] { return stopping_; });

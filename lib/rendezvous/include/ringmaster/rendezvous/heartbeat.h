@@ -64,6 +64,8 @@ class HeartbeatPublisher {
  private:
   void loop();
   core::Status publishOnce();
+  // Marks publishing failed and logs why (unless stopping). With mu_ held, or before the thread.
+  void giveUp(const core::Status& why);
 
   std::unique_ptr<Store> store_;
   PrefixStore scoped_;  // over store_
