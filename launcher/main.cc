@@ -6,9 +6,9 @@
 // MPI mode (RINGMASTER_LAUNCHER_MODE=mpi or --mode=mpi; launcher/mpi_mode.h): every pod runs
 // sshd instead of the processes, and pod 0 runs them all through mpirun over the hostfile.
 //
-// Reads the pod environment (launcher/environment.h), serves /healthz and /readyz, joins the
-// attempt's rendezvous (launcher/rendezvous.h; /readyz turns 200 once every pod joined), starts
-// LOCAL_WORLD_SIZE processes with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE,
+// Reads the pod environment (ringmaster/contract/pod_environment.h), serves /healthz and /readyz,
+// joins the attempt's rendezvous (launcher/rendezvous.h; /readyz turns 200 once every pod joined),
+// starts LOCAL_WORLD_SIZE processes with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, plus RINGMASTER_USE_AGENT_STORE=1 and, on GPU pods,
 // CUDA_VISIBLE_DEVICES=<local rank>), watches every rank for hangs (launcher/hang_detector.h),
 // and exits with the pod's outcome:
@@ -37,13 +37,13 @@
 #include <optional>
 #include <thread>
 
-#include "launcher/environment.h"
 #include "launcher/hang_detector.h"
 #include "launcher/health_server.h"
 #include "launcher/mpi_mode.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervisor.h"
 #include "launcher/termination_message.h"
+#include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/store_secret.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
@@ -119,8 +119,8 @@ void declareFlags(core::FlagSet& f, Flags* fl) {
   f.addString("hostfile", &fl->hostfile, "MPI mode: Open MPI hostfile (\"HOST slots=N\" lines)",
               "RINGMASTER_HOSTFILE");
   f.addString("work-dir", &fl->work_dir,
-              "MPI mode: where sshd's config and host key go (default: a new directory in /tmp)",
-              "RINGMASTER_WORK_DIR");
+              "MPI mode: where sshd's config and host key go (default: RINGMASTER_WORK_DIR, else "
+              "a new directory in /tmp)");
   f.addString("sshd", &fl->sshd, "MPI mode: sshd, an absolute path", "RINGMASTER_SSHD");
   f.addString("mpirun", &fl->mpirun, "MPI mode: mpirun, resolved through PATH",
               "RINGMASTER_MPIRUN");
@@ -191,14 +191,14 @@ int64_t heartbeatMs(const Flags& flags) {
 
 // What every process runs: the user's command, or the trainer (with the MPI backend under
 // mpirun). argv[0] resolved to an absolute path: in MPI mode it starts through sshd's PATH.
-core::Result<std::vector<std::string>> programArgv(const LauncherEnvironment& env,
+core::Result<std::vector<std::string>> programArgv(const contract::PodEnvironment& env,
                                                    const Flags& flags,
                                                    const std::vector<std::string>& command) {
   std::vector<std::string> argv = command;
   if (argv.empty()) {
     argv = {flags.trainer};
     if (!flags.trainer_config.empty()) argv.insert(argv.end(), {"--config", flags.trainer_config});
-    if (env.mode == "mpi") argv.insert(argv.end(), {"--backend", "mpi"});
+    if (env.mode == contract::LauncherMode::kMpi) argv.insert(argv.end(), {"--backend", "mpi"});
   }
   const char* path = std::getenv("PATH");
   RM_ASSIGN_OR_RETURN(argv[0], resolveProgram(argv[0], path ? path : "", selfDirectory()));
@@ -206,7 +206,7 @@ core::Result<std::vector<std::string>> programArgv(const LauncherEnvironment& en
 }
 
 // The child processes of native mode, one per local rank.
-core::Result<std::vector<ProcessSpec>> processSpecs(const LauncherEnvironment& env,
+core::Result<std::vector<ProcessSpec>> processSpecs(const contract::PodEnvironment& env,
                                                     const Flags& flags,
                                                     const std::vector<std::string>& argv) {
   const int64_t heartbeat_ms = heartbeatMs(flags);
@@ -334,10 +334,10 @@ int run(int argc, char** argv) {
         "--rendezvous-timeout-seconds must be positive, --hang-timeout-seconds and "
         "--grace-seconds not negative"));
 
-  auto env = parseEnvironment([](const char* name) { return std::getenv(name); });
+  auto env = contract::parsePodEnvironment([](const char* name) { return std::getenv(name); });
   if (!env.ok()) return fail(env.status());
   if (env->store_secret.empty()) {
-    // A one-pod world (parseEnvironment insists otherwise): only our own processes connect.
+    // A one-pod world (parsePodEnvironment insists otherwise): only our own processes connect.
     auto secret = rendezvous::generateSecret();
     if (!secret.ok()) return fail(secret.status());
     env->store_secret = std::move(secret).value();
@@ -346,11 +346,12 @@ int run(int argc, char** argv) {
   }
   core::log::setDefaultPrefix(env->job + " " + env->describePod());
   if (!flags.mode.empty()) {
-    if (flags.mode != "native" && flags.mode != "mpi")
+    std::optional<contract::LauncherMode> mode = contract::parseLauncherMode(flags.mode);
+    if (!mode)
       return fail(core::invalidArgument("--mode=" + flags.mode + " must be native or mpi"));
-    env->mode = flags.mode;
+    env->mode = *mode;
   }
-  const bool mpi_mode = env->mode == "mpi";
+  const bool mpi_mode = env->mode == contract::LauncherMode::kMpi;
   auto program = programArgv(*env, flags, command);
   if (!program.ok()) return fail(program.status());
   auto specs = processSpecs(*env, flags, *program);
@@ -364,11 +365,11 @@ int run(int argc, char** argv) {
       rank0.insert(rank0.end(), {"--summary-json", summary->path()});
     }
   }
-  RM_LOG(INFO, CONFIG) << env->mode << " mode, attempt " << env->attempt << ", pod "
-                       << env->node_rank << " of " << env->nnodes << ", " << env->local_world_size
-                       << " process(es) of " << env->world_size << ", store " << env->master_addr
-                       << ":" << env->master_port << ", running " << (*program)[0]
-                       << ", rendezvous timeout " << flags.rdzv_timeout_seconds
+  RM_LOG(INFO, CONFIG) << contract::launcherModeName(env->mode) << " mode, attempt " << env->attempt
+                       << ", pod " << env->node_rank << " of " << env->nnodes << ", "
+                       << env->local_world_size << " process(es) of " << env->world_size
+                       << ", store " << env->master_addr << ":" << env->master_port << ", running "
+                       << (*program)[0] << ", rendezvous timeout " << flags.rdzv_timeout_seconds
                        << " s, hang timeout " << flags.hang_timeout_seconds << " s";
 
   // MPI mode: sshd up before anything listens, so that bad input fails fast.
@@ -378,7 +379,7 @@ int run(int argc, char** argv) {
       return fail(core::invalidArgument("--ssh-port=" + std::to_string(flags.ssh_port) +
                                         " is not a TCP port"));
     MpiOptions options;
-    options.work_dir = flags.work_dir;
+    options.work_dir = flags.work_dir.empty() ? env->work_dir : flags.work_dir;
     options.ssh_dir = flags.ssh_dir;
     options.hostfile = flags.hostfile;
     options.ssh_port = static_cast<int>(flags.ssh_port);

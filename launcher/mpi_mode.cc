@@ -157,10 +157,11 @@ Result<std::string> findIdentity(const std::string& ssh_dir) {
                         ssh_dir + " (the job's ssh-auth Secret; flag --ssh-dir)");
 }
 
-MpiPod::MpiPod(const LauncherEnvironment& env, MpiOptions options)
+MpiPod::MpiPod(const contract::PodEnvironment& env, MpiOptions options)
     : env_(env), options_(std::move(options)) {}
 
-Result<std::unique_ptr<MpiPod>> MpiPod::start(const LauncherEnvironment& env, MpiOptions options) {
+Result<std::unique_ptr<MpiPod>> MpiPod::start(const contract::PodEnvironment& env,
+                                              MpiOptions options) {
   auto pod = std::unique_ptr<MpiPod>(new MpiPod(env, std::move(options)));
   RM_RETURN_IF_ERROR_CTX(pod->prepare(), "MPI mode");
   return pod;

@@ -35,8 +35,8 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/environment.h"
 #include "launcher/supervisor.h"
+#include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/core/stop.h"
 #include "ringmaster/rendezvous/store.h"
@@ -76,7 +76,7 @@ core::Result<std::string> findIdentity(const std::string& ssh_dir);
 
 class MpiPod {
  public:
-  static core::Result<std::unique_ptr<MpiPod>> start(const LauncherEnvironment& env,
+  static core::Result<std::unique_ptr<MpiPod>> start(const contract::PodEnvironment& env,
                                                      MpiOptions options);
   ~MpiPod();
   MpiPod(const MpiPod&) = delete;
@@ -95,7 +95,7 @@ class MpiPod {
   const std::string& workDir() const { return work_dir_; }
 
  private:
-  MpiPod(const LauncherEnvironment& env, MpiOptions options);
+  MpiPod(const contract::PodEnvironment& env, MpiOptions options);
   core::Status prepare();  // work dir, keys, sshd_config, sshd
   SupervisorOutcome runMpirun(rendezvous::Store& attempt_store,
                               std::chrono::steady_clock::time_point deadline,
@@ -104,7 +104,7 @@ class MpiPod {
   std::optional<SupervisorOutcome> sshdExit();  // set once sshd has exited
   void stopSshd();
 
-  LauncherEnvironment env_;
+  contract::PodEnvironment env_;
   MpiOptions options_;
   std::string work_dir_;
   bool remove_work_dir_ = false;

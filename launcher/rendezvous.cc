@@ -165,7 +165,7 @@ AttemptStore::AttemptStore(std::unique_ptr<rendezvous::TcpStoreServer> server,
       secret_(std::move(secret)),
       scoped_(client_.get(), prefix) {}
 
-Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const LauncherEnvironment& env,
+Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const contract::PodEnvironment& env,
                                                          milliseconds timeout,
                                                          const core::StopSource* stop) {
   const std::string context = "rendezvous store for " + env.attemptPrefix();

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/environment.h"
+#include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/core/stop.h"
 #include "ringmaster/rendezvous/store.h"
@@ -75,7 +75,7 @@ void finishGang(rendezvous::Store& attempt_store, int node_rank, int nnodes,
 // lives as long as this object, so pod 0 keeps it for the whole attempt.
 class AttemptStore {
  public:
-  static core::Result<std::unique_ptr<AttemptStore>> open(const LauncherEnvironment& env,
+  static core::Result<std::unique_ptr<AttemptStore>> open(const contract::PodEnvironment& env,
                                                           std::chrono::milliseconds timeout,
                                                           const core::StopSource* stop = nullptr);
   // Scoped to "<job>/attempt-<A>/".

@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/store_secret.h"
 #include "ringmaster/core/base64.h"
 #include "ringmaster/kube/termination_message.h"
@@ -273,23 +274,28 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
     c.args = {"--"};
     c.args.insert(c.args.end(), s.command.begin(), s.command.end());
   }
-  c.env = {env("NODE_RANK", std::to_string(index)),
-           env("WORLD_SIZE", std::to_string(replicas * procs)),
-           env("LOCAL_WORLD_SIZE", std::to_string(procs)),
-           env("NNODES", std::to_string(replicas)),
-           env("MASTER_ADDR", workerHost(name, ns, 0)),
-           env("MASTER_PORT", std::to_string(kRendezvousPort)),
-           env("RINGMASTER_JOB", name),
-           env("RINGMASTER_ATTEMPT", std::to_string(attempt)),
-           env("RINGMASTER_BACKEND", s.backend.value_or("auto")),
-           env(contract::store_secret::kEnv, store_secret),
-           fieldEnv("POD_IP", "status.podIP"),
-           fieldEnv("POD_NAME", "metadata.name")};
-  c.env.push_back(env("TMPDIR", kTmpMountPath));
+  contract::PodEnvironment worker_env;
+  worker_env.node_rank = index;
+  worker_env.nnodes = replicas;
+  worker_env.local_world_size = procs;
+  worker_env.world_size = replicas * procs;
+  worker_env.master_addr = workerHost(name, ns, 0);
+  worker_env.master_port = kRendezvousPort;
+  worker_env.job = name;
+  worker_env.attempt = attempt;
+  worker_env.backend = s.backend.value_or("auto");
+  worker_env.store_secret = store_secret;
   if (mpi) {
-    c.env.push_back(env("RINGMASTER_LAUNCHER_MODE", "mpi"));
-    c.env.push_back(env("RINGMASTER_WORK_DIR", std::string(kTmpMountPath) + "/mpi"));
+    worker_env.mode = contract::LauncherMode::kMpi;
+    worker_env.work_dir = std::string(kTmpMountPath) + "/mpi";
   }
+  for (auto& [var, value] : contract::encode(worker_env)) {
+    c.env.push_back(env(std::move(var), std::move(value)));
+  }
+  c.env.push_back(fieldEnv(contract::pod_env::kPodIp, contract::pod_env::kPodIpField));
+  c.env.push_back(fieldEnv(contract::pod_env::kPodName, contract::pod_env::kPodNameField));
+  c.env.push_back(env("TMPDIR", kTmpMountPath));
+  // Last, so that the user's variables may refer to ours as $(NAME).
   c.env.insert(c.env.end(), s.env.begin(), s.env.end());
   c.ports = {port("rendezvous", kRendezvousPort), port("health", kHealthPort),
              port("metrics", metricsPort(job))};

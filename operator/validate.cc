@@ -5,19 +5,35 @@
 #include <set>
 
 #include "operator/builders.h"
+#include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/kube/names.h"
 
 namespace ringmaster::op {
 namespace {
 
+// Every pod the operator may build must parse in the launcher.
+static_assert(kMaxWorldSize <= contract::pod_env::kMaxNodes);
+static_assert(kMaxProcsPerReplica <= contract::pod_env::kMaxLocalWorldSize);
+
 // Environment the operator sets on every worker (builders.cc, read by the launcher and the
-// trainer); a user may not override it.
+// trainer), and the ranks' own variables the launcher sets; a user may not override it.
 const std::set<std::string>& reservedEnv() {
-  static const std::set<std::string> kNames = {
-      "NODE_RANK",   "WORLD_SIZE",  "LOCAL_WORLD_SIZE",       "NNODES",
-      "MASTER_ADDR", "MASTER_PORT", "RINGMASTER_JOB",         "RINGMASTER_ATTEMPT",
-      "RANK",        "LOCAL_RANK",  "RINGMASTER_BACKEND",     "RINGMASTER_LAUNCHER_MODE",
-      "POD_IP",      "POD_NAME",    "RINGMASTER_STORE_SECRET"};
+  namespace pod_env = contract::pod_env;
+  static const std::set<std::string> kNames = {pod_env::kNodeRank,
+                                               pod_env::kWorldSize,
+                                               pod_env::kLocalWorldSize,
+                                               pod_env::kNnodes,
+                                               pod_env::kMasterAddr,
+                                               pod_env::kMasterPort,
+                                               pod_env::kJob,
+                                               pod_env::kAttempt,
+                                               pod_env::kBackend,
+                                               pod_env::kLauncherMode,
+                                               pod_env::kStoreSecret,
+                                               pod_env::kPodIp,
+                                               pod_env::kPodName,
+                                               "RANK",
+                                               "LOCAL_RANK"};
   return kNames;
 }
 

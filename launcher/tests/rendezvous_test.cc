@@ -104,9 +104,9 @@ TEST(FinishGang, StopRequestEndsPodZerosLinger) {
 
 constexpr char kSecret[] = "a-secret-of-this-attempt-0123456789";
 
-LauncherEnvironment envFor(int node_rank, int port, int64_t attempt,
-                           const std::string& secret = kSecret) {
-  auto env = parseEnvironment(
+contract::PodEnvironment envFor(int node_rank, int port, int64_t attempt,
+                                const std::string& secret = kSecret) {
+  auto env = contract::parsePodEnvironment(
       std::map<std::string, std::string>{{"NODE_RANK", std::to_string(node_rank)},
                                          {"NNODES", "2"},
                                          {"MASTER_ADDR", "127.0.0.1"},

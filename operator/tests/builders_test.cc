@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "ringmaster/contract/pod_environment.h"
 #include "test_jobs.h"
 
 namespace ringmaster::op {
@@ -40,6 +41,61 @@ TEST(Builders, WorkerPodEnvCountsProcessesInWorldSize) {
   EXPECT_EQ(env["POD_IP"], "<status.podIP>");
   EXPECT_EQ(env["POD_NAME"], "<metadata.name>");
   EXPECT_EQ(env.count("RINGMASTER_LAUNCHER_MODE"), 0u);
+}
+
+std::vector<std::string> envNames(const kube::Container& c) {
+  std::vector<std::string> names;
+  for (const kube::EnvVar& e : c.env) names.push_back(e.name);
+  return names;
+}
+
+// The contract's variables, then the downward API's, then TMPDIR, then the user's (last, so
+// that theirs may refer to ours).
+TEST(Builders, WorkerPodEnvOrder) {
+  kube::TrainingJob job = makeJob("fmnist", 2);
+  job.spec.env.push_back(kube::EnvVar{"OMP_NUM_THREADS", "1", {}, {}});
+  const std::vector<std::string> head = {"NODE_RANK",          "WORLD_SIZE",
+                                         "LOCAL_WORLD_SIZE",   "NNODES",
+                                         "MASTER_ADDR",        "MASTER_PORT",
+                                         "RINGMASTER_JOB",     "RINGMASTER_ATTEMPT",
+                                         "RINGMASTER_BACKEND", "RINGMASTER_STORE_SECRET"};
+  const std::vector<std::string> tail = {"POD_IP", "POD_NAME", "TMPDIR", "OMP_NUM_THREADS"};
+  std::vector<std::string> native = head;
+  native.insert(native.end(), tail.begin(), tail.end());
+  EXPECT_EQ(envNames(buildWorkerPod(defaulted(job), 1, 0, "s").spec.containers[0]), native);
+
+  job.spec.launcher = "mpi";
+  std::vector<std::string> mpi = head;
+  mpi.insert(mpi.end(), {"RINGMASTER_LAUNCHER_MODE", "RINGMASTER_WORK_DIR"});
+  mpi.insert(mpi.end(), tail.begin(), tail.end());
+  EXPECT_EQ(envNames(buildWorkerPod(defaulted(job), 1, 0, "s").spec.containers[0]), mpi);
+}
+
+// What the operator writes is what the launcher reads: the pod's variables, with the downward
+// API's filled in as the kubelet would, parse through the contract.
+TEST(Builders, WorkerPodEnvParsesAsTheLaunchersPodEnvironment) {
+  kube::TrainingJob job = makeJob("hpc", 3);
+  job.spec.launcher = "mpi";
+  job.spec.procs_per_replica = 4;
+  const std::string secret(contract::store_secret::kMinChars, 'f');
+  kube::Pod pod = buildWorkerPod(defaulted(job), 2, 7, secret);
+  std::map<std::string, std::string> env = plainEnv(pod.spec.containers[0]);
+  env[contract::pod_env::kPodIp] = std::string("10.0.0.9");
+  env[contract::pod_env::kPodName] = pod.metadata.name;
+  core::Result<contract::PodEnvironment> parsed = contract::parsePodEnvironment(env);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_EQ(parsed->node_rank, 2);
+  EXPECT_EQ(parsed->nnodes, 3);
+  EXPECT_EQ(parsed->local_world_size, 4);
+  EXPECT_EQ(parsed->world_size, 12);
+  EXPECT_EQ(parsed->master_addr, "hpc-worker-0.hpc.default.svc");
+  EXPECT_EQ(parsed->master_port, kRendezvousPort);
+  EXPECT_EQ(parsed->attemptPrefix(), "hpc/attempt-7");
+  EXPECT_EQ(parsed->backend, "auto");
+  EXPECT_EQ(parsed->mode, contract::LauncherMode::kMpi);
+  EXPECT_EQ(parsed->work_dir, "/var/tmp/ringmaster/mpi");
+  EXPECT_EQ(parsed->store_secret, secret);
+  EXPECT_EQ(parsed->describePod(), "pod 2 (hpc-worker-2)");
 }
 
 TEST(Builders, WorkerPodHasStableDnsLabelsAndAControllerOwner) {

@@ -1,7 +1,7 @@
 #pragma once
 // The rendezvous store's per-attempt secret in the worker pod environment. The operator writes
 // it into every worker pod of an attempt (operator/builders.cc), the launcher reads it
-// (launcher/environment.cc) and hands it to the processes it starts, and the trainer reads it
+// (pod_environment.h) and hands it to the processes it starts, and the trainer reads it
 // to connect to the launcher's store. Every connection to the store proves it knows the secret
 // before anything else (lib/rendezvous/include/ringmaster/rendezvous/tcp_store.h).
 //
