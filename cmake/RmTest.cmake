@@ -25,13 +25,13 @@ function(rm_add_test)
     # The test code itself is not what is under test: -O0 compiles it ~35% faster (measured on
     # factory_test, round_trip_test, operator_fault_e2e_test), the libraries keep their -O1.
     target_compile_options(${T_NAME} PRIVATE -O0)
-    # gtest and nlohmann's json parsed once per test binary, not once per file: about a fifth
-    # off a ten-file test's compile (operator_test, 66 s -> 54 s); a one-file test gains nothing.
-    list(LENGTH T_SOURCES source_count)
-    if(source_count GREATER 2)
-      target_precompile_headers(${T_NAME} PRIVATE <gtest/gtest.h> <nlohmann/json.hpp> <string>
-        <vector> <map>)
-    endif()
+  endif()
+  # gtest and nlohmann's json parsed once per test binary, not once per file: about a fifth
+  # off a ten-file test's compile (operator_test, 66 s -> 54 s); a one-file test gains nothing.
+  list(LENGTH T_SOURCES source_count)
+  if(source_count GREATER 2)
+    target_precompile_headers(${T_NAME} PRIVATE <gtest/gtest.h> <nlohmann/json.hpp> <string>
+      <vector> <map>)
   endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)

@@ -67,7 +67,7 @@ std::vector<std::string> labelKeyProblems(const std::string& key) {
   }
   if (name.size() > kNamePartMax) out.push_back("name part " + tooLong(kNamePartMax));
   if (!namePartChars(name)) {
-    out.push_back(
+    out.emplace_back(
         "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
         "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
         "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')");
@@ -80,7 +80,7 @@ std::vector<std::string> labelValueProblems(const std::string& value) {
   if (value.empty()) return out;
   if (value.size() > kNamePartMax) out.push_back(tooLong(kNamePartMax));
   if (!namePartChars(value)) {
-    out.push_back(
+    out.emplace_back(
         "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
         "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
         "'my_value',  or '12345', regex used for validation is "
