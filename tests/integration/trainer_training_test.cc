@@ -1,5 +1,5 @@
 // Real training runs of the ringmaster-trainer binary on Fashion-MNIST: the accuracy targets for
-// 1 rank, 2 ranks over Gloo and over MPI, the CNN, and recovery from a rank killed mid-epoch.
+// 1 rank, 2 ranks over MPI, the CNN, and recovery from a rank killed mid-epoch.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -74,16 +74,10 @@ TEST_F(TrainerTraining, MlpOneRankReaches88PercentIn5Epochs) {
   EXPECT_GE(s.value("testAccuracy", 0.0), 0.88) << s.dump();
 }
 
-TEST_F(TrainerTraining, MlpTwoRanksGlooReaches88PercentIn5Epochs) {
-  TempDir dir;
-  auto args = kMlp;
-  args.insert(args.end(), {"--backend", "gloo"});
-  auto s = trainRanks(2, args, dir);
-  EXPECT_EQ(s.value("worldSize", 0), 2);
-  EXPECT_EQ(s.value("backend", ""), "gloo");
-  EXPECT_GE(s.value("testAccuracy", 0.0), 0.88) << s.dump();
-}
-
+// Two ranks in two processes, through mpirun. No Gloo twin of this run: trainer_equivalence_test
+// proves two Gloo (and shm) ranks end where one rank of twice the batch ends (relative error
+// <= 1e-5 in the weights), so the
+// one-rank run above already says where they end; the kill test below trains over Gloo.
 TEST_F(TrainerTraining, MlpTwoRanksMpiReaches88PercentIn5Epochs) {
   if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun not installed";
   TempDir dir;
@@ -107,11 +101,11 @@ TEST_F(TrainerTraining, MlpTwoRanksMpiReaches88PercentIn5Epochs) {
 }
 
 // Two ranks of batch 32 (the global batch of 64 one rank would use): the CNN is the costly model,
-// and two ranks use both cores.
-TEST_F(TrainerTraining, CnnReaches90Percent) {
+// and two ranks use both cores. Three epochs: a five-epoch run passed 90% in its third already.
+TEST_F(TrainerTraining, CnnReaches90PercentIn3Epochs) {
   TempDir dir;
   auto s = trainRanks(2,
-                      {"--model", "cnn", "--epochs", "5", "--batch-size", "32", "--lr", "0.02",
+                      {"--model", "cnn", "--epochs", "3", "--batch-size", "32", "--lr", "0.02",
                        "--momentum", "0.9", "--lr-schedule", "cosine"},
                       dir);
   EXPECT_EQ(s.value("worldSize", 0), 2);

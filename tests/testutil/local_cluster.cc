@@ -92,7 +92,7 @@ nlohmann::json LocalCluster::waitForJob(
   while (std::chrono::steady_clock::now() < deadline) {
     j = get("trainingjob", name);
     if (done(j)) return j;
-    std::this_thread::sleep_for(300ms);
+    std::this_thread::sleep_for(1s);
   }
   return j;
 }
