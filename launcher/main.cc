@@ -10,8 +10,8 @@
 // joins the attempt's rendezvous (launcher/rendezvous.h; /readyz turns 200 once every pod joined),
 // starts LOCAL_WORLD_SIZE processes with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, plus RINGMASTER_USE_AGENT_STORE=1 and, on GPU pods,
-// CUDA_VISIBLE_DEVICES=<local rank>), watches every rank for hangs (launcher/hang_detector.h),
-// and exits with the pod's outcome:
+// CUDA_VISIBLE_DEVICES=<local rank>; ringmaster/contract/rank_environment.h), watches every rank
+// for hangs (launcher/hang_detector.h), and exits with the pod's outcome:
 //   0     every process succeeded
 //   1     bad input (environment, flags' values, a program that cannot be found)
 //   2     usage error
@@ -38,8 +38,8 @@
 #include <thread>
 
 #include "launcher/hang_detector.h"
-#include "launcher/health_server.h"
 #include "launcher/mpi_mode.h"
+#include "launcher/rank_processes.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervisor.h"
 #include "launcher/termination_message.h"
@@ -48,6 +48,7 @@
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
+#include "ringmaster/http/probe_server.h"
 #include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::launcher {
@@ -205,37 +206,6 @@ core::Result<std::vector<std::string>> programArgv(const contract::PodEnvironmen
   return argv;
 }
 
-// The child processes of native mode, one per local rank.
-core::Result<std::vector<ProcessSpec>> processSpecs(const contract::PodEnvironment& env,
-                                                    const Flags& flags,
-                                                    const std::vector<std::string>& argv) {
-  const int64_t heartbeat_ms = heartbeatMs(flags);
-  std::vector<ProcessSpec> specs;
-  for (int local = 0; local < env.local_world_size; ++local) {
-    const int rank = env.firstRank() + local;
-    ProcessSpec spec;
-    spec.name = "rank " + std::to_string(rank);
-    spec.argv = argv;
-    spec.env = {{"RANK", std::to_string(rank)},
-                {"LOCAL_RANK", std::to_string(local)},
-                {"GROUP_RANK", std::to_string(env.node_rank)},
-                {"NODE_RANK", std::to_string(env.node_rank)},
-                {"WORLD_SIZE", std::to_string(env.world_size)},
-                {"LOCAL_WORLD_SIZE", std::to_string(env.local_world_size)},
-                {"NNODES", std::to_string(env.nnodes)},
-                {"MASTER_ADDR", env.master_addr},
-                {"MASTER_PORT", std::to_string(env.master_port)},
-                {"RINGMASTER_JOB", env.job},
-                {"RINGMASTER_ATTEMPT", std::to_string(env.attempt)},
-                {"RINGMASTER_USE_AGENT_STORE", "1"},
-                {contract::store_secret::kEnv, env.store_secret},
-                {"RINGMASTER_HEARTBEAT_MS", std::to_string(heartbeat_ms)}};
-    if (flags.gpus || env.has_gpus) spec.env["CUDA_VISIBLE_DEVICES"] = std::to_string(local);
-    specs.push_back(std::move(spec));
-  }
-  return specs;
-}
-
 // Leaves `message` at the termination message path; a path that does not exist (outside a pod)
 // is expected.
 void leaveTerminationMessage(const std::string& path, std::string_view message) {
@@ -354,14 +324,14 @@ int run(int argc, char** argv) {
   const bool mpi_mode = env->mode == contract::LauncherMode::kMpi;
   auto program = programArgv(*env, flags, command);
   if (!program.ok()) return fail(program.status());
-  auto specs = processSpecs(*env, flags, *program);
-  if (!specs.ok()) return fail(specs.status());
+  std::vector<ProcessSpec> specs =
+      rankProcesses(*env, *program, heartbeatMs(flags), flags.gpus || env->has_gpus);
   // Rank 0 of the built-in trainer writes its summary: the termination message on success.
   std::unique_ptr<SummaryFile> summary;
-  if (!mpi_mode && command.empty() && env->firstRank() == 0 && !specs->empty()) {
+  if (!mpi_mode && command.empty() && env->firstRank() == 0 && !specs.empty()) {
     summary = std::make_unique<SummaryFile>();
     if (summary->ok()) {
-      std::vector<std::string>& rank0 = specs->front().argv;
+      std::vector<std::string>& rank0 = specs.front().argv;
       rank0.insert(rank0.end(), {"--summary-json", summary->path()});
     }
   }
@@ -388,10 +358,7 @@ int run(int argc, char** argv) {
     options.program = *program;
     options.grace = seconds(flags.grace_seconds);
     // Ranks heartbeat into this attempt's store, as in native mode (hang detection).
-    options.rank_env = {{"RINGMASTER_USE_AGENT_STORE", "1"},
-                        {"RINGMASTER_HEARTBEAT_MS", std::to_string(heartbeatMs(flags))},
-                        {"MASTER_ADDR", env->master_addr},
-                        {"MASTER_PORT", std::to_string(env->master_port)}};
+    options.heartbeat_ms = heartbeatMs(flags);
     auto started = MpiPod::start(*env, std::move(options));
     if (!started.ok()) return fail(started.status());
     mpi = std::move(started).value();
@@ -399,7 +366,21 @@ int run(int argc, char** argv) {
 
   // Leaked: its thread may still wake on a late signal while the process exits.
   SignalRouter& signals = *new SignalRouter();
-  auto health = HealthServer::start(env->bindHost(), static_cast<int>(flags.health_port));
+  // /readyz: every pod of the attempt joined the rendezvous; the operator's readinessProbe turns
+  // that into "every rank joined".
+  std::atomic<bool> joined{false};
+  auto health = http::ProbeServer::start(
+      env->bindHost(), static_cast<int>(flags.health_port),
+      {{"/healthz",
+        [] {
+          return http::Answer{200, "ok\n"};
+        }},
+       {"/readyz", [&joined] {
+          return joined ? http::Answer{200, "ok\n"}
+                        : http::Answer{503,
+                                       "not ready: waiting for every pod to join the "
+                                       "rendezvous\n"};
+        }}});
   if (!health.ok()) return fail(health.status());
   RM_LOG(INFO, LAUNCH) << "serving /healthz and /readyz on " << env->bindHost() << ":"
                        << (*health)->port();
@@ -434,7 +415,7 @@ int run(int argc, char** argv) {
     if (Status s = mpi->waitUntilServing(rdzv_deadline, signals.stop()); !s.ok())
       return rdzv_failed(s);
   }
-  (*health)->setReady(true);
+  joined = true;
   RM_LOG(INFO, RDZV) << "rendezvous complete: " << env->nnodes << " pod(s) joined "
                      << env->attemptPrefix() << ", world of " << env->world_size;
 
@@ -445,7 +426,7 @@ int run(int argc, char** argv) {
     Supervisor::Options options;
     options.grace = seconds(flags.grace_seconds);
     options.capture_errors = true;
-    auto started = Supervisor::start(std::move(specs).value(), options);
+    auto started = Supervisor::start(std::move(specs), options);
     if (!started.ok()) return fail(started.status());
     supervisor = std::move(started).value();
     signals.attach(supervisor.get());

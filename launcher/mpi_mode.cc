@@ -21,7 +21,7 @@
 #include "launcher/hang_detector.h"
 #include "launcher/mpi_commands.h"
 #include "launcher/ssh_probe.h"
-#include "ringmaster/contract/store_secret.h"
+#include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/core/backoff.h"
 #include "ringmaster/core/deadline.h"
 #include "ringmaster/core/flags.h"
@@ -353,13 +353,14 @@ SupervisorOutcome MpiPod::runMpirun(rendezvous::Store& attempt_store, Clock::tim
     settings.identity = identity_;
     settings.iface = interfaceFor(listen_address_);
     settings.allow_run_as_root = geteuid() == 0;
-    settings.env = {{"RINGMASTER_JOB", env_.job},
-                    {"RINGMASTER_ATTEMPT", std::to_string(env_.attempt)},
-                    {"RINGMASTER_BACKEND", "mpi"}};
-    settings.env.insert(settings.env.end(), options_.rank_env.begin(), options_.rank_env.end());
+    // mpirun places the ranks: encodeForMpirun leaves out the per-rank variables (local rank 0
+    // here is a placeholder) and the store secret, forwarded by name below.
+    contract::RankEnvironment ranks = contract::launchedRank(env_, 0, options_.heartbeat_ms);
+    ranks.backend = "mpi";
+    settings.env = contract::encodeForMpirun(ranks);
     // Ranks authenticate to the attempt's store (heartbeats) with the secret this launcher
     // has in its environment.
-    settings.forward_env = {contract::store_secret::kEnv};
+    settings.forward_env = {contract::rank_env::kStoreSecret};
     settings.program = options_.program;
     Result<std::vector<std::string>> argv = mpirunArgv(settings);
     if (!argv.ok()) return {1, argv.status().message()};

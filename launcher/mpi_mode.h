@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -54,8 +55,8 @@ struct MpiOptions {
   std::string ssh_keygen = "ssh-keygen";  // resolved through PATH
   std::string mpirun = "mpirun";          // resolved through PATH
   std::vector<std::string> program;       // what mpirun runs; argv[0] absolute
-  // More variables for every rank (mpirun -x), e.g. where heartbeats go.
-  std::vector<std::pair<std::string, std::string>> rank_env;
+  // How often ranks heartbeat into the attempt's store (RINGMASTER_HEARTBEAT_MS).
+  int64_t heartbeat_ms = 1000;
   std::chrono::milliseconds grace{std::chrono::seconds(30)};
 };
 

@@ -16,13 +16,13 @@
 #include <thread>
 
 #include "operator/controller.h"
-#include "operator/health_server.h"
 #include "operator/instrumented_client.h"
 #include "operator/operator_metrics.h"
 #include "operator/progress.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
+#include "ringmaster/http/probe_server.h"
 #include "ringmaster/kube/client_factory.h"
 #include "ringmaster/kube/event_recorder.h"
 #include "ringmaster/kube/kubeconfig.h"
@@ -156,19 +156,19 @@ int main(int argc, char** argv) {
     exposer = std::move(started).value();
   }
   std::atomic<bool> ready{false};
-  std::unique_ptr<rm::op::HealthServer> health;
+  std::unique_ptr<rm::http::ProbeServer> health;
   if (config.health_port >= 0) {
-    std::map<std::string, rm::op::HealthServer::Handler> routes;
-    routes["/healthz"] = [] { return rm::op::HttpAnswer{200, "ok\n"}; };
+    std::map<std::string, rm::http::ProbeServer::Handler> routes;
+    routes["/healthz"] = [] { return rm::http::Answer{200, "ok\n"}; };
     routes["/readyz"] = [&ready] {
-      return ready ? rm::op::HttpAnswer{200, "ok\n"}
-                   : rm::op::HttpAnswer{503, "informer caches not synced\n"};
+      return ready ? rm::http::Answer{200, "ok\n"}
+                   : rm::http::Answer{503, "informer caches not synced\n"};
     };
     routes["/metrics"] = [&registry] {
-      return rm::op::HttpAnswer{200, registry.serialize(), "text/plain; version=0.0.4"};
+      return rm::http::Answer{200, registry.serialize(), "text/plain; version=0.0.4"};
     };
-    auto started = rm::op::HealthServer::start(config.bind_address,
-                                               static_cast<int>(config.health_port), routes);
+    auto started = rm::http::ProbeServer::start(config.bind_address,
+                                                static_cast<int>(config.health_port), routes);
     if (!started.ok()) return fail(started.status());
     health = std::move(started).value();
   }

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "operator/builders.h"
+#include "operator/decide.h"
 #include "operator/status.h"
 #include "ringmaster/core/log.h"
 
@@ -44,7 +45,6 @@ struct Reconciler::Pass {
   int64_t generation = 0;
   int attempt = 0;
   std::vector<std::shared_ptr<const kube::Pod>> pods;  // ours, by replica index
-  std::vector<std::shared_ptr<const kube::Pod>> foreign;
   bool release_pods = false;  // delete every pod once the status is written
   // The API server refused a pod of this pass (quota, admission, validation): its words.
   std::optional<std::string> pod_refused;
@@ -57,27 +57,13 @@ namespace {
 constexpr milliseconds kCacheCatchUp{50};
 constexpr milliseconds kOwnWriteWait{10'000};
 
-bool terminating(const kube::Pod& pod) { return pod.metadata.deletion_timestamp.has_value(); }
 bool anyPod(const kube::Pod&) { return true; }
 bool unfinishedPod(const kube::Pod& pod) { return !podFinished(pod); }
-
-milliseconds until(kube::Time now, kube::Time due) {
-  return std::max(milliseconds(0),
-                  std::chrono::duration_cast<milliseconds>(due.timePoint() - now.timePoint()));
-}
-
-kube::Time plusSeconds(kube::Time t, int64_t seconds) {
-  return kube::Time::fromUnixSeconds(t.unixSeconds() + seconds);
-}
 
 template <class T>
 bool ownedBy(const T& object, const kube::TrainingJob& job) {
   const kube::OwnerReference* ref = controllerOf(object.metadata);
   return ref != nullptr && ref->uid == job.metadata.uid;
-}
-
-void minDelay(std::optional<milliseconds>& current, milliseconds d) {
-  if (!current || d < *current) current = d;
 }
 
 // The job's NetworkPolicy, before any of its pods exist: their store and training ports are
@@ -146,7 +132,7 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
   } else {
     core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(p.job, options_.validate);
     if (!spec.ok()) {
-      fail(p, "InvalidSpec", spec.status().message());
+      failJob(p.status, "InvalidSpec", spec.status().message(), p.generation, p.now);
     } else {
       p.job.spec = std::move(spec).value();
       result = active(p);
@@ -175,7 +161,8 @@ core::Result<Action> Reconciler::undecodable(const std::string& key, const kube:
   p.status = p.original.status;
   p.now = kube::Time(clock_.wallNow());
   p.generation = raw.metadata.generation.value_or(0);
-  fail(p, "InvalidSpec", "the spec cannot be read: " + raw.error.message());
+  failJob(p.status, "InvalidSpec", "the spec cannot be read: " + raw.error.message(), p.generation,
+          p.now);
   stampStatus(p);
   // A merge patch: the object as a whole cannot be encoded back. The resourceVersion makes it
   // fail on a newer object, which the next pass sees.
@@ -207,7 +194,7 @@ core::Result<Action> Reconciler::finished(Pass& p) {
   }
   if (p.job.spec.ttl_seconds_after_finished && p.status.completion_time) {
     kube::Time due = plusSeconds(*p.status.completion_time, *p.job.spec.ttl_seconds_after_finished);
-    if (p.now < due) return Action::requeueAfter(until(p.now, due));
+    if (p.now < due) return Action::requeueAfter(timeUntil(p.now, due));
     kube::ResourceClient<kube::TrainingJob> jobs(client_, trainingJobsResource(), p.ns);
     kube::DeleteOptions options;
     options.propagation_policy = "Background";
@@ -223,211 +210,75 @@ core::Result<Action> Reconciler::finished(Pass& p) {
   return Action::done();
 }
 
-core::Result<Action> Reconciler::active(Pass& p) {
-  const kube::TrainingJobSpec& spec = p.job.spec;
-  const int replicas = *spec.replicas;
-  p.attempt = p.status.restarts.value_or(0);
-  if (!p.status.restarts) p.status.restarts = 0;
-  p.pods.assign(static_cast<size_t>(replicas), nullptr);
+Observed Reconciler::observe(Pass& p) {
+  Observed o;
+  const int replicas = *p.job.spec.replicas;
+  o.pods.assign(static_cast<size_t>(replicas), nullptr);
   for (int i = 0; i < replicas; ++i) {
     auto pod = listers_.pods->get(p.ns, workerName(p.name, i));
     if (!pod) continue;
     if (ownedBy(*pod, p.job)) {
-      p.pods[static_cast<size_t>(i)] = pod;
+      o.pods[static_cast<size_t>(i)] = pod;
     } else {
-      p.foreign.push_back(pod);
+      o.foreign.push_back(pod->metadata.name);
     }
   }
-
-  if (spec.suspend.value_or(false)) {
-    RM_RETURN_IF_ERROR(deletePods(p, anyPod, "job suspended"));
-    setCondition(p.status, kSuspended, true, "JobSuspended",
-                 "the job is suspended: its pods are deleted, its status kept", p.generation,
-                 p.now);
-    // No rank runs while suspended, whatever the deleted pods still show as they terminate.
-    kube::ReplicaStatus none;
-    none.active = 0;
-    none.ready = 0;
-    none.succeeded = 0;
-    none.failed = 0;
-    setReplicaCounts(p.job, none, p.status);
-    if (findCondition(p.status, kRunning) != nullptr) {
-      setCondition(p.status, kRunning, false, "JobSuspended", "the job is suspended", p.generation,
-                   p.now);
-    }
-    return Action::done();
-  }
-  if (isTrue(p.status, kSuspended)) {
-    setCondition(p.status, kSuspended, false, "JobResumed", "the job was resumed", p.generation,
-                 p.now);
-  }
-
-  std::optional<milliseconds> requeue;
-  if (spec.active_deadline_seconds && p.status.start_time) {
-    kube::Time due = plusSeconds(*p.status.start_time, *spec.active_deadline_seconds);
-    if (p.now >= due) {
-      fail(p, "DeadlineExceeded",
-           "the job ran longer than activeDeadlineSeconds (" +
-               std::to_string(*spec.active_deadline_seconds) + " s)");
-      return Action::requeueAfter(milliseconds(0));
-    }
-    minDelay(requeue, until(p.now, due));
-  }
-
   // Prunes the expectations with what the cache shows, on every pass.
-  const bool expectations_met = expectationsSatisfied(p.key, p);
-  if (!p.foreign.empty()) return refused(p, "pod " + p.foreign.front()->metadata.name);
-  RM_RETURN_IF_ERROR(ensureService(p));
-  RM_RETURN_IF_ERROR(ensureConfigMap(p));
-  if (spec.launcher == "mpi") RM_RETURN_IF_ERROR(ensureSecret(p));
+  o.expectations_met = expectationsSatisfied(p.key, p);
+  o.pod_group_served = podGroupServed(p.job);
+  return o;
+}
 
-  // Pods of the current attempt; anything else (older attempt, being deleted) is stale.
-  std::vector<const kube::Pod*> current(static_cast<size_t>(replicas), nullptr);
-  bool stale = false;
-  for (int i = 0; i < replicas; ++i) {
-    const kube::Pod* pod = p.pods[static_cast<size_t>(i)].get();
-    if (pod == nullptr) continue;
-    if (attemptOf(*pod) == p.attempt && !terminating(*pod)) {
-      current[static_cast<size_t>(i)] = pod;
-    } else {
-      stale = true;
-    }
+core::Result<Action> Reconciler::active(Pass& p) {
+  p.attempt = p.status.restarts.value_or(0);
+  const Observed observed = observe(p);
+  p.pods = observed.pods;
+  DecideOptions decide_options;
+  decide_options.unschedulable_backoff = options_.unschedulable_backoff;
+  decide_options.max_unschedulable_backoff = options_.max_unschedulable_backoff;
+  decide_options.progress_interval = options_.progress_interval;
+  decide_options.read_progress = options_.read_progress;
+  Plan plan = decide(p.job, p.status, observed, p.now, decide_options);
+
+  // Until every call succeeded, the status to write is what the pass knew before them.
+  p.status = plan.status_on_error;
+  if (plan.refusal) return refused(p, *plan.refusal);
+  if (plan.ensure_children) {
+    RM_RETURN_IF_ERROR(ensureService(p));
+    RM_RETURN_IF_ERROR(ensureConfigMap(p));
   }
-  if (stale) {
+  if (plan.ensure_ssh_secret) RM_RETURN_IF_ERROR(ensureSecret(p));
+  if (plan.delete_pods == PodDeletion::kAll) {
+    RM_RETURN_IF_ERROR(deletePods(p, anyPod, plan.delete_reason));
+  } else if (plan.delete_pods == PodDeletion::kOlderAttempt) {
     const int attempt = p.attempt;
     RM_RETURN_IF_ERROR(deletePods(
         p, [attempt](const kube::Pod& pod) { return attemptOf(pod) != attempt; },
-        "left from an older attempt"));
+        plan.delete_reason));
   }
-
-  // A failed rank fails or restarts the whole gang; the message names the one that failed first.
-  if (const int i = firstFailedReplica(current); i >= 0) {
-    const kube::Pod* pod = current[static_cast<size_t>(i)];
-    std::optional<int32_t> code = exitCodeOf(*pod);
-    std::string what = "pod " + pod->metadata.name + " (replica " + std::to_string(i) + ") failed";
-    if (code) {
-      what += " with exit code " + std::to_string(*code);
-    } else if (!pod->status.reason.empty()) {
-      what += " (" + pod->status.reason + ")";
-    }
-    // The rank's own words (its launcher's message, else its log's tail), on one bounded line.
-    if (std::optional<std::string> message = terminationMessageOf(*pod)) {
-      if (std::string folded = foldMessage(*message); !folded.empty()) what += ": " + folded;
-    }
-    const std::string& policy = *spec.restart_policy;
-    if (policy == "Never") {
-      fail(p, "RankFailed", what + "; restartPolicy is Never");
-    } else if (policy == "ExitCode" && code && *code >= 1 && *code <= 127) {
-      fail(p, "RankFailed", what + "; exit codes 1-127 are permanent under restartPolicy ExitCode");
-    } else if (p.attempt >= *spec.backoff_limit) {
-      fail(p, "BackoffLimitExceeded",
-           what + "; the gang was restarted " + std::to_string(p.attempt) +
-               " times (backoffLimit " + std::to_string(*spec.backoff_limit) + ")");
+  for (const Plan::Note& note : plan.notes) {
+    if (note.warning) {
+      RM_LOG(WARN, RECONCILE) << "job " << p.key << ": " << note.text;
     } else {
-      gangRestart(p, "RankFailed",
-                  what + "; restarting all " + std::to_string(replicas) + " pods as attempt " +
-                      std::to_string(p.attempt + 1),
-                  true);
-    }
-    return Action::requeueAfter(milliseconds(0));
-  }
-
-  // Rank 0's final summary is the run's final progress, not the last scrape of its metrics.
-  if (const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
-      rank0 != nullptr && rank0->status.phase == "Succeeded") {
-    foldFinalSummary(p, *rank0);
-  }
-
-  const bool all_succeeded = std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) {
-    return pod != nullptr && pod->status.phase == "Succeeded";
-  });
-  if (all_succeeded) {
-    observePods(p.job, current, p.now, p.status);
-    setCondition(p.status, kSucceeded, true, "AllRanksSucceeded",
-                 "all " + std::to_string(replicas) + " worker pods succeeded", p.generation, p.now);
-    setCondition(p.status, kRunning, false, "JobSucceeded", "the job succeeded", p.generation,
-                 p.now);
-    p.status.completion_time = p.now;
-    p.status.phase = phaseOf(p.status);
-    return Action::requeueAfter(milliseconds(0));  // cleanPodPolicy, ttl
-  }
-
-  std::vector<int> missing;
-  for (int i = 0; i < replicas; ++i) {
-    if (p.pods[static_cast<size_t>(i)] == nullptr) missing.push_back(i);
-  }
-  bool have_pod_group = false;
-  if (!missing.empty()) {
-    std::optional<milliseconds> wait;
-    if (stale) {
-      wait = milliseconds(1'000);  // the old attempt's pods must be gone first (their names)
-    } else if (const kube::Condition* r = findCondition(p.status, kRestarting);
-               r != nullptr && r->status == "True" && r->reason == "Unschedulable" &&
-               p.status.last_restart_time) {
-      int retries = std::max(1, p.status.schedule_retries.value_or(1));
-      auto backoff = options_.unschedulable_backoff * (int64_t{1} << std::min(retries - 1, 20));
-      backoff = std::min<std::chrono::seconds>(backoff, options_.max_unschedulable_backoff);
-      kube::Time due = plusSeconds(*p.status.last_restart_time, backoff.count());
-      if (p.now < due) wait = until(p.now, due);
-    }
-    if (!wait && !expectations_met) wait = milliseconds(1'000);
-    if (wait) {
-      minDelay(requeue, *wait);
-    } else {
-      RM_RETURN_IF_ERROR(ensurePodGroup(p, have_pod_group));
-      RM_RETURN_IF_ERROR(createPods(p, missing));
-      if (!p.status.start_time) p.status.start_time = p.now;
-      minDelay(requeue, milliseconds(1'000));
-    }
-  } else {
-    have_pod_group = podGroupServed(p.job);
-  }
-
-  // Gang scheduling without a gang scheduler: all pods scheduled in time, or none held.
-  const bool all_exist =
-      std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) { return pod; });
-  if (all_exist && !have_pod_group) {
-    int scheduled = 0;
-    std::optional<kube::Time> oldest;
-    for (const kube::Pod* pod : current) {
-      if (podScheduled(*pod) || podFinished(*pod)) ++scheduled;
-      if (pod->metadata.creation_timestamp &&
-          (!oldest || *pod->metadata.creation_timestamp < *oldest)) {
-        oldest = pod->metadata.creation_timestamp;
-      }
-    }
-    if (scheduled < replicas && oldest) {
-      const int timeout = spec.scheduling_policy->schedule_timeout_seconds.value_or(300);
-      kube::Time due = plusSeconds(*oldest, timeout);
-      if (p.now >= due) {
-        const int retries = p.status.schedule_retries.value_or(0) + 1;
-        p.status.schedule_retries = retries;
-        gangRestart(p, "Unschedulable",
-                    std::to_string(scheduled) + "/" + std::to_string(replicas) +
-                        " pods scheduled within scheduleTimeoutSeconds (" +
-                        std::to_string(timeout) + " s): released the gang, retry " +
-                        std::to_string(retries) + " after backoff",
-                    false);
-        return Action::requeueAfter(milliseconds(1'000));
-      }
-      minDelay(requeue, until(p.now, due));
+      RM_LOG(DEBUG, RECONCILE) << "job " << p.key << ": " << note.text;
     }
   }
+  if (plan.ensure_pod_group) RM_RETURN_IF_ERROR(ensurePodGroup(p));
+  if (!plan.create.empty()) RM_RETURN_IF_ERROR(createPods(p, plan.create));
 
-  observePods(p.job, current, p.now, p.status);
-  const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
-  if (options_.read_progress && rank0 != nullptr && rank0->status.phase == "Running" &&
-      !rank0->status.pod_ip.empty()) {
+  p.status = std::move(plan.status);
+  p.release_pods = plan.release_pods;
+  if (plan.read_progress) {
+    const kube::Pod& rank0 = *observed.pods.front();
     core::Result<kube::TrainingProgress> progress =
-        progress_.read(rank0->status.pod_ip, metricsPort(p.job));
+        progress_.read(rank0.status.pod_ip, metricsPort(p.job));
     if (progress.ok()) {
       p.status.progress = *progress;
     } else {
       RM_LOG(DEBUG, RECONCILE) << "job " << p.key << ": progress: " << progress.status().toString();
     }
-    minDelay(requeue, options_.progress_interval);
   }
-  return requeue ? Action::requeueAfter(*requeue) : Action::done();
+  return plan.requeue ? Action::requeueAfter(*plan.requeue) : Action::done();
 }
 
 core::Status Reconciler::refused(Pass& p, const std::string& what) {
@@ -530,8 +381,7 @@ bool Reconciler::podGroupServed(const kube::TrainingJob& job) {
   return it != api_exists_.end() && it->second.value_or(false);
 }
 
-core::Status Reconciler::ensurePodGroup(Pass& p, bool& created) {
-  created = false;
+core::Status Reconciler::ensurePodGroup(Pass& p) {
   std::optional<PodGroupKind> kind = podGroupKindFor(p.job);
   if (!kind) return core::Status::Ok();
   const std::string group_version = kind->group + "/" + kind->version;
@@ -575,7 +425,6 @@ core::Status Reconciler::ensurePodGroup(Pass& p, bool& created) {
   if (!response.ok() && !response.error().isAlreadyExists()) {
     return response.status().withContext("job " + p.key + ": create PodGroup");
   }
-  created = true;
   return core::Status::Ok();
 }
 
@@ -583,7 +432,7 @@ core::Status Reconciler::deletePods(Pass& p, const std::function<bool(const kube
                                     const std::string& why) {
   kube::ResourceClient<kube::Pod> pods(client_, podsResource(), p.ns);
   for (const auto& pod : p.pods) {
-    if (!pod || terminating(*pod) || !which(*pod)) continue;
+    if (!pod || podTerminating(*pod) || !which(*pod)) continue;
     kube::ApiResult<kube::NoContent> deleted = pods.remove(pod->metadata.name);
     if (!deleted.ok() && !deleted.error().isNotFound()) {
       return deleted.status().withContext("job " + p.key + ": delete pod " + pod->metadata.name);
@@ -631,48 +480,6 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
     if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
   }
   return first_error;
-}
-
-void Reconciler::foldFinalSummary(Pass& p, const kube::Pod& rank0) {
-  std::optional<std::string> message = terminationMessageOf(rank0);
-  if (!message || message->empty()) {
-    RM_LOG(DEBUG, RECONCILE) << "job " << p.key << ": pod " << rank0.metadata.name
-                             << " succeeded without a summary; keeping the last progress";
-    return;
-  }
-  core::Result<kube::TrainingProgress> summary = parseTrainerSummary(*message);
-  if (!summary.ok()) {
-    // A user's command may leave any text there: never a reason to fail the reconcile.
-    RM_LOG(WARN, RECONCILE) << "job " << p.key << ": pod " << rank0.metadata.name
-                            << ": termination message is not a trainer summary ("
-                            << summary.status().message() << "); keeping the last progress";
-    return;
-  }
-  p.status.progress = mergeProgress(p.status.progress, *summary);
-}
-
-void Reconciler::gangRestart(Pass& p, const std::string& reason, const std::string& message,
-                             bool count_restart) {
-  if (count_restart) p.status.restarts = p.attempt + 1;
-  p.status.last_restart_time = p.now;
-  setCondition(p.status, kRestarting, true, reason, message, p.generation, p.now);
-  if (findCondition(p.status, kRunning) != nullptr) {
-    setCondition(p.status, kRunning, false, reason, message, p.generation, p.now);
-  }
-  p.status.phase = phaseOf(p.status);
-  p.release_pods = true;  // after the new attempt number is written
-}
-
-void Reconciler::fail(Pass& p, const std::string& reason, const std::string& message) {
-  setCondition(p.status, kFailed, true, reason, message, p.generation, p.now);
-  if (isTrue(p.status, kRunning)) {
-    setCondition(p.status, kRunning, false, "JobFailed", "the job failed", p.generation, p.now);
-  }
-  if (isTrue(p.status, kRestarting)) {
-    setCondition(p.status, kRestarting, false, "JobFailed", "the job failed", p.generation, p.now);
-  }
-  if (!p.status.completion_time) p.status.completion_time = p.now;
-  p.status.phase = phaseOf(p.status);
 }
 
 void Reconciler::stampStatus(Pass& p) {

@@ -7,13 +7,18 @@
 //               InvalidSpec naming the field, written with a merge patch; nothing created
 //            -> finished?  cleanPodPolicy, ttlSecondsAfterFinished
 //            -> defaultAndValidate (InvalidSpec -> Failed, nothing created)
-//            -> suspend (delete pods, keep status) | activeDeadlineSeconds
-//            -> ensure Service, ConfigMap, Secret (MPI), PodGroup (gang scheduler)
-//            -> gang restart on a failed rank per restartPolicy / backoffLimit
-//            -> create missing pods of the current attempt
-//            -> gang schedule timeout (release, Unschedulable, retry with backoff)
-//            -> observe pods + progress (rank 0's final summary once it succeeded)
-//            -> write status only if it changed -> Events
+//            -> active: observe -> decide -> apply
+//            -> write status only if it changed -> Events -> release the gang if the plan says
+//
+// An active job's pass is split so that its decisions are testable without an API server:
+//   observe  reads the caches and the pass's bookkeeping (pods by replica index, foreign pods,
+//            expectations, whether the PodGroup API is served) into an Observed;
+//   decide   (decide.h) is a pure function of job, status, Observed and the time: the new status
+//            and a Plan (suspend, activeDeadlineSeconds, stale pods, gang restart or fail per
+//            restartPolicy / backoffLimit, success, pods to create, gang schedule timeout,
+//            progress, requeue);
+//   apply    makes the Plan's calls in a fixed order: children (Service, ConfigMap, Secret) before
+//            deletions before the PodGroup and pods, then reads rank 0's progress.
 //
 // Pods are named deterministically (<job>-worker-<i>) and AlreadyExists counts as success, so a
 // lagging cache can cost a wasted call but never a duplicate; expectations (pod names created
@@ -36,6 +41,7 @@
 #include <set>
 #include <string>
 
+#include "operator/decide.h"
 #include "operator/operator_metrics.h"
 #include "operator/progress.h"
 #include "operator/validate.h"
@@ -101,20 +107,16 @@ class Reconciler {
 
   core::Result<Action> undecodable(const std::string& key, const kube::RawObject& raw);
   core::Result<Action> finished(Pass& p);
-  core::Result<Action> active(Pass& p);
+  Observed observe(Pass& p);
+  core::Result<Action> active(Pass& p);  // observe -> decide -> apply
   core::Status ensureService(Pass& p);
   core::Status ensureConfigMap(Pass& p);
   core::Status ensureSecret(Pass& p);
-  core::Status ensurePodGroup(Pass& p, bool& created);
+  core::Status ensurePodGroup(Pass& p);
   core::Status deletePods(Pass& p, const std::function<bool(const kube::Pod&)>& which,
                           const std::string& why);
   bool podGroupServed(const kube::TrainingJob& job);
   core::Status createPods(Pass& p, const std::vector<int>& indices);
-  void gangRestart(Pass& p, const std::string& reason, const std::string& message,
-                   bool count_restart);
-  void fail(Pass& p, const std::string& reason, const std::string& message);
-  // status.progress from rank 0's summary (its termination message); a bad one is logged.
-  void foldFinalSummary(Pass& p, const kube::Pod& rank0);
   // observedGeneration, phase and reason, as the pass's conditions now say.
   static void stampStatus(Pass& p);
   core::Status writeStatus(Pass& p);

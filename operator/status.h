@@ -8,7 +8,7 @@
 //     once all ranks joined the rendezvous (not merely when the pods exist);
 //   - phase is the strongest true condition: Failed, Succeeded, Suspended, Running, Restarting,
 //     else Pending.
-// The reconciler decides the transitions (restart, fail, suspend); this file only observes and
+// decide() (decide.h) decides the transitions (restart, fail, suspend); this file only observes and
 // records them.
 //
 // Thread-safety: pure functions. Failure: none.

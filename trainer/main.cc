@@ -2,7 +2,8 @@
 //
 // Reads spec.trainer-shaped YAML (--config), lets flags override it, takes its place in the world
 // from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
-// RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun), trains on the CPU or
+// RINGMASTER_JOB, RINGMASTER_ATTEMPT; or Open MPI's variables under mpirun: the rank environment
+// contract, ringmaster/contract/rank_environment.h), trains on the CPU or
 // the GPU (--device; the GPU path is a module loaded on demand, gpu_module.h), and exits 0 on
 // success, 1 on bad input or a failure, 2 on a usage error, 142 when a peer went away or a
 // collective stalled (retryable), 128+15 when stopped by SIGTERM.
@@ -22,7 +23,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "ringmaster/contract/store_secret.h"
+#include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
@@ -45,74 +46,9 @@ namespace {
 using core::Result;
 using core::Status;
 
-struct World {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-  std::string job = "local";
-  int64_t attempt = 0;
-  bool agent_store = false;  // RINGMASTER_USE_AGENT_STORE=1: the launcher hosts the store
-  std::string pod_ip;        // POD_IP: where this process listens ("" = everywhere)
-  int64_t heartbeat_ms = 1000;
-  // RINGMASTER_STORE_SECRET: what connections to the store prove they know ("" when unset:
-  // a store of our own that the same empty secret opens).
-  std::string store_secret;
-
-  // "<job>/attempt-<attempt>": every key of this attempt lives under it.
-  std::string attemptPrefix() const { return job + "/attempt-" + std::to_string(attempt); }
-};
-
-Result<int64_t> envInt(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  auto parsed = core::parseInt(v);
-  if (!parsed.ok())
-    return core::invalidArgument(std::string("environment ") + name + ": " +
-                                 parsed.status().message());
-  return *parsed;
-}
-
-Result<World> worldFromEnv() {
-  World w;
-  // Under mpirun the MPI variables are the truth; otherwise torchrun's names.
-  const bool mpi = std::getenv("OMPI_COMM_WORLD_RANK") != nullptr && std::getenv("RANK") == nullptr;
-  RM_ASSIGN_OR_RETURN(int64_t rank, envInt(mpi ? "OMPI_COMM_WORLD_RANK" : "RANK", 0));
-  RM_ASSIGN_OR_RETURN(int64_t size, envInt(mpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE", 1));
-  RM_ASSIGN_OR_RETURN(int64_t local, envInt(mpi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "LOCAL_RANK", 0));
-  RM_ASSIGN_OR_RETURN(int64_t port, envInt("MASTER_PORT", 29500));
-  RM_ASSIGN_OR_RETURN(w.attempt, envInt("RINGMASTER_ATTEMPT", 0));
-  RM_ASSIGN_OR_RETURN(int64_t agent, envInt("RINGMASTER_USE_AGENT_STORE", 0));
-  RM_ASSIGN_OR_RETURN(w.heartbeat_ms, envInt("RINGMASTER_HEARTBEAT_MS", 1000));
-  if (agent != 0 && agent != 1)
-    return core::invalidArgument("RINGMASTER_USE_AGENT_STORE=" + std::to_string(agent) +
-                                 " must be 0 or 1");
-  if (w.heartbeat_ms < 1)
-    return core::invalidArgument("RINGMASTER_HEARTBEAT_MS=" + std::to_string(w.heartbeat_ms) +
-                                 " must be positive");
-  if (w.attempt < 0)
-    return core::invalidArgument("RINGMASTER_ATTEMPT=" + std::to_string(w.attempt) +
-                                 " must not be negative");
-  w.agent_store = agent == 1;
-  if (size < 1 || size > 65536)
-    return core::invalidArgument("WORLD_SIZE=" + std::to_string(size) + " must be in [1, 65536]");
-  if (local < 0)
-    return core::invalidArgument("LOCAL_RANK=" + std::to_string(local) + " must not be negative");
-  if (rank < 0 || rank >= size)
-    return core::invalidArgument("RANK=" + std::to_string(rank) +
-                                 " must be in [0, WORLD_SIZE=" + std::to_string(size) + ")");
-  if (port < 1 || port > 65535)
-    return core::invalidArgument("MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
-  w.rank = static_cast<int>(rank);
-  w.world_size = static_cast<int>(size);
-  w.local_rank = static_cast<int>(local);
-  w.master_port = static_cast<int>(port);
-  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) w.master_addr = a;
-  if (const char* j = std::getenv("RINGMASTER_JOB"); j && *j) w.job = j;
-  if (const char* ip = std::getenv("POD_IP"); ip && *ip) w.pod_ip = ip;
-  if (const char* s = std::getenv(contract::store_secret::kEnv); s && *s) w.store_secret = s;
-  return w;
+// This process's place in the world, as the launcher (or mpirun, or whoever started it) set it.
+Result<contract::RankEnvironment> worldFromEnv() {
+  return contract::parseRankEnvironment([](const char* name) { return std::getenv(name); });
 }
 
 Result<std::vector<int>> parseIntList(const std::string& text, const std::string& flag) {
@@ -149,7 +85,7 @@ void declareFlags(core::FlagSet& flags, TrainerConfig* config, CommandLine* cl) 
   flags.addDouble("momentum", &config->optimizer.momentum, "SGD momentum");
   flags.addDouble("weight-decay", &config->optimizer.weight_decay, "weight decay (L2)");
   flags.addString("backend", &config->backend, "auto | nccl | gloo | mpi | shm",
-                  "RINGMASTER_BACKEND");
+                  contract::rank_env::kBackend);
   flags.addString("device", &config->device, "auto | cpu | cuda (auto: the GPU when there is one)",
                   "RINGMASTER_DEVICE");
   flags.addString("precision", &config->precision, "GPU arithmetic: fp32 | bf16");
@@ -278,7 +214,7 @@ int run(int argc, char** argv) {
   comm_config.master_port = world->master_port;
   comm_config.store_secret = world->store_secret;
   comm_config.key_prefix = world->attemptPrefix() + "/trainer";
-  comm_config.host_store = !world->agent_store;
+  comm_config.host_store = !world->use_agent_store;
   comm_config.gloo_hostname = world->pod_ip;
   comm_config.timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
   if (device->cuda) {
@@ -301,15 +237,14 @@ int run(int argc, char** argv) {
                                         " + LOCAL_RANK " + std::to_string(world->local_rank) +
                                         " is not a TCP port"));
     }
-    auto started = metrics::Exposer::start(world->pod_ip.empty() ? "0.0.0.0" : world->pod_ip,
-                                           static_cast<int>(port), registry);
+    auto started = metrics::Exposer::start(world->bindHost(), static_cast<int>(port), registry);
     if (!started.ok()) return fail(started.status());
     exposer = std::move(*started);
     RM_LOG(INFO, METRICS) << "serving /metrics on port " << exposer->port();
   }
 
   std::unique_ptr<rendezvous::HeartbeatPublisher> heartbeat;
-  if (world->agent_store) {
+  if (world->use_agent_store) {
     // Its own connection: a heartbeat must never queue behind a store call of the communicator.
     auto client = rendezvous::TcpStoreClient::connect(
         world->master_addr, world->master_port, world->store_secret,

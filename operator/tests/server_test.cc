@@ -1,43 +1,14 @@
-// The operator's HTTP endpoints: the health server's routes and the metrics it serves.
+// The operator's metrics: what it registers and serves (its probe endpoint is
+// ringmaster/http/probe_server.h, tested in lib/http).
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-
-#include "operator/health_server.h"
 #include "operator/operator_metrics.h"
-#include "ringmaster/http/get.h"
 
 namespace ringmaster::op {
 namespace {
 
-TEST(HealthServer, AnswersItsRoutesAnd404Otherwise) {
-  std::atomic<bool> ready{false};
-  std::map<std::string, HealthServer::Handler> routes;
-  routes["/healthz"] = [] { return HttpAnswer{200, "ok\n"}; };
-  routes["/readyz"] = [&ready] {
-    return ready ? HttpAnswer{200, "ok\n"} : HttpAnswer{503, "not synced\n"};
-  };
-  auto server = HealthServer::start("127.0.0.1", 0, routes);
-  ASSERT_TRUE(server.ok()) << server.status().toString();
-  const int port = (*server)->port();
-  auto status = [port](const std::string& path) {
-    core::Result<http::Response> r = http::get(http::url("127.0.0.1", port, path));
-    EXPECT_TRUE(r.ok()) << r.status().toString();
-    return r.ok() ? r->status : 0L;
-  };
-  core::Result<http::Response> healthz = http::get(http::url("127.0.0.1", port, "/healthz"));
-  ASSERT_TRUE(healthz.ok()) << healthz.status().toString();
-  EXPECT_EQ(healthz->status, 200);
-  EXPECT_EQ(healthz->body, "ok\n");
-  EXPECT_EQ(status("/readyz"), 503);
-  ready = true;
-  EXPECT_EQ(status("/readyz?verbose"), 200);
-  EXPECT_EQ(status("/nope"), 404);
-  (*server)->stop();
-}
-
-TEST(OperatorMetrics, RegistersTheIssuesMetricsUnderOurNamingRules) {
+TEST(OperatorMetrics, RegistersItsMetricsUnderOurNamingRules) {
   metrics::Registry registry;
   auto m = OperatorMetrics::create(registry);
   ASSERT_TRUE(m.ok()) << m.status().toString();

@@ -40,9 +40,11 @@ std::optional<LauncherMode> parseLauncherMode(std::string_view text) {
   return std::nullopt;
 }
 
-std::string PodEnvironment::attemptPrefix() const {
+std::string attemptKeyPrefix(const std::string& job, int64_t attempt) {
   return job + "/attempt-" + std::to_string(attempt);
 }
+
+std::string PodEnvironment::attemptPrefix() const { return attemptKeyPrefix(job, attempt); }
 
 std::string PodEnvironment::describePod() const {
   std::string s = "pod " + std::to_string(node_rank);

@@ -68,6 +68,9 @@ inline constexpr int64_t kMaxWorldSize = kMaxNodes * kMaxLocalWorldSize;
 
 }  // namespace pod_env
 
+// "<job>/attempt-<attempt>": the prefix of every rendezvous key of one attempt of a job.
+std::string attemptKeyPrefix(const std::string& job, int64_t attempt);
+
 enum class LauncherMode { kNative, kMpi };
 
 // "native" or "mpi": RINGMASTER_LAUNCHER_MODE's spelling.

@@ -1,0 +1,291 @@
+#include "operator/decide.h"
+
+#include <algorithm>
+
+#include "operator/progress.h"
+#include "operator/status.h"
+
+namespace ringmaster::op {
+
+using std::chrono::milliseconds;
+
+bool podTerminating(const kube::Pod& pod) { return pod.metadata.deletion_timestamp.has_value(); }
+
+milliseconds timeUntil(kube::Time now, kube::Time due) {
+  return std::max(milliseconds(0),
+                  std::chrono::duration_cast<milliseconds>(due.timePoint() - now.timePoint()));
+}
+
+kube::Time plusSeconds(kube::Time t, int64_t seconds) {
+  return kube::Time::fromUnixSeconds(t.unixSeconds() + seconds);
+}
+
+void failJob(kube::TrainingJobStatus& status, const std::string& reason, const std::string& message,
+             int64_t generation, kube::Time now) {
+  setCondition(status, kFailed, true, reason, message, generation, now);
+  if (isTrue(status, kRunning)) {
+    setCondition(status, kRunning, false, "JobFailed", "the job failed", generation, now);
+  }
+  if (isTrue(status, kRestarting)) {
+    setCondition(status, kRestarting, false, "JobFailed", "the job failed", generation, now);
+  }
+  if (!status.completion_time) status.completion_time = now;
+  status.phase = phaseOf(status);
+}
+
+namespace {
+
+void minDelay(std::optional<milliseconds>& current, milliseconds d) {
+  if (!current || d < *current) current = d;
+}
+
+// Restarting True for `reason`; the plan releases the pods once this status is written.
+void gangRestart(Plan& plan, const std::string& reason, const std::string& message,
+                 bool count_restart, int attempt, int64_t generation, kube::Time now) {
+  kube::TrainingJobStatus& status = plan.status;
+  if (count_restart) status.restarts = attempt + 1;
+  status.last_restart_time = now;
+  setCondition(status, kRestarting, true, reason, message, generation, now);
+  if (findCondition(status, kRunning) != nullptr) {
+    setCondition(status, kRunning, false, reason, message, generation, now);
+  }
+  status.phase = phaseOf(status);
+  plan.release_pods = true;
+}
+
+// status.progress from rank 0's summary (its termination message). A missing or bad one keeps the
+// last progress: a user's command may leave any text there, never a reason to fail the job.
+void foldFinalSummary(Plan& plan, const kube::Pod& rank0) {
+  std::optional<std::string> message = terminationMessageOf(rank0);
+  if (!message || message->empty()) {
+    plan.notes.push_back({false, "pod " + rank0.metadata.name +
+                                     " succeeded without a summary; keeping the last progress"});
+    return;
+  }
+  core::Result<kube::TrainingProgress> summary = parseTrainerSummary(*message);
+  if (!summary.ok()) {
+    plan.notes.push_back({true, "pod " + rank0.metadata.name +
+                                    ": termination message is not a trainer summary (" +
+                                    summary.status().message() + "); keeping the last progress"});
+    return;
+  }
+  plan.status.progress = mergeProgress(plan.status.progress, *summary);
+}
+
+// Why the failed pod failed, in its own words where it left some, on one bounded line.
+std::string describeFailure(const kube::Pod& pod, int index) {
+  std::optional<int32_t> code = exitCodeOf(pod);
+  std::string what = "pod " + pod.metadata.name + " (replica " + std::to_string(index) + ") failed";
+  if (code) {
+    what += " with exit code " + std::to_string(*code);
+  } else if (!pod.status.reason.empty()) {
+    what += " (" + pod.status.reason + ")";
+  }
+  if (std::optional<std::string> message = terminationMessageOf(pod)) {
+    if (std::string folded = foldMessage(*message); !folded.empty()) what += ": " + folded;
+  }
+  return what;
+}
+
+}  // namespace
+
+Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
+            const Observed& observed, kube::Time now, const DecideOptions& options) {
+  Plan plan;
+  plan.status = status;
+  kube::TrainingJobStatus& s = plan.status;
+  const kube::TrainingJobSpec& spec = job.spec;
+  const int replicas = *spec.replicas;
+  const int64_t generation = job.metadata.generation.value_or(0);
+  const int attempt = status.restarts.value_or(0);
+  if (!s.restarts) s.restarts = 0;
+  auto podAt = [&](int i) -> const kube::Pod* {
+    const auto index = static_cast<size_t>(i);
+    return index < observed.pods.size() ? observed.pods[index].get() : nullptr;
+  };
+
+  if (spec.suspend.value_or(false)) {
+    plan.status_on_error = s;  // the deletions come first
+    plan.delete_pods = PodDeletion::kAll;
+    plan.delete_reason = "job suspended";
+    setCondition(s, kSuspended, true, "JobSuspended",
+                 "the job is suspended: its pods are deleted, its status kept", generation, now);
+    // No rank runs while suspended, whatever the deleted pods still show as they terminate.
+    kube::ReplicaStatus none;
+    none.active = 0;
+    none.ready = 0;
+    none.succeeded = 0;
+    none.failed = 0;
+    setReplicaCounts(job, none, s);
+    if (findCondition(s, kRunning) != nullptr) {
+      setCondition(s, kRunning, false, "JobSuspended", "the job is suspended", generation, now);
+    }
+    return plan;
+  }
+  if (isTrue(s, kSuspended)) {
+    setCondition(s, kSuspended, false, "JobResumed", "the job was resumed", generation, now);
+  }
+
+  std::optional<milliseconds> requeue;
+  if (spec.active_deadline_seconds && s.start_time) {
+    kube::Time due = plusSeconds(*s.start_time, *spec.active_deadline_seconds);
+    if (now >= due) {
+      failJob(s, "DeadlineExceeded",
+              "the job ran longer than activeDeadlineSeconds (" +
+                  std::to_string(*spec.active_deadline_seconds) + " s)",
+              generation, now);
+      plan.status_on_error = s;
+      plan.requeue = milliseconds(0);  // the finished pass stops the pods
+      return plan;
+    }
+    minDelay(requeue, timeUntil(now, due));
+  }
+
+  plan.status_on_error = s;
+  if (!observed.foreign.empty()) {
+    plan.refusal = "pod " + observed.foreign.front();
+    return plan;
+  }
+  plan.ensure_children = true;
+  plan.ensure_ssh_secret = spec.launcher == "mpi";
+
+  // Pods of the current attempt; anything else (older attempt, being deleted) is stale.
+  std::vector<const kube::Pod*> current(static_cast<size_t>(replicas), nullptr);
+  bool stale = false;
+  for (int i = 0; i < replicas; ++i) {
+    const kube::Pod* pod = podAt(i);
+    if (pod == nullptr) continue;
+    if (attemptOf(*pod) == attempt && !podTerminating(*pod)) {
+      current[static_cast<size_t>(i)] = pod;
+    } else {
+      stale = true;
+    }
+  }
+  if (stale) {
+    plan.delete_pods = PodDeletion::kOlderAttempt;
+    plan.delete_reason = "left from an older attempt";
+  }
+
+  // A failed rank fails or restarts the whole gang; the message names the one that failed first.
+  if (const int i = firstFailedReplica(current); i >= 0) {
+    const kube::Pod* pod = current[static_cast<size_t>(i)];
+    std::optional<int32_t> code = exitCodeOf(*pod);
+    const std::string what = describeFailure(*pod, i);
+    const std::string& policy = *spec.restart_policy;
+    if (policy == "Never") {
+      failJob(s, "RankFailed", what + "; restartPolicy is Never", generation, now);
+    } else if (policy == "ExitCode" && code && *code >= 1 && *code <= 127) {
+      failJob(s, "RankFailed",
+              what + "; exit codes 1-127 are permanent under restartPolicy ExitCode", generation,
+              now);
+    } else if (attempt >= *spec.backoff_limit) {
+      failJob(s, "BackoffLimitExceeded",
+              what + "; the gang was restarted " + std::to_string(attempt) +
+                  " times (backoffLimit " + std::to_string(*spec.backoff_limit) + ")",
+              generation, now);
+    } else {
+      gangRestart(plan, "RankFailed",
+                  what + "; restarting all " + std::to_string(replicas) + " pods as attempt " +
+                      std::to_string(attempt + 1),
+                  true, attempt, generation, now);
+    }
+    plan.requeue = milliseconds(0);
+    return plan;
+  }
+
+  // Rank 0's final summary is the run's final progress, not the last scrape of its metrics.
+  if (const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
+      rank0 != nullptr && rank0->status.phase == "Succeeded") {
+    foldFinalSummary(plan, *rank0);
+  }
+  plan.status_on_error = s;
+
+  const bool all_succeeded = std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) {
+    return pod != nullptr && pod->status.phase == "Succeeded";
+  });
+  if (all_succeeded) {
+    observePods(job, current, now, s);
+    setCondition(s, kSucceeded, true, "AllRanksSucceeded",
+                 "all " + std::to_string(replicas) + " worker pods succeeded", generation, now);
+    setCondition(s, kRunning, false, "JobSucceeded", "the job succeeded", generation, now);
+    s.completion_time = now;
+    s.phase = phaseOf(s);
+    plan.requeue = milliseconds(0);  // cleanPodPolicy, ttl
+    return plan;
+  }
+
+  std::vector<int> missing;
+  for (int i = 0; i < replicas; ++i) {
+    if (podAt(i) == nullptr) missing.push_back(i);
+  }
+  bool have_pod_group = false;
+  if (!missing.empty()) {
+    std::optional<milliseconds> wait;
+    if (stale) {
+      wait = milliseconds(1'000);  // the old attempt's pods must be gone first (their names)
+    } else if (const kube::Condition* r = findCondition(s, kRestarting);
+               r != nullptr && r->status == "True" && r->reason == "Unschedulable" &&
+               s.last_restart_time) {
+      int retries = std::max(1, s.schedule_retries.value_or(1));
+      auto backoff = options.unschedulable_backoff * (int64_t{1} << std::min(retries - 1, 20));
+      backoff = std::min<std::chrono::seconds>(backoff, options.max_unschedulable_backoff);
+      kube::Time due = plusSeconds(*s.last_restart_time, backoff.count());
+      if (now < due) wait = timeUntil(now, due);
+    }
+    if (!wait && !observed.expectations_met) wait = milliseconds(1'000);
+    if (wait) {
+      minDelay(requeue, *wait);
+    } else {
+      plan.ensure_pod_group = true;
+      plan.create = std::move(missing);
+      if (!s.start_time) s.start_time = now;
+      minDelay(requeue, milliseconds(1'000));
+    }
+  } else {
+    have_pod_group = observed.pod_group_served;
+  }
+
+  // Gang scheduling without a gang scheduler: all pods scheduled in time, or none held.
+  const bool all_exist =
+      std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) { return pod; });
+  if (all_exist && !have_pod_group) {
+    int scheduled = 0;
+    std::optional<kube::Time> oldest;
+    for (const kube::Pod* pod : current) {
+      if (podScheduled(*pod) || podFinished(*pod)) ++scheduled;
+      if (pod->metadata.creation_timestamp &&
+          (!oldest || *pod->metadata.creation_timestamp < *oldest)) {
+        oldest = pod->metadata.creation_timestamp;
+      }
+    }
+    if (scheduled < replicas && oldest) {
+      const int timeout = spec.scheduling_policy->schedule_timeout_seconds.value_or(300);
+      kube::Time due = plusSeconds(*oldest, timeout);
+      if (now >= due) {
+        const int retries = s.schedule_retries.value_or(0) + 1;
+        s.schedule_retries = retries;
+        gangRestart(plan, "Unschedulable",
+                    std::to_string(scheduled) + "/" + std::to_string(replicas) +
+                        " pods scheduled within scheduleTimeoutSeconds (" +
+                        std::to_string(timeout) + " s): released the gang, retry " +
+                        std::to_string(retries) + " after backoff",
+                    false, attempt, generation, now);
+        plan.requeue = milliseconds(1'000);
+        return plan;
+      }
+      minDelay(requeue, timeUntil(now, due));
+    }
+  }
+
+  observePods(job, current, now, s);
+  const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
+  if (options.read_progress && rank0 != nullptr && rank0->status.phase == "Running" &&
+      !rank0->status.pod_ip.empty()) {
+    plan.read_progress = true;
+    minDelay(requeue, options.progress_interval);
+  }
+  plan.requeue = requeue;
+  return plan;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,471 @@
+#include "operator/decide.h"
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+
+#include "operator/builders.h"
+#include "operator/status.h"
+#include "test_jobs.h"
+
+namespace ringmaster::op {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::defaulted;
+using testing::makeJob;
+
+const kube::Time kNow = kube::Time::fromUnixSeconds(1795312800);
+
+kube::Time ago(int seconds) { return plusSeconds(kNow, -seconds); }
+
+// The table's input: spec fields, status, observed pods.
+struct Spec {
+  int replicas = 2;
+  bool suspend = false;
+  std::string restart_policy{};  // "" = the default
+  std::optional<int32_t> backoff_limit{};
+  std::optional<int64_t> active_deadline_seconds{};
+  std::string launcher{};  // "" = the default
+};
+
+struct Cond {
+  std::string type{};
+  bool value = true;
+  std::string reason{};
+};
+
+struct Status {
+  std::optional<int32_t> restarts{};
+  std::optional<int> started_ago{};  // startTime, seconds before now
+  std::vector<Cond> conditions{};
+  std::optional<int32_t> schedule_retries{};
+  std::optional<int> last_restart_ago{};
+};
+
+struct PodIn {
+  int index = 0;
+  std::string phase = "Running";
+  int attempt = 0;
+  bool ready = true;
+  bool scheduled = true;
+  std::optional<int32_t> exit_code{};
+  bool terminating = false;
+  std::string pod_ip{};
+  int created_ago = 10;
+  bool foreign = false;
+};
+
+// The plan's essentials.
+struct Expect {
+  std::string phase{};
+  std::string condition{};  // "<type>=<True|False>/<reason>", "" = not checked
+  std::vector<int> create{};
+  PodDeletion deletion = PodDeletion::kNone;
+  bool release = false;
+  std::optional<milliseconds> requeue{};
+  bool ensure_children = true;
+  bool read_progress = false;
+  std::string refusal{};
+  // Status fields checked when set.
+  std::optional<int32_t> restarts{};
+  std::optional<int32_t> schedule_retries{};
+  std::string world{};
+  bool start_time = false;       // status.startTime is now (set by this pass)
+  bool completion_time = false;  // status.completionTime is now
+};
+
+struct Row {
+  std::string name{};
+  Spec spec{};
+  Status status{};
+  std::vector<PodIn> pods{};
+  bool expectations_met = true;
+  bool pod_group_served = false;
+  Expect want{};
+};
+
+std::ostream& operator<<(std::ostream& os, const Row& row) { return os << row.name; }
+
+kube::TrainingJob jobOf(const Spec& spec) {
+  kube::TrainingJob job = makeJob("fmnist", spec.replicas);
+  if (spec.suspend) job.spec.suspend = true;
+  if (!spec.restart_policy.empty()) job.spec.restart_policy = spec.restart_policy;
+  if (spec.backoff_limit) job.spec.backoff_limit = *spec.backoff_limit;
+  if (spec.active_deadline_seconds)
+    job.spec.active_deadline_seconds = *spec.active_deadline_seconds;
+  if (!spec.launcher.empty()) job.spec.launcher = spec.launcher;
+  return defaulted(job);
+}
+
+kube::TrainingJobStatus statusOf(const Status& in) {
+  kube::TrainingJobStatus status;
+  status.restarts = in.restarts;
+  if (in.started_ago) status.start_time = ago(*in.started_ago);
+  for (const Cond& c : in.conditions) {
+    setCondition(status, c.type, c.value, c.reason, "", 1, ago(60));
+  }
+  status.schedule_retries = in.schedule_retries;
+  if (in.last_restart_ago) status.last_restart_time = ago(*in.last_restart_ago);
+  return status;
+}
+
+kube::Pod podOf(const kube::TrainingJob& job, const PodIn& in) {
+  kube::Pod pod = buildWorkerPod(job, in.index, in.attempt, "store-secret-for-tests");
+  if (in.foreign) pod.metadata.owner_references.clear();
+  pod.metadata.creation_timestamp = ago(in.created_ago);
+  if (in.terminating) pod.metadata.deletion_timestamp = kNow;
+  pod.status.phase = in.phase;
+  pod.status.pod_ip = in.pod_ip;
+  kube::Condition ready;
+  ready.type = "Ready";
+  ready.status = in.ready ? "True" : "False";
+  pod.status.conditions.push_back(ready);
+  if (in.scheduled) {
+    pod.spec.node_name = "node-1";
+  } else {
+    kube::Condition scheduled;
+    scheduled.type = "PodScheduled";
+    scheduled.status = "False";
+    scheduled.reason = "Unschedulable";
+    scheduled.message = "0/3 nodes are available";
+    pod.status.conditions.push_back(scheduled);
+  }
+  if (in.exit_code) {
+    kube::ContainerStatus cs;
+    cs.name = kWorkerContainer;
+    cs.state = kube::ContainerState{};
+    cs.state->terminated = kube::ContainerStateTerminated{};
+    cs.state->terminated->exit_code = *in.exit_code;
+    pod.status.container_statuses.push_back(cs);
+  }
+  return pod;
+}
+
+Observed observedOf(const kube::TrainingJob& job, const Row& row) {
+  Observed observed;
+  observed.pods.assign(static_cast<size_t>(row.spec.replicas), nullptr);
+  for (const PodIn& in : row.pods) {
+    if (in.foreign) {
+      observed.foreign.push_back(workerName("fmnist", in.index));
+    } else {
+      observed.pods[static_cast<size_t>(in.index)] = std::make_shared<kube::Pod>(podOf(job, in));
+    }
+  }
+  observed.expectations_met = row.expectations_met;
+  observed.pod_group_served = row.pod_group_served;
+  return observed;
+}
+
+std::string conditionText(const kube::TrainingJobStatus& status, const std::string& type) {
+  const kube::Condition* c = findCondition(status, type);
+  if (c == nullptr) return "";
+  return c->type + "=" + c->status + "/" + c->reason.value_or("");
+}
+
+class Decide : public ::testing::TestWithParam<Row> {};
+
+TEST_P(Decide, PlansTheTransition) {
+  const Row& row = GetParam();
+  const kube::TrainingJob job = jobOf(row.spec);
+  const Plan plan = decide(job, statusOf(row.status), observedOf(job, row), kNow, DecideOptions{});
+  const Expect& want = row.want;
+
+  EXPECT_EQ(phaseOf(plan.status), want.phase);
+  if (!want.condition.empty()) {
+    const std::string type = want.condition.substr(0, want.condition.find('='));
+    EXPECT_EQ(conditionText(plan.status, type), want.condition);
+  }
+  EXPECT_EQ(plan.create, want.create);
+  EXPECT_EQ(plan.ensure_pod_group, !want.create.empty());
+  EXPECT_EQ(plan.delete_pods, want.deletion);
+  EXPECT_EQ(plan.release_pods, want.release);
+  EXPECT_EQ(plan.requeue, want.requeue);
+  EXPECT_EQ(plan.ensure_children, want.ensure_children);
+  EXPECT_EQ(plan.read_progress, want.read_progress);
+  EXPECT_EQ(plan.refusal.value_or(""), want.refusal);
+  if (want.restarts) {
+    EXPECT_EQ(plan.status.restarts, want.restarts);
+  }
+  if (want.schedule_retries) {
+    EXPECT_EQ(plan.status.schedule_retries, want.schedule_retries);
+  }
+  if (!want.world.empty()) {
+    EXPECT_EQ(plan.status.world, want.world);
+  }
+  if (want.start_time) {
+    EXPECT_EQ(plan.status.start_time, kNow);
+  }
+  if (want.completion_time) {
+    EXPECT_EQ(plan.status.completion_time, kNow);
+  }
+  // Creating pods is the only plan that starts the job's clock; a failed call does not.
+  EXPECT_EQ(plan.status_on_error.start_time, statusOf(row.status).start_time);
+}
+
+const PodIn kRunning0{.index = 0};
+const PodIn kRunning1{.index = 1};
+
+PodIn failed(int index, int32_t exit_code, int attempt = 0) {
+  return {.index = index,
+          .phase = "Failed",
+          .attempt = attempt,
+          .ready = false,
+          .exit_code = exit_code};
+}
+
+PodIn succeeded(int index) {
+  return {.index = index, .phase = "Succeeded", .ready = false, .exit_code = 0};
+}
+
+PodIn unscheduled(int index, int created_ago) {
+  return {.index = index,
+          .phase = "Pending",
+          .ready = false,
+          .scheduled = false,
+          .created_ago = created_ago};
+}
+
+const milliseconds kSecond{1'000};
+
+// One row per transition of an active job.
+const Row kRows[] = {
+    {.name = "FreshJobCreatesEveryPodAndEnsuresItsChildren",
+     .want = {.phase = "Pending",
+              .create = {0, 1},
+              .requeue = kSecond,
+              .restarts = 0,
+              .start_time = true}},
+    {.name = "SuspendedDeletesEveryPodAndCountsNoRank",
+     .spec = {.suspend = true},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {kRunning0, kRunning1},
+     .want = {.phase = "Suspended",
+              .condition = "Suspended=True/JobSuspended",
+              .deletion = PodDeletion::kAll,
+              .ensure_children = false,
+              .world = "0/2"}},
+    {.name = "SuspendedJobsRunningConditionSaysWhy",
+     .spec = {.suspend = true},
+     .status = {.conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {kRunning0, kRunning1},
+     .want = {.phase = "Suspended",
+              .condition = "Running=False/JobSuspended",
+              .deletion = PodDeletion::kAll,
+              .ensure_children = false}},
+    {.name = "ResumedJobCreatesItsPodsAgain",
+     .status = {.restarts = 0, .conditions = {{"Suspended", true, "JobSuspended"}}},
+     .want = {.phase = "Pending",
+              .condition = "Suspended=False/JobResumed",
+              .create = {0, 1},
+              .requeue = kSecond,
+              .start_time = true}},
+    {.name = "ActiveDeadlinePassedFailsTheJob",
+     .spec = {.active_deadline_seconds = 60},
+     .status = {.started_ago = 100},
+     .pods = {kRunning0, kRunning1},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/DeadlineExceeded",
+              .requeue = milliseconds(0),
+              .ensure_children = false,
+              .completion_time = true}},
+    {.name = "ActiveDeadlineAheadRequeuesForIt",
+     .spec = {.active_deadline_seconds = 600},
+     .status = {.started_ago = 100},
+     .pods = {kRunning0, kRunning1},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .requeue = milliseconds(500'000)}},
+    {.name = "OlderAttemptsPodsAreDeletedAndCreationWaits",
+     .status = {.restarts = 1},
+     .pods = {{.index = 0, .attempt = 0}},
+     .want = {.phase = "Pending", .deletion = PodDeletion::kOlderAttempt, .requeue = kSecond}},
+    {.name = "ATerminatingPodsNameIsNotReusedUntilItIsGone",
+     .pods = {{.index = 0, .terminating = true}},
+     .want = {.phase = "Pending", .deletion = PodDeletion::kOlderAttempt, .requeue = kSecond}},
+    {.name = "RestartPolicyNeverFailsOnTheFirstFailedRank",
+     .spec = {.restart_policy = "Never"},
+     .pods = {kRunning0, failed(1, 1)},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/RankFailed",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "RestartPolicyExitCodeFailsOnExitCode1To127",
+     .spec = {.restart_policy = "ExitCode"},
+     .pods = {kRunning0, failed(1, 127)},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/RankFailed",
+              .requeue = milliseconds(0)}},
+    {.name = "RestartPolicyExitCodeRetriesASignal",
+     .spec = {.restart_policy = "ExitCode"},
+     .pods = {kRunning0, failed(1, 137)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1}},
+    {.name = "RestartPolicyOnFailureRestartsTheGangUnderBackoffLimit",
+     .spec = {.restart_policy = "OnFailure", .backoff_limit = 3},
+     .status = {.restarts = 2},
+     .pods = {failed(0, 1, 2), {.index = 1, .attempt = 2}},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 3}},
+    {.name = "RestartPolicyOnFailureFailsAtBackoffLimit",
+     .spec = {.restart_policy = "OnFailure", .backoff_limit = 3},
+     .status = {.restarts = 3},
+     .pods = {failed(0, 1, 3), {.index = 1, .attempt = 3}},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/BackoffLimitExceeded",
+              .requeue = milliseconds(0),
+              .restarts = 3}},
+    {.name = "AllRanksSucceededSucceedsTheJob",
+     .status = {.started_ago = 100, .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {succeeded(0), succeeded(1)},
+     .want = {.phase = "Succeeded",
+              .condition = "Succeeded=True/AllRanksSucceeded",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "OneRankSucceededKeepsTheJobRunning",
+     .status = {.started_ago = 100, .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {succeeded(0), kRunning1},
+     .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined", .world = "1/2"}},
+    {.name = "AMissingPodWaitsWhileExpectationsAreUnmet",
+     .status = {.started_ago = 5},
+     .pods = {kRunning0},
+     .expectations_met = false,
+     .want = {.phase = "Pending", .requeue = kSecond}},
+    {.name = "AMissingPodIsCreatedOnceExpectationsAreMet",
+     .status = {.started_ago = 5},
+     .pods = {kRunning0},
+     .want = {.phase = "Pending", .create = {1}, .requeue = kSecond}},
+    {.name = "UnschedulableGangWaitsOutItsBackoff",
+     .status = {.restarts = 0,
+                .conditions = {{"Restarting", true, "Unschedulable"}},
+                .schedule_retries = 1,
+                .last_restart_ago = 4},
+     .want = {.phase = "Restarting", .requeue = milliseconds(6'000)}},
+    {.name = "UnschedulableGangsBackoffDoublesPerRetry",
+     .status = {.conditions = {{"Restarting", true, "Unschedulable"}},
+                .schedule_retries = 2,
+                .last_restart_ago = 15},
+     .want = {.phase = "Restarting", .requeue = milliseconds(5'000)}},
+    {.name = "UnschedulableGangIsCreatedAgainAfterItsBackoff",
+     .status = {.conditions = {{"Restarting", true, "Unschedulable"}},
+                .schedule_retries = 1,
+                .last_restart_ago = 11},
+     .want = {.phase = "Restarting", .create = {0, 1}, .requeue = kSecond, .start_time = true}},
+    {.name = "GangScheduleTimeoutReleasesTheGang",
+     .status = {.started_ago = 400},
+     .pods = {{.index = 0, .phase = "Pending", .ready = false, .created_ago = 400},
+              unscheduled(1, 400)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/Unschedulable",
+              .release = true,
+              .requeue = kSecond,
+              .restarts = 0,
+              .schedule_retries = 1}},
+    {.name = "GangScheduleTimeoutCountsTheRetries",
+     .status = {.started_ago = 400, .schedule_retries = 2},
+     .pods = {unscheduled(0, 400), unscheduled(1, 400)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/Unschedulable",
+              .release = true,
+              .requeue = kSecond,
+              .schedule_retries = 3}},
+    {.name = "GangScheduleTimeoutAheadRequeuesForIt",
+     .status = {.started_ago = 100},
+     .pods = {kRunning0, unscheduled(1, 100)},
+     .want = {.phase = "Pending",
+              .condition = "Running=False/Unschedulable",
+              .requeue = milliseconds(200'000)}},
+    {.name = "GangScheduleTimeoutIsTheGangSchedulersWhenItServesPodGroups",
+     .status = {.started_ago = 400},
+     .pods = {kRunning0, unscheduled(1, 400)},
+     .pod_group_served = true,
+     .want = {.phase = "Pending", .condition = "Running=False/Unschedulable"}},
+    {.name = "AForeignPodIsRefused",
+     .pods = {kRunning0, {.index = 1, .foreign = true}},
+     .want = {.phase = "Pending", .ensure_children = false, .refusal = "pod fmnist-worker-1"}},
+    {.name = "RunningRankZeroWithAnAddressIsReadForProgress",
+     .status = {.started_ago = 100},
+     .pods = {{.index = 0, .pod_ip = "10.0.0.7"}, kRunning1},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .requeue = milliseconds(5'000),
+              .read_progress = true,
+              .world = "2/2"}},
+    {.name = "RankZeroWithoutAnAddressIsNotRead",
+     .status = {.started_ago = 100},
+     .pods = {kRunning0, {.index = 1, .pod_ip = "10.0.0.8"}},
+     .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Transitions, Decide, ::testing::ValuesIn(kRows),
+                         [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+// Beyond the table: what a row's essentials leave out.
+
+TEST(DecideTest, MpiJobsAlsoEnsureTheirSshSecret) {
+  Row row{.name = "mpi", .spec = {.launcher = "mpi"}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  EXPECT_TRUE(decide(job, {}, observedOf(job, row), kNow, {}).ensure_ssh_secret);
+  row.spec.launcher = "";
+  const kube::TrainingJob plain = jobOf(row.spec);
+  EXPECT_FALSE(decide(plain, {}, observedOf(plain, row), kNow, {}).ensure_ssh_secret);
+}
+
+TEST(DecideTest, TheFailedRanksMessageNamesItsExitCode) {
+  Row row{.name = "never", .spec = {.restart_policy = "Never"}, .pods = {kRunning0, failed(1, 3)}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  const Plan plan = decide(job, {}, observedOf(job, row), kNow, {});
+  const kube::Condition* c = findCondition(plan.status, kFailed);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->message,
+            "pod fmnist-worker-1 (replica 1) failed with exit code 3; restartPolicy is Never");
+}
+
+TEST(DecideTest, ProgressIsNotReadWhenTheOptionIsOff) {
+  Row row{.name = "off", .pods = {{.index = 0, .pod_ip = "10.0.0.7"}, kRunning1}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  DecideOptions options;
+  options.read_progress = false;
+  const Plan plan = decide(job, {}, observedOf(job, row), kNow, options);
+  EXPECT_FALSE(plan.read_progress);
+  EXPECT_EQ(plan.requeue, std::nullopt);
+}
+
+TEST(DecideTest, AFailedCallWritesNeitherStartTimeNorNewCounts) {
+  Row row{.name = "fresh", .status = {.conditions = {{"Suspended", true, "JobSuspended"}}}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  const Plan plan = decide(job, statusOf(row.status), observedOf(job, row), kNow, {});
+  EXPECT_EQ(plan.status.start_time, kNow);
+  EXPECT_EQ(plan.status_on_error.start_time, std::nullopt);
+  EXPECT_EQ(plan.status_on_error.replicas, std::nullopt);
+  // What needs no call is news either way.
+  EXPECT_EQ(conditionText(plan.status_on_error, kSuspended), "Suspended=False/JobResumed");
+}
+
+TEST(DecideTest, RankZerosMissingOrUnreadableSummaryIsANoteNotAFailure) {
+  Row row{.name = "summary", .pods = {succeeded(0), kRunning1}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  Observed observed = observedOf(job, row);
+  Plan plan = decide(job, {}, observed, kNow, {});
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_FALSE(plan.notes[0].warning);
+
+  kube::Pod rank0 = *observed.pods[0];
+  rank0.status.container_statuses[0].state->terminated->message = "not a summary";
+  observed.pods[0] = std::make_shared<kube::Pod>(rank0);
+  plan = decide(job, {}, observed, kNow, {});
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_TRUE(plan.notes[0].warning);
+  EXPECT_EQ(plan.status.progress, std::nullopt);
+}
+
+}  // namespace
+}  // namespace ringmaster::op
