@@ -3,7 +3,8 @@
 # suite of ranks-as-threads tests shares one process start. LOCAL_PODS: the test runs local pods
 # (127.1.x.y): kubelets hold their addresses apart, but launcher_test binds fixed ones and the
 # pods' timing suffers when two such tests share the cores, so ctest -j never runs two at once
-# (RESOURCE_LOCK).
+# (RESOURCE_LOCK); they carry the label local_pods, so that scripts/test can keep them apart from
+# another tree's cluster tests.
 # A binary whose tests all skipped exits 77 (lib/testing/gtest_main.cc): ctest says Skipped.
 # ENVTEST: the binary's tests are instantiated per control plane (tests/testutil's
 # kControlPlanes); ctest runs them as two tests, <name> (the embedded API server) and
@@ -59,5 +60,8 @@ function(rm_add_test)
   endif()
   if(T_LOCAL_PODS)
     set_tests_properties(${test_names} PROPERTIES RESOURCE_LOCK local_pods COST 100)
+    foreach(test_name ${test_names})
+      set_property(TEST ${test_name} APPEND PROPERTY LABELS local_pods)
+    endforeach()
   endif()
 endfunction()

@@ -1,6 +1,8 @@
 // The fault and abuse suite, under `ringmaster local up` (optimized build), driven with real
-// kubectl. Each test injects faults or floods and checks the same things: nothing crashes, no
-// rank gets a second pod, no job is lost, no process outlives its job, memory stays bounded.
+// kubectl; and, but for the floods of the embedded API server, again with `local up`'s kubelet and
+// operator joined to a real control plane (envtest). Each test injects faults or floods and checks
+// the same things: nothing crashes, no rank gets a second pod, no job is lost, no process outlives
+// its job, memory stays bounded.
 //   - the operator SIGKILLed 100 times at seeded points while ten jobs are created, run and
 //     finish;
 //   - a launcher SIGKILLed, then the kubelet SIGKILLed and brought back by `local up`, while
@@ -76,7 +78,7 @@ std::string bigEndian32(uint32_t v) {
           static_cast<char>(v)};
 }
 
-class AbuseE2e : public ::testing::Test {
+class AbuseE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
  protected:
   void SetUp() override {
     const std::string why = cluster_.start();
@@ -143,13 +145,22 @@ class AbuseE2e : public ::testing::Test {
     operator_->start();
   }
 
-  testutil::LocalCluster cluster_;
+  // On envtest the kubelet and operator of `local up` join a real API server.
+  testutil::LocalCluster cluster_{GetParam()};
   std::unique_ptr<testutil::Process> operator_;
 };
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, AbuseE2e, ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
+
+// Floods of the embedded API server itself: a real one has its own limits, tested upstream.
+class EmbeddedApiServerAbuseE2e : public AbuseE2e {};
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, EmbeddedApiServerAbuseE2e,
+                         ::testing::Values(testutil::ControlPlane::kLocal),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 // Ten jobs of three pods are applied one every ten kills, so the kills land while pods are
 // created, run, finish and the jobs' status is written. Afterwards one operator runs to the end.
-TEST_F(AbuseE2e, OperatorKilledAHundredTimesNeverDuplicatesAPodNorLosesAJob) {
+TEST_P(AbuseE2e, OperatorKilledAHundredTimesNeverDuplicatesAPodNorLosesAJob) {
   constexpr int kKills = 100;
   constexpr int kJobs = 10;
   constexpr int kReplicas = 3;
@@ -197,16 +208,17 @@ TEST_F(AbuseE2e, OperatorKilledAHundredTimesNeverDuplicatesAPodNorLosesAJob) {
     EXPECT_EQ(ids.size(), 1u) << pod << " was created " << ids.size() << " times";
   }
   EXPECT_EQ(names, expected);
-  std::cout << "reliability: operator SIGKILLed " << kills << " times across " << kJobs
-            << " jobs: " << pods << " pods created for " << expected.size() << " ranks, " << kJobs
-            << " of " << kJobs << " jobs Succeeded, 0 restarts" << std::endl;
+  std::cout << "reliability (" << testutil::controlPlaneName(GetParam()) << "): operator SIGKILLed "
+            << kills << " times across " << kJobs << " jobs: " << pods << " pods created for "
+            << expected.size() << " ranks, " << kJobs << " of " << kJobs
+            << " jobs Succeeded, 0 restarts" << std::endl;
 }
 
 // A launcher SIGKILLed restarts its job's gang; the kubelet SIGKILLed and brought back by
 // `local up` stops the processes its predecessor left and the job's gang restarts. Both jobs'
 // commands leave a background child behind; none of their processes outlives the job, and
 // `local down` during a third job leaves none of its processes.
-TEST_F(AbuseE2e, KilledLauncherAndKubeletRecoverTheirJobsAndNoProcessOutlivesThemOrLocalDown) {
+TEST_P(AbuseE2e, KilledLauncherAndKubeletRecoverTheirJobsAndNoProcessOutlivesThemOrLocalDown) {
   // The background sleep would outlive its pod if the kubelet stopped only the container's
   // main process.
   const std::string script = "sleep 987 & sleep 5";
@@ -265,7 +277,8 @@ TEST_F(AbuseE2e, KilledLauncherAndKubeletRecoverTheirJobsAndNoProcessOutlivesThe
   std::vector<pid_t> left;
   EXPECT_TRUE(eventually(30s, [&] { return (left = processesOf("downed")).empty(); }))
       << "`local down` left processes of a running job:" << describe(left);
-  std::cout << "reliability: launcher SIGKILLed and kubelet SIGKILLed + `local up`: both jobs "
+  std::cout << "reliability (" << testutil::controlPlaneName(GetParam())
+            << "): launcher SIGKILLed and kubelet SIGKILLed + `local up`: both jobs "
                "Succeeded, no process of theirs left; `local down` during a job left none"
             << std::endl;
 }
@@ -274,7 +287,8 @@ TEST_F(AbuseE2e, KilledLauncherAndKubeletRecoverTheirJobsAndNoProcessOutlivesThe
 long rssMiB(pid_t pid) { return testutil::residentKiB(pid) / 1024; }
 
 // Floods and oversized objects: the API server answers kubectl through them and stays small.
-TEST_F(AbuseE2e, ApiServerRefusesOversizedObjectsServesThroughAFloodAndStaysBounded) {
+TEST_P(EmbeddedApiServerAbuseE2e,
+       ApiServerRefusesOversizedObjectsServesThroughAFloodAndStaysBounded) {
   const pid_t server = static_cast<pid_t>(testutil::readNumberFile(dir() + "/pid"));
   const int port = static_cast<int>(testutil::readNumberFile(dir() + "/port"));
   ASSERT_GT(server, 0);
@@ -340,7 +354,8 @@ TEST_F(AbuseE2e, ApiServerRefusesOversizedObjectsServesThroughAFloodAndStaysBoun
   EXPECT_LT(rss_after - rss_half, 48) << "MiB added by the second " << kBatches * kPerBatch / 2
                                       << " updates (" << rss_half << " -> " << rss_after << " MiB)";
   EXPECT_LT(rss_after - rss_before, 320) << "MiB of growth in all";
-  std::cout << "reliability: API server RSS " << rss_before
+  std::cout << "reliability (" << testutil::controlPlaneName(GetParam()) << "): API server RSS "
+            << rss_before
             << " MiB before; after 1,000 idle "
                "connections, refused oversized objects and "
             << kBatches * kPerBatch / 2 << " updates of a 1 MB ConfigMap " << rss_half
@@ -349,7 +364,7 @@ TEST_F(AbuseE2e, ApiServerRefusesOversizedObjectsServesThroughAFloodAndStaysBoun
 
 // Strangers at a running job's rendezvous store: unauthenticated SETs claiming huge values,
 // wrong proofs and idle connections are refused; the launcher stays small and the job Succeeds.
-TEST_F(AbuseE2e, RendezvousStoreRefusesAFloodOfStrangersAndTheJobStillSucceeds) {
+TEST_P(AbuseE2e, RendezvousStoreRefusesAFloodOfStrangersAndTheJobStillSucceeds) {
   apply(shellJob("flooded", 2, "sleep 12", "Never"));
   pid_t launcher = 0;
   ASSERT_TRUE(eventually(60s, [&] {
@@ -384,7 +399,8 @@ TEST_F(AbuseE2e, RendezvousStoreRefusesAFloodOfStrangersAndTheJobStillSucceeds) 
   nlohmann::json job = cluster_.waitForJob("flooded", 120s, testutil::jobFinished);
   EXPECT_EQ(jobPhase(job), "Succeeded") << job.dump(2) << logs();
   EXPECT_LT(rss_flooded - rss_before, 64) << "MiB of launcher growth under the flood";
-  std::cout << "reliability: rendezvous store flooded by 300 strangers (100 unauthenticated "
+  std::cout << "reliability (" << testutil::controlPlaneName(GetParam())
+            << "): rendezvous store flooded by 300 strangers (100 unauthenticated "
                "64 MiB SETs, 100 wrong proofs, 100 idle): launcher RSS "
             << rss_before << " -> " << rss_flooded << " MiB, job Succeeded" << std::endl;
 }

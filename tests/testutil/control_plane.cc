@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -34,6 +35,30 @@ void seedEnvtestBinaries(const fs::path& run_bin) {
       fs::create_symlink(envtestBinaryCache() / b, run_bin / b, ec);
     }
   }
+}
+
+// `start` makes a PKI (five 2048-bit RSA keys: about 2 s of CPU) unless RUN_DIR/pki has one:
+// the control planes of one machine's tests share one, made by the first.
+fs::path envtestPkiCache() {
+  return fs::temp_directory_path() / ("ringmaster-envtest-pki-" + std::to_string(getuid()));
+}
+
+void seedEnvtestPki(const fs::path& run_pki) {
+  std::error_code ec;
+  if (!fs::exists(envtestPkiCache() / "admin.crt", ec)) return;
+  fs::create_directories(run_pki, ec);
+  fs::copy(envtestPkiCache(), run_pki,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+}
+
+void keepEnvtestPki(const fs::path& run_pki) {
+  std::error_code ec;
+  if (fs::exists(envtestPkiCache() / "admin.crt", ec)) return;
+  // Copied whole under a private name, then renamed: a reader sees all of it or none.
+  const fs::path tmp = envtestPkiCache().string() + "." + std::to_string(getpid());
+  fs::copy(run_pki, tmp, fs::copy_options::recursive, ec);
+  if (!ec) fs::rename(tmp, envtestPkiCache(), ec);
+  fs::remove_all(tmp, ec);
 }
 
 void keepEnvtestBinaries(const fs::path& run_bin) {
@@ -66,6 +91,7 @@ std::string Envtest::start(const std::map<std::string, std::string>& env) {
   if (dir == nullptr) return controlPlaneMissing(ControlPlane::kEnvtest);
   started_from_ = dir;  // whatever `start` managed to start, `stop` ends
   seedEnvtestBinaries(run_dir_ + "/bin");
+  seedEnvtestPki(run_dir_ + "/pki");
   std::map<std::string, std::string> start_env = env;
   start_env.emplace("KCM_CONTROLLERS", "*,-nodelifecycle");
   ProcessResult started = run({started_from_ + "/start", run_dir_}, start_env, 180s);
@@ -79,11 +105,29 @@ std::string Envtest::start(const std::map<std::string, std::string>& env) {
   }
   if (kubeconfig_.empty()) return started_from_ + "/start printed no kubeconfig";
   keepEnvtestBinaries(run_dir_ + "/bin");
+  keepEnvtestPki(run_dir_ + "/pki");
   return "";
 }
 
 void Envtest::stop() {
   if (started_from_.empty()) return;
+  // A test's control plane is thrown away with its data: SIGKILL ends it at once, where `stop`'s
+  // SIGTERM waits about 6 s for the API server's graceful shutdown. `stop` then finds no pid
+  // files and only tidies up.
+  for (const char* daemon : {"kcm", "apiserver", "etcd"}) {
+    const std::string pid_file = run_dir_ + "/" + daemon + ".pid";
+    std::ifstream in(pid_file);
+    pid_t pid = 0;
+    if (!(in >> pid) || pid <= 0) continue;
+    if (kill(pid, SIGKILL) == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (liveProcess(pid) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+      }
+    }
+    std::error_code ec;
+    fs::remove(pid_file, ec);
+  }
   (void)run({started_from_ + "/stop", run_dir_}, {}, 120s);
   started_from_.clear();
 }

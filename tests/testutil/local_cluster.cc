@@ -23,9 +23,12 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
   std::vector<std::string> argv{binaryPath("bin/ringmaster"), "local", "up", "--data-dir",
                                 dir_.path()};
   if (plane_ == ControlPlane::kEnvtest) {
-    envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
-    if (std::string why = envtest_->start(envtest_env_); !why.empty()) {
-      return why;
+    // `start` again (a test bringing back a killed daemon) joins the control plane that runs.
+    if (!envtest_) {
+      envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
+      if (std::string why = envtest_->start(envtest_env_); !why.empty()) {
+        return why;
+      }
     }
     argv.push_back("--cluster-kubeconfig");
     argv.push_back(envtest_->kubeconfig());
@@ -180,14 +183,6 @@ long residentKiB(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
   }
   return 0;
-}
-
-bool liveProcess(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
-  const size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
 }
 
 }  // namespace ringmaster::testutil

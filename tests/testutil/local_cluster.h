@@ -40,7 +40,7 @@ class LocalCluster {
   // RINGMASTER_ENVTEST): tests skip with it.
   std::string missing() const;
   // `ringmaster local up --data-dir <tmp> <up_flags...>` (after starting envtest when that is
-  // the control plane); "" when up, else why not.
+  // the control plane and none runs yet); "" when up, else why not.
   std::string start(const std::vector<std::string>& up_flags = {});
   ControlPlane controlPlane() const { return plane_; }
   // `ringmaster local down` now (the destructor then does nothing); its result.
@@ -98,7 +98,5 @@ std::vector<pid_t> findProcesses(const std::string& program,
                                  const std::map<std::string, std::string>& env);
 // VmRSS of `pid` in KiB (0 when it is gone).
 long residentKiB(pid_t pid);
-// True while `pid` is a process that has not exited (a zombie counts as gone).
-bool liveProcess(pid_t pid);
 
 }  // namespace ringmaster::testutil

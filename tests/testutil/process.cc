@@ -197,4 +197,12 @@ ProcessResult run(std::vector<std::string> argv, std::map<std::string, std::stri
   return p.wait(limit);
 }
 
+bool liveProcess(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
 }  // namespace ringmaster::testutil

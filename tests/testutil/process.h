@@ -91,5 +91,7 @@ http::Response httpGet(const std::string& host, int port, const std::string& pat
 http::Response httpGet(int port, const std::string& path);
 // Counts the lines of `text` that contain `needle`.
 int countLines(const std::string& text, const std::string& needle);
+// True while `pid` is a process that has not exited (a zombie counts as gone).
+bool liveProcess(pid_t pid);
 
 }  // namespace ringmaster::testutil
