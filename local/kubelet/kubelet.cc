@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "local/kubelet/hosts_file.h"
-#include "local/kubelet/ip_allocator.h"
 #include "local/kubelet/log_server.h"
 #include "local/kubelet/pod_env.h"
+#include "local/kubelet/pod_network.h"
 #include "local/kubelet/pod_paths.h"
 #include "local/kubelet/pod_status.h"
 #include "local/kubelet/probe.h"
@@ -89,6 +89,7 @@ struct PodRuntime {
   std::shared_ptr<const kube::Pod> pod;  // the latest seen
   fs::path dir;
   std::string ip;
+  std::string netns;  // the pod network's namespace its containers join ("" -> the host's)
   std::optional<kube::Time> start_time;
   std::vector<ContainerRuntime> containers;  // init containers first
   bool prepared = false;
@@ -124,6 +125,7 @@ class Kubelet::Impl {
  private:
   // --- start-up and node ---
   core::Status prepareRoot();
+  core::Status choosePodNetwork();
   void killLeftovers();
   kube::Node desiredNode() const;
   core::Status registerNode();
@@ -183,7 +185,7 @@ class Kubelet::Impl {
   std::map<std::string, Resources> assumed_;  // bound by us, runtime not seen yet
   bool schedule_due_ = false;
   Clock::time_point next_schedule_retry_{};
-  IpAllocator ips_{IpAllocator::hostLockDir()};  // shared with the kubelets beside it
+  std::unique_ptr<PodNetwork> network_;  // set by run()
   std::string hosts_text_;
   bool hosts_dirty_ = true;
   Clock::time_point next_heartbeat_{};
@@ -209,6 +211,26 @@ core::Status Kubelet::Impl::prepareRoot() {
 
 // Processes a previous kubelet started and could not stop (it was killed): their containers'
 // sessions are recorded in <container>.pid files.
+core::Status Kubelet::Impl::choosePodNetwork() {
+  if (options_.pod_network != PodNetworkMode::kLoopback && !options_.simulate) {
+    CniOptions cni;
+    cni.subnet = options_.pod_cidr;
+    cni.state_dir = options_.root_dir / "network";
+    core::Result<std::unique_ptr<PodNetwork>> made = makeCniNetwork(std::move(cni));
+    if (made.ok()) {
+      network_ = std::move(made).value();
+    } else if (options_.pod_network == PodNetworkMode::kCni) {
+      return made.status().withContext("pod network (--pod-network=cni)");
+    } else {
+      RM_LOG(WARN, LOCAL) << "pod network: cni is not available here (" << made.status().message()
+                          << "); loopback addresses instead";
+    }
+  }
+  if (!network_) network_ = makeLoopbackNetwork();
+  RM_LOG(INFO, LOCAL) << "pod network: " << network_->describe();
+  return core::Status::Ok();
+}
+
 void Kubelet::Impl::killLeftovers() {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(options_.root_dir / "pods", ec);
@@ -373,8 +395,10 @@ void Kubelet::Impl::event(const kube::Pod& pod, std::string_view type, const std
 
 core::Status Kubelet::Impl::run(const core::StopSource& stop) {
   RM_RETURN_IF_ERROR(prepareRoot());
+  // The previous kubelet's processes go before its pod network does.
+  if (!options_.simulate) killLeftovers();
+  RM_RETURN_IF_ERROR(choosePodNetwork());
   if (!options_.simulate) {
-    killLeftovers();
     use_mounts_ = mountNamespacesAvailable();
     if (!use_mounts_) {
       RM_LOG(WARN, LOCAL)
@@ -584,8 +608,11 @@ void Kubelet::Impl::restoreFromStatus(PodRuntime& rt) {
   rt.terminal = isTerminalPhase(st.phase);
   if (rt.terminal) {
     rt.ip = st.pod_ip;
-  } else if (!st.pod_ip.empty() && ips_.claim(st.pod_ip)) {
-    rt.ip = st.pod_ip;
+  } else if (!st.pod_ip.empty()) {
+    if (std::optional<PodAddress> kept = network_->reclaim(rt.pod->metadata.uid, st.pod_ip)) {
+      rt.ip = kept->ip;
+      rt.netns = kept->netns;
+    }
   }
   const std::string& policy = rt.pod->spec.restart_policy;
   for (auto& c : rt.containers) {
@@ -725,7 +752,7 @@ bool Kubelet::Impl::hasLiveProcess(const PodRuntime& rt) const {
 }
 
 void Kubelet::Impl::release(PodRuntime& rt) {
-  if (!rt.ip.empty() && !rt.terminal) ips_.release(rt.ip);
+  if (!rt.ip.empty() && !rt.terminal) network_->detach(rt.pod->metadata.uid, rt.ip);
   if (!rt.ip.empty()) hosts_dirty_ = true;
   std::error_code ec;
   if (!rt.dir.empty() && isInside(options_.root_dir / "pods", rt.dir)) {
@@ -880,12 +907,13 @@ bool Kubelet::Impl::prepare(PodRuntime& rt) {
     return false;
   }
   if (rt.ip.empty()) {
-    core::Result<std::string> ip = ips_.allocate();
-    if (!ip.ok()) {
-      rt.prepare_error = ip.status().message();
+    core::Result<PodAddress> address = network_->attach(pod.metadata.uid);
+    if (!address.ok()) {
+      rt.prepare_error = address.status().message();
       return false;
     }
-    rt.ip = *ip;
+    rt.ip = address->ip;
+    rt.netns = address->netns;
     hosts_dirty_ = true;
   }
   if (!rt.start_time) rt.start_time = wallNow();
@@ -997,6 +1025,7 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   }
   spec.log_path = files.log.string();
   spec.session_file = files.pid.string();
+  spec.netns = rt.netns;
   core::Result<pid_t> pid = launch(spec);
   if (!pid.ok()) {
     std::error_code ec;
@@ -1162,8 +1191,8 @@ void Kubelet::Impl::stepSimulated(PodRuntime& rt) {
   }
   if (rt.terminal) return;
   if (rt.ip.empty()) {
-    core::Result<std::string> ip = ips_.allocate();
-    if (ip.ok()) rt.ip = *ip;
+    core::Result<PodAddress> address = network_->attach(rt.pod->metadata.uid);
+    if (address.ok()) rt.ip = address->ip;
     hosts_dirty_ = true;
   }
   if (!rt.start_time) rt.start_time = wallNow();
@@ -1222,7 +1251,7 @@ void Kubelet::Impl::writeStatus(PodRuntime& rt) {
   rt.written = std::move(status);
   if (terminal && !rt.terminal) {
     rt.terminal = true;
-    if (!rt.ip.empty()) ips_.release(rt.ip);
+    if (!rt.ip.empty()) network_->detach(rt.pod->metadata.uid, rt.ip);
     hosts_dirty_ = true;
     schedule_due_ = true;  // its resources are free again
   }
@@ -1279,6 +1308,9 @@ void Kubelet::Impl::stopAll() {
       killed = true;
     }
     std::this_thread::sleep_for(milliseconds(20));  // polling child exits on the way out
+  }
+  for (auto& [key, rt] : pods_) {
+    if (!rt.ip.empty() && !rt.terminal) network_->detach(rt.pod->metadata.uid, rt.ip);
   }
   pods_.clear();
 }

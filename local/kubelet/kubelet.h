@@ -11,6 +11,8 @@
 //              bound (POST pods/NAME/binding) when their requests fit next to the non-terminal
 //              pods of the node; otherwise PodScheduled=False/Unschedulable + a FailedScheduling
 //              event, retried when capacity frees.
+//   network    each pod's address (and network namespace) from the pod network (pod_network.h):
+//              CNI's bridge when the host allows it, loopback addresses otherwise.
 //   run        pods bound to the node: per container a process group (process_launcher.h) with
 //              the pod's env (pod_env.h), volumes (volumes.h), log file, restart policy with
 //              back-off, readiness probes; status patched only when it changed; a deleted pod's
@@ -31,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "local/kubelet/pod_network.h"
 #include "local/kubelet/restart_backoff.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/core/stop.h"
@@ -66,6 +69,9 @@ struct KubeletOptions {
   // Serve container logs to a kube-apiserver (log_server.h) on this port; 0 any free one, -1
   // none (the embedded API server reads the files itself).
   int log_port = -1;
+  // How pods get their addresses (pod_network.h); a simulating kubelet uses loopback ones.
+  PodNetworkMode pod_network = PodNetworkMode::kLoopback;
+  std::string pod_cidr = "10.244.0.0/16";  // the cni network's addresses
 };
 
 class Kubelet {

@@ -57,6 +57,7 @@ std::string defaultRootDir() {
 
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
+  std::string pod_network = "auto", pod_cidr = "10.244.0.0/16";
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
   int64_t gpus = machineGpus(), max_pods = 110, log_port = -1;
   double max_backoff = 10, heartbeat = 10;
@@ -83,6 +84,11 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
                "serve container logs to a kube-apiserver on 127.0.0.1 at this port, advertised in "
                "the Node (0: any free port; -1: none, for the embedded API server, which reads "
                "the files itself)");
+  flags.addString("pod-network", &pod_network,
+                  "how pods get addresses: cni (a network namespace per pod on a host bridge, "
+                  "through the CNI plugins in /usr/lib/cni; needs root), loopback (127.1.x.y in "
+                  "the host's network) or auto (cni where this host allows it)");
+  flags.addString("pod-cidr", &pod_cidr, "the cni pod network's addresses");
   flags.addDouble("max-backoff-seconds", &max_backoff, "cap of the crash-loop restart back-off");
   flags.addDouble("heartbeat-seconds", &heartbeat, "Node status and Lease renewal period");
   flags.addString("start-delay", &start_delay,
@@ -123,6 +129,8 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   options.gpus = gpus;
   options.max_pods = max_pods;
   options.simulate = simulate;
+  RM_ASSIGN_OR_RETURN(options.pod_network, parsePodNetworkMode(pod_network));
+  options.pod_cidr = pod_cidr;
   options.log_port = static_cast<int>(log_port);
   options.backoff.max = std::chrono::milliseconds(static_cast<int64_t>(max_backoff * 1000));
   options.backoff.initial = std::min(options.backoff.initial, options.backoff.max);

@@ -36,9 +36,11 @@ constexpr const char* kSteps[] = {"setsid",
                                   "dup2",
                                   "execve",
                                   "shadow directory",
-                                  "write session file"};
+                                  "write session file",
+                                  "setns(CLONE_NEWNET)"};
 constexpr int kShadowStep = 9;
 constexpr int kSessionFileStep = 10;
+constexpr int kNetnsStep = 11;
 
 [[noreturn]] void childFail(int fd, int step, int mount = -1) {
   ChildError e{step, errno, mount};
@@ -189,6 +191,18 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
     p.shadows.push_back(std::move(shadow));
   }
 
+  int netns_fd = -1;
+  if (!spec.netns.empty()) {
+    netns_fd = open(spec.netns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) return core::errnoError("open network namespace " + spec.netns, errno);
+  }
+  // Closed in the parent once the child has it (or the launch failed).
+  struct NetnsCloser {
+    int fd;
+    ~NetnsCloser() {
+      if (fd >= 0) close(fd);
+    }
+  } netns_closer{netns_fd};
   int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0) return core::errnoError("open /dev/null", errno);
   int log_fd = spec.log_path.empty()
@@ -226,6 +240,7 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
     if (!spec.session_file.empty() && !writePidFile(spec.session_file.c_str(), getpid())) {
       childFail(efd, kSessionFileStep);
     }
+    if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) childFail(efd, kNetnsStep);
     if (!spec.mounts.empty()) {
       if (unshare(CLONE_NEWNS) != 0) childFail(efd, 1);
       if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) childFail(efd, 2);

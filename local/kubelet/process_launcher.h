@@ -1,5 +1,7 @@
 #pragma once
 // Starts a container as a local process and controls it:
+//   - the child joins the pod's network namespace when it has one (setns), so that every
+//     container of a pod shares its address and ports;
 //   - the child leads its own session and process group (SIGTERM goes to the group; the end of
 //     the container kills the whole session, session.h), with the signal mask and SIGPIPE reset
 //     and no inherited descriptors;
@@ -45,6 +47,9 @@ struct LaunchSpec {
   // Written by the child, not after launch() returns: a kubelet killed while its child still
   // sets up would otherwise leave a session no later kubelet knows of.
   std::string session_file;
+  // A network namespace the child joins first (the pod's, e.g. /run/netns/NAME); "" -> the
+  // kubelet's own.
+  std::string netns;
 };
 
 // Whether a file can be bind-mounted at `target` without creating anything on the host: it

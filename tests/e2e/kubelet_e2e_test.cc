@@ -3,7 +3,9 @@
 //   - a pod with a downwardAPI volume and a projected volume reads its own labels and namespace;
 //   - (envtest only: the embedded server issues no ServiceAccount tokens) an ordinary pod, with
 //     the projected token volume ServiceAccount admission adds, runs, and the token it finds
-//     authenticates to the API server as the pod's ServiceAccount.
+//     authenticates to the API server as the pod's ServiceAccount;
+//   - (envtest only: the embedded server runs no EndpointSlice controller) a pod's address is
+//     routable from the host and listed in its headless Service's EndpointSlice.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -113,6 +115,53 @@ spec:
   EXPECT_NE(as_pod.stderr_text.find("User \"system:serviceaccount:default:default\" cannot list"),
             std::string::npos)
       << as_pod.stderr_text;
+}
+
+// The pod network a real cluster needs: the pod's address is its own (not loopback, which the
+// EndpointSlice controller refuses), the host reaches it, and a headless Service's EndpointSlice
+// lists it.
+TEST_P(KubeletEnvtestE2e, APodsAddressIsRoutableAndItsServicesEndpointSliceListsIt) {
+  testutil::ProcessResult applied = cluster_.apply(R"(apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  clusterIP: None
+  selector: {app: web}
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  automountServiceAccountToken: false
+  containers:
+  - name: main
+    image: python
+    command: [python3, -m, http.server, "8080"]
+    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+)");
+  ASSERT_EQ(applied.exit_code, 0) << applied.stderr_text;
+  ASSERT_EQ(
+      cluster_.kubectl({"wait", "pod/web", "--for=condition=Ready", "--timeout=60s"}).exit_code, 0)
+      << cluster_.kubectl({"describe", "pod", "web"}).stdout_text;
+  const std::string ip = cluster_.get("pod", "web").value("/status/podIP"_json_pointer, "");
+  ASSERT_FALSE(ip.empty());
+  if (ip.rfind("127.", 0) == 0) {
+    GTEST_SKIP() << "the kubelet runs pods on loopback addresses (" << ip
+                 << "): its cni pod network needs root and the CNI plugins (scripts/setup)";
+  }
+  EXPECT_EQ(testutil::httpGet(ip, 8080, "/").status, 200) << "the host cannot reach " << ip;
+  std::string slices;
+  EXPECT_TRUE(testutil::eventually(
+      60s,
+      [&] {
+        slices = cluster_
+                     .kubectl({"get", "endpointslices", "-l", "kubernetes.io/service-name=web",
+                               "-o", "jsonpath={.items[*].endpoints[*].addresses[*]}"})
+                     .stdout_text;
+        return slices == ip;
+      }))
+      << "EndpointSlice addresses: '" << slices << "', pod IP " << ip;
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, KubeletE2e, ::testing::ValuesIn(testutil::kControlPlanes),
