@@ -13,8 +13,10 @@
 
 #include <filesystem>
 #include <future>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "local/kubelet/process_launcher.h"
 #include "local/kubelet/tests/temp_dir.h"
@@ -124,6 +126,42 @@ TEST(PodNetwork, CniPodsHaveRoutableAddressesAndReachEachOtherAndTheHostReachesT
   EXPECT_TRUE(fs::is_empty(options.state_dir));
   // The bridge outlives its pods (the host's kubelets share it): the test's own goes.
   ASSERT_EQ(system(("ip link delete " + options.bridge).c_str()), 0);
+}
+
+// Two kubelets of one host (their own state dirs, one bridge and one address pool) never hand
+// out the same address; a third that starts over the first one's state dir detaches its pods.
+TEST(PodNetwork, CniKubeletsOfOneHostShareThePoolAndASuccessorDetachesLeftovers) {
+  test_support::TempDir dir;
+  auto optionsFor = [&](const std::string& kubelet) {
+    CniOptions options;
+    options.bridge = "rmt" + std::to_string(getpid() % 100000);
+    options.subnet = "10.251." + std::to_string(getpid() % 250) + ".0/24";
+    options.ipam_dir = dir.path() / "ipam";
+    options.state_dir = dir.path() / kubelet;
+    return options;
+  };
+  core::Result<std::unique_ptr<PodNetwork>> first = makeCniNetwork(optionsFor("first"));
+  if (!first.ok()) GTEST_SKIP() << "no cni pod network here: " << first.status().toString();
+  core::Result<std::unique_ptr<PodNetwork>> second = makeCniNetwork(optionsFor("second"));
+  ASSERT_TRUE(second.ok()) << second.status().toString();
+  std::set<std::string> ips;
+  std::vector<PodAddress> of_first;
+  for (int i = 0; i < 6; ++i) {
+    PodNetwork& network = i % 2 == 0 ? **first : **second;
+    core::Result<PodAddress> a = network.attach("pod-" + std::to_string(i));
+    ASSERT_TRUE(a.ok()) << a.status().toString();
+    EXPECT_TRUE(ips.insert(a->ip).second) << a->ip << " handed out twice";
+    if (i % 2 == 0) of_first.push_back(*a);
+  }
+  // The first kubelet dies with its pods attached; its successor undoes them at start-up.
+  first->reset();
+  core::Result<std::unique_ptr<PodNetwork>> successor = makeCniNetwork(optionsFor("first"));
+  ASSERT_TRUE(successor.ok()) << successor.status().toString();
+  for (const PodAddress& a : of_first) EXPECT_FALSE(fs::exists(a.netns)) << a.netns;
+  EXPECT_TRUE(fs::is_empty(dir.path() / "first"));
+  for (int i = 1; i < 6; i += 2) (*second)->detach("pod-" + std::to_string(i), "");
+  EXPECT_TRUE(fs::is_empty(dir.path() / "second"));
+  ASSERT_EQ(system(("ip link delete " + optionsFor("x").bridge).c_str()), 0);
 }
 
 }  // namespace
