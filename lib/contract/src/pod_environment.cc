@@ -1,6 +1,6 @@
 #include "ringmaster/contract/pod_environment.h"
 
-#include "ringmaster/core/flags.h"
+#include "env_var.h"
 
 namespace ringmaster::contract {
 namespace {
@@ -10,22 +10,14 @@ using core::Result;
 // An integer variable in [lo, hi], or `fallback` when unset or empty.
 Result<int64_t> intVar(const EnvLookup& lookup, const char* name, int64_t fallback, int64_t lo,
                        int64_t hi) {
-  const char* v = lookup(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  Result<int64_t> parsed = core::parseInt(v);
-  if (!parsed.ok()) {
-    return core::invalidArgument(std::string(name) + "='" + v + "': " + parsed.status().message());
+  RM_ASSIGN_OR_RETURN(int64_t value, env_var::integer(lookup, name, fallback));
+  if (value < lo || value > hi) {
+    const char* v = env_var::text(lookup, name);
+    return core::invalidArgument(std::string(name) + "=" + (v ? v : std::to_string(value)) +
+                                 " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                 "]");
   }
-  if (*parsed < lo || *parsed > hi) {
-    return core::invalidArgument(std::string(name) + "=" + v + " must be in [" +
-                                 std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return *parsed;
-}
-
-std::string stringVar(const EnvLookup& lookup, const char* name, std::string fallback) {
-  const char* v = lookup(name);
-  return v == nullptr || *v == '\0' ? fallback : std::string(v);
+  return value;
 }
 
 }  // namespace
@@ -96,21 +88,21 @@ Result<PodEnvironment> parsePodEnvironment(const EnvLookup& lookup) {
   e.local_world_size = static_cast<int>(local);
   e.world_size = static_cast<int>(world);
   e.master_port = static_cast<int>(port);
-  e.master_addr = stringVar(lookup, kMasterAddr, e.master_addr);
-  e.job = stringVar(lookup, kJob, e.job);
+  e.master_addr = env_var::string(lookup, kMasterAddr, e.master_addr);
+  e.job = env_var::string(lookup, kJob, e.job);
   if (e.job.find('/') != std::string::npos) {
     return core::invalidArgument(std::string(kJob) + "='" + e.job + "' must not contain '/'");
   }
-  e.backend = stringVar(lookup, kBackend, "");
-  const std::string mode = stringVar(lookup, kLauncherMode, "native");
+  e.backend = env_var::string(lookup, kBackend, "");
+  const std::string mode = env_var::string(lookup, kLauncherMode, "native");
   std::optional<LauncherMode> parsed_mode = parseLauncherMode(mode);
   if (!parsed_mode) {
     return core::invalidArgument(std::string(kLauncherMode) + "='" + mode +
                                  "' must be native or mpi");
   }
   e.mode = *parsed_mode;
-  e.work_dir = stringVar(lookup, kWorkDir, "");
-  e.store_secret = stringVar(lookup, kStoreSecret, "");
+  e.work_dir = env_var::string(lookup, kWorkDir, "");
+  e.store_secret = env_var::string(lookup, kStoreSecret, "");
   if (!e.store_secret.empty() && e.store_secret.size() < store_secret::kMinChars) {
     // The value itself stays out of the message: it is a secret even when it is a bad one.
     return core::invalidArgument(
@@ -122,10 +114,10 @@ Result<PodEnvironment> parsePodEnvironment(const EnvLookup& lookup) {
                                  " must be set when NNODES=" + std::to_string(e.nnodes) +
                                  " > 1: every pod proves it to the rendezvous store");
   }
-  e.pod_ip = stringVar(lookup, kPodIp, "");
-  e.pod_name = stringVar(lookup, kPodName, "");
+  e.pod_ip = env_var::string(lookup, kPodIp, "");
+  e.pod_name = env_var::string(lookup, kPodName, "");
   // The NVIDIA container runtime's convention: unset, "void" or "none" means no GPU.
-  const std::string gpus = stringVar(lookup, kNvidiaVisibleDevices, "");
+  const std::string gpus = env_var::string(lookup, kNvidiaVisibleDevices, "");
   e.has_gpus = !gpus.empty() && gpus != "void" && gpus != "none";
   return e;
 }

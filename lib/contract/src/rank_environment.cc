@@ -2,24 +2,12 @@
 
 #include <climits>
 
-#include "ringmaster/core/flags.h"
+#include "env_var.h"
 
 namespace ringmaster::contract {
 namespace {
 
 using core::Result;
-
-// An integer variable, or `fallback` when unset or empty. Bounds are the caller's: their
-// messages differ from variable to variable.
-Result<int64_t> intVar(const EnvLookup& lookup, const char* name, int64_t fallback) {
-  const char* v = lookup(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  Result<int64_t> parsed = core::parseInt(v);
-  if (!parsed.ok()) {
-    return core::invalidArgument(std::string(name) + "='" + v + "': " + parsed.status().message());
-  }
-  return *parsed;
-}
 
 core::Status refuse(const char* name, int64_t value, const std::string& why) {
   return core::invalidArgument(std::string(name) + "=" + std::to_string(value) + " " + why);
@@ -29,17 +17,12 @@ core::Status refuse(const char* name, int64_t value, const std::string& why) {
 // the ranks: outside the launcher (a bare trainer, mpirun) nobody sets these.
 Result<int> podShapeVar(const EnvLookup& lookup, const char* name, int64_t fallback, int64_t lo,
                         int64_t hi) {
-  RM_ASSIGN_OR_RETURN(int64_t value, intVar(lookup, name, fallback));
+  RM_ASSIGN_OR_RETURN(int64_t value, env_var::integer(lookup, name, fallback));
   if (value < lo || value > hi) {
     return refuse(name, value,
                   "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   return static_cast<int>(value);
-}
-
-std::string stringVar(const EnvLookup& lookup, const char* name, std::string fallback) {
-  const char* v = lookup(name);
-  return v == nullptr || *v == '\0' ? fallback : std::string(v);
 }
 
 }  // namespace
@@ -106,13 +89,13 @@ Result<RankEnvironment> parseRankEnvironment(const EnvLookup& lookup) {
   const char* rank_name = mpi ? kMpiRank : kRank;
   const char* size_name = mpi ? kMpiWorldSize : kWorldSize;
   const char* local_name = mpi ? kMpiLocalRank : kLocalRank;
-  RM_ASSIGN_OR_RETURN(int64_t rank, intVar(lookup, rank_name, e.rank));
-  RM_ASSIGN_OR_RETURN(int64_t size, intVar(lookup, size_name, e.world_size));
-  RM_ASSIGN_OR_RETURN(int64_t local, intVar(lookup, local_name, e.local_rank));
-  RM_ASSIGN_OR_RETURN(int64_t port, intVar(lookup, kMasterPort, e.master_port));
-  RM_ASSIGN_OR_RETURN(e.attempt, intVar(lookup, kAttempt, e.attempt));
-  RM_ASSIGN_OR_RETURN(int64_t agent, intVar(lookup, kUseAgentStore, 0));
-  RM_ASSIGN_OR_RETURN(e.heartbeat_ms, intVar(lookup, kHeartbeatMs, e.heartbeat_ms));
+  RM_ASSIGN_OR_RETURN(int64_t rank, env_var::integer(lookup, rank_name, e.rank));
+  RM_ASSIGN_OR_RETURN(int64_t size, env_var::integer(lookup, size_name, e.world_size));
+  RM_ASSIGN_OR_RETURN(int64_t local, env_var::integer(lookup, local_name, e.local_rank));
+  RM_ASSIGN_OR_RETURN(int64_t port, env_var::integer(lookup, kMasterPort, e.master_port));
+  RM_ASSIGN_OR_RETURN(e.attempt, env_var::integer(lookup, kAttempt, e.attempt));
+  RM_ASSIGN_OR_RETURN(int64_t agent, env_var::integer(lookup, kUseAgentStore, 0));
+  RM_ASSIGN_OR_RETURN(e.heartbeat_ms, env_var::integer(lookup, kHeartbeatMs, e.heartbeat_ms));
   if (agent != 0 && agent != 1) return refuse(kUseAgentStore, agent, "must be 0 or 1");
   if (e.heartbeat_ms < 1) return refuse(kHeartbeatMs, e.heartbeat_ms, "must be positive");
   if (e.attempt < 0) return refuse(kAttempt, e.attempt, "must not be negative");
@@ -138,11 +121,11 @@ Result<RankEnvironment> parseRankEnvironment(const EnvLookup& lookup) {
   RM_ASSIGN_OR_RETURN(e.nnodes, podShapeVar(lookup, kNnodes, e.nnodes, 1, pod_env::kMaxNodes));
   RM_ASSIGN_OR_RETURN(e.local_world_size, podShapeVar(lookup, kLocalWorldSize, e.local_world_size,
                                                       1, pod_env::kMaxLocalWorldSize));
-  e.master_addr = stringVar(lookup, kMasterAddr, e.master_addr);
-  e.job = stringVar(lookup, kJob, e.job);
-  e.store_secret = stringVar(lookup, kStoreSecret, "");
-  e.backend = stringVar(lookup, kBackend, "");
-  e.pod_ip = stringVar(lookup, kPodIp, "");
+  e.master_addr = env_var::string(lookup, kMasterAddr, e.master_addr);
+  e.job = env_var::string(lookup, kJob, e.job);
+  e.store_secret = env_var::string(lookup, kStoreSecret, "");
+  e.backend = env_var::string(lookup, kBackend, "");
+  e.pod_ip = env_var::string(lookup, kPodIp, "");
   return e;
 }
 
