@@ -130,9 +130,21 @@ class CniNetwork : public PodNetwork {
   core::Result<PodAddress> attach(const std::string& uid) override {
     const std::string name = netnsName(uid);
     const std::string path = "/run/netns/" + name;
-    RM_RETURN_IF_ERROR_CTX(ipNetns("add", name), "pod network of pod " + uid);
-    // Recorded before the plugins run: a kubelet killed now leaves what its successor undoes.
+    if (fs::exists(path)) {
+      // Made by a kubelet killed while its `ip netns add` ran: that child outlives it, and may
+      // finish after the successor undid what the killed kubelet had recorded.
+      RM_LOG(WARN, LOCAL) << "pod network: pod " << uid
+                          << " has a network namespace already, left by a killed kubelet; "
+                             "detaching it first";
+      detach(uid, "");
+    }
+    // Recorded before anything is made: a kubelet killed from here on leaves what its successor
+    // undoes.
     std::ofstream(options_.state_dir / uid) << name << "\n";
+    if (core::Status made = ipNetns("add", name); !made.ok()) {
+      detach(uid, "");
+      return made.withContext("pod network of pod " + uid);
+    }
     core::Result<std::string> ip = add(uid, path);
     if (!ip.ok()) {
       detach(uid, "");

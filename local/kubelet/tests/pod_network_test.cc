@@ -79,13 +79,19 @@ std::string readOne(int listener) {
   return got;
 }
 
-TEST(PodNetwork, CniPodsHaveRoutableAddressesAndReachEachOtherAndTheHostReachesThem) {
-  test_support::TempDir dir;
+// A test's own bridge and /24 (`octet` keeps the tests apart), under `dir`.
+CniOptions testCniOptions(const fs::path& dir, int octet, const std::string& kubelet = "state") {
   CniOptions options;
   options.bridge = "rmt" + std::to_string(getpid() % 100000);
-  options.subnet = "10.250." + std::to_string(getpid() % 250) + ".0/24";
-  options.ipam_dir = dir.path() / "ipam";
-  options.state_dir = dir.path() / "state";
+  options.subnet = "10." + std::to_string(octet) + "." + std::to_string(getpid() % 250) + ".0/24";
+  options.ipam_dir = dir / "ipam";
+  options.state_dir = dir / kubelet;
+  return options;
+}
+
+TEST(PodNetwork, CniPodsHaveRoutableAddressesAndReachEachOtherAndTheHostReachesThem) {
+  test_support::TempDir dir;
+  const CniOptions options = testCniOptions(dir.path(), 250);
   core::Result<std::unique_ptr<PodNetwork>> made = makeCniNetwork(options);
   if (!made.ok()) GTEST_SKIP() << "no cni pod network here: " << made.status().toString();
   PodNetwork& network = **made;
@@ -133,12 +139,7 @@ TEST(PodNetwork, CniPodsHaveRoutableAddressesAndReachEachOtherAndTheHostReachesT
 TEST(PodNetwork, CniKubeletsOfOneHostShareThePoolAndASuccessorDetachesLeftovers) {
   test_support::TempDir dir;
   auto optionsFor = [&](const std::string& kubelet) {
-    CniOptions options;
-    options.bridge = "rmt" + std::to_string(getpid() % 100000);
-    options.subnet = "10.251." + std::to_string(getpid() % 250) + ".0/24";
-    options.ipam_dir = dir.path() / "ipam";
-    options.state_dir = dir.path() / kubelet;
-    return options;
+    return testCniOptions(dir.path(), 251, kubelet);
   };
   core::Result<std::unique_ptr<PodNetwork>> first = makeCniNetwork(optionsFor("first"));
   if (!first.ok()) GTEST_SKIP() << "no cni pod network here: " << first.status().toString();
@@ -162,6 +163,25 @@ TEST(PodNetwork, CniKubeletsOfOneHostShareThePoolAndASuccessorDetachesLeftovers)
   for (int i = 1; i < 6; i += 2) (*second)->detach("pod-" + std::to_string(i), "");
   EXPECT_TRUE(fs::is_empty(dir.path() / "second"));
   ASSERT_EQ(system(("ip link delete " + optionsFor("x").bridge).c_str()), 0);
+}
+
+// A kubelet killed while its `ip netns add` ran leaves a namespace it never recorded (the child
+// finishes after it): the pod's next attach, by its successor, takes the place over.
+TEST(PodNetwork, CniAttachTakesOverANamespaceAKilledKubeletLeftUnrecorded) {
+  test_support::TempDir dir;
+  const CniOptions options = testCniOptions(dir.path(), 252);
+  core::Result<std::unique_ptr<PodNetwork>> made = makeCniNetwork(options);
+  if (!made.ok()) GTEST_SKIP() << "no cni pod network here: " << made.status().toString();
+  const std::string uid = "orphan-" + std::to_string(getpid());
+  ASSERT_EQ(system(("ip netns add rm-" + uid).c_str()), 0);
+  core::Result<PodAddress> a = (*made)->attach(uid);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_TRUE(fs::exists(a->netns));
+  EXPECT_FALSE(a->ip.empty());
+  (*made)->detach(uid, a->ip);
+  EXPECT_FALSE(fs::exists(a->netns));
+  EXPECT_TRUE(fs::is_empty(options.state_dir));
+  ASSERT_EQ(system(("ip link delete " + options.bridge).c_str()), 0);
 }
 
 }  // namespace
