@@ -4,7 +4,9 @@
 // real `kubectl get tj` must have shown the job Running with every rank, a running rank must
 // have served its Prometheus metrics at its pod address, and at the end kubectl shows the
 // final epoch and loss. scripts/test runs it on the tree scripts/run-main builds; it runs again on
-// a real control plane (envtest) that `local run --cluster-kubeconfig` joins.
+// a real control plane (envtest) that `local run --cluster-kubeconfig` joins. That half checks
+// the control plane, not the accuracy again: it trains the same job for one epoch instead of five
+// (about two core-minutes less in CI) and expects what one epoch reaches.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -50,8 +53,19 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
     GTEST_SKIP() << why;
   const std::string kubectl = findKubectl();
   testutil::TempDir dir;
-  const std::string manifest =
+  const bool on_envtest = GetParam() == testutil::ControlPlane::kEnvtest;
+  std::string manifest =
       std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-mlp.yaml";
+  const std::string epochs = on_envtest ? "1" : "5";
+  testutil::TempDir manifest_dir;
+  if (on_envtest) {
+    std::string yaml = testutil::readFile(manifest);
+    const size_t at = yaml.find("epochs: 5\n");
+    ASSERT_NE(at, std::string::npos) << manifest << " no longer says `epochs: 5`";
+    yaml.replace(at, 9, "epochs: " + epochs);
+    manifest = manifest_dir.path() + "/fashion-mnist-mlp-1-epoch.yaml";
+    std::ofstream(manifest) << yaml;
+  }
   const std::string kubeconfig = dir.path() + "/kubeconfig";
   const std::map<std::string, std::string> env{{"KUBECONFIG", kubeconfig}};
   std::vector<std::string> argv{
@@ -59,7 +73,7 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   // On envtest, `local run` joins it with the kubelet and operator instead of serving its own.
   testutil::TempDir envtest_dir;
   testutil::Envtest envtest(envtest_dir.path());
-  if (GetParam() == testutil::ControlPlane::kEnvtest) {
+  if (on_envtest) {
     ASSERT_EQ(envtest.start(), "");
     argv.insert(argv.end(), {"--cluster-kubeconfig", envtest.kubeconfig()});
   }
@@ -107,7 +121,7 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   auto last = rowFor(final_get.stdout_text, "fmnist");
   ASSERT_GE(last.size(), 5u) << final_get.stdout_text << final_get.stderr_text;
   EXPECT_EQ(last[1], "Succeeded");
-  EXPECT_EQ(last[3], "5") << "final epoch";
+  EXPECT_EQ(last[3], epochs) << "final epoch";
   EXPECT_GT(std::atof(last[4].c_str()), 0.0) << "final loss";
   EXPECT_LT(std::atof(last[4].c_str()), 1.0) << "final loss";
 
@@ -116,8 +130,10 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   EXPECT_NE(metrics.find("ringmaster_trainer_samples_total"), std::string::npos) << metrics;
 
   ASSERT_EQ(logs.exit_code, 0) << logs.stderr_text;
-  EXPECT_GE(e2e::testAccuracy(logs.stdout_text), 0.88) << logs.stdout_text.substr(
-      logs.stdout_text.size() > 2000 ? logs.stdout_text.size() - 2000 : 0);
+  // One epoch of the cosine schedule ends near 85%; five reach the README's 88%.
+  EXPECT_GE(e2e::testAccuracy(logs.stdout_text), on_envtest ? 0.80 : 0.88)
+      << logs.stdout_text.substr(logs.stdout_text.size() > 2000 ? logs.stdout_text.size() - 2000
+                                                                : 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, LocalRunE2e, ::testing::ValuesIn(testutil::kControlPlanes),
