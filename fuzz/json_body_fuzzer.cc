@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "local/apiserver/schema.h"
-#include "local/run/yaml_documents.h"
 #include "ringmaster/core/json.h"
+#include "ringmaster/kube/yaml_documents.h"
 
 namespace {
 
@@ -17,7 +17,7 @@ using nlohmann::json;
 
 const json& trainingJobSchema() {
   static const json* schema = [] {
-    auto docs = ringmaster::local::readYamlDocuments(RM_SOURCE_DIR "/crds/trainingjob.yaml");
+    auto docs = ringmaster::kube::readYamlDocuments(RM_SOURCE_DIR "/crds/trainingjob.yaml");
     if (!docs.ok() || docs->empty()) {
       std::fprintf(stderr, "fuzz: cannot read the CRD: %s\n",
                    docs.ok() ? "no document" : docs.status().message().c_str());

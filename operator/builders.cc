@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "operator/validate.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/store_secret.h"
 #include "ringmaster/core/base64.h"
@@ -144,8 +145,7 @@ const kube::OwnerReference* controllerOf(const kube::ObjectMeta& meta) {
 }
 
 int32_t metricsPort(const kube::TrainingJob& job) {
-  if (job.spec.trainer && job.spec.trainer->metrics_port) return *job.spec.trainer->metrics_port;
-  return kDefaultMetricsPort;
+  return contract::trainerSettings(job.spec.trainer.value_or(kube::TrainerSpec{})).metrics_port;
 }
 
 kube::Service buildService(const kube::TrainingJob& job) {
@@ -165,8 +165,8 @@ kube::Service buildService(const kube::TrainingJob& job) {
 }
 
 std::string trainerYaml(const kube::TrainingJob& job) {
-  kube::TrainerSpec trainer = job.spec.trainer.value_or(kube::TrainerSpec{});
-  if (!trainer.metrics_port) trainer.metrics_port = kDefaultMetricsPort;
+  // As the job gives it: the trainer applies the defaults, the same ones (trainer_spec.h).
+  const kube::TrainerSpec trainer = job.spec.trainer.value_or(kube::TrainerSpec{});
   YAML::Emitter out;
   emitJson(out, kube::encode(trainer));
   return std::string(out.c_str()) + "\n";
@@ -177,10 +177,11 @@ kube::ConfigMap buildConfigMap(const kube::TrainingJob& job) {
   kube::setTypeMeta(cm);
   cm.metadata = childMeta(job, configMapName(job.metadata.name));
   cm.data["trainer.yaml"] = trainerYaml(job);
-  if (job.spec.launcher == "mpi") {
+  const JobSettings settings = settingsOf(job.spec);
+  if (settings.launcher == contract::LauncherMode::kMpi) {
     std::string hostfile;
-    const int replicas = job.spec.replicas.value_or(1);
-    const int slots = job.spec.procs_per_replica.value_or(1);
+    const int replicas = settings.replicas;
+    const int slots = settings.procs_per_replica;
     for (int i = 0; i < replicas; ++i) {
       hostfile += workerHost(job.metadata.name, job.metadata.namespace_name, i) +
                   " slots=" + std::to_string(slots) + "\n";
@@ -251,9 +252,10 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   const kube::TrainingJobSpec& s = job.spec;
   const std::string& name = job.metadata.name;
   const std::string& ns = job.metadata.namespace_name;
-  const int replicas = s.replicas.value_or(1);
-  const int procs = s.procs_per_replica.value_or(1);
-  const bool mpi = s.launcher == "mpi";
+  const JobSettings settings = settingsOf(s);
+  const int replicas = settings.replicas;
+  const int procs = settings.procs_per_replica;
+  const bool mpi = settings.launcher == contract::LauncherMode::kMpi;
 
   kube::Pod pod;
   kube::setTypeMeta(pod);
@@ -278,15 +280,15 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   worker_env.node_rank = index;
   worker_env.nnodes = replicas;
   worker_env.local_world_size = procs;
-  worker_env.world_size = replicas * procs;
+  worker_env.world_size = settings.worldSize();
   worker_env.master_addr = workerHost(name, ns, 0);
   worker_env.master_port = kRendezvousPort;
   worker_env.job = name;
   worker_env.attempt = attempt;
-  worker_env.backend = s.backend.value_or("auto");
+  worker_env.backend = op::name(settings.backend);
   worker_env.store_secret = store_secret;
+  worker_env.mode = settings.launcher;
   if (mpi) {
-    worker_env.mode = contract::LauncherMode::kMpi;
     worker_env.work_dir = std::string(kTmpMountPath) + "/mpi";
   }
   for (auto& [var, value] : contract::encode(worker_env)) {
@@ -372,10 +374,8 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
 }
 
 std::optional<PodGroupKind> podGroupKindFor(const kube::TrainingJob& job) {
-  if (!job.spec.scheduling_policy || !job.spec.scheduling_policy->scheduler_name) {
-    return std::nullopt;
-  }
-  const std::string& scheduler = *job.spec.scheduling_policy->scheduler_name;
+  const std::string scheduler = settingsOf(job.spec).scheduler_name;
+  if (scheduler.empty()) return std::nullopt;
   if (scheduler.find("volcano") != std::string::npos) {
     return PodGroupKind{"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"};
   }
@@ -407,10 +407,10 @@ nlohmann::json buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& k
   pg["apiVersion"] = kind.group + "/" + kind.version;
   pg["kind"] = kind.kind;
   pg["metadata"] = kube::encode(childMeta(job, job.metadata.name));
-  pg["spec"]["minMember"] = job.spec.replicas.value_or(1);
+  const JobSettings settings = settingsOf(job.spec);
+  pg["spec"]["minMember"] = settings.replicas;
   if (kind.group == "scheduling.x-k8s.io") {
-    pg["spec"]["scheduleTimeoutSeconds"] =
-        job.spec.scheduling_policy->schedule_timeout_seconds.value_or(300);
+    pg["spec"]["scheduleTimeoutSeconds"] = settings.schedule_timeout_seconds;
   }
   return pg;
 }

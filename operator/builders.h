@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/config_map.h"
 #include "ringmaster/kube/pod.h"
@@ -27,11 +29,9 @@ namespace ringmaster::op {
 inline constexpr const char* kJobNameLabel = "ringmaster.dev/job-name";
 inline constexpr const char* kReplicaIndexLabel = "ringmaster.dev/replica-index";
 inline constexpr const char* kAttemptLabel = "ringmaster.dev/attempt";
-inline constexpr int32_t kRendezvousPort = 29500;
-inline constexpr int32_t kHealthPort = 8080;
-inline constexpr int32_t kDefaultMetricsPort = 9090;
-// The launcher's sshd in MPI mode (its --ssh-port default).
-inline constexpr int32_t kSshPort = 2222;
+using contract::pod_env::kHealthPort;
+using contract::pod_env::kRendezvousPort;
+using contract::pod_env::kSshPort;
 inline constexpr const char* kWorkerContainer = "worker";
 inline constexpr const char* kConfigMountPath = "/etc/ringmaster";
 // Not a home directory: the worker runs as kWorkerUid whatever the image's user is.
@@ -55,11 +55,11 @@ kube::OwnerReference controllerRef(const kube::TrainingJob& job);
 // The controller ownerReference of `meta`, or nullptr.
 const kube::OwnerReference* controllerOf(const kube::ObjectMeta& meta);
 
-// The trainer's metrics port (spec.trainer.metricsPort, default kDefaultMetricsPort).
+// The trainer's metrics port: spec.trainer.metricsPort, defaulted as the trainer defaults it.
 int32_t metricsPort(const kube::TrainingJob& job);
 
 kube::Service buildService(const kube::TrainingJob& job);
-// trainer.yaml = spec.trainer as YAML with metricsPort filled in; hostfile in MPI mode.
+// trainer.yaml = spec.trainer as YAML; hostfile in MPI mode.
 kube::ConfigMap buildConfigMap(const kube::TrainingJob& job);
 // MPI mode: the job's SSH identity, in the MPI Operator's shape (type kubernetes.io/ssh-auth,
 // keys ssh-privatekey (PEM "EC PRIVATE KEY", ECDSA P-521) and ssh-publickey (authorized_keys

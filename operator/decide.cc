@@ -4,6 +4,7 @@
 
 #include "operator/progress.h"
 #include "operator/status.h"
+#include "operator/validate.h"
 
 namespace ringmaster::op {
 
@@ -94,8 +95,8 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   Plan plan;
   plan.status = status;
   kube::TrainingJobStatus& s = plan.status;
-  const kube::TrainingJobSpec& spec = job.spec;
-  const int replicas = *spec.replicas;
+  const JobSettings spec = settingsOf(job.spec);
+  const int replicas = spec.replicas;
   const int64_t generation = job.metadata.generation.value_or(0);
   const int attempt = status.restarts.value_or(0);
   if (!s.restarts) s.restarts = 0;
@@ -104,7 +105,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     return index < observed.pods.size() ? observed.pods[index].get() : nullptr;
   };
 
-  if (spec.suspend.value_or(false)) {
+  if (spec.suspend) {
     plan.status_on_error = s;  // the deletions come first
     plan.delete_pods = PodDeletion::kAll;
     plan.delete_reason = "job suspended";
@@ -147,7 +148,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     return plan;
   }
   plan.ensure_children = true;
-  plan.ensure_ssh_secret = spec.launcher == "mpi";
+  plan.ensure_ssh_secret = spec.launcher == contract::LauncherMode::kMpi;
 
   // Pods of the current attempt; anything else (older attempt, being deleted) is stale.
   std::vector<const kube::Pod*> current(static_cast<size_t>(replicas), nullptr);
@@ -171,17 +172,17 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     const kube::Pod* pod = current[static_cast<size_t>(i)];
     std::optional<int32_t> code = exitCodeOf(*pod);
     const std::string what = describeFailure(*pod, i);
-    const std::string& policy = *spec.restart_policy;
-    if (policy == "Never") {
+    if (spec.restart_policy == RestartPolicy::kNever) {
       failJob(s, "RankFailed", what + "; restartPolicy is Never", generation, now);
-    } else if (policy == "ExitCode" && code && *code >= 1 && *code <= 127) {
+    } else if (spec.restart_policy == RestartPolicy::kExitCode && code && *code >= 1 &&
+               *code <= 127) {
       failJob(s, "RankFailed",
               what + "; exit codes 1-127 are permanent under restartPolicy ExitCode", generation,
               now);
-    } else if (attempt >= *spec.backoff_limit) {
+    } else if (attempt >= spec.backoff_limit) {
       failJob(s, "BackoffLimitExceeded",
               what + "; the gang was restarted " + std::to_string(attempt) +
-                  " times (backoffLimit " + std::to_string(*spec.backoff_limit) + ")",
+                  " times (backoffLimit " + std::to_string(spec.backoff_limit) + ")",
               generation, now);
     } else {
       gangRestart(plan, "RankFailed",
@@ -259,7 +260,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
       }
     }
     if (scheduled < replicas && oldest) {
-      const int timeout = spec.scheduling_policy->schedule_timeout_seconds.value_or(300);
+      const int timeout = spec.schedule_timeout_seconds;
       kube::Time due = plusSeconds(*oldest, timeout);
       if (now >= due) {
         const int retries = s.schedule_retries.value_or(0) + 1;

@@ -186,10 +186,10 @@ core::Result<Action> Reconciler::finished(Pass& p) {
     auto pod = listers_.pods->get(p.ns, workerName(p.name, static_cast<int>(i)));
     if (pod && ownedBy(*pod, p.job)) p.pods[i] = pod;
   }
-  const std::string policy = p.job.spec.clean_pod_policy.value_or("Running");
-  if (policy == "All") {
+  const CleanPodPolicy policy = settingsOf(p.job.spec).clean_pod_policy;
+  if (policy == CleanPodPolicy::kAll) {
     RM_RETURN_IF_ERROR(deletePods(p, anyPod, "job finished, cleanPodPolicy All"));
-  } else if (policy == "Running") {
+  } else if (policy == CleanPodPolicy::kRunning) {
     RM_RETURN_IF_ERROR(deletePods(p, unfinishedPod, "job finished, cleanPodPolicy Running"));
   }
   if (p.job.spec.ttl_seconds_after_finished && p.status.completion_time) {
@@ -212,7 +212,7 @@ core::Result<Action> Reconciler::finished(Pass& p) {
 
 Observed Reconciler::observe(Pass& p) {
   Observed o;
-  const int replicas = *p.job.spec.replicas;
+  const int replicas = settingsOf(p.job.spec).replicas;
   o.pods.assign(static_cast<size_t>(replicas), nullptr);
   for (int i = 0; i < replicas; ++i) {
     auto pod = listers_.pods->get(p.ns, workerName(p.name, i));
@@ -406,7 +406,7 @@ core::Status Reconciler::ensurePodGroup(Pass& p) {
   }
   if (!*exists) {
     if (!p.status.start_time) {
-      const std::string message = "schedulerName " + *p.job.spec.scheduling_policy->scheduler_name +
+      const std::string message = "schedulerName " + settingsOf(p.job.spec).scheduler_name +
                                   " needs " + group_version +
                                   " PodGroups, which this cluster does not serve; the operator "
                                   "enforces scheduleTimeoutSeconds itself";

@@ -1,6 +1,7 @@
 #include "operator/status.h"
 
 #include "operator/builders.h"
+#include "operator/validate.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/utf8.h"
 
@@ -200,8 +201,9 @@ std::optional<PodProblem> podProblem(const kube::Pod& pod) {
 
 void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& counts,
                       kube::TrainingJobStatus& status) {
-  const int procs = job.spec.procs_per_replica.value_or(1);
-  const int world = job.spec.replicas.value_or(1) * procs;
+  const JobSettings settings = settingsOf(job.spec);
+  const int procs = settings.procs_per_replica;
+  const int world = settings.worldSize();
   status.replicas = counts;
   status.world_size = world;
   status.world = std::to_string(counts.ready.value_or(0) * procs) + "/" + std::to_string(world);
@@ -209,8 +211,9 @@ void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& c
 
 void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod*>& pods,
                  kube::Time now, kube::TrainingJobStatus& status) {
-  const int replicas = job.spec.replicas.value_or(1);
-  const int procs = job.spec.procs_per_replica.value_or(1);
+  const JobSettings settings = settingsOf(job.spec);
+  const int replicas = settings.replicas;
+  const int procs = settings.procs_per_replica;
   const int64_t generation = job.metadata.generation.value_or(0);
   kube::ReplicaStatus counts;
   counts.active = 0;

@@ -6,6 +6,7 @@
 
 #include "operator/builders.h"
 #include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/contract/spelling.h"
 #include "ringmaster/kube/names.h"
 
 namespace ringmaster::op {
@@ -37,147 +38,11 @@ const std::set<std::string>& reservedEnv() {
   return kNames;
 }
 
-// Kubernetes' field.Invalid text: `Invalid value: "x": why`.
-std::string invalidValue(const std::string& value, const std::string& why) {
-  return "Invalid value: " + nlohmann::json(value).dump() + ": " + why;
-}
+using contract::FieldErrors;
+using contract::invalidValue;
 
-// Whether `path` has a ".." segment (Kubernetes' validatePathNoBacksteps).
-bool hasBackstep(const std::string& path) {
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (path.compare(start, end - start, "..") == 0) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
-class Errors {
- public:
-  void add(std::string field, std::string message) {
-    errors_.push_back({std::move(field), std::move(message)});
-  }
-  template <class T>
-  void oneOf(const std::string& field, const std::optional<std::string>& value, const T& allowed) {
-    if (!value) return;
-    for (const char* a : allowed) {
-      if (*value == a) return;
-    }
-    std::string list;
-    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    add(field, "must be one of " + list + ", got \"" + *value + "\"");
-  }
-  template <class N>
-  void atLeast(const std::string& field, const std::optional<N>& value, N min) {
-    if (value && *value < min) {
-      add(field, "must be at least " + std::to_string(min) + ", got " + std::to_string(*value));
-    }
-  }
-  template <class N>
-  void inRange(const std::string& field, const std::optional<N>& value, N min, N max) {
-    if (value && (*value < min || *value > max)) {
-      add(field, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
-                     std::to_string(*value));
-    }
-  }
-  void unknownFields(const std::string& prefix, const nlohmann::json& extra) {
-    if (!extra.is_object()) return;
-    for (const auto& [key, value] : extra.items()) add(prefix + "." + key, "unknown field");
-  }
-  std::vector<FieldError> take() { return std::move(errors_); }
-
- private:
-  std::vector<FieldError> errors_;
-};
-
-// fp32 weights, gradients and optimizer moments: about 16 bytes a parameter on every rank.
-std::string gigabytes(int64_t parameters) {
-  const int64_t tenths = parameters * 16 / 100'000'000;
-  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GB";
-}
-
-void validateTrainer(const kube::TrainerSpec& t, Errors& e) {
-  const std::string p = "spec.trainer";
-  e.unknownFields(p, t.extra);
-  if (t.model) {
-    e.unknownFields(p + ".model", t.model->extra);
-    e.oneOf(p + ".model.type", t.model->type, std::array{"mlp", "cnn"});
-    for (size_t i = 0; i < t.model->hidden.size(); ++i) {
-      e.inRange(p + ".model.hidden[" + std::to_string(i) + "]",
-                std::optional<int32_t>(t.model->hidden[i]), 1, 65536);
-    }
-    for (size_t i = 0; i < t.model->channels.size(); ++i) {
-      e.inRange(p + ".model.channels[" + std::to_string(i) + "]",
-                std::optional<int32_t>(t.model->channels[i]), 1, 1024);
-    }
-    e.inRange(p + ".model.cnnHidden", t.model->cnn_hidden, 0, 65536);
-    if (const int64_t n = modelParameters(*t.model); n > kMaxModelParameters) {
-      const std::string field =
-          t.model->type.value_or("mlp") == "cnn" ? "channels, cnnHidden" : "hidden";
-      e.add(p + ".model",
-            "the model has " + std::to_string(n) + " parameters (~" + gigabytes(n) +
-                " per rank for weights, gradients and optimizer state), more than the " +
-                std::to_string(kMaxModelParameters) + " allowed; make " + field + " smaller");
-    }
-  }
-  if (t.dataset) {
-    e.unknownFields(p + ".dataset", t.dataset->extra);
-    e.oneOf(p + ".dataset.name", t.dataset->name, std::array{"fashion-mnist"});
-  }
-  if (t.optimizer) {
-    e.unknownFields(p + ".optimizer", t.optimizer->extra);
-    e.oneOf(p + ".optimizer.type", t.optimizer->type, std::array{"sgd", "adam"});
-    e.oneOf(p + ".optimizer.schedule", t.optimizer->schedule, std::array{"constant", "cosine"});
-    if (t.optimizer->learning_rate && !(*t.optimizer->learning_rate > 0)) {
-      e.add(p + ".optimizer.learningRate", "must be greater than 0");
-    }
-    if (t.optimizer->momentum && !(*t.optimizer->momentum >= 0 && *t.optimizer->momentum < 1)) {
-      e.add(p + ".optimizer.momentum", "must be in [0, 1)");
-    }
-    e.inRange(p + ".optimizer.beta1", t.optimizer->beta1, 0.0, 1.0);
-    e.inRange(p + ".optimizer.beta2", t.optimizer->beta2, 0.0, 1.0);
-    e.atLeast(p + ".optimizer.epsilon", t.optimizer->epsilon, 0.0);
-    e.atLeast(p + ".optimizer.weightDecay", t.optimizer->weight_decay, 0.0);
-  }
-  if (t.checkpoint) {
-    e.unknownFields(p + ".checkpoint", t.checkpoint->extra);
-    // A relative path resolves against the trainer's working directory: ".." could leave it.
-    if (t.checkpoint->path && hasBackstep(*t.checkpoint->path)) {
-      e.add(p + ".checkpoint.path", invalidValue(*t.checkpoint->path, "must not contain '..'"));
-    }
-    e.atLeast(p + ".checkpoint.everySteps", t.checkpoint->every_steps, 0);
-    e.atLeast(p + ".checkpoint.keep", t.checkpoint->keep, 1);
-  }
-  e.inRange(p + ".epochs", t.epochs, 1, 100000);
-  e.inRange(p + ".batchSize", t.batch_size, 1, 65536);
-  if (t.bucket_cap_mb && !(*t.bucket_cap_mb > 0 && *t.bucket_cap_mb <= 4096)) {
-    e.add(p + ".bucketCapMB", "must be in (0, 4096]");
-  }
-  if (t.first_bucket_cap_mb && !(*t.first_bucket_cap_mb > 0)) {
-    e.add(p + ".firstBucketCapMB", "must be greater than 0");
-  }
-  e.atLeast(p + ".seed", t.seed, int64_t{0});
-  e.inRange(p + ".metricsPort", t.metrics_port, 1, 65535);
-  // The worker container's other ports: a second listener on one of them cannot bind.
-  for (auto [port, what] : {std::pair{kHealthPort, "the launcher's health port"},
-                            std::pair{kRendezvousPort, "the rendezvous port"},
-                            std::pair{kSshPort, "the MPI launcher's sshd port"}}) {
-    if (t.metrics_port == port) {
-      e.add(p + ".metricsPort", invalidValue(std::to_string(port), std::string("is ") + what));
-    }
-  }
-  e.atLeast(p + ".maxSteps", t.max_steps, int64_t{0});
-  e.atLeast(p + ".logEverySteps", t.log_every_steps, 0);
-  e.atLeast(p + ".commTimeoutSeconds", t.comm_timeout_seconds, 1);
-  e.inRange(p + ".blasThreads", t.blas_threads, 1, 256);
-  e.oneOf(p + ".device", t.device, std::array{"auto", "cpu", "cuda"});
-  e.oneOf(p + ".precision", t.precision, std::array{"fp32", "bf16"});
-  if (t.precision == "bf16" && t.device == "cpu") e.add(p + ".precision", "bf16 needs the GPU");
-}
-
-void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& options, Errors& e) {
+void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& options,
+                     FieldErrors& e) {
   std::set<std::string> names;
   for (size_t i = 0; i < s.volumes.size(); ++i) {
     const std::string p = "spec.volumes[" + std::to_string(i) + "].name";
@@ -210,7 +75,7 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
     }
     if (m.mount_path.empty() || m.mount_path[0] != '/') {
       e.add(p + ".mountPath", "must be an absolute path, got \"" + m.mount_path + "\"");
-    } else if (hasBackstep(m.mount_path)) {
+    } else if (kube::hasBackstep(m.mount_path)) {
       e.add(p + ".mountPath", invalidValue(m.mount_path, "must not contain '..'"));
     } else if (m.mount_path == "/etc/ringmaster" || m.mount_path.starts_with("/etc/ringmaster/")) {
       e.add(p + ".mountPath", "/etc/ringmaster is reserved for the job's ConfigMap");
@@ -220,7 +85,7 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
     if (m.sub_path && !m.sub_path->empty()) {
       if (m.sub_path->front() == '/') {
         e.add(p + ".subPath", invalidValue(*m.sub_path, "must be a relative path"));
-      } else if (hasBackstep(*m.sub_path)) {
+      } else if (kube::hasBackstep(*m.sub_path)) {
         e.add(p + ".subPath", invalidValue(*m.sub_path, "must not contain '..'"));
       }
     }
@@ -231,7 +96,7 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
 // job's own namespace: what any pod author there can do (a pod cannot name another
 // namespace). Other sources are refused. In MPI mode the launcher hands the environment to
 // sshd's SetEnv, which quotes anything but a line break.
-void validateEnvSource(const kube::TrainingJobSpec& s, size_t i, Errors& e) {
+void validateEnvSource(const kube::TrainingJobSpec& s, size_t i, FieldErrors& e) {
   const kube::EnvVar& var = s.env[i];
   const std::string p = "spec.env[" + std::to_string(i) + "]";
   if (var.value_from) {
@@ -261,58 +126,101 @@ void validateEnvSource(const kube::TrainingJobSpec& s, size_t i, Errors& e) {
   }
 }
 
+constexpr Backend kBackends[] = {Backend::kAuto, Backend::kNccl, Backend::kGloo, Backend::kMpi};
+constexpr RestartPolicy kRestartPolicies[] = {RestartPolicy::kNever, RestartPolicy::kOnFailure,
+                                              RestartPolicy::kExitCode};
+constexpr CleanPodPolicy kCleanPodPolicies[] = {CleanPodPolicy::kNone, CleanPodPolicy::kRunning,
+                                                CleanPodPolicy::kAll};
+constexpr contract::LauncherMode kLaunchers[] = {contract::LauncherMode::kNative,
+                                                 contract::LauncherMode::kMpi};
+
 }  // namespace
 
-int64_t modelParameters(const kube::ModelSpec& model) {
-  constexpr int64_t kInputs = 28 * 28, kClasses = 10;  // Fashion-MNIST
-  auto dense = [](int64_t in, int64_t out) { return in * out + out; };
-  int64_t n = 0;
-  if (model.type.value_or("mlp") == "cnn") {
-    // Two conv(5x5) blocks, each halving the 28x28 image (the trainer's defaults: 16, 32).
-    const int64_t c1 = std::clamp(model.channels.size() > 0 ? model.channels[0] : 16, 1, 1024);
-    const int64_t c2 = std::clamp(model.channels.size() > 1 ? model.channels[1] : 32, 1, 1024);
-    n = (25 * c1 + c1) + (25 * c1 * c2 + c2);
-    const int64_t flat = 7 * 7 * c2;
-    const int64_t fc = std::max<int64_t>(0, model.cnn_hidden.value_or(0));
-    n += fc > 0 ? dense(flat, fc) + dense(fc, kClasses) : dense(flat, kClasses);
-    return n;
+const char* name(Backend value) {
+  switch (value) {
+    case Backend::kNccl:
+      return "nccl";
+    case Backend::kGloo:
+      return "gloo";
+    case Backend::kMpi:
+      return "mpi";
+    case Backend::kAuto:
+      break;
   }
-  // The trainer's default widths when none are given.
-  const std::vector<int32_t> hidden =
-      model.hidden.empty() ? std::vector<int32_t>{512, 512} : model.hidden;
-  int64_t in = kInputs;
-  for (int32_t width : hidden) {
-    // Clamped as validate() bounds it (an out-of-range width is its own error): no overflow.
-    const int64_t w = std::clamp(width, 1, 65536);
-    n += dense(in, w);
-    in = w;
+  return "auto";
+}
+
+const char* name(RestartPolicy value) {
+  switch (value) {
+    case RestartPolicy::kNever:
+      return "Never";
+    case RestartPolicy::kExitCode:
+      return "ExitCode";
+    case RestartPolicy::kOnFailure:
+      break;
   }
-  return n + dense(in, kClasses);
+  return "OnFailure";
+}
+
+const char* name(CleanPodPolicy value) {
+  switch (value) {
+    case CleanPodPolicy::kNone:
+      return "None";
+    case CleanPodPolicy::kAll:
+      return "All";
+    case CleanPodPolicy::kRunning:
+      break;
+  }
+  return "Running";
+}
+
+JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
+  const JobSettings d;
+  JobSettings s;
+  s.replicas = spec.replicas.value_or(d.replicas);
+  s.procs_per_replica = spec.procs_per_replica.value_or(d.procs_per_replica);
+  s.launcher = contract::parseSpelling(spec.launcher, kLaunchers, d.launcher);
+  s.backend = contract::parseSpelling(spec.backend, kBackends, d.backend);
+  s.restart_policy =
+      contract::parseSpelling(spec.restart_policy, kRestartPolicies, d.restart_policy);
+  s.backoff_limit = spec.backoff_limit.value_or(d.backoff_limit);
+  s.active_deadline_seconds = spec.active_deadline_seconds;
+  s.ttl_seconds_after_finished = spec.ttl_seconds_after_finished;
+  s.clean_pod_policy =
+      contract::parseSpelling(spec.clean_pod_policy, kCleanPodPolicies, d.clean_pod_policy);
+  s.suspend = spec.suspend.value_or(d.suspend);
+  if (spec.scheduling_policy) {
+    s.schedule_timeout_seconds =
+        spec.scheduling_policy->schedule_timeout_seconds.value_or(d.schedule_timeout_seconds);
+    s.scheduler_name = spec.scheduling_policy->scheduler_name.value_or("");
+  }
+  return s;
 }
 
 kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
                                    const ValidateOptions& options) {
+  const JobSettings d;
   kube::TrainingJobSpec s = spec;
-  if (!s.procs_per_replica) s.procs_per_replica = 1;
-  if (!s.launcher) s.launcher = "native";
-  if (!s.backend) s.backend = "auto";
+  if (!s.procs_per_replica) s.procs_per_replica = d.procs_per_replica;
+  if (!s.launcher) s.launcher = contract::name(d.launcher);
+  if (!s.backend) s.backend = name(d.backend);
   if ((!s.image || s.image->empty()) && !options.default_image.empty()) {
     s.image = options.default_image;
   }
-  if (!s.restart_policy) s.restart_policy = "OnFailure";
-  if (!s.backoff_limit) s.backoff_limit = kDefaultBackoffLimit;
-  if (!s.clean_pod_policy) s.clean_pod_policy = "Running";
-  if (!s.suspend) s.suspend = false;
+  if (!s.restart_policy) s.restart_policy = name(d.restart_policy);
+  if (!s.backoff_limit) s.backoff_limit = d.backoff_limit;
+  if (!s.clean_pod_policy) s.clean_pod_policy = name(d.clean_pod_policy);
+  if (!s.suspend) s.suspend = d.suspend;
   if (!s.scheduling_policy) s.scheduling_policy = kube::SchedulingPolicy{};
   if (!s.scheduling_policy->schedule_timeout_seconds) {
-    s.scheduling_policy->schedule_timeout_seconds = kDefaultScheduleTimeoutSeconds;
+    s.scheduling_policy->schedule_timeout_seconds = d.schedule_timeout_seconds;
   }
   if (s.command.empty() && !s.trainer) s.trainer = kube::TrainerSpec{};
   return s;
 }
 
 std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOptions& options) {
-  Errors e;
+  FieldErrors e;
   const kube::TrainingJobSpec& s = job.spec;
   const std::string& name = job.metadata.name;
   if (!kube::dns1035LabelProblems(name).empty()) {
@@ -340,8 +248,8 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
                                  std::to_string(longest.size()) + " characters, at most 63");
     }
   }
-  e.oneOf("spec.launcher", s.launcher, std::array{"native", "mpi"});
-  e.oneOf("spec.backend", s.backend, std::array{"auto", "nccl", "gloo", "mpi"});
+  e.oneOf("spec.launcher", s.launcher, contract::spellings(kLaunchers));
+  e.oneOf("spec.backend", s.backend, contract::spellings(kBackends));
   if (s.launcher == "mpi" && s.backend && *s.backend != "auto" && *s.backend != "mpi") {
     e.add("spec.backend",
           "must be auto or mpi when spec.launcher is mpi, got \"" + *s.backend + "\"");
@@ -349,8 +257,8 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
   if (!s.image || s.image->empty()) {
     e.add("spec.image", "required: the operator has no default image (--trainer-image)");
   }
-  e.oneOf("spec.restartPolicy", s.restart_policy, std::array{"Never", "OnFailure", "ExitCode"});
-  e.oneOf("spec.cleanPodPolicy", s.clean_pod_policy, std::array{"None", "Running", "All"});
+  e.oneOf("spec.restartPolicy", s.restart_policy, contract::spellings(kRestartPolicies));
+  e.oneOf("spec.cleanPodPolicy", s.clean_pod_policy, contract::spellings(kCleanPodPolicies));
   e.atLeast("spec.backoffLimit", s.backoff_limit, 0);
   e.atLeast("spec.activeDeadlineSeconds", s.active_deadline_seconds, int64_t{1});
   e.atLeast("spec.ttlSecondsAfterFinished", s.ttl_seconds_after_finished, 0);
@@ -372,17 +280,16 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
     validateEnvSource(s, i, e);
   }
   validateVolumes(s, options, e);
-  if (s.trainer) validateTrainer(*s.trainer, e);
-  return e.take();
-}
-
-std::string describe(const std::vector<FieldError>& errors) {
-  std::string out;
-  for (const FieldError& error : errors) {
-    if (!out.empty()) out += "; ";
-    out += error.field + ": " + error.message;
+  if (s.trainer) {
+    for (FieldError& error : contract::validateTrainer(*s.trainer, "spec.trainer")) {
+      e.add(std::move(error.field), std::move(error.message));
+    }
+    // The trainer's backend must be able to read where its gradients live.
+    if (s.backend == "nccl" && s.trainer->device == "cpu") {
+      e.add("spec.backend", "nccl needs the GPU, and spec.trainer.device is cpu");
+    }
   }
-  return out;
+  return e.take();
 }
 
 core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& job,
@@ -390,7 +297,7 @@ core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& 
   kube::TrainingJob defaulted = job;
   defaulted.spec = withDefaults(job.spec, options);
   std::vector<FieldError> errors = validate(defaulted, options);
-  if (!errors.empty()) return core::invalidArgument(describe(errors));
+  if (!errors.empty()) return core::invalidArgument(contract::describe(errors));
   return std::move(defaulted.spec);
 }
 

@@ -2,7 +2,8 @@
 // Defaulting and validation of a TrainingJob spec: what the CRD schema (crds/trainingjob.yaml)
 // already enforces, checked again for objects that slipped past it (an API server without schema
 // enforcement, an older CRD), plus the rules a schema cannot express (volume mounts naming
-// volumes, reserved environment names, the operator's default image). A job that fails here
+// volumes, reserved environment names, the operator's default image). spec.trainer's defaults
+// and limits are the trainer's own (ringmaster/contract/trainer_spec.h). A job that fails here
 // ends Failed with reason InvalidSpec and a message naming each field; nothing is created.
 //
 // Thread-safety: pure functions. Failure: validate() returns the list of field errors;
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "ringmaster/contract/field_errors.h"
+#include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/training_job.h"
 
@@ -22,21 +25,46 @@ inline constexpr int32_t kMaxProcsPerReplica = 64;
 inline constexpr int32_t kDefaultScheduleTimeoutSeconds = 300;
 inline constexpr int32_t kDefaultBackoffLimit = 3;
 
-// Bounds the model's size: weights, gradients and optimizer state (~16 bytes a parameter)
-// live on every rank; 100M parameters is ~1.6 GB each.
-inline constexpr int64_t kMaxModelParameters = 100'000'000;
-
 struct ValidateOptions {
   std::string default_image;  // the operator's --trainer-image; "" = none
   // The cluster admin's --allow-host-path: spec.volumes may use hostPath (the node's files).
   bool allow_host_path = false;
 };
 
-struct FieldError {
-  std::string field;    // "spec.replicas"
-  std::string message;  // "must be at least 1, got 0"
-  bool operator==(const FieldError&) const = default;
+using contract::FieldError;
+
+enum class Backend { kAuto, kNccl, kGloo, kMpi };
+enum class RestartPolicy { kNever, kOnFailure, kExitCode };
+// Which pods a finished job deletes: none, the unfinished ones, or all.
+enum class CleanPodPolicy { kNone, kRunning, kAll };
+
+// A job's spec as the operator acts on it: every default applied, each choice an enum. The
+// initializers below are the defaults of the CRD's schema, and their only home in the operator
+// (withDefaults writes them into a stored spec). Meaningful for a spec validate() accepts.
+struct JobSettings {
+  int32_t replicas = 1;  // required by the schema; 1 only for a spec that lacks it
+  int32_t procs_per_replica = 1;
+  contract::LauncherMode launcher = contract::LauncherMode::kNative;
+  Backend backend = Backend::kAuto;
+  RestartPolicy restart_policy = RestartPolicy::kOnFailure;
+  int32_t backoff_limit = kDefaultBackoffLimit;
+  std::optional<int64_t> active_deadline_seconds;     // none: no deadline
+  std::optional<int32_t> ttl_seconds_after_finished;  // none: kept
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  bool suspend = false;
+  int32_t schedule_timeout_seconds = kDefaultScheduleTimeoutSeconds;
+  std::string scheduler_name;  // "": the cluster's default scheduler
+
+  int32_t worldSize() const { return replicas * procs_per_replica; }
+  bool operator==(const JobSettings&) const = default;
 };
+
+JobSettings settingsOf(const kube::TrainingJobSpec& spec);
+
+// The spelling in the spec of each enum value ("gloo", "OnFailure", "Running", ...).
+const char* name(Backend value);
+const char* name(RestartPolicy value);
+const char* name(CleanPodPolicy value);
 
 // The spec with every default of the CRD applied (and the operator's default image).
 kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
@@ -45,15 +73,8 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
 // Every problem of a *defaulted* job; empty when it is valid.
 std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOptions& options = {});
 
-// "spec.replicas: must be at least 1, got 0; spec.image: required ..."
-std::string describe(const std::vector<FieldError>& errors);
-
 // withDefaults + validate; InvalidArgument with describe() of the errors.
 core::Result<kube::TrainingJobSpec> defaultAndValidate(const kube::TrainingJob& job,
                                                        const ValidateOptions& options);
-
-// Parameters of spec.trainer.model as the trainer builds it for Fashion-MNIST (its defaults for
-// what the spec leaves out).
-int64_t modelParameters(const kube::ModelSpec& model);
 
 }  // namespace ringmaster::op

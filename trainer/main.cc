@@ -18,10 +18,13 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <tuple>
 
 #include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/core/flags.h"
@@ -63,50 +66,128 @@ Result<std::vector<int>> parseIntList(const std::string& text, const std::string
   return out;
 }
 
-// Values set only by flags (not part of spec.trainer).
+// The command line: overrides of spec.trainer's fields (applied only where given, over --config
+// or the defaults) and the process's own options.
 struct CommandLine {
-  std::string config_path, summary_path, hidden, channels, log_level;
-  int64_t seed = 0;
+  std::string config_path, summary_path, log_level;
+  std::string model, hidden, channels, data, optimizer, lr_schedule, checkpoint_dir, device,
+      precision;
+  int64_t epochs = 0, batch_size = 0, seed = 0, checkpoint_every = 0, blas_threads = 0,
+          max_steps = 0, log_every_steps = 0, comm_timeout_seconds = 0;
+  double lr = 0, momentum = 0, weight_decay = 0, bucket_cap_mb = 0, first_bucket_cap_mb = 0;
+  bool cuda_graph = false;
+  std::string backend = "auto";
+  int64_t metrics_port = -1;
   int64_t rdzv_timeout_seconds = 300;
 };
 
-// Declares every flag, bound to `config` (so a parse overrides exactly the flags given).
-void declareFlags(core::FlagSet& flags, TrainerConfig* config, CommandLine* cl) {
+// Starts from the defaults of spec.trainer, so that --help shows them.
+CommandLine defaultCommandLine() {
+  const TrainerConfig d = defaultTrainerConfig();
+  CommandLine cl;
+  cl.model = d.model.type;
+  cl.data = d.dataset.path;
+  cl.optimizer = d.optimizer.type;
+  cl.lr_schedule = d.lr_schedule;
+  cl.device = d.device;
+  cl.precision = d.precision;
+  cl.epochs = d.epochs;
+  cl.batch_size = d.batch_size;
+  cl.seed = static_cast<int64_t>(d.seed);
+  cl.checkpoint_every = d.checkpoint.every_steps;
+  cl.blas_threads = d.blas_threads;
+  cl.max_steps = d.max_steps;
+  cl.log_every_steps = d.log_every_steps;
+  cl.comm_timeout_seconds = d.comm_timeout_seconds;
+  cl.lr = d.optimizer.learning_rate;
+  cl.momentum = d.optimizer.momentum;
+  cl.weight_decay = d.optimizer.weight_decay;
+  cl.bucket_cap_mb = d.bucket_cap_mb;
+  cl.first_bucket_cap_mb = d.first_bucket_cap_mb;
+  cl.cuda_graph = d.cuda_graph;
+  return cl;
+}
+
+void declareFlags(core::FlagSet& flags, CommandLine* cl) {
   flags.addString("config", &cl->config_path, "YAML file in the shape of spec.trainer");
-  flags.addString("model", &config->model.type, "model type: mlp | cnn");
+  flags.addString("model", &cl->model, "model type: mlp | cnn");
   flags.addString("hidden", &cl->hidden, "MLP hidden widths, comma separated (e.g. 512,512)");
   flags.addString("channels", &cl->channels, "CNN conv channels, two comma separated counts");
-  flags.addString("data", &config->dataset.path, "Fashion-MNIST directory (IDX, plain or .gz)");
-  flags.addInt("epochs", &config->epochs, "epochs to train");
-  flags.addInt("batch-size", &config->batch_size, "batch size per rank");
-  flags.addString("optimizer", &config->optimizer.type, "sgd | adam");
-  flags.addDouble("lr", &config->optimizer.learning_rate, "learning rate");
-  flags.addString("lr-schedule", &config->lr_schedule, "constant | cosine (decay to 0 at the end)");
-  flags.addDouble("momentum", &config->optimizer.momentum, "SGD momentum");
-  flags.addDouble("weight-decay", &config->optimizer.weight_decay, "weight decay (L2)");
-  flags.addString("backend", &config->backend, "auto | nccl | gloo | mpi | shm",
+  flags.addString("data", &cl->data, "Fashion-MNIST directory (IDX, plain or .gz)");
+  flags.addInt("epochs", &cl->epochs, "epochs to train");
+  flags.addInt("batch-size", &cl->batch_size, "batch size per rank");
+  flags.addString("optimizer", &cl->optimizer, "sgd | adam");
+  flags.addDouble("lr", &cl->lr, "learning rate");
+  flags.addString("lr-schedule", &cl->lr_schedule, "constant | cosine (decay to 0 at the end)");
+  flags.addDouble("momentum", &cl->momentum, "SGD momentum");
+  flags.addDouble("weight-decay", &cl->weight_decay, "weight decay (L2)");
+  flags.addString("backend", &cl->backend, "auto | nccl | gloo | mpi | shm",
                   contract::rank_env::kBackend);
-  flags.addString("device", &config->device, "auto | cpu | cuda (auto: the GPU when there is one)",
+  flags.addString("device", &cl->device, "auto | cpu | cuda (auto: the GPU when there is one)",
                   "RINGMASTER_DEVICE");
-  flags.addString("precision", &config->precision, "GPU arithmetic: fp32 | bf16");
-  flags.addBool("cuda-graph", &config->cuda_graph, "GPU: replay each step as one CUDA graph");
-  flags.addDouble("bucket-cap-mb", &config->bucket_cap_mb, "gradient bucket size in MiB");
-  flags.addDouble("first-bucket-cap-mb", &config->first_bucket_cap_mb, "first bucket size in MiB");
-  flags.addString("checkpoint-dir", &config->checkpoint.path, "checkpoint directory (empty: off)");
-  flags.addInt("checkpoint-every", &config->checkpoint.every_steps,
+  flags.addString("precision", &cl->precision, "GPU arithmetic: fp32 | bf16");
+  flags.addBool("cuda-graph", &cl->cuda_graph, "GPU: replay each step as one CUDA graph");
+  flags.addDouble("bucket-cap-mb", &cl->bucket_cap_mb, "gradient bucket size in MiB");
+  flags.addDouble("first-bucket-cap-mb", &cl->first_bucket_cap_mb, "first bucket size in MiB");
+  flags.addString("checkpoint-dir", &cl->checkpoint_dir, "checkpoint directory (empty: off)");
+  flags.addInt("checkpoint-every", &cl->checkpoint_every,
                "checkpoint every N steps (and after every epoch)");
-  cl->seed = static_cast<int64_t>(config->seed);
   flags.addInt("seed", &cl->seed, "random seed (initialization and shuffling)");
-  flags.addInt("blas-threads", &config->blas_threads, "OpenBLAS threads per rank");
-  flags.addInt("metrics-port", &config->metrics_port,
-               "serve /metrics on this port (0: any, -1: off)", "RINGMASTER_METRICS_PORT");
-  flags.addInt("max-steps", &config->max_steps, "stop after this many steps (0: no limit)");
-  flags.addInt("log-every-steps", &config->log_every_steps, "log the loss every N steps (0: off)");
-  flags.addInt("comm-timeout-seconds", &config->comm_timeout_seconds, "allreduce timeout");
+  flags.addInt("blas-threads", &cl->blas_threads, "OpenBLAS threads per rank");
+  flags.addInt("metrics-port", &cl->metrics_port,
+               "serve /metrics on this port (0: any, -1: off; default: the config's metricsPort "
+               "with --config, else off)",
+               "RINGMASTER_METRICS_PORT");
+  flags.addInt("max-steps", &cl->max_steps, "stop after this many steps (0: no limit)");
+  flags.addInt("log-every-steps", &cl->log_every_steps, "log the loss every N steps (0: off)");
+  flags.addInt("comm-timeout-seconds", &cl->comm_timeout_seconds, "allreduce timeout");
   flags.addInt("rendezvous-timeout-seconds", &cl->rdzv_timeout_seconds,
                "how long to wait for the other ranks at start", "RINGMASTER_RDZV_TIMEOUT_SECONDS");
   flags.addString("summary-json", &cl->summary_path, "write a JSON summary here at the end");
   flags.addString("log-level", &cl->log_level, "error | warn | info | debug | trace");
+}
+
+// The spec.trainer fields the command line gives, written over `spec`.
+Status applyFlags(const core::FlagSet& flags, const CommandLine& cl, kube::TrainerSpec* spec) {
+  auto given = [&](const char* flag) { return flags.wasSet(flag); };
+  auto narrow = [](int64_t v) {  // out-of-range values stay out of range for the contract
+    return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+  };
+  kube::ModelSpec& model = spec->model.emplace(spec->model.value_or(kube::ModelSpec{}));
+  if (given("model")) model.type = cl.model;
+  for (auto [flag, text, out] : {std::tuple{"hidden", &cl.hidden, &model.hidden},
+                                 std::tuple{"channels", &cl.channels, &model.channels}}) {
+    if (!given(flag)) continue;
+    RM_ASSIGN_OR_RETURN(std::vector<int> list, parseIntList(*text, flag));
+    out->assign(list.begin(), list.end());
+  }
+  if (given("data"))
+    spec->dataset.emplace(spec->dataset.value_or(kube::DatasetSpec{})).path = cl.data;
+  kube::OptimizerSpec& o = spec->optimizer.emplace(spec->optimizer.value_or(kube::OptimizerSpec{}));
+  if (given("optimizer")) o.type = cl.optimizer;
+  if (given("lr")) o.learning_rate = cl.lr;
+  if (given("lr-schedule")) o.schedule = cl.lr_schedule;
+  if (given("momentum")) o.momentum = cl.momentum;
+  if (given("weight-decay")) o.weight_decay = cl.weight_decay;
+  if (given("checkpoint-dir") || given("checkpoint-every")) {
+    kube::CheckpointSpec& c =
+        spec->checkpoint.emplace(spec->checkpoint.value_or(kube::CheckpointSpec{}));
+    if (given("checkpoint-dir")) c.path = cl.checkpoint_dir;
+    if (given("checkpoint-every")) c.every_steps = narrow(cl.checkpoint_every);
+  }
+  if (given("epochs")) spec->epochs = narrow(cl.epochs);
+  if (given("batch-size")) spec->batch_size = narrow(cl.batch_size);
+  if (given("device")) spec->device = cl.device;
+  if (given("precision")) spec->precision = cl.precision;
+  if (given("cuda-graph")) spec->cuda_graph = cl.cuda_graph;
+  if (given("bucket-cap-mb")) spec->bucket_cap_mb = cl.bucket_cap_mb;
+  if (given("first-bucket-cap-mb")) spec->first_bucket_cap_mb = cl.first_bucket_cap_mb;
+  if (given("seed")) spec->seed = cl.seed;
+  if (given("blas-threads")) spec->blas_threads = narrow(cl.blas_threads);
+  if (given("max-steps")) spec->max_steps = cl.max_steps;
+  if (given("log-every-steps")) spec->log_every_steps = narrow(cl.log_every_steps);
+  if (given("comm-timeout-seconds")) spec->comm_timeout_seconds = narrow(cl.comm_timeout_seconds);
+  return Status::Ok();
 }
 
 constexpr char kSummary[] =
@@ -118,12 +199,10 @@ int run(int argc, char** argv) {
   core::log::initFromEnv();
   core::StopSource& stop = core::installSignalStop();
 
-  // Pass 1 checks usage and finds --config; pass 2 applies the flags over the loaded file.
-  TrainerConfig config;
-  CommandLine cl;
+  CommandLine cl = defaultCommandLine();
+  core::FlagSet flags("ringmaster-trainer", kSummary);
+  declareFlags(flags, &cl);
   {
-    core::FlagSet flags("ringmaster-trainer", kSummary);
-    declareFlags(flags, &config, &cl);
     bool help = false;
     Status s = flags.parse(argc, argv, &help);
     if (!s.ok()) {
@@ -159,27 +238,28 @@ int run(int argc, char** argv) {
     return comm::kRetryableExitCode;
   };
 
-  core::FlagSet flags("ringmaster-trainer", kSummary);
+  kube::TrainerSpec spec;
   if (!cl.config_path.empty()) {
-    auto loaded = loadTrainerConfig(cl.config_path);
+    auto loaded = loadTrainerSpec(cl.config_path);
     if (!loaded.ok()) return fail(loaded.status());
-    config = *loaded;
-    declareFlags(flags, &config, &cl);
-    bool help = false;
-    if (Status s = flags.parse(argc, argv, &help); !s.ok()) return fail(s);
+    spec = std::move(*loaded);
   }
-  if (cl.seed != static_cast<int64_t>(config.seed)) config.seed = static_cast<uint64_t>(cl.seed);
-  if (!cl.hidden.empty()) {
-    auto list = parseIntList(cl.hidden, "hidden");
-    if (!list.ok()) return fail(list.status());
-    config.model.hidden = *list;
+  if (Status s = applyFlags(flags, cl, &spec); !s.ok()) return fail(s);
+  auto configured = trainerConfig(spec);
+  if (!configured.ok()) {
+    const std::string from =
+        cl.config_path.empty() ? "the flags" : cl.config_path + " and the flags";
+    return fail(configured.status().withContext(from));
   }
-  if (!cl.channels.empty()) {
-    auto list = parseIntList(cl.channels, "channels");
-    if (!list.ok()) return fail(list.status());
-    config.model.conv_channels = *list;
+  TrainerConfig config = std::move(*configured);
+  config.backend = cl.backend;
+  if (flags.wasSet("metrics-port")) {
+    if (cl.metrics_port < -1 || cl.metrics_port > 65535)
+      return fail(core::usageError("flag --metrics-port: must be -1 (off), 0 (any) or a port"));
+    config.metrics_port = cl.metrics_port;
+  } else if (!cl.config_path.empty()) {
+    config.metrics_port = contract::trainerSettings(spec).metrics_port;
   }
-  if (Status v = validate(config); !v.ok()) return fail(v);
 
   auto world = worldFromEnv();
   if (!world.ok()) return fail(world.status());

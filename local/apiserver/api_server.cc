@@ -10,10 +10,10 @@
 #include "local/apiserver/pod_log.h"
 #include "local/apiserver/protobuf_body.h"
 #include "local/apiserver/table.h"
-#include "local/run/yaml_documents.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/json.h"
 #include "ringmaster/core/log.h"
+#include "ringmaster/kube/yaml_documents.h"
 
 namespace ringmaster::local {
 namespace {
@@ -510,7 +510,7 @@ void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t)
   // application/apply-patch+yaml: kubectl sends JSON (which is YAML); other clients send YAML.
   auto parsed = core::parseJson(r.body);
   if (!parsed.ok()) {
-    auto documents = parseYamlDocuments(r.body, "the apply patch");
+    auto documents = kube::parseYamlDocuments(r.body, "the apply patch");
     if (documents.ok() && documents->size() == 1) parsed = std::move(documents->front());
   }
   if (!parsed.ok() || !parsed->is_object()) {

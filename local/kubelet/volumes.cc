@@ -2,6 +2,7 @@
 
 #include "local/kubelet/hosts_file.h"
 #include "local/kubelet/pod_paths.h"
+#include "ringmaster/kube/names.h"
 
 namespace ringmaster::local::kubelet {
 
@@ -9,15 +10,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool hasBackstep(const std::string& path) {
-  for (const auto& part : fs::path(path)) {
-    if (part == "..") return true;
-  }
-  return false;
-}
-
 bool safeRelative(const std::string& path) {
-  return !path.empty() && path[0] != '/' && !hasBackstep(path);
+  return !path.empty() && path[0] != '/' && !kube::hasBackstep(path);
 }
 
 }  // namespace
@@ -84,7 +78,7 @@ core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string&
                                   const fs::path& pod_dir, const fs::path& root_dir) {
   if (volume.host_path) {
     const std::string& path = volume.host_path->path;
-    if (path.empty() || path[0] != '/' || hasBackstep(path)) {
+    if (path.empty() || path[0] != '/' || kube::hasBackstep(path)) {
       return core::invalidArgument("volume " + volume.name +
                                    ": hostPath.path must be absolute without '..'");
     }

@@ -5,13 +5,13 @@
 
 #include "local/run/apply.h"
 #include "local/run/job_progress.h"
-#include "local/run/yaml_documents.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
 #include "ringmaster/kube/client_factory.h"
 #include "ringmaster/kube/codec.h"
 #include "ringmaster/kube/kubeconfig.h"
 #include "ringmaster/kube/training_job.h"
+#include "ringmaster/kube/yaml_documents.h"
 
 namespace ringmaster::local {
 namespace {
@@ -74,8 +74,9 @@ core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
 
 core::Status installCrd(kube::ApiClient& client) {
   Applier applier(client);
-  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> crds,
-                      parseYamlDocuments(trainingJobCrdYaml(), "built-in crds/trainingjob.yaml"));
+  RM_ASSIGN_OR_RETURN(
+      std::vector<nlohmann::json> crds,
+      kube::parseYamlDocuments(trainingJobCrdYaml(), "built-in crds/trainingjob.yaml"));
   if (crds.empty())
     return core::internalError("this binary was built without crds/trainingjob.yaml");
   for (auto& crd : crds) {
@@ -97,7 +98,7 @@ core::Status installTrainingJobCrd(const std::filesystem::path& kubeconfig) {
 
 core::Status runJob(const RunOptions& options,
                     const std::function<core::Status(const std::string&)>& ensure_up) {
-  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> docs, readYamlDocuments(options.manifest));
+  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> docs, kube::readYamlDocuments(options.manifest));
   for (size_t i = 0; i < docs.size(); ++i) {
     RM_RETURN_IF_ERROR(checkObjectIdentity(
         docs[i], options.manifest.string() + " (document " + std::to_string(i + 1) + ")"));

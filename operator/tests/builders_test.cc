@@ -261,8 +261,10 @@ TEST(Builders, ConfigMapHoldsTheTrainerSpecAsYaml) {
   EXPECT_EQ(y["model"]["type"].as<std::string>(), "mlp");
   EXPECT_EQ(y["model"]["hidden"][1].as<int>(), 512);
   EXPECT_DOUBLE_EQ(y["optimizer"]["learningRate"].as<double>(), 0.1);
-  EXPECT_EQ(y["metricsPort"].as<int>(), kDefaultMetricsPort);  // the operator reads progress
-  EXPECT_EQ(y["precision"].as<std::string>(), "bf16");         // the GPU settings reach the trainer
+  // Unset, so the trainer serves on the contract's default: the port the operator reads.
+  EXPECT_FALSE(y["metricsPort"]);
+  EXPECT_EQ(metricsPort(defaulted(job)), contract::kDefaultMetricsPort);
+  EXPECT_EQ(y["precision"].as<std::string>(), "bf16");  // the GPU settings reach the trainer
   EXPECT_FALSE(y["cudaGraph"].as<bool>());
   EXPECT_FALSE(y["device"]) << "unset fields stay unset (the trainer's default: auto)";
 }

@@ -307,7 +307,7 @@ TEST_F(ReconcilerTest, RunningOnlyWhenEveryRankJoinedAndProgressFromRankZero) {
   EXPECT_EQ(condition(j, kRunning)->observed_generation, 1);
   EXPECT_EQ(j.status.progress->epoch, 2);
   EXPECT_EQ(progress_.last_host, "127.1.0.1");
-  EXPECT_EQ(progress_.last_port, kDefaultMetricsPort);
+  EXPECT_EQ(progress_.last_port, contract::kDefaultMetricsPort);
 }
 
 TEST_F(ReconcilerTest, StatusIsWrittenOnlyWhenItChanged) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 
+#include "ringmaster/contract/trainer_spec.h"
 #include "test_jobs.h"
 
 namespace ringmaster::op {
@@ -370,7 +371,8 @@ class CountsModelParameters : public ::testing::TestWithParam<ModelSize> {};
 TEST_P(CountsModelParameters, AsTheTrainerBuildsTheModel) {
   kube::TrainingJob job = makeJob();
   GetParam().set(job);
-  EXPECT_EQ(modelParameters(*job.spec.trainer->model), GetParam().parameters) << GetParam().what;
+  EXPECT_EQ(contract::modelParameters(*job.spec.trainer->model), GetParam().parameters)
+      << GetParam().what;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -400,6 +402,69 @@ TEST(Validate, TheLargestAllowedModelsPass) {
   EXPECT_NE(spec.status().message().find("4347133962 parameters"), std::string::npos)
       << spec.status().message();
   EXPECT_NE(spec.status().message().find("make hidden smaller"), std::string::npos);
+}
+
+// The typed settings the operator acts on: the schema's defaults where the spec is silent, and
+// withDefaults writes the very same values into a stored spec.
+TEST(JobSettings, DefaultsAreTheSchemasAndWithDefaultsWritesTheSame) {
+  kube::TrainingJobSpec bare;
+  bare.replicas = 3;
+  const JobSettings settings = settingsOf(bare);
+  EXPECT_EQ(settings.replicas, 3);
+  EXPECT_EQ(settings.procs_per_replica, 1);
+  EXPECT_EQ(settings.launcher, contract::LauncherMode::kNative);
+  EXPECT_EQ(settings.backend, Backend::kAuto);
+  EXPECT_EQ(settings.restart_policy, RestartPolicy::kOnFailure);
+  EXPECT_EQ(settings.backoff_limit, kDefaultBackoffLimit);
+  EXPECT_EQ(settings.clean_pod_policy, CleanPodPolicy::kRunning);
+  EXPECT_FALSE(settings.suspend);
+  EXPECT_EQ(settings.schedule_timeout_seconds, kDefaultScheduleTimeoutSeconds);
+  EXPECT_EQ(settings.scheduler_name, "");
+  EXPECT_EQ(settings.worldSize(), 3);
+  EXPECT_EQ(settingsOf(withDefaults(bare, {})), settings);
+}
+
+TEST(JobSettings, EverySpellingOfTheSchemaParsesToItsEnum) {
+  struct Row {
+    std::string launcher, backend, restart, clean;
+    contract::LauncherMode want_launcher;
+    Backend want_backend;
+    RestartPolicy want_restart;
+    CleanPodPolicy want_clean;
+  };
+  const Row rows[] = {
+      {"native", "auto", "Never", "None", contract::LauncherMode::kNative, Backend::kAuto,
+       RestartPolicy::kNever, CleanPodPolicy::kNone},
+      {"mpi", "mpi", "OnFailure", "Running", contract::LauncherMode::kMpi, Backend::kMpi,
+       RestartPolicy::kOnFailure, CleanPodPolicy::kRunning},
+      {"native", "nccl", "ExitCode", "All", contract::LauncherMode::kNative, Backend::kNccl,
+       RestartPolicy::kExitCode, CleanPodPolicy::kAll},
+      {"native", "gloo", "Never", "All", contract::LauncherMode::kNative, Backend::kGloo,
+       RestartPolicy::kNever, CleanPodPolicy::kAll},
+  };
+  for (const Row& row : rows) {
+    kube::TrainingJobSpec spec;
+    spec.replicas = 2;
+    spec.procs_per_replica = 4;
+    spec.launcher = row.launcher;
+    spec.backend = row.backend;
+    spec.restart_policy = row.restart;
+    spec.clean_pod_policy = row.clean;
+    spec.scheduling_policy = kube::SchedulingPolicy{};
+    spec.scheduling_policy->scheduler_name = "volcano";
+    spec.scheduling_policy->schedule_timeout_seconds = 60;
+    const JobSettings s = settingsOf(spec);
+    EXPECT_EQ(s.launcher, row.want_launcher) << row.launcher;
+    EXPECT_EQ(s.backend, row.want_backend) << row.backend;
+    EXPECT_EQ(s.restart_policy, row.want_restart) << row.restart;
+    EXPECT_EQ(s.clean_pod_policy, row.want_clean) << row.clean;
+    EXPECT_EQ(name(s.backend), row.backend);
+    EXPECT_EQ(name(s.restart_policy), row.restart);
+    EXPECT_EQ(name(s.clean_pod_policy), row.clean);
+    EXPECT_EQ(s.worldSize(), 8);
+    EXPECT_EQ(s.scheduler_name, "volcano");
+    EXPECT_EQ(s.schedule_timeout_seconds, 60);
+  }
 }
 
 }  // namespace

@@ -70,6 +70,9 @@ struct Job {
                   {"MASTER_PORT", std::to_string(master_port)},
                   {"RINGMASTER_JOB", name},
                   {"RINGMASTER_ATTEMPT", std::to_string(attempt)},
+                  {"RINGMASTER_BACKEND", "gloo"},
+                  // The pods share 127.0.0.1: no fixed metrics port (the config's default).
+                  {"RINGMASTER_METRICS_PORT", "0"},
                   {"RINGMASTER_STORE_SECRET", "integration-test-secret-0123456789abcdef"},
                   {"POD_NAME", name + "-worker-" + std::to_string(i)},
                   {"POD_IP", "127.0.0.1"},
@@ -104,8 +107,7 @@ std::string trainerConfig(const TempDir& dir, int epochs, int max_steps) {
   const std::string path = dir.path() + "/trainer.yaml";
   std::ofstream(path) << "model:\n  type: mlp\n  hidden: [32]\ndataset:\n  path: "
                       << testutil::kFashionMnistDir << "\nepochs: " << epochs
-                      << "\nbatchSize: 32\nmaxSteps: " << max_steps
-                      << "\nlogEverySteps: 10\nbackend: gloo\n";
+                      << "\nbatchSize: 32\nmaxSteps: " << max_steps << "\nlogEverySteps: 10\n";
   return path;
 }
 

@@ -93,7 +93,7 @@ TEST(TrainerCli, UnknownConfigKeyIsNamed) {
   const std::string path = dir.path() + "/job.yaml";
   std::ofstream(path) << "epochs: 1\noptimizer:\n  type: sgd\n  momentm: 0.9\n";
   auto r = run({trainer(), "--config", path});
-  expectCleanFailure(r, 1, "trainer.optimizer.momentm: unknown key");
+  expectCleanFailure(r, 1, "trainer.optimizer.momentm: unknown field");
 }
 
 TEST(TrainerCli, BadConfigValueIsNamed) {
@@ -101,7 +101,20 @@ TEST(TrainerCli, BadConfigValueIsNamed) {
   const std::string path = dir.path() + "/job.yaml";
   std::ofstream(path) << "batchSize: many\n";
   auto r = run({trainer(), "--config", path});
-  expectCleanFailure(r, 1, "trainer.batchSize: expected an integer, got 'many'");
+  expectCleanFailure(r, 1, "trainer.batchSize: expected integer, got string");
+}
+
+// Flags override spec.trainer's fields and meet the same limits, named as the spec names them,
+// every problem at once.
+TEST(TrainerCli, FlagsMeetTheSpecsLimitsNamedAsItsFields) {
+  auto r = run({trainer(), "--epochs", "0", "--lr", "-1", "--model", "rnn"});
+  expectCleanFailure(r, 1, "trainer.epochs: must be in [1, 100000], got 0");
+  EXPECT_NE(r.stderr_text.find("trainer.optimizer.learningRate: must be greater than 0, got -1"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("trainer.model.type: must be one of mlp, cnn, got \"rnn\""),
+            std::string::npos)
+      << r.stderr_text;
 }
 
 TEST(TrainerCli, RankNotBelowWorldSizeIsRejected) {

@@ -92,16 +92,19 @@ TEST(DeviceConfig, PrecisionAndDeviceAreCheckedNamingTheKey) {
 
   auto fp16 = parseTrainerConfig("precision: fp16\n", "job.yaml");
   ASSERT_FALSE(fp16.ok());
-  EXPECT_THAT(fp16.status().message(), HasSubstr("trainer.precision: must be fp32 or bf16"));
+  EXPECT_THAT(fp16.status().message(),
+              HasSubstr("trainer.precision: must be one of fp32, bf16, got \"fp16\""));
   auto bf16_on_cpu = parseTrainerConfig("device: cpu\nprecision: bf16\n", "job.yaml");
   ASSERT_FALSE(bf16_on_cpu.ok());
   EXPECT_THAT(bf16_on_cpu.status().message(), HasSubstr("bf16 runs on the GPU only"));
-  auto nccl_on_cpu = parseTrainerConfig("device: cpu\nbackend: nccl\n", "job.yaml");
-  ASSERT_FALSE(nccl_on_cpu.ok());
-  EXPECT_THAT(nccl_on_cpu.status().message(), HasSubstr("trainer.backend"));
+  // The backend is the job's (spec.backend, the rank's RINGMASTER_BACKEND), not spec.trainer's.
+  auto backend = parseTrainerConfig("device: cpu\nbackend: nccl\n", "job.yaml");
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(), HasSubstr("trainer.backend: unknown field"));
   auto gpu_word = parseTrainerConfig("device: gpu\n", "job.yaml");
   ASSERT_FALSE(gpu_word.ok());
-  EXPECT_THAT(gpu_word.status().message(), HasSubstr("trainer.device: must be auto, cpu or cuda"));
+  EXPECT_THAT(gpu_word.status().message(),
+              HasSubstr("trainer.device: must be one of auto, cpu, cuda"));
 }
 
 }  // namespace

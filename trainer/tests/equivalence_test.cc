@@ -40,7 +40,7 @@ class Equivalence : public ::testing::Test {
   }
 
   static TrainerConfig config(int batch) {
-    TrainerConfig c;
+    TrainerConfig c = defaultTrainerConfig();
     c.batch_size = batch;
     c.max_steps = 50;
     c.epochs = 1;

@@ -18,7 +18,7 @@ namespace {
 const std::string kData = "/usr/share/datasets/fashion-mnist";
 
 TrainerConfig config(int batch) {
-  TrainerConfig c;
+  TrainerConfig c = defaultTrainerConfig();
   c.batch_size = batch;
   c.max_steps = 50;
   c.epochs = 1;

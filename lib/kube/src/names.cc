@@ -80,4 +80,15 @@ std::vector<std::string> dns1035LabelProblems(std::string_view name) {
   return out;
 }
 
+bool hasBackstep(std::string_view path) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (path.substr(start, end - start) == "..") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 }  // namespace ringmaster::kube

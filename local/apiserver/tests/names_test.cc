@@ -9,7 +9,7 @@
 #include "local/apiserver/api_server.h"
 #include "local/apiserver/tests/in_process.h"
 #include "local/run/run_command.h"
-#include "local/run/yaml_documents.h"
+#include "ringmaster/kube/yaml_documents.h"
 #include "tests/testutil/process.h"
 
 namespace ringmaster::local {
@@ -92,7 +92,7 @@ class TrainingJobCrdTest : public NamesTest {
   void SetUp() override {
     NamesTest::SetUp();
     if (HasFatalFailure()) return;
-    auto docs = parseYamlDocuments(trainingJobCrdYaml(), "crds/trainingjob.yaml");
+    auto docs = kube::parseYamlDocuments(trainingJobCrdYaml(), "crds/trainingjob.yaml");
     ASSERT_TRUE(docs.ok()) << docs.status().toString();
     ASSERT_EQ(docs->size(), 1u);
     auto r = post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", (*docs)[0]);

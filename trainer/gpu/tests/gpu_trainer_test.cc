@@ -39,7 +39,7 @@ const Data* fashionMnist() {
   } while (0)
 
 TrainerConfig mlpConfig(const std::string& precision) {
-  TrainerConfig c;
+  TrainerConfig c = defaultTrainerConfig();
   c.model.type = "mlp";
   c.model.hidden = {512, 512};
   c.epochs = 5;

@@ -61,6 +61,12 @@ inline constexpr char kPodNameField[] = "metadata.name";
 // Set by the NVIDIA container runtime, not by the operator.
 inline constexpr char kNvidiaVisibleDevices[] = "NVIDIA_VISIBLE_DEVICES";
 
+// The worker container's own ports: the launcher's rendezvous store (MASTER_PORT), its /healthz,
+// its sshd in MPI mode (the launcher's --ssh-port default). A user's listener may not take them.
+inline constexpr int32_t kRendezvousPort = 29500;
+inline constexpr int32_t kHealthPort = 8080;
+inline constexpr int32_t kSshPort = 2222;
+
 // What the launcher accepts; the operator's own limits must stay inside them.
 inline constexpr int64_t kMaxNodes = 65536;
 inline constexpr int64_t kMaxLocalWorldSize = 1024;
@@ -75,6 +81,8 @@ enum class LauncherMode { kNative, kMpi };
 
 // "native" or "mpi": RINGMASTER_LAUNCHER_MODE's spelling.
 std::string_view launcherModeName(LauncherMode mode);
+// The same, for contract/spelling.h.
+inline std::string_view name(LauncherMode mode) { return launcherModeName(mode); }
 // The mode spelled `text`; nullopt for anything else.
 std::optional<LauncherMode> parseLauncherMode(std::string_view text);
 
@@ -84,7 +92,7 @@ struct PodEnvironment {
   int local_world_size = 1;
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
+  int master_port = pod_env::kRendezvousPort;
   std::string job = "local";
   int64_t attempt = 0;
   std::string backend;  // "" when unset

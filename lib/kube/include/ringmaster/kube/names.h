@@ -1,7 +1,8 @@
 #pragma once
 // Kubernetes' name rules with apimachinery's messages (IsDNS1123Label, IsDNS1123Subdomain,
-// IsDNS1035Label), the one implementation of them: the local API server checks object names
-// with them, the operator the names a TrainingJob gives (its own, its volumes').
+// IsDNS1035Label) and its path rule (validatePathNoBacksteps), the one implementation of them: the
+// local API server checks object names with them, the operator the names a TrainingJob gives (its
+// own, its volumes').
 //
 // Thread-safety: pure functions. Failure: the problems are returned, never thrown; an empty
 // vector means the name is valid.
@@ -21,5 +22,8 @@ std::vector<std::string> dns1123LabelProblems(std::string_view name);
 std::vector<std::string> dns1123SubdomainProblems(std::string_view name);
 // A DNS-1123 label that starts with a letter (Service names).
 std::vector<std::string> dns1035LabelProblems(std::string_view name);
+// Whether `path` has a ".." segment, which could climb out of where it is resolved (a volume's
+// subPath, a mount path, a checkpoint directory).
+bool hasBackstep(std::string_view path);
 
 }  // namespace ringmaster::kube

@@ -3,7 +3,9 @@
 // shape of crds/trainingjob.yaml (one field here per schema field there). spec.trainer is the
 // built-in trainer's configuration (the keys trainer --config reads); a user program replaces it
 // through spec.command. Fields the schema does not know survive in `extra`. Defaults and
-// validation belong to the schema and the operator (operator/validate.h); this is only the shape.
+// validation belong to the schema, the operator (operator/validate.h) and, for spec.trainer, the
+// contract the operator and the trainer share (ringmaster/contract/trainer_spec.h); this is only
+// the shape.
 // Codecs and conventions: codec.h. Thread-safety: plain values, not synchronized.
 // Failure: decode returns InvalidArgument naming the field path ("spec.replicas: expected
 // integer, got string").
@@ -38,7 +40,7 @@ struct DatasetSpec {
 };
 
 struct OptimizerSpec {
-  std::optional<std::string> type;  // sgd | adamw
+  std::optional<std::string> type;  // sgd | adam
   std::optional<double> learning_rate;
   std::optional<double> momentum;
   std::optional<double> weight_decay;
@@ -59,7 +61,7 @@ struct CheckpointSpec {
   bool operator==(const CheckpointSpec&) const = default;
 };
 
-// The built-in trainer (trainer/config.h reads the same keys).
+// The built-in trainer (the trainer decodes its --config with this same codec).
 struct TrainerSpec {
   std::optional<ModelSpec> model;
   std::optional<DatasetSpec> dataset;

@@ -1,8 +1,8 @@
-#include "local/run/yaml_documents.h"
+#include "ringmaster/kube/yaml_documents.h"
 
 #include <gtest/gtest.h>
 
-namespace ringmaster::local {
+namespace ringmaster::kube {
 namespace {
 
 TEST(YamlDocuments, TypesPlainScalarsByTheCoreSchemaAndKeepsQuotedOnesAsText) {
@@ -102,4 +102,4 @@ TEST(YamlDocuments, MissingFileSaysWhich) {
 }
 
 }  // namespace
-}  // namespace ringmaster::local
+}  // namespace ringmaster::kube

@@ -13,10 +13,10 @@
 
 #include "ringmaster/core/status.h"
 
-namespace ringmaster::local {
+namespace ringmaster::kube {
 
 core::Result<std::vector<nlohmann::json>> readYamlDocuments(const std::filesystem::path& path);
 core::Result<std::vector<nlohmann::json>> parseYamlDocuments(const std::string& text,
                                                              const std::string& source);
 
-}  // namespace ringmaster::local
+}  // namespace ringmaster::kube

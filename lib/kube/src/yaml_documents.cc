@@ -1,4 +1,4 @@
-#include "local/run/yaml_documents.h"
+#include "ringmaster/kube/yaml_documents.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
@@ -15,7 +15,7 @@
 
 #include "ringmaster/core/utf8.h"
 
-namespace ringmaster::local {
+namespace ringmaster::kube {
 namespace {
 
 bool allOf(std::string_view s, std::string_view allowed) {
@@ -175,4 +175,4 @@ core::Result<std::vector<nlohmann::json>> readYamlDocuments(const std::filesyste
   return parseYamlDocuments(text.str(), path.string());
 }
 
-}  // namespace ringmaster::local
+}  // namespace ringmaster::kube

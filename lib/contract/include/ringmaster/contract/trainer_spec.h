@@ -1,0 +1,102 @@
+#pragma once
+// What a TrainingJob's spec.trainer means: the built-in trainer's settings with every default
+// applied, and the only home of those defaults and of their limits. The operator checks a job's
+// spec.trainer here before it creates anything (field paths "spec.trainer.*"); the trainer reads
+// the same YAML through the same codec (kube::TrainerSpec) and the same function (paths
+// "trainer.*"), so that a spec the operator admits is one the trainer runs, and the CRD schema
+// states the same bounds (operator/tests/crd_test.cc holds the two to each other).
+//
+// Thread-safety: pure functions over plain values. Failure: field errors, one per problem.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ringmaster/contract/field_errors.h"
+#include "ringmaster/kube/training_job.h"
+
+namespace ringmaster::contract {
+
+enum class ModelType { kMlp, kCnn };
+enum class OptimizerType { kSgd, kAdam };
+enum class LrSchedule { kConstant, kCosine };
+// Where the model trains: auto is the GPU when the build has CUDA and one is visible.
+enum class Device { kAuto, kCpu, kCuda };
+// GPU arithmetic: fp32 (no TF32), or bf16 GEMMs over fp32 master weights.
+enum class Precision { kFp32, kBf16 };
+
+// Bounds the model's size: weights, gradients and optimizer state (~16 bytes a parameter)
+// live on every rank; 100M parameters is ~1.6 GB each.
+inline constexpr int64_t kMaxModelParameters = 100'000'000;
+// Port of local rank 0's /metrics in a worker pod (local rank k serves port + k).
+inline constexpr int32_t kDefaultMetricsPort = 9090;
+
+struct TrainerSettings {
+  struct Model {
+    ModelType type = ModelType::kMlp;
+    std::vector<int32_t> hidden;    // MLP hidden widths
+    std::vector<int32_t> channels;  // the CNN's two conv layers
+    int32_t cnn_hidden = 0;         // the CNN's dense layer before the classes; 0: none
+    bool operator==(const Model&) const = default;
+  };
+  struct Dataset {
+    std::string name;
+    std::string path;
+    bool operator==(const Dataset&) const = default;
+  };
+  struct Optimizer {
+    OptimizerType type = OptimizerType::kSgd;
+    double learning_rate = 0;
+    double momentum = 0;
+    double weight_decay = 0;
+    LrSchedule schedule = LrSchedule::kConstant;  // cosine: decay to 0 at the last step
+    bool nesterov = false;
+    double beta1 = 0, beta2 = 0, epsilon = 0;  // Adam
+    bool operator==(const Optimizer&) const = default;
+  };
+  struct Checkpoint {
+    std::string path;  // empty: no checkpoints
+    int64_t every_steps = 0;
+    int64_t keep = 0;
+    bool operator==(const Checkpoint&) const = default;
+  };
+
+  Model model;
+  Dataset dataset;
+  int64_t epochs = 0;
+  int64_t batch_size = 0;  // per rank
+  Optimizer optimizer;
+  double bucket_cap_mb = 0;
+  double first_bucket_cap_mb = 0;  // small, so communication starts early in backward
+  Checkpoint checkpoint;
+  uint64_t seed = 0;
+  int32_t metrics_port = 0;
+  int64_t max_steps = 0;        // 0: no limit
+  int64_t log_every_steps = 0;  // 0: one line per epoch
+  int64_t comm_timeout_seconds = 0;
+  int64_t blas_threads = 0;
+  Device device = Device::kAuto;
+  Precision precision = Precision::kFp32;
+  bool cuda_graph = false;
+  bool operator==(const TrainerSettings&) const = default;
+};
+
+// Problems of `spec` (an unset field is fine: its default applies), each named under `prefix`
+// ("spec.trainer" in the operator, "trainer" in the trainer).
+std::vector<FieldError> validateTrainer(const kube::TrainerSpec& spec, const std::string& prefix);
+
+// `spec` with every default applied. Meaningful only for a spec validateTrainer accepts.
+TrainerSettings trainerSettings(const kube::TrainerSpec& spec);
+
+// Parameters of the model `model` describes, built for Fashion-MNIST with the defaults for what
+// it leaves out.
+int64_t modelParameters(const kube::ModelSpec& model);
+
+// The spelling in spec.trainer of each enum value ("mlp", "adam", "cuda", ...).
+const char* name(ModelType value);
+const char* name(OptimizerType value);
+const char* name(LrSchedule value);
+const char* name(Device value);
+const char* name(Precision value);
+
+}  // namespace ringmaster::contract

@@ -1,0 +1,214 @@
+#include "ringmaster/contract/trainer_spec.h"
+
+#include <algorithm>
+
+#include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/contract/spelling.h"
+#include "ringmaster/kube/names.h"
+
+namespace ringmaster::contract {
+namespace {
+
+// The defaults of spec.trainer, one place for all of them.
+constexpr const char* kDefaultDataset = "fashion-mnist";
+constexpr const char* kDefaultDatasetPath = "/usr/share/datasets/fashion-mnist";
+const std::vector<int32_t> kDefaultHidden = {512, 512};
+const std::vector<int32_t> kDefaultChannels = {16, 32};
+constexpr int64_t kDefaultEpochs = 5;
+constexpr int64_t kDefaultBatchSize = 128;
+constexpr double kDefaultLearningRate = 0.1;
+constexpr double kDefaultMomentum = 0.9;
+constexpr double kDefaultBeta1 = 0.9, kDefaultBeta2 = 0.999, kDefaultEpsilon = 1e-8;
+constexpr double kDefaultBucketCapMB = 25.0;
+// DDP's small first bucket: its allreduce starts while most of backward remains.
+constexpr double kDefaultFirstBucketCapMB = 1.0;
+constexpr int64_t kDefaultCheckpointEverySteps = 500;
+constexpr int64_t kDefaultCheckpointKeep = 3;
+constexpr uint64_t kDefaultSeed = 42;
+constexpr int64_t kDefaultCommTimeoutSeconds = 300;
+
+constexpr ModelType kModelTypes[] = {ModelType::kMlp, ModelType::kCnn};
+constexpr OptimizerType kOptimizerTypes[] = {OptimizerType::kSgd, OptimizerType::kAdam};
+constexpr LrSchedule kSchedules[] = {LrSchedule::kConstant, LrSchedule::kCosine};
+constexpr Device kDevices[] = {Device::kAuto, Device::kCpu, Device::kCuda};
+constexpr Precision kPrecisions[] = {Precision::kFp32, Precision::kBf16};
+
+// fp32 weights, gradients and optimizer moments: about 16 bytes a parameter on every rank.
+std::string gigabytes(int64_t parameters) {
+  const int64_t tenths = parameters * 16 / 100'000'000;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GB";
+}
+
+void validateModel(const kube::ModelSpec& m, const std::string& p, FieldErrors& e) {
+  e.unknownFields(p, m.extra);
+  e.oneOf(p + ".type", m.type, spellings(kModelTypes));
+  for (size_t i = 0; i < m.hidden.size(); ++i) {
+    e.inRange(p + ".hidden[" + std::to_string(i) + "]", std::optional<int32_t>(m.hidden[i]), 1,
+              65536);
+  }
+  if (!m.channels.empty() && m.channels.size() != 2) {
+    e.add(p + ".channels", "the cnn has exactly two conv layers: give two channel counts, got " +
+                               std::to_string(m.channels.size()));
+  }
+  for (size_t i = 0; i < m.channels.size(); ++i) {
+    e.inRange(p + ".channels[" + std::to_string(i) + "]", std::optional<int32_t>(m.channels[i]), 1,
+              1024);
+  }
+  e.inRange(p + ".cnnHidden", m.cnn_hidden, 0, 65536);
+  if (const int64_t n = modelParameters(m); n > kMaxModelParameters) {
+    const std::string field = m.type.value_or("mlp") == "cnn" ? "channels, cnnHidden" : "hidden";
+    e.add(p, "the model has " + std::to_string(n) + " parameters (~" + gigabytes(n) +
+                 " per rank for weights, gradients and optimizer state), more than the " +
+                 std::to_string(kMaxModelParameters) + " allowed; make " + field + " smaller");
+  }
+}
+
+void validateOptimizer(const kube::OptimizerSpec& o, const std::string& p, FieldErrors& e) {
+  e.unknownFields(p, o.extra);
+  e.oneOf(p + ".type", o.type, spellings(kOptimizerTypes));
+  e.oneOf(p + ".schedule", o.schedule, spellings(kSchedules));
+  e.above(p + ".learningRate", o.learning_rate, 0);
+  e.inInterval(p + ".momentum", o.momentum, 0, false, 1, true);
+  e.atLeast(p + ".weightDecay", o.weight_decay, 0.0);
+  e.inInterval(p + ".beta1", o.beta1, 0, false, 1, true);
+  e.inInterval(p + ".beta2", o.beta2, 0, false, 1, true);
+  e.above(p + ".epsilon", o.epsilon, 0);
+}
+
+}  // namespace
+
+const char* name(ModelType value) { return value == ModelType::kCnn ? "cnn" : "mlp"; }
+const char* name(OptimizerType value) { return value == OptimizerType::kAdam ? "adam" : "sgd"; }
+const char* name(LrSchedule value) { return value == LrSchedule::kCosine ? "cosine" : "constant"; }
+const char* name(Device value) {
+  switch (value) {
+    case Device::kCpu:
+      return "cpu";
+    case Device::kCuda:
+      return "cuda";
+    case Device::kAuto:
+      break;
+  }
+  return "auto";
+}
+const char* name(Precision value) { return value == Precision::kBf16 ? "bf16" : "fp32"; }
+
+int64_t modelParameters(const kube::ModelSpec& model) {
+  constexpr int64_t kInputs = 28 * 28, kClasses = 10;  // Fashion-MNIST
+  auto dense = [](int64_t in, int64_t out) { return in * out + out; };
+  // Widths are clamped as validateTrainer bounds them (an out-of-range one is its own error), so
+  // that nothing here overflows.
+  if (model.type.value_or("mlp") == "cnn") {
+    // Two conv(5x5) blocks, each halving the 28x28 image.
+    const auto& channels = model.channels.size() == 2 ? model.channels : kDefaultChannels;
+    const int64_t c1 = std::clamp(channels[0], 1, 1024);
+    const int64_t c2 = std::clamp(channels[1], 1, 1024);
+    int64_t n = (25 * c1 + c1) + (25 * c1 * c2 + c2);
+    const int64_t flat = 7 * 7 * c2;
+    const int64_t fc = std::clamp(model.cnn_hidden.value_or(0), 0, 65536);
+    n += fc > 0 ? dense(flat, fc) + dense(fc, kClasses) : dense(flat, kClasses);
+    return n;
+  }
+  const auto& hidden = model.hidden.empty() ? kDefaultHidden : model.hidden;
+  int64_t n = 0, in = kInputs;
+  for (int32_t width : hidden) {
+    const int64_t w = std::clamp(width, 1, 65536);
+    n += dense(in, w);
+    in = w;
+  }
+  return n + dense(in, kClasses);
+}
+
+std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::string& p) {
+  FieldErrors e;
+  e.unknownFields(p, t.extra);
+  if (t.model) validateModel(*t.model, p + ".model", e);
+  if (t.dataset) {
+    e.unknownFields(p + ".dataset", t.dataset->extra);
+    e.oneOf(p + ".dataset.name", t.dataset->name, {kDefaultDataset});
+    if (t.dataset->path && t.dataset->path->empty())
+      e.add(p + ".dataset.path", "must not be empty");
+  }
+  if (t.optimizer) validateOptimizer(*t.optimizer, p + ".optimizer", e);
+  if (t.checkpoint) {
+    e.unknownFields(p + ".checkpoint", t.checkpoint->extra);
+    // A relative path resolves against the trainer's working directory: ".." could leave it.
+    if (t.checkpoint->path && kube::hasBackstep(*t.checkpoint->path)) {
+      e.add(p + ".checkpoint.path", invalidValue(*t.checkpoint->path, "must not contain '..'"));
+    }
+    e.atLeast(p + ".checkpoint.everySteps", t.checkpoint->every_steps, 0);
+    e.atLeast(p + ".checkpoint.keep", t.checkpoint->keep, 1);
+  }
+  e.inRange(p + ".epochs", t.epochs, 1, 100000);
+  e.inRange(p + ".batchSize", t.batch_size, 1, 65536);
+  e.inInterval(p + ".bucketCapMB", t.bucket_cap_mb, 0, true, 4096, false);
+  e.above(p + ".firstBucketCapMB", t.first_bucket_cap_mb, 0);
+  e.atLeast(p + ".seed", t.seed, int64_t{0});
+  e.inRange(p + ".metricsPort", t.metrics_port, 1, 65535);
+  // The worker container's other ports: a second listener on one of them cannot bind.
+  for (auto [port, what] : {std::pair{pod_env::kHealthPort, "the launcher's health port"},
+                            std::pair{pod_env::kRendezvousPort, "the rendezvous port"},
+                            std::pair{pod_env::kSshPort, "the MPI launcher's sshd port"}}) {
+    if (t.metrics_port == port) {
+      e.add(p + ".metricsPort", invalidValue(std::to_string(port), std::string("is ") + what));
+    }
+  }
+  e.atLeast(p + ".maxSteps", t.max_steps, int64_t{0});
+  e.atLeast(p + ".logEverySteps", t.log_every_steps, 0);
+  e.atLeast(p + ".commTimeoutSeconds", t.comm_timeout_seconds, 1);
+  e.inRange(p + ".blasThreads", t.blas_threads, 1, 256);
+  e.oneOf(p + ".device", t.device, spellings(kDevices));
+  e.oneOf(p + ".precision", t.precision, spellings(kPrecisions));
+  if (t.precision == "bf16" && t.device == "cpu") {
+    e.add(p + ".precision", "bf16 runs on the GPU only (device cpu trains in fp32)");
+  }
+  return e.take();
+}
+
+TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
+  TrainerSettings s;
+  const kube::ModelSpec model = t.model.value_or(kube::ModelSpec{});
+  s.model.type = parseSpelling(model.type, kModelTypes, ModelType::kMlp);
+  s.model.hidden = model.hidden.empty() ? kDefaultHidden : model.hidden;
+  s.model.channels = model.channels.empty() ? kDefaultChannels : model.channels;
+  s.model.cnn_hidden = model.cnn_hidden.value_or(0);
+
+  const kube::DatasetSpec dataset = t.dataset.value_or(kube::DatasetSpec{});
+  s.dataset.name = dataset.name.value_or(kDefaultDataset);
+  s.dataset.path = dataset.path.value_or(kDefaultDatasetPath);
+
+  s.epochs = t.epochs.value_or(kDefaultEpochs);
+  s.batch_size = t.batch_size.value_or(kDefaultBatchSize);
+
+  const kube::OptimizerSpec o = t.optimizer.value_or(kube::OptimizerSpec{});
+  s.optimizer.type = parseSpelling(o.type, kOptimizerTypes, OptimizerType::kSgd);
+  s.optimizer.learning_rate = o.learning_rate.value_or(kDefaultLearningRate);
+  s.optimizer.momentum = o.momentum.value_or(kDefaultMomentum);
+  s.optimizer.weight_decay = o.weight_decay.value_or(0.0);
+  s.optimizer.schedule = parseSpelling(o.schedule, kSchedules, LrSchedule::kConstant);
+  s.optimizer.nesterov = o.nesterov.value_or(false);
+  s.optimizer.beta1 = o.beta1.value_or(kDefaultBeta1);
+  s.optimizer.beta2 = o.beta2.value_or(kDefaultBeta2);
+  s.optimizer.epsilon = o.epsilon.value_or(kDefaultEpsilon);
+
+  s.bucket_cap_mb = t.bucket_cap_mb.value_or(kDefaultBucketCapMB);
+  s.first_bucket_cap_mb = t.first_bucket_cap_mb.value_or(kDefaultFirstBucketCapMB);
+
+  const kube::CheckpointSpec c = t.checkpoint.value_or(kube::CheckpointSpec{});
+  s.checkpoint.path = c.path.value_or("");
+  s.checkpoint.every_steps = c.every_steps.value_or(kDefaultCheckpointEverySteps);
+  s.checkpoint.keep = c.keep.value_or(kDefaultCheckpointKeep);
+
+  s.seed = static_cast<uint64_t>(t.seed.value_or(static_cast<int64_t>(kDefaultSeed)));
+  s.metrics_port = t.metrics_port.value_or(kDefaultMetricsPort);
+  s.max_steps = t.max_steps.value_or(0);
+  s.log_every_steps = t.log_every_steps.value_or(0);
+  s.comm_timeout_seconds = t.comm_timeout_seconds.value_or(kDefaultCommTimeoutSeconds);
+  s.blas_threads = t.blas_threads.value_or(1);
+  s.device = parseSpelling(t.device, kDevices, Device::kAuto);
+  s.precision = parseSpelling(t.precision, kPrecisions, Precision::kFp32);
+  s.cuda_graph = t.cuda_graph.value_or(true);
+  return s;
+}
+
+}  // namespace ringmaster::contract

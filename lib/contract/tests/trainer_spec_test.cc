@@ -1,0 +1,179 @@
+#include "ringmaster/contract/trainer_spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ringmaster::contract {
+namespace {
+
+kube::TrainerSpec decodeSpec(const nlohmann::json& json) {
+  auto spec = kube::decode<kube::TrainerSpec>(json);
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  return spec.ok() ? *spec : kube::TrainerSpec{};
+}
+
+std::vector<std::string> fields(const std::vector<FieldError>& errors) {
+  std::vector<std::string> out;
+  for (const FieldError& e : errors) out.push_back(e.field);
+  return out;
+}
+
+TEST(TrainerSpec, AnEmptySpecIsValidAndEveryDefaultIsSet) {
+  EXPECT_THAT(validateTrainer({}, "trainer"), ::testing::IsEmpty());
+  const TrainerSettings s = trainerSettings({});
+  EXPECT_EQ(s.model.type, ModelType::kMlp);
+  EXPECT_EQ(s.model.hidden, (std::vector<int32_t>{512, 512}));
+  EXPECT_EQ(s.model.channels, (std::vector<int32_t>{16, 32}));
+  EXPECT_EQ(s.model.cnn_hidden, 0);
+  EXPECT_EQ(s.dataset.name, "fashion-mnist");
+  EXPECT_EQ(s.dataset.path, "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(s.epochs, 5);
+  EXPECT_EQ(s.batch_size, 128);
+  EXPECT_EQ(s.optimizer.type, OptimizerType::kSgd);
+  EXPECT_DOUBLE_EQ(s.optimizer.learning_rate, 0.1);
+  EXPECT_DOUBLE_EQ(s.optimizer.momentum, 0.9);
+  EXPECT_EQ(s.optimizer.schedule, LrSchedule::kConstant);
+  EXPECT_DOUBLE_EQ(s.optimizer.beta2, 0.999);
+  EXPECT_DOUBLE_EQ(s.bucket_cap_mb, 25.0);
+  EXPECT_DOUBLE_EQ(s.first_bucket_cap_mb, 1.0);
+  EXPECT_EQ(s.checkpoint.path, "");
+  EXPECT_EQ(s.checkpoint.every_steps, 500);
+  EXPECT_EQ(s.checkpoint.keep, 3);
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_EQ(s.metrics_port, kDefaultMetricsPort);
+  EXPECT_EQ(s.comm_timeout_seconds, 300);
+  EXPECT_EQ(s.blas_threads, 1);
+  EXPECT_EQ(s.device, Device::kAuto);
+  EXPECT_EQ(s.precision, Precision::kFp32);
+  EXPECT_TRUE(s.cuda_graph);
+}
+
+TEST(TrainerSpec, GivenValuesWinOverDefaults) {
+  const TrainerSettings s = trainerSettings(decodeSpec({
+      {"model", {{"type", "cnn"}, {"channels", {8, 16}}, {"cnnHidden", 64}}},
+      {"dataset", {{"path", "/data"}}},
+      {"epochs", 2},
+      {"optimizer",
+       {{"type", "adam"}, {"learningRate", 0.001}, {"schedule", "cosine"}, {"epsilon", 1e-6}}},
+      {"checkpoint", {{"path", "/ckpt"}, {"everySteps", 0}}},
+      {"metricsPort", 9400},
+      {"device", "cuda"},
+      {"precision", "bf16"},
+      {"cudaGraph", false},
+  }));
+  EXPECT_EQ(s.model.type, ModelType::kCnn);
+  EXPECT_EQ(s.model.channels, (std::vector<int32_t>{8, 16}));
+  EXPECT_EQ(s.model.cnn_hidden, 64);
+  EXPECT_EQ(s.dataset.path, "/data");
+  EXPECT_EQ(s.epochs, 2);
+  EXPECT_EQ(s.optimizer.type, OptimizerType::kAdam);
+  EXPECT_DOUBLE_EQ(s.optimizer.learning_rate, 0.001);
+  EXPECT_EQ(s.optimizer.schedule, LrSchedule::kCosine);
+  EXPECT_DOUBLE_EQ(s.optimizer.epsilon, 1e-6);
+  EXPECT_EQ(s.checkpoint.path, "/ckpt");
+  EXPECT_EQ(s.checkpoint.every_steps, 0);
+  EXPECT_EQ(s.metrics_port, 9400);
+  EXPECT_EQ(s.device, Device::kCuda);
+  EXPECT_EQ(s.precision, Precision::kBf16);
+  EXPECT_FALSE(s.cuda_graph);
+}
+
+struct Row {
+  const char* what;
+  nlohmann::json spec;
+  std::vector<std::string> fields;  // the fields complained about; empty: valid
+};
+
+class TrainerSpecRows : public ::testing::TestWithParam<Row> {};
+
+TEST_P(TrainerSpecRows, ComplainsAboutExactlyTheseFields) {
+  const Row& row = GetParam();
+  std::vector<FieldError> errors = validateTrainer(decodeSpec(row.spec), "spec.trainer");
+  EXPECT_EQ(fields(errors), row.fields) << describe(errors);
+  for (const FieldError& e : errors) EXPECT_FALSE(e.message.empty()) << e.field;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bounds, TrainerSpecRows,
+    ::testing::Values(
+        Row{"epochs at its bounds", {{"epochs", 1}}, {}},
+        Row{"epochs 0", {{"epochs", 0}}, {"spec.trainer.epochs"}},
+        Row{"epochs past the bound", {{"epochs", 100001}}, {"spec.trainer.epochs"}},
+        Row{"batch 65536", {{"batchSize", 65536}}, {}},
+        Row{"batch 0", {{"batchSize", 0}}, {"spec.trainer.batchSize"}},
+        Row{"model type", {{"model", {{"type", "rnn"}}}}, {"spec.trainer.model.type"}},
+        Row{"a hidden width of 0",
+            {{"model", {{"hidden", {512, 0}}}}},
+            {"spec.trainer.model.hidden[1]"}},
+        Row{"one conv channel",
+            {{"model", {{"type", "cnn"}, {"channels", {16}}}}},
+            {"spec.trainer.model.channels"}},
+        Row{"a model past 100M parameters",
+            {{"model", {{"hidden", {65536, 65536}}}}},
+            {"spec.trainer.model"}},
+        Row{"a dataset the trainer lacks",
+            {{"dataset", {{"name", "cifar10"}}}},
+            {"spec.trainer.dataset.name"}},
+        Row{"an empty dataset path", {{"dataset", {{"path", ""}}}}, {"spec.trainer.dataset.path"}},
+        Row{"learning rate 0",
+            {{"optimizer", {{"learningRate", 0}}}},
+            {"spec.trainer.optimizer.learningRate"}},
+        Row{"momentum 1", {{"optimizer", {{"momentum", 1}}}}, {"spec.trainer.optimizer.momentum"}},
+        Row{"momentum 0", {{"optimizer", {{"momentum", 0}}}}, {}},
+        Row{"beta1 1", {{"optimizer", {{"beta1", 1}}}}, {"spec.trainer.optimizer.beta1"}},
+        Row{"beta2 0.999", {{"optimizer", {{"beta2", 0.999}}}}, {}},
+        Row{"epsilon 0", {{"optimizer", {{"epsilon", 0}}}}, {"spec.trainer.optimizer.epsilon"}},
+        Row{"a negative weight decay",
+            {{"optimizer", {{"weightDecay", -0.1}}}},
+            {"spec.trainer.optimizer.weightDecay"}},
+        Row{"schedule",
+            {{"optimizer", {{"schedule", "step"}}}},
+            {"spec.trainer.optimizer.schedule"}},
+        Row{"bucket cap 0", {{"bucketCapMB", 0}}, {"spec.trainer.bucketCapMB"}},
+        Row{"bucket cap 4096", {{"bucketCapMB", 4096}}, {}},
+        Row{"first bucket cap 0", {{"firstBucketCapMB", 0}}, {"spec.trainer.firstBucketCapMB"}},
+        Row{"checkpoint keep 0", {{"checkpoint", {{"keep", 0}}}}, {"spec.trainer.checkpoint.keep"}},
+        Row{"a checkpoint path that climbs out",
+            {{"checkpoint", {{"path", "ckpt/../../etc"}}}},
+            {"spec.trainer.checkpoint.path"}},
+        Row{"metrics port 0", {{"metricsPort", 0}}, {"spec.trainer.metricsPort"}},
+        Row{"metrics port 65535", {{"metricsPort", 65535}}, {}},
+        Row{"metrics port on the rendezvous port",
+            {{"metricsPort", 29500}},
+            {"spec.trainer.metricsPort"}},
+        Row{"metrics port on the health port",
+            {{"metricsPort", 8080}},
+            {"spec.trainer.metricsPort"}},
+        Row{"blas threads 0", {{"blasThreads", 0}}, {"spec.trainer.blasThreads"}},
+        Row{"comm timeout 0", {{"commTimeoutSeconds", 0}}, {"spec.trainer.commTimeoutSeconds"}},
+        Row{"device", {{"device", "tpu"}}, {"spec.trainer.device"}},
+        Row{"bf16 on the CPU",
+            {{"device", "cpu"}, {"precision", "bf16"}},
+            {"spec.trainer.precision"}},
+        Row{"an unknown key", {{"learningRate", 0.1}}, {"spec.trainer.learningRate"}},
+        Row{"an unknown key below", {{"optimizer", {{"lr", 0.1}}}}, {"spec.trainer.optimizer.lr"}}),
+    [](const auto& info) {
+      std::string name;
+      for (char c : std::string(info.param.what)) name += std::isalnum(c) ? c : '_';
+      return name;
+    });
+
+TEST(TrainerSpec, ModelParametersCountTheLayersWithTheDefaultsFilledIn) {
+  // 784-512-512-10.
+  EXPECT_EQ(modelParameters({}), 784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10);
+  kube::ModelSpec cnn;
+  cnn.type = "cnn";
+  // conv 1->16 and 16->32 (5x5), then 7*7*32 -> 10.
+  EXPECT_EQ(modelParameters(cnn), (25 * 16 + 16) + (25 * 16 * 32 + 32) + (7 * 7 * 32 * 10 + 10));
+}
+
+TEST(TrainerSpec, EnumNamesAreTheSpecsSpelling) {
+  EXPECT_STREQ(name(ModelType::kCnn), "cnn");
+  EXPECT_STREQ(name(OptimizerType::kAdam), "adam");
+  EXPECT_STREQ(name(LrSchedule::kCosine), "cosine");
+  EXPECT_STREQ(name(Device::kCuda), "cuda");
+  EXPECT_STREQ(name(Precision::kBf16), "bf16");
+}
+
+}  // namespace
+}  // namespace ringmaster::contract
