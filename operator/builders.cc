@@ -402,15 +402,15 @@ nlohmann::json buildNetworkPolicy(const kube::TrainingJob& job) {
   return np;
 }
 
-nlohmann::json buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind) {
-  nlohmann::json pg;
-  pg["apiVersion"] = kind.group + "/" + kind.version;
-  pg["kind"] = kind.kind;
-  pg["metadata"] = kube::encode(childMeta(job, job.metadata.name));
+kube::PodGroup buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind) {
   const JobSettings settings = settingsOf(job.spec);
-  pg["spec"]["minMember"] = settings.replicas;
+  kube::PodGroup pg;
+  pg.api_version = kind.group + "/" + kind.version;
+  pg.kind = kind.kind;
+  pg.metadata = childMeta(job, job.metadata.name);
+  pg.spec.min_member = settings.replicas;
   if (kind.group == "scheduling.x-k8s.io") {
-    pg["spec"]["scheduleTimeoutSeconds"] = settings.schedule_timeout_seconds;
+    pg.spec.schedule_timeout_seconds = settings.schedule_timeout_seconds;
   }
   return pg;
 }

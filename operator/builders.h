@@ -20,6 +20,7 @@
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/config_map.h"
 #include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/pod_group.h"
 #include "ringmaster/kube/secret.h"
 #include "ringmaster/kube/service.h"
 #include "ringmaster/kube/training_job.h"
@@ -85,7 +86,7 @@ std::string trainerYaml(const kube::TrainingJob& job);
 
 namespace ringmaster::op {
 
-// A gang scheduler's PodGroup (unstructured: its CRD is not ours).
+// Which gang scheduler's PodGroup API a job needs (kube::PodGroup is the object of either).
 struct PodGroupKind {
   std::string group;    // "scheduling.volcano.sh" | "scheduling.x-k8s.io"
   std::string version;  // "v1beta1" | "v1alpha1"
@@ -96,7 +97,7 @@ struct PodGroupKind {
 // scheduler-plugins / coscheduling; nullopt for any other scheduler.
 std::optional<PodGroupKind> podGroupKindFor(const kube::TrainingJob& job);
 // PodGroup "<job>" with minMember = replicas, owned by the job.
-nlohmann::json buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind);
+kube::PodGroup buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& kind);
 
 // networking.k8s.io/v1 NetworkPolicy "<job>-workers": the job's pods (kJobNameLabel) admit
 // ingress from the job's own pods only, on any port (the store, MPI's ssh, and gloo, NCCL and

@@ -19,6 +19,7 @@
 #include "operator/instrumented_client.h"
 #include "operator/operator_metrics.h"
 #include "operator/progress.h"
+#include "operator/progress_poller.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
@@ -183,8 +184,11 @@ int main(int argc, char** argv) {
 
   rm::kube::Clock& clock = rm::kube::realClock();
   rm::kube::EventRecorder events(client, clock, {"ringmaster-operator", hostname(), "", 4096});
-  rm::op::HttpProgressSource progress;
   rm::op::Controller::Options controller_options;
+  // Rank 0's metrics are scraped off the reconcile path, as often as a running job's status is
+  // refreshed; a pass reads the newest scrape.
+  rm::op::HttpProgressSource scrape;
+  rm::op::ProgressPoller progress(scrape, controller_options.reconciler.progress_interval);
   controller_options.namespace_name = config.namespace_name;
   controller_options.workers = static_cast<int>(config.workers);
   controller_options.reconciler.validate.default_image = config.trainer_image;

@@ -417,13 +417,11 @@ core::Status Reconciler::ensurePodGroup(Pass& p) {
     }
     return core::Status::Ok();
   }
-  kube::ApiRequest request;
-  request.verb = kube::Verb::kPost;
-  request.path = "/apis/" + group_version + "/namespaces/" + p.ns + "/" + kind->plural;
-  request.body = kube::dumpJson(buildPodGroup(p.job, *kind));
-  kube::ApiResult<kube::ApiResponse> response = kube::callApi(client_, request);
-  if (!response.ok() && !response.error().isAlreadyExists()) {
-    return response.status().withContext("job " + p.key + ": create PodGroup");
+  kube::ResourceClient<kube::PodGroup> groups(
+      client_, kube::ResourceType{kind->group, kind->version, kind->plural, true}, p.ns);
+  kube::ApiResult<kube::PodGroup> created = groups.create(buildPodGroup(p.job, *kind));
+  if (!created.ok() && !created.error().isAlreadyExists()) {
+    return created.status().withContext("job " + p.key + ": create PodGroup");
   }
   return core::Status::Ok();
 }

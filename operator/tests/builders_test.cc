@@ -301,15 +301,22 @@ TEST(Builders, GangSchedulerGetsAPodGroupWithMinMemberReplicas) {
   std::optional<PodGroupKind> kind = podGroupKindFor(job);
   ASSERT_TRUE(kind.has_value());
   EXPECT_EQ(kind->group, "scheduling.volcano.sh");
-  nlohmann::json pg = buildPodGroup(job, *kind);
-  EXPECT_EQ(pg["spec"]["minMember"], 4);
-  EXPECT_EQ(pg["metadata"]["name"], "big");
+  kube::PodGroup pg = buildPodGroup(job, *kind);
+  EXPECT_EQ(pg.api_version, "scheduling.volcano.sh/v1beta1");
+  EXPECT_EQ(pg.kind, "PodGroup");
+  EXPECT_EQ(pg.spec.min_member, 4);
+  EXPECT_FALSE(pg.spec.schedule_timeout_seconds.has_value()) << "scheduler-plugins' field";
+  EXPECT_EQ(pg.metadata.name, "big");
+  ASSERT_EQ(pg.metadata.owner_references.size(), 1u);
+  EXPECT_EQ(pg.metadata.owner_references[0].name, "big");
   kube::Pod pod = buildWorkerPod(job, 0, 0, "store-secret-for-tests");
   EXPECT_EQ(pod.spec.scheduler_name, "volcano");
   EXPECT_EQ(pod.metadata.annotations.at("scheduling.k8s.io/group-name"), "big");
 
   job.spec.scheduling_policy->scheduler_name = "scheduler-plugins-scheduler";
   EXPECT_EQ(podGroupKindFor(job)->group, "scheduling.x-k8s.io");
+  EXPECT_EQ(buildPodGroup(job, *podGroupKindFor(job)).spec.schedule_timeout_seconds,
+            kDefaultScheduleTimeoutSeconds);
   job.spec.scheduling_policy->scheduler_name = "default-scheduler";
   EXPECT_FALSE(podGroupKindFor(job).has_value());
 }

@@ -12,6 +12,7 @@
 #include "ringmaster/kube/namespace.h"
 #include "ringmaster/kube/node.h"
 #include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/pod_group.h"
 #include "ringmaster/kube/secret.h"
 #include "ringmaster/kube/service.h"
 #include "ringmaster/kube/training_job.h"
@@ -129,6 +130,21 @@ TEST(RoundTrip, LeaseWithMicroTimes) {
   ASSERT_TRUE(lease.spec.renew_time.has_value());
   EXPECT_EQ(lease.spec.renew_time->toString(), "2026-11-22T02:01:12.192065Z");
   EXPECT_EQ(lease.spec.renew_time->unixMicros() - lease.spec.acquire_time->unixMicros(), 8318002);
+}
+
+// A Volcano PodGroup as its controller leaves it: the typed fields, and its status and queue
+// kept untouched.
+TEST(RoundTrip, PodGroupKeepsWhatItDoesNotModel) {
+  PodGroup pg = expectRoundTrip<PodGroup>(nlohmann::json::parse(R"({
+    "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+    "metadata": {"name": "big", "namespace": "default"},
+    "spec": {"minMember": 4, "queue": "default"},
+    "status": {"phase": "Running", "running": 4}})"));
+  EXPECT_EQ(pg.api_version, "scheduling.volcano.sh/v1beta1");
+  EXPECT_EQ(pg.spec.min_member, 4);
+  EXPECT_FALSE(pg.spec.schedule_timeout_seconds.has_value());
+  EXPECT_EQ(pg.spec.extra["queue"], "default");
+  EXPECT_EQ(pg.extra["status"]["phase"], "Running");
 }
 
 TEST(RoundTrip, ConflictStatus409) {

@@ -68,10 +68,11 @@ std::string encodeText(const T& value) {
   return dumpJson(toJson(value));
 }
 
-// Sets a top-level object's apiVersion and kind from its type (Pod -> "v1", "Pod").
+// Sets a top-level object's apiVersion and kind from its type (Pod -> "v1", "Pod"). A kind that
+// more than one API serves (PodGroup) has no apiVersion of its own: its objects carry theirs.
 template <class T>
 void setTypeMeta(T& object) {
-  object.api_version = T::kApiVersion;
+  if constexpr (requires { T::kApiVersion; }) object.api_version = T::kApiVersion;
   object.kind = T::kKind;
 }
 

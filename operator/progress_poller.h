@@ -1,0 +1,59 @@
+#pragma once
+// ProgressPoller: rank 0's progress read off the reconcile path. The reconciler asks it as it
+// would ask any ProgressSource, and gets at once the newest reading a background thread took of
+// that address (Unavailable until there is one); the thread reads every address asked for within
+// the last few intervals through the source it wraps (the HTTP scrape), one at a time, and drops
+// addresses nobody asks for any more. A trainer that answers slowly or not at all therefore
+// delays no reconcile pass, whichever job it belongs to.
+//
+// Thread-safety: read() may be called from many threads; the polling thread is the only one
+// that calls the wrapped source. Failure: read() returns Unavailable before the first reading of
+// an address, else the wrapped source's last result (its error, too). Stops and joins its thread
+// on destruction.
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "operator/progress.h"
+
+namespace ringmaster::op {
+
+class ProgressPoller : public ProgressSource {
+ public:
+  // Reads each address every `interval`; forgets one not asked for within `keep` intervals.
+  ProgressPoller(ProgressSource& source, std::chrono::milliseconds interval, int keep = 3);
+  ~ProgressPoller() override;
+  ProgressPoller(const ProgressPoller&) = delete;
+  ProgressPoller& operator=(const ProgressPoller&) = delete;
+
+  core::Result<kube::TrainingProgress> read(const std::string& host, int port) override;
+
+  // Addresses being polled (for tests and the debug log).
+  size_t watched() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  using Address = std::pair<std::string, int>;
+  struct Target {
+    Clock::time_point asked;
+    std::optional<core::Result<kube::TrainingProgress>> last;  // none before the first reading
+  };
+
+  void poll(std::stop_token stop);
+
+  ProgressSource& source_;
+  const std::chrono::milliseconds interval_;
+  const int keep_;
+  mutable std::mutex mu_;
+  std::condition_variable_any asked_;  // a new address: read it now rather than next interval
+  std::map<Address, Target> targets_;
+  bool fresh_ = false;   // an address was added since the last round
+  std::jthread thread_;  // last: it starts once the members above exist
+};
+
+}  // namespace ringmaster::op

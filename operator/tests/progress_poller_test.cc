@@ -1,0 +1,121 @@
+#include "operator/progress_poller.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace ringmaster::op {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A source whose reads block while `held`, and count themselves.
+class GatedSource : public ProgressSource {
+ public:
+  core::Result<kube::TrainingProgress> read(const std::string& host, int port) override {
+    std::unique_lock lock(mu_);
+    ++calls_;
+    last_host_ = host + ":" + std::to_string(port);
+    released_.wait(lock, [&] { return !held_; });
+    kube::TrainingProgress p;
+    p.step = step_;
+    return p;
+  }
+  void hold() {
+    std::lock_guard lock(mu_);
+    held_ = true;
+  }
+  void release(int64_t step) {
+    {
+      std::lock_guard lock(mu_);
+      held_ = false;
+      step_ = step;
+    }
+    released_.notify_all();
+  }
+  int calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+  std::string lastHost() {
+    std::lock_guard lock(mu_);
+    return last_host_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable released_;
+  bool held_ = false;
+  int64_t step_ = 0;
+  int calls_ = 0;
+  std::string last_host_;
+};
+
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return done();
+}
+
+TEST(ProgressPoller, AnswersAtOnceWhileTheTrainerHangsAndLaterWithItsReading) {
+  GatedSource source;
+  source.hold();  // the trainer does not answer
+  ProgressPoller poller(source, 20ms);
+  core::Result<kube::TrainingProgress> first = poller.read("10.244.0.7", 9090);
+  EXPECT_EQ(first.status().code(), core::Code::kUnavailable);
+  // The poller's thread is stuck in the scrape; the reconciler's read still answers.
+  ASSERT_TRUE(eventually([&] { return source.calls() == 1; }));
+  EXPECT_EQ(source.lastHost(), "10.244.0.7:9090");
+  EXPECT_FALSE(poller.read("10.244.0.7", 9090).ok());
+  source.release(42);
+  ASSERT_TRUE(eventually([&] {
+    core::Result<kube::TrainingProgress> p = poller.read("10.244.0.7", 9090);
+    return p.ok() && p->step == 42;
+  }));
+}
+
+TEST(ProgressPoller, ReadsAgainEveryIntervalAndForgetsAnAddressNobodyAsksFor) {
+  GatedSource source;
+  source.release(1);
+  ProgressPoller poller(source, 20ms, /*keep=*/2);
+  ASSERT_FALSE(poller.read("10.244.0.8", 9090).ok());
+  // While the reconciler keeps asking (a running job), the address is read again and again.
+  ASSERT_TRUE(eventually([&] {
+    (void)poller.read("10.244.0.8", 9090);
+    return source.calls() >= 3;
+  }));
+  EXPECT_EQ(poller.watched(), 1u);
+  // Nobody asks any more (the job finished): the address is dropped and no longer read.
+  ASSERT_TRUE(eventually([&] { return poller.watched() == 0; }));
+  const int calls = source.calls();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(source.calls(), calls);
+}
+
+TEST(ProgressPoller, StopsWhileAScrapeIsOutstandingOnceItReturns) {
+  auto source = std::make_unique<GatedSource>();
+  source->hold();
+  std::atomic<bool> destroyed = false;
+  std::thread destroyer;
+  {
+    auto poller = std::make_unique<ProgressPoller>(*source, 10ms);
+    (void)poller->read("10.244.0.9", 9090);
+    ASSERT_TRUE(eventually([&] { return source->calls() == 1; }));
+    destroyer = std::thread([&, p = std::move(poller)]() mutable {
+      p.reset();
+      destroyed = true;
+    });
+  }
+  source->release(0);  // the outstanding scrape returns; the thread sees the stop and ends
+  destroyer.join();
+  EXPECT_TRUE(destroyed);
+}
+
+}  // namespace
+}  // namespace ringmaster::op
