@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "operator/builders.h"
+#include "operator/cache_trim.h"
 #include "ringmaster/core/log.h"
 
 namespace ringmaster::op {
@@ -36,9 +37,9 @@ Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kub
       kube::ResourceClient<kube::TrainingJob>(client_, trainingJobsResource(),
                                               options_.namespace_name),
       job_options, job_notify);
-  pods_ = makeOwnedInformer<kube::Pod>(podsResource(), pods_synced_);
-  services_ = makeOwnedInformer<kube::Service>(servicesResource(), services_synced_);
-  config_maps_ = makeOwnedInformer<kube::ConfigMap>(configMapsResource(), config_maps_synced_);
+  pods_ = makeOwnedInformer<kube::Pod>(podsResource(), pods_synced_, options_.pod_batch_period);
+  services_ = makeOwnedInformer<kube::Service>(servicesResource(), services_synced_, {});
+  config_maps_ = makeOwnedInformer<kube::ConfigMap>(configMapsResource(), config_maps_synced_, {});
   // No Secret informer: the operator's RBAC grants no get/list/watch on Secrets.
   Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store(),
                   jobs_->undecodable()};
@@ -50,32 +51,41 @@ Controller::~Controller() = default;
 
 template <class T>
 std::unique_ptr<kube::Reflector<T>> Controller::makeOwnedInformer(const kube::ResourceType& type,
-                                                                  std::atomic<bool>& synced) {
+                                                                  std::atomic<bool>& synced,
+                                                                  std::chrono::milliseconds batch) {
   typename kube::Watcher<T>::Options options;
   options.label_selector = kJobNameLabel;  // only the operator's children
   options.poll = options_.informer_poll;
   typename kube::Reflector<T>::Handler notify;
   notify.relisted = [this, &synced](std::vector<T> items,
                                     std::vector<kube::RawObject> undecodable) {
-    for (const T& item : items) enqueueOwner(item.metadata);
-    for (const kube::RawObject& item : undecodable) enqueueOwner(item.metadata);
+    for (const T& item : items) enqueueOwner(item.metadata, {});
+    for (const kube::RawObject& item : undecodable) enqueueOwner(item.metadata, {});
     synced = true;
   };
-  notify.event = [this](const kube::WatchEvent<T>& e) { enqueueOwner(e.object.metadata); };
-  notify.undecodable = [this](const kube::WatchEvent<kube::RawObject>& e) {
-    enqueueOwner(e.object.metadata);
+  notify.event = [this, batch](const kube::WatchEvent<T>& e) {
+    enqueueOwner(e.object.metadata, batch);
+  };
+  notify.undecodable = [this, batch](const kube::WatchEvent<kube::RawObject>& e) {
+    enqueueOwner(e.object.metadata, batch);
   };
   return std::make_unique<kube::Reflector<T>>(
-      kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify);
+      kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify,
+      [](T& object) { trimForCache(object); });
 }
 
-void Controller::enqueueOwner(const kube::ObjectMeta& meta) {
+void Controller::enqueueOwner(const kube::ObjectMeta& meta, std::chrono::milliseconds after) {
   const kube::OwnerReference* owner = controllerOf(meta);
   if (owner == nullptr || owner->kind != kube::TrainingJob::kKind ||
       owner->api_version.rfind("ringmaster.dev/", 0) != 0) {
     return;
   }
-  queue_.add(meta.namespace_name + "/" + owner->name);
+  const std::string key = meta.namespace_name + "/" + owner->name;
+  if (after.count() > 0) {
+    queue_.addAfter(key, after);  // a later event of the burst joins this pass
+  } else {
+    queue_.add(key);
+  }
 }
 
 bool Controller::synced() const {

@@ -33,6 +33,10 @@ class Controller {
     int workers = 2;
     Reconciler::Options reconciler;
     std::chrono::milliseconds informer_poll{1'000};
+    // A pod's event reconciles its job this long after the first of a burst: the gang's pods
+    // change together (created, scheduled, ready), and one pass over all of them writes one
+    // status instead of one per pod. Job events are handled at once.
+    std::chrono::milliseconds pod_batch_period{500};
   };
 
   Controller(kube::ApiClient& client, kube::EventRecorder& events, kube::Clock& clock,
@@ -49,8 +53,9 @@ class Controller {
  private:
   template <class T>
   std::unique_ptr<kube::Reflector<T>> makeOwnedInformer(const kube::ResourceType& type,
-                                                        std::atomic<bool>& synced);
-  void enqueueOwner(const kube::ObjectMeta& meta);
+                                                        std::atomic<bool>& synced,
+                                                        std::chrono::milliseconds batch);
+  void enqueueOwner(const kube::ObjectMeta& meta, std::chrono::milliseconds after);
   void worker();
 
   kube::ApiClient& client_;

@@ -46,6 +46,7 @@ struct Config {
   double lease_duration_seconds = 15;
   double renew_deadline_seconds = 10;
   double retry_period_seconds = 2;
+  double pod_batch_seconds = 0.5;
   int64_t metrics_port = 8383;
   int64_t health_port = 8384;
   std::string bind_address = "0.0.0.0";
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
   flags.addInt("workers", &config.workers, "reconciles running at once (different jobs)");
   flags.addDouble("qps", &config.qps,
                   "API requests per second (token bucket, burst 2x; watches exempt; 0: no limit)");
+  flags.addDouble("pod-batch-seconds", &config.pod_batch_seconds,
+                  "a pod's change reconciles its job this many seconds later, together with its "
+                  "gang's other changes in that time (one status write for all; 0: at once)");
   flags.addBool("leader-elect", &config.leader_elect,
                 "only the holder of the Lease reconciles (run two replicas for failover)");
   flags.addString("lease-namespace", &config.lease_namespace,
@@ -124,6 +128,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (config.workers < 1) return fail(rm::core::usageError("--workers: must be at least 1"));
+  if (!(config.pod_batch_seconds >= 0 && config.pod_batch_seconds <= 60)) {
+    return fail(rm::core::usageError("--pod-batch-seconds: must be between 0 and 60"));
+  }
   // client-go's rule: the leader must give up before a standby may take over.
   if (!(config.retry_period_seconds > 0 &&
         config.renew_deadline_seconds > config.retry_period_seconds &&
@@ -191,6 +198,8 @@ int main(int argc, char** argv) {
   rm::op::ProgressPoller progress(scrape, controller_options.reconciler.progress_interval);
   controller_options.namespace_name = config.namespace_name;
   controller_options.workers = static_cast<int>(config.workers);
+  controller_options.pod_batch_period = std::chrono::milliseconds(
+      static_cast<int64_t>(std::llround(config.pod_batch_seconds * 1000)));
   controller_options.reconciler.validate.default_image = config.trainer_image;
   controller_options.reconciler.validate.allow_host_path = config.allow_host_path;
 

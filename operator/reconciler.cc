@@ -523,9 +523,14 @@ void Reconciler::recordTransitions(const Pass& p) {
     } else {
       RM_LOG(INFO, RECONCILE) << "job " << p.key << ": " << reason << ": " << message;
     }
-    core::Status s = events_.record(p.original, warning ? kube::kEventWarning : kube::kEventNormal,
-                                    reason, c.message.value_or(c.type));
-    if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
+    // Created True has its Event already: the pass that created the pods recorded CreatedPods,
+    // naming them and the attempt.
+    if (!(c.type == kCreated && c.status == "True")) {
+      core::Status s =
+          events_.record(p.original, warning ? kube::kEventWarning : kube::kEventNormal, reason,
+                         c.message.value_or(c.type));
+      if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
+    }
     if (metrics_ != nullptr && c.status == "True") {
       if (c.type == kCreated) metrics_->jobCreated();
       if (c.type == kSucceeded) metrics_->jobSucceeded();

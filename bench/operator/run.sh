@@ -3,23 +3,26 @@
 # --simulate mode (bound pods are Running/Ready at once, no processes) and the operator, applies
 # N TrainingJobs x R workers (spec.command trivial) and reports:
 #   - seconds until every pod exists and until every job is Running,
-#   - operator CPU seconds (utime+stime from /proc/<pid>/stat) and peak RSS (VmHWM),
+#   - CPU seconds (utime+stime from /proc/<pid>/stat) of the operator, the API server and the
+#     simulating kubelet, each on its own line (they share this machine's cores: who is slow),
+#   - the operator's peak RSS (VmHWM),
 #   - API requests per job (the operator's ringmaster_operator_api_requests_total, all verbs).
-#   bench/operator/run.sh [--jobs N] [--replicas R] [--workers W] [--qps Q]
+#   bench/operator/run.sh [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S]
 # The operator's client is rate limited (--qps, default 50): at ~11 requests per job that bound,
 # not CPU, sets the time to Running; --qps 0 lifts it.
 # Needs build/bin/ringmaster and build/bin/ringmaster-operator built optimized:
 #   RM_BUILD_TYPE=Release RM_BUILD_TARGETS="ringmaster ringmaster-operator" scripts/build build
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-jobs=1000 replicas=4 workers="" qps=""
+jobs=1000 replicas=4 workers="" qps="" batch=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --jobs) jobs=$2; shift 2 ;;
     --replicas) replicas=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --qps) qps=$2; shift 2 ;;
-    *) echo "usage: $0 [--jobs N] [--replicas R] [--workers W] [--qps Q]" >&2; exit 2 ;;
+    --pod-batch) batch=$2; shift 2 ;;
+    *) echo "usage: $0 [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S]" >&2; exit 2 ;;
   esac
 done
 bin=${RM_BIN_DIR:-$root/build/bin}
@@ -47,7 +50,8 @@ for _ in $(seq 100); do "$kubectl" get tj >/dev/null 2>&1 && break; sleep 0.1; d
   --node-name local --simulate --cpu 1000000 --memory 100000Gi >"$tmp/kubelet.log" 2>&1 &
 kubelet_pid=$!
 "$bin/ringmaster-operator" --kubeconfig "$KUBECONFIG" --bind-address 127.0.0.1 \
-  --metrics-port 0 --health-port 0 ${workers:+--workers "$workers"} ${qps:+--qps "$qps"} >"$tmp/operator.log" 2>&1 &
+  --metrics-port 0 --health-port 0 ${workers:+--workers "$workers"} ${qps:+--qps "$qps"} \
+  ${batch:+--pod-batch-seconds "$batch"} >"$tmp/operator.log" 2>&1 &
 operator_pid=$!
 port=""
 for _ in $(seq 200); do
@@ -60,11 +64,11 @@ requests() {
   curl -s "http://127.0.0.1:$port/metrics" |
     awk '/^ringmaster_operator_api_requests_total/ {s += $NF} END {printf "%d", s}'
 }
-cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / t}' "/proc/$operator_pid/stat"; }
+cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / t}' "/proc/${1:-$operator_pid}/stat"; }
 hwm() { awk '/VmHWM/ {print $2 / 1024 " MiB"}' "/proc/$operator_pid/status"; }
 sleep 1  # the operator's first list/watch
 requests_before=$(requests)
-cpu_before=$(cpu)
+cpu_before=$(cpu) server_cpu_before=$(cpu "$server_pid") kubelet_cpu_before=$(cpu "$kubelet_pid")
 
 python3 - "$jobs" "$replicas" >"$tmp/jobs.json" <<'PY'
 import json, sys
@@ -94,10 +98,13 @@ for _ in $(seq 3600); do
   sleep 0.5
 done
 requests_after=$(requests)
-cpu_after=$(cpu)
+cpu_after=$(cpu) server_cpu_after=$(cpu "$server_pid") kubelet_cpu_after=$(cpu "$kubelet_pid")
 echo "every pod exists ($want):       ${pods_at:-never} s"
 echo "every job Running ($jobs):      ${running_at:-never (last: $running)} s"
-echo "operator CPU:                   $(awk "BEGIN{printf \"%.2f\", $cpu_after - $cpu_before}") s (total $cpu_after s)"
+delta() { awk "BEGIN{printf \"%.2f\", $2 - $1}"; }
+echo "operator CPU:                   $(delta "$cpu_before" "$cpu_after") s (total $cpu_after s)"
+echo "API server CPU:                 $(delta "$server_cpu_before" "$server_cpu_after") s"
+echo "kubelet (simulating) CPU:       $(delta "$kubelet_cpu_before" "$kubelet_cpu_after") s"
 echo "operator peak RSS (VmHWM):      $(hwm)"
 echo "operator API requests:          $((requests_after - requests_before)) ($(awk "BEGIN{printf \"%.1f\", ($requests_after - $requests_before) / $jobs}") per job)"
 curl -s "http://127.0.0.1:$port/metrics" | grep '^ringmaster_operator_api_requests_total' | sed 's/^/  /'

@@ -88,6 +88,42 @@ TEST_F(ControllerTest, OwnedPodChangeRequeuesItsJob) {
   stop();
 }
 
+// The gang's pods change together; changes inside one batch period are one pass and one status
+// write, not one per pod.
+TEST_F(ControllerTest, AGangsPodChangesInOneBatchPeriodAreOneStatusWrite) {
+  options_.pod_batch_period = std::chrono::seconds(1);
+  nlohmann::json job = kube::encode(testing::makeJob("fmnist", 4));
+  job["metadata"].erase("uid");
+  api_.put(kJobs, job);
+  start();
+  auto created = [&] {
+    auto j = kube::decode<kube::TrainingJob>(*api_.get(kJobs + "/fmnist"));
+    return j.ok() && isTrue(j->status, kCreated);
+  };
+  ASSERT_TRUE(api_.waitUntil(created, std::chrono::seconds(10)));
+  // Quiet: no pass is left pending before the gang's pods turn Ready.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const int writes_before = api_.count(kube::Verb::kPut, kJobs + "/fmnist/status");
+  for (int i = 0; i < 4; ++i) {
+    nlohmann::json pod = *api_.get(kPods + "/fmnist-worker-" + std::to_string(i));
+    pod["spec"]["nodeName"] = "node-a";
+    pod["status"]["phase"] = "Running";
+    pod["status"]["conditions"] = {{{"type", "Ready"}, {"status", "True"}}};
+    api_.put(kPods, pod);
+    // Apart enough for the informer to hand each change over on its own.
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  }
+  ASSERT_TRUE(api_.waitUntil(
+      [&] {
+        auto j = kube::decode<kube::TrainingJob>(*api_.get(kJobs + "/fmnist"));
+        return j.ok() && isTrue(j->status, kRunning);
+      },
+      std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a straggling pass would write
+  stop();
+  EXPECT_EQ(api_.count(kube::Verb::kPut, kJobs + "/fmnist/status"), writes_before + 1);
+}
+
 // The API server may hold a job the operator's types cannot (an old CRD schema took a quantity
 // "abc"): that job alone fails, with the field named; the others run.
 TEST_F(ControllerTest, AJobThatDoesNotDecodeFailsAloneAndNamesTheField) {

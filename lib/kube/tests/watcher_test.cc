@@ -307,5 +307,34 @@ TEST(ReflectorTest, CacheConvergesAfterARelist) {
   EXPECT_EQ(notified, 3);
 }
 
+TEST(ReflectorTest, TheTransformTrimsWhatTheStoreAndTheHandlerSee) {
+  FakeApiClient api;
+  api.expect(Verb::kGet, kConfigMapsPath,
+             jsonResponse(200, listBody("10", {configMap("a", "8", "listed")})));
+  api.expectWatch(kConfigMapsPath,
+                  {event("ADDED", configMap("b", "11", "added")),
+                   event("MODIFIED", configMap("a", "12", "modified"))},
+                  std::nullopt);
+  Watcher<ConfigMap>::Options options;
+  options.poll = milliseconds(0);
+  std::vector<std::string> seen;  // data.k as the handler saw it
+  Reflector<ConfigMap>::Handler notify;
+  notify.relisted = [&](std::vector<ConfigMap> items, std::vector<RawObject>) {
+    for (const ConfigMap& cm : items) seen.push_back(cm.data.at("k"));
+  };
+  notify.event = [&](const WatchEvent<ConfigMap>& e) { seen.push_back(e.object.data.at("k")); };
+  Reflector<ConfigMap> reflector(ResourceClient<ConfigMap>(api, kWatchedConfigMaps, "ns"), options,
+                                 notify, [](ConfigMap& cm) { cm.data["k"] = "trimmed"; });
+  auto store = reflector.store();
+  reflector.step();
+  reflector.step();
+  reflector.step();
+  EXPECT_EQ(store->keys(), (std::vector<std::string>{"ns/a", "ns/b"}));
+  EXPECT_EQ(store->get("ns/a")->data.at("k"), "trimmed");
+  EXPECT_EQ(store->get("ns/a")->metadata.resource_version, "12");
+  EXPECT_EQ(store->get("ns/b")->data.at("k"), "trimmed");
+  EXPECT_EQ(seen, (std::vector<std::string>{"trimmed", "trimmed", "trimmed"}));
+}
+
 }  // namespace
 }  // namespace ringmaster::kube
