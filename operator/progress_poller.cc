@@ -1,5 +1,6 @@
 #include "operator/progress_poller.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace ringmaster::op {
@@ -37,25 +38,37 @@ size_t ProgressPoller::watched() const {
 void ProgressPoller::poll(std::stop_token stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
-    asked_.wait_for(lock, stop, interval_, [&] { return fresh_; });
-    if (stop.stop_requested()) return;
     fresh_ = false;
-    const Clock::time_point forget_before = Clock::now() - keep_ * interval_;
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point forget_before = now - keep_ * interval_;
     std::vector<Address> due;
+    Clock::time_point next = now + interval_;
     for (auto it = targets_.begin(); it != targets_.end();) {
       if (it->second.asked < forget_before) {
         it = targets_.erase(it);
-      } else {
-        due.push_back(it++->first);
+        continue;
       }
+      if (it->second.due <= now) {
+        due.push_back(it->first);
+      } else {
+        next = std::min(next, it->second.due);
+      }
+      ++it;
     }
-    // The reads run unlocked: read() answers from the last round meanwhile.
+    if (due.empty()) {
+      asked_.wait_until(lock, stop, next, [&] { return fresh_; });
+      continue;
+    }
+    // The reads run unlocked: read() answers from the last reading meanwhile.
     for (const Address& address : due) {
       if (stop.stop_requested()) return;
       lock.unlock();
       core::Result<kube::TrainingProgress> reading = source_.read(address.first, address.second);
       lock.lock();
-      if (auto it = targets_.find(address); it != targets_.end()) it->second.last = reading;
+      if (auto it = targets_.find(address); it != targets_.end()) {
+        it->second.last = std::move(reading);
+        it->second.due = Clock::now() + interval_;
+      }
     }
   }
 }

@@ -2,8 +2,9 @@
 // ProgressPoller: rank 0's progress read off the reconcile path. The reconciler asks it as it
 // would ask any ProgressSource, and gets at once the newest reading a background thread took of
 // that address (Unavailable until there is one); the thread reads every address asked for within
-// the last few intervals through the source it wraps (the HTTP scrape), one at a time, and drops
-// addresses nobody asks for any more. A trainer that answers slowly or not at all therefore
+// the last few intervals through the source it wraps (the HTTP scrape), one at a time, each once
+// per interval on its own schedule (a new address at once, without re-reading the others), and
+// drops addresses nobody asks for any more. A trainer that answers slowly or not at all therefore
 // delays no reconcile pass, whichever job it belongs to.
 //
 // Thread-safety: read() may be called from many threads; the polling thread is the only one
@@ -41,6 +42,7 @@ class ProgressPoller : public ProgressSource {
   using Address = std::pair<std::string, int>;
   struct Target {
     Clock::time_point asked;
+    Clock::time_point due;  // of the next reading; a new address is due at once
     std::optional<core::Result<kube::TrainingProgress>> last;  // none before the first reading
   };
 
@@ -52,7 +54,7 @@ class ProgressPoller : public ProgressSource {
   mutable std::mutex mu_;
   std::condition_variable_any asked_;  // a new address: read it now rather than next interval
   std::map<Address, Target> targets_;
-  bool fresh_ = false;   // an address was added since the last round
+  bool fresh_ = false;   // an address was added since the thread last looked
   std::jthread thread_;  // last: it starts once the members above exist
 };
 

@@ -98,6 +98,23 @@ TEST(ProgressPoller, ReadsAgainEveryIntervalAndForgetsAnAddressNobodyAsksFor) {
   EXPECT_EQ(source.calls(), calls);
 }
 
+// Jobs turn Running one after another: each new address is read at once, and the others keep
+// their own schedule instead of being read again with it.
+TEST(ProgressPoller, ANewAddressIsReadAtOnceWithoutReadingTheOthersAgain) {
+  GatedSource source;
+  source.release(1);
+  ProgressPoller poller(source, 10s);
+  for (int i = 1; i <= 3; ++i) {
+    const std::string host = "10.244.1." + std::to_string(i);
+    (void)poller.read(host, 9090);
+    ASSERT_TRUE(eventually([&] { return source.calls() == i; })) << source.calls();
+    EXPECT_EQ(source.lastHost(), host + ":9090");
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(source.calls(), 3);
+  EXPECT_EQ(poller.watched(), 3u);
+}
+
 TEST(ProgressPoller, StopsWhileAScrapeIsOutstandingOnceItReturns) {
   auto source = std::make_unique<GatedSource>();
   source->hold();
