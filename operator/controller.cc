@@ -69,9 +69,9 @@ std::unique_ptr<kube::Reflector<T>> Controller::makeOwnedInformer(const kube::Re
   notify.undecodable = [this, batch](const kube::WatchEvent<kube::RawObject>& e) {
     enqueueOwner(e.object.metadata, batch);
   };
+  notify.transform = [](T& object) { trimForCache(object); };
   return std::make_unique<kube::Reflector<T>>(
-      kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify,
-      [](T& object) { trimForCache(object); });
+      kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify);
 }
 
 void Controller::enqueueOwner(const kube::ObjectMeta& meta, std::chrono::milliseconds after) {

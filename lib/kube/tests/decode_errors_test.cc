@@ -5,6 +5,7 @@
 #include "ringmaster/kube/lease.h"
 #include "ringmaster/kube/list.h"
 #include "ringmaster/kube/pod.h"
+#include "ringmaster/kube/raw_object.h"
 #include "ringmaster/kube/secret.h"
 #include "ringmaster/kube/service.h"
 #include "ringmaster/kube/training_job.h"
@@ -82,6 +83,35 @@ TEST(DecodeErrors, WatchEventPaths) {
   EXPECT_EQ(errorOf<WatchEvent<TrainingJob>>(R"({"type":"CHANGED","object":{}})"),
             "type: unknown watch event type \"CHANGED\"");
   EXPECT_EQ(errorOf<WatchEvent<TrainingJob>>(R"({"type":"ADDED"})"), "object: missing");
+}
+
+// The watch's own decoder (the object moved, not copied) says what the generic one says, on
+// good lines and bad.
+TEST(DecodeErrors, RawWatchEventsDecodeAsTheGenericCodecDecodesThem) {
+  const std::vector<std::string> lines = {
+      R"({"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p",)"
+      R"("namespace":"ns","resourceVersion":"7","labels":{"a":"b"}},"spec":{"nodeName":"n"}}})",
+      R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"9"}}})",
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old"}})",
+      R"({"type":"DELETED","object":{"kind":"Pod"}})",
+      R"({"type":"DELETED","object":[1]})",
+      R"({"type":"FOO","object":{}})",
+      R"({"object":{}})",
+      R"({"type":"ADDED","object":{"metadata":{"name":5}}})",
+      R"({"type":"ADDED")",
+      R"([])",
+  };
+  for (const std::string& line : lines) {
+    core::Result<WatchEvent<RawObject>> got = decodeRawWatchEvent(line);
+    core::Result<WatchEvent<RawObject>> want = decodeText<WatchEvent<RawObject>>(line);
+    ASSERT_EQ(got.ok(), want.ok()) << line;
+    if (!want.ok()) {
+      EXPECT_EQ(got.status().code(), want.status().code()) << line;
+      EXPECT_EQ(got.status().message(), want.status().message()) << line;
+      continue;
+    }
+    EXPECT_EQ(*got, *want) << line;
+  }
 }
 
 TEST(DecodeErrors, MicroTimeNeedsSixFractionalDigits) {

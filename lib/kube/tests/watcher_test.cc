@@ -323,8 +323,9 @@ TEST(ReflectorTest, TheTransformTrimsWhatTheStoreAndTheHandlerSee) {
     for (const ConfigMap& cm : items) seen.push_back(cm.data.at("k"));
   };
   notify.event = [&](const WatchEvent<ConfigMap>& e) { seen.push_back(e.object.data.at("k")); };
+  notify.transform = [](ConfigMap& cm) { cm.data["k"] = "trimmed"; };
   Reflector<ConfigMap> reflector(ResourceClient<ConfigMap>(api, kWatchedConfigMaps, "ns"), options,
-                                 notify, [](ConfigMap& cm) { cm.data["k"] = "trimmed"; });
+                                 notify);
   auto store = reflector.store();
   reflector.step();
   reflector.step();

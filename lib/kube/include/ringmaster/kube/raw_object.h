@@ -10,11 +10,13 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/codec.h"
 #include "ringmaster/kube/field_path.h"
 #include "ringmaster/kube/meta.h"
+#include "ringmaster/kube/watch_event.h"
 
 namespace ringmaster::kube {
 
@@ -28,6 +30,12 @@ struct RawObject {
 };
 
 core::Status fromJson(const nlohmann::json& j, const FieldPath& path, RawObject& out);
+// The same, keeping `j` itself (moved) instead of a copy.
+core::Status fromJson(nlohmann::json&& j, const FieldPath& path, RawObject& out);
 nlohmann::json toJson(const RawObject& in);  // the document as it came
+
+// One line of a watch stream, as decodeText<WatchEvent<RawObject>> decodes it, with the object
+// moved out of the parsed line rather than copied: every event of every watch passes here.
+core::Result<WatchEvent<RawObject>> decodeRawWatchEvent(std::string_view line);
 
 }  // namespace ringmaster::kube

@@ -10,16 +10,15 @@
 //                 optional notify handler (to enqueue keys in a WorkQueue, say). Objects that
 //                 do not decode as T are kept apart, as RawObjects with their error, in a
 //                 second store (undecodable()): an object is in at most one of the two.
-//                 An optional transform trims each decoded object before the store and the
-//                 handler see it (client-go's SetTransform): a cache of thousands of pods keeps
-//                 only the fields its reader uses.
+//                 The handler's optional transform trims each decoded object before the store
+//                 and the handler see it (client-go's SetTransform): a cache of thousands of pods
+//                 keeps only the fields its reader uses.
 //
 // Ownership: the Reflector owns its Watcher and Store. Thread-safety: Store is safe for any
 // number of readers alongside the one writer (a shared mutex); the Reflector is driven by one
 // thread (step()/run()), like the Watcher, and its notify handler runs on that thread after
 // the stores have been updated. Failure: see Watcher; store() only ever holds decoded objects.
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -102,16 +101,14 @@ class Reflector {
  public:
   using Handler = typename Watcher<T>::Handler;
   using Options = typename Watcher<T>::Options;
-  // Trims an object in place; it must keep the metadata's name and namespace (the key).
-  using Transform = std::function<void(T&)>;
 
   // `notify` (both members optional) sees each relist and event after the store applied it.
-  Reflector(ResourceClient<T> client, Options options, Handler notify = {},
-            Transform transform = {})
+  // Its transform, when set, trims each object before the store and the other members see it; it
+  // must keep the metadata's name and namespace (the key).
+  Reflector(ResourceClient<T> client, Options options, Handler notify = {})
       : store_(std::make_shared<Store<T>>()),
         undecodable_(std::make_shared<Store<RawObject>>()),
         notify_(std::move(notify)),
-        transform_(std::move(transform)),
         watcher_(std::move(client), makeHandler(), std::move(options)) {}
 
   // Shared so that readers may keep the store beyond the reflector's life.
@@ -126,9 +123,6 @@ class Reflector {
   Handler makeHandler() {
     Handler h;
     h.relisted = [this](std::vector<T> items, std::vector<RawObject> undecodable) {
-      if (transform_) {
-        for (T& item : items) transform_(item);
-      }
       std::vector<T> copy = notify_.relisted ? items : std::vector<T>();
       std::vector<RawObject> undecodable_copy =
           notify_.relisted ? undecodable : std::vector<RawObject>();
@@ -138,28 +132,21 @@ class Reflector {
     };
     h.event = [this](const WatchEvent<T>& event) {
       undecodable_->erase(objectKey(event.object));
-      if (!transform_) {
-        store_->apply(event);
-        if (notify_.event) notify_.event(event);
-        return;
-      }
-      WatchEvent<T> trimmed = event;
-      transform_(trimmed.object);
-      store_->apply(trimmed);
-      if (notify_.event) notify_.event(trimmed);
+      store_->apply(event);
+      if (notify_.event) notify_.event(event);
     };
     h.undecodable = [this](const WatchEvent<RawObject>& event) {
       store_->erase(objectKey(event.object));
       undecodable_->apply(event);
       if (notify_.undecodable) notify_.undecodable(event);
     };
+    h.transform = notify_.transform;
     return h;
   }
 
   std::shared_ptr<Store<T>> store_;
   std::shared_ptr<Store<RawObject>> undecodable_;
   Handler notify_;
-  Transform transform_;
   Watcher<T> watcher_;
 };
 

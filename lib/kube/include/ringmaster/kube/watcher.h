@@ -97,6 +97,8 @@ class Watcher {
     std::function<void(const WatchEvent<T>& event)> event;  // ADDED, MODIFIED, DELETED
     // ADDED, MODIFIED or DELETED of an object that does not decode as T (its error set).
     std::function<void(const WatchEvent<RawObject>& event)> undecodable;
+    // Applied to each decoded object, in place, before the members above see it.
+    std::function<void(T& object)> transform;
   };
 
   struct Options {
@@ -167,6 +169,7 @@ class Watcher {
     for (RawObject& raw : listed->items) {
       core::Result<T> item = decodeItem(raw);
       if (item.ok()) {
+        if (handler_.transform) handler_.transform(*item);
         items.push_back(std::move(item).value());
       } else {
         undecodable.push_back(std::move(raw));
@@ -203,7 +206,7 @@ class Watcher {
     std::optional<core::Status> closed;
     queue_->take(options_.poll, stop, lines, closed);
     for (const std::string& line : lines) {
-      core::Result<WatchEvent<RawObject>> event = decodeText<WatchEvent<RawObject>>(line);
+      core::Result<WatchEvent<RawObject>> event = decodeRawWatchEvent(line);
       if (!event.ok()) {
         closeStream();
         state_ = State::kListing;
@@ -245,6 +248,7 @@ class Watcher {
     WatchEvent<T> event;
     event.type = raw.type;
     event.object = std::move(object).value();
+    if (handler_.transform) handler_.transform(event.object);
     if (handler_.event) handler_.event(event);
   }
 
