@@ -167,6 +167,18 @@ core::Result<std::string> selfPath() {
   return std::string(self, static_cast<size_t>(n));
 }
 
+// `word` as one shell word: as it is when it holds only characters no shell reads specially,
+// else single-quoted.
+std::string shellWord(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789/._-+=:,@%") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 // A detached helper `up` starts next to the server: output appended to <data-dir>/<name>.log,
 // pid in <data-dir>/<name>.pid. Already running: nothing.
 core::Status startDaemon(const fs::path& dir, const std::string& name,
@@ -367,6 +379,12 @@ core::Status run(const std::vector<std::string>& args) {
   if (help) {
     std::cout << fs.help();
     return core::Status::Ok();
+  }
+  // Word for word what stops this cluster: this binary, and the data dir unless the default.
+  RM_ASSIGN_OR_RETURN(std::string self, selfPath());
+  options.stop_command = shellWord(self) + " local down";
+  if (options.data_dir != defaultDataDir()) {
+    options.stop_command += " --data-dir " + shellWord(options.data_dir);
   }
   if (positional.size() != 1) {
     std::cout << fs.help();

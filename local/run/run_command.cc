@@ -167,8 +167,10 @@ core::Status runJob(const RunOptions& options,
   }
   std::cout << "Logs:  kubectl logs " << job_name << "-worker-0   (files under "
             << (fs::path(options.data_dir) / "kubelet" / "pods" / ns).string() << ")\n"
-            << "The cluster stays up: export KUBECONFIG=" << kubeconfig.string()
-            << "   (stop it with `ringmaster local down`)" << std::endl;
+            << "The cluster stays up: export KUBECONFIG=" << kubeconfig.string() << "\n"
+            << "Stop it:  "
+            << (options.stop_command.empty() ? "ringmaster local down" : options.stop_command)
+            << std::endl;
   if (finishedPhase(job) == "Failed") {
     return core::invalidArgument("trainingjob " + job_name + " failed: " + finalReason(job));
   }

@@ -21,6 +21,8 @@ struct RunOptions {
   std::string data_dir;
   std::chrono::seconds timeout{3600};
   std::chrono::milliseconds report_every{5000};
+  // The command that stops the cluster, shown at the end ("ringmaster local down" when empty).
+  std::string stop_command;
 };
 
 // The CRD of crds/trainingjob.yaml, embedded at build time.

@@ -104,11 +104,23 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   const std::string outcome = result.stdout_text + result.stderr_text;
   testutil::ProcessResult final_get = testutil::run({kubectl, "get", "tj", "fmnist"}, env, 30s);
   testutil::ProcessResult logs = testutil::run({kubectl, "logs", "fmnist-worker-0"}, env, 30s);
-  (void)testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
-      120s);
+  // The user stops the cluster with the command `run` printed, word for word.
+  std::string stop_command;
+  if (size_t at = result.stdout_text.find("Stop it:  "); at != std::string::npos) {
+    at += std::string("Stop it:  ").size();
+    stop_command = result.stdout_text.substr(at, result.stdout_text.find('\n', at) - at);
+  }
+  testutil::ProcessResult down = testutil::run(
+      {"/bin/sh", "-c",
+       stop_command.empty()
+           ? testutil::binaryPath("bin/ringmaster") + " local down --data-dir " + dir.path()
+           : stop_command},
+      {}, 120s);
 
   ASSERT_EQ(result.exit_code, 0) << outcome;
+  EXPECT_NE(stop_command.find(" local down --data-dir " + dir.path()), std::string::npos)
+      << outcome;
+  EXPECT_EQ(down.exit_code, 0) << stop_command << ": " << down.stdout_text << down.stderr_text;
   EXPECT_NE(result.stdout_text.find("Succeeded"), std::string::npos) << outcome;
 
   // Columns: NAME PHASE WORLD EPOCH LOSS SAMPLES/S RESTARTS AGE.
