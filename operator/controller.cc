@@ -80,12 +80,8 @@ void Controller::enqueueOwner(const kube::ObjectMeta& meta, std::chrono::millise
       owner->api_version.rfind("ringmaster.dev/", 0) != 0) {
     return;
   }
-  const std::string key = meta.namespace_name + "/" + owner->name;
-  if (after.count() > 0) {
-    queue_.addAfter(key, after);  // a later event of the burst joins this pass
-  } else {
-    queue_.add(key);
-  }
+  // A later event of the burst joins this pass; no delay adds the key at once.
+  queue_.addAfter(meta.namespace_name + "/" + owner->name, after);
 }
 
 bool Controller::synced() const {

@@ -46,7 +46,8 @@ struct Config {
   double lease_duration_seconds = 15;
   double renew_deadline_seconds = 10;
   double retry_period_seconds = 2;
-  double pod_batch_seconds = 0.5;
+  double pod_batch_seconds =
+      std::chrono::duration<double>(rm::op::Controller::Options{}.pod_batch_period).count();
   int64_t metrics_port = 8383;
   int64_t health_port = 8384;
   std::string bind_address = "0.0.0.0";

@@ -51,6 +51,12 @@ TEST_F(WorkQueueTest, AddAfterBecomesReadyWhenDueAndEarliestWins) {
   EXPECT_EQ(queue_.waiting(), 0u);
 }
 
+TEST_F(WorkQueueTest, AddAfterNoDelayIsReadyAtOnce) {
+  queue_.addAfter("ns/a", milliseconds(0));
+  EXPECT_EQ(queue_.waiting(), 0u);
+  EXPECT_EQ(queue_.tryGet(), "ns/a");
+}
+
 TEST_F(WorkQueueTest, RateLimitedBackoffDoublesPerKeyUpToTheCapAndForgetResets) {
   std::vector<int64_t> due_ms;
   for (int i = 0; i < 5; ++i) {

@@ -4,7 +4,8 @@
 //   - deduplicating: a key added several times before it is handed out is handed out once;
 //   - a key being processed (get() returned it, done() not yet called) is never handed to a
 //     second worker; if it is added meanwhile it is queued again when done() is called;
-//   - addAfter(key, d) makes it ready after d (the earliest of several pending delays wins);
+//   - addAfter(key, d) makes it ready after d (the earliest of several pending delays wins; d <= 0
+//     is add(key));
 //   - addRateLimited(key) = addAfter(key, base_delay * 2^failures(key)) capped at max_delay,
 //     then failures(key)++; forget(key) resets the count (call it when a reconcile succeeds);
 //   - shutDown(): get() hands out what is ready, then returns nullopt; adds are ignored.
