@@ -119,6 +119,10 @@ core::Result<kube::TrainingProgress> parseTrainerSummary(std::string_view text) 
   if (auto v = number(j, key::kTestAccuracy, key::kTestAccuracy)) {
     p.test_accuracy = significant(*v);
   }
+  // -1 says "not resumed"; it stays absent.
+  if (auto v = number(j, key::kResumedFromStep, key::kResumedFromStep); v && *v >= 0 && *v < 9e18) {
+    p.resumed_from_step = static_cast<int64_t>(*v);
+  }
   if (auto a = j.find(key::kAllreduce); a != j.end() && a->is_object()) {
     if (auto v = number(*a, key::kAllreduceBusBandwidth,
                         std::string(key::kAllreduce) + "." + key::kAllreduceBusBandwidth);
@@ -142,6 +146,7 @@ kube::TrainingProgress mergeProgress(const std::optional<kube::TrainingProgress>
     out.allreduce_bus_bandwidth = final_figures.allreduce_bus_bandwidth;
   }
   if (final_figures.test_accuracy) out.test_accuracy = final_figures.test_accuracy;
+  if (final_figures.resumed_from_step) out.resumed_from_step = final_figures.resumed_from_step;
   return out;
 }
 

@@ -39,6 +39,7 @@ core::Result<kube::TrainingProgress> parsePrometheusText(std::string_view text);
 // The progress in rank 0's final summary (trainer/trainer.cc writeSummaryJson):
 //   epochs -> epoch, steps -> step, finalTrainLoss -> loss, samplesPerSecond,
 //   testAccuracy, allreduce.busBandwidthBytesPerSecond -> allreduceBusBandwidth,
+//   resumedFromStep (when not -1),
 // rounded as the scrape is. InvalidArgument for text that is not a JSON object or is longer than
 // a termination message may be; a field of the wrong type is InvalidArgument naming it; NotFound
 // when no field is there (not a summary).

@@ -353,9 +353,14 @@ int run(int argc, char** argv) {
     return failRetryable(summary.status());
   }
   if (world->rank == 0) {
-    RM_LOG(INFO, STEP) << "done: " << summary->epochs << " epochs, " << summary->steps
-                       << " steps, test accuracy " << summary->test_accuracy * 100 << "%, "
-                       << std::llround(summary->samples_per_second) << " samples/s";
+    std::ostringstream done;
+    done << "done: " << summary->epochs << " epochs, " << summary->steps << " steps";
+    if (summary->test_accuracy) done << ", test accuracy " << *summary->test_accuracy * 100 << "%";
+    if (summary->samples_per_second)
+      done << ", " << std::llround(*summary->samples_per_second) << " samples/s";
+    else
+      done << ", no step trained in this run";
+    RM_LOG(INFO, STEP) << done.str();
     if (!cl.summary_path.empty()) {
       if (Status w = writeSummaryJson(*summary, cl.summary_path); !w.ok()) return fail(w);
     }

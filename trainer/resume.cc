@@ -12,6 +12,10 @@ namespace ringmaster::trainer {
 using Clock = std::chrono::steady_clock;
 using core::Status;
 
+bool trainingComplete(const TrainerConfig& config, const Position& pos) {
+  return pos.epoch >= config.epochs || (config.max_steps > 0 && pos.step >= config.max_steps);
+}
+
 Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, model::Model& model,
                      optim::Optimizer& optimizer, Position* pos, int64_t* resumed_from) {
   const int rank = comm.rank();
@@ -71,8 +75,14 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
     pos->step_in_epoch = header[4];
     optimizer.setStepCount(header[5]);
     *resumed_from = pos->step;
-    RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (epoch "
-                       << pos->epoch + 1 << ", step " << pos->step_in_epoch << " of the epoch)";
+    if (trainingComplete(config, *pos)) {
+      RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step
+                         << ", where training ends (" << pos->epoch << " of " << config.epochs
+                         << " epochs done): nothing left to train";
+    } else {
+      RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (epoch "
+                         << pos->epoch + 1 << ", step " << pos->step_in_epoch << " of the epoch)";
+    }
   }
   return Status::Ok();
 }

@@ -25,6 +25,11 @@ struct Position {
   int64_t step_in_epoch = 0;  // steps of the current epoch completed
 };
 
+// True when `pos` leaves no step to train: every epoch done, or max_steps reached. A run that
+// resumes there (a job re-created over the checkpoint volume of a finished one) evaluates the
+// restored model instead of reporting an empty run.
+bool trainingComplete(const TrainerConfig& config, const Position& pos);
+
 // Rank 0 loads the newest valid checkpoint (if any) and every rank receives its contents, or
 // rank 0's freshly initialized parameters when there is none. Sets *pos and *resumed_from (the
 // step resumed at) after a resume.

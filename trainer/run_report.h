@@ -1,14 +1,16 @@
 #pragma once
 // The accounting both training loops (trainer.h on the CPU, gpu/gpu_trainer.h) share: at the
 // end of an epoch the totals all ranks summed go into the summary, the epoch's gauges are set
-// and rank 0 logs the epoch line; at the end of the run the summary gets throughput (all of
-// it, and steady: without the run's first epoch) and the allreduce figures.
+// and rank 0 logs the epoch line (or, for a run that resumed at the end, the restored model's); at
+// the end of the run the summary gets throughput (all of it, and steady: without the run's first
+// epoch) and the allreduce figures.
 //
 // Thread-safety: one per rank. Failure: none.
 
 #include <cstdint>
 #include <string>
 
+#include "trainer/resume.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_metrics.h"
 
@@ -43,6 +45,9 @@ class RunReport {
 
   // `totals` summed over ranks: sets the summary's accuracy and losses, the gauges, and logs.
   void endEpoch(const EpochFigures& e, const EpochTotals& totals, TrainSummary* summary);
+  // A run that resumed at `pos` with nothing left to train: `totals` evaluated the restored
+  // model (no training figures). Sets the summary's epochs and test figures, the gauges, logs.
+  void endRestored(const Position& pos, const EpochTotals& totals, TrainSummary* summary);
   // Throughput and allreduce figures of the whole run; calls and bytes count every allreduce.
   void finish(int64_t steps, uint64_t allreduce_calls, uint64_t allreduce_bytes,
               TrainSummary* summary) const;

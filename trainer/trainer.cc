@@ -122,9 +122,38 @@ Result<TrainSummary> Trainer::run() {
   double train_seconds = 0;  // inside steps
   RunReport report(rank, world, config_.epochs, pos.epoch, metrics);
   uint64_t comm_bytes_total = 0, comm_calls_total = 0;
-  bool reached_max_steps = max_steps > 0 && pos.step >= max_steps;
+  bool reached_max_steps = false;  // in this run: the position then needs a checkpoint
 
-  for (int64_t epoch = pos.epoch; epoch < config_.epochs && !reached_max_steps; ++epoch) {
+  // Evaluates this rank's strided share of the test set and sums, over ranks, its counts with
+  // the training loss of `train_steps` steps.
+  auto evaluate = [&](double train_loss_sum, int64_t train_steps,
+                      const std::string& what) -> Result<EpochTotals> {
+    std::vector<uint32_t> test_idx;
+    for (size_t i = rank; i < test.size(); i += world) test_idx.push_back(static_cast<uint32_t>(i));
+    double test_loss_sum = 0;
+    int64_t test_correct = 0;
+    for (size_t begin = 0; begin < test_idx.size(); begin += batch) {
+      const int n = static_cast<int>(std::min<size_t>(batch, test_idx.size() - begin));
+      data::gatherBatch(test, test_idx.data() + begin, n, x.data(), y.data());
+      test_correct += model.evaluate(x.data(), y.data(), n, &test_loss_sum);
+    }
+    EpochTotals totals(static_cast<double>(test_correct), test_loss_sum,
+                       static_cast<double>(test_idx.size()), train_loss_sum,
+                       static_cast<double>(train_steps));
+    if (world > 1) {
+      comm::AllreduceOptions opts = ar_options;
+      opts.tag = "epoch totals";
+      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
+                             "rank " + std::to_string(rank) + ": " + what);
+    }
+    return totals;
+  };
+  if (trainingComplete(config_, pos)) {
+    RM_ASSIGN_OR_RETURN(EpochTotals totals, evaluate(0, 0, "evaluating the restored model"));
+    report.endRestored(pos, totals, &summary);
+  }
+
+  for (int64_t epoch = pos.epoch; !trainingComplete(config_, pos); ++epoch) {
     sampler.setEpoch(epoch);
     const std::vector<uint32_t>& shard = sampler.indices();
     const int64_t num_batches = static_cast<int64_t>(sampler.numBatches(batch));
@@ -210,26 +239,8 @@ Result<TrainSummary> Trainer::run() {
     const double epoch_wall = secondsBetween(epoch_start, Clock::now());
     comm_bytes_total += epoch_bytes;
 
-    // Evaluate on this rank's strided share of the test set; sum the counts over ranks.
-    std::vector<uint32_t> test_idx;
-    for (size_t i = rank; i < test.size(); i += world) test_idx.push_back(static_cast<uint32_t>(i));
-    double test_loss_sum = 0;
-    int64_t test_correct = 0;
-    for (size_t begin = 0; begin < test_idx.size(); begin += batch) {
-      const int n = static_cast<int>(std::min<size_t>(batch, test_idx.size() - begin));
-      data::gatherBatch(test, test_idx.data() + begin, n, x.data(), y.data());
-      test_correct += model.evaluate(x.data(), y.data(), n, &test_loss_sum);
-    }
-    EpochTotals totals(static_cast<double>(test_correct), test_loss_sum,
-                       static_cast<double>(test_idx.size()), loss_sum,
-                       static_cast<double>(loss_count));
-    if (world > 1) {
-      comm::AllreduceOptions opts = ar_options;
-      opts.tag = "epoch totals";
-      RM_RETURN_IF_ERROR_CTX(
-          comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
-          "rank " + std::to_string(rank) + ": epoch " + std::to_string(epoch + 1));
-    }
+    RM_ASSIGN_OR_RETURN(EpochTotals totals,
+                        evaluate(loss_sum, loss_count, "epoch " + std::to_string(epoch + 1)));
     if (ctx_.progress_bar && rank == 0) std::printf("\n");
     report.endEpoch(
         {epoch, epoch_wall, epoch_samples, loss_count, epoch_comm, epoch_exposed, epoch_bytes, ""},
@@ -259,13 +270,8 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
       {key::kEpochs, s.epochs},
       {key::kSteps, s.steps},
       {key::kResumedFromStep, s.resumed_from_step},
-      {key::kSamplesPerSecond, s.samples_per_second},
-      {key::kSteadySamplesPerSecond, s.steady_samples_per_second},
       {key::kDevice, s.device},
       {key::kPrecision, s.precision},
-      {key::kFinalTrainLoss, s.final_train_loss},
-      {key::kTestAccuracy, s.test_accuracy},
-      {key::kTestLoss, s.test_loss},
       {key::kWorldSize, s.world_size},
       {key::kBackend, s.backend},
       {key::kModel, s.model_signature},
@@ -279,6 +285,15 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
         {key::kAllreduceExposedSeconds, s.comm_exposed_seconds},
         {key::kAllreduceOverlapRatio, s.overlap_ratio}}},
   };
+  // What nothing measured stays out of the summary: a reader must not take it for a zero.
+  auto optional = [&j](const char* key, const std::optional<double>& value) {
+    if (value) j[key] = *value;
+  };
+  optional(key::kSamplesPerSecond, s.samples_per_second);
+  optional(key::kSteadySamplesPerSecond, s.steady_samples_per_second);
+  optional(key::kFinalTrainLoss, s.final_train_loss);
+  optional(key::kTestAccuracy, s.test_accuracy);
+  optional(key::kTestLoss, s.test_loss);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);

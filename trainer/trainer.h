@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,13 +31,15 @@ struct TrainSummary {
   int64_t epochs = 0;              // epochs completed (including ones done before a resume)
   int64_t steps = 0;               // global optimizer steps completed
   int64_t resumed_from_step = -1;  // -1: fresh start
-  double samples_per_second = 0;   // global (all ranks), training time only
+  // Absent where nothing measured them: throughput and train loss when this run trained no step
+  // (it resumed at the end of training), test figures when no evaluation ran.
+  std::optional<double> samples_per_second;  // global (all ranks), training time only
   // The same without the first epoch of this run (start-up: CUDA graph capture, GEMM plans,
   // caches); equal to samples_per_second when the run had one epoch.
-  double steady_samples_per_second = 0;
-  double final_train_loss = 0;  // mean over the last epoch, all ranks
-  double test_accuracy = 0;     // after the last epoch
-  double test_loss = 0;
+  std::optional<double> steady_samples_per_second;
+  std::optional<double> final_train_loss;  // mean over the last epoch that trained, all ranks
+  std::optional<double> test_accuracy;     // after the last epoch (or of the restored model)
+  std::optional<double> test_loss;
   int world_size = 1;
   std::string backend;
   std::string device = "cpu";  // cpu | cuda

@@ -17,7 +17,64 @@ const kube::Condition* findCondition(const kube::TrainingJob& job, const std::st
   return nullptr;
 }
 
+// Where `path` (in the worker container) lies on a claim: the claim's name and the path inside
+// it, through the volume mounted deepest above `path`; nullopt when that is no claim.
+struct ClaimPath {
+  std::string claim;
+  std::filesystem::path inside;
+};
+std::optional<ClaimPath> claimHolding(const kube::TrainingJobSpec& spec, const std::string& path) {
+  const kube::VolumeMount* best = nullptr;
+  std::string best_dir;
+  for (const auto& m : spec.volume_mounts) {
+    std::string dir = m.mount_path;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    const bool below = path.size() > dir.size() && (dir == "/" || path[dir.size()] == '/');
+    const bool above = path.rfind(dir, 0) == 0 && (path == dir || below);
+    if (above && (!best || dir.size() > best_dir.size())) {
+      best = &m;
+      best_dir = dir;
+    }
+  }
+  if (!best) return std::nullopt;
+  for (const auto& v : spec.volumes) {
+    if (v.name != best->name || !v.persistent_volume_claim) continue;
+    std::filesystem::path inside = best->sub_path.value_or("");
+    const std::string rest = path.substr(std::min(best_dir.size(), path.size()));
+    if (!rest.empty() && rest != "/") inside /= std::filesystem::path(rest).relative_path();
+    return ClaimPath{v.persistent_volume_claim->claim_name, inside};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> resumeNote(const kube::TrainingJob& job,
+                                      const std::filesystem::path& claims_dir) {
+  if (!job.status.progress || !job.status.progress->resumed_from_step) return std::nullopt;
+  const kube::TrainingProgress& p = *job.status.progress;
+  const int64_t from = *p.resumed_from_step;
+  std::string out = "  resumed from a checkpoint at step ";
+  out.append(std::to_string(from));
+  if (p.step != from) return out;
+  out.append(
+      ", already the end of training: this run trained nothing, and the accuracy is the "
+      "restored model's");
+  const auto& trainer = job.spec.trainer;
+  const std::string path =
+      trainer && trainer->checkpoint ? trainer->checkpoint->path.value_or("") : "";
+  if (path.empty()) return out;
+  out.append("\n  To train from scratch, remove the checkpoints in ").append(path);
+  if (const std::optional<ClaimPath> on = claimHolding(job.spec, path)) {
+    const std::string ns =
+        job.metadata.namespace_name.empty() ? "default" : job.metadata.namespace_name;
+    out.append(" (claim ").append(on->claim).append(", here ");
+    std::filesystem::path dir = claims_dir / ns / on->claim;
+    if (!on->inside.empty()) dir /= on->inside;
+    out.append(dir.lexically_normal().string()).append(")");
+  }
+  return out;
+}
 
 // Numbers are appended, not `"text" + std::to_string(...)`: GCC 12 flags that with a false
 // -Wrestrict in optimized builds.

@@ -5,6 +5,7 @@
 // Pure (no I/O): the caller feeds each observed job; testable without a cluster.
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,14 @@ std::string finishedPhase(const kube::TrainingJob& job);
 
 // The reason and message of the condition that ended the job (or the newest condition).
 std::string finalReason(const kube::TrainingJob& job);
+
+// When the trainers resumed from a checkpoint, says so: "resumed from a checkpoint at step N".
+// When that checkpoint was already the end of training, the run trained nothing, and the note
+// says where the checkpoint lies (the PersistentVolumeClaim mounted at spec.trainer.checkpoint.path
+// and its directory under `claims_dir`, <claims_dir>/<namespace>/<claim> on this cluster's
+// kubelet) so that the user can start over. Lines are indented by two spaces, no final newline.
+std::optional<std::string> resumeNote(const kube::TrainingJob& job,
+                                      const std::filesystem::path& claims_dir);
 
 class ProgressReporter {
  public:

@@ -165,6 +165,9 @@ core::Status runJob(const RunOptions& options,
   if (job.status.progress && job.status.progress->test_accuracy) {
     std::cout << "  test accuracy " << *job.status.progress->test_accuracy * 100 << "%\n";
   }
+  if (auto note = resumeNote(job, fs::path(options.data_dir) / "kubelet" / "volumes")) {
+    std::cout << *note << "\n";
+  }
   std::cout << "Logs:  kubectl logs " << job_name << "-worker-0   (files under "
             << (fs::path(options.data_dir) / "kubelet" / "pods" / ns).string() << ")\n"
             << "The cluster stays up: export KUBECONFIG=" << kubeconfig.string() << "\n"

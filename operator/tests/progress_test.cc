@@ -47,8 +47,14 @@ TEST(Progress, GaugesTheTrainerHasNotSetYetStayUnset) {
       "ringmaster_trainer_test_accuracy_ratio 0\n"
       "ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second{backend=\"gloo\"} 0\n");
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(*p, (kube::TrainingProgress{
-                    std::nullopt, 0, std::nullopt, std::nullopt, std::nullopt, std::nullopt, {}}));
+  EXPECT_EQ(*p, (kube::TrainingProgress{std::nullopt,
+                                        0,
+                                        std::nullopt,
+                                        std::nullopt,
+                                        std::nullopt,
+                                        std::nullopt,
+                                        std::nullopt,
+                                        {}}));
 }
 
 // What the trainer writes with --summary-json (pretty) and the launcher leaves compacted.
@@ -69,6 +75,36 @@ TEST(TrainerSummary, FoldsIntoProgressRoundedAsTheScrape) {
   EXPECT_DOUBLE_EQ(*p->samples_per_second, 54573);
   EXPECT_DOUBLE_EQ(*p->test_accuracy, 0.8862);
   EXPECT_DOUBLE_EQ(*p->allreduce_bus_bandwidth, 812345679);
+}
+
+TEST(TrainerSummary, ARunFromScratchHasNoResumedStep) {
+  core::Result<kube::TrainingProgress> p = parseTrainerSummary(kSummary);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_FALSE(p->resumed_from_step.has_value()) << "-1 is not a step";
+}
+
+TEST(TrainerSummary, ARunThatResumedAtTheEndHasNoTrainingFigures) {
+  // What a trainer writes when its checkpoint was already the end of training.
+  core::Result<kube::TrainingProgress> p = parseTrainerSummary(
+      R"({"epochs":5,"steps":1175,"resumedFromStep":1175,"testAccuracy":0.8852,)"
+      R"("testLoss":0.32,"worldSize":2,"backend":"shm","device":"cpu"})");
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_EQ(p->epoch, 5);
+  EXPECT_EQ(p->step, 1175);
+  EXPECT_EQ(p->resumed_from_step, 1175);
+  EXPECT_DOUBLE_EQ(p->test_accuracy.value_or(0), 0.8852);
+  EXPECT_FALSE(p->loss.has_value());
+  EXPECT_FALSE(p->samples_per_second.has_value());
+
+  // Over a scrape that saw nothing trained: nothing invented.
+  kube::TrainingProgress scraped;
+  scraped.epoch = 5;
+  scraped.step = 0;
+  kube::TrainingProgress merged = mergeProgress(scraped, *p);
+  EXPECT_EQ(merged.step, 1175);
+  EXPECT_EQ(merged.resumed_from_step, 1175);
+  EXPECT_FALSE(merged.loss.has_value());
+  EXPECT_FALSE(merged.samples_per_second.has_value());
 }
 
 TEST(TrainerSummary, BadMessagesAreErrorsNotCrashes) {
@@ -94,10 +130,11 @@ TEST(TrainerSummary, BadMessagesAreErrorsNotCrashes) {
 }
 
 TEST(TrainerSummary, MergeReplacesWhatTheSummaryHas) {
-  kube::TrainingProgress scraped{4, 940, 0.35, 50000, 1e9, 0.8731, {}};
-  kube::TrainingProgress final_figures{5, 1175, 0.3123, 54573, std::nullopt, 0.8862, {}};
+  kube::TrainingProgress scraped{4, 940, 0.35, 50000, 1e9, 0.8731, std::nullopt, {}};
+  kube::TrainingProgress final_figures{5,      1175,         0.3123, 54573, std::nullopt,
+                                       0.8862, std::nullopt, {}};
   EXPECT_EQ(mergeProgress(scraped, final_figures),
-            (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, {}}));
+            (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, std::nullopt, {}}));
   EXPECT_EQ(mergeProgress(std::nullopt, final_figures), final_figures);
 }
 

@@ -515,7 +515,7 @@ TEST_F(ReconcilerTest, RankZerosSummaryIsTheFinalProgress) {
   apply(makeJob("fmnist", 2));
   converge(2);
   setAllPods("Running", true);
-  progress_.progress = kube::TrainingProgress{4, 940, 0.35, 50000, 1e9, 0.8731, {}};
+  progress_.progress = kube::TrainingProgress{4, 940, 0.35, 50000, 1e9, 0.8731, std::nullopt, {}};
   sync();
   converge(1);
   EXPECT_EQ(job().status.progress->epoch, 4);
@@ -527,14 +527,16 @@ TEST_F(ReconcilerTest, RankZerosSummaryIsTheFinalProgress) {
   ASSERT_TRUE(reconcile().ok());
   kube::TrainingJob j = job();
   EXPECT_EQ(j.status.phase, "Succeeded");
-  EXPECT_EQ(j.status.progress, (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, {}}));
+  EXPECT_EQ(j.status.progress,
+            (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, std::nullopt, {}}));
 }
 
 TEST_F(ReconcilerTest, AMalformedSummaryKeepsTheLastProgressAndStillSucceeds) {
   apply(makeJob("fmnist", 1));
   converge(2);
   setAllPods("Running", true);
-  progress_.progress = kube::TrainingProgress{4, 940, 0.35, 50000, std::nullopt, 0.8731, {}};
+  progress_.progress =
+      kube::TrainingProgress{4, 940, 0.35, 50000, std::nullopt, 0.8731, std::nullopt, {}};
   sync();
   converge(1);
   setPod("fmnist-worker-0", "Succeeded", false, 0);

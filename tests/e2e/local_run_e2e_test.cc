@@ -6,7 +6,9 @@
 // final epoch and loss. scripts/test runs it on the tree scripts/run-main builds; it runs again on
 // a real control plane (envtest) that `local run --cluster-kubeconfig` joins. That half checks
 // the control plane, not the accuracy again: it trains the same job for one epoch instead of five
-// (about two core-minutes less in CI) and expects what one epoch reaches.
+// (about two core-minutes less in CI) and expects what one epoch reaches. Both halves then run
+// the same command again, as a user would: the job resumes from its checkpoint at the end of
+// training and must report the restored model (same accuracy, final epoch) and say why.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -104,6 +106,11 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   const std::string outcome = result.stdout_text + result.stderr_text;
   testutil::ProcessResult final_get = testutil::run({kubectl, "get", "tj", "fmnist"}, env, 30s);
   testutil::ProcessResult logs = testutil::run({kubectl, "logs", "fmnist-worker-0"}, env, 30s);
+  // The user runs the same command again: the checkpoint claim outlived the job, so the new job
+  // resumes where the first one ended. It must say so and report the restored model, not an
+  // empty run.
+  testutil::ProcessResult again = testutil::run(argv, {}, 300s);
+  testutil::ProcessResult again_get = testutil::run({kubectl, "get", "tj", "fmnist"}, env, 30s);
   // The user stops the cluster with the command `run` printed, word for word.
   std::string stop_command;
   if (size_t at = result.stdout_text.find("Stop it:  "); at != std::string::npos) {
@@ -140,6 +147,29 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   EXPECT_TRUE(tookSteps()) << "rank 1 never served /metrics with steps taken; last scrape:\n"
                            << metrics;
   EXPECT_NE(metrics.find("ringmaster_trainer_samples_total"), std::string::npos) << metrics;
+
+  // The rerun: Succeeded at the same epoch and step, the same accuracy line, and the note.
+  const std::string rerun = again.stdout_text + again.stderr_text;
+  ASSERT_EQ(again.exit_code, 0) << rerun;
+  auto accuracyLine = [](const std::string& text) {
+    const size_t at = text.find("  test accuracy ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_NE(accuracyLine(result.stdout_text), "") << outcome;
+  EXPECT_EQ(accuracyLine(again.stdout_text), accuracyLine(result.stdout_text)) << rerun;
+  EXPECT_NE(again.stdout_text.find("epoch " + epochs + "/" + epochs + "  step "), std::string::npos)
+      << rerun;
+  EXPECT_NE(again.stdout_text.find(", already the end of training: this run trained nothing"),
+            std::string::npos)
+      << rerun;
+  EXPECT_NE(again.stdout_text.find("To train from scratch, remove the checkpoints in /ckpt "
+                                   "(claim fmnist-ckpt"),
+            std::string::npos)
+      << rerun;
+  auto again_row = rowFor(again_get.stdout_text, "fmnist");
+  ASSERT_GE(again_row.size(), 4u) << again_get.stdout_text << again_get.stderr_text;
+  EXPECT_EQ(again_row[1], "Succeeded");
+  EXPECT_EQ(again_row[3], epochs) << "final epoch of the rerun";
 
   ASSERT_EQ(logs.exit_code, 0) << logs.stderr_text;
   // One epoch of the cosine schedule ends near 85%; five reach the README's 88%.

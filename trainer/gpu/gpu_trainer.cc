@@ -330,14 +330,52 @@ Result<TrainSummary> GpuTrainer::run() {
   const bool checkpoints = !config_.checkpoint.path.empty();
   const int64_t max_steps = config_.max_steps;
   TrainerMetrics* metrics = ctx_.metrics;
-  bool reached_max_steps = max_steps > 0 && pos.step >= max_steps;
+  bool reached_max_steps = false;  // in this run: the position then needs a checkpoint
   RunReport report(rank, world, config_.epochs, pos.epoch, metrics);
   uint64_t comm_calls_total = 0, comm_bytes_total = 0;
   int64_t timed_steps = 0;
   size_t bucket_bytes = 0;
   for (const Bucket& b : st.buckets) bucket_bytes += b.count * sizeof(float);
 
-  for (int64_t epoch = pos.epoch; epoch < config_.epochs && !reached_max_steps; ++epoch) {
+  // Evaluates this rank's strided share of the test set and sums, over ranks, its counts with
+  // the training loss of `train_steps` steps.
+  auto evaluate = [&](double train_loss_sum, int64_t train_steps,
+                      const std::string& what) -> Result<EpochTotals> {
+    RM_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(st.totals.data() + 1, 0, sizeof(LossTotals), st.compute), "eval totals");
+    const auto test_count = static_cast<int64_t>(
+        test.size() > static_cast<size_t>(rank) ? (test.size() - rank + world - 1) / world : 0);
+    for (int64_t begin = 0; begin < test_count; begin += batch) {
+      const int n = static_cast<int>(std::min<int64_t>(batch, test_count - begin));
+      BatchSource source{nullptr, nullptr, begin, rank, world, batch};
+      launchGatherBatch(st.test.rows.data(), st.test.labels.data(),
+                        static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
+                        precision, st.compute);
+      RM_RETURN_IF_ERROR(
+          net.forwardLoss(n, /*train=*/false, 1.0, st.totals.data() + 1, st.compute));
+    }
+    LossTotals eval;
+    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&eval, st.totals.data() + 1, sizeof eval,
+                                            cudaMemcpyDeviceToHost, st.compute),
+                            "reading the evaluation");
+    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "evaluation");
+    EpochTotals totals(static_cast<double>(eval.hits), eval.loss_sum,
+                       static_cast<double>(test_count), train_loss_sum,
+                       static_cast<double>(train_steps));
+    if (world > 1) {
+      comm::AllreduceOptions opts;
+      opts.tag = "epoch totals";
+      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
+                             who + ": " + what);
+    }
+    return totals;
+  };
+  if (trainingComplete(config_, pos)) {
+    RM_ASSIGN_OR_RETURN(EpochTotals totals, evaluate(0, 0, "evaluating the restored model"));
+    report.endRestored(pos, totals, &summary);
+  }
+
+  for (int64_t epoch = pos.epoch; !trainingComplete(config_, pos); ++epoch) {
     const int64_t first_batch = epoch == pos.epoch ? pos.step_in_epoch : 0;
     const FeistelPermutation perm =
         FeistelPermutation::make(static_cast<uint32_t>(train.size()), config_.seed, epoch);
@@ -449,34 +487,8 @@ Result<TrainSummary> GpuTrainer::run() {
                                    " in epoch " + std::to_string(epoch + 1) + " (learning rate " +
                                    std::to_string(config_.optimizer.learning_rate) + " too high?)");
 
-    // Evaluation on this rank's strided share of the test set, counts summed over ranks.
-    RM_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(st.totals.data() + 1, 0, sizeof(LossTotals), st.compute), "eval totals");
-    const auto test_count = static_cast<int64_t>(
-        test.size() > static_cast<size_t>(rank) ? (test.size() - rank + world - 1) / world : 0);
-    for (int64_t begin = 0; begin < test_count; begin += batch) {
-      const int n = static_cast<int>(std::min<int64_t>(batch, test_count - begin));
-      BatchSource source{nullptr, nullptr, begin, rank, world, batch};
-      launchGatherBatch(st.test.rows.data(), st.test.labels.data(),
-                        static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
-                        precision, st.compute);
-      RM_RETURN_IF_ERROR(
-          net.forwardLoss(n, /*train=*/false, 1.0, st.totals.data() + 1, st.compute));
-    }
-    LossTotals eval;
-    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&eval, st.totals.data() + 1, sizeof eval,
-                                            cudaMemcpyDeviceToHost, st.compute),
-                            "reading the evaluation");
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "evaluation");
-    EpochTotals totals(static_cast<double>(eval.hits), eval.loss_sum,
-                       static_cast<double>(test_count), epoch_totals.loss_sum,
-                       static_cast<double>(steps_this_epoch));
-    if (world > 1) {
-      comm::AllreduceOptions opts;
-      opts.tag = "epoch totals";
-      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
-                             who + ": epoch " + std::to_string(epoch + 1));
-    }
+    RM_ASSIGN_OR_RETURN(EpochTotals totals, evaluate(epoch_totals.loss_sum, steps_this_epoch,
+                                                     "epoch " + std::to_string(epoch + 1)));
     // The host does not see single GPU steps: the histogram gets the epoch's mean step.
     if (metrics && steps_this_epoch > 0)
       metrics->step_seconds->Observe(epoch_wall / static_cast<double>(steps_this_epoch));

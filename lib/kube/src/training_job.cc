@@ -102,6 +102,7 @@ void visitTrainingProgress(V& v, S& s) {
   v("samplesPerSecond", s.samples_per_second);
   v("allreduceBusBandwidth", s.allreduce_bus_bandwidth);
   v("testAccuracy", s.test_accuracy);
+  v("resumedFromStep", s.resumed_from_step);
 }
 
 template <class V, class S>

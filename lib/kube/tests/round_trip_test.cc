@@ -211,6 +211,7 @@ TEST(RoundTrip, TrainingJobWithEveryDesignField) {
   EXPECT_EQ(job.status.replicas->ready, 2);
   EXPECT_EQ(job.status.progress->step, 1406);
   EXPECT_EQ(job.status.progress->allreduce_bus_bandwidth, 1.1e9);
+  EXPECT_EQ(job.status.progress->resumed_from_step, 200);
 }
 
 TEST(RoundTrip, RecorderEventWithNullEventTime) {

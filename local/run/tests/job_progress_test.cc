@@ -51,6 +51,66 @@ TEST(JobProgress, FinishedOnlyOnATrueTerminalCondition) {
   EXPECT_EQ(finalReason(job), "Failed (BackoffLimitExceeded): all ranks exited 0");
 }
 
+// The README's job as a rerun finds it: its checkpoint claim mounted at /ckpt.
+kube::TrainingJob resumedJob(int64_t from, int64_t step, const std::string& mount_path,
+                             const std::string& checkpoint_path) {
+  kube::TrainingJob job = runningJob(5, step);
+  job.spec.trainer->checkpoint.emplace();
+  job.spec.trainer->checkpoint->path = checkpoint_path;
+  kube::Volume scratch;
+  scratch.name = "scratch";
+  scratch.empty_dir.emplace();
+  kube::Volume ckpt;
+  ckpt.name = "ckpt";
+  ckpt.persistent_volume_claim.emplace();
+  ckpt.persistent_volume_claim->claim_name = "fmnist-ckpt";
+  job.spec.volumes = {scratch, ckpt};
+  kube::VolumeMount root_mount;
+  root_mount.name = "scratch";
+  root_mount.mount_path = "/";
+  kube::VolumeMount ckpt_mount;
+  ckpt_mount.name = "ckpt";
+  ckpt_mount.mount_path = mount_path;
+  job.spec.volume_mounts = {root_mount, ckpt_mount};
+  job.status.progress->resumed_from_step = from;
+  return job;
+}
+
+TEST(ResumeNote, SaysNothingForARunFromScratch) {
+  EXPECT_EQ(resumeNote(runningJob(5, 1175), "/data/kubelet/volumes"), std::nullopt);
+}
+
+TEST(ResumeNote, ARunThatContinuedNamesTheStep) {
+  EXPECT_EQ(resumeNote(resumedJob(600, 1175, "/ckpt", "/ckpt"), "/data/kubelet/volumes"),
+            "  resumed from a checkpoint at step 600");
+}
+
+TEST(ResumeNote, ARunThatTrainedNothingSaysWhereTheCheckpointIs) {
+  const std::string first =
+      "  resumed from a checkpoint at step 1175, already the end of training: this run trained "
+      "nothing, and the accuracy is the restored model's\n"
+      "  To train from scratch, remove the checkpoints in ";
+  struct Case {
+    std::string mount_path, checkpoint_path, sub_path, where;
+  };
+  const Case cases[] = {
+      {"/ckpt", "/ckpt", "",
+       "/ckpt (claim fmnist-ckpt, here /data/kubelet/volumes/default/fmnist-ckpt)"},
+      {"/ckpt/", "/ckpt/run1", "",
+       "/ckpt/run1 (claim fmnist-ckpt, here /data/kubelet/volumes/default/fmnist-ckpt/run1)"},
+      {"/ckpt", "/ckpt/a/b", "jobs",
+       "/ckpt/a/b (claim fmnist-ckpt, here /data/kubelet/volumes/default/fmnist-ckpt/jobs/a/b)"},
+      // Not on the claim (a sibling whose name starts the same): the deepest mount is "/".
+      {"/ckpt", "/ckpt2", "", "/ckpt2"},
+  };
+  for (const Case& c : cases) {
+    kube::TrainingJob job = resumedJob(1175, 1175, c.mount_path, c.checkpoint_path);
+    if (!c.sub_path.empty()) job.spec.volume_mounts[1].sub_path = c.sub_path;
+    EXPECT_EQ(resumeNote(job, "/data/kubelet/volumes"), first + c.where)
+        << c.mount_path << " " << c.checkpoint_path;
+  }
+}
+
 TEST(JobProgress, FiguresNotMeasuredYetAreNotShown) {
   // The operator leaves loss and samples/s unset until the trainer measured them.
   kube::TrainingJob job = runningJob(1, 0);

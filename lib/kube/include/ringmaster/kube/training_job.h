@@ -130,6 +130,8 @@ struct TrainingProgress {
   std::optional<double> samples_per_second;
   std::optional<double> allreduce_bus_bandwidth;  // bytes/s, nccl-tests busbw
   std::optional<double> test_accuracy;            // 0..1, after the last finished epoch
+  // The checkpoint step the trainers started from; absent for a run from scratch.
+  std::optional<int64_t> resumed_from_step;
   nlohmann::json extra;
   bool operator==(const TrainingProgress&) const = default;
 };

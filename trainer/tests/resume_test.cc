@@ -1,0 +1,228 @@
+// A run that resumes where training already ended (a job re-created over the checkpoint volume
+// of a finished one) trains nothing, evaluates the restored model and reports it: the epochs
+// and steps of the checkpoint, its test accuracy, and no throughput or train loss at all.
+#include "trainer/resume.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "ringmaster/contract/trainer_summary.h"
+#include "trainer/comm/inproc_communicator.h"
+#include "trainer/trainer.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace ringmaster::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(TrainingComplete, IsTheEndOfTheEpochsOrOfMaxSteps) {
+  struct Case {
+    int64_t epochs, max_steps;
+    Position pos;
+    bool complete;
+  };
+  const Case cases[] = {
+      {2, 0, {0, 0, 0}, false},   // fresh
+      {2, 0, {1, 8, 0}, false},   // one epoch of two done
+      {2, 0, {1, 12, 4}, false},  // inside the second epoch
+      {2, 0, {2, 16, 0}, true},   // both done
+      {2, 0, {5, 40, 0}, true},   // a checkpoint of a longer run
+      {2, 5, {0, 5, 5}, true},    // max_steps reached inside the first epoch
+      {2, 5, {0, 4, 4}, false},  {2, 8, {1, 8, 0}, true},  // max_steps reached at an epoch's end
+  };
+  for (const Case& c : cases) {
+    TrainerConfig config = defaultTrainerConfig();
+    config.epochs = c.epochs;
+    config.max_steps = c.max_steps;
+    EXPECT_EQ(trainingComplete(config, c.pos), c.complete)
+        << "epochs " << c.epochs << ", max_steps " << c.max_steps << ", at epoch " << c.pos.epoch
+        << " step " << c.pos.step << " (" << c.pos.step_in_epoch << " in the epoch)";
+  }
+}
+
+// Separable enough to learn a little: the label picks which block of pixels is bright.
+data::Dataset syntheticSet(size_t n, uint32_t seed) {
+  data::Dataset d;
+  d.rows = d.cols = 28;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0, 1);
+  d.images.resize(n * d.featureSize());
+  d.labels.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int label = static_cast<int>(rng() % data::kFashionMnistClasses);
+    d.labels[i] = label;
+    float* row = d.images.data() + i * d.featureSize();
+    for (size_t f = 0; f < d.featureSize(); ++f)
+      row[f] = noise(rng) + (f / 78 == static_cast<size_t>(label) ? 0.4f : 0.0f);
+  }
+  return d;
+}
+
+class ResumeAtTheEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { openblas_set_num_threads(1); }
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("rm-resume-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    fs::remove(dir_.string() + "-summary.json");
+  }
+
+  TrainerConfig config() const {
+    TrainerConfig c = defaultTrainerConfig();
+    c.model.hidden = {32};
+    c.epochs = 2;
+    c.batch_size = 64;  // 512 samples: 8 steps per epoch on one rank
+    c.optimizer.learning_rate = 0.05;
+    c.checkpoint.path = dir_.string();
+    c.checkpoint.every_steps = 0;
+    return c;
+  }
+
+  // Runs `world` ranks (threads) over the same checkpoint directory; returns rank 0's summary.
+  // Rank 0 reports to `metrics` when given.
+  core::Result<TrainSummary> run(const TrainerConfig& c, int world = 1,
+                                 TrainerMetrics* metrics = nullptr) {
+    auto group = std::make_shared<comm::InProcGroup>(world);
+    std::vector<std::unique_ptr<comm::Communicator>> comms;
+    for (int r = 0; r < world; ++r)
+      comms.push_back(std::make_unique<comm::InProcCommunicator>(group, r));
+    std::vector<core::Result<TrainSummary>> results(world, core::internalError("not run"));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r) {
+      threads.emplace_back([&, r] {
+        TrainerContext ctx;
+        ctx.comm = comms[r].get();
+        ctx.train = &train_;
+        ctx.test = &test_;
+        if (r == 0) ctx.metrics = metrics;
+        results[r] = Trainer(c, ctx).run();
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 1; r < world; ++r) {
+      if (!results[r].ok()) return results[r].status().withContext("rank " + std::to_string(r));
+    }
+    return results[0];
+  }
+
+  fs::path dir_;
+  data::Dataset train_ = syntheticSet(512, 1);
+  data::Dataset test_ = syntheticSet(300, 2);
+};
+
+TEST_F(ResumeAtTheEnd, EvaluatesTheRestoredModelAndReportsNoTraining) {
+  auto first = run(config());
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->epochs, 2);
+  EXPECT_EQ(first->steps, 16);
+  EXPECT_EQ(first->resumed_from_step, -1);
+  ASSERT_TRUE(first->samples_per_second.has_value());
+  ASSERT_TRUE(first->final_train_loss.has_value());
+  ASSERT_TRUE(first->test_accuracy.has_value());
+  EXPECT_GT(*first->test_accuracy, 0.2) << "the synthetic set is learnable";
+
+  metrics::Registry registry;
+  auto metrics = TrainerMetrics::create(registry, "inproc");
+  ASSERT_TRUE(metrics.ok()) << metrics.status().message();
+  auto again = run(config(), 1, &*metrics);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(metrics->epoch->Value(), 2);
+  EXPECT_EQ(metrics->steps->Value(), 0) << "no step trained";
+  EXPECT_EQ(metrics->checkpoints->Value(), 0) << "the checkpoint is not written again";
+  EXPECT_EQ(metrics->loss->Value(), 0) << "no train loss: the gauge stays unset";
+  EXPECT_FLOAT_EQ(metrics->accuracy->Value(), again->test_accuracy.value_or(-1));
+  EXPECT_EQ(again->resumed_from_step, 16);
+  EXPECT_EQ(again->epochs, 2);
+  EXPECT_EQ(again->steps, 16);
+  EXPECT_FALSE(again->samples_per_second.has_value());
+  EXPECT_FALSE(again->steady_samples_per_second.has_value());
+  EXPECT_FALSE(again->final_train_loss.has_value());
+  ASSERT_TRUE(again->test_accuracy.has_value());
+  EXPECT_EQ(*again->test_accuracy, *first->test_accuracy) << "the same model, evaluated again";
+  EXPECT_EQ(again->test_loss, first->test_loss);
+
+  // Two ranks over the same checkpoint: each evaluates its share, the counts are summed.
+  auto two = run(config(), 2);
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_EQ(two->steps, 16);
+  ASSERT_TRUE(two->test_accuracy.has_value());
+  EXPECT_EQ(*two->test_accuracy, *first->test_accuracy);
+  EXPECT_NEAR(two->test_loss.value_or(-1), first->test_loss.value_or(1), 1e-5);
+}
+
+TEST_F(ResumeAtTheEnd, MaxStepsReachedInsideAnEpochIsTheEndToo) {
+  TrainerConfig c = config();
+  c.max_steps = 5;
+  auto first = run(c);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->steps, 5);
+  EXPECT_EQ(first->epochs, 0) << "the first epoch was not finished";
+
+  auto again = run(c);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->resumed_from_step, 5);
+  EXPECT_EQ(again->steps, 5);
+  EXPECT_EQ(again->epochs, 0);
+  EXPECT_FALSE(again->samples_per_second.has_value());
+  EXPECT_EQ(again->test_accuracy, first->test_accuracy);
+
+  // Raising max_steps continues the same run from step 5.
+  c.max_steps = 12;
+  auto more = run(c);
+  ASSERT_TRUE(more.ok()) << more.status().message();
+  EXPECT_EQ(more->resumed_from_step, 5);
+  EXPECT_EQ(more->steps, 12);
+  EXPECT_EQ(more->epochs, 1);
+  EXPECT_TRUE(more->samples_per_second.has_value());
+}
+
+TEST_F(ResumeAtTheEnd, MaxStepsAtAnEpochsEndEndsWithThatEpoch) {
+  TrainerConfig c = config();
+  c.max_steps = 8;  // exactly the first epoch
+  metrics::Registry registry;
+  auto metrics = TrainerMetrics::create(registry, "inproc");
+  ASSERT_TRUE(metrics.ok()) << metrics.status().message();
+  auto first = run(c, 1, &*metrics);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->steps, 8);
+  EXPECT_EQ(first->epochs, 1);
+  EXPECT_TRUE(first->final_train_loss.has_value());
+  // No second epoch of zero steps is started, evaluated or checkpointed.
+  EXPECT_EQ(metrics->epoch->Value(), 1);
+  EXPECT_EQ(metrics->checkpoints->Value(), 1);
+}
+
+TEST_F(ResumeAtTheEnd, TheSummaryLeavesOutWhatWasNotMeasured) {
+  ASSERT_TRUE(run(config()).ok());
+  auto again = run(config());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  const fs::path path = dir_.string() + "-summary.json";
+  ASSERT_TRUE(writeSummaryJson(*again, path.string()).ok());
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  namespace key = contract::trainer_summary;
+  EXPECT_EQ(j.at(key::kEpochs), 2);
+  EXPECT_EQ(j.at(key::kSteps), 16);
+  EXPECT_EQ(j.at(key::kResumedFromStep), 16);
+  EXPECT_TRUE(j.contains(key::kTestAccuracy));
+  EXPECT_TRUE(j.contains(key::kTestLoss));
+  EXPECT_FALSE(j.contains(key::kSamplesPerSecond)) << j.dump();
+  EXPECT_FALSE(j.contains(key::kSteadySamplesPerSecond)) << j.dump();
+  EXPECT_FALSE(j.contains(key::kFinalTrainLoss)) << j.dump();
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer
