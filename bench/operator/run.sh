@@ -5,7 +5,7 @@
 #   - seconds until every pod exists and until every job is Running,
 #   - CPU seconds (utime+stime from /proc/<pid>/stat) of the operator, the API server and the
 #     simulating kubelet, each on its own line (they share this machine's cores: who is slow),
-#   - the operator's peak RSS (VmHWM),
+#   - the operator's peak RSS (VmHWM) and its RSS once every job runs (VmRSS),
 #   - API requests per job (the operator's ringmaster_operator_api_requests_total, all verbs).
 #   bench/operator/run.sh [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S]
 # The operator's client is rate limited (--qps, default 50): at ~11 requests per job that bound,
@@ -66,6 +66,7 @@ requests() {
 }
 cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / t}' "/proc/${1:-$operator_pid}/stat"; }
 hwm() { awk '/VmHWM/ {print $2 / 1024 " MiB"}' "/proc/$operator_pid/status"; }
+rss() { awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$operator_pid/status"; }
 sleep 1  # the operator's first list/watch
 requests_before=$(requests)
 cpu_before=$(cpu) server_cpu_before=$(cpu "$server_pid") kubelet_cpu_before=$(cpu "$kubelet_pid")
@@ -106,5 +107,6 @@ echo "operator CPU:                   $(delta "$cpu_before" "$cpu_after") s (tot
 echo "API server CPU:                 $(delta "$server_cpu_before" "$server_cpu_after") s"
 echo "kubelet (simulating) CPU:       $(delta "$kubelet_cpu_before" "$kubelet_cpu_after") s"
 echo "operator peak RSS (VmHWM):      $(hwm)"
+echo "operator RSS now (VmRSS):       $(rss)  (every job Running: what the caches hold)"
 echo "operator API requests:          $((requests_after - requests_before)) ($(awk "BEGIN{printf \"%.1f\", ($requests_after - $requests_before) / $jobs}") per job)"
 curl -s "http://127.0.0.1:$port/metrics" | grep '^ringmaster_operator_api_requests_total' | sed 's/^/  /'

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "fake_api_client.h"
 #include "ringmaster/kube/config_map.h"
 #include "ringmaster/kube/reflector.h"
@@ -230,6 +233,95 @@ TEST_F(WatcherTest, AnItemThatDoesNotDecodeIsHandedOverApartAndTheOthersStillArr
                                                     "DELETED bad: " + why}));
   EXPECT_EQ(w->resourceVersion(), "13");
   EXPECT_TRUE(w->lastError().ok()) << w->lastError().message();
+}
+
+TEST_F(WatcherTest, AWatchThatOpensWithMoreThanTheBoundDoesNotBlockItsOwnThread) {
+  // The fake hands every line over inside watch(), on the watcher's thread, as a transport may
+  // do with what arrived with the response headers: 3 MiB against a bound of 1 MiB.
+  std::vector<std::string> lines;
+  for (int i = 0; i < 96; ++i) {
+    lines.push_back(event("ADDED", configMap("cm" + std::to_string(i), std::to_string(11 + i),
+                                             std::string(32 << 10, 'x'))));
+  }
+  api_.expect(Verb::kGet, kConfigMapsPath, jsonResponse(200, listBody("10", {})));
+  api_.expectWatch(kConfigMapsPath, lines, std::nullopt);
+  auto w = makeWatcher();
+  w->step();
+  w->step();
+  EXPECT_EQ(w->state(), Watcher<ConfigMap>::State::kWatching);
+  w->step();
+  EXPECT_EQ(events_.size(), 96u);
+  EXPECT_EQ(w->resourceVersion(), "106");
+}
+
+using LineQueue = detail::LineQueue;
+
+// Takes lines from `q` until `want` arrived or 5 s passed.
+std::vector<std::string> takeAll(LineQueue& q, size_t want) {
+  std::vector<std::string> all;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (all.size() < want && std::chrono::steady_clock::now() < deadline) {
+    std::vector<std::string> lines;
+    std::optional<core::Status> closed;
+    q.take(milliseconds(50), {}, lines, closed);
+    all.insert(all.end(), lines.begin(), lines.end());
+  }
+  return all;
+}
+
+TEST(LineQueueTest, AProducerWaitsPastTheBoundUntilLinesAreTaken) {
+  LineQueue q(100);
+  q.bound();
+  std::atomic<int> produced = 0;
+  std::thread producer([&] {
+    for (int i = 0; i < 10; ++i) {
+      std::string line(39, 'a' + i);
+      line.push_back('\n');
+      q.onLine(line);
+      ++produced;
+    }
+  });
+  // Two 40-byte lines fit in 100 bytes; the third waits however long nobody takes.
+  for (int i = 0; i < 500 && produced < 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(produced, 2);
+  std::vector<std::string> all = takeAll(q, 10);
+  producer.join();
+  ASSERT_EQ(all.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(all[i][0], 'a' + i) << "in order";
+  EXPECT_LE(q.peakBytes(), 100u);
+}
+
+TEST(LineQueueTest, ALineLongerThanTheBoundStillPasses) {
+  LineQueue q(10);
+  q.bound();
+  q.onLine(std::string(50, 'x'));
+  EXPECT_EQ(takeAll(q, 1), std::vector<std::string>{std::string(50, 'x')});
+}
+
+TEST(LineQueueTest, NothingWaitsBeforeTheWatchIsOpen) {
+  LineQueue q(100);
+  for (int i = 0; i < 10; ++i) q.onLine(std::string(40, 'x'));  // this thread; would block
+  EXPECT_EQ(takeAll(q, 10).size(), 10u);
+}
+
+TEST(LineQueueTest, AbandonReleasesABlockedProducerAndDropsTheRest) {
+  LineQueue q(100);
+  q.bound();
+  std::atomic<bool> returned = false;
+  std::thread producer([&] {
+    for (int i = 0; i < 5; ++i) q.onLine(std::string(40, 'x'));
+    returned = true;
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(returned) << "the third line waits";
+  q.abandon();
+  producer.join();
+  EXPECT_TRUE(returned);
+  std::vector<std::string> lines;
+  std::optional<core::Status> closed;
+  q.take(milliseconds(0), {}, lines, closed);
+  EXPECT_TRUE(lines.empty());
 }
 
 TEST(ReflectorTest, ObjectsThatDoNotDecodeAreKeptApartWithTheirError) {

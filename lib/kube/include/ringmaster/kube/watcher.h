@@ -33,6 +33,7 @@
 // not decode as T fails neither the list nor the watch: every item is decoded on its own, and
 // one that does not decode goes to the handler apart, with its error (a line per object).
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -53,12 +54,28 @@
 namespace ringmaster::kube {
 
 namespace detail {
-// Watch lines handed from the transport thread to the stepping thread.
+// Watch lines handed from the transport thread to the stepping thread, at most about
+// `max_bytes` of them waiting: past that, onLine() blocks the transport thread until the
+// stepping thread takes them, so a consumer that falls behind slows the stream (TCP flow control
+// and then the server's own per-watch buffer) instead of growing this process without bound,
+// as a reflector that reads its stream itself does. The bound holds from bound() on: while
+// the stepping thread is still opening the watch it cannot take lines, and a transport may hand
+// it the first ones on that very thread. abandon() releases a blocked producer for good: the
+// watcher abandons a queue before it cancels the stream, whose lock the producer holds.
 class LineQueue : public WatchSink {
  public:
+  explicit LineQueue(size_t max_bytes) : max_bytes_(max_bytes) {}
+
   void onLine(std::string_view line) override {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    // One line always fits, however long: the queue bounds the backlog, not a line.
+    space_.wait(lock, [&] {
+      return !bounded_ || abandoned_ || bytes_ == 0 || bytes_ + line.size() <= max_bytes_;
+    });
+    if (abandoned_) return;
     lines_.emplace_back(line);
+    bytes_ += line.size();
+    peak_bytes_ = std::max(peak_bytes_, bytes_);
     cv_.notify_all();
   }
   void onClose(const core::Status& status) override {
@@ -74,13 +91,39 @@ class LineQueue : public WatchSink {
     cv_.wait_for(lock, stop, timeout, [&] { return !lines_.empty() || closed_.has_value(); });
     lines.assign(std::make_move_iterator(lines_.begin()), std::make_move_iterator(lines_.end()));
     lines_.clear();
+    bytes_ = 0;
     closed = closed_;
+    space_.notify_all();
+  }
+  // From now on a producer waits while max_bytes are waiting (the watch is open).
+  void bound() {
+    std::lock_guard lock(mu_);
+    bounded_ = true;
+  }
+  // Lines from now on are dropped and a blocked onLine() returns.
+  void abandon() {
+    std::lock_guard lock(mu_);
+    abandoned_ = true;
+    lines_.clear();
+    bytes_ = 0;
+    space_.notify_all();
+  }
+  // The most bytes that waited at once (tests, diagnostics).
+  size_t peakBytes() const {
+    std::lock_guard lock(mu_);
+    return peak_bytes_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable_any cv_;
+  const size_t max_bytes_;
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;  // a line or the close arrived
+  std::condition_variable space_;   // lines were taken, or the queue was abandoned
   std::deque<std::string> lines_;
+  size_t bytes_ = 0;
+  size_t peak_bytes_ = 0;
+  bool bounded_ = false;
+  bool abandoned_ = false;
   std::optional<core::Status> closed_;
 };
 }  // namespace detail
@@ -110,6 +153,8 @@ class Watcher {
     std::chrono::milliseconds max_backoff{30'000};
     double backoff_jitter = 0.5;
     std::chrono::milliseconds poll{1'000};  // longest wait for watch lines in one step
+    // Watch lines that may wait for this watcher's thread before the stream is slowed down.
+    size_t max_buffered_bytes = 1 << 20;
     uint64_t seed = std::random_device{}();
   };
 
@@ -190,13 +235,14 @@ class Watcher {
     std::uniform_int_distribution<int64_t> timeout(options_.min_watch_timeout.count(),
                                                    options_.max_watch_timeout.count());
     options.timeout_seconds = static_cast<int>(timeout(rng_));
-    queue_ = std::make_shared<detail::LineQueue>();
+    queue_ = std::make_shared<detail::LineQueue>(options_.max_buffered_bytes);
     ApiResult<std::unique_ptr<WatchStream>> stream = client_.watch(options, *queue_);
     if (!stream.ok()) {
       if (stream.error().isGone()) return relist("watch: " + stream.status().message());
       return fail(stream.error(), "watch");
     }
     stream_ = std::move(stream).value();
+    queue_->bound();
     state_ = State::kWatching;
     return std::chrono::milliseconds(0);
   }
@@ -287,6 +333,8 @@ class Watcher {
   }
 
   void closeStream() {
+    // First release a transport thread blocked on a full queue: it holds the stream's lock.
+    if (queue_) queue_->abandon();
     if (stream_) stream_->cancel();
     stream_.reset();
   }
