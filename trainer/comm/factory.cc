@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/tcp_store.h"
 #include "trainer/comm/gloo_communicator.h"
@@ -149,7 +150,7 @@ core::Result<std::unique_ptr<Communicator>> makeNccl(const CommConfig& config,
 }  // namespace
 
 bool runningUnderMpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
+  return contract::startedByMpirun([](const char* name) { return std::getenv(name); });
 }
 
 bool mpiBackendBuilt() { return kMpiBuilt; }

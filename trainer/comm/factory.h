@@ -78,7 +78,8 @@ struct CommConfig {
 
 core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& config);
 
-// True when this process was started by mpirun (Open MPI or PMIx environment variables).
+// True when mpirun started this process (contract::startedByMpirun: Open MPI's rank set, RANK
+// not), as the rank environment is read.
 bool runningUnderMpirun();
 
 // Whether this build includes the MPI backend.

@@ -80,12 +80,16 @@ std::vector<std::pair<std::string, std::string>> encodeForMpirun(const RankEnvir
   return vars;
 }
 
+bool startedByMpirun(const EnvLookup& lookup) {
+  // Only an unset RANK (not an empty one) lets mpirun's variables through.
+  return lookup(rank_env::kMpiRank) != nullptr && lookup(rank_env::kRank) == nullptr;
+}
+
 Result<RankEnvironment> parseRankEnvironment(const EnvLookup& lookup) {
   using namespace rank_env;
   RankEnvironment e;
-  // Under mpirun Open MPI's variables are the truth; otherwise torchrun's names. Only an unset
-  // RANK (not an empty one) lets mpirun's through.
-  const bool mpi = lookup(kMpiRank) != nullptr && lookup(kRank) == nullptr;
+  // Under mpirun Open MPI's variables are the truth; otherwise torchrun's names.
+  const bool mpi = startedByMpirun(lookup);
   const char* rank_name = mpi ? kMpiRank : kRank;
   const char* size_name = mpi ? kMpiWorldSize : kWorldSize;
   const char* local_name = mpi ? kMpiLocalRank : kLocalRank;

@@ -191,6 +191,30 @@ TEST(RankEnvironment, RankWinsOverOpenMpisVariables) {
   EXPECT_EQ(parsed->rank, 0);
 }
 
+TEST(RankEnvironment, StartedByMpirunIsOpenMpisRankWithoutRank) {
+  struct Case {
+    Env env;
+    bool mpirun;
+  };
+  Env both = mpiRankSees(3, 1);
+  set(both, "RANK", "0");
+  Env size_only;
+  set(size_only, "OMPI_COMM_WORLD_SIZE", "4");
+  const Case cases[] = {
+      {mpiRankSees(3, 1), true},
+      {both, false},  // the launcher's RANK wins, as parseRankEnvironment reads it
+      {size_only, false},
+      {Env{}, false},
+  };
+  for (const Case& c : cases) {
+    auto lookup = [&](const char* name) -> const char* {
+      auto it = c.env.find(name);
+      return it == c.env.end() ? nullptr : it->second.c_str();
+    };
+    EXPECT_EQ(startedByMpirun(lookup), c.mpirun) << testing::PrintToString(c.env);
+  }
+}
+
 TEST(RankEnvironment, EmptyEnvironmentIsAWorldOfOneProcess) {
   core::Result<RankEnvironment> env = parseRankEnvironment(Env{});
   ASSERT_TRUE(env.ok()) << env.status().toString();

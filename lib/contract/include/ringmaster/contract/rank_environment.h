@@ -116,6 +116,10 @@ std::vector<std::pair<std::string, std::string>> encode(const RankEnvironment& e
 // store secret (forwarded by name, so that its value stays off mpirun's command line).
 std::vector<std::pair<std::string, std::string>> encodeForMpirun(const RankEnvironment& env);
 
+// Whether mpirun started this process: Open MPI's rank is set and RANK is not (then
+// parseRankEnvironment reads Open MPI's variables, and backend auto means MPI).
+bool startedByMpirun(const EnvLookup& lookup);
+
 core::Result<RankEnvironment> parseRankEnvironment(const EnvLookup& lookup);
 core::Result<RankEnvironment> parseRankEnvironment(const std::map<std::string, std::string>& env);
 
