@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # chart_helm_test: `helm lint --strict` and `helm template` on helm/ringmaster, and helm itself
-# rejects a value that values.schema.json forbids. Exits 77 (ctest: skipped) without helm.
+# rejects a value that values.schema.json forbids. helm: $RM_HELM, else on PATH
+# (scripts/install-helm installs the pinned one); its absence is a failure, not a skip.
 # Usage: check_helm.sh REPO_ROOT
 set -uo pipefail
 chart="${1:?usage: check_helm.sh REPO_ROOT}/helm/ringmaster"
-helm=$(command -v helm) || { echo "SKIP: helm is not on PATH"; exit 77; }
+helm=${RM_HELM:-$(command -v helm || true)}
+[[ -n $helm && -x $helm ]] ||
+  { echo "FAIL: helm is not installed (scripts/install-helm installs the pinned one)"; exit 1; }
 fail=0
 run() {
   echo "+ $*"

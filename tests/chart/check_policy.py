@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""chart_policy_test: renders helm/ringmaster under several value sets (with helm when it is on
-PATH, else with the subset renderer in gotemplate.py) and checks the manifests:
+"""chart_policy_test: lints (`helm lint --strict`) and renders (`helm template`) helm/ringmaster
+under several value sets (helm: $RM_HELM, else on PATH; scripts/install-helm installs it) and
+checks the manifests:
 - RBAC is least privilege: each (apiGroup, resource) the operator touches has exactly the verbs
   it uses (ALLOWED), no wildcards, no pods/exec or other subresources, no Secret reads at all,
   no Secret writes in a cluster-wide binding, PodGroup rules only when gang scheduling is on,
@@ -21,9 +22,6 @@ import sys
 import tempfile
 
 import yaml
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gotemplate  # noqa: E402
 
 RELEASE, NAMESPACE = "rm", "ringmaster"
 
@@ -70,27 +68,45 @@ SCENARIOS = {
 }
 
 
-def render_with_helm(helm, chart, overrides):
+def find_helm():
+    """The helm binary: $RM_HELM, else helm on PATH; exits 1 saying how to install it."""
+    helm = os.environ.get("RM_HELM") or shutil.which("helm")
+    if not helm or not os.access(helm, os.X_OK):
+        sys.exit("FAIL: helm is not installed (scripts/install-helm installs the pinned one)")
+    return helm
+
+
+def deep_merge(base, overrides):
+    """values.yaml with `overrides` merged in, as helm merges -f files: maps key by key."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def helm_with_values(args, overrides):
+    """Runs helm `args` plus `-f <overrides as a file>`; its stdout (CalledProcessError on failure)."""
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(overrides, f)
     try:
-        out = subprocess.run([helm, "template", RELEASE, chart, "-n", NAMESPACE, "-f", f.name],
-                             check=True, capture_output=True, text=True).stdout
+        return subprocess.run([find_helm()] + args + ["-f", f.name], check=True,
+                              capture_output=True, text=True).stdout
     finally:
         os.unlink(f.name)
+
+
+def render(chart, overrides):
+    """`helm template` of the chart with `overrides`: (helm.sh/hook annotation, object) pairs."""
+    out = helm_with_values(["template", RELEASE, chart, "-n", NAMESPACE], overrides)
     docs = []
     for doc in yaml.safe_load_all(out):
         if doc:
             docs.append((doc.get("metadata", {}).get("annotations", {}).get("helm.sh/hook", ""),
                          doc))
     return docs
-
-
-def render(chart, overrides):
-    helm = shutil.which("helm")
-    if helm:
-        return render_with_helm(helm, chart, overrides)
-    return gotemplate.render_manifests(chart, overrides, RELEASE, NAMESPACE)
 
 
 class Checker:
@@ -390,21 +406,25 @@ def main():
     chart = os.path.join(sys.argv[1], "helm", "ringmaster")
     with open(os.path.join(chart, "values.yaml"), encoding="utf-8") as f:
         defaults = yaml.safe_load(f)
-    renderer = "helm" if shutil.which("helm") else "tests/chart/gotemplate.py"
+    find_helm()
     failures = []
     for scenario, overrides in SCENARIOS.items():
-        values = gotemplate.deep_merge(defaults, overrides)
+        values = deep_merge(defaults, overrides)
+        try:
+            helm_with_values(["lint", "--strict", chart], overrides)
+        except subprocess.CalledProcessError as e:
+            failures.append(f"[{scenario}] helm lint --strict failed: {e.stdout.strip()} {e.stderr.strip()}")
         try:
             docs = render(chart, overrides)
-        except (gotemplate.TemplateError, subprocess.CalledProcessError) as e:
-            failures.append(f"[{scenario}] rendering failed: {e}")
+        except subprocess.CalledProcessError as e:
+            failures.append(f"[{scenario}] helm template failed: {e.stderr.strip()}")
             continue
         found = Checker(scenario, values, docs, chart).run()
         print(f"{scenario}: {len(docs)} objects, {len(found)} failure(s)")
         failures += found
     for f in failures:
         print("FAIL:", f)
-    print(f"chart_policy_test ({renderer}): {len(SCENARIOS)} value sets, {len(failures)} failure(s)")
+    print(f"chart_policy_test (helm lint --strict, helm template): {len(SCENARIOS)} value sets, {len(failures)} failure(s)")
     return 1 if failures else 0
 
 

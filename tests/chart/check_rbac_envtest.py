@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """chart_rbac_envtest: the chart's RBAC on a real kube-apiserver (RINGMASTER_ENVTEST names the
-envtest directory; exit 77, skipped, when it is unset). Renders helm/ringmaster (helm when it is
-on PATH, else tests/chart/gotemplate.py), applies its ServiceAccount, Roles and bindings, and
+envtest directory; exit 77, skipped, when it is unset). Renders helm/ringmaster with `helm
+template` (check_policy.render), applies its ServiceAccount, Roles and bindings, and
 then, with a token of the operator's ServiceAccount (`kubectl create token`):
 - get/list/watch of Secrets is forbidden (403) in another namespace, in an MPI namespace and
   cluster-wide: the operator cannot read the cluster's Secrets;
@@ -20,7 +20,7 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import check_policy  # noqa: E402  (render(): helm when on PATH, else gotemplate.py)
+import check_policy  # noqa: E402  (render(): helm template)
 
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 SA = f"{check_policy.RELEASE}-ringmaster"
