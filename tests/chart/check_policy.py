@@ -59,6 +59,7 @@ SCENARIOS = {
         "podAnnotations": {"example.com/a": "b"},
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "imagePullSecrets": [{"name": "regcred"}],
+        "trainerImage": "registry.example.com/ml/trainer:7",
     },
     "single-replica": {
         "replicaCount": 1, "leaderElection": {"enabled": False},
@@ -279,8 +280,12 @@ class Checker:
                 self.fail("the pod template does not carry the selector labels")
             c = d["spec"]["template"]["spec"]["containers"][0]
             args = c.get("args", [])
+            # Jobs without spec.image run the worker image of the chart's own version by default.
+            with open(os.path.join(self.chart, "Chart.yaml"), encoding="utf-8") as f:
+                app_version = yaml.safe_load(f)["appVersion"]
+            trainer_image = v["trainerImage"] or f"ringmaster/trainer:{app_version}"
             want = [f"--metrics-port={v['metricsPort']}", f"--health-port={v['healthPort']}",
-                    f"--trainer-image={v['trainerImage']}"]
+                    f"--trainer-image={trainer_image}"]
             want.append("--leader-elect" if v["leaderElection"]["enabled"] else "--no-leader-elect")
             if v.get("watchNamespace"):
                 want.append(f"--namespace={v['watchNamespace']}")
@@ -365,9 +370,9 @@ class Checker:
         if not weights["TrainingJob"] < weights["Pod"]:
             self.fail("the helm-test TrainingJob must be created before the waiting Pod")
 
-    def test_job_matches_crd(self, job):
+    def test_job_matches_crd(self, job, what="helm-test TrainingJob"):
         """The API server rejects what the CRD schema forbids and silently prunes unknown
-        fields, so the helm-test job must validate and name only fields the schema knows."""
+        fields, so the helm-test job (or `what`) must validate and name only fields it knows."""
         import jsonschema  # python3-jsonschema (scripts/setup)
         root = os.path.dirname(os.path.dirname(self.chart))
         with open(os.path.join(root, "crds", "trainingjob.yaml"), encoding="utf-8") as f:
@@ -375,7 +380,7 @@ class Checker:
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         # OpenAPI v3.0 schemas follow draft 4 (boolean exclusiveMinimum).
         for err in jsonschema.Draft4Validator(schema).iter_errors(job):
-            self.fail(f"helm-test TrainingJob: {'.'.join(map(str, err.path))}: {err.message}")
+            self.fail(f"{what}: {'.'.join(map(str, err.path))}: {err.message}")
 
         def walk(node, schema, path):
             if not isinstance(node, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
@@ -387,11 +392,36 @@ class Checker:
                 elif isinstance(schema.get("additionalProperties"), dict):
                     walk(value, schema["additionalProperties"], path + [key])
                 elif props is not None and path != ["metadata"]:
-                    self.fail(f"helm-test TrainingJob: {'.'.join(path + [key])} is not in the "
+                    self.fail(f"{what}: {'.'.join(path + [key])} is not in the "
                               "CRD schema (the API server would drop it)")
         walk(job, schema, [])
 
+    def notes(self):
+        """NOTES.txt points only at what a user of the packaged chart has: no paths of this
+        repository, and its inline example job (between <<'EOF' and EOF) is a valid TrainingJob."""
+        with open(os.path.join(self.chart, "templates", "NOTES.txt"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for line in lines:
+            if "examples/" in line or "dockerfiles/" in line:
+                self.fail(f"NOTES.txt names a file of the repository, not of the chart: {line.strip()}")
+        start = next((i for i, line in enumerate(lines) if line.rstrip().endswith("<<'EOF'")), None)
+        if start is None:
+            self.fail("NOTES.txt has no inline example job (kubectl apply -f - <<'EOF')")
+            return
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == "EOF"), None)
+        if end is None:
+            self.fail("NOTES.txt: the example job has no closing EOF")
+            return
+        body = lines[start + 1:end]
+        indent = min(len(line) - len(line.lstrip()) for line in body if line.strip())
+        job = yaml.safe_load("\n".join(line[indent:] for line in body))
+        if not isinstance(job, dict) or job.get("kind") != "TrainingJob":
+            self.fail(f"NOTES.txt: the example is not a TrainingJob: {job!r}")
+            return
+        self.test_job_matches_crd(job, "NOTES.txt's example TrainingJob")
+
     def run(self):
+        self.notes()
         self.rbac()
         self.pods()
         self.deployment()

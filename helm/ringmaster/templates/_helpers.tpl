@@ -40,6 +40,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* The worker image of jobs without spec.image: ringmaster/trainer at the chart's appVersion
+unless trainerImage names another. */}}
+{{- define "ringmaster.trainerImage" -}}
+{{- default (printf "ringmaster/trainer:%s" .Chart.AppVersion) .Values.trainerImage -}}
+{{- end -}}
+
 {{/* The operator image, tag defaulting to the chart's appVersion. */}}
 {{- define "ringmaster.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
