@@ -110,6 +110,35 @@ def render(chart, overrides):
     return docs
 
 
+def crd_schema_failures(job, root, what):
+    """Why the API server would not take TrainingJob `job` as written: it rejects what the CRD
+    schema (crds/trainingjob.yaml under `root`) forbids and silently prunes unknown fields, so
+    `job` must validate and name only fields the schema knows. Empty when it would."""
+    import jsonschema  # python3-jsonschema (scripts/setup)
+    with open(os.path.join(root, "crds", "trainingjob.yaml"), encoding="utf-8") as f:
+        crd = yaml.safe_load(f)
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    failures = []
+    # OpenAPI v3.0 schemas follow draft 4 (boolean exclusiveMinimum).
+    for err in jsonschema.Draft4Validator(schema).iter_errors(job):
+        failures.append(f"{what}: {'.'.join(map(str, err.path))}: {err.message}")
+
+    def walk(node, schema, path):
+        if not isinstance(node, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
+            return
+        props = schema.get("properties")
+        for key, value in node.items():
+            if props is not None and key in props:
+                walk(value, props[key], path + [key])
+            elif isinstance(schema.get("additionalProperties"), dict):
+                walk(value, schema["additionalProperties"], path + [key])
+            elif props is not None and path != ["metadata"]:
+                failures.append(f"{what}: {'.'.join(path + [key])} is not in the CRD schema "
+                                "(the API server would drop it)")
+    walk(job, schema, [])
+    return failures
+
+
 class Checker:
     def __init__(self, scenario, values, docs, chart):
         self.scenario = scenario
@@ -371,30 +400,9 @@ class Checker:
             self.fail("the helm-test TrainingJob must be created before the waiting Pod")
 
     def test_job_matches_crd(self, job, what="helm-test TrainingJob"):
-        """The API server rejects what the CRD schema forbids and silently prunes unknown
-        fields, so the helm-test job (or `what`) must validate and name only fields it knows."""
-        import jsonschema  # python3-jsonschema (scripts/setup)
         root = os.path.dirname(os.path.dirname(self.chart))
-        with open(os.path.join(root, "crds", "trainingjob.yaml"), encoding="utf-8") as f:
-            crd = yaml.safe_load(f)
-        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        # OpenAPI v3.0 schemas follow draft 4 (boolean exclusiveMinimum).
-        for err in jsonschema.Draft4Validator(schema).iter_errors(job):
-            self.fail(f"{what}: {'.'.join(map(str, err.path))}: {err.message}")
-
-        def walk(node, schema, path):
-            if not isinstance(node, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
-                return
-            props = schema.get("properties")
-            for key, value in node.items():
-                if props is not None and key in props:
-                    walk(value, props[key], path + [key])
-                elif isinstance(schema.get("additionalProperties"), dict):
-                    walk(value, schema["additionalProperties"], path + [key])
-                elif props is not None and path != ["metadata"]:
-                    self.fail(f"{what}: {'.'.join(path + [key])} is not in the "
-                              "CRD schema (the API server would drop it)")
-        walk(job, schema, [])
+        for failure in crd_schema_failures(job, root, what):
+            self.fail(failure)
 
     def notes(self):
         """NOTES.txt points only at what a user of the packaged chart has: no paths of this
