@@ -305,7 +305,7 @@ int run(int argc, char** argv) {
   auto communicator = comm::makeCommunicator(comm_config);
   if (!communicator.ok()) return failRetryable(communicator.status());
 
-  metrics::Registry registry({{"job", world->job}, {"rank", std::to_string(world->rank)}});
+  metrics::Registry registry({{"trainingjob", world->job}, {"rank", std::to_string(world->rank)}});
   auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend());
   if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
   std::unique_ptr<metrics::Exposer> exposer;

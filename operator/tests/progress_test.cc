@@ -8,12 +8,12 @@ namespace {
 TEST(Progress, ParsesTheTrainerMetrics) {
   const std::string text = R"(# HELP ringmaster_trainer_epoch Current epoch (1-based)
 # TYPE ringmaster_trainer_epoch gauge
-ringmaster_trainer_epoch{job="fmnist",rank="0"} 3
-ringmaster_trainer_steps_total{job="fmnist",rank="0"} 1406
-ringmaster_trainer_loss{job="fmnist",rank="0"} 0.317749
-ringmaster_trainer_samples_per_second{job="fmnist",rank="0"} 41234.5
-ringmaster_trainer_test_accuracy_ratio{job="fmnist",rank="0"} 0.88714
-ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second{backend="gloo",job="fmnist",rank="0"} 1.1e+09
+ringmaster_trainer_epoch{rank="0",trainingjob="fmnist"} 3
+ringmaster_trainer_steps_total{rank="0",trainingjob="fmnist"} 1406
+ringmaster_trainer_loss{rank="0",trainingjob="fmnist"} 0.317749
+ringmaster_trainer_samples_per_second{rank="0",trainingjob="fmnist"} 41234.5
+ringmaster_trainer_test_accuracy_ratio{rank="0",trainingjob="fmnist"} 0.88714
+ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second{backend="gloo",rank="0",trainingjob="fmnist"} 1.1e+09
 ringmaster_trainer_step_seconds_bucket{le="0.001"} 5
 )";
   core::Result<kube::TrainingProgress> p = parsePrometheusText(text);

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """dashboard_check_test: helm/ringmaster/dashboards/ringmaster.json is a Grafana dashboard
-(schemaVersion 39; datasource, namespace and job variables) whose every panel has a datasource
+(schemaVersion 39; datasource, namespace and trainingjob variables) whose every panel has a datasource
 and at least one PromQL target; every metric an expression names is registered by the code
 (trainer/ and operator/ sources: r.counter/gauge/histogram("ringmaster_...")), rate() and
-increase() only take counters or histogram series, trainer queries honour $namespace and $job,
+increase() only take counters or histogram series, trainer queries honour $namespace and
+$trainingjob and never use the label `job` (Prometheus's own: the scrape job),
 and, when promtool is on PATH, every expression parses as PromQL. It catches typos before the
 Prometheus integration test does.
 
@@ -22,7 +23,7 @@ REGISTERED = re.compile(r"\.(counter|gauge|histogram|summary)\(\s*\"(ringmaster_
 RATE_ARG = re.compile(r"\b(rate|irate|increase)\(\s*(ringmaster_[a-z0-9_]+)")
 # What Grafana substitutes, for promtool.
 GRAFANA_VARS = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "30s",
-                "$namespace": ".*", "$job": ".*"}
+                "$namespace": ".*", "$trainingjob": ".*"}
 
 
 def exported_metrics(root):
@@ -56,6 +57,9 @@ def main():
     except (OSError, ValueError) as e:
         print(f"FAIL: {path}: {e}")
         return 1
+    if "{{job}}" in json.dumps(dash):
+        failures.append("a legend shows {{job}}, Prometheus's scrape job; the trainers' label is "
+                        "`trainingjob`")
     exported = exported_metrics(root)
     if not exported:
         failures.append("found no registered ringmaster_* metrics in trainer/ or operator/")
@@ -63,7 +67,7 @@ def main():
     if dash.get("schemaVersion") != 39:
         failures.append(f"schemaVersion {dash.get('schemaVersion')}, want 39")
     variables = {v.get("name"): v for v in dash.get("templating", {}).get("list", [])}
-    for name in ("datasource", "namespace", "job"):
+    for name in ("datasource", "namespace", "trainingjob"):
         if name not in variables:
             failures.append(f"template variable ${name} is missing")
     if variables.get("datasource", {}).get("type") != "datasource":
@@ -117,8 +121,11 @@ def main():
         if expr.count("(") != expr.count(")") or expr.count("{") != expr.count("}"):
             failures.append(f"panel '{title}': unbalanced brackets: {expr}")
         if any(n.startswith("ringmaster_trainer_") for n in names) and \
-                ('job=~"$job"' not in expr or 'namespace=~"$namespace"' not in expr):
-            failures.append(f"panel '{title}': trainer query ignores $namespace/$job: {expr}")
+                ('trainingjob=~"$trainingjob"' not in expr or 'namespace=~"$namespace"' not in expr):
+            failures.append(f"panel '{title}': trainer query ignores $namespace/$trainingjob: {expr}")
+        if re.search(r"(?<![a-z_])job\b", expr):
+            failures.append(f"panel '{title}': uses label `job`, which is Prometheus's scrape job "
+                            f"(the trainers' is `trainingjob`): {expr}")
 
     promtool = shutil.which("promtool")
     if promtool and exprs:

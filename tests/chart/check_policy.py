@@ -363,8 +363,9 @@ class Checker:
             if {"key": "ringmaster.dev/job-name", "operator": "Exists"} not in exprs:
                 self.fail("PodMonitor does not select pods with label ringmaster.dev/job-name")
             eps = pm["spec"]["podMetricsEndpoints"]
-            if [e.get("port") for e in eps] != ["metrics"] or not eps[0].get("honorLabels"):
-                self.fail("PodMonitor must scrape port metrics with honorLabels")
+            if [e.get("port") for e in eps] != ["metrics"] or eps[0].get("honorLabels"):
+                self.fail("PodMonitor must scrape port metrics with honorLabels off (the "
+                          "trainers' labels clash with none of Prometheus's)")
         dashboards = [c for c in self.of_kind("ConfigMap")
                       if (c["metadata"].get("labels") or {}).get("grafana_dashboard") == "1"]
         if bool(dashboards) != v["dashboard"]["enabled"]:

@@ -150,7 +150,7 @@ TEST(TrainerCli, ServesMetricsWhileTrainingAndStopsCleanlyOnSigterm) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline && p.running()) {
     body = httpGet(port, "/metrics").body;
-    if (body.find("ringmaster_trainer_steps_total{job=\"fmnist\",rank=\"0\"} 0") ==
+    if (body.find("ringmaster_trainer_steps_total{rank=\"0\",trainingjob=\"fmnist\"} 0") ==
             std::string::npos &&
         body.find("ringmaster_trainer_steps_total") != std::string::npos)
       break;                                                      // training has taken steps

@@ -352,8 +352,9 @@ spec:
   }
   ASSERT_EQ(trainers.size(), 2u) << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
 
-  // The chart's ServiceMonitor (operator) and PodMonitor (trainers, honorLabels so the trainers'
-  // own job/rank labels win), as static targets. JSON is YAML.
+  // The chart's ServiceMonitor (operator) and PodMonitor (trainers), as static targets: no
+  // honor_labels, as in the chart, since the trainers' trainingjob/rank clash with no target
+  // label. JSON is YAML.
   json trainer_configs = json::array();
   for (const Target& t : trainers) {
     trainer_configs.push_back(
@@ -372,7 +373,6 @@ spec:
       json::array({json::object({{"job_name", "ringmaster-metrics"},
                                  {"static_configs", json::array({operator_config})}}),
                    json::object({{"job_name", "default/ringmaster-trainers"},
-                                 {"honor_labels", true},
                                  {"static_configs", trainer_configs}})});
   const std::string config_path = cluster_.dataDir() + "/prometheus.yml";
   std::ofstream(config_path) << config.dump(2);
@@ -420,7 +420,8 @@ spec:
   const double at = unixNow() - 1.0;
   const std::string range = std::to_string(static_cast<int>(std::ceil(at - prom_start))) + "s";
 
-  // The variables: label_values() queries give the values the panels' $namespace/$job take.
+  // The variables: label_values() queries give the values the panels' $namespace/$trainingjob
+  // take.
   std::map<std::string, std::string> vars = {{"__rate_interval", kRateInterval},
                                              {"__interval", "1s"},
                                              {"__range", range},
@@ -451,7 +452,18 @@ spec:
     vars[name] = values.size() == 1 ? joined : "(" + joined + ")";
   }
   EXPECT_EQ(vars["namespace"], "default");
-  EXPECT_EQ(vars["job"], kJob);
+  EXPECT_EQ(vars["trainingjob"], kJob);
+  // Prometheus keeps its own `job` (the scrape job) beside the trainers' `trainingjob`: nothing
+  // was renamed to exported_job, and every rank's series carries both.
+  {
+    json r = query(std::string("count(ringmaster_trainer_steps_total{job=\"default/ringmaster-"
+                               "trainers\", trainingjob=\"") +
+                       kJob + "\", exported_job=\"\"})",
+                   at);
+    const json& res = r["data"]["result"];
+    ASSERT_TRUE(res.is_array() && !res.empty()) << r.dump();
+    EXPECT_EQ(res[0]["value"][1], std::to_string(trainers.size())) << r.dump();
+  }
 
   collectPanels(dashboard.value("panels", json::array()), &queries);
   ASSERT_FALSE(queries.empty()) << "no panel targets in the dashboard";

@@ -25,7 +25,7 @@ TEST(Registry, RejectsBadNameWithTheName) {
 }
 
 TEST(Exposer, ServesRegisteredMetricsWithConstantLabelsOnAnyPort) {
-  Registry r({{"job", "fmnist"}, {"rank", "0"}});
+  Registry r({{"trainingjob", "fmnist"}, {"rank", "0"}});
   auto steps = r.counter("ringmaster_trainer_steps_total", "Optimizer steps");
   ASSERT_TRUE(steps.ok());
   (*steps)->Add({}).Increment(3);
@@ -36,7 +36,7 @@ TEST(Exposer, ServesRegisteredMetricsWithConstantLabelsOnAnyPort) {
   ASSERT_TRUE(answer.ok()) << answer.status().toString();
   EXPECT_EQ(answer->status, 200);
   const std::string& body = answer->body;
-  EXPECT_NE(body.find("ringmaster_trainer_steps_total{job=\"fmnist\",rank=\"0\"} 3"),
+  EXPECT_NE(body.find("ringmaster_trainer_steps_total{rank=\"0\",trainingjob=\"fmnist\"} 3"),
             std::string::npos)
       << body;
 }
