@@ -4,18 +4,15 @@ namespace ringmaster::op {
 
 core::Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::create(metrics::Registry& r) {
   std::unique_ptr<OperatorMetrics> m(new OperatorMetrics());
-  RM_ASSIGN_OR_RETURN(auto created, r.counter("ringmaster_operator_jobs_created_total",
-                                              "TrainingJobs whose first pods were created"));
-  m->created_ = &created->Add({});
-  RM_ASSIGN_OR_RETURN(auto succeeded, r.counter("ringmaster_operator_jobs_succeeded_total",
-                                                "TrainingJobs that succeeded"));
-  m->succeeded_ = &succeeded->Add({});
-  RM_ASSIGN_OR_RETURN(
-      auto failed, r.counter("ringmaster_operator_jobs_failed_total", "TrainingJobs that failed"));
-  m->failed_ = &failed->Add({});
-  RM_ASSIGN_OR_RETURN(auto restarted, r.counter("ringmaster_operator_jobs_restarted_total",
-                                                "Gang restarts of TrainingJobs"));
-  m->restarted_ = &restarted->Add({});
+  RM_ASSIGN_OR_RETURN(m->created_,
+                      r.counter("ringmaster_operator_jobs_created_total",
+                                "TrainingJobs whose first pods were created, by namespace"));
+  RM_ASSIGN_OR_RETURN(m->succeeded_, r.counter("ringmaster_operator_jobs_succeeded_total",
+                                               "TrainingJobs that succeeded, by namespace"));
+  RM_ASSIGN_OR_RETURN(m->failed_, r.counter("ringmaster_operator_jobs_failed_total",
+                                            "TrainingJobs that failed, by namespace"));
+  RM_ASSIGN_OR_RETURN(m->restarted_, r.counter("ringmaster_operator_jobs_restarted_total",
+                                               "Gang restarts of TrainingJobs, by namespace"));
   RM_ASSIGN_OR_RETURN(auto seconds, r.histogram("ringmaster_operator_reconcile_seconds",
                                                 "Wall time of one reconcile"));
   m->reconcile_seconds_ = &seconds->Add({}, metrics::exponentialBuckets(0.0001, 2, 18));
@@ -34,6 +31,12 @@ core::Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::create(metrics::
                                            "1 while this operator holds the leader Lease"));
   m->leader_ = &leader->Add({});
   return m;
+}
+
+OperatorMetrics::JobCounters OperatorMetrics::jobCounters(const std::string& ns) {
+  const prometheus::Labels labels{{"namespace", ns}};
+  return {&created_->Add(labels), &succeeded_->Add(labels), &failed_->Add(labels),
+          &restarted_->Add(labels)};
 }
 
 void OperatorMetrics::apiRequest(std::string_view verb, int code) {

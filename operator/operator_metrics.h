@@ -1,6 +1,10 @@
 #pragma once
 // The operator's Prometheus metrics, registered on an rm::metrics Registry:
 //   ringmaster_operator_jobs_created_total / _succeeded_total / _failed_total / _restarted_total
+//       {namespace}: the TrainingJob's namespace (kube-state-metrics' convention for an
+//       exporter that describes other objects: the chart's ServiceMonitor honours it), so that
+//       a dashboard's $namespace means the same on these as on the trainers' series. A
+//       namespace's four series start at 0 with its first job.
 //   ringmaster_operator_reconcile_seconds           histogram
 //   ringmaster_operator_reconcile_errors_total
 //   ringmaster_operator_workqueue_depth             gauge (ready keys)
@@ -25,10 +29,10 @@ class OperatorMetrics {
  public:
   static core::Result<std::unique_ptr<OperatorMetrics>> create(metrics::Registry& registry);
 
-  void jobCreated() { created_->Increment(); }
-  void jobSucceeded() { succeeded_->Increment(); }
-  void jobFailed() { failed_->Increment(); }
-  void jobRestarted() { restarted_->Increment(); }
+  void jobCreated(const std::string& ns) { jobCounters(ns).created->Increment(); }
+  void jobSucceeded(const std::string& ns) { jobCounters(ns).succeeded->Increment(); }
+  void jobFailed(const std::string& ns) { jobCounters(ns).failed->Increment(); }
+  void jobRestarted(const std::string& ns) { jobCounters(ns).restarted->Increment(); }
   void reconciled(std::chrono::duration<double> took, bool ok) {
     reconcile_seconds_->Observe(took.count());
     if (!ok) reconcile_errors_->Increment();
@@ -39,11 +43,17 @@ class OperatorMetrics {
   void leader(bool is_leader) { leader_->Set(is_leader ? 1 : 0); }
 
  private:
+  struct JobCounters {
+    prometheus::Counter *created, *succeeded, *failed, *restarted;
+  };
   OperatorMetrics() = default;
-  prometheus::Counter* created_ = nullptr;
-  prometheus::Counter* succeeded_ = nullptr;
-  prometheus::Counter* failed_ = nullptr;
-  prometheus::Counter* restarted_ = nullptr;
+  // The four job counters of namespace `ns`, every one created (at 0) with the first.
+  JobCounters jobCounters(const std::string& ns);
+
+  prometheus::Family<prometheus::Counter>* created_ = nullptr;
+  prometheus::Family<prometheus::Counter>* succeeded_ = nullptr;
+  prometheus::Family<prometheus::Counter>* failed_ = nullptr;
+  prometheus::Family<prometheus::Counter>* restarted_ = nullptr;
   prometheus::Histogram* reconcile_seconds_ = nullptr;
   prometheus::Counter* reconcile_errors_ = nullptr;
   prometheus::Gauge* depth_ = nullptr;

@@ -532,14 +532,14 @@ void Reconciler::recordTransitions(const Pass& p) {
       if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
     }
     if (metrics_ != nullptr && c.status == "True") {
-      if (c.type == kCreated) metrics_->jobCreated();
-      if (c.type == kSucceeded) metrics_->jobSucceeded();
-      if (c.type == kFailed) metrics_->jobFailed();
+      if (c.type == kCreated) metrics_->jobCreated(p.ns);
+      if (c.type == kSucceeded) metrics_->jobSucceeded(p.ns);
+      if (c.type == kFailed) metrics_->jobFailed(p.ns);
     }
   }
   if (metrics_ != nullptr &&
       p.status.restarts.value_or(0) > p.original.status.restarts.value_or(0)) {
-    metrics_->jobRestarted();
+    metrics_->jobRestarted(p.ns);
   }
 }
 

@@ -123,6 +123,9 @@ def main():
         if any(n.startswith("ringmaster_trainer_") for n in names) and \
                 ('trainingjob=~"$trainingjob"' not in expr or 'namespace=~"$namespace"' not in expr):
             failures.append(f"panel '{title}': trainer query ignores $namespace/$trainingjob: {expr}")
+        if any(n.startswith("ringmaster_operator_jobs_") for n in names) and \
+                'namespace=~"$namespace"' not in expr:
+            failures.append(f"panel '{title}': job counter query ignores $namespace: {expr}")
         if re.search(r"(?<![a-z_])job\b", expr):
             failures.append(f"panel '{title}': uses label `job`, which is Prometheus's scrape job "
                             f"(the trainers' is `trainingjob`): {expr}")

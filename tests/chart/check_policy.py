@@ -358,6 +358,11 @@ class Checker:
         services = [s for s in self.of_kind("Service")]
         if bool(services) != v["metricsService"]["enabled"]:
             self.fail(f"metrics Service rendered={bool(services)}")
+        for sm in self.of_kind("ServiceMonitor"):
+            eps = sm["spec"]["endpoints"]
+            if [e.get("port") for e in eps] != ["metrics"] or not eps[0].get("honorLabels"):
+                self.fail("ServiceMonitor must scrape port metrics with honorLabels (the job "
+                          "counters' namespace is the TrainingJob's)")
         for pm in self.of_kind("PodMonitor"):
             exprs = pm["spec"]["selector"].get("matchExpressions", [])
             if {"key": "ringmaster.dev/job-name", "operator": "Exists"} not in exprs:

@@ -352,9 +352,9 @@ spec:
   }
   ASSERT_EQ(trainers.size(), 2u) << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
 
-  // The chart's ServiceMonitor (operator) and PodMonitor (trainers), as static targets: no
-  // honor_labels, as in the chart, since the trainers' trainingjob/rank clash with no target
-  // label. JSON is YAML.
+  // The chart's ServiceMonitor (operator) and PodMonitor (trainers), as static targets with the
+  // chart's honorLabels: on for the operator (its job counters' namespace is the TrainingJob's),
+  // off for the trainers (their trainingjob/rank clash with no target label). JSON is YAML.
   json trainer_configs = json::array();
   for (const Target& t : trainers) {
     trainer_configs.push_back(
@@ -371,6 +371,7 @@ spec:
       {{"scrape_interval", "1s"}, {"scrape_timeout", "1s"}, {"evaluation_interval", "1s"}});
   config["scrape_configs"] =
       json::array({json::object({{"job_name", "ringmaster-metrics"},
+                                 {"honor_labels", true},
                                  {"static_configs", json::array({operator_config})}}),
                    json::object({{"job_name", "default/ringmaster-trainers"},
                                  {"static_configs", trainer_configs}})});
@@ -463,6 +464,13 @@ spec:
     const json& res = r["data"]["result"];
     ASSERT_TRUE(res.is_array() && !res.empty()) << r.dump();
     EXPECT_EQ(res[0]["value"][1], std::to_string(trainers.size())) << r.dump();
+  }
+  // The operator's job counters carry the TrainingJob's namespace, not the operator pod's.
+  {
+    json r = query("ringmaster_operator_jobs_created_total{namespace=\"default\"}", at);
+    const json& res = r["data"]["result"];
+    ASSERT_TRUE(res.is_array() && res.size() == 1) << r.dump();
+    EXPECT_EQ(res[0]["value"][1], "1") << "the one job created, in namespace default: " << r.dump();
   }
 
   collectPanels(dashboard.value("panels", json::array()), &queries);
