@@ -75,10 +75,11 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
     pos->step_in_epoch = header[4];
     optimizer.setStepCount(header[5]);
     *resumed_from = pos->step;
+    // A checkpoint at the end of training has no epoch to resume in; the training loop's
+    // report says what the run then does (RunReport::endRestored).
     if (trainingComplete(config, *pos)) {
-      RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step
-                         << ", where training ends (" << pos->epoch << " of " << config.epochs
-                         << " epochs done): nothing left to train";
+      RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (" << pos->epoch
+                         << " of " << config.epochs << " epochs done)";
     } else {
       RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (epoch "
                          << pos->epoch + 1 << ", step " << pos->step_in_epoch << " of the epoch)";
