@@ -1,6 +1,7 @@
 #include "local/run/job_progress.h"
 
 #include <cstdio>
+#include <iterator>
 
 namespace ringmaster::local {
 namespace {
@@ -25,23 +26,24 @@ struct ClaimPath {
 };
 std::optional<ClaimPath> claimHolding(const kube::TrainingJobSpec& spec, const std::string& path) {
   const kube::VolumeMount* best = nullptr;
-  std::string best_dir;
+  std::filesystem::path best_rest;  // `path` relative to best's mount path ("." when equal)
+  std::ptrdiff_t best_steps = 0;    // directories from best's mount path down to `path`
   for (const auto& m : spec.volume_mounts) {
-    std::string dir = m.mount_path;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    const bool below = path.size() > dir.size() && (dir == "/" || path[dir.size()] == '/');
-    const bool above = path.rfind(dir, 0) == 0 && (path == dir || below);
-    if (above && (!best || dir.size() > best_dir.size())) {
+    const std::filesystem::path rest =
+        std::filesystem::path(path).lexically_relative(m.mount_path).lexically_normal();
+    if (rest.empty() || *rest.begin() == "..") continue;  // not at or below this mount
+    const std::ptrdiff_t steps = rest == "." ? 0 : std::distance(rest.begin(), rest.end());
+    if (!best || steps < best_steps) {  // fewer steps down: a deeper mount
       best = &m;
-      best_dir = dir;
+      best_rest = rest;
+      best_steps = steps;
     }
   }
   if (!best) return std::nullopt;
   for (const auto& v : spec.volumes) {
     if (v.name != best->name || !v.persistent_volume_claim) continue;
     std::filesystem::path inside = best->sub_path.value_or("");
-    const std::string rest = path.substr(std::min(best_dir.size(), path.size()));
-    if (!rest.empty() && rest != "/") inside /= std::filesystem::path(rest).relative_path();
+    if (best_rest != ".") inside /= best_rest;
     return ClaimPath{v.persistent_volume_claim->claim_name, inside};
   }
   return std::nullopt;
