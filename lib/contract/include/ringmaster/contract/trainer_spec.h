@@ -26,8 +26,9 @@ enum class Device { kAuto, kCpu, kCuda };
 enum class Precision { kFp32, kBf16 };
 
 // Bounds the model's size: weights, gradients and optimizer state (~16 bytes a parameter)
-// live on every rank; 100M parameters is ~1.6 GB each.
-inline constexpr int64_t kMaxModelParameters = 100'000'000;
+// live on every rank; 1B parameters is ~16 GB each, what one data-parallel GPU rank can hold
+// beside its activations.
+inline constexpr int64_t kMaxModelParameters = 1'000'000'000;
 // Port of local rank 0's /metrics in a worker pod (local rank k serves port + k).
 inline constexpr int32_t kDefaultMetricsPort = 9090;
 
