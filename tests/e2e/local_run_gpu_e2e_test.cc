@@ -1,12 +1,13 @@
-// e2e on a GPU machine: `ringmaster local run examples/fashion-mnist-mlp-1gpu.yaml` on a CUDA
-// build. The local kubelet advertises the machine's GPU, the pod asks for it, the trainer takes
-// the CUDA path (its log says so), serves /metrics while it trains and reaches >= 88% test
-// accuracy; the job ends Succeeded. Skipped without a GPU (CI); scripts/gpu-check runs it.
+// e2e on a GPU machine: `ringmaster local run examples/fashion-mnist-mlp-1gpu.yaml` (trained
+// longer) on a CUDA build. The local kubelet advertises the machine's GPU, the pod asks for it, the
+// trainer takes the CUDA path (its log says so), serves /metrics while it trains and reaches >= 88%
+// test accuracy; the job ends Succeeded. Skipped without a GPU (CI); scripts/gpu-check runs it.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -31,10 +32,17 @@ TEST(LocalRunGpuE2e, OneGpuJobSucceedsOnTheGpuAndServesMetrics) {
   testutil::TempDir dir;
   const std::string kubeconfig = dir.path() + "/kubeconfig";
   const std::map<std::string, std::string> env{{"KUBECONFIG", kubeconfig}};
-  testutil::Process run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "run",
-       std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-mlp-1gpu.yaml",
-       "--data-dir", dir.path(), "--timeout-seconds", "600"});
+  // The example's 5 epochs take 0.3 s on an H200, less than one scrape through the API server
+  // takes to come back: the job trains 100 epochs here so that a scrape lands while it trains.
+  std::string manifest = testutil::readFile(std::string(std::getenv("RM_SOURCE_DIR")) +
+                                            "/examples/fashion-mnist-mlp-1gpu.yaml");
+  const size_t epochs = manifest.find("epochs: 5\n");
+  ASSERT_NE(epochs, std::string::npos) << "the example no longer trains 5 epochs:\n" << manifest;
+  manifest.replace(epochs, 9, "epochs: 100");
+  const std::string job = dir.path() + "/fashion-mnist-mlp-1gpu.yaml";
+  std::ofstream(job) << manifest;
+  testutil::Process run({testutil::binaryPath("bin/ringmaster"), "local", "run", job, "--data-dir",
+                         dir.path(), "--timeout-seconds", "600"});
   run.start();
   std::string metrics;
   while (run.running()) {
