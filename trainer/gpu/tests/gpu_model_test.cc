@@ -190,6 +190,50 @@ TEST(GpuModel, ShortBatchAndEvaluationCountLikeTheCpu) {
   EXPECT_FALSE(rig.net->prepare(kBatch + 1).ok()) << "batches beyond max_batch are refused";
 }
 
+// Three hidden layers: every layer's weight, bias and ReLU gradient checked on its own, where
+// the cosine of all parameters together would hide one wrong bias gradient.
+model::ModelConfig deeperMlp() {
+  model::ModelConfig c;
+  c.type = "mlp";
+  c.hidden = {256, 128, 128};
+  return c;
+}
+
+TEST(GpuModel, DeeperMlpStepMatchesTheCpuInFp32AndFollowsItInBf16) {
+  RM_REQUIRE_GPU();
+  auto cpu = model::Model::create(deeperMlp(), 17, kBatch);
+  auto a = model::Model::create(deeperMlp(), 17, kBatch);
+  auto b = model::Model::create(deeperMlp(), 17, kBatch);
+  ASSERT_TRUE(cpu.ok() && a.ok() && b.ok());
+  Rig fp32, bf16;
+  fp32.init(**a, Precision::kFp32, deeperMlp());
+  bf16.init(**b, Precision::kBf16, deeperMlp());
+  const auto x = randomFloats(kBatch * 784, 19);
+  const auto y = randomLabels(kBatch, 10, 20);
+  int cpu_hits = 0;
+  const float cpu_loss = (*cpu)->forwardLoss(x.data(), y.data(), kBatch, &cpu_hits);
+  (*cpu)->backward({});
+  std::vector<int> ready_a, ready_b;
+  fp32.step(x, y, kBatch, &ready_a);
+  bf16.step(x, y, kBatch, &ready_b);
+  EXPECT_EQ(ready_a, (std::vector<int>{3, 2, 1, 0}));
+  EXPECT_TRUE(near(fp32.readTotals().loss_sum, cpu_loss, 1e-5, 1e-5));
+  EXPECT_EQ(static_cast<int>(fp32.readTotals().hits), cpu_hits);
+  const auto cpu_grads = (*cpu)->grads();
+  const auto ga = fp32.download(fp32.net->grads(), fp32.net->numParams());
+  const auto gb = bf16.download(bf16.net->grads(), bf16.net->numParams());
+  ASSERT_EQ(ga.size(), cpu_grads.size());
+  for (const auto& view : (*cpu)->paramViews()) {
+    for (size_t i = view.offset; i < view.offset + view.count; ++i)
+      ASSERT_TRUE(near(ga[i], cpu_grads[i], 1e-6, 1e-4))
+          << view.name << "[" << i - view.offset << "]: " << ga[i] << " vs " << cpu_grads[i];
+    // bf16 follows fp32 in each view on its own, biases included.
+    const std::vector<float> va(ga.begin() + view.offset, ga.begin() + view.offset + view.count),
+        vb(gb.begin() + view.offset, gb.begin() + view.offset + view.count);
+    EXPECT_GT(cosine(va, vb), 0.98) << view.name << " in bf16";
+  }
+}
+
 model::ModelConfig smallCnn() {
   model::ModelConfig c;
   c.type = "cnn";
