@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
-# The operator image: ringmaster-operator and the shared libraries it loads, on Debian slim,
-# running as uid 65532 (the chart's restricted securityContext). Build from the repository root:
+# The operator image: ringmaster-operator on Debian bookworm-slim with the packages that hold
+# the shared libraries it loads (build and runtime on bookworm, the distribution of
+# scripts/setup's package list), running as uid 65532 (the chart's restricted securityContext).
+# Build from the repository root:
 #   docker build -f dockerfiles/operator.Dockerfile -t ringmaster/operator:0.1.0 .
 
 # --- build: Debian packages from scripts/setup that the CMake configure and the operator need.
@@ -21,19 +23,22 @@ COPY lib/ lib/
 COPY trainer/ trainer/
 COPY launcher/ launcher/
 COPY operator/ operator/
-COPY dockerfiles/bundle-libs.sh dockerfiles/bundle-libs.sh
 RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=OFF -DRM_WITH_MPI=OFF \
       -DRM_BUILD_TESTS=OFF -DRM_BUILD_BENCH=OFF -DRM_BUILD_LOCAL=OFF \
  && cmake --build /src/build --target ringmaster-operator -j"$(nproc)" \
- && strip /src/build/bin/ringmaster-operator \
- && dockerfiles/bundle-libs.sh /out/lib '^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux.*)\.so' \
-      /src/build/bin/ringmaster-operator
+ && strip /src/build/bin/ringmaster-operator
 
-# --- runtime: the binary, its libraries, nothing else (no shell tools are added).
+# --- runtime: the binary and the packages of the libraries it loads (cpprestsdk, OpenSSL,
+# prometheus-cpp, libcurl, yaml-cpp); no shell tools are added.
 FROM debian:bookworm-slim
-COPY --from=build /out/lib/ /usr/local/lib/ringmaster/
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      libcpprest2.10 libssl3 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcurl4 \
+      libyaml-cpp0.7 \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/bin/ringmaster-operator /usr/local/bin/ringmaster-operator
-RUN echo /usr/local/lib/ringmaster > /etc/ld.so.conf.d/ringmaster.conf && ldconfig
 USER 65532:65532
-EXPOSE 8080 8081
+# The operator's default /metrics and /healthz ports (--metrics-port, --health-port; the chart
+# passes its own).
+EXPOSE 8383 8384
 ENTRYPOINT ["/usr/local/bin/ringmaster-operator"]

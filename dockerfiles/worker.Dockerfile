@@ -1,11 +1,17 @@
 # syntax=docker/dockerfile:1
 # The worker image every TrainingJob pod runs (spec.image, default ringmaster/trainer:0.1.0):
-# ringmaster-launcher and ringmaster-trainer on the CUDA runtime with cuDNN and NCCL, Open MPI
-# and a non-root sshd on port 2222 for `launcher: mpi`, and Fashion-MNIST at /data/fashion-mnist.
-# Runs as uid 1000 (user ringmaster). Build from the repository root:
+# ringmaster-launcher and ringmaster-trainer with the GPU module, on Debian bookworm (the
+# distribution scripts/setup's package list is written for) with CUDA's runtime, cuBLAS and NCCL
+# from NVIDIA's Debian 12 repository (no cuDNN: nothing uses it); Open MPI and a non-root sshd
+# on port 2222 for `launcher: mpi`; Fashion-MNIST at /data/fashion-mnist. Every shared library
+# comes from a package. Runs as uid 1000 (user ringmaster). Build from the repository root:
 #   docker build -f dockerfiles/worker.Dockerfile -t ringmaster/trainer:0.1.0 .
-ARG CUDA_TAG=13.0.0-cudnn
-ARG UBUNTU=ubuntu24.04
+# The GPU module is compiled for Ampere (sm_80, sm_86), Ada (sm_89) and Hopper (sm_90, with its
+# PTX, which newer GPUs compile at load); --build-arg CUDA_ARCHITECTURES=... names others.
+# On a node without a GPU driver the trainer never loads the module and trains on the CPU.
+ARG CUDA_VERSION=13.0
+ARG CUDA_PACKAGES_VERSION=13-0
+ARG CUDA_ARCHITECTURES=80-real;86-real;89-real;90
 
 # --- data: Debian's packaged Fashion-MNIST (the IDX .gz files the trainer reads).
 FROM debian:bookworm-slim AS data
@@ -13,15 +19,26 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends dataset-fashion-mnist \
  && rm -rf /var/lib/apt/lists/*
 
-# --- build: CUDA devel + the libraries from scripts/setup; launcher and trainer only.
-FROM nvidia/cuda:${CUDA_TAG}-devel-${UBUNTU} AS build
+# --- build: scripts/setup's libraries, CUDA's compiler and libraries; launcher and trainer only.
+FROM debian:bookworm AS build
+ARG CUDA_VERSION
+ARG CUDA_PACKAGES_VERSION
+ARG CUDA_ARCHITECTURES
 ENV DEBIAN_FRONTEND=noninteractive
+# NVIDIA's keyring package adds its Debian 12 repository and signing key to apt.
 RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl \
+ && curl -fsSL -o /tmp/cuda-keyring.deb \
+      https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb \
+ && dpkg -i /tmp/cuda-keyring.deb \
+ && apt-get update \
  && apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config ca-certificates \
+      build-essential cmake pkg-config \
       libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libre2-dev \
       libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev \
-      libgloo-dev libopenblas-dev zlib1g-dev liblzma-dev libssl-dev libnccl-dev \
+      libgloo-dev libopenblas-dev zlib1g-dev liblzma-dev libssl-dev \
+      cuda-nvcc-${CUDA_PACKAGES_VERSION} cuda-cudart-dev-${CUDA_PACKAGES_VERSION} \
+      libcublas-dev-${CUDA_PACKAGES_VERSION} libnccl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -30,36 +47,41 @@ COPY lib/ lib/
 COPY trainer/ trainer/
 COPY launcher/ launcher/
 COPY operator/ operator/
-COPY dockerfiles/bundle-libs.sh dockerfiles/bundle-libs.sh
 RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=ON -DRM_WITH_MPI=ON \
+      -DCMAKE_CUDA_COMPILER=/usr/local/cuda-${CUDA_VERSION}/bin/nvcc \
+      "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}" \
       -DRM_BUILD_TESTS=OFF -DRM_BUILD_BENCH=OFF -DRM_BUILD_LOCAL=OFF \
  && cmake --build /src/build --target ringmaster-launcher ringmaster-trainer -j"$(nproc)" \
  && strip /src/build/bin/ringmaster-launcher /src/build/bin/ringmaster-trainer \
- && dockerfiles/bundle-libs.sh /out/lib \
-      '^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux.*|libcuda|libcudart|libnccl|libcudnn.*|libcublas.*|libmpi.*|libopen-rte|libopen-pal)\.so' \
-      /src/build/bin/ringmaster-launcher /src/build/bin/ringmaster-trainer \
- && cp /src/build/lib/ringmaster/libringmaster-trainer-cuda.so /out/lib/
+      /src/build/lib/ringmaster/libringmaster-trainer-cuda.so
 
-# --- runtime
-FROM nvidia/cuda:${CUDA_TAG}-runtime-${UBUNTU}
+# --- runtime: the binaries and the packages that hold every library they load.
+FROM debian:bookworm-slim
+ARG CUDA_PACKAGES_VERSION
 ENV DEBIAN_FRONTEND=noninteractive
-# NCCL (GPU allreduce), Open MPI (mpirun and the MPI backend), OpenSSH for mpirun's remote starts.
-RUN apt-get update \
+COPY --from=build /tmp/cuda-keyring.deb /tmp/cuda-keyring.deb
+# The trainer's libraries (prometheus-cpp, yaml-cpp, OpenSSL, Gloo, Open MPI, OpenBLAS, zlib,
+# xz), the GPU module's (CUDA runtime, cuBLAS, NCCL), mpirun, and OpenSSH for mpirun's remote
+# starts.
+RUN dpkg -i /tmp/cuda-keyring.deb \
+ && rm /tmp/cuda-keyring.deb \
+ && apt-get update \
  && apt-get install -y --no-install-recommends \
-      libnccl2 openmpi-bin openssh-server openssh-client ca-certificates \
+      libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libyaml-cpp0.7 libssl3 libgloo0 \
+      libopenmpi3 libopenblas0-pthread zlib1g liblzma5 \
+      cuda-cudart-${CUDA_PACKAGES_VERSION} libcublas-${CUDA_PACKAGES_VERSION} libnccl2 \
+      openmpi-bin openssh-server openssh-client ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # The trainer loads its GPU module from ../lib/ringmaster, i.e. /usr/local/lib/ringmaster.
-COPY --from=build /out/lib/ /usr/local/lib/ringmaster/
+COPY --from=build /src/build/lib/ringmaster/libringmaster-trainer-cuda.so /usr/local/lib/ringmaster/
 COPY --from=build /src/build/bin/ringmaster-launcher /usr/local/bin/ringmaster-launcher
 COPY --from=build /src/build/bin/ringmaster-trainer /usr/local/bin/ringmaster-trainer
 COPY --from=data /usr/share/datasets/fashion-mnist/ /data/fashion-mnist/
-# uid 1000 is `ubuntu` in the base image; it becomes `ringmaster`, the user worker pods run as
-# (the operator sets runAsUser 1000 and fsGroup 1000). In MPI mode the launcher starts sshd as
-# that user on port 2222 with a config and host key of its own (no privilege separation, no
-# root) and reads the job's key pair from the Secret mounted at /etc/ringmaster-ssh.
-RUN echo /usr/local/lib/ringmaster > /etc/ld.so.conf.d/ringmaster.conf && ldconfig \
- && (userdel -r ubuntu 2>/dev/null || true) \
- && useradd --uid 1000 --user-group --create-home --shell /bin/bash ringmaster
+# `ringmaster` is the user worker pods run as (the operator sets runAsUser 1000 and fsGroup 1000).
+# In MPI mode the launcher starts sshd as that user on port 2222 with a config and host key of
+# its own (no privilege separation, no root) and reads the job's key pair from the Secret
+# mounted at /etc/ringmaster-ssh.
+RUN useradd --uid 1000 --user-group --create-home --shell /bin/bash ringmaster
 # Containers cannot use cross-memory attach between ranks; shared memory copies still work.
 ENV OMPI_MCA_btl_vader_single_copy_mechanism=none \
     OMPI_MCA_plm_rsh_agent=ssh

@@ -7,11 +7,22 @@
   made by a RUN of that stage or installed there by a Debian package (dpkg -S on this host);
 - every stage that runs cmake COPYs each folder the top-level CMakeLists.txt adds
   unconditionally;
-- packages apt-installed in a build stage are in scripts/setup's list (or EXTRA_PACKAGES);
+- every stage is Debian bookworm, the distribution scripts/setup's package list is written for;
+  packages apt-installed in a build stage are in that list (or EXTRA_BUILD_PACKAGES);
+- the final stage takes every shared library from packages: each library that a binary it copies
+  from a build stage loads (readelf's NEEDED, resolved by ldd in $RM_BINARY_DIR, the tree under
+  test, and owned by a package per dpkg -S) is in a package it installs, or in the base image's
+  C/C++ runtime; it installs nothing else without a reason (EXTRA_RUNTIME_PACKAGES); it copies no
+  shared library from a build stage but the project's own GPU module;
+- a CUDA build names CMAKE_CUDA_ARCHITECTURES with real code for sm_80, 86, 89 and 90 and PTX
+  for newer GPUs; no stage's base or package is cuDNN (nothing uses it);
+- the final stage EXPOSEs exactly the ports its binaries use by default (lib/contract's and the
+  operator's flag defaults);
 - ENTRYPOINT/CMD run a binary the final stage COPYs from a build and that is an rm_app target;
 - the final stage's USER is a numeric non-root uid (runAsNonRoot needs a number).
+Not checked: base images pinned by digest (no registry can be reached here to read one).
 
-Usage: check_dockerfiles.py REPO_ROOT
+Usage: RM_BINARY_DIR=<build tree> check_dockerfiles.py REPO_ROOT
 """
 import fnmatch
 import glob
@@ -22,13 +33,31 @@ import shlex
 import subprocess
 import sys
 
-# Runtime packages beyond scripts/setup's build list, each for a reason.
-EXTRA_PACKAGES = {
-    "libnccl-dev": "NCCL headers in the CUDA devel stage (NVIDIA's apt repository)",
-    "libnccl2": "NCCL at run time (NVIDIA's apt repository)",
+# Build-stage packages beyond scripts/setup's list, each for a reason ({v}: the CUDA version in
+# NVIDIA's package names, the Dockerfile's CUDA_PACKAGES_VERSION).
+EXTRA_BUILD_PACKAGES = {
+    "libnccl-dev": "NCCL headers and library (NVIDIA's apt repository)",
+    "cuda-nvcc-{v}": "CUDA's compiler (NVIDIA's apt repository)",
+    "cuda-cudart-dev-{v}": "CUDA runtime headers (NVIDIA's apt repository)",
+    "libcublas-dev-{v}": "cuBLAS headers (NVIDIA's apt repository)",
+}
+# Runtime packages that no binary's NEEDED names, each for a reason.
+EXTRA_RUNTIME_PACKAGES = {
+    "openmpi-bin": "mpirun for launcher: mpi",
     "openssh-server": "sshd for launcher: mpi",
     "openssh-client": "ssh for mpirun",
+    "ca-certificates": "TLS to the API server and NVIDIA's repository",
 }
+# The GPU module's CUDA libraries (by soname without its version) and NVIDIA's packages that
+# hold them.
+CUDA_PACKAGES = {
+    "libcudart.so": "cuda-cudart-{v}",
+    "libcublas.so": "libcublas-{v}",
+    "libcublasLt.so": "libcublas-{v}",
+    "libnccl.so": "libnccl2",
+}
+# In every Debian image: glibc, libgcc and libstdc++ (apt itself needs them).
+BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6"}
 EXPECTED_USER = {"operator.Dockerfile": "65532", "worker.Dockerfile": "1000"}
 
 
@@ -57,6 +86,7 @@ class Stage:
         self.runs = []
         self.user = None
         self.entry = []
+        self.expose = []
 
 
 def parse(path):
@@ -70,8 +100,9 @@ def parse(path):
         for k, v in args.items():
             rest = rest.replace("${" + k + "}", v).replace("$" + k, v)
         if word == "ARG":
-            k, _, v = rest.partition("=")
-            args[k] = v
+            k, eq, v = rest.partition("=")
+            if eq or k not in args:  # a bare ARG in a stage brings the global value in
+                args[k] = v.strip('"')
         elif word == "FROM":
             parts = rest.split()
             name = parts[2] if len(parts) >= 3 and parts[1].upper() == "AS" else None
@@ -90,12 +121,14 @@ def parse(path):
             stages[-1].runs.append(rest)
         elif word == "USER":
             stages[-1].user = rest
+        elif word == "EXPOSE":
+            stages[-1].expose += [int(t.split("/")[0]) for t in rest.split()]
         elif word in ("ENTRYPOINT", "CMD"):
             try:
                 stages[-1].entry.append((word, json.loads(rest)))
             except ValueError:
                 stages[-1].entry.append((word, None))
-    return stages
+    return stages, args
 
 
 def rm_apps(root):
@@ -163,10 +196,125 @@ def dpkg_owner(path):
     return res.stdout.split(":")[0].strip() if res.returncode == 0 else None
 
 
-def check(root, path, apps, subdirs, packages, ignore):
+def package_of_library(path):
+    """The Debian package owning a library file: dpkg knows either its merged-/usr path or the
+    /lib one, and an alternatives link only by its target."""
+    real = os.path.realpath(path)
+    candidates = [path, real]
+    for p in (path, real):
+        if p.startswith("/usr/lib/"):
+            candidates.append(p[len("/usr"):])
+        elif p.startswith("/lib/"):
+            candidates.append("/usr" + p)
+    for c in candidates:
+        owner = dpkg_owner(c)
+        if owner:
+            return owner
+    return None
+
+
+def needed_libraries(binary):
+    """[(soname, resolved path or None)] for the binary's direct NEEDED entries."""
+    dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True, check=True)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn.stdout)
+    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    resolved = dict(re.findall(r"^\s*(\S+) => (/\S+)", ldd.stdout, re.M))
+    return [(n, resolved.get(n)) for n in needed]
+
+
+def source_constant(root, rel, pattern):
+    with open(os.path.join(root, rel), encoding="utf-8") as f:
+        m = re.search(pattern, f.read())
+    if not m:
+        raise ValueError(f"{rel}: no match for {pattern}")
+    return int(m.group(1))
+
+
+def expected_ports(root, name):
+    """The ports the final stage's binaries listen on by default, read from the sources."""
+    if name == "worker.Dockerfile":
+        env = "lib/contract/include/ringmaster/contract/pod_environment.h"
+        spec = "lib/contract/include/ringmaster/contract/trainer_spec.h"
+        return {source_constant(root, env, r"kSshPort = (\d+)"),
+                source_constant(root, env, r"kHealthPort = (\d+)"),
+                source_constant(root, env, r"kRendezvousPort = (\d+)"),
+                source_constant(root, spec, r"kDefaultMetricsPort = (\d+)")}
+    if name == "operator.Dockerfile":
+        main = "operator/main.cc"
+        return {source_constant(root, main, r"metrics_port = (\d+);"),
+                source_constant(root, main, r"health_port = (\d+);")}
+    return None
+
+
+def cuda_architectures(runs):
+    m = re.search(r"-DCMAKE_CUDA_ARCHITECTURES=([\w;-]+)", runs)
+    return m.group(1).split(";") if m else None
+
+
+def check_runtime(root, name, stages, args, binary_dir):
+    """The final stage's libraries come from packages it installs (see the module docstring)."""
+    fails = []
+    final = stages[-1]
+    by_name = {st.name: st for st in stages if st.name}
+    version = args.get("CUDA_PACKAGES_VERSION", "")
+    installed = [p for run in final.runs for p in apt_packages(run)]
+    needed = {}  # package -> why
+    for frm, srcs, _, _ in final.copies:
+        other = by_name.get(frm)
+        if not other or not other.build_dir:
+            continue
+        for src in srcs:
+            if not src.startswith(other.build_dir + "/"):
+                continue
+            rel = src[len(other.build_dir) + 1:]
+            if rel.endswith(".so") or "/lib/" in "/" + rel:
+                if not os.path.basename(rel).startswith("libringmaster-"):
+                    fails.append(f"{name}: COPY --from={frm} {src}: a library copied from a "
+                                 "build stage; install its package instead")
+            local = os.path.join(binary_dir, rel)
+            if not os.path.exists(local):
+                if rel.endswith(".so"):
+                    # The GPU module is built only where nvcc is (the sanitized tree has none):
+                    # its CUDA packages are still required, its NEEDED entries not read.
+                    print(f"{name}: {rel} is not built in {binary_dir}: its NEEDED entries are "
+                          "not read here; the CUDA packages it loads are required all the same")
+                    for pkg in CUDA_PACKAGES.values():
+                        needed.setdefault(pkg.format(v=version), f"{rel} (not built here)")
+                    continue
+                fails.append(f"{name}: {rel} is not built in {binary_dir} (RM_BINARY_DIR): "
+                             "cannot read the libraries it loads")
+                continue
+            for soname, path in needed_libraries(local):
+                stem = re.sub(r"\.so(\.\d+)*$", ".so", soname)
+                if stem in CUDA_PACKAGES:
+                    needed.setdefault(CUDA_PACKAGES[stem].format(v=version), f"{rel}: {soname}")
+                    continue
+                owner = package_of_library(path) if path else None
+                if owner is None:
+                    fails.append(f"{name}: {rel} loads {soname} ({path}), which no Debian "
+                                 "package on this host holds")
+                elif owner not in BASE_PACKAGES:
+                    needed.setdefault(owner, f"{rel}: {soname}")
+    for pkg, why in sorted(needed.items()):
+        if pkg not in installed:
+            fails.append(f"{name}: the final stage does not install {pkg} ({why})")
+    for pkg in installed:
+        if pkg not in needed and pkg not in EXTRA_RUNTIME_PACKAGES:
+            fails.append(f"{name}: the final stage installs {pkg}, which none of its binaries "
+                         "loads and EXTRA_RUNTIME_PACKAGES gives no reason for")
+    want = expected_ports(root, name)
+    if want is not None and set(final.expose) != want:
+        fails.append(f"{name}: EXPOSE {sorted(final.expose)}, but its binaries use "
+                     f"{sorted(want)} by default")
+    return fails
+
+
+def check(root, path, apps, subdirs, packages, ignore, binary_dir):
     fails = []
     name = os.path.basename(path)
-    stages = parse(path)
+    stages, args = parse(path)
+    version = args.get("CUDA_PACKAGES_VERSION", "")
+    build_extras = {k.format(v=version) for k in EXTRA_BUILD_PACKAGES}
     by_name = {}
     final = stages[-1]
     for idx, st in enumerate(stages):
@@ -185,9 +333,28 @@ def check(root, path, apps, subdirs, packages, ignore):
         for m in re.finditer(r"--target ((?:[\w.+-]+ ?)+)", runs):
             built.update(m.group(1).split())
         st.build_dir, st.built = build_dir, built
-        for pkg in [p for run in st.runs for p in apt_packages(run)]:
-            if pkg not in packages and pkg not in EXTRA_PACKAGES:
-                fails.append(f"{where}: installs {pkg}, which scripts/setup does not list")
+        if not re.match(r"debian:bookworm(-slim)?(@sha256:[0-9a-f]{64})?$", st.base):
+            fails.append(f"{where}: not Debian bookworm, the distribution scripts/setup's "
+                         "package list is written for")
+        if "cudnn" in st.base.lower() or "cudnn" in runs.lower():
+            fails.append(f"{where}: cuDNN, which nothing uses")
+        if st is not final:
+            for pkg in [p for run in st.runs for p in apt_packages(run)]:
+                if pkg not in packages and pkg not in build_extras:
+                    fails.append(f"{where}: installs {pkg}, which scripts/setup does not list")
+        if "-DRM_WITH_CUDA=ON" in runs:
+            archs = cuda_architectures(runs)
+            if archs is None:
+                fails.append(f"{where}: a CUDA build without CMAKE_CUDA_ARCHITECTURES")
+            else:
+                real = {a.split("-")[0] for a in archs if not a.endswith("-virtual")}
+                missing = {"80", "86", "89", "90"} - real
+                if missing:
+                    fails.append(f"{where}: CMAKE_CUDA_ARCHITECTURES {';'.join(archs)} has no "
+                                 f"code for sm_{', sm_'.join(sorted(missing))}")
+                if all(a.endswith("-real") for a in archs):
+                    fails.append(f"{where}: CMAKE_CUDA_ARCHITECTURES {';'.join(archs)} has no "
+                                 "PTX (an entry without -real) for GPUs newer than its list")
         for frm, srcs, dest, word in st.copies:
             if word == "ADD":
                 fails.append(f"{where}: ADD {srcs}: use COPY")
@@ -245,6 +412,7 @@ def check(root, path, apps, subdirs, packages, ignore):
                          "from a build stage")
         elif os.path.basename(binary) not in apps:
             fails.append(f"{name}: {word} {binary} is not an rm_app() target")
+    fails += check_runtime(root, name, stages, args, binary_dir)
     return fails, stages
 
 
@@ -252,6 +420,10 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     root = sys.argv[1]
+    binary_dir = os.environ.get("RM_BINARY_DIR")
+    if not binary_dir:
+        sys.exit("check_dockerfiles.py: RM_BINARY_DIR (the build tree whose binaries the images "
+                 "ship) is not set")
     apps, subdirs = rm_apps(root), unconditional_subdirs(root)
     packages, ignore = setup_packages(root), dockerignore(root)
     files = sorted(glob.glob(os.path.join(root, "dockerfiles", "*.Dockerfile")))
@@ -259,7 +431,7 @@ def main():
     if [os.path.basename(f) for f in files] != ["operator.Dockerfile", "worker.Dockerfile"]:
         failures.append(f"dockerfiles/ holds {files}, want operator and worker Dockerfiles")
     for f in files:
-        found, stages = check(root, f, apps, subdirs, packages, ignore)
+        found, stages = check(root, f, apps, subdirs, packages, ignore, binary_dir)
         print(f"{os.path.basename(f)}: {len(stages)} stages, final {stages[-1].base} user "
               f"{stages[-1].user}, {len(found)} failure(s)")
         failures += found
