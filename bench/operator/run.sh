@@ -5,6 +5,7 @@
 #   - seconds until every pod exists and until every job is Running,
 #   - CPU seconds (utime+stime from /proc/<pid>/stat) of the operator, the API server and the
 #     simulating kubelet, each on its own line (they share this machine's cores: who is slow),
+#   - the CPU the operator and the API server spend over 10 idle s once every job runs,
 #   - the operator's peak RSS (VmHWM) and its RSS once every job runs (VmRSS),
 #   - API requests per job (the operator's ringmaster_operator_api_requests_total, all verbs).
 #   bench/operator/run.sh [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S]
@@ -106,6 +107,11 @@ delta() { awk "BEGIN{printf \"%.2f\", $2 - $1}"; }
 echo "operator CPU:                   $(delta "$cpu_before" "$cpu_after") s (total $cpu_after s)"
 echo "API server CPU:                 $(delta "$server_cpu_before" "$server_cpu_after") s"
 echo "kubelet (simulating) CPU:       $(delta "$kubelet_cpu_before" "$kubelet_cpu_after") s"
+# Nothing changes any more: what each process spends idle with these objects (the API server's
+# housekeeping, the operator's resyncs and progress polls), over 10 s.
+idle_before=$(cpu) idle_server_before=$(cpu "$server_pid")
+sleep 10
+echo "idle 10 s, CPU:                 operator $(delta "$idle_before" "$(cpu)") s, API server $(delta "$idle_server_before" "$(cpu "$server_pid")") s"
 echo "operator peak RSS (VmHWM):      $(hwm)"
 echo "operator RSS now (VmRSS):       $(rss)  (every job Running: what the caches hold)"
 echo "operator API requests:          $((requests_after - requests_before)) ($(awk "BEGIN{printf \"%.1f\", ($requests_after - $requests_before) / $jobs}") per job)"

@@ -207,6 +207,7 @@ ObjectPtr ObjectStore::commitLocked(const ResourceKey& key, const std::string& s
     bucket.objects[storage_key] = stored;
     if (!uid.empty()) by_uid_[uid] = Locator{key, storage_key};
   }
+  if (!gc_due_) gc_due_ = type == WatchEventType::kDeleted || mayMakeGarbageLocked(stored->object);
   history_.push_back(HistoryEntry{rv, type, key, storage_key, stored, prev});
   history_bytes_ += historyBytes(history_.back().object);
   while (history_.size() > options_.history_length ||
@@ -632,6 +633,17 @@ std::vector<std::pair<ResourceKey, ObjectPtr>> ObjectStore::dependentsLocked(
 
 bool ObjectStore::uidExistsLocked(const std::string& uid) const { return by_uid_.count(uid) > 0; }
 
+bool ObjectStore::mayMakeGarbageLocked(const json& object) const {
+  if (hasDeletionTimestamp(object)) return true;
+  const json& m = metaOf(object);
+  auto refs = m.find("ownerReferences");
+  if (refs == m.end() || !refs->is_array()) return false;
+  for (const json& ref : *refs) {
+    if (!uidExistsLocked(strField(ref, "uid"))) return true;
+  }
+  return false;
+}
+
 size_t ObjectStore::gcPassLocked() {
   size_t writes = 0;
   auto current = [&](const ResourceKey& key, const ObjectPtr& obj) {
@@ -738,13 +750,22 @@ size_t ObjectStore::gcPassLocked() {
 
 size_t ObjectStore::collectGarbage() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!gc_due_) return 0;
+  ++gc_scans_;
   size_t total = 0;
   for (int pass = 0; pass < 100; ++pass) {
+    gc_due_ = false;  // the pass's own writes set it again
     size_t n = gcPassLocked();
     total += n;
-    if (n == 0) break;
+    if (n == 0) return total;  // a fixed point: nothing wrote, nothing flagged it again
   }
+  gc_due_ = true;
   return total;
+}
+
+uint64_t ObjectStore::garbageScans() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gc_scans_;
 }
 
 // ---------------------------------------------------------------- reads
@@ -1078,6 +1099,7 @@ void ObjectStore::resetLocked() {
   for (auto& reg : watchers_) reg.watch->finish();
   watchers_.clear();
   rv_ = 0;
+  gc_due_ = true;  // what is loaded next may hold garbage that no pass has seen
 }
 
 core::Status ObjectStore::applyLogRecordLocked(std::string_view line) {

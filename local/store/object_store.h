@@ -155,6 +155,10 @@ class ObjectStore {
   // deletion lose `foregroundDeletion` once no blocking dependents remain, and terminating
   // namespaces are emptied and removed. Returns how many writes it made.
   size_t collectGarbage();
+  // How many collectGarbage() calls scanned the store: one skips the scan while no write since
+  // the last fixed point could have made garbage (a deletion, a deletion timestamp, an owner
+  // reference to a uid that does not exist).
+  uint64_t garbageScans() const;
 
   // A LIST body: {"kind":"XList","apiVersion":…,"metadata":{…},"items":[…]} built from the
   // cached object texts (custom resources: keys sorted and "continue":"" as upstream).
@@ -216,6 +220,9 @@ class ObjectStore {
   std::vector<std::pair<ResourceKey, ObjectPtr>> dependentsLocked(const std::string& uid) const;
   bool uidExistsLocked(const std::string& uid) const;
   size_t gcPassLocked();
+  // Whether committing `object` may have made garbage: it is being deleted, or one of its owner
+  // references names a uid that does not exist.
+  bool mayMakeGarbageLocked(const nlohmann::json& object) const;
   ObjectPtr bookmarkObject(const Registration& reg) const;
   std::string nowText() const;
   std::string snapshotTextLocked() const;
@@ -230,6 +237,10 @@ class ObjectStore {
   std::map<ResourceKey, Bucket> buckets_;
   std::unordered_map<std::string, Locator> by_uid_;
   uint64_t rv_ = 0;
+  // A write since the last garbage-collection fixed point may have made garbage (commitLocked
+  // says when); the store scans only then, not every second over every object.
+  bool gc_due_ = true;
+  uint64_t gc_scans_ = 0;
   std::deque<HistoryEntry> history_;
   uint64_t history_floor_ = 0;  // every event with rv > floor is in history_
   size_t history_bytes_ = 0;    // serialized bytes of the objects in history_

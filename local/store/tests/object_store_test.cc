@@ -322,6 +322,42 @@ TEST_F(ObjectStoreTest, GarbageCollectorDeletesDependentsOfADeletedOwner) {
   EXPECT_EQ(kept.value()->object["metadata"]["ownerReferences"][0]["name"], "other");
 }
 
+TEST_F(ObjectStoreTest, GarbageCollectionScansOnlyAfterWritesThatCanMakeGarbage) {
+  ObjectPtr owner = mustCreate(kTj, tj("scan"));
+  auto childOf = [&](const std::string& name, const json& uid) {
+    json child = cm(name);
+    child["metadata"]["ownerReferences"] = {{{"apiVersion", "ringmaster.dev/v1alpha1"},
+                                             {"kind", "TrainingJob"},
+                                             {"name", "scan"},
+                                             {"uid", uid}}};
+    return child;
+  };
+  store_.collectGarbage();  // the first call scans: nothing is known yet
+  const uint64_t settled = store_.garbageScans();
+  EXPECT_EQ(store_.collectGarbage(), 0u);
+  mustCreate(kCm, childOf("child-1", owner->object["metadata"]["uid"]));
+  mustCreate(kCm, cm("plain"));
+  ASSERT_TRUE(
+      store_.patch(kCm, "default", "plain", PatchType::kMerge, R"({"data":{"a":"b"}})").ok());
+  EXPECT_EQ(store_.collectGarbage(), 0u);
+  EXPECT_EQ(store_.garbageScans(), settled) << "owned by a live object, or owned by none";
+
+  // A reference to a uid that does not exist: scanned and collected.
+  mustCreate(kCm, childOf("orphan", "no-such-uid"));
+  EXPECT_EQ(store_.collectGarbage(), 1u);
+  EXPECT_EQ(store_.garbageScans(), settled + 1);
+  EXPECT_EQ(store_.get(kCm, "default", "orphan").error().code(), 404);
+  EXPECT_EQ(store_.collectGarbage(), 0u);
+  EXPECT_EQ(store_.garbageScans(), settled + 1);
+
+  // The owner's deletion: scanned, its dependent collected.
+  ASSERT_TRUE(store_.remove(kTj, "default", "scan").ok());
+  EXPECT_EQ(store_.collectGarbage(), 1u);
+  EXPECT_EQ(store_.garbageScans(), settled + 2);
+  EXPECT_EQ(store_.get(kCm, "default", "child-1").error().code(), 404);
+  EXPECT_TRUE(store_.get(kCm, "default", "plain").ok());
+}
+
 TEST_F(ObjectStoreTest, ForegroundDeletionWaitsForBlockingDependents) {
   ObjectPtr owner = mustCreate(kTj, tj("gc-fg"));
   json child = cm("gc-fg-hostfile");
