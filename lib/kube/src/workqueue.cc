@@ -28,8 +28,14 @@ void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay)
   }
   const Clock::TimePoint due = clock_.now() + delay;
   auto [it, inserted] = waiting_.emplace(key, due);
-  if (!inserted && due < it->second) it->second = due;
-  cv_.notify_all();  // a waiting get() may need an earlier wake-up
+  if (!inserted) {
+    if (due >= it->second) return;  // an earlier delay is already pending
+    by_due_.erase({it->second, key});
+    it->second = due;
+  }
+  by_due_.emplace(due, key);
+  // Waiting get()s sleep until the earliest due time: only a new earliest changes that.
+  if (by_due_.begin()->second == key) cv_.notify_all();
 }
 
 void WorkQueue::addRateLimited(const std::string& key) {
@@ -56,14 +62,11 @@ int WorkQueue::numRequeues(const std::string& key) const {
 
 void WorkQueue::promoteDueLocked() {
   const Clock::TimePoint now = clock_.now();
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->second <= now) {
-      std::string key = it->first;
-      it = waiting_.erase(it);
-      addLocked(key);
-    } else {
-      ++it;
-    }
+  while (!by_due_.empty() && by_due_.begin()->first <= now) {
+    std::string key = by_due_.begin()->second;
+    by_due_.erase(by_due_.begin());
+    waiting_.erase(key);
+    addLocked(key);
   }
 }
 
@@ -82,13 +85,11 @@ std::optional<std::string> WorkQueue::get() {
     promoteDueLocked();
     if (std::optional<std::string> key = popLocked()) return key;
     if (shutting_down_) return std::nullopt;
-    if (waiting_.empty()) {
+    if (by_due_.empty()) {
       cv_.wait(lock);
     } else {
-      Clock::TimePoint earliest = Clock::TimePoint::max();
-      for (const auto& [key, due] : waiting_) earliest = std::min(earliest, due);
       // The injected clock's distance to the due time, waited on the real steady clock.
-      cv_.wait_for(lock, earliest - clock_.now());
+      cv_.wait_for(lock, by_due_.begin()->first - clock_.now());
     }
   }
 }
@@ -112,6 +113,7 @@ void WorkQueue::shutDown() {
   std::lock_guard lock(mu_);
   shutting_down_ = true;
   waiting_.clear();
+  by_due_.clear();
   cv_.notify_all();
 }
 

@@ -51,6 +51,40 @@ TEST_F(WorkQueueTest, AddAfterBecomesReadyWhenDueAndEarliestWins) {
   EXPECT_EQ(queue_.waiting(), 0u);
 }
 
+TEST_F(WorkQueueTest, DelayedKeysBecomeReadyInDueOrderAndAnEarlierDelayMovesAKey) {
+  queue_.addAfter("ns/a", milliseconds(50));
+  queue_.addAfter("ns/b", milliseconds(10));
+  queue_.addAfter("ns/c", milliseconds(30));
+  queue_.addAfter("ns/b", milliseconds(100));  // later than pending: ignored
+  queue_.addAfter("ns/c", milliseconds(5));    // earlier: moves
+  EXPECT_EQ(queue_.waiting(), 3u);
+  clock_.advance(milliseconds(5));
+  EXPECT_EQ(queue_.tryGet(), "ns/c");
+  EXPECT_EQ(queue_.tryGet(), std::nullopt);
+  clock_.advance(milliseconds(5));
+  EXPECT_EQ(queue_.tryGet(), "ns/b");
+  clock_.advance(milliseconds(39));
+  EXPECT_EQ(queue_.tryGet(), std::nullopt);
+  clock_.advance(milliseconds(1));
+  EXPECT_EQ(queue_.tryGet(), "ns/a");
+  EXPECT_EQ(queue_.waiting(), 0u);
+  // A thousand delays come due in order.
+  for (int i = 999; i >= 0; --i) queue_.addAfter("k/" + std::to_string(i), milliseconds(i + 1));
+  clock_.advance(milliseconds(1000));
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(queue_.tryGet(), "k/" + std::to_string(i));
+}
+
+TEST_F(WorkQueueTest, BlockedGetWakesForADelayEarlierThanTheOneItSleepsFor) {
+  queue_.addAfter("ns/late", std::chrono::hours(1));
+  std::optional<std::string> got;
+  std::thread worker([&] { got = queue_.get(); });
+  std::this_thread::sleep_for(milliseconds(20));  // the worker sleeps for the hour
+  queue_.addAfter("ns/soon", milliseconds(10));
+  clock_.advance(milliseconds(10));
+  worker.join();  // without a wake-up for the new earliest delay, this would wait the hour
+  EXPECT_EQ(got, "ns/soon");
+}
+
 TEST_F(WorkQueueTest, AddAfterNoDelayIsReadyAtOnce) {
   queue_.addAfter("ns/a", milliseconds(0));
   EXPECT_EQ(queue_.waiting(), 0u);
