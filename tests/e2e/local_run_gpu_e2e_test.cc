@@ -36,9 +36,10 @@ TEST(LocalRunGpuE2e, OneGpuJobSucceedsOnTheGpuAndServesMetrics) {
   // takes to come back: the job trains 100 epochs here so that a scrape lands while it trains.
   std::string manifest = testutil::readFile(std::string(std::getenv("RM_SOURCE_DIR")) +
                                             "/examples/fashion-mnist-mlp-1gpu.yaml");
-  const size_t epochs = manifest.find("epochs: 5\n");
+  const std::string five_epochs = "epochs: 5";
+  const size_t epochs = manifest.find(five_epochs + "\n");
   ASSERT_NE(epochs, std::string::npos) << "the example no longer trains 5 epochs:\n" << manifest;
-  manifest.replace(epochs, 9, "epochs: 100");
+  manifest.replace(epochs, five_epochs.size(), "epochs: 100");
   const std::string job = dir.path() + "/fashion-mnist-mlp-1gpu.yaml";
   std::ofstream(job) << manifest;
   testutil::Process run({testutil::binaryPath("bin/ringmaster"), "local", "run", job, "--data-dir",
