@@ -251,12 +251,12 @@ def cuda_architectures(runs):
     return m.group(1).split(";") if m else None
 
 
-def check_runtime(root, name, stages, args, binary_dir):
-    """The final stage's libraries come from packages it installs (see the module docstring)."""
+def check_runtime(root, name, stages, version, binary_dir):
+    """The final stage's libraries come from packages it installs (see the module docstring);
+    `version` is the CUDA version in NVIDIA's package names."""
     fails = []
     final = stages[-1]
     by_name = {st.name: st for st in stages if st.name}
-    version = args.get("CUDA_PACKAGES_VERSION", "")
     installed = [p for run in final.runs for p in apt_packages(run)]
     needed = {}  # package -> why
     for frm, srcs, _, _ in final.copies:
@@ -412,7 +412,7 @@ def check(root, path, apps, subdirs, packages, ignore, binary_dir):
                          "from a build stage")
         elif os.path.basename(binary) not in apps:
             fails.append(f"{name}: {word} {binary} is not an rm_app() target")
-    fails += check_runtime(root, name, stages, args, binary_dir)
+    fails += check_runtime(root, name, stages, version, binary_dir)
     return fails, stages
 
 
