@@ -235,12 +235,9 @@ std::optional<std::string> storeSecretOf(const kube::Pod& pod) {
 }
 
 std::optional<std::string> storeSecretForAttempt(
-    const std::vector<std::shared_ptr<const kube::Pod>>& pods, int attempt) {
+    const std::vector<std::shared_ptr<const WorkerPod>>& pods, int attempt) {
   for (const auto& pod : pods) {
-    if (!pod) continue;
-    auto label = pod->metadata.labels.find(kAttemptLabel);
-    if (label == pod->metadata.labels.end() || label->second != std::to_string(attempt)) continue;
-    if (std::optional<std::string> secret = storeSecretOf(*pod)) return secret;
+    if (pod && pod->attempt == attempt && pod->store_secret) return pod->store_secret;
   }
   return std::nullopt;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/worker_pod.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/status.h"
@@ -76,7 +77,7 @@ std::optional<std::string> storeSecretOf(const kube::Pod& pod);
 // pod must match its siblings, and the pods are where it survives an operator restart), else
 // nullopt: the attempt has no pod yet and gets a new one (newStoreSecret()).
 std::optional<std::string> storeSecretForAttempt(
-    const std::vector<std::shared_ptr<const kube::Pod>>& pods, int attempt);
+    const std::vector<std::shared_ptr<const WorkerPod>>& pods, int attempt);
 core::Result<std::string> newStoreSecret();
 
 // spec.trainer as the YAML text trainer --config reads.

@@ -33,13 +33,17 @@ Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kub
   job_notify.undecodable = [this](const kube::WatchEvent<kube::RawObject>& e) {
     queue_.add(kube::objectKey(e.object));
   };
+  job_notify.transform = [](kube::TrainingJob& job) { trimForCache(job); };
   jobs_ = std::make_unique<kube::Reflector<kube::TrainingJob>>(
       kube::ResourceClient<kube::TrainingJob>(client_, trainingJobsResource(),
                                               options_.namespace_name),
       job_options, job_notify);
-  pods_ = makeOwnedInformer<kube::Pod>(podsResource(), pods_synced_, options_.pod_batch_period);
-  services_ = makeOwnedInformer<kube::Service>(servicesResource(), services_synced_, {});
-  config_maps_ = makeOwnedInformer<kube::ConfigMap>(configMapsResource(), config_maps_synced_, {});
+  pods_ = makeOwnedInformer<kube::Pod, WorkerPod>(podsResource(), pods_synced_,
+                                                  options_.pod_batch_period, workerPodOf);
+  services_ = makeOwnedInformer<kube::Service, OwnedChild>(servicesResource(), services_synced_, {},
+                                                           ownedChildOf<kube::Service>);
+  config_maps_ = makeOwnedInformer<kube::ConfigMap, OwnedChild>(
+      configMapsResource(), config_maps_synced_, {}, ownedChildOf<kube::ConfigMap>);
   // No Secret informer: the operator's RBAC grants no get/list/watch on Secrets.
   Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store(),
                   jobs_->undecodable()};
@@ -49,14 +53,14 @@ Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kub
 
 Controller::~Controller() = default;
 
-template <class T>
-std::unique_ptr<kube::Reflector<T>> Controller::makeOwnedInformer(const kube::ResourceType& type,
-                                                                  std::atomic<bool>& synced,
-                                                                  std::chrono::milliseconds batch) {
+template <class T, class Cached>
+std::unique_ptr<kube::Reflector<T, Cached>> Controller::makeOwnedInformer(
+    const kube::ResourceType& type, std::atomic<bool>& synced, std::chrono::milliseconds batch,
+    typename kube::Reflector<T, Cached>::Project project) {
   typename kube::Watcher<T>::Options options;
   options.label_selector = kJobNameLabel;  // only the operator's children
   options.poll = options_.informer_poll;
-  typename kube::Reflector<T>::Handler notify;
+  typename kube::Reflector<T, Cached>::Handler notify;
   notify.relisted = [this, &synced](std::vector<T> items,
                                     std::vector<kube::RawObject> undecodable) {
     for (const T& item : items) enqueueOwner(item.metadata, {});
@@ -69,9 +73,9 @@ std::unique_ptr<kube::Reflector<T>> Controller::makeOwnedInformer(const kube::Re
   notify.undecodable = [this, batch](const kube::WatchEvent<kube::RawObject>& e) {
     enqueueOwner(e.object.metadata, batch);
   };
-  notify.transform = [](T& object) { trimForCache(object); };
-  return std::make_unique<kube::Reflector<T>>(
-      kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify);
+  return std::make_unique<kube::Reflector<T, Cached>>(
+      kube::ResourceClient<T>(client_, type, options_.namespace_name), options, notify,
+      std::move(project));
 }
 
 void Controller::enqueueOwner(const kube::ObjectMeta& meta, std::chrono::milliseconds after) {

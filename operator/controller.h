@@ -51,10 +51,11 @@ class Controller {
   size_t queueDepth() const { return queue_.len(); }
 
  private:
-  template <class T>
-  std::unique_ptr<kube::Reflector<T>> makeOwnedInformer(const kube::ResourceType& type,
-                                                        std::atomic<bool>& synced,
-                                                        std::chrono::milliseconds batch);
+  // An informer of the objects jobs own, whose store keeps what `project` makes of each.
+  template <class T, class Cached>
+  std::unique_ptr<kube::Reflector<T, Cached>> makeOwnedInformer(
+      const kube::ResourceType& type, std::atomic<bool>& synced, std::chrono::milliseconds batch,
+      typename kube::Reflector<T, Cached>::Project project);
   void enqueueOwner(const kube::ObjectMeta& meta, std::chrono::milliseconds after);
   void worker();
 
@@ -66,9 +67,9 @@ class Controller {
   std::atomic<bool> jobs_synced_{false}, pods_synced_{false}, services_synced_{false},
       config_maps_synced_{false};
   std::unique_ptr<kube::Reflector<kube::TrainingJob>> jobs_;
-  std::unique_ptr<kube::Reflector<kube::Pod>> pods_;
-  std::unique_ptr<kube::Reflector<kube::Service>> services_;
-  std::unique_ptr<kube::Reflector<kube::ConfigMap>> config_maps_;
+  std::unique_ptr<kube::Reflector<kube::Pod, WorkerPod>> pods_;
+  std::unique_ptr<kube::Reflector<kube::Service, OwnedChild>> services_;
+  std::unique_ptr<kube::Reflector<kube::ConfigMap, OwnedChild>> config_maps_;
   std::unique_ptr<Reconciler> reconciler_;
 };
 

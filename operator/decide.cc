@@ -10,8 +10,6 @@ namespace ringmaster::op {
 
 using std::chrono::milliseconds;
 
-bool podTerminating(const kube::Pod& pod) { return pod.metadata.deletion_timestamp.has_value(); }
-
 milliseconds timeUntil(kube::Time now, kube::Time due) {
   return std::max(milliseconds(0),
                   std::chrono::duration_cast<milliseconds>(due.timePoint() - now.timePoint()));
@@ -56,8 +54,8 @@ void gangRestart(Plan& plan, const std::string& reason, const std::string& messa
 
 // status.progress from rank 0's summary (its termination message). A missing or bad one keeps the
 // last progress: a user's command may leave any text there, never a reason to fail the job.
-void foldFinalSummary(Plan& plan, const kube::Pod& rank0) {
-  std::optional<std::string> message = terminationMessageOf(rank0);
+void foldFinalSummary(Plan& plan, const WorkerPod& rank0) {
+  const std::optional<std::string>& message = rank0.termination_message;
   if (!message || message->empty()) {
     plan.notes.push_back({false, "pod " + rank0.metadata.name +
                                      " succeeded without a summary; keeping the last progress"});
@@ -74,15 +72,15 @@ void foldFinalSummary(Plan& plan, const kube::Pod& rank0) {
 }
 
 // Why the failed pod failed, in its own words where it left some, on one bounded line.
-std::string describeFailure(const kube::Pod& pod, int index) {
-  std::optional<int32_t> code = exitCodeOf(pod);
+std::string describeFailure(const WorkerPod& pod, int index) {
+  const std::optional<int32_t>& code = pod.exit_code;
   std::string what = "pod " + pod.metadata.name + " (replica " + std::to_string(index) + ") failed";
   if (code) {
     what += " with exit code " + std::to_string(*code);
-  } else if (!pod.status.reason.empty()) {
-    what += " (" + pod.status.reason + ")";
+  } else if (!pod.reason.empty()) {
+    what += " (" + pod.reason + ")";
   }
-  if (std::optional<std::string> message = terminationMessageOf(pod)) {
+  if (const std::optional<std::string>& message = pod.termination_message) {
     if (std::string folded = foldMessage(*message); !folded.empty()) what += ": " + folded;
   }
   return what;
@@ -100,7 +98,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   const int64_t generation = job.metadata.generation.value_or(0);
   const int attempt = status.restarts.value_or(0);
   if (!s.restarts) s.restarts = 0;
-  auto podAt = [&](int i) -> const kube::Pod* {
+  auto podAt = [&](int i) -> const WorkerPod* {
     const auto index = static_cast<size_t>(i);
     return index < observed.pods.size() ? observed.pods[index].get() : nullptr;
   };
@@ -151,12 +149,12 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   plan.ensure_ssh_secret = spec.launcher == contract::LauncherMode::kMpi;
 
   // Pods of the current attempt; anything else (older attempt, being deleted) is stale.
-  std::vector<const kube::Pod*> current(static_cast<size_t>(replicas), nullptr);
+  std::vector<const WorkerPod*> current(static_cast<size_t>(replicas), nullptr);
   bool stale = false;
   for (int i = 0; i < replicas; ++i) {
-    const kube::Pod* pod = podAt(i);
+    const WorkerPod* pod = podAt(i);
     if (pod == nullptr) continue;
-    if (attemptOf(*pod) == attempt && !podTerminating(*pod)) {
+    if (pod->attempt == attempt && !pod->terminating) {
       current[static_cast<size_t>(i)] = pod;
     } else {
       stale = true;
@@ -169,8 +167,8 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
 
   // A failed rank fails or restarts the whole gang; the message names the one that failed first.
   if (const int i = firstFailedReplica(current); i >= 0) {
-    const kube::Pod* pod = current[static_cast<size_t>(i)];
-    std::optional<int32_t> code = exitCodeOf(*pod);
+    const WorkerPod* pod = current[static_cast<size_t>(i)];
+    const std::optional<int32_t> code = pod->exit_code;
     const std::string what = describeFailure(*pod, i);
     if (spec.restart_policy == RestartPolicy::kNever) {
       failJob(s, "RankFailed", what + "; restartPolicy is Never", generation, now);
@@ -195,14 +193,14 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   }
 
   // Rank 0's final summary is the run's final progress, not the last scrape of its metrics.
-  if (const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
-      rank0 != nullptr && rank0->status.phase == "Succeeded") {
+  if (const WorkerPod* rank0 = current.empty() ? nullptr : current[0];
+      rank0 != nullptr && rank0->phase == "Succeeded") {
     foldFinalSummary(plan, *rank0);
   }
   plan.status_on_error = s;
 
-  const bool all_succeeded = std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) {
-    return pod != nullptr && pod->status.phase == "Succeeded";
+  const bool all_succeeded = std::all_of(current.begin(), current.end(), [](const WorkerPod* pod) {
+    return pod != nullptr && pod->phase == "Succeeded";
   });
   if (all_succeeded) {
     observePods(job, current, now, s);
@@ -248,16 +246,13 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
 
   // Gang scheduling without a gang scheduler: all pods scheduled in time, or none held.
   const bool all_exist =
-      std::all_of(current.begin(), current.end(), [](const kube::Pod* pod) { return pod; });
+      std::all_of(current.begin(), current.end(), [](const WorkerPod* pod) { return pod; });
   if (all_exist && !have_pod_group) {
     int scheduled = 0;
     std::optional<kube::Time> oldest;
-    for (const kube::Pod* pod : current) {
-      if (podScheduled(*pod) || podFinished(*pod)) ++scheduled;
-      if (pod->metadata.creation_timestamp &&
-          (!oldest || *pod->metadata.creation_timestamp < *oldest)) {
-        oldest = pod->metadata.creation_timestamp;
-      }
+    for (const WorkerPod* pod : current) {
+      if (pod->scheduled || pod->finished()) ++scheduled;
+      if (pod->created && (!oldest || *pod->created < *oldest)) oldest = pod->created;
     }
     if (scheduled < replicas && oldest) {
       const int timeout = spec.schedule_timeout_seconds;
@@ -279,9 +274,9 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   }
 
   observePods(job, current, now, s);
-  const kube::Pod* rank0 = current.empty() ? nullptr : current[0];
-  if (options.read_progress && rank0 != nullptr && rank0->status.phase == "Running" &&
-      !rank0->status.pod_ip.empty()) {
+  const WorkerPod* rank0 = current.empty() ? nullptr : current[0];
+  if (options.read_progress && rank0 != nullptr && rank0->phase == "Running" &&
+      !rank0->pod_ip.empty()) {
     plan.read_progress = true;
     minDelay(requeue, options.progress_interval);
   }

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ringmaster/kube/pod.h"
+#include "operator/worker_pod.h"
 #include "ringmaster/kube/training_job.h"
 
 namespace ringmaster::op {
@@ -20,7 +20,7 @@ namespace ringmaster::op {
 // What one pass read before deciding.
 struct Observed {
   // Our pods by replica index (nullptr: none), of any attempt, terminating or not.
-  std::vector<std::shared_ptr<const kube::Pod>> pods;
+  std::vector<std::shared_ptr<const WorkerPod>> pods;
   // Names of pods with a worker's name that another owner controls.
   std::vector<std::string> foreign;
   // Every pod created by an earlier pass is in the cache (or waiting for it timed out): a
@@ -87,9 +87,6 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
 // Marks the job Failed for `reason` (Running and Restarting False, completionTime, phase).
 void failJob(kube::TrainingJobStatus& status, const std::string& reason, const std::string& message,
              int64_t generation, kube::Time now);
-
-// Whether the API server is deleting `pod` (it has a deletionTimestamp).
-bool podTerminating(const kube::Pod& pod);
 
 // How long from `now` until `due`; zero once it passed.
 std::chrono::milliseconds timeUntil(kube::Time now, kube::Time due);

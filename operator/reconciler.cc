@@ -44,7 +44,7 @@ struct Reconciler::Pass {
   kube::Time now;
   int64_t generation = 0;
   int attempt = 0;
-  std::vector<std::shared_ptr<const kube::Pod>> pods;  // ours, by replica index
+  std::vector<std::shared_ptr<const WorkerPod>> pods;  // ours, by replica index
   bool release_pods = false;  // delete every pod once the status is written
   // The API server refused a pod of this pass (quota, admission, validation): its words.
   std::optional<std::string> pod_refused;
@@ -57,13 +57,16 @@ namespace {
 constexpr milliseconds kCacheCatchUp{50};
 constexpr milliseconds kOwnWriteWait{10'000};
 
-bool anyPod(const kube::Pod&) { return true; }
-bool unfinishedPod(const kube::Pod& pod) { return !podFinished(pod); }
+bool anyPod(const WorkerPod&) { return true; }
+bool unfinishedPod(const WorkerPod& pod) { return !pod.finished(); }
 
-template <class T>
-bool ownedBy(const T& object, const kube::TrainingJob& job) {
-  const kube::OwnerReference* ref = controllerOf(object.metadata);
+bool ownedBy(const kube::ObjectMeta& meta, const kube::TrainingJob& job) {
+  const kube::OwnerReference* ref = controllerOf(meta);
   return ref != nullptr && ref->uid == job.metadata.uid;
+}
+// A cached child (a WorkerPod is one too).
+bool ownedBy(const OwnedChild& child, const kube::TrainingJob& job) {
+  return !child.controller_uid.empty() && child.controller_uid == job.metadata.uid;
 }
 
 // The job's NetworkPolicy, before any of its pods exist: their store and training ports are
@@ -253,8 +256,7 @@ core::Result<Action> Reconciler::active(Pass& p) {
   } else if (plan.delete_pods == PodDeletion::kOlderAttempt) {
     const int attempt = p.attempt;
     RM_RETURN_IF_ERROR(deletePods(
-        p, [attempt](const kube::Pod& pod) { return attemptOf(pod) != attempt; },
-        plan.delete_reason));
+        p, [attempt](const WorkerPod& pod) { return pod.attempt != attempt; }, plan.delete_reason));
   }
   for (const Plan::Note& note : plan.notes) {
     if (note.warning) {
@@ -269,9 +271,9 @@ core::Result<Action> Reconciler::active(Pass& p) {
   p.status = std::move(plan.status);
   p.release_pods = plan.release_pods;
   if (plan.read_progress) {
-    const kube::Pod& rank0 = *observed.pods.front();
+    const WorkerPod& rank0 = *observed.pods.front();
     core::Result<kube::TrainingProgress> progress =
-        progress_.read(rank0.status.pod_ip, metricsPort(p.job));
+        progress_.read(rank0.pod_ip, metricsPort(p.job));
     if (progress.ok()) {
       p.status.progress = *progress;
     } else {
@@ -316,7 +318,7 @@ core::Result<Reconciler::Created> Reconciler::createOwned(Pass& p, const kube::R
     if (existing.error().isNotFound()) return Created::kNotYet;  // gone since
     return existing.status().withContext("job " + p.key + ": get " + what);
   }
-  if (!ownedBy(*existing, p.job)) return refused(p, what);
+  if (!ownedBy(existing->metadata, p.job)) return refused(p, what);
   // The cache can lag the API: an old attempt's pod still terminating there is not the new one.
   // Taken as created, the pass would wait for a pod nobody creates (until expectations expire).
   if (existing->metadata.deletion_timestamp) {
@@ -426,11 +428,11 @@ core::Status Reconciler::ensurePodGroup(Pass& p) {
   return core::Status::Ok();
 }
 
-core::Status Reconciler::deletePods(Pass& p, const std::function<bool(const kube::Pod&)>& which,
+core::Status Reconciler::deletePods(Pass& p, const std::function<bool(const WorkerPod&)>& which,
                                     const std::string& why) {
   kube::ResourceClient<kube::Pod> pods(client_, podsResource(), p.ns);
   for (const auto& pod : p.pods) {
-    if (!pod || podTerminating(*pod) || !which(*pod)) continue;
+    if (!pod || pod->terminating || !which(*pod)) continue;
     kube::ApiResult<kube::NoContent> deleted = pods.remove(pod->metadata.name);
     if (!deleted.ok() && !deleted.error().isNotFound()) {
       return deleted.status().withContext("job " + p.key + ": delete pod " + pod->metadata.name);

@@ -41,10 +41,12 @@
 #include <set>
 #include <string>
 
+#include "operator/cache_trim.h"
 #include "operator/decide.h"
 #include "operator/operator_metrics.h"
 #include "operator/progress.h"
 #include "operator/validate.h"
+#include "operator/worker_pod.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/api_client.h"
 #include "ringmaster/kube/clock.h"
@@ -69,9 +71,9 @@ const kube::ResourceType& secretsResource();
 // Read-only informer caches.
 struct Listers {
   std::shared_ptr<const kube::Store<kube::TrainingJob>> jobs;
-  std::shared_ptr<const kube::Store<kube::Pod>> pods;
-  std::shared_ptr<const kube::Store<kube::Service>> services;
-  std::shared_ptr<const kube::Store<kube::ConfigMap>> config_maps;
+  std::shared_ptr<const kube::Store<WorkerPod>> pods;
+  std::shared_ptr<const kube::Store<OwnedChild>> services;
+  std::shared_ptr<const kube::Store<OwnedChild>> config_maps;
   // TrainingJobs the server holds that do not decode (each with its error); may be null.
   std::shared_ptr<const kube::Store<kube::RawObject>> undecodable_jobs;
   // No Secrets: the operator may not read them (see Reconciler::ensureSecret).
@@ -113,7 +115,7 @@ class Reconciler {
   core::Status ensureConfigMap(Pass& p);
   core::Status ensureSecret(Pass& p);
   core::Status ensurePodGroup(Pass& p);
-  core::Status deletePods(Pass& p, const std::function<bool(const kube::Pod&)>& which,
+  core::Status deletePods(Pass& p, const std::function<bool(const WorkerPod&)>& which,
                           const std::string& why);
   bool podGroupServed(const kube::TrainingJob& job);
   core::Status createPods(Pass& p, const std::vector<int>& indices);

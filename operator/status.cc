@@ -22,10 +22,6 @@ bool podScheduled(const kube::Pod& pod) {
   return false;
 }
 
-bool podFinished(const kube::Pod& pod) {
-  return pod.status.phase == "Succeeded" || pod.status.phase == "Failed";
-}
-
 std::optional<int32_t> exitCodeOf(const kube::Pod& pod) {
   std::optional<int32_t> any;
   for (const kube::ContainerStatus& cs : pod.status.container_statuses) {
@@ -36,23 +32,17 @@ std::optional<int32_t> exitCodeOf(const kube::Pod& pod) {
   return any;
 }
 
-int firstFailedReplica(const std::vector<const kube::Pod*>& pods) {
+int firstFailedReplica(const std::vector<const WorkerPod*>& pods) {
   // Smaller is more likely the cause: (consequence?, finishedAt, index).
-  auto rank = [](const kube::Pod& pod) {
-    std::optional<int32_t> code = exitCodeOf(pod);
-    std::optional<kube::Time> finished;
-    for (const kube::ContainerStatus& cs : pod.status.container_statuses) {
-      if (cs.name == kWorkerContainer && cs.state && cs.state->terminated) {
-        finished = cs.state->terminated->finished_at;
-      }
-    }
+  auto rank = [](const WorkerPod& pod) {
+    const std::optional<int32_t>& code = pod.exit_code;
     const bool consequence = !code || *code < 1 || *code > 127;
-    return std::make_pair(consequence, finished);
+    return std::make_pair(consequence, pod.finished_at);
   };
   int best = -1;
   std::pair<bool, std::optional<kube::Time>> best_rank;
   for (size_t i = 0; i < pods.size(); ++i) {
-    if (pods[i] == nullptr || pods[i]->status.phase != "Failed") continue;
+    if (pods[i] == nullptr || pods[i]->phase != "Failed") continue;
     auto r = rank(*pods[i]);
     // An unknown finishedAt sorts last among equals.
     const bool better = best < 0 || r.first < best_rank.first ||
@@ -209,7 +199,7 @@ void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& c
   status.world = std::to_string(counts.ready.value_or(0) * procs) + "/" + std::to_string(world);
 }
 
-void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod*>& pods,
+void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod*>& pods,
                  kube::Time now, kube::TrainingJobStatus& status) {
   const JobSettings settings = settingsOf(job.spec);
   const int replicas = settings.replicas;
@@ -221,16 +211,16 @@ void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod
   counts.succeeded = 0;
   counts.failed = 0;
   int existing = 0;
-  for (const kube::Pod* pod : pods) {
+  for (const WorkerPod* pod : pods) {
     if (pod == nullptr) continue;
     ++existing;
-    if (pod->status.phase == "Succeeded") {
+    if (pod->phase == "Succeeded") {
       ++*counts.succeeded;
-    } else if (pod->status.phase == "Failed") {
+    } else if (pod->phase == "Failed") {
       ++*counts.failed;
     } else {
       ++*counts.active;
-      if (pod->status.phase == "Running" && podReady(*pod)) ++*counts.ready;
+      if (pod->phase == "Running" && pod->ready) ++*counts.ready;
     }
   }
   setReplicaCounts(job, counts, status);
@@ -255,8 +245,8 @@ void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod
     }
   } else if (findCondition(status, kRunning) != nullptr || existing > 0) {
     std::optional<PodProblem> problem;
-    for (const kube::Pod* pod : pods) {
-      if (pod != nullptr && !problem) problem = podProblem(*pod);
+    for (const WorkerPod* pod : pods) {
+      if (pod != nullptr && !problem) problem = pod->problem;
     }
     if (problem) {
       setCondition(status, kRunning, false, problem->reason, problem->message, generation, now);

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "operator/worker_pod.h"
 #include "ringmaster/kube/pod.h"
 #include "ringmaster/kube/training_job.h"
 
@@ -30,15 +31,16 @@ inline constexpr const char* kSucceeded = "Succeeded";
 inline constexpr const char* kFailed = "Failed";
 inline constexpr const char* kSuspended = "Suspended";
 
+// What a pod says, read once as it enters the cache (worker_pod.h): the rest of the operator
+// reads WorkerPods.
 bool podReady(const kube::Pod& pod);      // condition Ready True
 bool podScheduled(const kube::Pod& pod);  // bound to a node or PodScheduled True
-bool podFinished(const kube::Pod& pod);   // phase Succeeded or Failed
 // The worker container's exit code when it terminated (falls back to any container).
 std::optional<int32_t> exitCodeOf(const kube::Pod& pod);
 // Of the failed pods (nullptr entries: missing), the one whose failure most likely caused the
 // others': an exit code of its own (1-127) before a signal's or a lost peer's (128 and up), then
 // the earliest finishedAt, then the lowest index; -1 when none failed.
-int firstFailedReplica(const std::vector<const kube::Pod*>& pods);
+int firstFailedReplica(const std::vector<const WorkerPod*>& pods);
 
 // The worker container's termination message when it terminated with one (falls back to any
 // container), as the kubelet reported it.
@@ -68,13 +70,7 @@ std::string phaseOf(const kube::TrainingJobStatus& status);
 // otherwise none.
 std::optional<std::string> reasonOf(const kube::TrainingJobStatus& status);
 
-// What keeps a pod from running that waiting alone will not cure, as its kubelet or scheduler
-// reports it: PodScheduled False/Unschedulable, or a container waiting with a reason other than
-// ContainerCreating/PodInitializing (CreateContainerConfigError, ImagePullBackOff, ...).
-struct PodProblem {
-  std::string reason;
-  std::string message;  // "pod <name>: <what the kubelet said>"
-};
+// What keeps the pod from running that waiting alone will not cure (PodProblem, worker_pod.h).
 std::optional<PodProblem> podProblem(const kube::Pod& pod);
 
 // status.replicas, worldSize and world ("<ready ranks>/<total ranks>") from pod counts.
@@ -83,7 +79,7 @@ void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& c
 
 // Replica counts, world, Created/Running (and Restarting cleared once Running) from the pods of
 // the current attempt (nullptr entries: missing pods). `job` is defaulted.
-void observePods(const kube::TrainingJob& job, const std::vector<const kube::Pod*>& pods,
+void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod*>& pods,
                  kube::Time now, kube::TrainingJobStatus& status);
 
 }  // namespace ringmaster::op

@@ -149,7 +149,8 @@ Observed observedOf(const kube::TrainingJob& job, const Row& row) {
     if (in.foreign) {
       observed.foreign.push_back(workerName("fmnist", in.index));
     } else {
-      observed.pods[static_cast<size_t>(in.index)] = std::make_shared<kube::Pod>(podOf(job, in));
+      observed.pods[static_cast<size_t>(in.index)] =
+          std::make_shared<WorkerPod>(workerPodOf(podOf(job, in)));
     }
   }
   observed.expectations_met = row.expectations_met;
@@ -458,9 +459,9 @@ TEST(DecideTest, RankZerosMissingOrUnreadableSummaryIsANoteNotAFailure) {
   ASSERT_EQ(plan.notes.size(), 1u);
   EXPECT_FALSE(plan.notes[0].warning);
 
-  kube::Pod rank0 = *observed.pods[0];
-  rank0.status.container_statuses[0].state->terminated->message = "not a summary";
-  observed.pods[0] = std::make_shared<kube::Pod>(rank0);
+  WorkerPod rank0 = *observed.pods[0];
+  rank0.termination_message = "not a summary";
+  observed.pods[0] = std::make_shared<WorkerPod>(rank0);
   plan = decide(job, {}, observed, kNow, {});
   ASSERT_EQ(plan.notes.size(), 1u);
   EXPECT_TRUE(plan.notes[0].warning);

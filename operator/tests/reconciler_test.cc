@@ -70,11 +70,24 @@ class ReconcilerTest : public ::testing::Test {
     sync();
   }
   // The informer caches catch up with the server.
+  // A child cache caught up, holding what the operator's informers keep of each child.
+  template <class T>
+  void syncChildren(kube::Store<OwnedChild>& store, const std::string& collection) {
+    std::vector<OwnedChild> cached;
+    for (const T& object : api_.typed<T>(collection)) cached.push_back(ownedChildOf(object));
+    store.replace(std::move(cached));
+  }
+  // The pod cache caught up, holding what the operator's informer keeps of each pod.
+  void syncPods() {
+    std::vector<WorkerPod> cached;
+    for (const kube::Pod& p : pods()) cached.push_back(workerPodOf(p));
+    pods_->replace(std::move(cached));
+  }
   void sync() {
     api_.syncTo(*jobs_, kJobs);
-    api_.syncTo(*pods_, kPods);
-    api_.syncTo(*services_, kServices);
-    api_.syncTo(*config_maps_, kConfigMaps);
+    syncPods();
+    syncChildren<kube::Service>(*services_, kServices);
+    syncChildren<kube::ConfigMap>(*config_maps_, kConfigMaps);
   }
   core::Result<Action> reconcile(const std::string& key = "default/fmnist") {
     return reconciler_->reconcile(key);
@@ -143,11 +156,10 @@ class ReconcilerTest : public ::testing::Test {
   FakeProgress progress_;
   std::shared_ptr<kube::Store<kube::TrainingJob>> jobs_ =
       std::make_shared<kube::Store<kube::TrainingJob>>();
-  std::shared_ptr<kube::Store<kube::Pod>> pods_ = std::make_shared<kube::Store<kube::Pod>>();
-  std::shared_ptr<kube::Store<kube::Service>> services_ =
-      std::make_shared<kube::Store<kube::Service>>();
-  std::shared_ptr<kube::Store<kube::ConfigMap>> config_maps_ =
-      std::make_shared<kube::Store<kube::ConfigMap>>();
+  std::shared_ptr<kube::Store<WorkerPod>> pods_ = std::make_shared<kube::Store<WorkerPod>>();
+  std::shared_ptr<kube::Store<OwnedChild>> services_ = std::make_shared<kube::Store<OwnedChild>>();
+  std::shared_ptr<kube::Store<OwnedChild>> config_maps_ =
+      std::make_shared<kube::Store<OwnedChild>>();
   std::unique_ptr<Reconciler> reconciler_;
 };
 
@@ -244,9 +256,9 @@ TEST_F(ReconcilerTest, APassWaitsForTheCacheToHoldItsOwnStatusWrite) {
   ASSERT_TRUE(reconcile().ok());  // pods created, status written
   const int status_writes = api_.count(kube::Verb::kPut, kJobs + "/fmnist/status");
   ASSERT_EQ(status_writes, 1);
-  api_.syncTo(*pods_, kPods);  // the pod events came first; the job cache is behind
+  syncPods();  // the pod events came first; the job cache is behind
   setAllPods("Running", true);
-  api_.syncTo(*pods_, kPods);
+  syncPods();
   core::Result<Action> waiting = reconcile();
   ASSERT_TRUE(waiting.ok()) << waiting.status().toString();
   ASSERT_TRUE(waiting->requeue_after.has_value());
@@ -257,7 +269,7 @@ TEST_F(ReconcilerTest, APassWaitsForTheCacheToHoldItsOwnStatusWrite) {
   EXPECT_EQ(job().status.phase, "Running");
   // A cache that never catches up (a lost event) holds a job back for seconds, not forever.
   setPod("fmnist-worker-1", "Failed", false, 1);
-  api_.syncTo(*pods_, kPods);
+  syncPods();
   core::Result<Action> held = reconcile();
   ASSERT_TRUE(held.ok() && held->requeue_after.has_value());
   const int writes = api_.count(kube::Verb::kPut, kJobs + "/fmnist/status");

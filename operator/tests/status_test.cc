@@ -52,15 +52,16 @@ TEST_P(ObservePods, DerivesCountsWorldAndRunning) {
   kube::TrainingJob job = makeJob("fmnist", static_cast<int>(row.pods.size()));
   job.spec.procs_per_replica = 2;
   job = defaulted(job);
-  std::vector<kube::Pod> storage;
+  std::vector<WorkerPod> storage;
   storage.reserve(row.pods.size());
-  std::vector<const kube::Pod*> pods;
+  std::vector<const WorkerPod*> pods;
   for (size_t i = 0; i < row.pods.size(); ++i) {
     if (row.pods[i].first.empty()) {
       pods.push_back(nullptr);
       continue;
     }
-    storage.push_back(pod(job, static_cast<int>(i), row.pods[i].first, row.pods[i].second));
+    storage.push_back(
+        workerPodOf(pod(job, static_cast<int>(i), row.pods[i].first, row.pods[i].second)));
     pods.push_back(&storage.back());
   }
   kube::TrainingJobStatus status;
@@ -242,7 +243,7 @@ TEST(Status, RunningClearsRestarting) {
   status.restarts = 1;
   setCondition(status, kRestarting, true, "RankFailed", "x", 1, kT0);
   EXPECT_EQ(phaseOf(status), "Restarting");
-  kube::Pod p = pod(job, 0, "Running", true);
+  const WorkerPod p = workerPodOf(pod(job, 0, "Running", true));
   observePods(job, {&p}, kT1, status);
   EXPECT_FALSE(isTrue(status, kRestarting));
   EXPECT_EQ(status.phase, "Running");
@@ -252,15 +253,16 @@ TEST(Status, RunningClearsRestarting) {
 TEST(Status, ARankThatFinishesFirstKeepsTheJobRunning) {
   kube::TrainingJob job = defaulted(makeJob("fmnist", 2));
   kube::TrainingJobStatus status;
-  kube::Pod a = pod(job, 0, "Running", true), b = pod(job, 1, "Running", true);
+  const WorkerPod a = workerPodOf(pod(job, 0, "Running", true));
+  const WorkerPod b = workerPodOf(pod(job, 1, "Running", true));
   observePods(job, {&a, &b}, kT0, status);
   ASSERT_EQ(status.phase, "Running");
-  kube::Pod done = pod(job, 0, "Succeeded", false, 0);
+  const WorkerPod done = workerPodOf(pod(job, 0, "Succeeded", false, 0));
   observePods(job, {&done, &b}, kT1, status);
   EXPECT_EQ(status.phase, "Running") << "not Pending while the last rank finishes";
   // But a job that never ran is not Running because one pod finished.
   kube::TrainingJobStatus fresh;
-  kube::Pod waiting = pod(job, 1, "Pending", false);
+  const WorkerPod waiting = workerPodOf(pod(job, 1, "Pending", false));
   observePods(job, {&done, &waiting}, kT1, fresh);
   EXPECT_NE(fresh.phase, "Running");
 }
@@ -315,17 +317,18 @@ TEST(Status, FirstFailedReplicaPrefersTheCauseOverItsConsequences) {
       {"no exit code counts as a consequence", {{"Failed", {}, 0}, {"Failed", 137, 9}}, 1},
   };
   for (const Case& c : cases) {
-    std::vector<kube::Pod> storage;
+    std::vector<WorkerPod> storage;
     for (size_t i = 0; i < c.ranks.size(); ++i) {
       const Rank& r = c.ranks[i];
-      storage.push_back(pod(job, static_cast<int>(i), r.phase, false, r.code));
+      kube::Pod p = pod(job, static_cast<int>(i), r.phase, false, r.code);
       if (r.code) {
-        storage.back().status.container_statuses[0].state->terminated->finished_at =
+        p.status.container_statuses[0].state->terminated->finished_at =
             kube::Time::fromUnixSeconds(kT0.unixSeconds() + r.finished_after);
       }
+      storage.push_back(workerPodOf(p));
     }
-    std::vector<const kube::Pod*> pods;
-    for (const kube::Pod& p : storage) pods.push_back(&p);
+    std::vector<const WorkerPod*> pods;
+    for (const WorkerPod& p : storage) pods.push_back(&p);
     pods.push_back(nullptr);  // a missing pod
     EXPECT_EQ(firstFailedReplica(pods), c.want) << c.name;
   }

@@ -14,15 +14,15 @@
 namespace ringmaster::op {
 namespace {
 
-std::shared_ptr<const kube::Pod> pod(int attempt, const std::string& secret) {
-  return std::make_shared<const kube::Pod>(
-      buildWorkerPod(testing::defaulted(testing::makeJob("j", 2)), 0, attempt, secret));
+std::shared_ptr<const WorkerPod> pod(int attempt, const std::string& secret) {
+  return std::make_shared<const WorkerPod>(workerPodOf(
+      buildWorkerPod(testing::defaulted(testing::makeJob("j", 2)), 0, attempt, secret)));
 }
 
 TEST(StoreSecret, NewPodsTakeTheSecretOfTheirAttemptsPods) {
   struct Case {
     std::string name;
-    std::vector<std::shared_ptr<const kube::Pod>> pods;
+    std::vector<std::shared_ptr<const WorkerPod>> pods;
     int attempt;
     std::optional<std::string> want;
   };
@@ -48,8 +48,9 @@ TEST(StoreSecret, NewSecretsAreLongAndUnpredictable) {
 }
 
 TEST(StoreSecret, TheWorkerPodCarriesItInItsEnvironment) {
-  kube::Pod p = *pod(0, "abc");
+  const kube::Pod p = buildWorkerPod(testing::defaulted(testing::makeJob("j", 2)), 0, 0, "abc");
   EXPECT_EQ(storeSecretOf(p), "abc");
+  EXPECT_EQ(workerPodOf(p).store_secret, "abc");
   bool found = false;
   for (const kube::EnvVar& e : p.spec.containers[0].env) {
     found |= e.name == "RINGMASTER_STORE_SECRET" && e.value == "abc";

@@ -429,5 +429,51 @@ TEST(ReflectorTest, TheTransformTrimsWhatTheStoreAndTheHandlerSee) {
   EXPECT_EQ(seen, (std::vector<std::string>{"trimmed", "trimmed", "trimmed"}));
 }
 
+// What a projected cache keeps of a ConfigMap: its key and one value.
+struct ConfigMapValue {
+  struct Name {
+    std::string name;
+    std::string namespace_name;
+  } metadata;
+  std::string k;
+};
+
+TEST(ReflectorTest, AProjectionIsWhatTheStoreKeepsWhileTheHandlerSeesTheDecodedObject) {
+  FakeApiClient api;
+  api.expect(Verb::kGet, kConfigMapsPath,
+             jsonResponse(200, listBody("10", {configMap("a", "8", "listed"),
+                                               configMap("c", "9", "listed")})));
+  api.expectWatch(kConfigMapsPath,
+                  {event("ADDED", configMap("b", "11", "added")),
+                   event("MODIFIED", configMap("a", "12", "modified")),
+                   event("DELETED", configMap("c", "13", "listed"))},
+                  std::nullopt);
+  Watcher<ConfigMap>::Options options;
+  options.poll = milliseconds(0);
+  std::vector<std::string> seen;  // resourceVersion as the handler saw it
+  Reflector<ConfigMap, ConfigMapValue>::Handler notify;
+  notify.relisted = [&](std::vector<ConfigMap> items, std::vector<RawObject>) {
+    for (const ConfigMap& cm : items) seen.push_back(cm.metadata.resource_version);
+  };
+  notify.event = [&](const WatchEvent<ConfigMap>& e) {
+    seen.push_back(e.object.metadata.resource_version);
+  };
+  Reflector<ConfigMap, ConfigMapValue> reflector(
+      ResourceClient<ConfigMap>(api, kWatchedConfigMaps, "ns"), options, notify,
+      [](const ConfigMap& cm) {
+        return ConfigMapValue{{cm.metadata.name, cm.metadata.namespace_name}, cm.data.at("k")};
+      });
+  auto store = reflector.store();
+  reflector.step();
+  EXPECT_EQ(store->keys(), (std::vector<std::string>{"ns/a", "ns/c"}));
+  EXPECT_EQ(store->get("ns/a")->k, "listed");
+  reflector.step();
+  reflector.step();  // b added, a modified, c deleted
+  EXPECT_EQ(store->keys(), (std::vector<std::string>{"ns/a", "ns/b"}));
+  EXPECT_EQ(store->get("ns/a")->k, "modified");
+  EXPECT_EQ(store->get("ns/b")->k, "added");
+  EXPECT_EQ(seen, (std::vector<std::string>{"8", "9", "11", "12", "13"}));
+}
+
 }  // namespace
 }  // namespace ringmaster::kube

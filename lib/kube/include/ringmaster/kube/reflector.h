@@ -11,19 +11,23 @@
 //                 do not decode as T are kept apart, as RawObjects with their error, in a
 //                 second store (undecodable()): an object is in at most one of the two.
 //                 The handler's optional transform trims each decoded object before the store
-//                 and the handler see it (client-go's SetTransform): a cache of thousands of pods
-//                 keeps only the fields its reader uses.
+//                 and the handler see it (client-go's SetTransform). Reflector<T, Cached> goes
+//                 further: its store holds a Cached made of each object by a projection, so a
+//                 cache of thousands of pods holds a small type of the facts its reader uses,
+//                 while the handler still sees the objects as decoded.
 //
 // Ownership: the Reflector owns its Watcher and Store. Thread-safety: Store is safe for any
 // number of readers alongside the one writer (a shared mutex); the Reflector is driven by one
 // thread (step()/run()), like the Watcher, and its notify handler runs on that thread after
 // the stores have been updated. Failure: see Watcher; store() only ever holds decoded objects.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ringmaster/kube/watcher.h"
@@ -67,6 +71,13 @@ class Store {
     return items_.size();
   }
 
+  // Adds or replaces the object under its key.
+  void put(T item) {
+    std::string key = objectKey(item);
+    auto value = std::make_shared<const T>(std::move(item));
+    std::unique_lock lock(mu_);
+    items_[std::move(key)] = std::move(value);
+  }
   // Makes the store hold exactly `items`.
   void replace(std::vector<T> items) {
     std::map<std::string, std::shared_ptr<const T>> next;
@@ -96,23 +107,27 @@ class Store {
   std::map<std::string, std::shared_ptr<const T>> items_;
 };
 
-template <class T>
+template <class T, class Cached = T>
 class Reflector {
  public:
   using Handler = typename Watcher<T>::Handler;
   using Options = typename Watcher<T>::Options;
+  // What the store keeps of a decoded object; must keep its name and namespace (the key).
+  using Project = std::function<Cached(const T&)>;
 
   // `notify` (both members optional) sees each relist and event after the store applied it.
   // Its transform, when set, trims each object before the store and the other members see it; it
-  // must keep the metadata's name and namespace (the key).
-  Reflector(ResourceClient<T> client, Options options, Handler notify = {})
-      : store_(std::make_shared<Store<T>>()),
+  // must keep the metadata's name and namespace (the key). `project` is needed when Cached is
+  // not T (else the store keeps a copy of each object).
+  Reflector(ResourceClient<T> client, Options options, Handler notify = {}, Project project = {})
+      : store_(std::make_shared<Store<Cached>>()),
         undecodable_(std::make_shared<Store<RawObject>>()),
         notify_(std::move(notify)),
+        project_(std::move(project)),
         watcher_(std::move(client), makeHandler(), std::move(options)) {}
 
   // Shared so that readers may keep the store beyond the reflector's life.
-  std::shared_ptr<const Store<T>> store() const { return store_; }
+  std::shared_ptr<const Store<Cached>> store() const { return store_; }
   // The objects the server holds that do not decode as T, each with its error.
   std::shared_ptr<const Store<RawObject>> undecodable() const { return undecodable_; }
   Watcher<T>& watcher() { return watcher_; }
@@ -123,16 +138,23 @@ class Reflector {
   Handler makeHandler() {
     Handler h;
     h.relisted = [this](std::vector<T> items, std::vector<RawObject> undecodable) {
-      std::vector<T> copy = notify_.relisted ? items : std::vector<T>();
       std::vector<RawObject> undecodable_copy =
           notify_.relisted ? undecodable : std::vector<RawObject>();
-      store_->replace(std::move(items));
+      std::vector<Cached> cached;
+      cached.reserve(items.size());
+      for (const T& item : items) cached.push_back(project(item));
+      store_->replace(std::move(cached));
       undecodable_->replace(std::move(undecodable));
+      std::vector<T> copy = notify_.relisted ? std::move(items) : std::vector<T>();
       if (notify_.relisted) notify_.relisted(std::move(copy), std::move(undecodable_copy));
     };
     h.event = [this](const WatchEvent<T>& event) {
       undecodable_->erase(objectKey(event.object));
-      store_->apply(event);
+      if (event.type == WatchEventType::kDeleted) {
+        store_->erase(objectKey(event.object));
+      } else if (event.type == WatchEventType::kAdded || event.type == WatchEventType::kModified) {
+        store_->put(project(event.object));
+      }
       if (notify_.event) notify_.event(event);
     };
     h.undecodable = [this](const WatchEvent<RawObject>& event) {
@@ -144,9 +166,17 @@ class Reflector {
     return h;
   }
 
-  std::shared_ptr<Store<T>> store_;
+  Cached project(const T& object) const {
+    if constexpr (std::is_same_v<Cached, T>) {
+      if (!project_) return object;
+    }
+    return project_(object);
+  }
+
+  std::shared_ptr<Store<Cached>> store_;
   std::shared_ptr<Store<RawObject>> undecodable_;
   Handler notify_;
+  Project project_;
   Watcher<T> watcher_;
 };
 

@@ -1,0 +1,31 @@
+#include "operator/worker_pod.h"
+
+#include "operator/builders.h"
+#include "operator/status.h"
+
+namespace ringmaster::op {
+
+WorkerPod workerPodOf(const kube::Pod& pod) {
+  WorkerPod w;
+  static_cast<OwnedChild&>(w) = ownedChildOf(pod.metadata);
+  w.attempt = attemptOf(pod);
+  w.created = pod.metadata.creation_timestamp;
+  w.terminating = pod.metadata.deletion_timestamp.has_value();
+  w.phase = pod.status.phase;
+  w.reason = pod.status.reason;
+  w.ready = podReady(pod);
+  w.scheduled = podScheduled(pod);
+  w.pod_ip = pod.status.pod_ip;
+  w.exit_code = exitCodeOf(pod);
+  for (const kube::ContainerStatus& cs : pod.status.container_statuses) {
+    if (cs.name == kWorkerContainer && cs.state && cs.state->terminated) {
+      w.finished_at = cs.state->terminated->finished_at;
+    }
+  }
+  w.termination_message = terminationMessageOf(pod);
+  w.problem = podProblem(pod);
+  w.store_secret = storeSecretOf(pod);
+  return w;
+}
+
+}  // namespace ringmaster::op
