@@ -1,8 +1,5 @@
 #include "operator/progress_poller.h"
 
-#include <algorithm>
-#include <vector>
-
 namespace ringmaster::op {
 
 ProgressPoller::ProgressPoller(ProgressSource& source, std::chrono::milliseconds interval, int keep)
@@ -18,9 +15,11 @@ ProgressPoller::~ProgressPoller() {
 
 core::Result<kube::TrainingProgress> ProgressPoller::read(const std::string& host, int port) {
   std::lock_guard lock(mu_);
+  const Clock::time_point now = Clock::now();
   auto [it, added] = targets_.try_emplace(Address{host, port});
-  it->second.asked = Clock::now();
+  it->second.asked = now;
   if (added) {
+    schedule_.emplace(now, it->first);
     fresh_ = true;
     asked_.notify_all();
   }
@@ -40,36 +39,26 @@ void ProgressPoller::poll(std::stop_token stop) {
   while (!stop.stop_requested()) {
     fresh_ = false;
     const Clock::time_point now = Clock::now();
-    const Clock::time_point forget_before = now - keep_ * interval_;
-    std::vector<Address> due;
-    Clock::time_point next = now + interval_;
-    for (auto it = targets_.begin(); it != targets_.end();) {
-      if (it->second.asked < forget_before) {
-        it = targets_.erase(it);
-        continue;
-      }
-      if (it->second.due <= now) {
-        due.push_back(it->first);
-      } else {
-        next = std::min(next, it->second.due);
-      }
-      ++it;
-    }
-    if (due.empty()) {
+    if (schedule_.empty() || schedule_.begin()->first > now) {
+      const Clock::time_point next = schedule_.empty() ? now + interval_ : schedule_.begin()->first;
       asked_.wait_until(lock, stop, next, [&] { return fresh_; });
       continue;
     }
-    // The reads run unlocked: read() answers from the last reading meanwhile.
-    for (const Address& address : due) {
-      if (stop.stop_requested()) return;
-      lock.unlock();
-      core::Result<kube::TrainingProgress> reading = source_.read(address.first, address.second);
-      lock.lock();
-      if (auto it = targets_.find(address); it != targets_.end()) {
-        it->second.last = std::move(reading);
-        it->second.due = Clock::now() + interval_;
-      }
+    const Address address = schedule_.begin()->second;
+    schedule_.erase(schedule_.begin());
+    auto target = targets_.find(address);
+    if (target == targets_.end()) continue;
+    if (target->second.asked < now - keep_ * interval_) {
+      targets_.erase(target);
+      continue;
     }
+    // The read runs unlocked: read() answers from the last reading meanwhile. Only this thread
+    // erases targets, so the entry is still there afterwards.
+    lock.unlock();
+    core::Result<kube::TrainingProgress> reading = source_.read(address.first, address.second);
+    lock.lock();
+    target->second.last = std::move(reading);
+    schedule_.emplace(Clock::now() + interval_, address);
   }
 }
 

@@ -4,8 +4,10 @@
 // that address (Unavailable until there is one); the thread reads every address asked for within
 // the last few intervals through the source it wraps (the HTTP scrape), one at a time, each once
 // per interval on its own schedule (a new address at once, without re-reading the others), and
-// drops addresses nobody asks for any more. A trainer that answers slowly or not at all therefore
-// delays no reconcile pass, whichever job it belongs to.
+// drops an address nobody asked for within the last few intervals when it next comes due. A
+// trainer that answers slowly or not at all therefore delays no reconcile pass, whichever job it
+// belongs to. The schedule is kept in due order: with a thousand running jobs, a scan of every
+// address at each reading was a third of the idle operator's CPU.
 //
 // Thread-safety: read() may be called from many threads; the polling thread is the only one
 // that calls the wrapped source. Failure: read() returns Unavailable before the first reading of
@@ -16,6 +18,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -42,7 +45,6 @@ class ProgressPoller : public ProgressSource {
   using Address = std::pair<std::string, int>;
   struct Target {
     Clock::time_point asked;
-    Clock::time_point due;  // of the next reading; a new address is due at once
     std::optional<core::Result<kube::TrainingProgress>> last;  // none before the first reading
   };
 
@@ -54,6 +56,8 @@ class ProgressPoller : public ProgressSource {
   mutable std::mutex mu_;
   std::condition_variable_any asked_;  // a new address: read it now rather than next interval
   std::map<Address, Target> targets_;
+  // Every target's next reading, earliest first; a new address is due at once.
+  std::set<std::pair<Clock::time_point, Address>> schedule_;
   bool fresh_ = false;   // an address was added since the thread last looked
   std::jthread thread_;  // last: it starts once the members above exist
 };
