@@ -6,9 +6,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
 
 #include "process.h"
@@ -141,13 +143,25 @@ TEST(TrainerCli, UnreachableMasterGivesUpNamingHostAndPort) {
 TEST(TrainerCli, ServesMetricsWhileTrainingAndStopsCleanlyOnSigterm) {
   if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   TempDir dir;
-  const int port = freePort();
-  Process p({trainer(), "--epochs", "50", "--metrics-port", std::to_string(port),
-             "--checkpoint-dir", dir.path() + "/ckpt", "--checkpoint-every", "0"},
+  // Port 0: the trainer binds one the kernel picks and logs it. A port found free beforehand can
+  // be taken by a process of a test running beside this one before the trainer binds it.
+  Process p({trainer(), "--epochs", "50", "--metrics-port", "0", "--checkpoint-dir",
+             dir.path() + "/ckpt", "--checkpoint-every", "0"},
             {{"RINGMASTER_JOB", "fmnist"}});
   p.start();
-  std::string body;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int port = 0;
+  static constexpr std::string_view kServing = "serving /metrics on port ";
+  while (port == 0 && std::chrono::steady_clock::now() < deadline && p.running()) {
+    const std::string err = p.stderrSoFar();
+    if (size_t at = err.find(kServing); at != std::string::npos) {
+      port = std::atoi(err.c_str() + at + kServing.size());
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ASSERT_GT(port, 0) << "no '" << kServing << "N' from the trainer:\n" << p.stderrSoFar();
+  std::string body;
   while (std::chrono::steady_clock::now() < deadline && p.running()) {
     body = httpGet(port, "/metrics").body;
     if (body.find("ringmaster_trainer_steps_total{rank=\"0\",trainingjob=\"fmnist\"} 0") ==
