@@ -1,10 +1,12 @@
 # rm_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [LOCAL_PODS] [ENVTEST])
 # One GoogleTest binary per target; registered with ctest as one test per binary so that a
 # suite of ranks-as-threads tests shares one process start. LOCAL_PODS: the test runs local pods
-# (127.1.x.y): kubelets hold their addresses apart, but launcher_test binds fixed ones and the
-# pods' timing suffers when two such tests share the cores, so ctest -j never runs two at once
-# (RESOURCE_LOCK); they carry the label local_pods, so that scripts/test can keep them apart from
-# another tree's cluster tests.
+# (127.1.x.y): kubelets hold their addresses apart, but the pods' timing suffers when many such
+# tests share the cores, so ctest -j runs at most two at once, one on each control plane
+# (RESOURCE_LOCK local_pods for the embedded API server, local_pods_envtest for envtest's): the
+# two halves are mostly waiting (operator_fault_e2e_test: 43 s of CPU in 118 s), and side by
+# side they took the product's cluster tests from 16.5 to 9 minutes. They carry the label
+# local_pods, so that scripts/test can keep them apart from another tree's cluster tests.
 # A binary whose tests all skipped exits 77 (lib/testing/gtest_main.cc): ctest says Skipped.
 # ENVTEST: the binary's tests are instantiated per control plane (tests/testutil's
 # kControlPlanes); ctest runs them as two tests, <name> (the embedded API server) and
@@ -58,7 +60,10 @@ function(rm_add_test)
     set_target_properties(${T_NAME} PROPERTIES EXCLUDE_FROM_ALL TRUE)
   endif()
   if(T_LOCAL_PODS)
-    set_tests_properties(${test_names} PROPERTIES RESOURCE_LOCK local_pods COST 100)
+    set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK local_pods COST 100)
+    if(T_ENVTEST)
+      set_tests_properties(${T_NAME}_envtest PROPERTIES RESOURCE_LOCK local_pods_envtest COST 100)
+    endif()
     foreach(test_name ${test_names})
       set_property(TEST ${test_name} APPEND PROPERTY LABELS local_pods)
     endforeach()
