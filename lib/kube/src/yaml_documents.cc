@@ -11,7 +11,9 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "ringmaster/core/utf8.h"
 
@@ -51,39 +53,72 @@ nlohmann::json plainScalar(const std::string& s) {
   return s;
 }
 
-core::Result<nlohmann::json> toJson(const YAML::Node& node, const std::string& where) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nlohmann::json(nullptr);
-    case YAML::NodeType::Scalar:
-      // yaml-cpp tags plain scalars "?" and quoted ones "!".
-      return node.Tag() == "!" ? nlohmann::json(node.Scalar()) : plainScalar(node.Scalar());
-    case YAML::NodeType::Sequence: {
-      nlohmann::json out = nlohmann::json::array();
-      size_t i = 0;
-      for (const auto& item : node) {
-        RM_ASSIGN_OR_RETURN(auto v, toJson(item, where + "[" + std::to_string(i++) + "]"));
-        out.push_back(std::move(v));
-      }
-      return out;
+// What aliases may make of a text. A node holding an alias of itself converts forever (found by
+// fuzzing: `name: &a {alias: *a}` overflowed the stack), and aliases of aliases multiply: a few
+// lines can name a billion values. Nesting deeper than the parser allows can only come from the
+// first, and more values than a few per byte of text only from the second.
+constexpr int kMaxDepth = 1000;
+constexpr size_t kValuesPerByte = 8;
+constexpr size_t kValuesAnyText = 100'000;  // a short text may still name this many
+
+class Converter {
+ public:
+  Converter(std::string document, size_t text_bytes)
+      : document_(std::move(document)),
+        limit_(kValuesPerByte * text_bytes + kValuesAnyText),
+        budget_(limit_) {}
+
+  core::Result<nlohmann::json> toJson(const YAML::Node& node, const std::string& where,
+                                      int depth = 0) {
+    if (depth > kMaxDepth) {
+      return core::invalidArgument(document_ + ": nested deeper than " + std::to_string(kMaxDepth) +
+                                   " levels (a YAML alias inside the node it names?)");
     }
-    case YAML::NodeType::Map: {
-      nlohmann::json out = nlohmann::json::object();
-      for (const auto& kv : node) {
-        if (!kv.first.IsScalar()) {
-          return core::invalidArgument(where + ": a mapping key must be a scalar (line " +
-                                       std::to_string(kv.first.Mark().line + 1) + ")");
+    if (budget_ == 0) {
+      return core::invalidArgument(document_ + ": expands to more than " + std::to_string(limit_) +
+                                   " values (YAML aliases of aliases?)");
+    }
+    --budget_;
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return nlohmann::json(nullptr);
+      case YAML::NodeType::Scalar:
+        // yaml-cpp tags plain scalars "?" and quoted ones "!".
+        return node.Tag() == "!" ? nlohmann::json(node.Scalar()) : plainScalar(node.Scalar());
+      case YAML::NodeType::Sequence: {
+        nlohmann::json out = nlohmann::json::array();
+        size_t i = 0;
+        for (const auto& item : node) {
+          RM_ASSIGN_OR_RETURN(auto v,
+                              toJson(item, where + "[" + std::to_string(i++) + "]", depth + 1));
+          out.push_back(std::move(v));
         }
-        const std::string key = kv.first.Scalar();
-        RM_ASSIGN_OR_RETURN(auto v, toJson(kv.second, where.empty() ? key : where + "." + key));
-        out[key] = std::move(v);
+        return out;
       }
-      return out;
+      case YAML::NodeType::Map: {
+        nlohmann::json out = nlohmann::json::object();
+        for (const auto& kv : node) {
+          if (!kv.first.IsScalar()) {
+            return core::invalidArgument(where + ": a mapping key must be a scalar (line " +
+                                         std::to_string(kv.first.Mark().line + 1) + ")");
+          }
+          const std::string key = kv.first.Scalar();
+          RM_ASSIGN_OR_RETURN(
+              auto v, toJson(kv.second, where.empty() ? key : where + "." + key, depth + 1));
+          out[key] = std::move(v);
+        }
+        return out;
+      }
     }
+    return nlohmann::json(nullptr);
   }
-  return nlohmann::json(nullptr);
-}
+
+ private:
+  std::string document_;  // "<source> (document N)", for the errors that have no path
+  size_t limit_;          // values a document of this text may have
+  size_t budget_;         // values left to convert
+};
 
 // yaml-cpp 0.7's LoadAll never returns on some malformed streams: a stray ',' at the top level
 // yields empty documents forever without being consumed. A first pass that only watches where
@@ -154,7 +189,7 @@ core::Result<std::vector<nlohmann::json>> parseYamlDocuments(const std::string& 
     if (nodes[i].IsNull()) continue;
     const std::string where = source + " (document " + std::to_string(i + 1) + ")";
     if (!nodes[i].IsMap()) return core::invalidArgument(where + ": not a mapping");
-    RM_ASSIGN_OR_RETURN(auto doc, toJson(nodes[i], ""));
+    RM_ASSIGN_OR_RETURN(auto doc, Converter(where, text.size()).toJson(nodes[i], ""));
     // yaml-cpp may decode a byte stream it takes for UTF-16/32, or escapes, into text that is not
     // UTF-8; the document would then fail only when sent. nlohmann reports it by exception only.
     try {

@@ -58,6 +58,41 @@ TEST(YamlDocuments, NestingPastTheParsersBoundIsAClearErrorNotACrash) {
       << docs.status().message();
 }
 
+TEST(YamlDocuments, AnAliasInsideTheNodeItNamesIsAnErrorNotAStackOverflow) {
+  // Found by fuzzing: converting this node to JSON recursed until the stack ran out.
+  for (const char* text : {"kind: Namespace\nmetadata:\n  name: &anchor {alias: *anchor}\n",
+                           "kind: List\nitems: &self [1, *self]\n"}) {
+    auto docs = parseYamlDocuments(text, "self.yaml");
+    ASSERT_FALSE(docs.ok()) << text;
+    EXPECT_EQ(docs.status().message(),
+              "self.yaml (document 1): nested deeper than 1000 levels (a YAML alias inside the "
+              "node it names?)");
+  }
+}
+
+TEST(YamlDocuments, AliasesOfAliasesCannotMultiplyASmallTextIntoBillionsOfValues) {
+  // Nine levels of ten aliases each name 10^9 strings in a few hundred bytes.
+  std::string text = "kind: ConfigMap\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 9; ++level) {
+    const std::string prev = "*l" + std::to_string(level - 1);
+    text += "l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) text += (i ? ", " : "") + prev;
+    text += "]\n";
+  }
+  auto docs = parseYamlDocuments(text, "laughs.yaml");
+  ASSERT_FALSE(docs.ok());
+  // The bound: 8 values per byte of text, plus 100,000 for any text.
+  EXPECT_EQ(docs.status().message(), "laughs.yaml (document 1): expands to more than " +
+                                         std::to_string(8 * text.size() + 100'000) +
+                                         " values (YAML aliases of aliases?)");
+  // A few aliases, as manifests use them, are fine.
+  auto fine = parseYamlDocuments(
+      "kind: ConfigMap\nmetadata: {labels: &l {app: a, tier: b}}\nspec: {selector: *l}\n",
+      "anchors.yaml");
+  ASSERT_TRUE(fine.ok()) << fine.status().toString();
+  EXPECT_EQ((*fine)[0]["spec"]["selector"]["tier"], "b");
+}
+
 TEST(YamlDocuments, InvalidUtf8IsAnErrorWithItsPlace) {
   // Latin-1 'é' in a value: sending the document as JSON would fail (found by fuzzing).
   auto docs = parseYamlDocuments("kind: ConfigMap\ndata: {a: caf\xe9}\n", "latin1.yaml");
