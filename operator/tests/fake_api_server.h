@@ -69,6 +69,14 @@ class FakeApiServer : public kube::ApiClient {
   void syncTo(kube::Store<T>& store, const std::string& collection) const {
     store.replace(typed<T>(collection));
   }
+  // The same into a store of what an informer keeps of each object (`project` of it).
+  template <class T, class Cached>
+  void syncTo(kube::Store<Cached>& store, const std::string& collection,
+              Cached (*project)(const T&)) const {
+    std::vector<Cached> cached;
+    for (const T& object : typed<T>(collection)) cached.push_back(project(object));
+    store.replace(std::move(cached));
+  }
 
   // Waits until `done()` holds (checked after every change) or `timeout` passes.
   bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout);

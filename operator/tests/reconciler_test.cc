@@ -70,24 +70,13 @@ class ReconcilerTest : public ::testing::Test {
     sync();
   }
   // The informer caches catch up with the server.
-  // A child cache caught up, holding what the operator's informers keep of each child.
-  template <class T>
-  void syncChildren(kube::Store<OwnedChild>& store, const std::string& collection) {
-    std::vector<OwnedChild> cached;
-    for (const T& object : api_.typed<T>(collection)) cached.push_back(ownedChildOf(object));
-    store.replace(std::move(cached));
-  }
   // The pod cache caught up, holding what the operator's informer keeps of each pod.
-  void syncPods() {
-    std::vector<WorkerPod> cached;
-    for (const kube::Pod& p : pods()) cached.push_back(workerPodOf(p));
-    pods_->replace(std::move(cached));
-  }
+  void syncPods() { api_.syncTo(*pods_, kPods, workerPodOf); }
   void sync() {
     api_.syncTo(*jobs_, kJobs);
     syncPods();
-    syncChildren<kube::Service>(*services_, kServices);
-    syncChildren<kube::ConfigMap>(*config_maps_, kConfigMaps);
+    api_.syncTo(*services_, kServices, ownedChildOf<kube::Service>);
+    api_.syncTo(*config_maps_, kConfigMaps, ownedChildOf<kube::ConfigMap>);
   }
   core::Result<Action> reconcile(const std::string& key = "default/fmnist") {
     return reconciler_->reconcile(key);
