@@ -11,7 +11,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config ca-certificates \
-      libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libre2-dev \
+      libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libre2-dev \
       libgtest-dev libgmock-dev \
       libgloo-dev libopenblas-dev zlib1g-dev liblzma-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
@@ -28,12 +28,12 @@ RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=OFF -D
  && cmake --build /src/build --target ringmaster-operator -j"$(nproc)" \
  && strip /src/build/bin/ringmaster-operator
 
-# --- runtime: the binary and the packages of the libraries it loads (cpprestsdk, OpenSSL,
+# --- runtime: the binary and the packages of the libraries it loads (OpenSSL,
 # prometheus-cpp, libcurl, yaml-cpp); no shell tools are added.
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libcpprest2.10 libssl3 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcurl4 \
+      libssl3 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcurl4 \
       libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/bin/ringmaster-operator /usr/local/bin/ringmaster-operator

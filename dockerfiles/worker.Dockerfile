@@ -34,7 +34,7 @@ RUN apt-get update \
  && apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
-      libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libre2-dev \
+      libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libre2-dev \
       libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev \
       libgloo-dev libopenblas-dev zlib1g-dev liblzma-dev libssl-dev \
       cuda-nvcc-${CUDA_PACKAGES_VERSION} cuda-cudart-dev-${CUDA_PACKAGES_VERSION} \

@@ -1,5 +1,5 @@
 // Watch and client robustness against the real stack with injected faults: lib/kube's
-// cpprestsdk transport and Reflector talk TLS to the embedded API server through
+// libcurl transport and Reflector talk TLS to the embedded API server through
 //   - a TCP proxy that drops every connection mid-stream, or freezes them (the watch falls
 //     behind the server's bounded history, so its next watch meets 410 Gone), and
 //   - a front HTTPS server that answers a seeded share of requests with 429 (Retry-After) or

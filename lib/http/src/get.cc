@@ -2,18 +2,12 @@
 
 #include <curl/curl.h>
 
-#include <cstring>
 #include <memory>
-#include <mutex>
+
+#include "ringmaster/http/curl_support.h"
 
 namespace ringmaster::http {
 namespace {
-
-// curl_global_init is not thread-safe in every libcurl build: once, before the first handle.
-void initOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 struct Sink {
   Response* response;
@@ -30,19 +24,6 @@ size_t keepBody(char* data, size_t size, size_t count, void* user) {
   return n;  // all of it consumed: dropping the rest is not an error
 }
 
-// The cause in the words of the layer that failed: the OS's errno for a refused or unreachable
-// connection, curl's text otherwise.
-std::string cause(CURL* curl, CURLcode code, const char* detail) {
-  long os_errno = 0;
-  curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
-  if (code == CURLE_COULDNT_CONNECT && os_errno != 0) {
-    return std::string("connect: ") + std::strerror(static_cast<int>(os_errno));
-  }
-  std::string text = curl_easy_strerror(code);
-  if (detail != nullptr && detail[0] != '\0') text += std::string(" (") + detail + ")";
-  return text;
-}
-
 }  // namespace
 
 std::string url(const std::string& host, int port, const std::string& path) {
@@ -51,7 +32,7 @@ std::string url(const std::string& host, int port, const std::string& path) {
 }
 
 core::Result<Response> get(const std::string& target, const GetOptions& options) {
-  initOnce();
+  initCurl();
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return core::internalError("GET " + target + ": curl_easy_init failed");
   CURL* c = curl.get();
@@ -76,7 +57,8 @@ core::Result<Response> get(const std::string& target, const GetOptions& options)
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, detail);
   if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   const CURLcode code = curl_easy_perform(c);
-  if (code != CURLE_OK) return core::unavailable("GET " + target + ": " + cause(c, code, detail));
+  if (code != CURLE_OK)
+    return core::unavailable("GET " + target + ": " + curlFailure(c, code, detail));
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // HTTP GET over libcurl: the one client for the small plain-HTTP reads the components make (the
 // operator's /metrics scrape of rank 0, the local kubelet's httpGet probes, the tests' reads of
-// /metrics, /healthz and /readyz). The API server's HTTPS traffic goes through cpprestsdk
-// (lib/kube), not here.
+// /metrics, /healthz and /readyz). The API server's HTTPS traffic goes through lib/kube's client,
+// which drives libcurl itself (pooled handles, streaming watches).
 
 #include <chrono>
 #include <cstddef>

@@ -1,7 +1,7 @@
 #pragma once
 // ApiClient: the transport seam between lib/kube and an HTTP library. Everything
 // above it (ResourceClient, Watcher, leader election, events) speaks ApiRequest/ApiResponse;
-// the cpprestsdk implementation lives in src/ and is made by makeApiClient() (client_factory.h).
+// the libcurl implementation lives in src/ and is made by makeApiClient() (client_factory.h).
 //
 //   request()  one HTTP exchange with a deadline; any HTTP status is a *response* (the caller or
 //              ApiError decides what it means); only transport failures (connect, TLS, timeout,

@@ -1,5 +1,5 @@
 #pragma once
-// makeApiClient: the ApiClient for a KubeConfig (the cpprestsdk transport, lib/kube/src).
+// makeApiClient: the ApiClient for a KubeConfig (the libcurl transport, lib/kube/src).
 //
 // Every request: a deadline (ApiRequest::timeout, retries included), `Authorization: Bearer`
 // with the token read at that moment (KubeConfig::bearerToken re-reads token files), TLS

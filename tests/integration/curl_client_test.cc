@@ -1,4 +1,4 @@
-// The cpprestsdk ApiClient against a scripted HTTPS server (local/https): TLS with the local CA,
+// The libcurl ApiClient against a scripted HTTPS server (local/https): TLS with the local CA,
 // bearer token, retries on 429/5xx, deadlines, and watch streams that end, break or get
 // cancelled. Waits use condition variables with generous deadlines; nothing sleeps.
 
@@ -76,7 +76,7 @@ class RecordingSink : public WatchSink {
   core::Status close_;
 };
 
-class CpprestClientTest : public ::testing::Test {
+class CurlClientTest : public ::testing::Test {
  public:
   using Script = std::function<void(const Request&, ResponseWriter&)>;
 
@@ -153,7 +153,7 @@ class CpprestClientTest : public ::testing::Test {
   std::vector<Request> requests_;
 };
 
-CpprestClientTest::Script jsonAnswer(int code, std::string body, local::Headers extra = {}) {
+CurlClientTest::Script jsonAnswer(int code, std::string body, local::Headers extra = {}) {
   return [code, body, extra](const Request&, ResponseWriter& w) {
     local::Headers headers = extra;
     headers.set("Content-Type", "application/json");
@@ -161,7 +161,7 @@ CpprestClientTest::Script jsonAnswer(int code, std::string body, local::Headers 
   };
 }
 
-TEST_F(CpprestClientTest, GetSendsTokenAndQueryAndDecodes) {
+TEST_F(CurlClientTest, GetSendsTokenAndQueryAndDecodes) {
   script(jsonAnswer(200, R"({"metadata":{"name":"cfg","resourceVersion":"5"},"data":{"a":"b"}})"));
   auto api = client();
   ResourceClient<ConfigMap> configmaps(*api, kConfigMaps, "default");
@@ -182,7 +182,48 @@ TEST_F(CpprestClientTest, GetSendsTokenAndQueryAndDecodes) {
   EXPECT_EQ(*selector, "app in (a,b)");
 }
 
-TEST_F(CpprestClientTest, NotFoundAndConflictKeepTheServersStatus) {
+// Pooled handles keep their connection: sequential requests arrive on one, and a handle that
+// sent a body forgets it (and its method) before the next request.
+TEST_F(CurlClientTest, SequentialRequestsReuseOneConnectionAndForgetTheLastOnesMethod) {
+  for (int i = 0; i < 5; ++i) script(jsonAnswer(200, R"({"metadata":{"name":"cfg"}})"));
+  auto api = client();
+  ApiRequest put;
+  put.verb = Verb::kPut;
+  put.path = "/api/v1/namespaces/default/configmaps/cfg";
+  put.body = R"({"metadata":{"name":"cfg"}})";
+  ApiRequest patch = put;
+  patch.verb = Verb::kPatch;
+  patch.body = R"({"data":{"a":"b"}})";
+  patch.content_type = std::string(kMergePatchContentType);
+  ApiRequest remove = put;
+  remove.verb = Verb::kDelete;
+  remove.body = R"({"propagationPolicy":"Background"})";
+  ApiRequest get;
+  get.path = put.path;
+  for (const ApiRequest* r : {&put, &get, &patch, &remove, &get}) {
+    core::Result<ApiResponse> response = api->request(*r);
+    ASSERT_TRUE(response.ok()) << response.status().toString();
+    EXPECT_EQ(response->status_code, 200);
+    ASSERT_NE(response->header("content-type"), nullptr);
+    EXPECT_EQ(*response->header("content-type"), "application/json");
+  }
+  const std::vector<Request> seen = requests();
+  ASSERT_EQ(seen.size(), 5u);
+  const std::vector<std::string> methods = {"PUT", "GET", "PATCH", "DELETE", "GET"};
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].method, methods[i]) << "request " << i;
+    EXPECT_EQ(seen[i].remote_address, seen[0].remote_address) << "request " << i;
+  }
+  EXPECT_EQ(seen[0].body, put.body);
+  EXPECT_EQ(seen[1].body, "");
+  EXPECT_EQ(seen[2].body, patch.body);
+  EXPECT_EQ(seen[2].headers.get("Content-Type"), "application/merge-patch+json");
+  EXPECT_EQ(seen[3].body, remove.body);
+  EXPECT_EQ(seen[4].body, "");
+  EXPECT_FALSE(seen[4].headers.has("Content-Type"));
+}
+
+TEST_F(CurlClientTest, NotFoundAndConflictKeepTheServersStatus) {
   script(jsonAnswer(404, statusJson(404, "NotFound", "configmaps \"x\" not found")));
   script(jsonAnswer(409, statusJson(409, "Conflict", "the object has been modified")));
   auto api = client();
@@ -200,7 +241,7 @@ TEST_F(CpprestClientTest, NotFoundAndConflictKeepTheServersStatus) {
   EXPECT_EQ(requests()[1].headers.get("Content-Type"), "application/json");
 }
 
-TEST_F(CpprestClientTest, RetriesTooManyRequestsAfterRetryAfter) {
+TEST_F(CurlClientTest, RetriesTooManyRequestsAfterRetryAfter) {
   local::Headers retry;
   retry.set("Retry-After", "1");
   script(jsonAnswer(429, statusJson(429, "TooManyRequests", "slow down"), retry));
@@ -212,7 +253,7 @@ TEST_F(CpprestClientTest, RetriesTooManyRequestsAfterRetryAfter) {
   EXPECT_EQ(requests().size(), 2u);
 }
 
-TEST_F(CpprestClientTest, RetriesServerErrorsThenSucceeds) {
+TEST_F(CurlClientTest, RetriesServerErrorsThenSucceeds) {
   script(jsonAnswer(500, statusJson(500, "InternalError", "etcd hiccup")));
   script(jsonAnswer(503, statusJson(503, "ServiceUnavailable", "starting")));
   script(jsonAnswer(200, R"({"metadata":{"name":"cfg"}})"));
@@ -222,7 +263,7 @@ TEST_F(CpprestClientTest, RetriesServerErrorsThenSucceeds) {
   EXPECT_EQ(requests().size(), 3u);
 }
 
-TEST_F(CpprestClientTest, GivesUpAfterBoundedAttempts) {
+TEST_F(CurlClientTest, GivesUpAfterBoundedAttempts) {
   for (int i = 0; i < 3; ++i) script(jsonAnswer(500, statusJson(500, "InternalError", "down")));
   ClientOptions options;
   options.max_attempts = 3;
@@ -233,7 +274,7 @@ TEST_F(CpprestClientTest, GivesUpAfterBoundedAttempts) {
   EXPECT_EQ(requests().size(), 3u);
 }
 
-TEST_F(CpprestClientTest, HonoursTheDeadline) {
+TEST_F(CurlClientTest, HonoursTheDeadline) {
   script([](const Request&, ResponseWriter& w) {
     std::mutex mu;
     std::condition_variable_any cv;
@@ -249,7 +290,7 @@ TEST_F(CpprestClientTest, HonoursTheDeadline) {
   EXPECT_EQ(response.status().code(), core::Code::kTimeout) << response.status().toString();
 }
 
-TEST_F(CpprestClientTest, RereadsTheTokenFileOnEveryRequest) {
+TEST_F(CurlClientTest, RereadsTheTokenFileOnEveryRequest) {
   config_.token.clear();
   config_.token_file = (dir_ / "token").string();
   std::ofstream(config_.token_file) << kToken << "\n";
@@ -263,7 +304,7 @@ TEST_F(CpprestClientTest, RereadsTheTokenFileOnEveryRequest) {
   EXPECT_TRUE(denied.error().isUnauthorized()) << denied.status().toString();
 }
 
-TEST_F(CpprestClientTest, TrustsOnlyTheClusterCa) {
+TEST_F(CurlClientTest, TrustsOnlyTheClusterCa) {
   auto other = local::loadOrCreatePki(dir_ / "other-pki");
   ASSERT_TRUE(other.ok());
   config_.ca_pem = other->ca_cert_pem;
@@ -277,7 +318,7 @@ TEST_F(CpprestClientTest, TrustsOnlyTheClusterCa) {
   EXPECT_TRUE(requests().empty());
 }
 
-TEST_F(CpprestClientTest, RejectsConfigWithUnparsableCa) {
+TEST_F(CurlClientTest, RejectsConfigWithUnparsableCa) {
   config_.ca_pem = "not a certificate";
   auto api = makeApiClient(config_);
   ASSERT_FALSE(api.ok());
@@ -285,7 +326,7 @@ TEST_F(CpprestClientTest, RejectsConfigWithUnparsableCa) {
 }
 
 // A chunked watch: lines split across chunks arrive whole, in order; a clean end closes ok.
-TEST_F(CpprestClientTest, WatchDeliversLinesAcrossChunks) {
+TEST_F(CurlClientTest, WatchDeliversLinesAcrossChunks) {
   script([](const Request& r, ResponseWriter& w) {
     EXPECT_EQ(r.queryParam("watch") ? *r.queryParam("watch") : "", "true");
     local::Headers headers;
@@ -313,7 +354,7 @@ TEST_F(CpprestClientTest, WatchDeliversLinesAcrossChunks) {
   EXPECT_EQ(second->type, WatchEventType::kModified);
 }
 
-TEST_F(CpprestClientTest, WatchRefusedWithGoneIsAnApiError) {
+TEST_F(CurlClientTest, WatchRefusedWithGoneIsAnApiError) {
   script(jsonAnswer(410, statusJson(410, "Expired", "too old resource version: 1 (50)")));
   auto api = client();
   RecordingSink sink;
@@ -325,7 +366,7 @@ TEST_F(CpprestClientTest, WatchRefusedWithGoneIsAnApiError) {
   EXPECT_EQ(sink.closes(), 0);
 }
 
-TEST_F(CpprestClientTest, DroppedConnectionMidStreamClosesWithAnError) {
+TEST_F(CurlClientTest, DroppedConnectionMidStreamClosesWithAnError) {
   script([](const Request&, ResponseWriter& w) {
     if (!w.startStream(200, {}).ok()) return;
     (void)w.writeChunk("{\"type\":\"ADDED\",\"object\":{}}\n{\"partial\":");
@@ -345,7 +386,31 @@ TEST_F(CpprestClientTest, DroppedConnectionMidStreamClosesWithAnError) {
   EXPECT_EQ(sink.lines().size(), 1u);  // the partial line is not delivered
 }
 
-TEST_F(CpprestClientTest, CancelledWatchCallsTheSinkNoMore) {
+// A watch whose server falls silent for longer than the request's timeout ends with a timeout.
+TEST_F(CurlClientTest, ASilentWatchClosesWithATimeout) {
+  script([](const Request&, ResponseWriter& w) {
+    if (!w.startStream(200, {}).ok()) return;
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait(lock, w.closedToken(), [] { return false; });  // headers, then nothing
+  });
+  auto api = client();
+  RecordingSink sink;
+  ApiRequest request;
+  request.path = "/api/v1/namespaces/default/configmaps";
+  request.query = {{"watch", "true"}};
+  request.timeout = std::chrono::milliseconds(300);
+  const auto started = std::chrono::steady_clock::now();
+  auto stream = api->watch(request, sink);
+  ASSERT_TRUE(stream.ok()) << stream.status().toString();
+  ASSERT_TRUE(sink.waitClose());
+  EXPECT_EQ(sink.closeStatus().code(), core::Code::kTimeout) << sink.closeStatus().toString();
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(300));
+  EXPECT_TRUE(sink.lines().empty());
+}
+
+TEST_F(CurlClientTest, CancelledWatchCallsTheSinkNoMore) {
   std::mutex mu;
   std::condition_variable cv;
   bool handler_done = false;
