@@ -191,7 +191,8 @@ int main(int argc, char** argv) {
                      << config.trainer_image;
 
   rm::kube::Clock& clock = rm::kube::realClock();
-  rm::kube::EventRecorder events(client, clock, {"ringmaster-operator", hostname(), "", 4096});
+  rm::kube::EventRecorder events(
+      client, clock, {"ringmaster-operator", hostname(), "", 4096, rm::kube::kEventQueueLength});
   rm::op::Controller::Options controller_options;
   // Rank 0's metrics are scraped off the reconcile path, as often as a running job's status is
   // refreshed; a pass reads the newest scrape.

@@ -116,9 +116,10 @@ class Kubelet::Impl {
   Impl(kube::ApiClient& client, KubeletOptions options)
       : client_(client),
         options_(std::move(options)),
-        scheduler_events_(client, clock_, {kScheduler, "", "", 4096}),
-        kubelet_events_(client, clock_, {"kubelet", options_.node_name, options_.node_name, 4096}) {
-  }
+        scheduler_events_(client, clock_, {kScheduler, "", "", 4096, kube::kEventQueueLength}),
+        kubelet_events_(
+            client, clock_,
+            {"kubelet", options_.node_name, options_.node_name, 4096, kube::kEventQueueLength}) {}
 
   core::Status run(const core::StopSource& stop);
 

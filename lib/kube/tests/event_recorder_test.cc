@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+
 #include "fake_api_client.h"
 #include "fake_clock.h"
 #include "ringmaster/kube/training_job.h"
@@ -105,6 +108,98 @@ TEST_F(EventRecorderTest, ApiErrorsAreReturnedWithContext) {
   EXPECT_NE(s.message().find("event Started for TrainingJob mnist"), std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("cannot create events"), std::string::npos);
+}
+
+// Holds every request until open() is called, then hands it to the scripted client.
+class GatedClient : public ApiClient {
+ public:
+  explicit GatedClient(ApiClient& inner) : inner_(inner) {}
+  core::Result<ApiResponse> request(const ApiRequest& request) override {
+    std::unique_lock lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+    lock.unlock();
+    return inner_.request(request);
+  }
+  ApiResult<std::unique_ptr<WatchStream>> watch(const ApiRequest& request,
+                                                WatchSink& sink) override {
+    return inner_.watch(request, sink);
+  }
+  const std::string& defaultNamespace() const override { return inner_.defaultNamespace(); }
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Until a request is held at the gate.
+  bool waitForRequest() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return waiting_ > 0; });
+  }
+
+ private:
+  ApiClient& inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int waiting_ = 0;
+};
+
+EventRecorder::Options queued(size_t max_queued) {
+  EventRecorder::Options options{"ringmaster-operator", "", "", 16};
+  options.max_queued = max_queued;
+  return options;
+}
+
+TEST_F(EventRecorderTest, QueuedEventsAreWrittenInOrderStampedWhenRecorded) {
+  for (int i = 0; i < 3; ++i) api_.expect(Verb::kPost, kEvents, jsonResponse(201, "{}"));
+  GatedClient gated(api_);
+  EventRecorder r(gated, clock_, queued(10));
+  for (const char* reason : {"A", "B", "C"}) {
+    ASSERT_TRUE(r.record(job_, kEventNormal, reason, "m").ok());
+    clock_.advance(std::chrono::seconds(1));
+  }
+  EXPECT_TRUE(api_.calls().empty()) << "record() waited for the write";
+  clock_.advance(std::chrono::hours(1));  // the sender writes later than the Events happened
+  gated.open();
+  ASSERT_TRUE(r.flush(std::chrono::seconds(10)));
+  ASSERT_EQ(api_.calls().size(), 3u);
+  const std::vector<std::string> reasons = {"A", "B", "C"};
+  const std::vector<std::string> times = {"2026-11-22T02:00:00Z", "2026-11-22T02:00:01Z",
+                                          "2026-11-22T02:00:02Z"};
+  for (size_t i = 0; i < 3; ++i) {
+    nlohmann::json sent = nlohmann::json::parse(api_.calls()[i].body);
+    EXPECT_EQ(sent["reason"], reasons[i]);
+    EXPECT_EQ(sent["firstTimestamp"], times[i]);
+  }
+}
+
+TEST_F(EventRecorderTest, AFullQueueDropsTheEventAndSaysSo) {
+  for (int i = 0; i < 2; ++i) api_.expect(Verb::kPost, kEvents, jsonResponse(201, "{}"));
+  GatedClient gated(api_);
+  EventRecorder r(gated, clock_, queued(1));
+  ASSERT_TRUE(r.record(job_, kEventNormal, "First", "m").ok());
+  ASSERT_TRUE(gated.waitForRequest());                            // the sender holds the first one
+  ASSERT_TRUE(r.record(job_, kEventNormal, "Second", "m").ok());  // fills the queue
+  core::Status dropped = r.record(job_, kEventWarning, "Third", "m");
+  EXPECT_EQ(dropped.code(), core::Code::kUnavailable);
+  EXPECT_NE(dropped.message().find("event Third for TrainingJob mnist dropped"), std::string::npos)
+      << dropped.message();
+  gated.open();
+  ASSERT_TRUE(r.flush(std::chrono::seconds(10)));
+  ASSERT_EQ(api_.calls().size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(api_.calls()[1].body)["reason"], "Second");
+}
+
+TEST_F(EventRecorderTest, TheDestructorWritesWhatIsStillQueued) {
+  for (int i = 0; i < 2; ++i) api_.expect(Verb::kPost, kEvents, jsonResponse(201, "{}"));
+  {
+    EventRecorder r(api_, clock_, queued(10));
+    ASSERT_TRUE(r.record(job_, kEventNormal, "A", "m").ok());
+    ASSERT_TRUE(r.record(job_, kEventNormal, "B", "m").ok());
+  }
+  EXPECT_EQ(api_.calls().size(), 2u);
 }
 
 }  // namespace
