@@ -160,7 +160,9 @@ ApiResult<json> parseBody(const Request& r) {
 }  // namespace
 
 struct ApiServer::Target {
-  ApiResource resource;
+  // Shared with the registry: a request does not copy the resource's schema and columns.
+  std::shared_ptr<const ApiResource> served;
+  const ApiResource& resource() const { return *served; }
   std::string ns;
   std::string name;
   Subresource sub = Subresource::kMain;
@@ -321,7 +323,7 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
                               const std::string& version, const std::vector<std::string>& rest) {
   Target t;
   std::vector<std::string> tail;
-  std::optional<ApiResource> found;
+  std::shared_ptr<const ApiResource> found;
   if (rest.size() >= 3 && rest[0] == "namespaces") {
     found = registry_.find(group, version, rest[2]);
     if (found && found->type.namespaced) {
@@ -336,26 +338,26 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     tail = rest;
   }
   if (!found || tail.size() > 3) return sendPageNotFound(w);
-  t.resource = *found;
+  t.served = std::move(found);
   if (tail.size() >= 2) t.name = tail[1];
   // A namespace or name in the URL is one path segment of an object, never "." or "..".
   if (t.ns == "." || t.ns == "..") return sendPageNotFound(w);
   if (auto why = pathSegmentProblem(t.name)) {
     return sendError(w, badRequestError("Name parameter invalid: \"" + t.name + "\": " + *why));
   }
-  if (tail.size() == 3 && t.resource.type.key() == ResourceKey{"", "pods"} && !t.ns.empty() &&
+  if (tail.size() == 3 && t.resource().type.key() == ResourceKey{"", "pods"} && !t.ns.empty() &&
       (tail[2] == "binding" || tail[2] == "log")) {
     return servePodSubresource(r, w, t.ns, t.name, tail[2]);
   }
   if (tail.size() == 3) {
-    if (tail[2] != "status" || !t.resource.type.has_status_subresource) {
+    if (tail[2] != "status" || !t.resource().type.has_status_subresource) {
       return sendPageNotFound(w);
     }
     t.sub = Subresource::kStatus;
   }
-  const ResourceKey key = t.resource.type.key();
+  const ResourceKey key = t.resource().type.key();
   // A namespaced object needs its namespace in the URL (only collections span namespaces).
-  if (t.resource.type.namespaced && t.ns.empty() && !t.name.empty()) return sendPageNotFound(w);
+  if (t.resource().type.namespaced && t.ns.empty() && !t.name.empty()) return sendPageNotFound(w);
 
   const std::string& method = r.method;
   if (method == "GET") {
@@ -371,7 +373,7 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (table) {
       return sendJson(
           w, 200,
-          tableText(t.resource, {*got}, (*got)->resource_version,
+          tableText(t.resource(), {*got}, (*got)->resource_version,
                     parseIncludeObject(param(r, "includeObject")), true, SysClock::now()));
     }
     return sendJson(w, 200, (*got)->text);
@@ -384,7 +386,7 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     }
     auto body = parseBody(r);
     if (!body.ok()) return sendError(w, body.error());
-    if (t.resource.type.namespaced) {
+    if (t.resource().type.namespaced) {
       auto& meta = (*body)["metadata"];
       if (meta.is_object() && meta.contains("namespace") && meta["namespace"] != t.ns) {
         return sendError(w, badRequestError("the namespace of the provided object does not "
@@ -398,7 +400,7 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (!wo.ok()) return sendError(w, wo.error());
     auto created = store_.create(key, t.ns, std::move(*body), *wo);
     if (!created.ok()) return sendError(w, created.error());
-    if (!wo->dry_run) afterWrite(t.resource, **created);
+    if (!wo->dry_run) afterWrite(t.resource(), **created);
     return sendWritten(w, 201, (*created)->text, warnings);
   }
   if (t.name.empty() && method != "DELETE") {
@@ -414,7 +416,7 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (!wo.ok()) return sendError(w, wo.error());
     auto updated = store_.update(key, t.ns, t.name, std::move(*body), t.sub, *wo);
     if (!updated.ok()) return sendError(w, updated.error());
-    if (!wo->dry_run) afterWrite(t.resource, **updated);
+    if (!wo->dry_run) afterWrite(t.resource(), **updated);
     return sendWritten(w, 200, (*updated)->text, warnings);
   }
   if (method == "PATCH") {
@@ -432,7 +434,7 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (!wo.ok()) return sendError(w, wo.error());
     auto patched = store_.patch(key, t.ns, t.name, *type, r.body, t.sub, *wo);
     if (!patched.ok()) return sendError(w, patched.error());
-    if (!wo->dry_run) afterWrite(t.resource, **patched);
+    if (!wo->dry_run) afterWrite(t.resource(), **patched);
     return sendWritten(w, 200, (*patched)->text, warnings);
   }
   if (method == "DELETE") {
@@ -482,12 +484,12 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
             store_.remove(key, meta.value("namespace", ""), meta.value("name", ""), opts);
         if (!removed.ok() && removed.error().code() != 404) return sendError(w, removed.error());
       }
-      return sendJson(w, 200, ObjectStore::listText(t.resource.type, *list));
+      return sendJson(w, 200, ObjectStore::listText(t.resource().type, *list));
     }
     if (dry_run) {  // what the deletion would answer; nothing changes
       auto got = store_.get(key, t.ns, t.name);
       if (!got.ok()) return sendError(w, got.error());
-      if (t.resource.type.return_deleted_object) return sendJson(w, 200, (*got)->text);
+      if (t.resource().type.return_deleted_object) return sendJson(w, 200, (*got)->text);
       StatusError done;
       done.asSuccess().withDetails(t.name, key.group, key.resource);
       done.withUid((*got)->object["metadata"].value("uid", ""));
@@ -528,7 +530,7 @@ void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t)
   std::vector<std::string> warnings;
   auto wo = writeOptions(r, &warnings);
   if (!wo.ok()) return sendError(w, wo.error());
-  const ResourceKey key = t.resource.type.key();
+  const ResourceKey key = t.resource().type.key();
   auto existing = store_.get(key, t.ns, t.name);
   if (!existing.ok()) {
     if (existing.error().code() != 404 || t.sub != Subresource::kMain) {
@@ -536,15 +538,15 @@ void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t)
     }
     auto created = store_.create(key, t.ns, std::move(body), *wo);
     if (!created.ok()) return sendError(w, created.error());
-    if (!wo->dry_run) afterWrite(t.resource, **created);
+    if (!wo->dry_run) afterWrite(t.resource(), **created);
     return sendWritten(w, 201, (*created)->text, warnings);
   }
   body["metadata"].erase("resourceVersion");
   const PatchType type =
-      t.resource.type.strategic_merge_patch ? PatchType::kStrategicMerge : PatchType::kMerge;
+      t.resource().type.strategic_merge_patch ? PatchType::kStrategicMerge : PatchType::kMerge;
   auto patched = store_.patch(key, t.ns, t.name, type, body.dump(), t.sub, *wo);
   if (!patched.ok()) return sendError(w, patched.error());
-  if (!wo->dry_run) afterWrite(t.resource, **patched);
+  if (!wo->dry_run) afterWrite(t.resource(), **patched);
   sendWritten(w, 200, (*patched)->text, warnings);
 }
 
@@ -576,11 +578,11 @@ void ApiServer::serveList(const Request& r, ResponseWriter& w, const Target& t, 
     if (!n.ok()) return sendError(w, badRequestError("invalid limit: " + l));
     lo.limit = *n;
   }
-  auto list = store_.list(t.resource.type.key(), t.ns, lo);
+  auto list = store_.list(t.resource().type.key(), t.ns, lo);
   if (!list.ok()) return sendError(w, list.error());
-  if (!table) return sendJson(w, 200, ObjectStore::listText(t.resource.type, *list));
+  if (!table) return sendJson(w, 200, ObjectStore::listText(t.resource().type, *list));
   std::string text =
-      tableText(t.resource, list->items, list->resource_version,
+      tableText(t.resource(), list->items, list->resource_version,
                 parseIncludeObject(param(r, "includeObject")), true, SysClock::now());
   if (!list->continue_token.empty()) {
     // Table lists page like plain lists.
@@ -608,7 +610,7 @@ void ApiServer::serveWatch(const Request& r, ResponseWriter& w, const Target& t,
     if (*n > 0) deadline = SysClock::now() + std::chrono::seconds(*n);
   }
   // A name in the field selector narrows the watch as kubectl wait does.
-  auto started = store_.watch(t.resource.type.key(), t.ns, wo);
+  auto started = store_.watch(t.resource().type.key(), t.ns, wo);
   if (!started.ok()) return sendError(w, started.error());
   std::shared_ptr<Watch> watch = *started;
   if (!w.startStream(200, apiHeaders()).ok()) {
@@ -647,8 +649,8 @@ void ApiServer::serveWatch(const Request& r, ResponseWriter& w, const Target& t,
         (event->type == WatchEventType::kAdded || event->type == WatchEventType::kModified ||
          event->type == WatchEventType::kDeleted)) {
       line = "{\"type\":\"" + std::string(watchEventTypeName(event->type)) + "\",\"object\":" +
-             tableText(t.resource, {event->object}, event->object->resource_version, include, first,
-                       SysClock::now()) +
+             tableText(t.resource(), {event->object}, event->object->resource_version, include,
+                       first, SysClock::now()) +
              "}\n";
       first = false;
     } else {

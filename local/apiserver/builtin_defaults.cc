@@ -183,28 +183,28 @@ std::string podQosClass(const json& pod) {
 
 std::optional<StatusError> podQuantityError(const json& pod) {
   if (!pod.is_object() || !pod.contains("spec") || !pod["spec"].is_object()) return std::nullopt;
-  std::optional<StatusError> error;
-  json spec = pod["spec"];
-  forEachContainer(spec, [&](const json& c) {
-    if (error || !c.is_object() || !c.contains("resources")) return;
-    const json& resources = c["resources"];
-    for (const char* list : {"limits", "requests"}) {
-      if (!resources.is_object() || !resources.contains(list) || !resources[list].is_object()) {
-        continue;
-      }
-      for (const auto& q : resources[list]) {
-        // A JSON number is a quantity too (YAML's `cpu: 2`).
-        const std::string text = q.is_string() ? q.get<std::string>() : q.dump();
-        if (!(q.is_string() || q.is_number()) || !kube::Quantity::parse(text).ok()) {
-          error = badRequestError(
-              "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the "
-              "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
-          return;
+  const json& spec = pod["spec"];
+  for (const char* containers : {"initContainers", "containers"}) {
+    auto list = spec.find(containers);
+    if (list == spec.end() || !list->is_array()) continue;
+    for (const json& c : *list) {
+      if (!c.is_object() || !c.contains("resources") || !c["resources"].is_object()) continue;
+      const json& resources = c["resources"];
+      for (const char* kind : {"limits", "requests"}) {
+        if (!resources.contains(kind) || !resources[kind].is_object()) continue;
+        for (const auto& q : resources[kind]) {
+          // A JSON number is a quantity too (YAML's `cpu: 2`).
+          const std::string text = q.is_string() ? q.get<std::string>() : q.dump();
+          if (!(q.is_string() || q.is_number()) || !kube::Quantity::parse(text).ok()) {
+            return badRequestError(
+                "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the "
+                "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+          }
         }
       }
     }
-  });
-  return error;
+  }
+  return std::nullopt;
 }
 
 void defaultService(json& service) {

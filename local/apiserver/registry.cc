@@ -5,7 +5,7 @@ namespace ringmaster::local {
 void ResourceRegistry::add(ApiResource resource) {
   std::lock_guard lock(mu_);
   Key key{resource.type.group, resource.type.version, resource.type.resource};
-  resources_[key] = std::move(resource);
+  resources_[key] = std::make_shared<const ApiResource>(std::move(resource));
 }
 
 void ResourceRegistry::remove(const std::string& group, const std::string& version,
@@ -14,12 +14,12 @@ void ResourceRegistry::remove(const std::string& group, const std::string& versi
   resources_.erase(Key{group, version, plural});
 }
 
-std::optional<ApiResource> ResourceRegistry::find(const std::string& group,
-                                                  const std::string& version,
-                                                  const std::string& plural) const {
+std::shared_ptr<const ApiResource> ResourceRegistry::find(const std::string& group,
+                                                          const std::string& version,
+                                                          const std::string& plural) const {
   std::lock_guard lock(mu_);
   auto it = resources_.find(Key{group, version, plural});
-  if (it == resources_.end()) return std::nullopt;
+  if (it == resources_.end()) return nullptr;
   return it->second;
 }
 
@@ -27,7 +27,7 @@ std::vector<ApiResource> ResourceRegistry::all() const {
   std::lock_guard lock(mu_);
   std::vector<ApiResource> out;
   out.reserve(resources_.size());
-  for (const auto& [key, r] : resources_) out.push_back(r);
+  for (const auto& [key, r] : resources_) out.push_back(*r);
   return out;
 }
 

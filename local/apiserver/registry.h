@@ -7,6 +7,7 @@
 // Thread-safety: all methods are thread-safe (one mutex). Failure: lookups return nullopt.
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,8 +21,9 @@ class ResourceRegistry {
  public:
   void add(ApiResource resource);  // replaces one with the same group/version/plural
   void remove(const std::string& group, const std::string& version, const std::string& plural);
-  std::optional<ApiResource> find(const std::string& group, const std::string& version,
-                                  const std::string& plural) const;
+  // nullptr when not served. The resource stays valid while held, even if it is replaced.
+  std::shared_ptr<const ApiResource> find(const std::string& group, const std::string& version,
+                                          const std::string& plural) const;
   // Every resource, ordered by group then version then plural.
   std::vector<ApiResource> all() const;
   // Whether the group/version is served at all.
@@ -30,7 +32,7 @@ class ResourceRegistry {
  private:
   using Key = std::tuple<std::string, std::string, std::string>;
   mutable std::mutex mu_;
-  std::map<Key, ApiResource> resources_;
+  std::map<Key, std::shared_ptr<const ApiResource>> resources_;
 };
 
 }  // namespace ringmaster::local

@@ -132,6 +132,12 @@ TEST(BuiltinDefaults, AQuantityThatDoesNotParseIsABadRequest) {
     EXPECT_NE(error->message().find("quantities must match the regular expression"),
               std::string::npos);
   }
+  // Init containers are read too.
+  json with_init =
+      pod({{"name", "c"}},
+          {{"initContainers",
+            json::array({{{"name", "i"}, {"resources", {{"limits", {{"cpu", "lots"}}}}}}})}});
+  EXPECT_TRUE(podQuantityError(with_init));
 }
 
 TEST(BuiltinDefaults, ServiceDefaults) {
