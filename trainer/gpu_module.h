@@ -40,7 +40,7 @@ class GpuModule {
   // The nccl backend on the current device (comm::CommConfig::make_nccl).
   virtual core::Result<std::unique_ptr<comm::Communicator>> makeNcclCommunicator(
       const comm::NcclConfig& config) = 0;
-  // The GPU training loop (trainer/gpu/gpu_trainer.h); ctx.comm is the nccl backend.
+  // GPU training (trainer/gpu/gpu_trainer.h); ctx.comm is the nccl backend.
   virtual core::Result<TrainSummary> train(const TrainerConfig& config, TrainerContext ctx) = 0;
 
  protected:

@@ -1,5 +1,5 @@
 #pragma once
-// The accounting both training loops (trainer.h on the CPU, gpu/gpu_trainer.h) share: at the
+// The accounting of the training loop (training_loop.h), whatever engine steps it: at the
 // end of an epoch the totals all ranks summed go into the summary, the epoch's gauges are set
 // and rank 0 logs the epoch line (or, for a run that resumed at the end, the restored model's); at
 // the end of the run the summary gets throughput (all of it, and steady: without the run's first

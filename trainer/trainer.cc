@@ -19,6 +19,7 @@
 #include "trainer/optim/optimizer.h"
 #include "trainer/resume.h"
 #include "trainer/run_report.h"
+#include "trainer/training_loop.h"
 
 namespace ringmaster::trainer {
 
@@ -46,6 +47,187 @@ void drawProgressBar(int64_t epoch, int64_t epochs, int64_t done, int64_t total,
 
 }  // namespace
 
+namespace {
+
+// A data-parallel step on the CPU: gather the batch, forward and loss, backward with the
+// gradient buckets allreduced as they fill, one optimizer step.
+class CpuEngine final : public StepEngine {
+ public:
+  CpuEngine(const TrainerConfig& config, const TrainerContext& ctx, model::Model& model,
+            optim::Optimizer& optimizer, GradientBuckets& buckets,
+            const comm::AllreduceOptions& ar_options)
+      : config_(config),
+        ctx_(ctx),
+        comm_(*ctx.comm),
+        rank_(comm_.rank()),
+        world_(comm_.size()),
+        train_(*ctx.train),
+        test_(*ctx.test),
+        batch_(static_cast<int>(config.batch_size)),
+        model_(model),
+        optimizer_(optimizer),
+        buckets_(buckets),
+        ar_options_(ar_options),
+        sampler_(train_.size(), rank_, world_, config.seed),
+        // Every epoch has the same number of steps, so the schedule is a function of the step
+        // alone and a resumed run follows it exactly.
+        total_steps_(static_cast<double>(config.epochs) *
+                     static_cast<double>(sampler_.numBatches(batch_))),
+        x_(static_cast<size_t>(batch_) * train_.featureSize()),
+        y_(static_cast<size_t>(batch_)) {}
+
+  int64_t batchesPerEpoch() const override {
+    return static_cast<int64_t>(sampler_.numBatches(batch_));
+  }
+
+  Status beginEpoch(int64_t epoch, int64_t first_batch) override {
+    sampler_.setEpoch(epoch);
+    first_batch_ = first_batch;
+    loss_sum_ = 0;
+    loss_count_ = 0;
+    epoch_comm_ = epoch_exposed_ = 0;
+    epoch_bytes_ = 0;
+    epoch_start_ = last_bar_ = Clock::now();
+    return Status::Ok();
+  }
+
+  Result<int> step(int64_t epoch, int64_t b, int64_t steps_done) override {
+    const std::vector<uint32_t>& shard = sampler_.indices();
+    const size_t begin = static_cast<size_t>(b) * batch_;
+    const int n = static_cast<int>(std::min<size_t>(batch_, shard.size() - begin));
+    data::gatherBatch(train_, shard.data() + begin, n, x_.data(), y_.data());
+
+    const auto t0 = Clock::now();
+    int correct = 0;
+    const float loss = model_.forwardLoss(x_.data(), y_.data(), n, &correct);
+    buckets_.beginStep();
+    model_.backward([&](size_t offset, size_t count) { buckets_.onGradsReady(offset, count); });
+    RM_RETURN_IF_ERROR_CTX(buckets_.finishStep(), "rank " + std::to_string(rank_) + ": step " +
+                                                      std::to_string(steps_done + 1));
+    optimizer_.setLearningRate(learningRateAt(steps_done));
+    optimizer_.step(model_.params(), model_.grads());
+    const auto t1 = Clock::now();
+    const double step_seconds = secondsBetween(t0, t1);
+    train_seconds_ += step_seconds;
+    const int64_t step = steps_done + 1;
+
+    loss_sum_ += loss;
+    ++loss_count_;
+    const StepCommTiming& timing = buckets_.lastStep();
+    epoch_comm_ += timing.comm_seconds;
+    epoch_exposed_ += timing.exposed_seconds;
+    epoch_bytes_ += timing.bytes;
+    comm_bytes_ += timing.bytes;
+    comm_calls_ += timing.bucket_seconds.size();
+    if (TrainerMetrics* metrics = ctx_.metrics) {
+      metrics->samples->Increment(n);
+      metrics->steps->Increment();
+      metrics->step_seconds->Observe(step_seconds);
+      for (double s : timing.bucket_seconds) metrics->allreduce_seconds->Observe(s);
+      if (world_ > 1) metrics->allreduce_bytes->Increment(static_cast<double>(timing.bytes));
+    }
+    if (!std::isfinite(loss))
+      return core::invalidArgument("rank " + std::to_string(rank_) + ": loss became " +
+                                   std::to_string(loss) + " at step " + std::to_string(step) +
+                                   " (learning rate " +
+                                   std::to_string(config_.optimizer.learning_rate) + " too high?)");
+    if (config_.log_every_steps > 0 && step % config_.log_every_steps == 0 && rank_ == 0)
+      RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << step << " loss " << loss;
+    if (ctx_.progress_bar && rank_ == 0 && secondsBetween(last_bar_, t1) > 0.2) {
+      last_bar_ = t1;
+      const double elapsed = secondsBetween(epoch_start_, t1);
+      drawProgressBar(epoch + 1, config_.epochs, b + 1, batchesPerEpoch(),
+                      loss_sum_ / static_cast<double>(loss_count_),
+                      elapsed > 0 ? (b + 1 - first_batch_) * batch_ * world_ / elapsed : 0);
+    }
+    return n;
+  }
+
+  Result<EpochMeasures> endEpoch(int64_t, int64_t) override {
+    if (ctx_.progress_bar && rank_ == 0) std::printf("\n");
+    EpochMeasures m;
+    m.train_loss_sum = loss_sum_;
+    m.comm_seconds = epoch_comm_;
+    m.exposed_seconds = epoch_exposed_;
+    m.comm_bytes = epoch_bytes_;
+    return m;
+  }
+
+  Result<EpochTotals> evaluate(double train_loss_sum, int64_t train_steps,
+                               const std::string& what) override {
+    std::vector<uint32_t> test_idx;
+    for (size_t i = rank_; i < test_.size(); i += world_) {
+      test_idx.push_back(static_cast<uint32_t>(i));
+    }
+    double test_loss_sum = 0;
+    int64_t test_correct = 0;
+    for (size_t begin = 0; begin < test_idx.size(); begin += batch_) {
+      const int n = static_cast<int>(std::min<size_t>(batch_, test_idx.size() - begin));
+      data::gatherBatch(test_, test_idx.data() + begin, n, x_.data(), y_.data());
+      test_correct += model_.evaluate(x_.data(), y_.data(), n, &test_loss_sum);
+    }
+    EpochTotals totals(static_cast<double>(test_correct), test_loss_sum,
+                       static_cast<double>(test_idx.size()), train_loss_sum,
+                       static_cast<double>(train_steps));
+    if (world_ > 1) {
+      comm::AllreduceOptions opts = ar_options_;
+      opts.tag = "epoch totals";
+      RM_RETURN_IF_ERROR_CTX(comm_.allreduceSum(totals.values, EpochTotals::kCount, opts),
+                             "rank " + std::to_string(rank_) + ": " + what);
+    }
+    return totals;
+  }
+
+  Status saveCheckpoint(const Position& at) override {
+    return trainer::saveCheckpoint(config_, model_, optimizer_, at, ctx_.metrics);
+  }
+
+  uint64_t allreduceCalls() const override { return comm_calls_; }
+  uint64_t allreduceBytes() const override { return comm_bytes_; }
+
+  Status finish(const TrainSummary&, double train_seconds) override {
+    if (rank_ == 0 && train_seconds > 0)
+      RM_LOG(DEBUG, STEP) << "time inside steps " << train_seconds_ << " s of " << train_seconds
+                          << " s";
+    return Status::Ok();
+  }
+
+ private:
+  double learningRateAt(int64_t step) const {
+    const double base = config_.optimizer.learning_rate;
+    if (config_.lr_schedule != "cosine" || total_steps_ <= 0) return base;
+    return base * 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / total_steps_));
+  }
+
+  const TrainerConfig& config_;
+  const TrainerContext& ctx_;
+  comm::Communicator& comm_;
+  const int rank_, world_;
+  const data::Dataset& train_;
+  const data::Dataset& test_;
+  const int batch_;
+  model::Model& model_;
+  optim::Optimizer& optimizer_;
+  GradientBuckets& buckets_;
+  const comm::AllreduceOptions ar_options_;
+  data::ShardedSampler sampler_;
+  const double total_steps_;
+  std::vector<float> x_;
+  std::vector<int32_t> y_;
+  // This epoch.
+  int64_t first_batch_ = 0;
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0;
+  double epoch_comm_ = 0, epoch_exposed_ = 0;
+  uint64_t epoch_bytes_ = 0;
+  Clock::time_point epoch_start_, last_bar_;
+  // The run.
+  double train_seconds_ = 0;  // inside steps
+  uint64_t comm_calls_ = 0, comm_bytes_ = 0;
+};
+
+}  // namespace
+
 struct Trainer::State {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<optim::Optimizer> optimizer;
@@ -69,7 +251,6 @@ Result<TrainSummary> Trainer::run() {
   const int rank = comm.rank();
   const int world = comm.size();
   const data::Dataset& train = *ctx_.train;
-  const data::Dataset& test = *ctx_.test;
   const auto batch = static_cast<int>(config_.batch_size);
 
   RM_ASSIGN_OR_RETURN(state_->model, model::Model::create(config_.model, config_.seed, batch));
@@ -102,165 +283,9 @@ Result<TrainSummary> Trainer::run() {
                        << buckets.buckets().size() << " gradient bucket(s); world size " << world
                        << ", backend " << comm.backend();
 
-  data::ShardedSampler sampler(train.size(), rank, world, config_.seed);
-  // Every epoch has the same number of steps, so the schedule is a function of the step alone
-  // and a resumed run follows it exactly.
-  const double total_steps =
-      static_cast<double>(config_.epochs) * static_cast<double>(sampler.numBatches(batch));
-  const double base_lr = config_.optimizer.learning_rate;
-  auto learningRateAt = [&](int64_t step) {
-    if (config_.lr_schedule != "cosine" || total_steps <= 0) return base_lr;
-    return base_lr * 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / total_steps));
-  };
-  const size_t features = train.featureSize();
-  std::vector<float> x(static_cast<size_t>(batch) * features);
-  std::vector<int32_t> y(batch);
-  const int64_t max_steps = config_.max_steps;
-  const bool checkpoints = !config_.checkpoint.path.empty();
-  TrainerMetrics* metrics = ctx_.metrics;
-
-  double train_seconds = 0;  // inside steps
-  RunReport report(rank, world, config_.epochs, pos.epoch, metrics);
-  uint64_t comm_bytes_total = 0, comm_calls_total = 0;
-  bool reached_max_steps = false;  // in this run: the position then needs a checkpoint
-
-  // Evaluates this rank's strided share of the test set and sums, over ranks, its counts with
-  // the training loss of `train_steps` steps.
-  auto evaluate = [&](double train_loss_sum, int64_t train_steps,
-                      const std::string& what) -> Result<EpochTotals> {
-    std::vector<uint32_t> test_idx;
-    for (size_t i = rank; i < test.size(); i += world) test_idx.push_back(static_cast<uint32_t>(i));
-    double test_loss_sum = 0;
-    int64_t test_correct = 0;
-    for (size_t begin = 0; begin < test_idx.size(); begin += batch) {
-      const int n = static_cast<int>(std::min<size_t>(batch, test_idx.size() - begin));
-      data::gatherBatch(test, test_idx.data() + begin, n, x.data(), y.data());
-      test_correct += model.evaluate(x.data(), y.data(), n, &test_loss_sum);
-    }
-    EpochTotals totals(static_cast<double>(test_correct), test_loss_sum,
-                       static_cast<double>(test_idx.size()), train_loss_sum,
-                       static_cast<double>(train_steps));
-    if (world > 1) {
-      comm::AllreduceOptions opts = ar_options;
-      opts.tag = "epoch totals";
-      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
-                             "rank " + std::to_string(rank) + ": " + what);
-    }
-    return totals;
-  };
-  if (trainingComplete(config_, pos)) {
-    RM_ASSIGN_OR_RETURN(EpochTotals totals, evaluate(0, 0, "evaluating the restored model"));
-    report.endRestored(pos, totals, &summary);
-  }
-
-  for (int64_t epoch = pos.epoch; !trainingComplete(config_, pos); ++epoch) {
-    sampler.setEpoch(epoch);
-    const std::vector<uint32_t>& shard = sampler.indices();
-    const int64_t num_batches = static_cast<int64_t>(sampler.numBatches(batch));
-    const int64_t first_batch = epoch == pos.epoch ? pos.step_in_epoch : 0;
-    if (metrics) metrics->epoch->Set(static_cast<double>(epoch + 1));
-
-    double loss_sum = 0;
-    int64_t loss_count = 0;
-    int64_t epoch_samples = 0;  // on all ranks
-    double epoch_comm = 0, epoch_exposed = 0;
-    uint64_t epoch_bytes = 0;
-    const auto epoch_start = Clock::now();
-    auto last_bar = epoch_start;
-
-    for (int64_t b = first_batch; b < num_batches; ++b) {
-      if (ctx_.stop && ctx_.stop->stopRequested()) {
-        if (rank == 0 && checkpoints) {
-          Position here{epoch, pos.step, b};
-          RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, here, metrics));
-          RM_LOG(INFO, CKPT) << "checkpoint written at step " << pos.step << " before stopping";
-        }
-        return core::cancelled(ctx_.stop->reason() + ": stopped at epoch " +
-                               std::to_string(epoch + 1) + " step " + std::to_string(pos.step));
-      }
-      if (max_steps > 0 && pos.step >= max_steps) {
-        reached_max_steps = true;
-        break;
-      }
-      const size_t begin = static_cast<size_t>(b) * batch;
-      const int n = static_cast<int>(std::min<size_t>(batch, shard.size() - begin));
-      data::gatherBatch(train, shard.data() + begin, n, x.data(), y.data());
-
-      const auto t0 = Clock::now();
-      int correct = 0;
-      const float loss = model.forwardLoss(x.data(), y.data(), n, &correct);
-      buckets.beginStep();
-      model.backward([&](size_t offset, size_t count) { buckets.onGradsReady(offset, count); });
-      RM_RETURN_IF_ERROR_CTX(buckets.finishStep(), "rank " + std::to_string(rank) + ": step " +
-                                                       std::to_string(pos.step + 1));
-      optimizer.setLearningRate(learningRateAt(pos.step));
-      optimizer.step(model.params(), model.grads());
-      const auto t1 = Clock::now();
-      const double step_seconds = secondsBetween(t0, t1);
-      train_seconds += step_seconds;
-
-      ++pos.step;
-      pos.epoch = epoch;  // where a checkpoint taken now (max_steps, stop) resumes
-      pos.step_in_epoch = b + 1;
-      epoch_samples += static_cast<int64_t>(n) * world;
-      loss_sum += loss;
-      ++loss_count;
-      const StepCommTiming& timing = buckets.lastStep();
-      epoch_comm += timing.comm_seconds;
-      epoch_exposed += timing.exposed_seconds;
-      epoch_bytes += timing.bytes;
-      comm_calls_total += timing.bucket_seconds.size();
-      if (metrics) {
-        metrics->samples->Increment(n);
-        metrics->steps->Increment();
-        metrics->step_seconds->Observe(step_seconds);
-        for (double s : timing.bucket_seconds) metrics->allreduce_seconds->Observe(s);
-        if (world > 1) metrics->allreduce_bytes->Increment(static_cast<double>(timing.bytes));
-      }
-      if (!std::isfinite(loss))
-        return core::invalidArgument(
-            "rank " + std::to_string(rank) + ": loss became " + std::to_string(loss) + " at step " +
-            std::to_string(pos.step) + " (learning rate " +
-            std::to_string(config_.optimizer.learning_rate) + " too high?)");
-      if (config_.log_every_steps > 0 && pos.step % config_.log_every_steps == 0 && rank == 0)
-        RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << pos.step << " loss " << loss;
-      if (ctx_.progress_bar && rank == 0 && secondsBetween(last_bar, t1) > 0.2) {
-        last_bar = t1;
-        const double elapsed = secondsBetween(epoch_start, t1);
-        drawProgressBar(epoch + 1, config_.epochs, b + 1, num_batches, loss_sum / loss_count,
-                        elapsed > 0 ? (b + 1 - first_batch) * batch * world / elapsed : 0);
-      }
-      if (rank == 0 && checkpoints && config_.checkpoint.every_steps > 0 &&
-          pos.step % config_.checkpoint.every_steps == 0 && b + 1 < num_batches) {
-        RM_RETURN_IF_ERROR(
-            saveCheckpoint(config_, model, optimizer, {epoch, pos.step, b + 1}, metrics));
-      }
-    }
-    const double epoch_wall = secondsBetween(epoch_start, Clock::now());
-    comm_bytes_total += epoch_bytes;
-
-    RM_ASSIGN_OR_RETURN(EpochTotals totals,
-                        evaluate(loss_sum, loss_count, "epoch " + std::to_string(epoch + 1)));
-    if (ctx_.progress_bar && rank == 0) std::printf("\n");
-    report.endEpoch(
-        {epoch, epoch_wall, epoch_samples, loss_count, epoch_comm, epoch_exposed, epoch_bytes, ""},
-        totals, &summary);
-    if (!reached_max_steps) {
-      pos = {epoch + 1, pos.step, 0};
-      summary.epochs = epoch + 1;
-    } else {
-      summary.epochs = epoch;
-    }
-    if (rank == 0 && checkpoints && !reached_max_steps)
-      RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos, metrics));
-  }
-  if (rank == 0 && checkpoints && reached_max_steps)
-    RM_RETURN_IF_ERROR(saveCheckpoint(config_, model, optimizer, pos, metrics));
-
-  report.finish(pos.step, comm_calls_total, comm_bytes_total, &summary);
-  if (rank == 0 && report.trainSeconds() > 0)
-    RM_LOG(DEBUG, STEP) << "time inside steps " << train_seconds << " s of "
-                        << report.trainSeconds() << " s";
+  CpuEngine engine(config_, ctx_, model, optimizer, buckets, ar_options);
+  RM_RETURN_IF_ERROR(
+      runTrainingLoop(config_, {rank, world, ctx_.stop, ctx_.metrics}, engine, pos, &summary));
   return summary;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// The data-parallel training loop of one rank: sharded batches, forward/backward, gradient
+// Data-parallel training of one rank on the CPU, run by the training loop (training_loop.h)
+// with the CPU step engine: sharded batches, forward/backward, gradient
 // buckets allreduced while backward runs, optimizer step, periodic checkpoints (rank 0), an
 // evaluation on the test set after every epoch (sharded across ranks, counts allreduced).
 //

@@ -17,6 +17,7 @@
 #include "trainer/optim/optimizer.h"
 #include "trainer/resume.h"
 #include "trainer/run_report.h"
+#include "trainer/training_loop.h"
 
 namespace ringmaster::trainer::gpu {
 
@@ -130,6 +131,326 @@ Status makeEvent(cudaEvent_t* e, bool timing, const char* what) {
 
 }  // namespace
 
+namespace {
+
+// A data-parallel step on the GPU (gpu_trainer.h): the batch gathered on the device, forward,
+// backward with each complete bucket allreduced by NCCL on the communication stream, the fused
+// optimizer update; full batches replayed from a CUDA graph, every 50th step eager and timed.
+class GpuEngine final : public StepEngine {
+ public:
+  GpuEngine(const TrainerConfig& config, const TrainerContext& ctx, GpuTrainer::State& st,
+            Precision precision, size_t shard)
+      : config_(config),
+        ctx_(ctx),
+        st_(st),
+        comm_(*ctx.comm),
+        collectives_(comm_.deviceCollectives()),
+        rank_(comm_.rank()),
+        world_(comm_.size()),
+        who_("rank " + std::to_string(rank_)),
+        precision_(precision),
+        batch_(static_cast<int>(config.batch_size)),
+        shard_(shard),
+        num_batches_(static_cast<int64_t>((shard + batch_ - 1) / batch_)),
+        schedule_{config.optimizer.learning_rate,
+                  static_cast<double>(config.epochs) * static_cast<double>(num_batches_),
+                  config.lr_schedule == "cosine"},
+        adam_(st.host_optimizer->type() == "adam"),
+        sgd_base_{0.0f, static_cast<float>(config.optimizer.momentum),
+                  static_cast<float>(config.optimizer.weight_decay), config.optimizer.nesterov},
+        adam_hyper_{config.optimizer.beta1, config.optimizer.beta2, config.optimizer.weight_decay,
+                    config.optimizer.epsilon},
+        use_graph_(config.cuda_graph) {
+    for (const Bucket& b : st.buckets) bucket_bytes_ += b.count * sizeof(float);
+  }
+
+  int64_t batchesPerEpoch() const override { return num_batches_; }
+
+  Status beginEpoch(int64_t epoch, int64_t first_batch) override {
+    first_batch_ = first_batch;
+    const FeistelPermutation perm =
+        FeistelPermutation::make(static_cast<uint32_t>(ctx_.train->size()), config_.seed, epoch);
+    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(st_.permutation.data(), &perm, sizeof perm,
+                                            cudaMemcpyHostToDevice, st_.compute),
+                            "epoch permutation");
+    RM_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(&st_.counters.data()->cursor, &first_batch, sizeof first_batch,
+                        cudaMemcpyHostToDevice, st_.compute),
+        "epoch cursor");
+    RM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st_.totals.data(), 0, sizeof(LossTotals), st_.compute),
+                            "epoch totals");
+    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st_.compute), "starting epoch");
+    epoch_start_ = Clock::now();
+    steps_this_epoch_ = 0;
+    epoch_comm_ = epoch_exposed_ = 0;
+    epoch_comm_bytes_ = 0;
+    return Status::Ok();
+  }
+
+  Result<int> step(int64_t epoch, int64_t b, int64_t steps_done) override {
+    const int64_t step = steps_done + 1;
+    const int n =
+        static_cast<int>(std::min<size_t>(batch_, shard_ - static_cast<size_t>(b) * batch_));
+    // The first step of every epoch is timed too.
+    timed_ = b % kTimedStepInterval == kTimedStepInterval / 2 || b == first_batch_;
+    const bool full = n == batch_;
+    if (use_graph_ && full && !timed_ && st_.graph_exec == nullptr && steps_done > 0) {
+      if (Status captured = captureGraph(); !captured.ok()) {
+        use_graph_ = false;
+        RM_LOG(WARN, STEP) << who_ << ": CUDA graph not used (" << captured.message()
+                           << "); steps run eagerly";
+        cudaGetLastError();
+      }
+    }
+    if (use_graph_ && full && !timed_ && st_.graph_exec != nullptr) {
+      RM_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(st_.graph_exec, st_.compute),
+                              who_ + ": step " + std::to_string(step));
+    } else {
+      RM_RETURN_IF_ERROR_CTX(enqueueStep(n), who_ + ": step " + std::to_string(step));
+    }
+    ++steps_this_epoch_;
+    if (world_ > 1) {
+      comm_calls_ += st_.buckets.size();
+      comm_bytes_ += bucket_bytes_;
+    }
+    RM_RETURN_IF_ERROR_CTX(collectives_->watch(st_.compute, "step " + std::to_string(step)), who_);
+    TrainerMetrics* metrics = ctx_.metrics;
+    if (timed_) {
+      RM_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(st_.timed_comm_done), "timed step");
+      RM_RETURN_IF_ERROR(collectives_->asyncError());
+      float comm_ms = 0, exposed_ms = 0;
+      for (size_t i = 0; i < st_.buckets.size(); ++i) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, st_.bucket_start[i], st_.bucket_end[i]);
+        comm_ms += ms;
+        if (metrics) metrics->allreduce_seconds->Observe(ms / 1000.0);
+      }
+      cudaEventElapsedTime(&exposed_ms, st_.backward_end, st_.timed_comm_done);
+      epoch_comm_ += comm_ms / 1000.0;
+      epoch_exposed_ += std::max(0.0f, exposed_ms) / 1000.0;
+      epoch_comm_bytes_ += bucket_bytes_;
+      ++timed_steps_;
+    }
+    if (metrics) {
+      metrics->samples->Increment(n);
+      metrics->steps->Increment();
+      if (world_ > 1) metrics->allreduce_bytes->Increment(static_cast<double>(bucket_bytes_));
+    }
+    if (config_.log_every_steps > 0 && step % config_.log_every_steps == 0 && rank_ == 0) {
+      LossTotals t;
+      RM_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(&t, st_.totals.data(), sizeof t, cudaMemcpyDeviceToHost, st_.compute),
+          "reading the loss");
+      RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st_.compute), "reading the loss");
+      RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << step << " mean loss "
+                         << t.loss_sum / static_cast<double>(steps_this_epoch_);
+    }
+    return n;
+  }
+
+  Result<EpochMeasures> endEpoch(int64_t epoch, int64_t) override {
+    LossTotals epoch_totals;
+    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&epoch_totals, st_.totals.data(), sizeof epoch_totals,
+                                            cudaMemcpyDeviceToHost, st_.compute),
+                            "reading the epoch's loss");
+    const cudaError_t synced = cudaStreamSynchronize(st_.compute);
+    RM_RETURN_IF_ERROR_CTX(collectives_->asyncError(),
+                           who_ + ": epoch " + std::to_string(epoch + 1));
+    RM_CUDA_RETURN_IF_ERROR(synced, who_ + ": epoch " + std::to_string(epoch + 1));
+    const double epoch_wall = secondsSince(epoch_start_);
+    if (steps_this_epoch_ > 0 && !std::isfinite(epoch_totals.loss_sum))
+      return core::invalidArgument(who_ + ": loss became " + std::to_string(epoch_totals.loss_sum) +
+                                   " in epoch " + std::to_string(epoch + 1) + " (learning rate " +
+                                   std::to_string(config_.optimizer.learning_rate) + " too high?)");
+    // The host does not see single GPU steps: the histogram gets the epoch's mean step.
+    if (ctx_.metrics && steps_this_epoch_ > 0)
+      ctx_.metrics->step_seconds->Observe(epoch_wall / static_cast<double>(steps_this_epoch_));
+    EpochMeasures m;
+    m.train_loss_sum = epoch_totals.loss_sum;
+    m.comm_seconds = epoch_comm_;
+    m.exposed_seconds = epoch_exposed_;
+    m.comm_bytes = epoch_comm_bytes_;
+    m.where = std::string(" on the GPU (") + precisionName(precision_) +
+              (st_.graph_exec ? ", CUDA graph)" : ")");
+    return m;
+  }
+
+  Result<EpochTotals> evaluate(double train_loss_sum, int64_t train_steps,
+                               const std::string& what) override {
+    GpuModel& net = *st_.net;
+    const data::Dataset& test = *ctx_.test;
+    RM_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(st_.totals.data() + 1, 0, sizeof(LossTotals), st_.compute), "eval totals");
+    const auto test_count = static_cast<int64_t>(
+        test.size() > static_cast<size_t>(rank_) ? (test.size() - rank_ + world_ - 1) / world_ : 0);
+    for (int64_t begin = 0; begin < test_count; begin += batch_) {
+      const int n = static_cast<int>(std::min<int64_t>(batch_, test_count - begin));
+      BatchSource source{nullptr, nullptr, begin, rank_, world_, batch_};
+      launchGatherBatch(st_.test.rows.data(), st_.test.labels.data(),
+                        static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
+                        precision_, st_.compute);
+      RM_RETURN_IF_ERROR(
+          net.forwardLoss(n, /*train=*/false, 1.0, st_.totals.data() + 1, st_.compute));
+    }
+    LossTotals eval;
+    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&eval, st_.totals.data() + 1, sizeof eval,
+                                            cudaMemcpyDeviceToHost, st_.compute),
+                            "reading the evaluation");
+    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st_.compute), "evaluation");
+    EpochTotals totals(static_cast<double>(eval.hits), eval.loss_sum,
+                       static_cast<double>(test_count), train_loss_sum,
+                       static_cast<double>(train_steps));
+    if (world_ > 1) {
+      comm::AllreduceOptions opts;
+      opts.tag = "epoch totals";
+      RM_RETURN_IF_ERROR_CTX(comm_.allreduceSum(totals.values, EpochTotals::kCount, opts),
+                             who_ + ": " + what);
+    }
+    return totals;
+  }
+
+  Status saveCheckpoint(const Position& at) override {
+    RM_RETURN_IF_ERROR(mirrorToHost());
+    return trainer::saveCheckpoint(config_, *st_.host_model, *st_.host_optimizer, at, ctx_.metrics);
+  }
+
+  uint64_t allreduceCalls() const override { return comm_calls_; }
+  uint64_t allreduceBytes() const override { return comm_bytes_; }
+
+  Status finish(const TrainSummary& summary, double) override {
+    RM_RETURN_IF_ERROR(mirrorToHost());
+    if (rank_ == 0 && timed_steps_ > 0)
+      RM_LOG(INFO, STEP) << "allreduce over " << timed_steps_ << " timed steps: "
+                         << summary.allreduce_seconds * 1e3 / static_cast<double>(timed_steps_)
+                         << " ms per step, "
+                         << summary.comm_exposed_seconds * 1e3 / static_cast<double>(timed_steps_)
+                         << " ms of it after backward ("
+                         << static_cast<int>(summary.overlap_ratio * 100) << "% hidden)";
+    return Status::Ok();
+  }
+
+ private:
+  // Enqueues one step of n samples; timed_ records the timing events.
+  Status enqueueStep(int n) {
+    GpuModel& net = *st_.net;
+    BatchSource source{
+        st_.permutation.data(), &st_.counters.data()->cursor, 0, rank_, world_, batch_};
+    launchGatherBatch(st_.train.rows.data(), st_.train.labels.data(),
+                      static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
+                      precision_, st_.compute);
+    RM_RETURN_IF_ERROR(net.forwardLoss(n, /*train=*/true, 1.0 / n, st_.totals.data(), st_.compute));
+    Status launch;
+    RM_RETURN_IF_ERROR(net.backward(n, st_.compute, [&](int layer) {
+      if (!launch.ok() || st_.buckets_at_layer[layer].empty()) return;
+      launch = cudaStatus(cudaEventRecord(st_.layer_ready[layer], st_.compute), "layer event");
+      if (launch.ok())
+        launch = cudaStatus(cudaStreamWaitEvent(st_.comm, st_.layer_ready[layer], 0), "wait");
+      for (size_t b : st_.buckets_at_layer[layer]) {
+        if (!launch.ok()) return;
+        if (timed_) cudaEventRecord(st_.bucket_start[b], st_.comm);
+        // Alone, the average is the gradient itself: NCCL would still pass over every byte.
+        if (world_ > 1)
+          launch = collectives_->allreduceAverageAsync(net.grads() + st_.buckets[b].offset,
+                                                       st_.buckets[b].count, st_.comm);
+        if (timed_) cudaEventRecord(st_.bucket_end[b], st_.comm);
+      }
+    }));
+    RM_RETURN_IF_ERROR(launch);
+    if (timed_) cudaEventRecord(st_.backward_end, st_.compute);
+    RM_CUDA_RETURN_IF_ERROR(cudaEventRecord(st_.comm_done, st_.comm), "communication event");
+    if (timed_) cudaEventRecord(st_.timed_comm_done, st_.comm);
+    RM_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(st_.compute, st_.comm_done, 0), "join");
+    uint16_t* bf16 = net.bf16Params();
+    const size_t num_params = net.numParams();
+    if (adam_) {
+      launchAdamScalars(schedule_, adam_hyper_, st_.counters.data(), st_.adam_scalars.data(),
+                        st_.compute);
+      launchAdamStep(net.params(), net.grads(), st_.optimizer_state[0].data(),
+                     st_.optimizer_state[1].data(), num_params, st_.adam_scalars.data(), bf16,
+                     st_.compute);
+    } else {
+      launchSgdScalars(schedule_, sgd_base_, st_.counters.data(), st_.sgd_scalars.data(),
+                       st_.compute);
+      launchSgdStep(net.params(), net.grads(),
+                    st_.optimizer_state.empty() ? nullptr : st_.optimizer_state[0].data(),
+                    num_params, st_.sgd_scalars.data(), bf16, st_.compute);
+    }
+    launchAdvance(st_.counters.data(), st_.compute);
+    return cudaStatus(cudaGetLastError(), "launching the step's kernels");
+  }
+
+  // Captures a full-batch step as a graph; on failure training goes on eagerly.
+  Status captureGraph() {
+    RM_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(st_.compute, cudaStreamCaptureModeThreadLocal),
+                            "begin graph capture");
+    Status enqueued = enqueueStep(batch_);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(st_.compute, &graph);
+    if (!enqueued.ok()) {
+      if (graph) cudaGraphDestroy(graph);
+      return enqueued.withContext("capturing the step");
+    }
+    RM_CUDA_RETURN_IF_ERROR(ended, "end graph capture");
+    st_.graph = graph;
+    RM_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&st_.graph_exec, graph, 0),
+                            "instantiating the step graph");
+    return Status::Ok();
+  }
+
+  // Copies the device's parameters and optimizer state into the host mirror.
+  Status mirrorToHost() {
+    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st_.compute), "finishing the steps");
+    RM_RETURN_IF_ERROR(collectives_->asyncError());
+    const size_t num_params = st_.net->numParams();
+    auto params = st_.host_model->params();
+    RM_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(params.data(), st_.net->params(), params.size_bytes(), cudaMemcpyDeviceToHost),
+        "downloading parameters");
+    auto state = st_.host_optimizer->state();
+    for (size_t i = 0; i < state.size(); ++i)
+      RM_CUDA_RETURN_IF_ERROR(cudaMemcpy(state[i]->data(), st_.optimizer_state[i].data(),
+                                         num_params * sizeof(float), cudaMemcpyDeviceToHost),
+                              "downloading optimizer state");
+    StepCounters c;
+    RM_CUDA_RETURN_IF_ERROR(cudaMemcpy(&c, st_.counters.data(), sizeof c, cudaMemcpyDeviceToHost),
+                            "step counters");
+    st_.host_optimizer->setStepCount(c.optimizer_steps);
+    return Status::Ok();
+  }
+
+  const TrainerConfig& config_;
+  const TrainerContext& ctx_;
+  GpuTrainer::State& st_;
+  comm::Communicator& comm_;
+  comm::DeviceCollectives* collectives_;
+  const int rank_, world_;
+  const std::string who_;
+  const Precision precision_;
+  const int batch_;
+  const size_t shard_;  // this rank's samples per epoch
+  const int64_t num_batches_;
+  const LrSchedule schedule_;
+  const bool adam_;
+  const SgdScalars sgd_base_;
+  const AdamHyper adam_hyper_;
+  size_t bucket_bytes_ = 0;
+  bool use_graph_;
+  bool timed_ = false;  // the step being enqueued records the timing events
+  // This epoch.
+  int64_t first_batch_ = 0;
+  Clock::time_point epoch_start_;
+  int64_t steps_this_epoch_ = 0;
+  // Allreduce time, the part backward did not hide, and their bytes: timed steps only (the
+  // others run unobserved inside the graph).
+  double epoch_comm_ = 0, epoch_exposed_ = 0;
+  uint64_t epoch_comm_bytes_ = 0;
+  // The run.
+  int64_t timed_steps_ = 0;
+  uint64_t comm_calls_ = 0, comm_bytes_ = 0;
+};
+
+}  // namespace
+
 Result<TrainSummary> GpuTrainer::run() {
   State& st = *state_;
   comm::Communicator& comm = *ctx_.comm;
@@ -215,307 +536,20 @@ Result<TrainSummary> GpuTrainer::run() {
   RM_RETURN_IF_ERROR(makeEvent(&st.backward_end, true, "timing event"));
   RM_RETURN_IF_ERROR(makeEvent(&st.timed_comm_done, true, "timing event"));
 
-  const size_t shard = (train.size() - train.size() % world) / world;
-  const auto num_batches = static_cast<int64_t>((shard + batch - 1) / batch);
-  const LrSchedule schedule{config_.optimizer.learning_rate,
-                            static_cast<double>(config_.epochs) * static_cast<double>(num_batches),
-                            config_.lr_schedule == "cosine"};
-  const bool adam = host_optimizer.type() == "adam";
-  const SgdScalars sgd_base{0.0f, static_cast<float>(config_.optimizer.momentum),
-                            static_cast<float>(config_.optimizer.weight_decay),
-                            config_.optimizer.nesterov};
-  const AdamHyper adam_hyper{config_.optimizer.beta1, config_.optimizer.beta2,
-                             config_.optimizer.weight_decay, config_.optimizer.epsilon};
-  const int64_t optimizer_steps_at_start = host_optimizer.stepCount();
   {
-    StepCounters c{pos.step_in_epoch, pos.step, optimizer_steps_at_start};
+    StepCounters c{pos.step_in_epoch, pos.step, host_optimizer.stepCount()};
     RM_CUDA_RETURN_IF_ERROR(cudaMemcpy(st.counters.data(), &c, sizeof c, cudaMemcpyHostToDevice),
                             "initializing step counters");
   }
+  const size_t shard = (train.size() - train.size() % world) / world;
+  GpuEngine engine(config_, ctx_, st, precision, shard);
   if (rank == 0)
     RM_LOG(INFO, STEP) << host_model.signature() << " on the GPU: " << num_params
                        << " parameters in " << st.buckets.size() << " gradient bucket(s); "
                        << net.describe() << "; world size " << world << ", backend "
                        << comm.backend() << (config_.cuda_graph ? ", CUDA graph" : "");
-
-  // Enqueues one step of n samples; `timed` records the timing events.
-  bool timed = false;
-  auto enqueueStep = [&](int n) -> Status {
-    BatchSource source{st.permutation.data(), &st.counters.data()->cursor, 0, rank, world, batch};
-    launchGatherBatch(st.train.rows.data(), st.train.labels.data(),
-                      static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
-                      precision, st.compute);
-    RM_RETURN_IF_ERROR(net.forwardLoss(n, /*train=*/true, 1.0 / n, st.totals.data(), st.compute));
-    Status launch;
-    RM_RETURN_IF_ERROR(net.backward(n, st.compute, [&](int layer) {
-      if (!launch.ok() || st.buckets_at_layer[layer].empty()) return;
-      launch = cudaStatus(cudaEventRecord(st.layer_ready[layer], st.compute), "layer event");
-      if (launch.ok())
-        launch = cudaStatus(cudaStreamWaitEvent(st.comm, st.layer_ready[layer], 0), "wait");
-      for (size_t b : st.buckets_at_layer[layer]) {
-        if (!launch.ok()) return;
-        if (timed) cudaEventRecord(st.bucket_start[b], st.comm);
-        // Alone, the average is the gradient itself: NCCL would still pass over every byte.
-        if (world > 1)
-          launch = collectives->allreduceAverageAsync(net.grads() + st.buckets[b].offset,
-                                                      st.buckets[b].count, st.comm);
-        if (timed) cudaEventRecord(st.bucket_end[b], st.comm);
-      }
-    }));
-    RM_RETURN_IF_ERROR(launch);
-    if (timed) cudaEventRecord(st.backward_end, st.compute);
-    RM_CUDA_RETURN_IF_ERROR(cudaEventRecord(st.comm_done, st.comm), "communication event");
-    if (timed) cudaEventRecord(st.timed_comm_done, st.comm);
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(st.compute, st.comm_done, 0), "join");
-    uint16_t* bf16 = net.bf16Params();
-    if (adam) {
-      launchAdamScalars(schedule, adam_hyper, st.counters.data(), st.adam_scalars.data(),
-                        st.compute);
-      launchAdamStep(net.params(), net.grads(), st.optimizer_state[0].data(),
-                     st.optimizer_state[1].data(), num_params, st.adam_scalars.data(), bf16,
-                     st.compute);
-    } else {
-      launchSgdScalars(schedule, sgd_base, st.counters.data(), st.sgd_scalars.data(), st.compute);
-      launchSgdStep(net.params(), net.grads(),
-                    st.optimizer_state.empty() ? nullptr : st.optimizer_state[0].data(), num_params,
-                    st.sgd_scalars.data(), bf16, st.compute);
-    }
-    launchAdvance(st.counters.data(), st.compute);
-    return cudaStatus(cudaGetLastError(), "launching the step's kernels");
-  };
-
-  // Captures a full-batch step as a graph; on failure training goes on eagerly.
-  auto captureGraph = [&]() -> Status {
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(st.compute, cudaStreamCaptureModeThreadLocal),
-                            "begin graph capture");
-    Status enqueued = enqueueStep(batch);
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(st.compute, &graph);
-    if (!enqueued.ok()) {
-      if (graph) cudaGraphDestroy(graph);
-      return enqueued.withContext("capturing the step");
-    }
-    RM_CUDA_RETURN_IF_ERROR(ended, "end graph capture");
-    st.graph = graph;
-    RM_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&st.graph_exec, graph, 0),
-                            "instantiating the step graph");
-    return Status::Ok();
-  };
-  bool use_graph = config_.cuda_graph;
-
-  // Copies the device's parameters and optimizer state into the host mirror.
-  auto mirrorToHost = [&]() -> Status {
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "finishing the steps");
-    RM_RETURN_IF_ERROR(collectives->asyncError());
-    auto params = host_model.params();
-    RM_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(params.data(), net.params(), params.size_bytes(), cudaMemcpyDeviceToHost),
-        "downloading parameters");
-    auto state = host_optimizer.state();
-    for (size_t i = 0; i < state.size(); ++i)
-      RM_CUDA_RETURN_IF_ERROR(cudaMemcpy(state[i]->data(), st.optimizer_state[i].data(),
-                                         num_params * sizeof(float), cudaMemcpyDeviceToHost),
-                              "downloading optimizer state");
-    StepCounters c;
-    RM_CUDA_RETURN_IF_ERROR(cudaMemcpy(&c, st.counters.data(), sizeof c, cudaMemcpyDeviceToHost),
-                            "step counters");
-    host_optimizer.setStepCount(c.optimizer_steps);
-    return Status::Ok();
-  };
-  auto checkpointAt = [&](const Position& at) -> Status {
-    RM_RETURN_IF_ERROR(mirrorToHost());
-    return saveCheckpoint(config_, host_model, host_optimizer, at, ctx_.metrics);
-  };
-
-  const bool checkpoints = !config_.checkpoint.path.empty();
-  const int64_t max_steps = config_.max_steps;
-  TrainerMetrics* metrics = ctx_.metrics;
-  bool reached_max_steps = false;  // in this run: the position then needs a checkpoint
-  RunReport report(rank, world, config_.epochs, pos.epoch, metrics);
-  uint64_t comm_calls_total = 0, comm_bytes_total = 0;
-  int64_t timed_steps = 0;
-  size_t bucket_bytes = 0;
-  for (const Bucket& b : st.buckets) bucket_bytes += b.count * sizeof(float);
-
-  // Evaluates this rank's strided share of the test set and sums, over ranks, its counts with
-  // the training loss of `train_steps` steps.
-  auto evaluate = [&](double train_loss_sum, int64_t train_steps,
-                      const std::string& what) -> Result<EpochTotals> {
-    RM_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(st.totals.data() + 1, 0, sizeof(LossTotals), st.compute), "eval totals");
-    const auto test_count = static_cast<int64_t>(
-        test.size() > static_cast<size_t>(rank) ? (test.size() - rank + world - 1) / world : 0);
-    for (int64_t begin = 0; begin < test_count; begin += batch) {
-      const int n = static_cast<int>(std::min<int64_t>(batch, test_count - begin));
-      BatchSource source{nullptr, nullptr, begin, rank, world, batch};
-      launchGatherBatch(st.test.rows.data(), st.test.labels.data(),
-                        static_cast<int>(net.inputSize()), source, n, net.input(), net.labels(),
-                        precision, st.compute);
-      RM_RETURN_IF_ERROR(
-          net.forwardLoss(n, /*train=*/false, 1.0, st.totals.data() + 1, st.compute));
-    }
-    LossTotals eval;
-    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&eval, st.totals.data() + 1, sizeof eval,
-                                            cudaMemcpyDeviceToHost, st.compute),
-                            "reading the evaluation");
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "evaluation");
-    EpochTotals totals(static_cast<double>(eval.hits), eval.loss_sum,
-                       static_cast<double>(test_count), train_loss_sum,
-                       static_cast<double>(train_steps));
-    if (world > 1) {
-      comm::AllreduceOptions opts;
-      opts.tag = "epoch totals";
-      RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(totals.values, EpochTotals::kCount, opts),
-                             who + ": " + what);
-    }
-    return totals;
-  };
-  if (trainingComplete(config_, pos)) {
-    RM_ASSIGN_OR_RETURN(EpochTotals totals, evaluate(0, 0, "evaluating the restored model"));
-    report.endRestored(pos, totals, &summary);
-  }
-
-  for (int64_t epoch = pos.epoch; !trainingComplete(config_, pos); ++epoch) {
-    const int64_t first_batch = epoch == pos.epoch ? pos.step_in_epoch : 0;
-    const FeistelPermutation perm =
-        FeistelPermutation::make(static_cast<uint32_t>(train.size()), config_.seed, epoch);
-    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(st.permutation.data(), &perm, sizeof perm,
-                                            cudaMemcpyHostToDevice, st.compute),
-                            "epoch permutation");
-    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&st.counters.data()->cursor, &first_batch,
-                                            sizeof first_batch, cudaMemcpyHostToDevice, st.compute),
-                            "epoch cursor");
-    RM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(st.totals.data(), 0, sizeof(LossTotals), st.compute),
-                            "epoch totals");
-    if (metrics) metrics->epoch->Set(static_cast<double>(epoch + 1));
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "starting epoch");
-    const auto epoch_start = Clock::now();
-    int64_t epoch_samples = 0, steps_this_epoch = 0;
-    // Allreduce time, the part backward did not hide, and their bytes: timed steps only (the
-    // others run unobserved inside the graph).
-    double epoch_comm = 0, epoch_exposed = 0;
-    uint64_t epoch_comm_bytes = 0;
-
-    for (int64_t b = first_batch; b < num_batches; ++b) {
-      if (ctx_.stop && ctx_.stop->stopRequested()) {
-        if (rank == 0 && checkpoints) {
-          RM_RETURN_IF_ERROR(checkpointAt({epoch, pos.step, b}));
-          RM_LOG(INFO, CKPT) << "checkpoint written at step " << pos.step << " before stopping";
-        }
-        return core::cancelled(ctx_.stop->reason() + ": stopped at epoch " +
-                               std::to_string(epoch + 1) + " step " + std::to_string(pos.step));
-      }
-      if (max_steps > 0 && pos.step >= max_steps) {
-        reached_max_steps = true;
-        break;
-      }
-      const int n =
-          static_cast<int>(std::min<size_t>(batch, shard - static_cast<size_t>(b) * batch));
-      timed = b % kTimedStepInterval == kTimedStepInterval / 2 ||
-              (b == first_batch && epoch == pos.epoch);
-      const bool full = n == batch;
-      if (use_graph && full && !timed && st.graph_exec == nullptr && pos.step > 0) {
-        if (Status captured = captureGraph(); !captured.ok()) {
-          use_graph = false;
-          RM_LOG(WARN, STEP) << who << ": CUDA graph not used (" << captured.message()
-                             << "); steps run eagerly";
-          cudaGetLastError();
-        }
-      }
-      if (use_graph && full && !timed && st.graph_exec != nullptr) {
-        RM_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(st.graph_exec, st.compute),
-                                who + ": step " + std::to_string(pos.step + 1));
-      } else {
-        RM_RETURN_IF_ERROR_CTX(enqueueStep(n), who + ": step " + std::to_string(pos.step + 1));
-      }
-      ++pos.step;
-      pos.epoch = epoch;  // where a checkpoint taken now (max_steps, stop) resumes
-      pos.step_in_epoch = b + 1;
-      ++steps_this_epoch;
-      epoch_samples += static_cast<int64_t>(n) * world;
-      if (world > 1) {
-        comm_calls_total += st.buckets.size();
-        comm_bytes_total += bucket_bytes;
-      }
-      RM_RETURN_IF_ERROR_CTX(collectives->watch(st.compute, "step " + std::to_string(pos.step)),
-                             who);
-      if (timed) {
-        RM_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(st.timed_comm_done), "timed step");
-        RM_RETURN_IF_ERROR(collectives->asyncError());
-        float comm_ms = 0, exposed_ms = 0;
-        for (size_t i = 0; i < st.buckets.size(); ++i) {
-          float ms = 0;
-          cudaEventElapsedTime(&ms, st.bucket_start[i], st.bucket_end[i]);
-          comm_ms += ms;
-          if (metrics) metrics->allreduce_seconds->Observe(ms / 1000.0);
-        }
-        cudaEventElapsedTime(&exposed_ms, st.backward_end, st.timed_comm_done);
-        epoch_comm += comm_ms / 1000.0;
-        epoch_exposed += std::max(0.0f, exposed_ms) / 1000.0;
-        epoch_comm_bytes += bucket_bytes;
-        ++timed_steps;
-      }
-      if (metrics) {
-        metrics->samples->Increment(n);
-        metrics->steps->Increment();
-        if (world > 1) metrics->allreduce_bytes->Increment(static_cast<double>(bucket_bytes));
-      }
-      if (config_.log_every_steps > 0 && pos.step % config_.log_every_steps == 0 && rank == 0) {
-        LossTotals t;
-        RM_CUDA_RETURN_IF_ERROR(
-            cudaMemcpyAsync(&t, st.totals.data(), sizeof t, cudaMemcpyDeviceToHost, st.compute),
-            "reading the loss");
-        RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.compute), "reading the loss");
-        RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << pos.step << " mean loss "
-                           << t.loss_sum / static_cast<double>(steps_this_epoch);
-      }
-      if (rank == 0 && checkpoints && config_.checkpoint.every_steps > 0 &&
-          pos.step % config_.checkpoint.every_steps == 0 && b + 1 < num_batches) {
-        RM_RETURN_IF_ERROR(checkpointAt({epoch, pos.step, b + 1}));
-      }
-    }
-    LossTotals epoch_totals;
-    RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&epoch_totals, st.totals.data(), sizeof epoch_totals,
-                                            cudaMemcpyDeviceToHost, st.compute),
-                            "reading the epoch's loss");
-    const cudaError_t synced = cudaStreamSynchronize(st.compute);
-    RM_RETURN_IF_ERROR_CTX(collectives->asyncError(), who + ": epoch " + std::to_string(epoch + 1));
-    RM_CUDA_RETURN_IF_ERROR(synced, who + ": epoch " + std::to_string(epoch + 1));
-    const double epoch_wall = secondsSince(epoch_start);
-    if (steps_this_epoch > 0 && !std::isfinite(epoch_totals.loss_sum))
-      return core::invalidArgument(who + ": loss became " + std::to_string(epoch_totals.loss_sum) +
-                                   " in epoch " + std::to_string(epoch + 1) + " (learning rate " +
-                                   std::to_string(config_.optimizer.learning_rate) + " too high?)");
-
-    RM_ASSIGN_OR_RETURN(EpochTotals totals, evaluate(epoch_totals.loss_sum, steps_this_epoch,
-                                                     "epoch " + std::to_string(epoch + 1)));
-    // The host does not see single GPU steps: the histogram gets the epoch's mean step.
-    if (metrics && steps_this_epoch > 0)
-      metrics->step_seconds->Observe(epoch_wall / static_cast<double>(steps_this_epoch));
-    report.endEpoch({epoch, epoch_wall, epoch_samples, steps_this_epoch, epoch_comm, epoch_exposed,
-                     epoch_comm_bytes,
-                     std::string(" on the GPU (") + precisionName(precision) +
-                         (st.graph_exec ? ", CUDA graph)" : ")")},
-                    totals, &summary);
-    if (!reached_max_steps) {
-      pos = {epoch + 1, pos.step, 0};
-      summary.epochs = epoch + 1;
-    } else {
-      summary.epochs = epoch;
-    }
-    if (rank == 0 && checkpoints && !reached_max_steps) RM_RETURN_IF_ERROR(checkpointAt(pos));
-  }
-  if (rank == 0 && checkpoints && reached_max_steps) RM_RETURN_IF_ERROR(checkpointAt(pos));
-  RM_RETURN_IF_ERROR(mirrorToHost());
-
-  report.finish(pos.step, comm_calls_total, comm_bytes_total, &summary);
-  if (rank == 0 && timed_steps > 0)
-    RM_LOG(INFO, STEP) << "allreduce over " << timed_steps << " timed steps: "
-                       << summary.allreduce_seconds * 1e3 / static_cast<double>(timed_steps)
-                       << " ms per step, "
-                       << summary.comm_exposed_seconds * 1e3 / static_cast<double>(timed_steps)
-                       << " ms of it after backward ("
-                       << static_cast<int>(summary.overlap_ratio * 100) << "% hidden)";
+  RM_RETURN_IF_ERROR(
+      runTrainingLoop(config_, {rank, world, ctx_.stop, ctx_.metrics}, engine, pos, &summary));
   return summary;
 }
 

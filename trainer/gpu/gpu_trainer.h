@@ -1,5 +1,6 @@
 #pragma once
-// The data-parallel training loop on one GPU per rank, behind the same TrainerConfig,
+// Data-parallel training on one GPU per rank, run by the same training loop as the CPU
+// (training_loop.h) with the GPU step engine, behind the same TrainerConfig,
 // TrainerContext and TrainSummary as the CPU Trainer (trainer.h), with the same checkpoints,
 // resume, evaluation and log lines.
 //
@@ -41,8 +42,9 @@ class GpuTrainer {
   // Final fp32 parameters (after run()), copied to the host.
   std::vector<float> parameters() const;
 
+  struct State;  // the device resources (gpu_trainer.cc); public for its step engine
+
  private:
-  struct State;
   TrainerConfig config_;
   TrainerContext ctx_;
   std::unique_ptr<State> state_;

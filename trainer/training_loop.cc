@@ -1,0 +1,78 @@
+#include "trainer/training_loop.h"
+
+#include <chrono>
+
+#include "ringmaster/core/log.h"
+
+namespace ringmaster::trainer {
+
+using Clock = std::chrono::steady_clock;
+
+core::Status runTrainingLoop(const TrainerConfig& config, const LoopContext& context,
+                             StepEngine& engine, Position pos, TrainSummary* summary) {
+  const bool checkpoints = !config.checkpoint.path.empty();
+  const bool writer = context.rank == 0 && checkpoints;
+  const int64_t max_steps = config.max_steps;
+  const int64_t num_batches = engine.batchesPerEpoch();
+  RunReport report(context.rank, context.world, config.epochs, pos.epoch, context.metrics);
+  bool reached_max_steps = false;  // in this run: the position then needs a checkpoint
+
+  if (trainingComplete(config, pos)) {
+    RM_ASSIGN_OR_RETURN(EpochTotals totals, engine.evaluate(0, 0, "evaluating the restored model"));
+    report.endRestored(pos, totals, summary);
+  }
+
+  for (int64_t epoch = pos.epoch; !trainingComplete(config, pos); ++epoch) {
+    const int64_t first_batch = epoch == pos.epoch ? pos.step_in_epoch : 0;
+    if (context.metrics) context.metrics->epoch->Set(static_cast<double>(epoch + 1));
+    RM_RETURN_IF_ERROR(engine.beginEpoch(epoch, first_batch));
+    const auto epoch_start = Clock::now();
+    int64_t epoch_samples = 0, steps = 0;
+
+    for (int64_t b = first_batch; b < num_batches; ++b) {
+      if (context.stop && context.stop->stopRequested()) {
+        if (writer) {
+          RM_RETURN_IF_ERROR(engine.saveCheckpoint({epoch, pos.step, b}));
+          RM_LOG(INFO, CKPT) << "checkpoint written at step " << pos.step << " before stopping";
+        }
+        return core::cancelled(context.stop->reason() + ": stopped at epoch " +
+                               std::to_string(epoch + 1) + " step " + std::to_string(pos.step));
+      }
+      if (max_steps > 0 && pos.step >= max_steps) {
+        reached_max_steps = true;
+        break;
+      }
+      RM_ASSIGN_OR_RETURN(const int samples, engine.step(epoch, b, pos.step));
+      ++pos.step;
+      pos.epoch = epoch;  // where a checkpoint taken now (max_steps, stop) resumes
+      pos.step_in_epoch = b + 1;
+      ++steps;
+      epoch_samples += static_cast<int64_t>(samples) * context.world;
+      if (writer && config.checkpoint.every_steps > 0 &&
+          pos.step % config.checkpoint.every_steps == 0 && b + 1 < num_batches) {
+        RM_RETURN_IF_ERROR(engine.saveCheckpoint({epoch, pos.step, b + 1}));
+      }
+    }
+    RM_ASSIGN_OR_RETURN(EpochMeasures measured, engine.endEpoch(epoch, steps));
+    const double epoch_wall = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+
+    RM_ASSIGN_OR_RETURN(EpochTotals totals, engine.evaluate(measured.train_loss_sum, steps,
+                                                            "epoch " + std::to_string(epoch + 1)));
+    report.endEpoch({epoch, epoch_wall, epoch_samples, steps, measured.comm_seconds,
+                     measured.exposed_seconds, measured.comm_bytes, measured.where},
+                    totals, summary);
+    if (!reached_max_steps) {
+      pos = {epoch + 1, pos.step, 0};
+      summary->epochs = epoch + 1;
+    } else {
+      summary->epochs = epoch;
+    }
+    if (writer && !reached_max_steps) RM_RETURN_IF_ERROR(engine.saveCheckpoint(pos));
+  }
+  if (writer && reached_max_steps) RM_RETURN_IF_ERROR(engine.saveCheckpoint(pos));
+
+  report.finish(pos.step, engine.allreduceCalls(), engine.allreduceBytes(), summary);
+  return engine.finish(*summary, report.trainSeconds());
+}
+
+}  // namespace ringmaster::trainer
