@@ -15,8 +15,16 @@
 #include <string>
 
 #include "ringmaster/core/status.h"
+#include "trainer/comm/call_context.h"
 
 namespace ringmaster::trainer::comm {
+
+struct PointToPointOptions {
+  // Give up when the peer has not taken or sent the message for this long (0 = backend default).
+  std::chrono::milliseconds timeout{0};
+  // A caller-chosen tag that appears in error messages ("activations of micro-batch 3").
+  std::string tag;
+};
 
 struct AllreduceOptions {
   // Give up when a peer has not answered for this long (0 = backend default).
@@ -60,13 +68,46 @@ class Communicator {
   // Broadcast `bytes` bytes from `root` to every rank (used to sync initial parameters).
   virtual core::Status broadcast(void* data, size_t bytes, int root) = 0;
   virtual core::Status barrier() = 0;
+  // Point-to-point, for the pipeline schedules (activations forward, gradients back): send()
+  // hands `bytes` bytes to rank `peer` and returns once `data` may be reused; recv() takes the
+  // next message from `peer`, which must be exactly `bytes` long. Between two ranks messages
+  // arrive in the order they were sent. Backends without it (shm, nccl and single so far) say so
+  // with kInvalidArgument naming the backend.
+  virtual core::Status send(const void* data, size_t bytes, int peer,
+                            const PointToPointOptions& opts) {
+    (void)data;
+    return noPointToPoint("send to", bytes, peer, opts);
+  }
+  virtual core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) {
+    (void)data;
+    return noPointToPoint("receive from", bytes, peer, opts);
+  }
+
   // The GPU-memory collectives of this backend; null for host-memory backends.
   virtual DeviceCollectives* deviceCollectives() { return nullptr; }
 
   const CommStats& stats() const { return stats_; }
 
  protected:
+  // Why a send or receive cannot involve `peer` (out of the world, or this rank), or Ok.
+  core::Status checkPeer(int peer, const std::string& what) const {
+    if (peer < 0 || peer >= size() || peer == rank()) {
+      return core::invalidArgument(what + ": peer " + std::to_string(peer) +
+                                   " is not another rank of the world of " +
+                                   std::to_string(size()));
+    }
+    return core::Status::Ok();
+  }
+
   CommStats stats_;  // updated by implementations in allreduceSum
+
+ private:
+  core::Status noPointToPoint(const std::string& verb, size_t bytes, int peer,
+                              const PointToPointOptions& opts) const {
+    return core::invalidArgument(
+        describeRankCall(rank(), verb + " rank " + std::to_string(peer), opts.tag, bytes) +
+        ": the " + backend() + " backend has no point-to-point messages; use gloo or inproc");
+  }
 };
 
 // nccl-tests' bus bandwidth for allreduce: bytes / seconds * 2 * (n - 1) / n.

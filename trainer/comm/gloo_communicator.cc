@@ -7,6 +7,8 @@
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -155,7 +157,9 @@ GlooCommunicator::GlooCommunicator(int rank, int size, std::chrono::milliseconds
       size_(size),
       timeout_(timeout),
       device_(std::move(device)),
-      context_(std::move(context)) {}
+      context_(std::move(context)),
+      sent_(static_cast<size_t>(size), 0),
+      received_(static_cast<size_t>(size), 0) {}
 
 GlooCommunicator::~GlooCommunicator() {
   // Buffers hold raw pointers into the context's pairs: drop them before the context.
@@ -233,6 +237,44 @@ core::Status GlooCommunicator::barrier() {
     gloo::BarrierOptions options(context_);
     options.setTimeout(timeout_);
     gloo::barrier(options);
+  });
+}
+
+namespace {
+
+// Slots of point-to-point messages: a prefix beside Gloo's collectives' (gloo/types.h).
+constexpr uint8_t kPointToPointSlotPrefix = 0x40;
+
+}  // namespace
+
+core::Status GlooCommunicator::send(const void* data, size_t bytes, int peer,
+                                    const PointToPointOptions& opts) {
+  const std::string what =
+      describeRankCall(rank_, "send to rank " + std::to_string(peer), opts.tag, bytes) +
+      " over gloo";
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
+  return guarded(what, [&] {
+    const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, sent_[peer]++);
+    // Gloo reads the buffer only while this call waits for the send to complete.
+    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), bytes);
+    buffer->send(peer, slot);
+    if (!buffer->waitSend(timeout)) throw std::runtime_error("send aborted");
+  });
+}
+
+core::Status GlooCommunicator::recv(void* data, size_t bytes, int peer,
+                                    const PointToPointOptions& opts) {
+  const std::string what =
+      describeRankCall(rank_, "receive from rank " + std::to_string(peer), opts.tag, bytes) +
+      " over gloo";
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
+  return guarded(what, [&] {
+    const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, received_[peer]++);
+    auto buffer = context_->createUnboundBuffer(data, bytes);
+    buffer->recv(peer, slot);
+    if (!buffer->waitRecv(timeout)) throw std::runtime_error("receive aborted");
   });
 }
 

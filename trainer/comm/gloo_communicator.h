@@ -68,6 +68,11 @@ class GlooCommunicator final : public Communicator {
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;
   core::Status barrier() override;
+  // Gloo's unbound buffers; the n-th message from one rank to another uses slot n of a prefix
+  // Gloo's collectives do not use, so both sides match it without a handshake.
+  core::Status send(const void* data, size_t bytes, int peer,
+                    const PointToPointOptions& opts) override;
+  core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) override;
 
   // How many buffers have a kept allreduce setup (tests check reuse).
   size_t cachedBufferCountForTesting() const { return cache_.size(); }
@@ -89,8 +94,9 @@ class GlooCommunicator final : public Communicator {
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
-  std::list<CachedAllreduce> cache_;  // most recently used first
-  core::Status broken_;               // the first failure; later calls return it
+  std::list<CachedAllreduce> cache_;       // most recently used first
+  core::Status broken_;                    // the first failure; later calls return it
+  std::vector<uint32_t> sent_, received_;  // messages per peer so far: the next slot
 };
 
 }  // namespace ringmaster::trainer::comm

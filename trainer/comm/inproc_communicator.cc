@@ -56,6 +56,41 @@ core::Status InProcGroup::arrive(int rank, const Published* mine, std::chrono::m
   return core::unavailable(what + ": group is broken: " + broken_);
 }
 
+core::Status InProcGroup::post(int from, int to, const void* data, size_t bytes,
+                               const std::string& what) {
+  {
+    std::lock_guard lock(mu_);
+    if (!broken_.empty()) return core::unavailable(what + ": group is broken: " + broken_);
+    const auto* begin = static_cast<const uint8_t*>(data);
+    mailboxes_[{from, to}].emplace_back(begin, begin + bytes);
+  }
+  cv_.notify_all();
+  return core::Status::Ok();
+}
+
+core::Status InProcGroup::take(int from, int to, void* data, size_t bytes,
+                               std::chrono::milliseconds timeout, const std::string& what) {
+  std::unique_lock lock(mu_);
+  std::deque<std::vector<uint8_t>>& box = mailboxes_[{from, to}];
+  const bool arrived = cv_.wait_until(lock, Clock::now() + timeout,
+                                      [&] { return !box.empty() || !broken_.empty(); });
+  if (!box.empty()) {
+    std::vector<uint8_t> message = std::move(box.front());
+    box.pop_front();
+    if (message.size() != bytes) {
+      return core::invalidArgument(what + ": rank " + std::to_string(from) + " sent " +
+                                   std::to_string(message.size()) + " bytes");
+    }
+    if (bytes > 0) std::memcpy(data, message.data(), bytes);
+    return core::Status::Ok();
+  }
+  if (!arrived) {
+    return core::timeoutError(what + ": nothing from rank " + std::to_string(from) + " within " +
+                              std::to_string(timeout.count()) + " ms");
+  }
+  return core::unavailable(what + ": group is broken: " + broken_);
+}
+
 InProcCommunicator::InProcCommunicator(std::shared_ptr<InProcGroup> group, int rank)
     : group_(std::move(group)), rank_(rank) {}
 
@@ -123,6 +158,23 @@ core::Status InProcCommunicator::broadcast(void* data, size_t bytes, int root) {
 core::Status InProcCommunicator::barrier() {
   return group_->arrive(rank_, nullptr, group_->defaultTimeout(),
                         "rank " + std::to_string(rank_) + ": barrier");
+}
+
+core::Status InProcCommunicator::send(const void* data, size_t bytes, int peer,
+                                      const PointToPointOptions& opts) {
+  const std::string what =
+      describeRankCall(rank_, "send to rank " + std::to_string(peer), opts.tag, bytes);
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  return group_->post(rank_, peer, data, bytes, what);
+}
+
+core::Status InProcCommunicator::recv(void* data, size_t bytes, int peer,
+                                      const PointToPointOptions& opts) {
+  const std::string what =
+      describeRankCall(rank_, "receive from rank " + std::to_string(peer), opts.tag, bytes);
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  const auto timeout = opts.timeout.count() > 0 ? opts.timeout : group_->defaultTimeout();
+  return group_->take(peer, rank_, data, bytes, timeout, what);
 }
 
 std::vector<std::unique_ptr<Communicator>> makeInProcCommunicators(

@@ -17,6 +17,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +54,10 @@ class InProcGroup {
   // `what` names the call in errors ("allreduceSum 'bucket 3' (4096 bytes)").
   core::Status arrive(int rank, const Published* mine, std::chrono::milliseconds timeout,
                       const std::string& what);
+  // Point-to-point: a message is copied into the (from, to) mailbox; the receiver takes it.
+  core::Status post(int from, int to, const void* data, size_t bytes, const std::string& what);
+  core::Status take(int from, int to, void* data, size_t bytes, std::chrono::milliseconds timeout,
+                    const std::string& what);
   // Valid between the barrier after publishing and the next barrier.
   const Published& published(int rank) const { return published_[rank]; }
 
@@ -63,6 +70,7 @@ class InProcGroup {
   uint64_t generation_ = 0;
   std::string broken_;  // non-empty once a rank timed out: the reason, returned to every caller
   std::vector<Published> published_;
+  std::map<std::pair<int, int>, std::deque<std::vector<uint8_t>>> mailboxes_;  // (from, to)
 };
 
 class InProcCommunicator final : public Communicator {
@@ -77,6 +85,9 @@ class InProcCommunicator final : public Communicator {
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;
   core::Status barrier() override;
+  core::Status send(const void* data, size_t bytes, int peer,
+                    const PointToPointOptions& opts) override;
+  core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) override;
 
  private:
   core::Status checkSameSize(size_t bytes, const std::string& what) const;

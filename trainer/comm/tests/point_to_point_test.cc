@@ -1,0 +1,135 @@
+// Point-to-point messages on every backend that has them: order and contents between a pair, a
+// ring of stages, the peer checks and a receive that nothing answers. Backends without them say
+// so by name.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "trainer/comm/tests/rank_threads.h"
+
+namespace ringmaster::trainer::comm {
+namespace {
+
+using testing::makeCommunicators;
+using testing::runRanks;
+
+class PointToPointTest : public ::testing::TestWithParam<std::string> {};
+
+std::vector<float> message(size_t n, float first) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+TEST_P(PointToPointTest, MessagesBetweenTwoRanksArriveInOrderAndWhole) {
+  auto comms = makeCommunicators(GetParam(), 2);
+  ASSERT_EQ(comms.size(), 2u);
+  const std::vector<size_t> sizes = {1, 1000, 300000, 7};  // 4 B .. 1.2 MB
+  runRanks(2, [&](int r) {
+    Communicator& c = *comms[r];
+    if (r == 0) {
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<float> out = message(sizes[i], static_cast<float>(i * 10));
+        ASSERT_TRUE(c.send(out.data(), out.size() * sizeof(float), 1, {}).ok());
+      }
+      std::vector<float> reply(3);
+      core::Status s = c.recv(reply.data(), reply.size() * sizeof(float), 1, {});
+      ASSERT_TRUE(s.ok()) << s.toString();
+      EXPECT_EQ(reply, message(3, -1));
+    } else {
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<float> in(sizes[i]);
+        core::Status s = c.recv(in.data(), in.size() * sizeof(float), 0, {});
+        ASSERT_TRUE(s.ok()) << s.toString();
+        EXPECT_EQ(in, message(sizes[i], static_cast<float>(i * 10))) << "message " << i;
+      }
+      std::vector<float> reply = message(3, -1);
+      ASSERT_TRUE(c.send(reply.data(), reply.size() * sizeof(float), 0, {}).ok());
+    }
+  });
+}
+
+// Stages in a line pass a value forward and a gradient back, as a pipeline does.
+TEST_P(PointToPointTest, FourStagesPassActivationsForwardAndGradientsBack) {
+  constexpr int kStages = 4;
+  auto comms = makeCommunicators(GetParam(), kStages);
+  ASSERT_EQ(comms.size(), static_cast<size_t>(kStages));
+  std::vector<float> final_grad(kStages, 0);
+  runRanks(kStages, [&](int r) {
+    Communicator& c = *comms[r];
+    float activation = 1;
+    if (r > 0) {
+      ASSERT_TRUE(c.recv(&activation, sizeof activation, r - 1, {}).ok());
+    }
+    activation *= 2;
+    if (r + 1 < kStages) {
+      ASSERT_TRUE(c.send(&activation, sizeof activation, r + 1, {}).ok());
+    }
+    float grad = activation;  // the last stage's "loss gradient"
+    if (r + 1 < kStages) {
+      ASSERT_TRUE(c.recv(&grad, sizeof grad, r + 1, {}).ok());
+    }
+    grad += 1;
+    if (r > 0) {
+      ASSERT_TRUE(c.send(&grad, sizeof grad, r - 1, {}).ok());
+    }
+    final_grad[r] = grad;
+  });
+  // Forward: 2, 4, 8, 16; backward from 16: 17, 18, 19, 20.
+  EXPECT_EQ(final_grad, (std::vector<float>{20, 19, 18, 17}));
+}
+
+TEST_P(PointToPointTest, APeerOutsideTheWorldOrItselfIsRejected) {
+  auto comms = makeCommunicators(GetParam(), 2);
+  ASSERT_EQ(comms.size(), 2u);
+  float x = 0;
+  for (int peer : {-1, 0, 2}) {
+    core::Status s = comms[0]->send(&x, sizeof x, peer, {});
+    EXPECT_EQ(s.code(), core::Code::kInvalidArgument) << peer;
+    EXPECT_NE(s.message().find("is not another rank"), std::string::npos) << s.message();
+    EXPECT_EQ(comms[0]->recv(&x, sizeof x, peer, {}).code(), core::Code::kInvalidArgument);
+  }
+}
+
+TEST_P(PointToPointTest, AReceiveNothingAnswersTimesOutNamingThePeerAndTag) {
+  auto comms = makeCommunicators(GetParam(), 2);
+  ASSERT_EQ(comms.size(), 2u);
+  float x = 0;
+  PointToPointOptions options;
+  options.timeout = std::chrono::milliseconds(200);
+  options.tag = "activations of micro-batch 3";
+  core::Status s = comms[1]->recv(&x, sizeof x, 0, options);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 1: receive from rank 0 'activations of micro-batch 3'"),
+            std::string::npos)
+      << s.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PointToPointTest, ::testing::Values("inproc", "gloo"),
+                         [](const auto& info) { return info.param; });
+
+TEST(PointToPoint, InProcRejectsAMessageOfAnotherSize) {
+  auto comms = makeCommunicators("inproc", 2);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> sent(4, 1.0f), got(3);
+  ASSERT_TRUE(comms[0]->send(sent.data(), sent.size() * sizeof(float), 1, {}).ok());
+  core::Status s = comms[1]->recv(got.data(), got.size() * sizeof(float), 0, {});
+  EXPECT_EQ(s.code(), core::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("rank 0 sent 16 bytes"), std::string::npos) << s.message();
+}
+
+TEST(PointToPoint, ABackendWithoutMessagesSaysSoByName) {
+  auto comms = makeCommunicators("shm", 2);
+  ASSERT_EQ(comms.size(), 2u);
+  float x = 0;
+  core::Status s = comms[0]->send(&x, sizeof x, 1, {});
+  EXPECT_EQ(s.code(), core::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("the shm backend has no point-to-point messages"), std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::comm
