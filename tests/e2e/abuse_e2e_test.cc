@@ -120,8 +120,8 @@ class AbuseE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
   }
 
   // The processes of job `name` (its pods' every process carries RINGMASTER_JOB) still alive.
-  static std::vector<pid_t> processesOf(const std::string& name) {
-    return testutil::findProcesses("", {{"RINGMASTER_JOB", name}});
+  std::vector<pid_t> processesOf(const std::string& name) const {
+    return cluster_.findProcesses("", {{"RINGMASTER_JOB", name}});
   }
 
   static std::string describe(const std::vector<pid_t>& pids) {
@@ -228,16 +228,16 @@ TEST_P(AbuseE2e, KilledLauncherAndKubeletRecoverTheirJobsAndNoProcessOutlivesThe
   // The launcher of relaunch's rank 1, once its command runs.
   pid_t launcher = 0;
   ASSERT_TRUE(eventually(60s, [&] {
-    if (testutil::findProcess("sleep", {{"RINGMASTER_JOB", "relaunch"}}) == 0) return false;
-    launcher = testutil::findProcess("ringmaster-launcher",
-                                     {{"RINGMASTER_JOB", "relaunch"}, {"NODE_RANK", "1"}});
+    if (cluster_.findProcess("sleep", {{"RINGMASTER_JOB", "relaunch"}}) == 0) return false;
+    launcher = cluster_.findProcess("ringmaster-launcher",
+                                    {{"RINGMASTER_JOB", "relaunch"}, {"NODE_RANK", "1"}});
     return launcher > 0;
   })) << logs();
   ASSERT_EQ(kill(launcher, SIGKILL), 0);
 
   // The kubelet, while survivor's pods run.
   ASSERT_TRUE(eventually(60s, [&] {
-    return testutil::findProcess("sleep", {{"RINGMASTER_JOB", "survivor"}}) > 0;
+    return cluster_.findProcess("sleep", {{"RINGMASTER_JOB", "survivor"}}) > 0;
   })) << logs();
   const pid_t kubelet = static_cast<pid_t>(testutil::readNumberFile(dir() + "/kubelet.pid"));
   ASSERT_GT(kubelet, 0);
@@ -270,7 +270,7 @@ TEST_P(AbuseE2e, KilledLauncherAndKubeletRecoverTheirJobsAndNoProcessOutlivesThe
   // process group of its own (the launcher's SIGTERM to its rank's group does not reach it).
   apply(shellJob("downed", 2, "perl -e 'setpgrp; exec @ARGV' sleep 987 & sleep 300", "Never"));
   ASSERT_TRUE(eventually(60s, [&] {
-    return testutil::findProcesses("sleep", {{"RINGMASTER_JOB", "downed"}}).size() >= 4;
+    return cluster_.findProcesses("sleep", {{"RINGMASTER_JOB", "downed"}}).size() >= 4;
   })) << logs();
   testutil::ProcessResult down = cluster_.stop();
   EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;
@@ -368,9 +368,9 @@ TEST_P(AbuseE2e, RendezvousStoreRefusesAFloodOfStrangersAndTheJobStillSucceeds) 
   apply(shellJob("flooded", 2, "sleep 12", "Never"));
   pid_t launcher = 0;
   ASSERT_TRUE(eventually(60s, [&] {
-    launcher = testutil::findProcess("ringmaster-launcher",
-                                     {{"RINGMASTER_JOB", "flooded"}, {"NODE_RANK", "0"}});
-    return launcher > 0 && testutil::findProcess("sleep", {{"RINGMASTER_JOB", "flooded"}}) > 0;
+    launcher = cluster_.findProcess("ringmaster-launcher",
+                                    {{"RINGMASTER_JOB", "flooded"}, {"NODE_RANK", "0"}});
+    return launcher > 0 && cluster_.findProcess("sleep", {{"RINGMASTER_JOB", "flooded"}}) > 0;
   })) << logs();
   nlohmann::json pod = cluster_.get("pod", "flooded-worker-0");
   const std::string ip = pod.value("/status/podIP"_json_pointer, std::string());

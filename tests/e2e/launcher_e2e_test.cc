@@ -169,7 +169,7 @@ spec:
         testutil::kFashionMnistDir + R"(}
     epochs: 10
     batchSize: 32
-    maxSteps: 2000
+    maxSteps: 6000
     optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
     checkpoint: {path: /ckpt, everySteps: 20}
   volumes:
@@ -180,16 +180,19 @@ spec:
   restartPolicy: OnFailure
   backoffLimit: 2
 )");
-  // Let it train a little, then freeze rank 3 (pod 1's second process).
-  nlohmann::json running = cluster_.waitForJob("frozen", 240s, [](const nlohmann::json& j) {
-    return j.contains("status") && j["status"].contains("progress") &&
-           j["status"]["progress"].value("step", 0) >= 20;
-  });
-  ASSERT_TRUE(running.contains("status") && running["status"].contains("progress") &&
-              running["status"]["progress"].value("step", 0) >= 20)
-      << running.dump(2);
+  // Freeze rank 3 (pod 1's second process) once the first checkpoint is on the claim's volume:
+  // status.progress comes from a periodic scrape, and this small job can finish its steps
+  // before a scrape shows 20 of them.
+  const fs::path claim = fs::path(cluster_.dataDir()) / "kubelet/volumes/default/frozen-ckpt";
+  ASSERT_TRUE(testutil::eventually(240s,
+                                   [&] {
+                                     std::error_code ec;
+                                     return fs::exists(claim, ec) && !fs::is_empty(claim, ec);
+                                   }))
+      << "no checkpoint in " << claim << "\n"
+      << cluster_.get("trainingjob", "frozen").dump(2);
   pid_t victim =
-      testutil::findProcess("ringmaster-trainer", {{"RINGMASTER_JOB", "frozen"}, {"RANK", "3"}});
+      cluster_.findProcess("ringmaster-trainer", {{"RINGMASTER_JOB", "frozen"}, {"RANK", "3"}});
   ASSERT_GT(victim, 0) << "no trainer with RANK=3";
   ASSERT_EQ(kill(victim, SIGSTOP), 0);
 

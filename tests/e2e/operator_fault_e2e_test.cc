@@ -169,8 +169,8 @@ spec:
                          }))
       << "no checkpoint in " << claim << "\n"
       << cluster_.get("trainingjob", "fmnist").dump(2);
-  const pid_t victim = testutil::findProcess("ringmaster-trainer",
-                                             {{"RINGMASTER_JOB", "fmnist"}, {"NODE_RANK", "1"}});
+  const pid_t victim = cluster_.findProcess("ringmaster-trainer",
+                                            {{"RINGMASTER_JOB", "fmnist"}, {"NODE_RANK", "1"}});
   ASSERT_GT(victim, 0) << "no trainer of fmnist-worker-1";
   ASSERT_EQ(kill(victim, SIGKILL), 0);
 

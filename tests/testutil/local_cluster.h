@@ -66,6 +66,12 @@ class LocalCluster {
   nlohmann::json waitForJob(const std::string& name, std::chrono::seconds limit,
                             const std::function<bool(const nlohmann::json&)>& done) const;
   std::string podLog(const std::string& pod) const;  // `kubectl logs` (stdout + stderr)
+  // testutil::findProcess(es) among this cluster's pods only: each of their processes names
+  // this cluster's kubelet hosts file in NSS_WRAPPER_HOSTS (orphans keep it too). A test's twin
+  // on the other control plane runs at the same time with the same job names.
+  pid_t findProcess(const std::string& program, std::map<std::string, std::string> env) const;
+  std::vector<pid_t> findProcesses(const std::string& program,
+                                   std::map<std::string, std::string> env) const;
 
  private:
   ControlPlane plane_;
