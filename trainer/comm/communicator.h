@@ -106,7 +106,7 @@ class Communicator {
                               const PointToPointOptions& opts) const {
     return core::invalidArgument(
         describeRankCall(rank(), verb + " rank " + std::to_string(peer), opts.tag, bytes) +
-        ": the " + backend() + " backend has no point-to-point messages; use gloo or inproc");
+        ": the " + backend() + " backend has no point-to-point messages; use gloo or mpi");
   }
 };
 

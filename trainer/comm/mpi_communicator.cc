@@ -147,4 +147,57 @@ core::Status MpiCommunicator::barrier() {
   return core::Status::Ok();
 }
 
+namespace {
+
+// The tag of point-to-point messages (collectives do not use tags).
+constexpr int kPointToPointTag = 0x5250;
+
+}  // namespace
+
+core::Status MpiCommunicator::send(const void* data, size_t bytes, int peer,
+                                   const PointToPointOptions& opts) {
+  const std::string what =
+      describeRankCall(rank_, "send to rank " + std::to_string(peer), opts.tag, bytes);
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  const char* p = static_cast<const char*>(data);
+  size_t done = 0;
+  do {  // an empty message is one empty chunk, so that the receiver matches it
+    const int n = static_cast<int>(std::min(kMaxMpiCount, bytes - done));
+    RM_MPI_CHECK(MPI_Send(p + done, n, MPI_BYTE, peer, kPointToPointTag, state_->comm), what);
+    done += static_cast<size_t>(n);
+  } while (done < bytes);
+  return core::Status::Ok();
+}
+
+core::Status MpiCommunicator::recv(void* data, size_t bytes, int peer,
+                                   const PointToPointOptions& opts) {
+  const std::string what =
+      describeRankCall(rank_, "receive from rank " + std::to_string(peer), opts.tag, bytes);
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  char* p = static_cast<char*>(data);
+  size_t done = 0;
+  do {
+    const int n = static_cast<int>(std::min(kMaxMpiCount, bytes - done));
+    MPI_Status status;
+    const int rc = MPI_Recv(p + done, n, MPI_BYTE, peer, kPointToPointTag, state_->comm, &status);
+    if (rc != MPI_SUCCESS) {
+      int error_class = 0;
+      MPI_Error_class(rc, &error_class);
+      if (error_class == MPI_ERR_TRUNCATE) {
+        return core::invalidArgument(what + ": rank " + std::to_string(peer) +
+                                     " sent a longer message");
+      }
+      return mpiError(rc, what);
+    }
+    int got = 0;
+    RM_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got), what);
+    if (got != n) {
+      return core::invalidArgument(what + ": rank " + std::to_string(peer) + " sent " +
+                                   std::to_string(done + static_cast<size_t>(got)) + " bytes");
+    }
+    done += static_cast<size_t>(n);
+  } while (done < bytes);
+  return core::Status::Ok();
+}
+
 }  // namespace ringmaster::trainer::comm

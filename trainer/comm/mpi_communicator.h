@@ -30,6 +30,12 @@ class MpiCommunicator final : public Communicator {
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;
   core::Status barrier() override;
+  // MPI_Send/MPI_Recv on this communicator's own tag, in chunks MPI's int count can hold; the
+  // receiver checks each chunk's size. MPI has no timeout: a missing peer blocks (the launcher's
+  // hang detection ends such a gang).
+  core::Status send(const void* data, size_t bytes, int peer,
+                    const PointToPointOptions& opts) override;
+  core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) override;
 
  private:
   struct State;  // the MPI_Comm, kept out of this header so it needs no <mpi.h>

@@ -68,6 +68,45 @@ TEST_F(MpiCommunicatorTest, BroadcastCopiesTheRootBytes) {
   EXPECT_TRUE(comm_->barrier().ok());
 }
 
+TEST_F(MpiCommunicatorTest, PointToPointMessagesArriveInOrderAndWhole) {
+  ASSERT_EQ(comm_->size(), 2) << "run with -np 2";
+  const std::vector<size_t> sizes = {0, 4, (size_t{3} << 20) + 5};
+  if (comm_->rank() == 0) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      std::vector<char> out(sizes[i], static_cast<char>('a' + i));
+      core::Status s = comm_->send(out.data(), out.size(), 1, {});
+      ASSERT_TRUE(s.ok()) << s.toString();
+    }
+    char reply = 0;
+    ASSERT_TRUE(comm_->recv(&reply, 1, 1, {}).ok());
+    EXPECT_EQ(reply, 'z');
+  } else {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      std::vector<char> in(sizes[i], 0);
+      core::Status s = comm_->recv(in.data(), in.size(), 0, {});
+      ASSERT_TRUE(s.ok()) << s.toString();
+      EXPECT_EQ(in, std::vector<char>(sizes[i], static_cast<char>('a' + i))) << "message " << i;
+    }
+    const char reply = 'z';
+    ASSERT_TRUE(comm_->send(&reply, 1, 0, {}).ok());
+  }
+}
+
+TEST_F(MpiCommunicatorTest, PointToPointChecksThePeerAndTheSize) {
+  ASSERT_EQ(comm_->size(), 2) << "run with -np 2";
+  char x[8] = {};
+  EXPECT_EQ(comm_->send(x, 1, comm_->rank(), {}).code(), core::Code::kInvalidArgument);
+  EXPECT_EQ(comm_->recv(x, 1, 2, {}).code(), core::Code::kInvalidArgument);
+  if (comm_->rank() == 0) {
+    ASSERT_TRUE(comm_->send(x, 4, 1, {}).ok());
+  } else {
+    core::Status s = comm_->recv(x, 8, 0, {});
+    EXPECT_EQ(s.code(), core::Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("rank 0 sent 4 bytes"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(comm_->barrier().ok());
+}
+
 TEST_F(MpiCommunicatorTest, FactoryAutoPicksMpiUnderMpirun) {
   CommConfig config;  // rank and world size left at their defaults: MPI knows them
   auto made = makeCommunicator(config);

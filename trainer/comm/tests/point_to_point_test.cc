@@ -1,6 +1,6 @@
-// Point-to-point messages on every backend that has them: order and contents between a pair, a
-// ring of stages, the peer checks and a receive that nothing answers. Backends without them say
-// so by name.
+// Point-to-point messages on the backends whose ranks run as threads here (mpi has its own
+// test, under mpirun): order and contents between a pair, a line of stages, the peer checks and
+// a receive that nothing answers. Backends without them say so by name.
 
 #include <gtest/gtest.h>
 
