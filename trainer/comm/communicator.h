@@ -89,6 +89,12 @@ class Communicator {
   const CommStats& stats() const { return stats_; }
 
  protected:
+  // A send's or receive's words in errors: "rank 1: send to rank 2 'acts' (4096 bytes)";
+  // `verb` is "send to" or "receive from".
+  std::string describePointToPoint(const std::string& verb, int peer,
+                                   const PointToPointOptions& opts, size_t bytes) const {
+    return describeRankCall(rank(), verb + " rank " + std::to_string(peer), opts.tag, bytes);
+  }
   // Why a send or receive cannot involve `peer` (out of the world, or this rank), or Ok.
   core::Status checkPeer(int peer, const std::string& what) const {
     if (peer < 0 || peer >= size() || peer == rank()) {
@@ -104,9 +110,9 @@ class Communicator {
  private:
   core::Status noPointToPoint(const std::string& verb, size_t bytes, int peer,
                               const PointToPointOptions& opts) const {
-    return core::invalidArgument(
-        describeRankCall(rank(), verb + " rank " + std::to_string(peer), opts.tag, bytes) +
-        ": the " + backend() + " backend has no point-to-point messages; use gloo or mpi");
+    return core::invalidArgument(describePointToPoint(verb, peer, opts, bytes) + ": the " +
+                                 backend() +
+                                 " backend has no point-to-point messages; use gloo or mpi");
   }
 };
 

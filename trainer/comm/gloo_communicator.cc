@@ -249,9 +249,7 @@ constexpr uint8_t kPointToPointSlotPrefix = 0x40;
 
 core::Status GlooCommunicator::send(const void* data, size_t bytes, int peer,
                                     const PointToPointOptions& opts) {
-  const std::string what =
-      describeRankCall(rank_, "send to rank " + std::to_string(peer), opts.tag, bytes) +
-      " over gloo";
+  const std::string what = describePointToPoint("send to", peer, opts, bytes) + " over gloo";
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
   return guarded(what, [&] {
@@ -265,9 +263,7 @@ core::Status GlooCommunicator::send(const void* data, size_t bytes, int peer,
 
 core::Status GlooCommunicator::recv(void* data, size_t bytes, int peer,
                                     const PointToPointOptions& opts) {
-  const std::string what =
-      describeRankCall(rank_, "receive from rank " + std::to_string(peer), opts.tag, bytes) +
-      " over gloo";
+  const std::string what = describePointToPoint("receive from", peer, opts, bytes) + " over gloo";
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
   return guarded(what, [&] {

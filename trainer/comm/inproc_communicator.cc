@@ -162,16 +162,14 @@ core::Status InProcCommunicator::barrier() {
 
 core::Status InProcCommunicator::send(const void* data, size_t bytes, int peer,
                                       const PointToPointOptions& opts) {
-  const std::string what =
-      describeRankCall(rank_, "send to rank " + std::to_string(peer), opts.tag, bytes);
+  const std::string what = describePointToPoint("send to", peer, opts, bytes);
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   return group_->post(rank_, peer, data, bytes, what);
 }
 
 core::Status InProcCommunicator::recv(void* data, size_t bytes, int peer,
                                       const PointToPointOptions& opts) {
-  const std::string what =
-      describeRankCall(rank_, "receive from rank " + std::to_string(peer), opts.tag, bytes);
+  const std::string what = describePointToPoint("receive from", peer, opts, bytes);
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   const auto timeout = opts.timeout.count() > 0 ? opts.timeout : group_->defaultTimeout();
   return group_->take(peer, rank_, data, bytes, timeout, what);

@@ -156,8 +156,7 @@ constexpr int kPointToPointTag = 0x5250;
 
 core::Status MpiCommunicator::send(const void* data, size_t bytes, int peer,
                                    const PointToPointOptions& opts) {
-  const std::string what =
-      describeRankCall(rank_, "send to rank " + std::to_string(peer), opts.tag, bytes);
+  const std::string what = describePointToPoint("send to", peer, opts, bytes);
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   const char* p = static_cast<const char*>(data);
   size_t done = 0;
@@ -171,8 +170,7 @@ core::Status MpiCommunicator::send(const void* data, size_t bytes, int peer,
 
 core::Status MpiCommunicator::recv(void* data, size_t bytes, int peer,
                                    const PointToPointOptions& opts) {
-  const std::string what =
-      describeRankCall(rank_, "receive from rank " + std::to_string(peer), opts.tag, bytes);
+  const std::string what = describePointToPoint("receive from", peer, opts, bytes);
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   char* p = static_cast<char*>(data);
   size_t done = 0;
