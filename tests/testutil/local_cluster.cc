@@ -185,16 +185,20 @@ long residentKiB(pid_t pid) {
   return 0;
 }
 
+std::map<std::string, std::string> LocalCluster::ownPodsEnv(
+    std::map<std::string, std::string> env) const {
+  env["NSS_WRAPPER_HOSTS"] = dataDir() + "/kubelet/hosts";
+  return env;
+}
+
 std::vector<pid_t> LocalCluster::findProcesses(const std::string& program,
                                                std::map<std::string, std::string> env) const {
-  env["NSS_WRAPPER_HOSTS"] = dataDir() + "/kubelet/hosts";
-  return testutil::findProcesses(program, env);
+  return testutil::findProcesses(program, ownPodsEnv(std::move(env)));
 }
 
 pid_t LocalCluster::findProcess(const std::string& program,
                                 std::map<std::string, std::string> env) const {
-  std::vector<pid_t> found = findProcesses(program, std::move(env));
-  return found.empty() ? 0 : found.back();
+  return testutil::findProcess(program, ownPodsEnv(std::move(env)));
 }
 
 }  // namespace ringmaster::testutil

@@ -74,6 +74,9 @@ class LocalCluster {
                                    std::map<std::string, std::string> env) const;
 
  private:
+  // `env` plus this cluster's kubelet hosts file, which every process of its pods carries.
+  std::map<std::string, std::string> ownPodsEnv(std::map<std::string, std::string> env) const;
+
   ControlPlane plane_;
   std::map<std::string, std::string> envtest_env_;
   TempDir dir_;
