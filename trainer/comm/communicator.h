@@ -26,6 +26,15 @@ struct PointToPointOptions {
   std::string tag;
 };
 
+// A send that may still be in flight (Communicator::startSend): its buffer must stay valid and
+// unchanged until wait() returns. Destroying it unwaited waits first (errors are then lost).
+class PendingSend {
+ public:
+  virtual ~PendingSend() = default;
+  // Ok once the data has left the buffer; the send's error otherwise (the same one every call).
+  virtual core::Status wait() = 0;
+};
+
 struct AllreduceOptions {
   // Give up when a peer has not answered for this long (0 = backend default).
   std::chrono::milliseconds timeout{0};
@@ -82,6 +91,14 @@ class Communicator {
     (void)data;
     return noPointToPoint("receive from", bytes, peer, opts);
   }
+  // send() without waiting for the peer: backends whose sends complete only once the receiver
+  // takes them (gloo, mpi) return at once, so a rank may receive while its own send is in flight,
+  // which pipeline schedules need (two neighbours sending to each other at the same time would
+  // otherwise both wait forever). The default sends before returning, right for backends whose
+  // send() never waits for the receiver (inproc) and for those without point-to-point.
+  virtual core::Result<std::unique_ptr<PendingSend>> startSend(const void* data, size_t bytes,
+                                                               int peer,
+                                                               const PointToPointOptions& opts);
 
   // The GPU-memory collectives of this backend; null for host-memory backends.
   virtual DeviceCollectives* deviceCollectives() { return nullptr; }

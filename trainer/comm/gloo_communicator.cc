@@ -247,18 +247,51 @@ constexpr uint8_t kPointToPointSlotPrefix = 0x40;
 
 }  // namespace
 
-core::Status GlooCommunicator::send(const void* data, size_t bytes, int peer,
-                                    const PointToPointOptions& opts) {
-  const std::string what = describePointToPoint("send to", peer, opts, bytes) + " over gloo";
+class GlooCommunicator::GlooSend final : public PendingSend {
+ public:
+  GlooSend(GlooCommunicator* comm, std::unique_ptr<gloo::transport::UnboundBuffer> buffer,
+           std::chrono::milliseconds timeout, std::string what)
+      : comm_(comm), buffer_(std::move(buffer)), timeout_(timeout), what_(std::move(what)) {}
+  ~GlooSend() override { (void)wait(); }
+
+  core::Status wait() override {
+    if (buffer_ == nullptr) return result_;
+    // Gloo reads the buffer until this wait returns; after a failure the peer is gone and the
+    // communicator broken, so the buffer is released either way.
+    result_ = comm_->guarded(what_, [&] {
+      if (!buffer_->waitSend(timeout_)) throw std::runtime_error("send aborted");
+    });
+    buffer_.reset();
+    return result_;
+  }
+
+ private:
+  GlooCommunicator* comm_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer_;
+  std::chrono::milliseconds timeout_;
+  std::string what_;
+  core::Status result_;
+};
+
+core::Result<std::unique_ptr<PendingSend>> GlooCommunicator::startSend(
+    const void* data, size_t bytes, int peer, const PointToPointOptions& opts) {
+  std::string what = describePointToPoint("send to", peer, opts, bytes) + " over gloo";
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
-  return guarded(what, [&] {
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+  RM_RETURN_IF_ERROR(guarded(what, [&] {
     const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, sent_[peer]++);
-    // Gloo reads the buffer only while this call waits for the send to complete.
-    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), bytes);
+    buffer = context_->createUnboundBuffer(const_cast<void*>(data), bytes);
     buffer->send(peer, slot);
-    if (!buffer->waitSend(timeout)) throw std::runtime_error("send aborted");
-  });
+  }));
+  return std::unique_ptr<PendingSend>(
+      std::make_unique<GlooSend>(this, std::move(buffer), timeout, std::move(what)));
+}
+
+core::Status GlooCommunicator::send(const void* data, size_t bytes, int peer,
+                                    const PointToPointOptions& opts) {
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<PendingSend> pending, startSend(data, bytes, peer, opts));
+  return pending->wait();
 }
 
 core::Status GlooCommunicator::recv(void* data, size_t bytes, int peer,

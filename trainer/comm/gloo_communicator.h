@@ -73,12 +73,17 @@ class GlooCommunicator final : public Communicator {
   core::Status send(const void* data, size_t bytes, int peer,
                     const PointToPointOptions& opts) override;
   core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) override;
+  // Posts the send on its unbound buffer; Gloo's transport thread writes it once the peer has
+  // posted the matching receive.
+  core::Result<std::unique_ptr<PendingSend>> startSend(const void* data, size_t bytes, int peer,
+                                                       const PointToPointOptions& opts) override;
 
   // How many buffers have a kept allreduce setup (tests check reuse).
   size_t cachedBufferCountForTesting() const { return cache_.size(); }
 
  private:
   struct CachedAllreduce;  // pointer, count and their Gloo allreduce options
+  class GlooSend;          // a posted send's buffer, waited on in wait()
   static constexpr size_t kMaxCachedBuffers = 64;
 
   GlooCommunicator(int rank, int size, std::chrono::milliseconds timeout,

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <climits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ringmaster/core/log.h"
 #include "trainer/comm/call_context.h"
@@ -154,18 +156,58 @@ constexpr int kPointToPointTag = 0x5250;
 
 }  // namespace
 
-core::Status MpiCommunicator::send(const void* data, size_t bytes, int peer,
-                                   const PointToPointOptions& opts) {
-  const std::string what = describePointToPoint("send to", peer, opts, bytes);
+namespace {
+
+// MPI_Isend's requests, one per chunk, completed together.
+class MpiSend final : public PendingSend {
+ public:
+  MpiSend(std::vector<MPI_Request> requests, std::string what)
+      : requests_(std::move(requests)), what_(std::move(what)) {}
+  ~MpiSend() override { (void)wait(); }
+
+  core::Status wait() override {
+    if (requests_.empty()) return result_;
+    const int rc =
+        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    requests_.clear();
+    if (rc != MPI_SUCCESS) result_ = mpiError(rc, what_ + ": MPI_Waitall");
+    return result_;
+  }
+
+ private:
+  std::vector<MPI_Request> requests_;
+  std::string what_;
+  core::Status result_;
+};
+
+}  // namespace
+
+core::Result<std::unique_ptr<PendingSend>> MpiCommunicator::startSend(
+    const void* data, size_t bytes, int peer, const PointToPointOptions& opts) {
+  std::string what = describePointToPoint("send to", peer, opts, bytes);
   RM_RETURN_IF_ERROR(checkPeer(peer, what));
   const char* p = static_cast<const char*>(data);
+  std::vector<MPI_Request> requests;
   size_t done = 0;
   do {  // an empty message is one empty chunk, so that the receiver matches it
     const int n = static_cast<int>(std::min(kMaxMpiCount, bytes - done));
-    RM_MPI_CHECK(MPI_Send(p + done, n, MPI_BYTE, peer, kPointToPointTag, state_->comm), what);
+    MPI_Request request;
+    const int rc = MPI_Isend(p + done, n, MPI_BYTE, peer, kPointToPointTag, state_->comm, &request);
+    if (rc != MPI_SUCCESS) {
+      // Chunks already posted finish (or fail) on their own; their status adds nothing.
+      (void)MpiSend(std::move(requests), what).wait();
+      return mpiError(rc, what + ": MPI_Isend");
+    }
+    requests.push_back(request);
     done += static_cast<size_t>(n);
   } while (done < bytes);
-  return core::Status::Ok();
+  return std::unique_ptr<PendingSend>(std::make_unique<MpiSend>(std::move(requests), what));
+}
+
+core::Status MpiCommunicator::send(const void* data, size_t bytes, int peer,
+                                   const PointToPointOptions& opts) {
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<PendingSend> pending, startSend(data, bytes, peer, opts));
+  return pending->wait();
 }
 
 core::Status MpiCommunicator::recv(void* data, size_t bytes, int peer,

@@ -36,6 +36,9 @@ class MpiCommunicator final : public Communicator {
   core::Status send(const void* data, size_t bytes, int peer,
                     const PointToPointOptions& opts) override;
   core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) override;
+  // MPI_Isend per chunk; wait() is MPI_Waitall.
+  core::Result<std::unique_ptr<PendingSend>> startSend(const void* data, size_t bytes, int peer,
+                                                       const PointToPointOptions& opts) override;
 
  private:
   struct State;  // the MPI_Comm, kept out of this header so it needs no <mpi.h>

@@ -92,6 +92,21 @@ TEST_F(MpiCommunicatorTest, PointToPointMessagesArriveInOrderAndWhole) {
   }
 }
 
+// Both ranks send 16 MiB (past any eager limit, so MPI_Send would wait for the receiver) before
+// receiving: started sends let them.
+TEST_F(MpiCommunicatorTest, StartedSendsLetTwoRanksSendToEachOtherAtOnce) {
+  ASSERT_EQ(comm_->size(), 2) << "run with -np 2";
+  const int peer = 1 - comm_->rank();
+  std::vector<char> out(size_t{16} << 20, static_cast<char>('a' + comm_->rank()));
+  std::vector<char> in(out.size(), 0);
+  auto pending = comm_->startSend(out.data(), out.size(), peer, {});
+  ASSERT_TRUE(pending.ok()) << pending.status().toString();
+  core::Status s = comm_->recv(in.data(), in.size(), peer, {});
+  ASSERT_TRUE(s.ok()) << s.toString();
+  ASSERT_TRUE((*pending)->wait().ok());
+  EXPECT_EQ(in, std::vector<char>(in.size(), static_cast<char>('a' + peer)));
+}
+
 TEST_F(MpiCommunicatorTest, PointToPointChecksThePeerAndTheSize) {
   ASSERT_EQ(comm_->size(), 2) << "run with -np 2";
   char x[8] = {};

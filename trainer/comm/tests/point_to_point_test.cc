@@ -82,6 +82,29 @@ TEST_P(PointToPointTest, FourStagesPassActivationsForwardAndGradientsBack) {
   EXPECT_EQ(final_grad, (std::vector<float>{20, 19, 18, 17}));
 }
 
+// Both neighbours send first and receive second, as the stages of a 1F1B schedule do: with
+// sends that wait for the receiver this pair would wait forever.
+TEST_P(PointToPointTest, StartedSendsLetTwoRanksSendToEachOtherAtOnce) {
+  auto comms = makeCommunicators(GetParam(), 2);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<std::vector<float>> got(2);
+  runRanks(2, [&](int r) {
+    Communicator& c = *comms[r];
+    const int peer = 1 - r;
+    std::vector<float> out = message(200000, static_cast<float>(r * 1000));  // 800 KB
+    auto pending = c.startSend(out.data(), out.size() * sizeof(float), peer, {});
+    ASSERT_TRUE(pending.ok()) << pending.status().toString();
+    got[r].resize(out.size());
+    core::Status s = c.recv(got[r].data(), got[r].size() * sizeof(float), peer, {});
+    ASSERT_TRUE(s.ok()) << s.toString();
+    s = (*pending)->wait();
+    ASSERT_TRUE(s.ok()) << s.toString();
+    EXPECT_TRUE((*pending)->wait().ok()) << "a second wait returns the same result";
+  });
+  EXPECT_EQ(got[0], message(200000, 1000));
+  EXPECT_EQ(got[1], message(200000, 0));
+}
+
 TEST_P(PointToPointTest, APeerOutsideTheWorldOrItselfIsRejected) {
   auto comms = makeCommunicators(GetParam(), 2);
   ASSERT_EQ(comms.size(), 2u);
@@ -91,6 +114,8 @@ TEST_P(PointToPointTest, APeerOutsideTheWorldOrItselfIsRejected) {
     EXPECT_EQ(s.code(), core::Code::kInvalidArgument) << peer;
     EXPECT_NE(s.message().find("is not another rank"), std::string::npos) << s.message();
     EXPECT_EQ(comms[0]->recv(&x, sizeof x, peer, {}).code(), core::Code::kInvalidArgument);
+    EXPECT_EQ(comms[0]->startSend(&x, sizeof x, peer, {}).status().code(),
+              core::Code::kInvalidArgument);
   }
 }
 
