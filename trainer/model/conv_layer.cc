@@ -25,7 +25,8 @@ ConvReluPoolLayer::ConvReluPoolLayer(std::string name, int cin, int h, int w, in
   cols_ = AlignedFloats(per_sample * chunk_);
   z_ = AlignedFloats(static_cast<size_t>(cout_) * h * w * chunk_);
   pooled_ = AlignedFloats(outputSize());
-  route_.resize(static_cast<size_t>(max_batch) * outputSize());
+  own_route_.resize(static_cast<size_t>(max_batch) * outputSize());
+  route_ = own_route_.data();
 }
 
 std::vector<ParamSpec> ConvReluPoolLayer::paramSpecs() const {
@@ -57,7 +58,7 @@ void ConvReluPoolLayer::forward(const float* in, float* out, int batch) {
     for (int n = 0; n < s; ++n) {
       const size_t sample = static_cast<size_t>(n0 + n) * outputSize();
       poolForward(z_.data() + n * hw * cout_, b_, g_.h, g_.w, cout_, pooled_.data(),
-                  route_.data() + sample);
+                  route_ + sample);
       transpose(pooled_.data(), phw, cout_, out + sample);  // -> NCHW
     }
   }
@@ -71,8 +72,8 @@ void ConvReluPoolLayer::scatterPoolGrad(const float* dout, int n0, int s, bool a
   for (int n = 0; n < s; ++n) {
     const size_t sample = static_cast<size_t>(n0 + n) * outputSize();
     transpose(dout + sample, cout_, phw, pooled_.data());  // NCHW -> [ph*pw, cout]
-    poolBackward(pooled_.data(), route_.data() + sample, g_.h, g_.w, cout_,
-                 z_.data() + n * hw * cout_, add_bias_grad ? db_ : nullptr);
+    poolBackward(pooled_.data(), route_ + sample, g_.h, g_.w, cout_, z_.data() + n * hw * cout_,
+                 add_bias_grad ? db_ : nullptr);
   }
 }
 

@@ -42,6 +42,10 @@ class ConvReluPoolLayer : public Layer {
   void backwardInput(const float* in, const float* out, float* dout, float* din,
                      int batch) override;
 
+  // The pool routes of the last forward.
+  size_t stateBytes() const override { return own_route_.size(); }
+  void useState(uint8_t* state) override { route_ = state != nullptr ? state : own_route_.data(); }
+
   int chunkSamples() const { return chunk_; }
 
  private:
@@ -60,12 +64,13 @@ class ConvReluPoolLayer : public Layer {
   float* b_ = nullptr;  // [cout]
   float* dw_ = nullptr;
   float* db_ = nullptr;
-  AlignedFloats xpad_;          // [chunk, h+2p, w+2p, cin]; the border stays zero
-  AlignedFloats dxpad_;         // same shape: the input gradient before un-padding
-  AlignedFloats cols_;          // [chunk*h*w, kdim]: patch rows, or their gradient
-  AlignedFloats z_;             // [chunk*h*w, cout]: conv output, or its gradient
-  AlignedFloats pooled_;        // [ph*pw, cout]: one sample's output, or its gradient, in NHWC
-  std::vector<uint8_t> route_;  // [max_batch, ph*pw, cout]: where the max was, or kReluOff
+  AlignedFloats xpad_;              // [chunk, h+2p, w+2p, cin]; the border stays zero
+  AlignedFloats dxpad_;             // same shape: the input gradient before un-padding
+  AlignedFloats cols_;              // [chunk*h*w, kdim]: patch rows, or their gradient
+  AlignedFloats z_;                 // [chunk*h*w, cout]: conv output, or its gradient
+  AlignedFloats pooled_;            // [ph*pw, cout]: one sample's output, or its gradient, in NHWC
+  std::vector<uint8_t> own_route_;  // [max_batch, ph*pw, cout]: where the max was, or kReluOff
+  uint8_t* route_ = nullptr;        // own_route_, or a pipeline slot's copy (useState)
 };
 
 }  // namespace ringmaster::trainer::model

@@ -11,6 +11,7 @@
 // Thread-safety: none. Failure: none at run time (shapes are checked when the model is built).
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ class Layer {
   // din[batch * inputSize()] = d(loss)/d(in). Call after backwardParams().
   virtual void backwardInput(const float* in, const float* out, float* dout, float* din,
                              int batch) = 0;
+
+  // What forward leaves for backward beyond in and out (max_batch rows' worth), in bytes; 0 for
+  // layers that keep nothing. A pipeline stage keeps several micro-batches in flight, so it
+  // gives each its own copy: useState() makes forward write, and backward read, `state` until
+  // the next call (by default the layer's own buffer).
+  virtual size_t stateBytes() const { return 0; }
+  virtual void useState(uint8_t* state) { (void)state; }
 };
 
 }  // namespace ringmaster::trainer::model

@@ -1,0 +1,159 @@
+#include "trainer/model/model_stage.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "trainer/model/check.h"
+#include "trainer/model/layer.h"
+#include "trainer/model/network.h"
+#include "trainer/model/softmax_cross_entropy.h"
+
+namespace ringmaster::trainer::model {
+
+ModelStage::~ModelStage() = default;
+
+core::Result<int> ModelStage::layerCount(const ModelConfig& config) {
+  RM_ASSIGN_OR_RETURN(Network net, buildNetwork(config, 1));
+  return static_cast<int>(net.layers.size());
+}
+
+core::Result<std::unique_ptr<ModelStage>> ModelStage::create(const ModelConfig& config,
+                                                             uint64_t seed, int micro_batch,
+                                                             int first_layer, int end_layer,
+                                                             int slots) {
+  RM_ASSIGN_OR_RETURN(Network net, buildNetwork(config, micro_batch));
+  const int layers = static_cast<int>(net.layers.size());
+  if (first_layer < 0 || end_layer > layers || first_layer >= end_layer) {
+    return core::invalidArgument("pipeline stage: layers [" + std::to_string(first_layer) + ", " +
+                                 std::to_string(end_layer) + ") are not a non-empty range of the " +
+                                 std::to_string(layers) + " layers of " + net.signature);
+  }
+  if (slots < 1) {
+    return core::invalidArgument("pipeline stage: needs at least one micro-batch slot, got " +
+                                 std::to_string(slots));
+  }
+  std::unique_ptr<ModelStage> s(new ModelStage());
+  s->first_layer_ = static_cast<size_t>(first_layer);
+  s->last_ = end_layer == layers;
+  s->micro_batch_ = micro_batch;
+  s->num_classes_ = net.num_classes;
+  s->input_size_ = net.layers[first_layer]->inputSize();
+  s->output_size_ = net.layers[end_layer - 1]->outputSize();
+
+  size_t total = 0, max_layer = 0, max_din = 0;
+  for (int i = first_layer; i < end_layer; ++i) {
+    const Layer& layer = *net.layers[i];
+    s->layer_offset_.push_back(total);
+    size_t count = 0;
+    for (const ParamSpec& p : layer.paramSpecs()) {
+      s->views_.push_back({p.name, total + count, p.count});
+      count += p.count;
+    }
+    s->layer_count_.push_back(count);
+    total += count;
+    max_layer = std::max(max_layer, count);
+    if (i > first_layer) max_din = std::max(max_din, layer.inputSize());
+  }
+  s->params_ = AlignedFloats(total);
+  s->grads_ = AlignedFloats(total);
+  s->layer_grads_ = AlignedFloats(total);
+  initParameters(net, first_layer, end_layer, seed, s->params_.span());
+  for (int i = first_layer; i < end_layer; ++i) {
+    s->layers_.push_back(std::move(net.layers[i]));
+  }
+  // Layers write their gradients into layer_grads_; backward() adds them to grads_.
+  for (size_t i = 0; i < s->layers_.size(); ++i) {
+    s->layers_[i]->bind(s->params_.data() + s->layer_offset_[i],
+                        s->layer_grads_.data() + s->layer_offset_[i]);
+  }
+  for (AlignedFloats& d : s->dscratch_)
+    d = AlignedFloats(static_cast<size_t>(micro_batch) * max_din);
+  s->slots_.resize(static_cast<size_t>(slots));
+  return s;
+}
+
+ModelStage::Slot& ModelStage::slot(int index) {
+  RM_MODEL_CHECK(index >= 0 && index < slots(), "stage slot %d outside [0, %d)", index, slots());
+  Slot& s = slots_[static_cast<size_t>(index)];
+  if (s.acts.empty()) {
+    const size_t mb = static_cast<size_t>(micro_batch_);
+    s.acts.emplace_back(mb * input_size_);
+    for (const auto& layer : layers_) s.acts.emplace_back(mb * layer->outputSize());
+    s.dout = AlignedFloats(mb * output_size_);
+    if (!isFirst()) s.din = AlignedFloats(mb * input_size_);
+    size_t floats = s.dout.size() + s.din.size();
+    for (const AlignedFloats& a : s.acts) floats += a.size();
+    activation_bytes_ += floats * sizeof(float);
+    for (const auto& layer : layers_) {
+      s.state.emplace_back(layer->stateBytes());
+      activation_bytes_ += layer->stateBytes();
+    }
+  }
+  return s;
+}
+
+void ModelStage::useSlotState(Slot& s) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (!s.state[i].empty()) layers_[i]->useState(s.state[i].data());
+  }
+}
+
+float* ModelStage::input(int index) { return slot(index).acts[0].data(); }
+
+const float* ModelStage::forward(int index, int batch) {
+  RM_MODEL_CHECK(batch >= 1 && batch <= micro_batch_, "stage forward batch %d outside [1, %d]",
+                 batch, micro_batch_);
+  Slot& s = slot(index);
+  useSlotState(s);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->forward(s.acts[i].data(), s.acts[i + 1].data(), batch);
+  }
+  s.batch = batch;
+  return s.acts.back().data();
+}
+
+double ModelStage::loss(int index, const int32_t* labels, int batch, float grad_scale,
+                        int* correct) {
+  Slot& s = slot(index);
+  RM_MODEL_CHECK(last_, "loss() on a stage that does not end the network");
+  RM_MODEL_CHECK(s.batch == batch, "loss() of batch %d after a forward of %d", batch, s.batch);
+  const double sum = softmaxCrossEntropy(s.acts.back().data(), labels, batch, num_classes_,
+                                         s.dout.data(), correct);
+  if (grad_scale != 1.0f) {
+    float* d = s.dout.data();
+    const size_t n = static_cast<size_t>(batch) * output_size_;
+    for (size_t i = 0; i < n; ++i) d[i] *= grad_scale;
+  }
+  return sum;
+}
+
+float* ModelStage::outputGrad(int index) { return slot(index).dout.data(); }
+
+const float* ModelStage::backward(int index, int batch) {
+  Slot& s = slot(index);
+  RM_MODEL_CHECK(s.batch == batch && batch > 0, "stage backward of batch %d after a forward of %d",
+                 batch, s.batch);
+  useSlotState(s);
+  float* dout = s.dout.data();
+  int next = 0;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const float* in = s.acts[i].data();
+    const float* out = s.acts[i + 1].data();
+    layers_[i]->backwardParams(in, out, dout, batch);
+    float* acc = grads_.data() + layer_offset_[i];
+    const float* add = layer_grads_.data() + layer_offset_[i];
+    for (size_t k = 0; k < layer_count_[i]; ++k) acc[k] += add[k];
+    if (i == 0 && isFirst()) break;
+    float* din = i == 0 ? s.din.data() : dscratch_[next].data();
+    layers_[i]->backwardInput(in, out, dout, din, batch);
+    dout = din;
+    next ^= 1;
+  }
+  s.batch = 0;
+  return isFirst() ? nullptr : s.din.data();
+}
+
+void ModelStage::zeroGrads() { std::fill(grads_.span().begin(), grads_.span().end(), 0.0f); }
+
+}  // namespace ringmaster::trainer::model

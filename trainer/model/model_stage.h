@@ -1,0 +1,103 @@
+#pragma once
+// One pipeline stage's part of the network: the contiguous layers [first, end) of the network a
+// ModelConfig describes, run on micro-batches. Parameters are exactly the whole network's values
+// for those layers (network.h), so S stages together start where one Model starts.
+//
+// Activations are kept per slot: the executor maps each micro-batch in flight to a slot
+// (micro-batch m -> m % slots), and a slot's buffers are allocated the first time it is used,
+// so activationBytes() is what the schedule really held at its peak. Per slot:
+//   input    the stage's input rows (the first stage copies the data there; others receive)
+//   acts     each layer's output; the last one is what forward() returns (sent on)
+//   dout     d(loss)/d(output) (received from the next stage, or written by loss())
+//   din      d(loss)/d(input), what backward() returns (sent back; kept until the slot is reused)
+// Parameter gradients accumulate over micro-batches (+=) until zeroGrads(): one optimizer step
+// per mini-batch, the same as a Model on the whole mini-batch up to float rounding.
+//
+// Ownership: owns parameters, gradients and every slot's buffers. Thread-safety: none (one
+// stage per rank). Failure: create() returns kInvalidArgument naming the field; broken call
+// contracts (a slot or batch out of range, backward before forward) abort with the reason.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+#include "trainer/model/aligned_buffer.h"
+#include "trainer/model/model.h"
+
+namespace ringmaster::trainer::model {
+
+class Layer;
+
+class ModelStage {
+ public:
+  // Layers [first_layer, end_layer) of `config`'s network, micro-batches of up to `micro_batch`
+  // rows, `slots` micro-batches in flight at most.
+  static core::Result<std::unique_ptr<ModelStage>> create(const ModelConfig& config, uint64_t seed,
+                                                          int micro_batch, int first_layer,
+                                                          int end_layer, int slots);
+  // How many layers `config`'s network has (what a partition splits).
+  static core::Result<int> layerCount(const ModelConfig& config);
+  ~ModelStage();
+  ModelStage(const ModelStage&) = delete;
+  ModelStage& operator=(const ModelStage&) = delete;
+
+  bool isFirst() const { return first_layer_ == 0; }
+  bool isLast() const { return last_; }
+  size_t inputSize() const { return input_size_; }    // floats per sample in
+  size_t outputSize() const { return output_size_; }  // floats per sample out
+  int microBatch() const { return micro_batch_; }
+  int slots() const { return static_cast<int>(slots_.size()); }
+  std::span<float> params() { return params_.span(); }
+  std::span<float> grads() { return grads_.span(); }
+  // This stage's tensors with offsets into params(); names as in the whole network ("fc3.bias").
+  const std::vector<ParamView>& paramViews() const { return views_; }
+
+  // Where slot `slot`'s input rows go before forward().
+  float* input(int slot);
+  // Runs the stage's layers on the slot's input; returns its output rows.
+  const float* forward(int slot, int batch);
+  // Last stage: softmax cross-entropy of the slot's output (logits); returns the summed loss and
+  // sets *correct (may be null). Writes d(loss)/d(logits) of the mean loss times `grad_scale`
+  // into the slot's dout: with grad_scale = batch / mini-batch the micro-batches' gradients sum
+  // to the mini-batch mean's.
+  double loss(int slot, const int32_t* labels, int batch, float grad_scale, int* correct);
+  // Where slot `slot`'s d(loss)/d(output) rows go before backward() (stages but the last).
+  float* outputGrad(int slot);
+  // Adds the slot's parameter gradients to grads(); returns d(loss)/d(input), valid until the
+  // slot is used again, or nullptr on the first stage (nothing to send back).
+  const float* backward(int slot, int batch);
+  void zeroGrads();
+
+  // Bytes of activation buffers allocated so far (the peak: slots are never freed).
+  size_t activationBytes() const { return activation_bytes_; }
+
+ private:
+  struct Slot {
+    std::vector<AlignedFloats> acts;  // [0] input, [i + 1] layer i's output
+    AlignedFloats dout, din;
+    std::vector<std::vector<uint8_t>> state;  // per layer: what its forward kept (stateBytes)
+    int batch = 0;                            // of the last forward; 0 = nothing to backpropagate
+  };
+  ModelStage() = default;
+  Slot& slot(int index);
+  void useSlotState(Slot& s);  // points every layer at the slot's saved state
+
+  std::vector<std::unique_ptr<Layer>> layers_;
+  size_t first_layer_ = 0;
+  bool last_ = false;
+  size_t input_size_ = 0, output_size_ = 0;
+  int num_classes_ = 0;
+  int micro_batch_ = 0;
+  std::vector<size_t> layer_offset_, layer_count_;
+  std::vector<ParamView> views_;
+  AlignedFloats params_, grads_, layer_grads_;  // layer_grads_: one layer's, before they are added
+  AlignedFloats dscratch_[2];                   // gradients between this stage's layers
+  std::vector<Slot> slots_;
+  size_t activation_bytes_ = 0;
+};
+
+}  // namespace ringmaster::trainer::model
