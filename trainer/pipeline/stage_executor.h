@@ -1,0 +1,77 @@
+#pragma once
+// Runs one pipeline stage's share of a mini-batch: cuts it into micro-batches, walks the stage's
+// schedule (schedule.h), receives activations from the previous stage and gradients from the next
+// one, and sends its own on. Sends are started, not waited for (Communicator::startSend): two
+// neighbours in a 1F1B schedule send to each other at the same moment, and a send that waited
+// for its receiver would stall both. A slot's sends are waited for before the slot is reused and
+// at the end of the mini-batch, so no buffer changes under a send.
+//
+// After run() the stage's gradients are the mini-batch's (summed over micro-batches, scaled so
+// they equal the gradients of the mini-batch's mean loss); the caller reduces them across
+// data-parallel replicas and steps its optimizer.
+//
+// Ownership: borrows the stage and the communicator. Thread-safety: one executor per rank, used
+// by one thread. Failure: the first failed send or receive, with the stage, micro-batch and step
+// in its message; the communicator is then unusable (Communicator contract).
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/model/model_stage.h"
+#include "trainer/pipeline/schedule.h"
+
+namespace ringmaster::trainer::pipeline {
+
+struct StageLinks {
+  comm::Communicator* comm = nullptr;  // carries activations and gradients
+  int prev = -1;                       // rank of the previous stage; -1 on the first
+  int next = -1;                       // rank of the next stage; -1 on the last
+  std::chrono::milliseconds timeout{0};
+};
+
+struct MiniBatch {
+  const float* x = nullptr;         // first stage: rows * inputSize() floats
+  const int32_t* labels = nullptr;  // last stage: rows labels
+  int rows = 0;                     // every stage: the mini-batch's samples
+};
+
+struct StepStats {
+  double loss_sum = 0;           // last stage: summed loss of the mini-batch
+  int correct = 0;               // last stage: argmax hits
+  double compute_seconds = 0;    // forwards, backwards and the loss
+  double recv_wait_seconds = 0;  // waiting inside receives
+  double send_wait_seconds = 0;  // waiting for started sends to finish
+  uint64_t bytes_sent = 0, bytes_received = 0;
+};
+
+class StageExecutor {
+ public:
+  // `stage_index` of `stages`; the stage was created with slots() >= the schedule's peak.
+  StageExecutor(model::ModelStage& stage, ScheduleKind kind, int stage_index, int stages,
+                int micro_batches, StageLinks links);
+  ~StageExecutor();
+
+  // Zeroes the stage's gradients and runs the mini-batch; `step` names it in errors.
+  core::Result<StepStats> run(const MiniBatch& batch, int64_t step);
+
+  // How many slots the schedule needs with `micro_batches` micro-batches (ModelStage::create).
+  static core::Result<int> slotsNeeded(ScheduleKind kind, int stage_index, int stages,
+                                       int micro_batches);
+
+ private:
+  core::Result<const std::vector<PipelineOp>*> scheduleFor(int micro_batches);
+
+  model::ModelStage& stage_;
+  const ScheduleKind kind_;
+  const int stage_index_, stages_, micro_batches_;
+  const StageLinks links_;
+  std::map<int, std::vector<PipelineOp>> schedules_;         // by micro-batch count (short batches)
+  std::vector<std::unique_ptr<comm::PendingSend>> pending_;  // per slot: activations, gradients
+};
+
+}  // namespace ringmaster::trainer::pipeline
