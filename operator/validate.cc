@@ -134,6 +134,25 @@ constexpr CleanPodPolicy kCleanPodPolicies[] = {CleanPodPolicy::kNone, CleanPodP
 constexpr contract::LauncherMode kLaunchers[] = {contract::LauncherMode::kNative,
                                                  contract::LauncherMode::kMpi};
 
+// A pipeline's stages are ranks: the world must hold exactly one of each, and the ranks must
+// be able to pass activations to each other (nccl's are GPU collectives only).
+void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
+  const contract::TrainerSettings settings = contract::trainerSettings(*s.trainer);
+  const int32_t stages = settings.pipeline.stages;
+  if (stages <= 1) return;
+  if (s.replicas && s.procs_per_replica) {
+    const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
+    if (world != stages) {
+      e.add("spec.replicas", "replicas x procsPerReplica = " + std::to_string(world) +
+                                 " ranks, but spec.trainer.parallelism.pipeline.stages is " +
+                                 std::to_string(stages) + ": a pipeline needs one rank per stage");
+    }
+  }
+  if (s.backend == "nccl") {
+    e.add("spec.backend", "pipeline stages pass activations with gloo or mpi, not nccl");
+  }
+}
+
 }  // namespace
 
 const char* name(Backend value) {
@@ -288,6 +307,7 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
     if (s.backend == "nccl" && s.trainer->device == "cpu") {
       e.add("spec.backend", "nccl needs the GPU, and spec.trainer.device is cpu");
     }
+    validateParallelism(s, e);
   }
   return e.take();
 }

@@ -96,6 +96,10 @@ TEST(Crd, MatchesTheTypedTrainingJob) {
                                    "spec.trainer.optimizer");
   expectTyped<kube::CheckpointSpec>(spec["properties"]["trainer"]["properties"]["checkpoint"],
                                     "spec.trainer.checkpoint");
+  YAML::Node parallelism = spec["properties"]["trainer"]["properties"]["parallelism"];
+  expectTyped<kube::ParallelismSpec>(parallelism, "spec.trainer.parallelism");
+  expectTyped<kube::PipelineSpec>(parallelism["properties"]["pipeline"],
+                                  "spec.trainer.parallelism.pipeline");
   expectTyped<kube::SchedulingPolicy>(spec["properties"]["schedulingPolicy"],
                                       "spec.schedulingPolicy");
   YAML::Node status = schema["properties"]["status"];
@@ -129,6 +133,10 @@ TEST(Crd, IntegersThatSizeTheJobAreBoundedInt32) {
       {"spec.trainer.model.channels[]", model["channels"]["items"]},
       {"spec.trainer.model.cnnHidden", model["cnnHidden"]},
       {"spec.trainer.batchSize", trainer["batchSize"]},
+      {"spec.trainer.parallelism.pipeline.stages",
+       trainer["parallelism"]["properties"]["pipeline"]["properties"]["stages"]},
+      {"spec.trainer.parallelism.pipeline.microBatches",
+       trainer["parallelism"]["properties"]["pipeline"]["properties"]["microBatches"]},
   };
   for (const auto& [path, node] : fields) {
     ASSERT_TRUE(node.IsMap()) << path;

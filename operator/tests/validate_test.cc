@@ -31,6 +31,16 @@ void mountData(kube::TrainingJob& job, const std::string& path,
   job.spec.volume_mounts.push_back(m);
 }
 
+// spec.trainer with `stages` pipeline stages of `micro` micro-batches.
+kube::TrainerSpec pipelineTrainer(int stages, int micro) {
+  kube::PipelineSpec pipeline;
+  pipeline.stages = stages;
+  pipeline.micro_batches = micro;
+  kube::TrainerSpec trainer;
+  trainer.parallelism.emplace().pipeline = pipeline;
+  return trainer;
+}
+
 struct BadSpec {
   std::string what;
   std::function<void(kube::TrainingJob&)> mutate;
@@ -73,6 +83,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"name not a DNS label", [](auto& j) { j.metadata.name = "Fmnist_1"; },
                 "metadata.name"},
         BadSpec{"unknown backend", [](auto& j) { j.spec.backend = "rccl"; }, "spec.backend"},
+        BadSpec{"three pipeline stages on two ranks",
+                [](auto& j) { j.spec.trainer = pipelineTrainer(3, 4); }, "spec.replicas"},
+        BadSpec{"a pipeline over nccl",
+                [](auto& j) {
+                  j.spec.trainer = pipelineTrainer(2, 4);
+                  j.spec.backend = "nccl";
+                },
+                "spec.backend"},
+        BadSpec{"more pipeline stages than layers",
+                [](auto& j) {
+                  j.spec.replicas = 4;
+                  j.spec.trainer = pipelineTrainer(4, 4);
+                },
+                "spec.trainer.parallelism.pipeline"},
         BadSpec{"nccl under the mpi launcher",
                 [](auto& j) {
                   j.spec.launcher = "mpi";
@@ -214,6 +238,14 @@ TEST(Validate, AcceptsTheDesignExampleAndFillsDefaults) {
   EXPECT_EQ(spec->suspend, false);
   EXPECT_EQ(spec->scheduling_policy->schedule_timeout_seconds, 300);
   EXPECT_TRUE(spec->trainer.has_value());
+}
+
+TEST(Validate, APipelineWithOneRankPerStageIsAccepted) {
+  kube::TrainingJob job = makeJob("pipe", 1);
+  job.spec.procs_per_replica = 2;
+  job.spec.trainer = pipelineTrainer(2, 4);
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  EXPECT_TRUE(spec.ok()) << spec.status().toString();
 }
 
 TEST(Validate, MissingImageTakesTheOperatorDefault) {

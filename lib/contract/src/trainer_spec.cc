@@ -32,6 +32,10 @@ constexpr OptimizerType kOptimizerTypes[] = {OptimizerType::kSgd, OptimizerType:
 constexpr LrSchedule kSchedules[] = {LrSchedule::kConstant, LrSchedule::kCosine};
 constexpr Device kDevices[] = {Device::kAuto, Device::kCpu, Device::kCuda};
 constexpr Precision kPrecisions[] = {Precision::kFp32, Precision::kBf16};
+constexpr PipelineSchedule kPipelineSchedules[] = {PipelineSchedule::kGPipe,
+                                                   PipelineSchedule::kOneFOneB};
+// More stages than this would leave most ranks idle on any model the trainer builds.
+constexpr int32_t kMaxPipelineStages = 64;
 
 // fp32 weights, gradients and optimizer moments: about 16 bytes a parameter on every rank.
 std::string gigabytes(int64_t parameters) {
@@ -75,6 +79,46 @@ void validateOptimizer(const kube::OptimizerSpec& o, const std::string& p, Field
   e.above(p + ".epsilon", o.epsilon, 0);
 }
 
+void validatePipeline(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
+  const kube::PipelineSpec& pipe = *t.parallelism->pipeline;
+  e.unknownFields(p, pipe.extra);
+  e.inRange(p + ".stages", pipe.stages, 1, kMaxPipelineStages);
+  e.oneOf(p + ".schedule", pipe.schedule, spellings(kPipelineSchedules));
+  const int32_t stages = std::clamp(pipe.stages.value_or(1), 1, kMaxPipelineStages);
+  const int32_t layers = modelLayers(t.model.value_or(kube::ModelSpec{}));
+  // Cross-field problems name the pipeline itself: the field alone is within its bounds.
+  if (stages > layers) {
+    e.add(p, "stages " + std::to_string(stages) + " is more than the model's " +
+                 std::to_string(layers) + " layers (every stage needs at least one)");
+  }
+  const int64_t batch = t.batch_size.value_or(kDefaultBatchSize);
+  e.inRange(p + ".microBatches", pipe.micro_batches, 1, 65536);
+  const int32_t micro = pipe.micro_batches.value_or(stages);
+  if (micro >= 1 && batch % micro != 0) {
+    e.add(p, "microBatches " + std::to_string(micro) +
+                 (pipe.micro_batches ? "" : " (unset: one per stage)") +
+                 " does not divide batchSize " + std::to_string(batch));
+  }
+  if (!pipe.partition.empty()) {
+    if (static_cast<int32_t>(pipe.partition.size()) != stages) {
+      e.add(p + ".partition", "gives " + std::to_string(pipe.partition.size()) +
+                                  " stage starts for " + std::to_string(stages) + " stages");
+    } else if (pipe.partition[0] != 0) {
+      e.add(p + ".partition[0]",
+            invalidValue(std::to_string(pipe.partition[0]), "the first stage starts at layer 0"));
+    }
+    for (size_t i = 1; i < pipe.partition.size(); ++i) {
+      const int32_t start = pipe.partition[i];
+      if (start <= pipe.partition[i - 1] || start >= layers) {
+        e.add(p + ".partition[" + std::to_string(i) + "]",
+              invalidValue(std::to_string(start),
+                           "must be above " + std::to_string(pipe.partition[i - 1]) +
+                               " and below " + std::to_string(layers) + " (the model's layers)"));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const char* name(ModelType value) { return value == ModelType::kCnn ? "cnn" : "mlp"; }
@@ -92,6 +136,15 @@ const char* name(Device value) {
   return "auto";
 }
 const char* name(Precision value) { return value == Precision::kBf16 ? "bf16" : "fp32"; }
+const char* name(PipelineSchedule value) {
+  return value == PipelineSchedule::kGPipe ? "gpipe" : "1f1b";
+}
+
+int32_t modelLayers(const kube::ModelSpec& model) {
+  if (model.type.value_or("mlp") == "cnn") return model.cnn_hidden.value_or(0) > 0 ? 4 : 3;
+  const auto& hidden = model.hidden.empty() ? kDefaultHidden : model.hidden;
+  return static_cast<int32_t>(hidden.size()) + 1;
+}
 
 int64_t modelParameters(const kube::ModelSpec& model) {
   constexpr int64_t kInputs = 28 * 28, kClasses = 10;  // Fashion-MNIST
@@ -162,6 +215,15 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
   if (t.precision == "bf16" && t.device == "cpu") {
     e.add(p + ".precision", "bf16 runs on the GPU only (device cpu trains in fp32)");
   }
+  if (t.parallelism) {
+    e.unknownFields(p + ".parallelism", t.parallelism->extra);
+    if (t.parallelism->pipeline) {
+      validatePipeline(t, p + ".parallelism.pipeline", e);
+      if (t.parallelism->pipeline->stages.value_or(1) > 1 && t.device == "cuda") {
+        e.add(p + ".device", "pipeline stages train on the CPU; use device cpu or auto");
+      }
+    }
+  }
   return e.take();
 }
 
@@ -208,6 +270,14 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
   s.device = parseSpelling(t.device, kDevices, Device::kAuto);
   s.precision = parseSpelling(t.precision, kPrecisions, Precision::kFp32);
   s.cuda_graph = t.cuda_graph.value_or(true);
+
+  const kube::PipelineSpec pipe =
+      t.parallelism.value_or(kube::ParallelismSpec{}).pipeline.value_or(kube::PipelineSpec{});
+  s.pipeline.stages = pipe.stages.value_or(1);
+  s.pipeline.micro_batches = pipe.micro_batches.value_or(s.pipeline.stages);
+  s.pipeline.schedule =
+      parseSpelling(pipe.schedule, kPipelineSchedules, PipelineSchedule::kOneFOneB);
+  s.pipeline.partition = pipe.partition;
   return s;
 }
 

@@ -153,6 +153,47 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"bf16 on the CPU",
             {{"device", "cpu"}, {"precision", "bf16"}},
             {"spec.trainer.precision"}},
+        Row{"two stages, four micro-batches",
+            {{"parallelism", {{"pipeline", {{"stages", 2}, {"microBatches", 4}}}}}},
+            {}},
+        Row{"a stage per layer of the default MLP",
+            {{"parallelism", {{"pipeline", {{"stages", 3}, {"microBatches", 8}}}}}},
+            {}},
+        Row{"more stages than layers",
+            {{"parallelism", {{"pipeline", {{"stages", 4}, {"microBatches", 4}}}}}},
+            {"spec.trainer.parallelism.pipeline"}},
+        Row{"stages 0",
+            {{"parallelism", {{"pipeline", {{"stages", 0}}}}}},
+            {"spec.trainer.parallelism.pipeline.stages"}},
+        Row{"micro-batches that do not divide the batch",
+            {{"batchSize", 100},
+             {"parallelism", {{"pipeline", {{"stages", 2}, {"microBatches", 8}}}}}},
+            {"spec.trainer.parallelism.pipeline"}},
+        Row{"a default micro-batch count that does not divide the batch",
+            {{"batchSize", 100}, {"parallelism", {{"pipeline", {{"stages", 3}}}}}},
+            {"spec.trainer.parallelism.pipeline"}},
+        Row{"pipeline schedule",
+            {{"parallelism", {{"pipeline", {{"schedule", "zero-bubble"}}}}}},
+            {"spec.trainer.parallelism.pipeline.schedule"}},
+        Row{"a partition of the wrong length",
+            {{"parallelism", {{"pipeline", {{"stages", 2}, {"partition", {0}}}}}}},
+            {"spec.trainer.parallelism.pipeline.partition"}},
+        Row{"a partition not starting at 0",
+            {{"parallelism", {{"pipeline", {{"stages", 2}, {"partition", {1, 2}}}}}}},
+            {"spec.trainer.parallelism.pipeline.partition[0]"}},
+        Row{"a partition past the last layer",
+            {{"parallelism", {{"pipeline", {{"stages", 2}, {"partition", {0, 3}}}}}}},
+            {"spec.trainer.parallelism.pipeline.partition[1]"}},
+        Row{"a cnn in four stages",
+            {{"model", {{"type", "cnn"}, {"cnnHidden", 64}}},
+             {"parallelism", {{"pipeline", {{"stages", 4}}}}}},
+            {}},
+        Row{"pipeline stages on the GPU",
+            {{"device", "cuda"}, {"parallelism", {{"pipeline", {{"stages", 2}}}}}},
+            {"spec.trainer.device"}},
+        Row{"an unknown key in parallelism",
+            {{"parallelism", {{"tensors", 2}}}},
+            {"spec.trainer.parallelism.tensors"}},
         Row{"an unknown key", {{"learningRate", 0.1}}, {"spec.trainer.learningRate"}},
         Row{"an unknown key below", {{"optimizer", {{"lr", 0.1}}}}, {"spec.trainer.optimizer.lr"}}),
     [](const auto& info) {
@@ -170,7 +211,29 @@ TEST(TrainerSpec, ModelParametersCountTheLayersWithTheDefaultsFilledIn) {
   EXPECT_EQ(modelParameters(cnn), (25 * 16 + 16) + (25 * 16 * 32 + 32) + (7 * 7 * 32 * 10 + 10));
 }
 
+TEST(TrainerSpec, PipelineDefaultsToOneStageAndOneMicroBatchPerStage) {
+  const TrainerSettings none = trainerSettings({});
+  EXPECT_EQ(none.pipeline.stages, 1);
+  EXPECT_EQ(none.pipeline.micro_batches, 1);
+  const TrainerSettings two = trainerSettings(
+      decodeSpec({{"parallelism", {{"pipeline", {{"stages", 2}, {"partition", {0, 2}}}}}}}));
+  EXPECT_EQ(two.pipeline.stages, 2);
+  EXPECT_EQ(two.pipeline.micro_batches, 2);
+  EXPECT_EQ(two.pipeline.schedule, PipelineSchedule::kOneFOneB);
+  EXPECT_EQ(two.pipeline.partition, (std::vector<int32_t>{0, 2}));
+}
+
+TEST(TrainerSpec, ModelLayersAreWhatStagesSplit) {
+  EXPECT_EQ(modelLayers({}), 3);  // 784-512-512-10
+  kube::ModelSpec cnn;
+  cnn.type = "cnn";
+  EXPECT_EQ(modelLayers(cnn), 3);
+  cnn.cnn_hidden = 64;
+  EXPECT_EQ(modelLayers(cnn), 4);
+}
+
 TEST(TrainerSpec, EnumNamesAreTheSpecsSpelling) {
+  EXPECT_STREQ(name(PipelineSchedule::kGPipe), "gpipe");
   EXPECT_STREQ(name(ModelType::kCnn), "cnn");
   EXPECT_STREQ(name(OptimizerType::kAdam), "adam");
   EXPECT_STREQ(name(LrSchedule::kCosine), "cosine");

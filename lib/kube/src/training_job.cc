@@ -38,6 +38,19 @@ void visitCheckpointSpec(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitPipelineSpec(V& v, S& s) {
+  v("stages", s.stages);
+  v("microBatches", s.micro_batches);
+  v("schedule", s.schedule);
+  v("partition", s.partition);
+}
+
+template <class V, class S>
+void visitParallelismSpec(V& v, S& s) {
+  v("pipeline", s.pipeline);
+}
+
+template <class V, class S>
 void visitTrainerSpec(V& v, S& s) {
   v("model", s.model);
   v("dataset", s.dataset);
@@ -56,6 +69,7 @@ void visitTrainerSpec(V& v, S& s) {
   v("device", s.device);
   v("precision", s.precision);
   v("cudaGraph", s.cuda_graph);
+  v("parallelism", s.parallelism);
 }
 
 template <class V, class S>
@@ -137,6 +151,8 @@ RM_KUBE_DEFINE_CODEC(ModelSpec, visitModelSpec)
 RM_KUBE_DEFINE_CODEC(DatasetSpec, visitDatasetSpec)
 RM_KUBE_DEFINE_CODEC(OptimizerSpec, visitOptimizerSpec)
 RM_KUBE_DEFINE_CODEC(CheckpointSpec, visitCheckpointSpec)
+RM_KUBE_DEFINE_CODEC(PipelineSpec, visitPipelineSpec)
+RM_KUBE_DEFINE_CODEC(ParallelismSpec, visitParallelismSpec)
 RM_KUBE_DEFINE_CODEC(TrainerSpec, visitTrainerSpec)
 RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)
 RM_KUBE_DEFINE_CODEC(TrainingJobSpec, visitTrainingJobSpec)

@@ -25,6 +25,10 @@ enum class Device { kAuto, kCpu, kCuda };
 // GPU arithmetic: fp32 (no TF32), or bf16 GEMMs over fp32 master weights.
 enum class Precision { kFp32, kBf16 };
 
+// How a pipeline runs a mini-batch's micro-batches: all forwards then all backwards (gpipe), or
+// one forward and one backward in turn once the pipeline is full (1f1b: fewer activations).
+enum class PipelineSchedule { kGPipe, kOneFOneB };
+
 // Bounds the model's size: weights, gradients and optimizer state (~16 bytes a parameter)
 // live on every rank; 1B parameters is ~16 GB each, what one data-parallel GPU rank can hold
 // beside its activations.
@@ -55,6 +59,14 @@ struct TrainerSettings {
     double beta1 = 0, beta2 = 0, epsilon = 0;  // Adam
     bool operator==(const Optimizer&) const = default;
   };
+  // Layers split into `stages` stages, each on its own rank; 1: no pipeline.
+  struct Pipeline {
+    int32_t stages = 1;
+    int32_t micro_batches = 1;  // per mini-batch; divides batch_size
+    PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+    std::vector<int32_t> partition;  // first layer of each stage; empty: balanced by the trainer
+    bool operator==(const Pipeline&) const = default;
+  };
   struct Checkpoint {
     std::string path;  // empty: no checkpoints
     int64_t every_steps = 0;
@@ -65,7 +77,7 @@ struct TrainerSettings {
   Model model;
   Dataset dataset;
   int64_t epochs = 0;
-  int64_t batch_size = 0;  // per rank
+  int64_t batch_size = 0;  // per data-parallel replica (every stage of a pipeline sees it)
   Optimizer optimizer;
   double bucket_cap_mb = 0;
   double first_bucket_cap_mb = 0;  // small, so communication starts early in backward
@@ -79,6 +91,7 @@ struct TrainerSettings {
   Device device = Device::kAuto;
   Precision precision = Precision::kFp32;
   bool cuda_graph = false;
+  Pipeline pipeline;
   bool operator==(const TrainerSettings&) const = default;
 };
 
@@ -93,11 +106,16 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& spec);
 // it leaves out.
 int64_t modelParameters(const kube::ModelSpec& model);
 
+// Layers of the model `model` describes (what pipeline stages split): an MLP's hidden layers
+// and its classifier; the CNN's two conv blocks, its optional dense layer and its classifier.
+int32_t modelLayers(const kube::ModelSpec& model);
+
 // The spelling in spec.trainer of each enum value ("mlp", "adam", "cuda", ...).
 const char* name(ModelType value);
 const char* name(OptimizerType value);
 const char* name(LrSchedule value);
 const char* name(Device value);
 const char* name(Precision value);
+const char* name(PipelineSchedule value);
 
 }  // namespace ringmaster::contract

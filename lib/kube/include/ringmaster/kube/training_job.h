@@ -61,6 +61,23 @@ struct CheckpointSpec {
   bool operator==(const CheckpointSpec&) const = default;
 };
 
+// Layers in stages on ranks of their own, each mini-batch in micro-batches.
+struct PipelineSpec {
+  std::optional<int32_t> stages;
+  std::optional<int32_t> micro_batches;  // "microBatches"
+  std::optional<std::string> schedule;   // gpipe | 1f1b
+  std::vector<int32_t> partition;        // first layer of each stage; empty: balanced
+  nlohmann::json extra;
+  bool operator==(const PipelineSpec&) const = default;
+};
+
+// How the trainer's ranks split the work beyond data parallelism.
+struct ParallelismSpec {
+  std::optional<PipelineSpec> pipeline;
+  nlohmann::json extra;
+  bool operator==(const ParallelismSpec&) const = default;
+};
+
 // The built-in trainer (the trainer decodes its --config with this same codec).
 struct TrainerSpec {
   std::optional<ModelSpec> model;
@@ -80,6 +97,7 @@ struct TrainerSpec {
   std::optional<std::string> device;     // auto | cpu | cuda
   std::optional<std::string> precision;  // fp32 | bf16 (GPU)
   std::optional<bool> cuda_graph;        // "cudaGraph"
+  std::optional<ParallelismSpec> parallelism;
   nlohmann::json extra;
   bool operator==(const TrainerSpec&) const = default;
 };
@@ -173,6 +191,8 @@ RM_KUBE_DECLARE_CODEC(ModelSpec);
 RM_KUBE_DECLARE_CODEC(DatasetSpec);
 RM_KUBE_DECLARE_CODEC(OptimizerSpec);
 RM_KUBE_DECLARE_CODEC(CheckpointSpec);
+RM_KUBE_DECLARE_CODEC(PipelineSpec);
+RM_KUBE_DECLARE_CODEC(ParallelismSpec);
 RM_KUBE_DECLARE_CODEC(TrainerSpec);
 RM_KUBE_DECLARE_CODEC(SchedulingPolicy);
 RM_KUBE_DECLARE_CODEC(TrainingJobSpec);
