@@ -68,6 +68,10 @@ core::Result<TrainerConfig> trainerConfig(const kube::TrainerSpec& spec) {
   c.max_steps = s.max_steps;
   c.log_every_steps = s.log_every_steps;
   c.comm_timeout_seconds = s.comm_timeout_seconds;
+  c.pipeline.stages = s.pipeline.stages;
+  c.pipeline.micro_batches = s.pipeline.micro_batches;
+  c.pipeline.schedule = contract::name(s.pipeline.schedule);
+  c.pipeline.partition.assign(s.pipeline.partition.begin(), s.pipeline.partition.end());
   return c;
 }
 
@@ -98,6 +102,10 @@ std::string describe(const TrainerConfig& c) {
       << " backend=" << c.backend << " device=" << c.device << " precision=" << c.precision
       << " seed=" << c.seed << " blasThreads=" << c.blas_threads << " data=" << c.dataset.path
       << " checkpoint=" << (c.checkpoint.path.empty() ? "off" : c.checkpoint.path);
+  if (c.pipeline.stages > 1) {
+    out << " pipeline=" << c.pipeline.stages << " stages x " << c.pipeline.micro_batches
+        << " micro-batches (" << c.pipeline.schedule << ")";
+  }
   return out.str();
 }
 

@@ -30,13 +30,21 @@ struct CheckpointConfig {
   int64_t keep = 0;
 };
 
+// Pipeline parallelism (spec.trainer.parallelism.pipeline); stages 1 is plain data parallelism.
+struct PipelineConfig {
+  int stages = 1;
+  int micro_batches = 1;          // per mini-batch
+  std::string schedule = "1f1b";  // gpipe | 1f1b
+  std::vector<int> partition;     // first layer of each stage; empty: measured and balanced
+};
+
 // What one trainer process runs. Build it with trainerConfig() or defaultTrainerConfig(): the
 // zeros below are not defaults, the contract's are.
 struct TrainerConfig {
   model::ModelConfig model;
   DatasetConfig dataset;
   int64_t epochs = 0;
-  int64_t batch_size = 0;  // per rank
+  int64_t batch_size = 0;  // per data-parallel replica (every pipeline stage sees it)
   optim::OptimizerConfig optimizer;
   // Learning-rate schedule over the whole run (optimizer.schedule): constant, or cosine decay
   // from learningRate to 0 at the last step.
@@ -54,6 +62,7 @@ struct TrainerConfig {
   int64_t max_steps = 0;        // stop after this many optimizer steps in total (0: no limit)
   int64_t log_every_steps = 0;  // 0: one line per epoch only
   int64_t comm_timeout_seconds = 0;
+  PipelineConfig pipeline;
   // Of the process, not of spec.trainer (spec.backend reaches the trainer through its
   // environment; the metrics endpoint through --metrics-port or the config's metricsPort).
   std::string backend = "auto";  // auto | nccl | gloo | mpi | shm | inproc

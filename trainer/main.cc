@@ -266,6 +266,8 @@ int run(int argc, char** argv) {
   core::log::setDefaultPrefix(world->job + " rank " + std::to_string(world->rank) + "/" +
                               std::to_string(world->world_size));
   openblas_set_num_threads(static_cast<int>(config.blas_threads));
+  // Pipeline stages train on the CPU (the contract refuses device cuda with them).
+  if (config.pipeline.stages > 1 && config.device == "auto") config.device = "cpu";
   RM_LOG(INFO, CONFIG) << describe(config);
   const LoadedGpu gpu = loadGpuModule(config.device);
   auto device = resolveDevice(config.device, gpu.availability, world->local_rank);
@@ -297,6 +299,7 @@ int run(int argc, char** argv) {
   comm_config.host_store = !world->use_agent_store;
   comm_config.gloo_hostname = world->pod_ip;
   comm_config.timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
+  comm_config.point_to_point = config.pipeline.stages > 1;
   if (device->cuda) {
     comm_config.make_nccl = [module = gpu.module](const comm::NcclConfig& nccl) {
       return module->makeNcclCommunicator(nccl);
@@ -306,7 +309,8 @@ int run(int argc, char** argv) {
   if (!communicator.ok()) return failRetryable(communicator.status());
 
   metrics::Registry registry({{"trainingjob", world->job}, {"rank", std::to_string(world->rank)}});
-  auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend());
+  auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend(),
+                                                config.pipeline.stages > 1 ? world->rank : -1);
   if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
   std::unique_ptr<metrics::Exposer> exposer;
   if (config.metrics_port >= 0) {

@@ -17,6 +17,7 @@
 #include "trainer/gradient_buckets.h"
 #include "trainer/model/model.h"
 #include "trainer/optim/optimizer.h"
+#include "trainer/pipeline_trainer.h"
 #include "trainer/resume.h"
 #include "trainer/run_report.h"
 #include "trainer/training_loop.h"
@@ -92,10 +93,7 @@ class CpuEngine final : public StepEngine {
   }
 
   Result<int> step(int64_t epoch, int64_t b, int64_t steps_done) override {
-    const std::vector<uint32_t>& shard = sampler_.indices();
-    const size_t begin = static_cast<size_t>(b) * batch_;
-    const int n = static_cast<int>(std::min<size_t>(batch_, shard.size() - begin));
-    data::gatherBatch(train_, shard.data() + begin, n, x_.data(), y_.data());
+    const int n = data::gatherShardBatch(train_, sampler_, b, batch_, x_.data(), y_.data());
 
     const auto t0 = Clock::now();
     int correct = 0;
@@ -104,7 +102,7 @@ class CpuEngine final : public StepEngine {
     model_.backward([&](size_t offset, size_t count) { buckets_.onGradsReady(offset, count); });
     RM_RETURN_IF_ERROR_CTX(buckets_.finishStep(), "rank " + std::to_string(rank_) + ": step " +
                                                       std::to_string(steps_done + 1));
-    optimizer_.setLearningRate(learningRateAt(steps_done));
+    optimizer_.setLearningRate(learningRateAt(config_, steps_done, total_steps_));
     optimizer_.step(model_.params(), model_.grads());
     const auto t1 = Clock::now();
     const double step_seconds = secondsBetween(t0, t1);
@@ -193,12 +191,6 @@ class CpuEngine final : public StepEngine {
   }
 
  private:
-  double learningRateAt(int64_t step) const {
-    const double base = config_.optimizer.learning_rate;
-    if (config_.lr_schedule != "cosine" || total_steps_ <= 0) return base;
-    return base * 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / total_steps_));
-  }
-
   const TrainerConfig& config_;
   const TrainerContext& ctx_;
   comm::Communicator& comm_;
@@ -231,6 +223,7 @@ class CpuEngine final : public StepEngine {
 struct Trainer::State {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<optim::Optimizer> optimizer;
+  std::vector<float> stage_params;  // a pipeline stage's, after run()
 };
 
 Trainer::Trainer(TrainerConfig config, TrainerContext context)
@@ -238,12 +231,13 @@ Trainer::Trainer(TrainerConfig config, TrainerContext context)
 Trainer::~Trainer() = default;
 
 std::vector<float> Trainer::parameters() const {
-  if (!state_->model) return {};
+  if (!state_->model) return state_->stage_params;
   auto p = state_->model->params();
   return {p.begin(), p.end()};
 }
 
 Result<TrainSummary> Trainer::run() {
+  if (config_.pipeline.stages > 1) return trainPipelineStage(config_, ctx_, &state_->stage_params);
   // Flush denormals to zero (FTZ | DAZ, per thread): late in training tiny gradients otherwise
   // slow steps by ~25%.
   _mm_setcsr(_mm_getcsr() | 0x8040);
@@ -285,7 +279,8 @@ Result<TrainSummary> Trainer::run() {
 
   CpuEngine engine(config_, ctx_, model, optimizer, buckets, ar_options);
   RM_RETURN_IF_ERROR(
-      runTrainingLoop(config_, {rank, world, ctx_.stop, ctx_.metrics}, engine, pos, &summary));
+      runTrainingLoop(config_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
+                      engine, pos, &summary));
   return summary;
 }
 

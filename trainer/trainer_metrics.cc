@@ -3,7 +3,8 @@
 namespace ringmaster::trainer {
 
 core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
-                                                    const std::string& backend) {
+                                                    const std::string& backend,
+                                                    int pipeline_stage) {
   TrainerMetrics m;
   const metrics::Labels by_backend = {{"backend", backend}};
   RM_ASSIGN_OR_RETURN(auto samples, r.counter("ringmaster_trainer_samples_total",
@@ -50,6 +51,35 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
   RM_ASSIGN_OR_RETURN(auto exposed, r.counter("ringmaster_trainer_comm_exposed_seconds_total",
                                               "Time the training thread waited for allreduce"));
   m.comm_exposed_seconds = &exposed->Add({});
+  if (pipeline_stage < 0) return m;
+
+  const metrics::Labels stage = {{"stage", std::to_string(pipeline_stage)}};
+  RM_ASSIGN_OR_RETURN(
+      auto bubble, r.gauge("ringmaster_trainer_pipeline_bubble_ratio",
+                           "Share of the last epoch's step time this stage spent not computing"));
+  m.pipeline.bubble_ratio = &bubble->Add(stage);
+  RM_ASSIGN_OR_RETURN(auto compute, r.counter("ringmaster_trainer_pipeline_compute_seconds_total",
+                                              "Forward, backward and loss time of this stage"));
+  m.pipeline.compute_seconds = &compute->Add(stage);
+  RM_ASSIGN_OR_RETURN(auto sent, r.counter("ringmaster_trainer_pipeline_send_bytes_total",
+                                           "Activation and gradient bytes this stage sent"));
+  m.pipeline.send_bytes = &sent->Add(stage);
+  RM_ASSIGN_OR_RETURN(auto received,
+                      r.counter("ringmaster_trainer_pipeline_recv_bytes_total",
+                                "Activation and gradient bytes this stage received"));
+  m.pipeline.recv_bytes = &received->Add(stage);
+  RM_ASSIGN_OR_RETURN(auto send_wait,
+                      r.counter("ringmaster_trainer_pipeline_send_wait_seconds_total",
+                                "Time this stage waited for its sends to finish"));
+  m.pipeline.send_wait_seconds = &send_wait->Add(stage);
+  RM_ASSIGN_OR_RETURN(auto recv_wait,
+                      r.counter("ringmaster_trainer_pipeline_recv_wait_seconds_total",
+                                "Time this stage waited for activations or gradients"));
+  m.pipeline.recv_wait_seconds = &recv_wait->Add(stage);
+  RM_ASSIGN_OR_RETURN(auto activations,
+                      r.gauge("ringmaster_trainer_pipeline_activation_bytes",
+                              "Peak bytes of micro-batch activations this stage holds"));
+  m.pipeline.activation_bytes = &activations->Add(stage);
   return m;
 }
 

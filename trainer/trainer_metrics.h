@@ -32,8 +32,21 @@ struct TrainerMetrics {
   prometheus::Counter* checkpoints = nullptr;  // ringmaster_trainer_checkpoints_total
   prometheus::Histogram* checkpoint_seconds = nullptr;  // ringmaster_trainer_checkpoint_seconds
 
+  // A pipeline stage's (null unless create() was told this rank is one):
+  struct Pipeline {
+    prometheus::Gauge* bubble_ratio = nullptr;         // ringmaster_trainer_pipeline_bubble_ratio
+    prometheus::Counter* compute_seconds = nullptr;    // ..._pipeline_compute_seconds_total
+    prometheus::Counter* send_bytes = nullptr;         // ..._pipeline_send_bytes_total
+    prometheus::Counter* recv_bytes = nullptr;         // ..._pipeline_recv_bytes_total
+    prometheus::Counter* send_wait_seconds = nullptr;  // ..._pipeline_send_wait_seconds_total
+    prometheus::Counter* recv_wait_seconds = nullptr;  // ..._pipeline_recv_wait_seconds_total
+    prometheus::Gauge* activation_bytes = nullptr;     // ..._pipeline_activation_bytes
+  } pipeline;
+
+  // `pipeline_stage` >= 0: this rank is that stage of a pipeline (its metrics carry it as the
+  // label `stage`); -1: no pipeline metrics.
   static core::Result<TrainerMetrics> create(metrics::Registry& registry,
-                                             const std::string& backend);
+                                             const std::string& backend, int pipeline_stage = -1);
 };
 
 }  // namespace ringmaster::trainer

@@ -1,6 +1,7 @@
 #include "trainer/training_loop.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "ringmaster/core/log.h"
 
@@ -8,10 +9,17 @@ namespace ringmaster::trainer {
 
 using Clock = std::chrono::steady_clock;
 
+double learningRateAt(const TrainerConfig& config, int64_t step, double total_steps) {
+  const double base = config.optimizer.learning_rate;
+  if (config.lr_schedule != "cosine" || total_steps <= 0) return base;
+  return base * 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / total_steps));
+}
+
 core::Status runTrainingLoop(const TrainerConfig& config, const LoopContext& context,
                              StepEngine& engine, Position pos, TrainSummary* summary) {
   const bool checkpoints = !config.checkpoint.path.empty();
-  const bool writer = context.rank == 0 && checkpoints;
+  const bool writer = context.checkpoint_writer && checkpoints;
+  const int data_replicas = context.data_replicas > 0 ? context.data_replicas : context.world;
   const int64_t max_steps = config.max_steps;
   const int64_t num_batches = engine.batchesPerEpoch();
   RunReport report(context.rank, context.world, config.epochs, pos.epoch, context.metrics);
@@ -47,7 +55,7 @@ core::Status runTrainingLoop(const TrainerConfig& config, const LoopContext& con
       pos.epoch = epoch;  // where a checkpoint taken now (max_steps, stop) resumes
       pos.step_in_epoch = b + 1;
       ++steps;
-      epoch_samples += static_cast<int64_t>(samples) * context.world;
+      epoch_samples += static_cast<int64_t>(samples) * data_replicas;
       if (writer && config.checkpoint.every_steps > 0 &&
           pos.step % config.checkpoint.every_steps == 0 && b + 1 < num_batches) {
         RM_RETURN_IF_ERROR(engine.saveCheckpoint({epoch, pos.step, b + 1}));

@@ -58,9 +58,29 @@ class StepEngine {
 struct LoopContext {
   int rank = 0;
   int world = 1;
+  // Ranks that each train on samples of their own (a pipeline's stages share theirs): what a
+  // step's samples are multiplied by for the epoch's count. 0: the world.
+  int data_replicas = 0;
+  // Whether this rank writes checkpoints (rank 0 in data parallelism; every stage of a pipeline
+  // writes its own).
+  bool checkpoint_writer = false;
   const core::StopSource* stop = nullptr;  // optional
   TrainerMetrics* metrics = nullptr;       // optional
+
+  // Data parallelism: every rank trains on its own samples, rank 0 writes checkpoints.
+  static LoopContext dataParallel(int rank, int world, const core::StopSource* stop,
+                                  TrainerMetrics* metrics) {
+    return {.rank = rank,
+            .world = world,
+            .checkpoint_writer = rank == 0,
+            .stop = stop,
+            .metrics = metrics};
+  }
 };
+
+// The learning rate of step `step` (0-based) of a run of `total_steps` steps: the optimizer's,
+// or its cosine decay to 0 at the last step (optimizer.schedule).
+double learningRateAt(const TrainerConfig& config, int64_t step, double total_steps);
 
 // Trains from `pos` (restored, or the start) until training is complete; the summary's epochs,
 // test figures, throughput and allreduce figures are filled in on the way.

@@ -42,6 +42,17 @@ class StoreOwningCommunicator final : public Communicator {
     return inner_->broadcast(data, bytes, root);
   }
   core::Status barrier() override { return inner_->barrier(); }
+  core::Status send(const void* data, size_t bytes, int peer,
+                    const PointToPointOptions& opts) override {
+    return inner_->send(data, bytes, peer, opts);
+  }
+  core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) override {
+    return inner_->recv(data, bytes, peer, opts);
+  }
+  core::Result<std::unique_ptr<PendingSend>> startSend(const void* data, size_t bytes, int peer,
+                                                       const PointToPointOptions& opts) override {
+    return inner_->startSend(data, bytes, peer, opts);
+  }
   DeviceCollectives* deviceCollectives() override { return inner_->deviceCollectives(); }
 
  private:
@@ -166,6 +177,11 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   if (config.device != "cpu" && config.device != "cuda")
     return core::invalidArgument(what + ": device '" + config.device + "' (cpu or cuda)");
   // Gradients in GPU memory go through NCCL; the host backends cannot read them.
+  if (config.point_to_point && (backend == "shm" || backend == "nccl")) {
+    return core::invalidArgument(what + ": " + backend +
+                                 " has no point-to-point messages, which pipeline stages need; "
+                                 "use gloo, mpi or auto");
+  }
   const bool nccl = backend == "nccl" || (backend == "auto" && config.device == "cuda");
   if (config.device == "cuda" && !nccl)
     return core::invalidArgument(what + ": device cuda needs backend nccl (or auto)");
@@ -202,7 +218,7 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
     comm = makeNccl(config, &store, what);
   } else if (backend == "shm") {
     comm = makeShm(config, &store);
-  } else if (backend == "gloo") {
+  } else if (backend == "gloo" || config.point_to_point) {
     comm = makeGloo(config, &store);
   } else {
     comm = makeShm(config, &store);

@@ -5,7 +5,8 @@
 // backend:
 //   "auto"   device cuda: nccl (any world size). Under mpirun: mpi. Otherwise a world of 1: single
 //   (no store, no network); else shm
-//            when every rank can map one shared-memory segment (same host), else gloo.
+//            when every rank can map one shared-memory segment (same host) and no point-to-point
+//            messages are needed, else gloo.
 //   "shm"    shared memory, fails unless every rank can map the segment
 //   "gloo"   Gloo ring over TCP
 //   "mpi"    MPI_Allreduce (only when built with Open MPI; rank and size come from mpirun)
@@ -70,6 +71,9 @@ struct CommConfig {
   size_t shm_direct_max_bytes = 32 << 10;
   // Test-only: this rank claims it cannot map the shm segment (see ShmConfig).
   bool shm_pretend_unreachable_for_testing = false;
+  // The caller sends and receives (pipeline stages): auto then skips shm, which has no
+  // point-to-point messages, for gloo.
+  bool point_to_point = false;
   // inproc: the group shared by the ranks of this process.
   std::shared_ptr<InProcGroup> inproc_group;
   // nccl: builds the communicator on the current device; unset, nccl is unavailable.

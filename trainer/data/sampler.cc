@@ -1,5 +1,6 @@
 #include "trainer/data/sampler.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
@@ -114,6 +115,15 @@ void gatherBatch(const Dataset& dataset, const uint32_t* idx, size_t n, float* i
                 features * sizeof(float));
     labels_out[i] = dataset.labels[idx[i]];
   }
+}
+
+int gatherShardBatch(const Dataset& dataset, const ShardedSampler& sampler, int64_t batch_index,
+                     int batch, float* images_out, int32_t* labels_out) {
+  const std::vector<uint32_t>& shard = sampler.indices();
+  const size_t begin = static_cast<size_t>(batch_index) * static_cast<size_t>(batch);
+  const size_t n = std::min<size_t>(static_cast<size_t>(batch), shard.size() - begin);
+  gatherBatch(dataset, shard.data() + begin, n, images_out, labels_out);
+  return static_cast<int>(n);
 }
 
 }  // namespace ringmaster::trainer::data

@@ -68,4 +68,9 @@ std::vector<uint32_t> epochPermutation(size_t n, uint64_t seed, int64_t epoch);
 void gatherBatch(const Dataset& dataset, const uint32_t* idx, size_t n, float* images_out,
                  int32_t* labels_out);
 
+// Batch `batch_index` of `sampler`'s shard for this epoch, `batch` samples at most (the last
+// one may be short), into images_out and labels_out; returns how many samples it holds.
+int gatherShardBatch(const Dataset& dataset, const ShardedSampler& sampler, int64_t batch_index,
+                     int batch, float* images_out, int32_t* labels_out);
+
 }  // namespace ringmaster::trainer::data

@@ -549,7 +549,8 @@ Result<TrainSummary> GpuTrainer::run() {
                        << net.describe() << "; world size " << world << ", backend "
                        << comm.backend() << (config_.cuda_graph ? ", CUDA graph" : "");
   RM_RETURN_IF_ERROR(
-      runTrainingLoop(config_, {rank, world, ctx_.stop, ctx_.metrics}, engine, pos, &summary));
+      runTrainingLoop(config_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
+                      engine, pos, &summary));
   return summary;
 }
 

@@ -1,6 +1,8 @@
 #include "trainer/model/model_stage.h"
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -128,6 +130,15 @@ double ModelStage::loss(int index, const int32_t* labels, int batch, float grad_
   return sum;
 }
 
+double ModelStage::evaluationLoss(int index, const int32_t* labels, int batch, int* correct) {
+  Slot& s = slot(index);
+  RM_MODEL_CHECK(last_, "evaluationLoss() on a stage that does not end the network");
+  RM_MODEL_CHECK(s.batch == batch, "evaluationLoss() of batch %d after a forward of %d", batch,
+                 s.batch);
+  s.batch = 0;  // nothing to backpropagate
+  return softmaxCrossEntropy(s.acts.back().data(), labels, batch, num_classes_, nullptr, correct);
+}
+
 float* ModelStage::outputGrad(int index) { return slot(index).dout.data(); }
 
 const float* ModelStage::backward(int index, int batch) {
@@ -152,6 +163,48 @@ const float* ModelStage::backward(int index, int batch) {
   }
   s.batch = 0;
   return isFirst() ? nullptr : s.din.data();
+}
+
+std::vector<double> ModelStage::measureLayerSeconds(int repeats) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  Slot& s = slot(0);
+  const int batch = micro_batch_;
+  // Any values do: the cost of a dense or conv pass does not depend on them.
+  float* in = s.acts[0].data();
+  for (size_t i = 0; i < s.acts[0].size(); ++i) in[i] = 0.01f * static_cast<float>(i % 13);
+  std::fill(s.dout.span().begin(), s.dout.span().end(), 0.001f);
+  useSlotState(s);
+  std::vector<double> best(layers_.size(), std::numeric_limits<double>::infinity());
+  std::vector<double> forward(layers_.size());
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const auto t0 = Clock::now();
+      layers_[i]->forward(s.acts[i].data(), s.acts[i + 1].data(), batch);
+      forward[i] = seconds(t0, Clock::now());
+    }
+    float* dout = s.dout.data();
+    int next = 0;
+    for (size_t i = layers_.size(); i-- > 0;) {
+      const auto t0 = Clock::now();
+      layers_[i]->backwardParams(s.acts[i].data(), s.acts[i + 1].data(), dout, batch);
+      float* din = i == 0 ? nullptr : dscratch_[next].data();
+      if (din != nullptr) {
+        layers_[i]->backwardInput(s.acts[i].data(), s.acts[i + 1].data(), dout, din, batch);
+      }
+      best[i] = std::min(best[i], forward[i] + seconds(t0, Clock::now()));
+      if (din != nullptr) {
+        dout = din;
+        next ^= 1;
+      }
+    }
+    std::fill(s.dout.span().begin(), s.dout.span().end(), 0.001f);
+  }
+  s.batch = 0;
+  zeroGrads();
+  return best;
 }
 
 void ModelStage::zeroGrads() { std::fill(grads_.span().begin(), grads_.span().end(), 0.0f); }

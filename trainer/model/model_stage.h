@@ -65,12 +65,19 @@ class ModelStage {
   // into the slot's dout: with grad_scale = batch / mini-batch the micro-batches' gradients sum
   // to the mini-batch mean's.
   double loss(int slot, const int32_t* labels, int batch, float grad_scale, int* correct);
+  // Last stage, evaluation: the summed loss of the slot's output and *correct, no gradient.
+  double evaluationLoss(int slot, const int32_t* labels, int batch, int* correct);
   // Where slot `slot`'s d(loss)/d(output) rows go before backward() (stages but the last).
   float* outputGrad(int slot);
   // Adds the slot's parameter gradients to grads(); returns d(loss)/d(input), valid until the
   // slot is used again, or nullptr on the first stage (nothing to send back).
   const float* backward(int slot, int batch);
   void zeroGrads();
+
+  // Seconds of forward plus backward of each of this stage's layers on a full micro-batch, the
+  // fastest of `repeats` runs: what a balanced partition weighs layers by. Uses slot 0 and
+  // leaves the gradients zeroed.
+  std::vector<double> measureLayerSeconds(int repeats);
 
   // Bytes of activation buffers allocated so far (the peak: slots are never freed).
   size_t activationBytes() const { return activation_bytes_; }

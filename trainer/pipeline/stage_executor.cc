@@ -159,4 +159,37 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
   return stats;
 }
 
+core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int32_t* labels,
+                                                      int rows, const std::string& what) {
+  const std::string where = "pipeline stage " + std::to_string(stage_index_) + ", " + what;
+  EvaluationStats stats;
+  const size_t in_floats = stage_.inputSize(), out_floats = stage_.outputSize();
+  const int chunk = stage_.microBatch();
+  comm::PointToPointOptions opts;
+  opts.timeout = links_.timeout;
+  for (int first = 0; first < rows; first += chunk) {
+    const int n = std::min(chunk, rows - first);
+    opts.tag = "evaluation rows " + std::to_string(first) + "+" + std::to_string(n);
+    float* in = stage_.input(0);
+    if (links_.prev < 0) {
+      std::memcpy(in, x + static_cast<size_t>(first) * in_floats, sizeof(float) * n * in_floats);
+    } else {
+      RM_RETURN_IF_ERROR_CTX(
+          links_.comm->recv(in, sizeof(float) * n * in_floats, links_.prev, opts), where);
+    }
+    const float* out = stage_.forward(0, n);
+    if (links_.next < 0) {
+      int correct = 0;
+      stats.loss_sum += stage_.evaluationLoss(0, labels + first, n, &correct);
+      stats.correct += correct;
+    } else {
+      // Sent before the next chunk overwrites the output: data flows one way, so a plain send
+      // cannot wait on a peer that waits on us.
+      RM_RETURN_IF_ERROR_CTX(
+          links_.comm->send(out, sizeof(float) * n * out_floats, links_.next, opts), where);
+    }
+  }
+  return stats;
+}
+
 }  // namespace ringmaster::trainer::pipeline

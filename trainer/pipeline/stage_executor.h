@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ringmaster/core/status.h"
@@ -49,6 +50,11 @@ struct StepStats {
   uint64_t bytes_sent = 0, bytes_received = 0;
 };
 
+struct EvaluationStats {
+  double loss_sum = 0;  // last stage
+  int correct = 0;      // last stage
+};
+
 class StageExecutor {
  public:
   // `stage_index` of `stages`; the stage was created with slots() >= the schedule's peak.
@@ -58,6 +64,11 @@ class StageExecutor {
 
   // Zeroes the stage's gradients and runs the mini-batch; `step` names it in errors.
   core::Result<StepStats> run(const MiniBatch& batch, int64_t step);
+
+  // Forward only over `rows` samples (a test set) in chunks of the stage's micro-batch rows:
+  // the first stage reads `x`, the last scores `labels`; `what` names it in errors.
+  core::Result<EvaluationStats> evaluate(const float* x, const int32_t* labels, int rows,
+                                         const std::string& what);
 
   // How many slots the schedule needs with `micro_batches` micro-batches (ModelStage::create).
   static core::Result<int> slotsNeeded(ScheduleKind kind, int stage_index, int stages,

@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
 #include "ringmaster/contract/trainer_summary.h"
 #include "trainer/comm/inproc_communicator.h"
+#include "trainer/tests/synthetic_data.h"
 #include "trainer/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -48,23 +48,7 @@ TEST(TrainingComplete, IsTheEndOfTheEpochsOrOfMaxSteps) {
   }
 }
 
-// Separable enough to learn a little: the label picks which block of pixels is bright.
-data::Dataset syntheticSet(size_t n, uint32_t seed) {
-  data::Dataset d;
-  d.rows = d.cols = 28;
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0, 1);
-  d.images.resize(n * d.featureSize());
-  d.labels.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int label = static_cast<int>(rng() % data::kFashionMnistClasses);
-    d.labels[i] = label;
-    float* row = d.images.data() + i * d.featureSize();
-    for (size_t f = 0; f < d.featureSize(); ++f)
-      row[f] = noise(rng) + (f / 78 == static_cast<size_t>(label) ? 0.4f : 0.0f);
-  }
-  return d;
-}
+using testing::syntheticSet;
 
 class ResumeAtTheEnd : public ::testing::Test {
  protected:

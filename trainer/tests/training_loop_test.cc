@@ -138,7 +138,8 @@ TEST(TrainingLoop, AsksForTheStepsCheckpointsAndEvaluationsOfEachRun) {
     ScriptedEngine engine(2);
     TrainSummary summary;
     core::Status s =
-        runTrainingLoop(c.config, {c.rank, 2, nullptr, nullptr}, engine, c.start, &summary);
+        runTrainingLoop(c.config, {.rank = c.rank, .world = 2, .checkpoint_writer = c.rank == 0},
+                        engine, c.start, &summary);
     ASSERT_TRUE(s.ok()) << c.name << ": " << s.toString();
     EXPECT_EQ(engine.calls, c.calls) << c.name;
     EXPECT_EQ(summary.epochs, c.epochs) << c.name;
@@ -149,8 +150,8 @@ TEST(TrainingLoop, AStopRequestCheckpointsWhereTheNextStepWouldStartAndCancels) 
   core::StopSource stop;
   ScriptedEngine engine(4, &stop, /*stop_after=*/3);
   TrainSummary summary;
-  core::Status s =
-      runTrainingLoop(configWith(2, 0, 0), {0, 1, &stop, nullptr}, engine, {}, &summary);
+  core::Status s = runTrainingLoop(configWith(2, 0, 0), {.checkpoint_writer = true, .stop = &stop},
+                                   engine, {}, &summary);
   EXPECT_EQ(s.code(), core::Code::kCancelled);
   EXPECT_NE(s.message().find("test stop: stopped at epoch 1 step 3"), std::string::npos)
       << s.message();

@@ -236,6 +236,41 @@ TEST(FactoryTest, RankZeroHostsTheStoreWhenNobodyElseDoes) {
   }
 }
 
+// Pipeline stages send and receive: auto must then pick a backend that can (not shm), and a
+// communicator that owns its store must pass messages through to the backend.
+TEST(FactoryTest, PointToPointPicksGlooAndPassesMessagesThroughTheOwnedStore) {
+  const int port = freePort();
+  auto comms = unwrapAll(makeAll(2, [&](int r) {
+    CommConfig c = configFor("auto", r, 2, nullptr);
+    c.master_addr = "127.0.0.1";
+    c.master_port = port;
+    c.point_to_point = true;
+    return c;
+  }));
+  ASSERT_EQ(comms.size(), 2u);
+  EXPECT_EQ(comms[0]->backend(), "gloo");
+  std::vector<core::Status> status(2);
+  float got = 0;
+  runRanks(2, [&](int r) {
+    float value = 42;
+    if (r == 0) {
+      auto pending = comms[0]->startSend(&value, sizeof value, 1, {});
+      status[0] = pending.ok() ? (*pending)->wait() : pending.status();
+    } else {
+      status[1] = comms[1]->recv(&got, sizeof got, 0, {});
+    }
+  });
+  for (const auto& s : status) EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(got, 42.0f);
+  for (std::string backend : {"shm", "nccl"}) {
+    CommConfig c = configFor(backend, 0, 2, nullptr);
+    c.point_to_point = true;
+    auto refused = makeCommunicator(c);
+    ASSERT_FALSE(refused.ok()) << backend;
+    EXPECT_THAT(refused.status().message(), HasSubstr("no point-to-point messages")) << backend;
+  }
+}
+
 TEST(FactoryTest, ConnectsToAStoreHostedBySomeoneElse) {
   auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "");
   ASSERT_TRUE(server.ok()) << server.status().message();
