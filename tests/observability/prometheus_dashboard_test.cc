@@ -1,8 +1,8 @@
 // The Grafana dashboard against a real Prometheus. The embedded cluster runs
-// a 2-replica Fashion-MNIST TrainingJob; Debian's prometheus scrapes the operator and every
-// trainer rank with the target labels the chart's ServiceMonitor/PodMonitor would add; every
-// panel and variable query of helm/ringmaster/dashboards/ringmaster.json must return series, and
-// promtool must accept both exporters' exposition.
+// a 2-replica Fashion-MNIST TrainingJob and a 2-stage pipeline one; Debian's prometheus scrapes the
+// operator and every trainer rank with the target labels the chart's ServiceMonitor/PodMonitor
+// would add; every panel and variable query of helm/ringmaster/dashboards/ringmaster.json must
+// return series, and promtool must accept both exporters' exposition.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -39,7 +39,8 @@ using nlohmann::json;
 
 const char* kPrometheus = "/usr/bin/prometheus";
 const char* kPromtool = "/usr/bin/promtool";
-const char* kJob = "dash";  // metadata.name in the job YAML
+const char* kJob = "dash";               // metadata.name of the data-parallel job
+const char* kPipelineJob = "dash-pipe";  // and of the pipeline-parallel one
 // Grafana's $__rate_interval is max($__interval + scrape interval, 4 x scrape interval); with the
 // 1 s scrapes here anything that spans several samples behaves the same.
 const char* kRateInterval = "10s";
@@ -343,14 +344,41 @@ spec:
 )");
     ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   }
+  // The pipeline panels' job: two stages, one per pod, as long-lived as the first.
+  {
+    auto r = cluster_.apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: dash-pipe}
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  trainer:
+    model: {type: mlp, hidden: [64]}
+    dataset: {name: fashion-mnist, path: )") +
+                            testutil::kFashionMnistDir + R"(}
+    epochs: 100000
+    batchSize: 64
+    optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
+    parallelism:
+      pipeline: {stages: 2, microBatches: 4}
+  restartPolicy: Never
+)");
+    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  }
 
-  std::vector<Target> trainers;
+  std::vector<Target> trainers, pipeline_trainers;
   for (auto deadline = std::chrono::steady_clock::now() + 180s;
-       trainers.empty() && std::chrono::steady_clock::now() < deadline;) {
+       (trainers.empty() || pipeline_trainers.empty()) &&
+       std::chrono::steady_clock::now() < deadline;) {
     trainers = trainerTargets(kJob);
-    if (trainers.empty()) std::this_thread::sleep_for(300ms);
+    pipeline_trainers = trainerTargets(kPipelineJob);
+    if (trainers.empty() || pipeline_trainers.empty()) std::this_thread::sleep_for(300ms);
   }
   ASSERT_EQ(trainers.size(), 2u) << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
+  ASSERT_EQ(pipeline_trainers.size(), 2u)
+      << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
+  const size_t data_parallel_ranks = trainers.size();
+  trainers.insert(trainers.end(), pipeline_trainers.begin(), pipeline_trainers.end());
 
   // The chart's ServiceMonitor (operator) and PodMonitor (trainers), as static targets with the
   // chart's honorLabels: on for the operator (its job counters' namespace is the TrainingJob's),
@@ -453,7 +481,7 @@ spec:
     vars[name] = values.size() == 1 ? joined : "(" + joined + ")";
   }
   EXPECT_EQ(vars["namespace"], "default");
-  EXPECT_EQ(vars["trainingjob"], kJob);
+  EXPECT_EQ(vars["trainingjob"], std::string("(") + kJob + "|" + kPipelineJob + ")");
   // Prometheus keeps its own `job` (the scrape job) beside the trainers' `trainingjob`: nothing
   // was renamed to exported_job, and every rank's series carries both.
   {
@@ -463,14 +491,15 @@ spec:
                    at);
     const json& res = r["data"]["result"];
     ASSERT_TRUE(res.is_array() && !res.empty()) << r.dump();
-    EXPECT_EQ(res[0]["value"][1], std::to_string(trainers.size())) << r.dump();
+    EXPECT_EQ(res[0]["value"][1], std::to_string(data_parallel_ranks)) << r.dump();
   }
   // The operator's job counters carry the TrainingJob's namespace, not the operator pod's.
   {
     json r = query("ringmaster_operator_jobs_created_total{namespace=\"default\"}", at);
     const json& res = r["data"]["result"];
     ASSERT_TRUE(res.is_array() && res.size() == 1) << r.dump();
-    EXPECT_EQ(res[0]["value"][1], "1") << "the one job created, in namespace default: " << r.dump();
+    EXPECT_EQ(res[0]["value"][1], "2")
+        << "the two jobs created, in namespace default: " << r.dump();
   }
 
   collectPanels(dashboard.value("panels", json::array()), &queries);
@@ -501,6 +530,11 @@ spec:
   const std::string rank0 = trainers[0].address;
   const size_t colon = rank0.rfind(':');
   EXPECT_EQ(promtoolCheck("trainer", rank0.substr(0, colon), std::stoi(rank0.substr(colon + 1))),
+            "");
+  const std::string stage1 = pipeline_trainers[1].address;
+  const size_t stage1_colon = stage1.rfind(':');
+  EXPECT_EQ(promtoolCheck("pipeline stage", stage1.substr(0, stage1_colon),
+                          std::stoi(stage1.substr(stage1_colon + 1))),
             "");
   std::printf("wall time to the checks: %.1f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - test_start).count());
