@@ -131,6 +131,41 @@ TEST_P(PipelineExactness, MatchesOneProcessAfterTwentySteps) {
   EXPECT_GT(relativeDifference(std::vector<float>(p0.begin(), p0.end()), want), 1e-3);
 }
 
+// Activation memory, measured as the bytes of slots each stage allocated while training: 1f1b
+// holds at most (S / M) of gpipe's plus one micro-batch's, on every stage.
+TEST(PipelineMemory, OneFOneBHoldsAtMostSOverMOfGPipesActivationsPlusOneMicroBatch) {
+  constexpr int kStages = 4;
+  for (int micro : {4, 8, 16}) {
+    std::vector<size_t> bytes[2];
+    for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB}) {
+      auto comms = comm::testing::makeCommunicators("inproc", kStages);
+      std::vector<size_t>& out = bytes[kind == ScheduleKind::kGPipe ? 0 : 1];
+      out.assign(kStages, 0);
+      comm::testing::runRanks(kStages, [&](int s) {
+        auto slots = StageExecutor::slotsNeeded(kind, s, kStages, micro);
+        auto stage = model::ModelStage::create(network(), kSeed, kBatch / micro, s, s + 1, *slots);
+        ASSERT_TRUE(stage.ok()) << stage.status().toString();
+        StageLinks links{comms[s].get(), s > 0 ? s - 1 : -1, s + 1 < kStages ? s + 1 : -1, {}};
+        StageExecutor executor(**stage, kind, s, kStages, micro, links);
+        const Data d = batchAt(0, 784);
+        ASSERT_TRUE(executor.run({d.x.data(), d.y.data(), kBatch}, 0).ok());
+        out[s] = (*stage)->activationBytes();
+      });
+    }
+    for (int s = 0; s < kStages; ++s) {
+      const double gpipe = static_cast<double>(bytes[0][s]);
+      const double one_micro = gpipe / micro;
+      const double bound = static_cast<double>(kStages) / micro * gpipe + one_micro;
+      std::printf("M=%d stage %d: gpipe %zu B, 1f1b %zu B (bound %.0f B)\n", micro, s, bytes[0][s],
+                  bytes[1][s], bound);
+      EXPECT_LE(static_cast<double>(bytes[1][s]), bound) << "M=" << micro << " stage " << s;
+      // Stage s keeps S - s micro-batches under 1f1b: fewer than gpipe's M once M exceeds it.
+      if (micro > kStages - s)
+        EXPECT_LT(bytes[1][s], bytes[0][s]) << "M=" << micro << " stage " << s;
+    }
+  }
+}
+
 std::vector<Shape> shapes() {
   std::vector<Shape> out;
   for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB}) {
