@@ -3,17 +3,23 @@
 // activations and gradients to each other over gloo between the pods' network namespaces; the
 // job ends Succeeded with the accuracy two epochs reach. Meanwhile stage 1 serves its pipeline
 // metrics (bytes received from stage 0, its bubble), and each pod's log says which layers its
-// stage holds. Only the embedded control plane: the envtest twins of the data-parallel tests
-// already cover the control plane's side, which a pipeline does not change.
+// stage holds. Then a fault: stage 1's trainer SIGKILLed once both stages have checkpointed
+// restarts the gang once, every stage resumes at the same step from its own checkpoints, and the
+// job Succeeds with the accuracy an uninterrupted run reaches. Only the embedded control plane:
+// the envtest twins of the data-parallel tests already cover the control plane's side, which a
+// pipeline does not change.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "local_cluster.h"
 #include "local_run_checks.h"
 #include "process.h"
 
@@ -87,6 +93,71 @@ TEST(LocalRunPipelineE2e, TwoStagesInTwoPodsTrainToSucceeded) {
   // Two epochs of a 784-512-512-10 MLP at batch 128 (the cosine schedule) reach about 86-87%.
   EXPECT_GE(e2e::testAccuracy(logs0.stdout_text), 0.84) << logs0.stdout_text.substr(
       logs0.stdout_text.size() > 2000 ? logs0.stdout_text.size() - 2000 : 0);
+}
+
+// The newest "resumed from checkpoint at step N" in a stage's log (-1 when absent).
+long resumedStep(const std::string& log) {
+  const std::string key = "resumed from checkpoint at step ";
+  const size_t at = log.rfind(key);
+  return at == std::string::npos ? -1 : std::atol(log.c_str() + at + key.size());
+}
+
+TEST(LocalRunPipelineE2e, AKilledStageRestartsTheGangWhichResumesEveryStageAtOneStep) {
+  testutil::LocalCluster cluster;
+  if (!cluster.missing().empty()) GTEST_SKIP() << cluster.missing();
+  ASSERT_EQ(cluster.start(), "");
+  auto applied = cluster.apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: pipe-fault}
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  trainer:
+    model: {type: mlp, hidden: [512, 512]}
+    dataset: {name: fashion-mnist, path: )") +
+                               testutil::kFashionMnistDir + R"(}
+    epochs: 3
+    batchSize: 128
+    optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9, schedule: cosine}
+    checkpoint: {path: /ckpt, everySteps: 100}
+    parallelism:
+      pipeline: {stages: 2, microBatches: 4}
+  volumes:
+  - name: ckpt
+    persistentVolumeClaim: {claimName: pipe-fault-ckpt}
+  volumeMounts:
+  - {name: ckpt, mountPath: /ckpt}
+  restartPolicy: OnFailure
+  backoffLimit: 3
+)");
+  ASSERT_EQ(applied.exit_code, 0) << applied.stdout_text << applied.stderr_text;
+  // Kill once both stages have a checkpoint on the claim's volume.
+  const fs::path claim = fs::path(cluster.dataDir()) / "kubelet/volumes/default/pipe-fault-ckpt";
+  auto checkpointed = [&](const char* stage) {
+    std::error_code ec;
+    return fs::exists(claim / stage, ec) && !fs::is_empty(claim / stage, ec);
+  };
+  ASSERT_TRUE(testutil::eventually(
+      240s, [&] { return checkpointed("stage-0-of-2") && checkpointed("stage-1-of-2"); }))
+      << "no checkpoint of both stages in " << claim << "\n"
+      << cluster.get("trainingjob", "pipe-fault").dump(2);
+  const pid_t victim = cluster.findProcess("ringmaster-trainer",
+                                           {{"RINGMASTER_JOB", "pipe-fault"}, {"NODE_RANK", "1"}});
+  ASSERT_GT(victim, 0) << "no trainer of pipe-fault-worker-1";
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+
+  const nlohmann::json last = cluster.waitForJob("pipe-fault", 300s, testutil::jobFinished);
+  const std::string log0 = cluster.podLog("pipe-fault-worker-0");
+  const std::string log1 = cluster.podLog("pipe-fault-worker-1");
+  ASSERT_EQ(testutil::jobPhase(last), "Succeeded") << last.dump(2) << log0 << log1;
+  EXPECT_EQ(last["status"].value("restarts", 0), 1) << last.dump(2);
+  const long resumed0 = resumedStep(log0), resumed1 = resumedStep(log1);
+  EXPECT_GT(resumed0, 0) << log0;
+  EXPECT_EQ(resumed0, resumed1) << "the stages resumed at different steps";
+  std::printf("stages resumed at steps %ld and %ld; test accuracy %.2f%%\n", resumed0, resumed1,
+              100 * e2e::testAccuracy(log0));
+  // Three epochs reach about 88%, with or without the restart (a resume continues exactly).
+  EXPECT_GE(e2e::testAccuracy(log0), 0.86) << log0;
 }
 
 }  // namespace
