@@ -110,7 +110,7 @@ class PipelineEngine final : public StepEngine {
   Status beginEpoch(int64_t epoch, int64_t) override {
     sampler_.setEpoch(epoch);
     loss_sum_ = 0;
-    step_seconds_ = compute_seconds_ = 0;
+    schedule_seconds_ = compute_seconds_ = 0;
     epoch_bytes_ = 0;
     return Status::Ok();
   }
@@ -125,7 +125,7 @@ class PipelineEngine final : public StepEngine {
     optimizer_.setLearningRate(learningRateAt(config_, steps_done, total_steps_));
     optimizer_.step(stage_.params(), stage_.grads());
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    step_seconds_ += seconds;
+    schedule_seconds_ += stats.wall_seconds;
     compute_seconds_ += stats.compute_seconds;
     epoch_bytes_ += stats.bytes_sent + stats.bytes_received;
     if (TrainerMetrics* metrics = ctx_.metrics) {
@@ -162,13 +162,14 @@ class PipelineEngine final : public StepEngine {
     EpochMeasures m;
     m.train_loss_sum = last_ ? loss_sum_ : 0;
     m.comm_bytes = epoch_bytes_;
-    const double bubble = step_seconds_ > 0 ? 1.0 - compute_seconds_ / step_seconds_ : 0;
+    // Of the time inside the schedule: data loading and the optimizer step are not the bubble.
+    const double bubble = schedule_seconds_ > 0 ? 1.0 - compute_seconds_ / schedule_seconds_ : 0;
     if (ctx_.metrics != nullptr && ctx_.metrics->pipeline.bubble_ratio != nullptr) {
       ctx_.metrics->pipeline.bubble_ratio->Set(bubble);
     }
     char line[160];
     std::snprintf(line, sizeof line,
-                  "pipeline %s: epoch %lld, %lld steps, bubble %.1f%% of step time, "
+                  "pipeline %s: epoch %lld, %lld steps, bubble %.1f%% of the schedule's time, "
                   "activations %.1f MiB",
                   stageName(stage_index_, stages_).c_str(), static_cast<long long>(epoch + 1),
                   static_cast<long long>(steps), 100.0 * bubble,
@@ -248,7 +249,7 @@ class PipelineEngine final : public StepEngine {
   const double total_steps_;
   std::vector<float> x_;
   std::vector<int32_t> y_;
-  double loss_sum_ = 0, step_seconds_ = 0, compute_seconds_ = 0;
+  double loss_sum_ = 0, schedule_seconds_ = 0, compute_seconds_ = 0;
   uint64_t epoch_bytes_ = 0;
 };
 

@@ -55,8 +55,9 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
 
   const metrics::Labels stage = {{"stage", std::to_string(pipeline_stage)}};
   RM_ASSIGN_OR_RETURN(
-      auto bubble, r.gauge("ringmaster_trainer_pipeline_bubble_ratio",
-                           "Share of the last epoch's step time this stage spent not computing"));
+      auto bubble,
+      r.gauge("ringmaster_trainer_pipeline_bubble_ratio",
+              "Share of the last epoch's pipeline schedule time this stage spent not computing"));
   m.pipeline.bubble_ratio = &bubble->Add(stage);
   RM_ASSIGN_OR_RETURN(auto compute, r.counter("ringmaster_trainer_pipeline_compute_seconds_total",
                                               "Forward, backward and loss time of this stage"));

@@ -68,6 +68,13 @@ double SimulatedRun::bubbleFraction() const {
 
 SimulatedRun simulate(const std::vector<std::vector<PipelineOp>>& stages, double forward_cost,
                       double backward_cost) {
+  return simulate(stages, std::vector<double>(stages.size(), forward_cost),
+                  std::vector<double>(stages.size(), backward_cost));
+}
+
+SimulatedRun simulate(const std::vector<std::vector<PipelineOp>>& stages,
+                      const std::vector<double>& forward_costs,
+                      const std::vector<double>& backward_costs) {
   const size_t n = stages.size();
   SimulatedRun run;
   run.busy.assign(n, 0);
@@ -102,7 +109,7 @@ SimulatedRun simulate(const std::vector<std::vector<PipelineOp>>& stages, double
           if (own == kNotYet || in == kNotYet) break;
           ready = std::max(ready, in);
         }
-        const double cost = op.kind == PipelineOp::kForward ? forward_cost : backward_cost;
+        const double cost = op.kind == PipelineOp::kForward ? forward_costs[s] : backward_costs[s];
         free_at[s] = ready + cost;
         run.busy[s] += cost;
         (op.kind == PipelineOp::kForward ? forward_end : backward_end)[s][op.micro] = free_at[s];

@@ -61,5 +61,10 @@ struct SimulatedRun {
 // forward on s - 1, a backward of stage s < S - 1 for its backward on s + 1.
 SimulatedRun simulate(const std::vector<std::vector<PipelineOp>>& stages, double forward_cost,
                       double backward_cost);
+// The same with each stage's own costs (what a measured, imperfectly balanced cut has): the
+// bubble the schedule itself leaves on that cut, free of communication and overheads.
+SimulatedRun simulate(const std::vector<std::vector<PipelineOp>>& stages,
+                      const std::vector<double>& forward_costs,
+                      const std::vector<double>& backward_costs);
 
 }  // namespace ringmaster::trainer::pipeline

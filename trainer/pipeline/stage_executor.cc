@@ -72,6 +72,7 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
         " micro-batches exceed the stage's micro-batch of " + std::to_string(stage_.microBatch()));
   }
 
+  const auto start = Clock::now();
   StepStats stats;
   stage_.zeroGrads();
   const int slots = stage_.slots();
@@ -135,7 +136,9 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
                                       static_cast<float>(rows) / batch.rows, &correct);
         stats.correct += correct;
       }
-      stats.compute_seconds += since(t0);
+      const double seconds = since(t0);
+      stats.compute_seconds += seconds;
+      stats.forward_seconds += seconds;
       if (links_.next >= 0) {
         RM_RETURN_IF_ERROR(
             start_send(out, rows * out_floats, links_.next, tag("activations", m), send_index));
@@ -156,6 +159,7 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
     }
   }
   for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(wait_slot(i), where);
+  stats.wall_seconds = since(start);
   return stats;
 }
 

@@ -44,10 +44,14 @@ struct MiniBatch {
 struct StepStats {
   double loss_sum = 0;           // last stage: summed loss of the mini-batch
   int correct = 0;               // last stage: argmax hits
+  double wall_seconds = 0;       // the whole of run()
   double compute_seconds = 0;    // forwards, backwards and the loss
+  double forward_seconds = 0;    // of which forwards and the loss
   double recv_wait_seconds = 0;  // waiting inside receives
   double send_wait_seconds = 0;  // waiting for started sends to finish
   uint64_t bytes_sent = 0, bytes_received = 0;
+  // The share of run() this stage did not compute: the pipeline's bubble as this stage saw it.
+  double bubble() const { return wall_seconds > 0 ? 1.0 - compute_seconds / wall_seconds : 0; }
 };
 
 struct EvaluationStats {

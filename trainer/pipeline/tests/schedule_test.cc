@@ -92,6 +92,18 @@ INSTANTIATE_TEST_SUITE_P(
       return kind + "_S" + std::to_string(c.stages) + "_M" + std::to_string(c.micro);
     });
 
+TEST(Schedule, AnUnbalancedCutIdlesTheFastStage) {
+  // Two stages, the second twice as slow: the first waits on it in every backward.
+  const auto stages = allStages(ScheduleKind::kOneFOneB, 2, 4);
+  const SimulatedRun balanced = simulate(stages, {1, 1}, {2, 2});
+  const SimulatedRun skewed = simulate(stages, {1, 2}, {2, 4});
+  ASSERT_FALSE(skewed.deadlocked);
+  EXPECT_NEAR(balanced.bubbleFraction(), idealBubbleFraction(2, 4), 1e-9);
+  EXPECT_GT(skewed.bubbleFraction(), balanced.bubbleFraction() + 0.1);
+  // The slow stage is busy 4 x 6 of a makespan of 1 + 4 x 6 + 2: stage 0 idles the rest.
+  EXPECT_NEAR(skewed.makespan, 27, 1e-9);
+}
+
 TEST(Schedule, TheSimulatorFindsADeadlock) {
   // Stage 1 wants micro-batch 1's forward before stage 0 sends it: stage 0 waits for the
   // backward of micro-batch 0 first.

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bench/pipeline: our pipeline schedules vs a PyTorch pipeline of the same model on the same
+# ranks, side by side in one run. A deep MLP (784 -> 2048 x 8 -> 10 by default) cut into S stages
+# where the parameters balance, one process per stage with one BLAS thread, batch 128 in M
+# micro-batches, gpipe and 1f1b; PyTorch (Debian's python3-torch) runs the same cut, micro-batches
+# and schedule with torch.distributed send/recv over gloo. Per row: samples/s of both and their
+# ratio, and the measured bubble (mean over stages of the share of the schedule's time a stage
+# did not compute) beside the ideal (S - 1) / (M + S - 1) of equal stages and the ideal for the
+# cut (the schedule simulated with our stages' measured pass times: a cut of unequal layers is
+# never quite balanced, and no schedule beats its own simulation).
+#   bench/pipeline/run.sh [--stages "2 4"] [--micro "1 2 4 8 16"] [--width W] [--depth D]
+#                         [--steps N]
+# Stages beyond the machine's cores share them, which inflates every bubble: read S=4 on a
+# 2-core machine as oversubscribed. Needs build/bench/pipeline/bench_pipeline (scripts/run-main
+# builds it).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+stages_list="2" micro_list="1 2 4 8 16" width=2048 depth=8 steps=8
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --stages) stages_list=$2; shift 2 ;;
+    --micro) micro_list=$2; shift 2 ;;
+    --width) width=$2; shift 2 ;;
+    --depth) depth=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    *) echo "usage: $0 [--stages LIST] [--micro LIST] [--width W] [--depth D] [--steps N]" >&2
+       exit 2 ;;
+  esac
+done
+bench=${BENCH_BIN:-$root/build/bench/pipeline/bench_pipeline}
+[[ -x $bench ]] || { echo "bench/pipeline: $bench not built (run scripts/run-main first)" >&2; exit 1; }
+python=/usr/bin/python3  # Debian's torch imports only there
+"$python" -c 'import torch' 2>/dev/null || { echo "bench/pipeline: python3-torch missing (scripts/setup)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Runs `stages` ranks of a command line (ours or the peer); prints rank 0's JSON line.
+ranks() {
+  local stages=$1; shift
+  local port=$(( 30000 + RANDOM % 20000 )) pids=()
+  for ((rank = stages - 1; rank >= 0; rank--)); do
+    RANK=$rank WORLD_SIZE=$stages MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
+      RINGMASTER_LOG_LEVEL=warn "$@" > "$tmp/out$rank" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  cat "$tmp/out0"
+}
+field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+
+printf '%-3s %-3s %-6s %10s %10s %6s %9s %9s %7s %9s\n' S M sched ours/s torch/s ratio ours_bub \
+  torch_bub ideal cut_ideal
+for stages in $stages_list; do
+  shape=(--stages "$stages" --width "$width" --depth "$depth" --steps "$steps")
+  partition=$("$bench" "${shape[@]}" --print-partition)
+  for micro in $micro_list; do
+    for schedule in gpipe 1f1b; do
+      args=("${shape[@]}" --micro-batches "$micro" --schedule "$schedule")
+      ours=$(ranks "$stages" "$bench" "${args[@]}")
+      theirs=$(ranks "$stages" "$python" "$root/bench/pipeline/torch_pipeline.py" "${args[@]}" \
+        --partition "$partition")
+      o=$(field "$ours" samples_per_second) t=$(field "$theirs" samples_per_second)
+      printf '%-3s %-3s %-6s %10.1f %10.1f %6.2f %9.3f %9.3f %7.3f %9.3f\n' "$stages" "$micro" \
+        "$schedule" "$o" "$t" "$(awk "BEGIN{print $o / $t}")" "$(field "$ours" bubble)" \
+        "$(field "$theirs" bubble)" "$(field "$ours" ideal_bubble)" \
+        "$(field "$ours" ideal_bubble_for_cut)"
+    done
+  done
+done
