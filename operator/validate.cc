@@ -134,18 +134,25 @@ constexpr CleanPodPolicy kCleanPodPolicies[] = {CleanPodPolicy::kNone, CleanPodP
 constexpr contract::LauncherMode kLaunchers[] = {contract::LauncherMode::kNative,
                                                  contract::LauncherMode::kMpi};
 
-// A pipeline's stages are ranks: the world must hold exactly one of each, and the ranks must
-// be able to pass activations to each other (nccl's are GPU collectives only).
+// A pipeline's stages are ranks: the world must hold whole replicas of it (one rank per stage
+// each), and the ranks must be able to pass activations to each other (nccl's are GPU
+// collectives only).
 void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
   const contract::TrainerSettings settings = contract::trainerSettings(*s.trainer);
   const int32_t stages = settings.pipeline.stages;
   if (stages <= 1) return;
   if (s.replicas && s.procs_per_replica) {
     const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
-    if (world != stages) {
+    if (world % stages != 0) {
       e.add("spec.replicas", "replicas x procsPerReplica = " + std::to_string(world) +
-                                 " ranks, but spec.trainer.parallelism.pipeline.stages is " +
-                                 std::to_string(stages) + ": a pipeline needs one rank per stage");
+                                 " ranks, not a multiple of spec.trainer.parallelism.pipeline."
+                                 "stages (" +
+                                 std::to_string(stages) +
+                                 "): every replica of the pipeline needs one rank per stage");
+    } else if (world > stages && s.launcher == "mpi") {
+      e.add("spec.launcher", "mpi runs one pipeline (" + std::to_string(stages) + " ranks), not " +
+                                 std::to_string(world / stages) +
+                                 " replicas of it; use the native launcher");
     }
   }
   if (s.backend == "nccl") {

@@ -309,8 +309,9 @@ int run(int argc, char** argv) {
   if (!communicator.ok()) return failRetryable(communicator.status());
 
   metrics::Registry registry({{"trainingjob", world->job}, {"rank", std::to_string(world->rank)}});
+  const int stages = config.pipeline.stages;
   auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend(),
-                                                config.pipeline.stages > 1 ? world->rank : -1);
+                                                stages > 1 ? world->rank % stages : -1);
   if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
   std::unique_ptr<metrics::Exposer> exposer;
   if (config.metrics_port >= 0) {
@@ -343,6 +344,21 @@ int run(int argc, char** argv) {
 
   TrainerContext ctx;
   ctx.comm = communicator->get();
+  ctx.make_group = [comm_config](const std::string& name, int rank,
+                                 int size) -> core::Result<std::unique_ptr<comm::Communicator>> {
+    if (comm::runningUnderMpirun()) {
+      return core::invalidArgument("communicator group " + name +
+                                   ": mpirun runs one world, not groups inside it; use the native "
+                                   "launcher");
+    }
+    comm::CommConfig group = comm_config;
+    group.rank = rank;
+    group.world_size = size;
+    group.key_prefix = comm_config.key_prefix + "/" + name;
+    group.host_store = false;      // the world's communicator (or the launcher) hosts it already
+    group.point_to_point = false;  // the group only reduces gradients
+    return comm::makeCommunicator(group);
+  };
   ctx.train = &*train;
   ctx.test = &*test;
   ctx.stop = &stop;

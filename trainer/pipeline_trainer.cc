@@ -37,6 +37,16 @@ std::string stageDirectory(const TrainerConfig& config, int stage, int stages) {
          std::to_string(stages);
 }
 
+// Where this rank sits: ranks [d * S, (d + 1) * S) are replica d of the pipeline, stage s at
+// rank d * S + s. Stage s of every replica forms a data-parallel group.
+struct Layout {
+  int stages = 1, replicas = 1;
+  int stage = 0, replica = 0;
+  int rank = 0;
+  bool first() const { return stage == 0; }
+  bool last() const { return stage + 1 == stages; }
+};
+
 // The first layer of every stage: the user's cut, or rank 0's measured and balanced one,
 // broadcast so that every stage builds from the same numbers.
 Result<pipeline::StageStarts> choosePartition(const TrainerConfig& config, comm::Communicator& comm,
@@ -80,24 +90,28 @@ Result<pipeline::StageStarts> choosePartition(const TrainerConfig& config, comm:
 
 class PipelineEngine final : public StepEngine {
  public:
+  // `group`: the stage's data-parallel replicas (null with one replica).
   PipelineEngine(const TrainerConfig& config, const TrainerContext& ctx, model::ModelStage& stage,
-                 optim::Optimizer& optimizer, pipeline::StageExecutor& executor, int stage_index,
-                 int stages, std::string signature)
+                 optim::Optimizer& optimizer, pipeline::StageExecutor& executor,
+                 const Layout& layout, comm::Communicator* group, std::string signature)
       : config_(config),
         ctx_(ctx),
         comm_(*ctx.comm),
+        group_(group),
         stage_(stage),
         optimizer_(optimizer),
         executor_(executor),
-        stage_index_(stage_index),
-        stages_(stages),
-        last_(stage_index + 1 == stages),
+        layout_(layout),
+        stage_index_(layout.stage),
+        stages_(layout.stages),
+        last_(layout.last()),
         signature_(std::move(signature)),
         train_(*ctx.train),
         test_(*ctx.test),
         batch_(static_cast<int>(config.batch_size)),
-        // One sampler for the whole pipeline: every stage takes the same mini-batch.
-        sampler_(train_.size(), 0, 1, config.seed),
+        // One sampler per replica, the same for all of its stages: every stage of a replica takes
+        // the same mini-batch, and the replicas take the strided shards data parallelism takes.
+        sampler_(train_.size(), layout.replica, layout.replicas, config.seed),
         total_steps_(static_cast<double>(config.epochs) *
                      static_cast<double>(sampler_.numBatches(batch_))),
         x_(static_cast<size_t>(batch_) * train_.featureSize()),
@@ -122,6 +136,7 @@ class PipelineEngine final : public StepEngine {
     const auto t0 = Clock::now();
     RM_ASSIGN_OR_RETURN(const pipeline::StepStats stats,
                         executor_.run({x_.data(), y_.data(), n}, step));
+    if (group_ != nullptr) RM_RETURN_IF_ERROR(averageOverReplicas(step));
     optimizer_.setLearningRate(learningRateAt(config_, steps_done, total_steps_));
     optimizer_.step(stage_.params(), stage_.grads());
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -180,15 +195,19 @@ class PipelineEngine final : public StepEngine {
 
   Result<EpochTotals> evaluate(double train_loss_sum, int64_t train_steps,
                                const std::string& what) override {
+    // Replica d scores test samples d, d + D, d + 2D, ...
+    std::vector<uint32_t> mine;
+    for (size_t i = static_cast<size_t>(layout_.replica); i < test_.size();
+         i += static_cast<size_t>(layout_.replicas)) {
+      mine.push_back(static_cast<uint32_t>(i));
+    }
+    const int rows = static_cast<int>(mine.size());
     std::vector<float> x;
     std::vector<int32_t> y;
-    const int rows = static_cast<int>(test_.size());
-    std::vector<uint32_t> all(test_.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint32_t>(i);
-    if (stage_index_ == 0 || last_) {
-      x.resize(all.size() * test_.featureSize());
-      y.resize(all.size());
-      data::gatherBatch(test_, all.data(), all.size(), x.data(), y.data());
+    if (layout_.first() || last_) {
+      x.resize(mine.size() * test_.featureSize());
+      y.resize(mine.size());
+      data::gatherBatch(test_, mine.data(), mine.size(), x.data(), y.data());
     }
     RM_ASSIGN_OR_RETURN(const pipeline::EvaluationStats stats,
                         executor_.evaluate(x.data(), y.data(), rows, what));
@@ -227,18 +246,39 @@ class PipelineEngine final : public StepEngine {
     return Status::Ok();
   }
 
-  uint64_t allreduceCalls() const override { return 0; }
-  uint64_t allreduceBytes() const override { return 0; }
+  uint64_t allreduceCalls() const override {
+    return group_ != nullptr ? group_->stats().allreduce_calls : 0;
+  }
+  uint64_t allreduceBytes() const override {
+    return group_ != nullptr ? group_->stats().allreduce_bytes : 0;
+  }
 
   Status finish(const TrainSummary&, double) override { return Status::Ok(); }
 
  private:
+  // The replicas' gradients of this stage, averaged: each replica's are its own mini-batch's
+  // mean, so the average is the mean over all of them, as one rank with their union would have.
+  Status averageOverReplicas(int64_t step) {
+    comm::AllreduceOptions opts;
+    opts.timeout = std::chrono::seconds(config_.comm_timeout_seconds);
+    opts.tag = "stage " + std::to_string(stage_index_) + " gradients";
+    auto grads = stage_.grads();
+    RM_RETURN_IF_ERROR_CTX(group_->allreduceSum(grads.data(), grads.size(), opts),
+                           "pipeline " + stageName(stage_index_, stages_) + ", replica " +
+                               std::to_string(layout_.replica) + ", step " + std::to_string(step));
+    const float scale = 1.0f / static_cast<float>(layout_.replicas);
+    for (float& g : grads) g *= scale;
+    return Status::Ok();
+  }
+
   const TrainerConfig& config_;
   const TrainerContext& ctx_;
   comm::Communicator& comm_;
+  comm::Communicator* group_;
   model::ModelStage& stage_;
   optim::Optimizer& optimizer_;
   pipeline::StageExecutor& executor_;
+  const Layout layout_;
   const int stage_index_, stages_;
   const bool last_;
   const std::string signature_;
@@ -263,57 +303,106 @@ Result<std::vector<int64_t>> gatherFromEveryRank(comm::Communicator& comm, int64
   return all;
 }
 
-// Restores this stage at the newest step every stage holds, or leaves the fresh parameters
-// when no stage has a checkpoint. Sets *pos and *resumed_from after a resume.
-Status restoreStage(const TrainerConfig& config, comm::Communicator& comm, model::ModelStage& stage,
-                    optim::Optimizer& optimizer, const std::string& signature, int stage_index,
-                    int stages, Position* pos, int64_t* resumed_from) {
+// What a rank tells the others about its newest checkpoint.
+constexpr int64_t kNoCheckpoint = -1;
+constexpr int64_t kNotReading = -2;  // replicas other than the first read none
+
+// Replica 0's stage `layout.stage` loads its checkpoint at the newest step every stage holds
+// (nothing when no stage has one). Sets *found.
+Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const Layout& layout,
+                 const std::string& signature, std::optional<checkpoint::Checkpoint>* found) {
   std::optional<checkpoint::Checkpoint> newest;
-  const std::string dir = stageDirectory(config, stage_index, stages);
-  if (!config.checkpoint.path.empty()) {
+  const std::string dir = stageDirectory(config, layout.stage, layout.stages);
+  const bool reads = layout.replica == 0 && !config.checkpoint.path.empty();
+  if (reads) {
     RM_ASSIGN_OR_RETURN(newest, checkpoint::loadNewestCheckpoint(dir, signature));
   }
-  RM_ASSIGN_OR_RETURN(const std::vector<int64_t> steps,
-                      gatherFromEveryRank(comm, newest ? newest->step : -1));
+  RM_ASSIGN_OR_RETURN(const std::vector<int64_t> all,
+                      gatherFromEveryRank(comm, !reads   ? kNotReading
+                                                : newest ? newest->step
+                                                         : kNoCheckpoint));
+  std::vector<int64_t> steps;  // of replica 0's stages, in stage order
+  for (int64_t step : all) {
+    if (step != kNotReading) steps.push_back(step);
+  }
+  if (steps.empty()) return Status::Ok();  // no checkpoint path
   const int64_t common = *std::min_element(steps.begin(), steps.end());
   const int64_t ahead = *std::max_element(steps.begin(), steps.end());
   if (ahead < 0) return Status::Ok();  // nothing to resume
   if (common < 0) {
-    const int missing = static_cast<int>(std::find(steps.begin(), steps.end(), -1) - steps.begin());
+    const int missing =
+        static_cast<int>(std::find(steps.begin(), steps.end(), kNoCheckpoint) - steps.begin());
     return core::invalidArgument(
-        "pipeline: " + stageName(missing, stages) + " has no checkpoint under " +
+        "pipeline: " + stageName(missing, layout.stages) + " has no checkpoint under " +
         config.checkpoint.path + " while another stage has one at step " + std::to_string(ahead) +
         ": the stages' checkpoints are not from one run; use another checkpoint.path");
   }
+  if (!reads) return Status::Ok();
   if (newest->step != common) {
     // Another stage did not finish writing this step: go back to the last one all have.
     const std::string file = dir + "/" + checkpoint::checkpointFileName(common);
     RM_ASSIGN_OR_RETURN(newest, checkpoint::readCheckpointFile(file));
-    RM_LOG(INFO, CKPT) << "pipeline " << stageName(stage_index, stages) << ": back to step "
+    RM_LOG(INFO, CKPT) << "pipeline " << stageName(layout.stage, layout.stages) << ": back to step "
                        << common << ", the newest every stage holds";
   }
-  const checkpoint::Checkpoint& ck = *newest;
+  *found = std::move(newest);
+  return Status::Ok();
+}
+
+// Restores this stage at the newest step every stage holds, or leaves the fresh parameters
+// (the same on every replica: they come from the seed) when there is none. Replica 0 reads;
+// its stage's other replicas receive what it read over `group`. Sets *pos and *resumed_from
+// after a resume.
+Status restoreStage(const TrainerConfig& config, comm::Communicator& comm,
+                    comm::Communicator* group, const Layout& layout, model::ModelStage& stage,
+                    optim::Optimizer& optimizer, const std::string& signature, Position* pos,
+                    int64_t* resumed_from) {
+  std::optional<checkpoint::Checkpoint> ck;
+  RM_RETURN_IF_ERROR(loadStage(config, comm, layout, signature, &ck));
+  const std::string who = "pipeline " + stageName(layout.stage, layout.stages);
   auto state = optimizer.state();
-  bool compatible = ck.model_signature == signature && ck.params.size() == stage.params().size() &&
-                    ck.optimizer_type == optimizer.type() &&
-                    ck.optimizer_state.size() == state.size();
-  for (size_t i = 0; compatible && i < state.size(); ++i) {
-    compatible = ck.optimizer_state[i].size() == state[i]->size();
+  if (ck) {
+    bool compatible =
+        ck->model_signature == signature && ck->params.size() == stage.params().size() &&
+        ck->optimizer_type == optimizer.type() && ck->optimizer_state.size() == state.size();
+    for (size_t i = 0; compatible && i < state.size(); ++i) {
+      compatible = ck->optimizer_state[i].size() == state[i]->size();
+    }
+    if (!compatible) {
+      return core::invalidArgument(
+          who + ": checkpoint " + stageDirectory(config, layout.stage, layout.stages) + " step " +
+          std::to_string(ck->step) + " was written for '" + ck->model_signature +
+          "' with optimizer '" + ck->optimizer_type + "' and cannot resume '" + signature +
+          "' with '" + optimizer.type() + "': use another checkpoint.path");
+    }
+    std::copy(ck->params.begin(), ck->params.end(), stage.params().begin());
+    for (size_t i = 0; i < state.size(); ++i) *state[i] = ck->optimizer_state[i];
   }
-  if (!compatible) {
-    return core::invalidArgument("pipeline " + stageName(stage_index, stages) + ": checkpoint " +
-                                 dir + " step " + std::to_string(ck.step) + " was written for '" +
-                                 ck.model_signature + "' with optimizer '" + ck.optimizer_type +
-                                 "' and cannot resume '" + signature + "' with '" +
-                                 optimizer.type() + "': use another checkpoint.path");
+  // found, epoch, step, step in epoch, optimizer step
+  int64_t header[5] = {ck ? 1 : 0, 0, 0, 0, 0};
+  if (ck) {
+    header[1] = ck->epoch;
+    header[2] = ck->step;
+    header[3] = ck->step_in_epoch;
+    header[4] = ck->optimizer_step;
   }
-  std::copy(ck.params.begin(), ck.params.end(), stage.params().begin());
-  for (size_t i = 0; i < state.size(); ++i) *state[i] = ck.optimizer_state[i];
-  optimizer.setStepCount(ck.optimizer_step);
-  *pos = {ck.epoch, ck.step, ck.step_in_epoch};
-  *resumed_from = ck.step;
-  RM_LOG(INFO, CKPT) << "pipeline " << stageName(stage_index, stages)
-                     << ": resumed from checkpoint at step " << ck.step;
+  if (group != nullptr) {
+    RM_RETURN_IF_ERROR_CTX(group->broadcast(header, sizeof header, 0), who + ": resume header");
+    if (header[0] != 0) {
+      auto params = stage.params();
+      RM_RETURN_IF_ERROR_CTX(group->broadcast(params.data(), params.size_bytes(), 0),
+                             who + ": resumed parameters");
+      for (auto* buffer : state) {
+        RM_RETURN_IF_ERROR_CTX(group->broadcast(buffer->data(), buffer->size() * sizeof(float), 0),
+                               who + ": resumed optimizer state");
+      }
+    }
+  }
+  if (header[0] == 0) return Status::Ok();
+  optimizer.setStepCount(header[4]);
+  *pos = {header[1], header[2], header[3]};
+  *resumed_from = header[2];
+  RM_LOG(INFO, CKPT) << who << ": resumed from checkpoint at step " << header[2];
   return Status::Ok();
 }
 
@@ -324,11 +413,27 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   _mm_setcsr(_mm_getcsr() | 0x8040);  // flush denormals, as the data-parallel trainer does
   comm::Communicator& comm = *ctx.comm;
   const int stages = config.pipeline.stages;
-  const int stage_index = comm.rank();
-  if (comm.size() != stages) {
+  if (stages < 1 || comm.size() % stages != 0) {
     return core::invalidArgument("parallelism.pipeline.stages: " + std::to_string(stages) +
-                                 " stages need a world of " + std::to_string(stages) +
-                                 " ranks (one per stage), got " + std::to_string(comm.size()));
+                                 " stages need a world that is a multiple of " +
+                                 std::to_string(stages) + " ranks (one per stage of each replica)" +
+                                 ", got " + std::to_string(comm.size()));
+  }
+  Layout layout;
+  layout.stages = stages;
+  layout.replicas = comm.size() / stages;
+  layout.rank = comm.rank();
+  layout.stage = comm.rank() % stages;
+  layout.replica = comm.rank() / stages;
+  const int stage_index = layout.stage;
+  std::unique_ptr<comm::Communicator> group;
+  if (layout.replicas > 1) {
+    if (!ctx.make_group) {
+      return core::invalidArgument("pipeline: " + std::to_string(layout.replicas) +
+                                   " replicas need a way to build their stages' groups");
+    }
+    RM_ASSIGN_OR_RETURN(group, ctx.make_group("pipeline-stage-" + std::to_string(stage_index),
+                                              layout.replica, layout.replicas));
   }
   const int micro_batches = config.pipeline.micro_batches;
   if (micro_batches < 1 || config.batch_size % micro_batches != 0) {
@@ -367,27 +472,30 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   summary.backend = comm.backend();
   summary.model_signature = signature;
   Position pos;
-  RM_RETURN_IF_ERROR(restoreStage(config, comm, *stage, *optimizer, signature, stage_index, stages,
+  RM_RETURN_IF_ERROR(restoreStage(config, comm, group.get(), layout, *stage, *optimizer, signature,
                                   &pos, &summary.resumed_from_step));
 
   pipeline::StageLinks links;
   links.comm = &comm;
-  links.prev = stage_index > 0 ? stage_index - 1 : -1;
-  links.next = stage_index + 1 < stages ? stage_index + 1 : -1;
+  links.prev = layout.first() ? -1 : layout.rank - 1;
+  links.next = layout.last() ? -1 : layout.rank + 1;
   links.timeout = std::chrono::seconds(config.comm_timeout_seconds);
   pipeline::StageExecutor executor(*stage, kind, stage_index, stages, micro_batches, links);
   RM_LOG(INFO, STEP) << "pipeline " << stageName(stage_index, stages) << ": layers [" << first
                      << ", " << end << ") of " << layers << ", " << stage->params().size()
                      << " parameters, " << micro_batches << " micro-batches of " << micro_rows
                      << " (" << config.pipeline.schedule << ", " << slots << " in flight), backend "
-                     << comm.backend();
+                     << comm.backend()
+                     << (layout.replicas > 1 ? ", replica " + std::to_string(layout.replica) +
+                                                   " of " + std::to_string(layout.replicas)
+                                             : std::string());
 
-  PipelineEngine engine(config, ctx, *stage, *optimizer, executor, stage_index, stages, signature);
+  PipelineEngine engine(config, ctx, *stage, *optimizer, executor, layout, group.get(), signature);
   RM_RETURN_IF_ERROR(runTrainingLoop(config,
-                                     {.rank = stage_index,
-                                      .world = stages,
-                                      .data_replicas = 1,
-                                      .checkpoint_writer = true,
+                                     {.rank = layout.rank,
+                                      .world = comm.size(),
+                                      .data_replicas = layout.replicas,
+                                      .checkpoint_writer = layout.replica == 0,
                                       .stop = ctx.stop,
                                       .metrics = ctx.metrics},
                                      engine, pos, &summary));

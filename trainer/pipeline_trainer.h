@@ -1,21 +1,26 @@
 #pragma once
-// Pipeline-parallel training of one rank on the CPU (spec.trainer.parallelism.pipeline): rank s
-// of a world of S runs stage s, the layers its partition gives it, under the same training loop
-// as data parallelism (training_loop.h) with a pipeline step engine:
+// Pipeline-parallel training of one rank on the CPU (spec.trainer.parallelism.pipeline). A world
+// of D x S ranks holds D replicas of an S-stage pipeline: rank d * S + s runs stage s (the layers
+// its partition gives it) of replica d, under the same training loop as data parallelism
+// (training_loop.h) with a pipeline step engine:
 //   - partition: the user's, or rank 0 measures every layer's forward + backward on a
 //     micro-batch and cuts where the slowest stage is fastest (pipeline/partition.h), then
 //     broadcasts the cut so every stage builds the same one;
-//   - a step: every stage takes the same mini-batch from one sampler (the first reads its
-//     images, the last its labels) and runs its schedule (pipeline/stage_executor.h), then steps
-//     its own optimizer on its own parameters;
-//   - evaluation: the test set flows forward through the stages; the last scores it;
-//   - checkpoints: every stage writes its own under <checkpoint.path>/stage-<s>-of-<S>. On
-//     start each stage finds its newest; the stages agree on the newest step all of them hold
-//     (a crash between two stages' writes leaves one a step ahead) and resume there together.
+//   - a step: every stage of a replica takes the same mini-batch from the replica's sampler
+//     (the strided shard data parallelism gives rank d of D; the first stage reads its images,
+//     the last its labels) and runs its schedule (pipeline/stage_executor.h); the D replicas of
+//     each stage average their gradients over a group of their own (TrainerContext::make_group),
+//     and each stage steps its own optimizer on its own parameters;
+//   - evaluation: replica d's share of the test set flows forward through its stages; the last
+//     scores it, and the totals are summed over the world;
+//   - checkpoints: replica 0's stages write their own under <checkpoint.path>/stage-<s>-of-<S>.
+//     On start each finds its newest; the stages agree on the newest step all of them hold (a
+//     crash between two stages' writes leaves one a step ahead), resume there together, and
+//     send what they read to their stage's other replicas.
 //
 // Ownership: borrows everything in TrainerContext. Thread-safety: one per rank; ranks may be
 // threads of one process (tests). Failure: the first error, naming the stage; a world whose
-// size is not the stage count is kInvalidArgument.
+// size is not a multiple of the stage count is kInvalidArgument.
 
 #include <vector>
 

@@ -14,6 +14,7 @@
 // the rank in the message.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,8 +57,15 @@ struct TrainSummary {
   double train_seconds = 0;
 };
 
+// Builds a communicator over some ranks of the world (the data-parallel replicas of one
+// pipeline stage): every member calls it with the same `name` (which keeps groups' rendezvous
+// apart), its rank in the group and the group's size.
+using GroupFactory = std::function<core::Result<std::unique_ptr<comm::Communicator>>(
+    const std::string& name, int rank, int size)>;
+
 struct TrainerContext {
   comm::Communicator* comm = nullptr;
+  GroupFactory make_group;  // needed by pipelines with more than one replica
   const data::Dataset* train = nullptr;
   const data::Dataset* test = nullptr;
   const core::StopSource* stop = nullptr;  // optional

@@ -59,148 +59,208 @@ TEST_P(RejectsBadSpec, WithAMessageNamingTheField) {
       << GetParam().what << ": " << spec.status().message();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, RejectsBadSpec,
-    ::testing::Values(
-        BadSpec{"replicas 0", [](auto& j) { j.spec.replicas = 0; }, "spec.replicas"},
-        BadSpec{"replicas -1", [](auto& j) { j.spec.replicas = -1; }, "spec.replicas"},
-        BadSpec{"replicas missing", [](auto& j) { j.spec.replicas.reset(); }, "spec.replicas"},
-        BadSpec{"huge replicas", [](auto& j) { j.spec.replicas = 100000; }, "spec.replicas"},
-        BadSpec{"world size over the limit",
-                [](auto& j) {
-                  j.spec.replicas = 100;
-                  j.spec.procs_per_replica = 64;
-                },
-                "spec.replicas"},
-        BadSpec{"procsPerReplica 0", [](auto& j) { j.spec.procs_per_replica = 0; },
-                "spec.procsPerReplica"},
-        BadSpec{"name too long for the pod names",
-                [](auto& j) {
-                  j.metadata.name = std::string(56, 'a');
-                  j.spec.replicas = 10;
-                },
-                "metadata.name"},
-        BadSpec{"name not a DNS label", [](auto& j) { j.metadata.name = "Fmnist_1"; },
-                "metadata.name"},
-        BadSpec{"unknown backend", [](auto& j) { j.spec.backend = "rccl"; }, "spec.backend"},
-        BadSpec{"three pipeline stages on two ranks",
-                [](auto& j) { j.spec.trainer = pipelineTrainer(3, 4); }, "spec.replicas"},
-        BadSpec{"a pipeline over nccl",
-                [](auto& j) {
-                  j.spec.trainer = pipelineTrainer(2, 4);
-                  j.spec.backend = "nccl";
-                },
-                "spec.backend"},
-        BadSpec{"more pipeline stages than layers",
-                [](auto& j) {
-                  j.spec.replicas = 4;
-                  j.spec.trainer = pipelineTrainer(4, 4);
-                },
-                "spec.trainer.parallelism.pipeline"},
-        BadSpec{"nccl under the mpi launcher",
-                [](auto& j) {
-                  j.spec.launcher = "mpi";
-                  j.spec.backend = "nccl";
-                },
-                "spec.backend"},
-        BadSpec{"unknown launcher", [](auto& j) { j.spec.launcher = "ssh"; }, "spec.launcher"},
-        BadSpec{"missing image, no default", [](auto& j) { j.spec.image.reset(); }, "spec.image"},
-        BadSpec{"negative activeDeadlineSeconds",
-                [](auto& j) { j.spec.active_deadline_seconds = -5; }, "spec.activeDeadlineSeconds"},
-        BadSpec{"negative ttlSecondsAfterFinished",
-                [](auto& j) { j.spec.ttl_seconds_after_finished = -1; },
-                "spec.ttlSecondsAfterFinished"},
-        BadSpec{"negative backoffLimit", [](auto& j) { j.spec.backoff_limit = -1; },
-                "spec.backoffLimit"},
-        BadSpec{"zero scheduleTimeoutSeconds",
-                [](auto& j) {
-                  j.spec.scheduling_policy = kube::SchedulingPolicy{};
-                  j.spec.scheduling_policy->schedule_timeout_seconds = 0;
-                },
-                "spec.schedulingPolicy.scheduleTimeoutSeconds"},
-        BadSpec{"unknown restartPolicy", [](auto& j) { j.spec.restart_policy = "Always"; },
-                "spec.restartPolicy"},
-        BadSpec{"unknown cleanPodPolicy", [](auto& j) { j.spec.clean_pod_policy = "Some"; },
-                "spec.cleanPodPolicy"},
-        BadSpec{"unknown spec field", [](auto& j) { j.spec.extra["gpus"] = 4; }, "spec.gpus"},
-        BadSpec{"unknown trainer field",
-                [](auto& j) {
-                  j.spec.trainer = kube::TrainerSpec{};
-                  j.spec.trainer->extra["lr"] = 0.1;
-                },
-                "spec.trainer.lr"},
-        BadSpec{"trainer epochs 0",
-                [](auto& j) {
-                  j.spec.trainer = kube::TrainerSpec{};
-                  j.spec.trainer->epochs = 0;
-                },
-                "spec.trainer.epochs"},
-        BadSpec{"fp16 precision",
-                [](auto& j) {
-                  j.spec.trainer = kube::TrainerSpec{};
-                  j.spec.trainer->precision = "fp16";
-                },
-                "spec.trainer.precision"},
-        BadSpec{"bf16 on the cpu",
-                [](auto& j) {
-                  j.spec.trainer = kube::TrainerSpec{};
-                  j.spec.trainer->device = "cpu";
-                  j.spec.trainer->precision = "bf16";
-                },
-                "spec.trainer.precision"},
-        BadSpec{"unknown device",
-                [](auto& j) {
-                  j.spec.trainer = kube::TrainerSpec{};
-                  j.spec.trainer->device = "gpu";
-                },
-                "spec.trainer.device"},
-        BadSpec{"reserved env",
-                [](auto& j) {
-                  j.spec.env.push_back(kube::EnvVar{"WORLD_SIZE", "3", {}, {}});
-                },
-                "spec.env[0].name"},
-        BadSpec{"mount of an unknown volume",
-                [](auto& j) {
-                  kube::VolumeMount m;
-                  m.name = "ckpt";
-                  m.mount_path = "/ckpt";
-                  j.spec.volume_mounts.push_back(m);
-                },
-                "spec.volumeMounts[0].name"},
-        BadSpec{"volume named like the operator's own",
-                [](auto& j) {
-                  kube::Volume v;
-                  v.name = "config";
-                  j.spec.volumes.push_back(v);
-                },
-                "spec.volumes[0].name"},
-        BadSpec{"volume name climbing out of its directory",
-                [](auto& j) { j.spec.volumes.push_back(namedVolume("../../etc")); },
-                "spec.volumes[0].name"},
-        BadSpec{"volume name with a slash",
-                [](auto& j) { j.spec.volumes.push_back(namedVolume("data/x")); },
-                "spec.volumes[0].name"},
-        BadSpec{"volume name with dots",
-                [](auto& j) { j.spec.volumes.push_back(namedVolume("data.set")); },
-                "spec.volumes[0].name"},
-        BadSpec{"mountPath with a .. segment", [](auto& j) { mountData(j, "/data/../etc"); },
-                "spec.volumeMounts[0].mountPath"},
-        BadSpec{"absolute subPath", [](auto& j) { mountData(j, "/data", "/etc"); },
-                "spec.volumeMounts[0].subPath"},
-        BadSpec{"subPath with a .. segment", [](auto& j) { mountData(j, "/data", "a/../../b"); },
-                "spec.volumeMounts[0].subPath"},
-        BadSpec{"relative checkpoint path climbing out",
-                [](auto& j) {
-                  j.spec.trainer = kube::TrainerSpec{};
-                  j.spec.trainer->checkpoint = kube::CheckpointSpec{};
-                  j.spec.trainer->checkpoint->path = "../../ckpt";
-                },
-                "spec.trainer.checkpoint.path"}),
-    [](const ::testing::TestParamInfo<BadSpec>& info) {
-      std::string name;
-      for (char c : info.param.what) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
+                         ::testing::Values(BadSpec{"replicas 0",
+                                                   [](auto& j) { j.spec.replicas = 0; },
+                                                   "spec.replicas"},
+                                           BadSpec{"replicas -1",
+                                                   [](auto& j) { j.spec.replicas = -1; },
+                                                   "spec.replicas"},
+                                           BadSpec{"replicas missing",
+                                                   [](auto& j) { j.spec.replicas.reset(); },
+                                                   "spec.replicas"},
+                                           BadSpec{"huge replicas",
+                                                   [](auto& j) { j.spec.replicas = 100000; },
+                                                   "spec.replicas"},
+                                           BadSpec{"world size over the limit",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 100;
+                                                     j.spec.procs_per_replica = 64;
+                                                   },
+                                                   "spec.replicas"},
+                                           BadSpec{"procsPerReplica 0",
+                                                   [](auto& j) { j.spec.procs_per_replica = 0; },
+                                                   "spec.procsPerReplica"},
+                                           BadSpec{"name too long for the pod names",
+                                                   [](auto& j) {
+                                                     j.metadata.name = std::string(56, 'a');
+                                                     j.spec.replicas = 10;
+                                                   },
+                                                   "metadata.name"},
+                                           BadSpec{"name not a DNS label",
+                                                   [](auto& j) { j.metadata.name = "Fmnist_1"; },
+                                                   "metadata.name"},
+                                           BadSpec{"unknown backend",
+                                                   [](auto& j) { j.spec.backend = "rccl"; },
+                                                   "spec.backend"},
+                                           BadSpec{"three pipeline stages on two ranks",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = pipelineTrainer(3, 4);
+                                                   },
+                                                   "spec.replicas"},
+                                           BadSpec{"two stages on three ranks",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 3;
+                                                     j.spec.trainer = pipelineTrainer(2, 4);
+                                                   },
+                                                   "spec.replicas"},
+                                           BadSpec{"replicas of a pipeline under mpirun",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 4;
+                                                     j.spec.launcher = "mpi";
+                                                     j.spec.trainer = pipelineTrainer(2, 4);
+                                                   },
+                                                   "spec.launcher"},
+                                           BadSpec{"a pipeline over nccl",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = pipelineTrainer(2, 4);
+                                                     j.spec.backend = "nccl";
+                                                   },
+                                                   "spec.backend"},
+                                           BadSpec{"more pipeline stages than layers",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 4;
+                                                     j.spec.trainer = pipelineTrainer(4, 4);
+                                                   },
+                                                   "spec.trainer.parallelism.pipeline"},
+                                           BadSpec{"nccl under the mpi launcher",
+                                                   [](auto& j) {
+                                                     j.spec.launcher = "mpi";
+                                                     j.spec.backend = "nccl";
+                                                   },
+                                                   "spec.backend"},
+                                           BadSpec{"unknown launcher",
+                                                   [](auto& j) { j.spec.launcher = "ssh"; },
+                                                   "spec.launcher"},
+                                           BadSpec{"missing image, no default",
+                                                   [](auto& j) { j.spec.image.reset(); },
+                                                   "spec.image"},
+                                           BadSpec{
+                                               "negative activeDeadlineSeconds",
+                                               [](auto& j) { j.spec.active_deadline_seconds = -5; },
+                                               "spec.activeDeadlineSeconds"},
+                                           BadSpec{"negative ttlSecondsAfterFinished",
+                                                   [](auto& j) {
+                                                     j.spec.ttl_seconds_after_finished = -1;
+                                                   },
+                                                   "spec.ttlSecondsAfterFinished"},
+                                           BadSpec{"negative backoffLimit",
+                                                   [](auto& j) { j.spec.backoff_limit = -1; },
+                                                   "spec.backoffLimit"},
+                                           BadSpec{"zero scheduleTimeoutSeconds",
+                                                   [](auto& j) {
+                                                     j.spec.scheduling_policy =
+                                                         kube::SchedulingPolicy{};
+                                                     j.spec.scheduling_policy
+                                                         ->schedule_timeout_seconds = 0;
+                                                   },
+                                                   "spec.schedulingPolicy.scheduleTimeoutSeconds"},
+                                           BadSpec{
+                                               "unknown restartPolicy",
+                                               [](auto& j) { j.spec.restart_policy = "Always"; },
+                                               "spec.restartPolicy"},
+                                           BadSpec{
+                                               "unknown cleanPodPolicy",
+                                               [](auto& j) { j.spec.clean_pod_policy = "Some"; },
+                                               "spec.cleanPodPolicy"},
+                                           BadSpec{"unknown spec field",
+                                                   [](auto& j) { j.spec.extra["gpus"] = 4; },
+                                                   "spec.gpus"},
+                                           BadSpec{"unknown trainer field",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                     j.spec.trainer->extra["lr"] = 0.1;
+                                                   },
+                                                   "spec.trainer.lr"},
+                                           BadSpec{"trainer epochs 0",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                     j.spec.trainer->epochs = 0;
+                                                   },
+                                                   "spec.trainer.epochs"},
+                                           BadSpec{"fp16 precision",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                     j.spec.trainer->precision = "fp16";
+                                                   },
+                                                   "spec.trainer.precision"},
+                                           BadSpec{"bf16 on the cpu",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                     j.spec.trainer->device = "cpu";
+                                                     j.spec.trainer->precision = "bf16";
+                                                   },
+                                                   "spec.trainer.precision"},
+                                           BadSpec{"unknown device",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                     j.spec.trainer->device = "gpu";
+                                                   },
+                                                   "spec.trainer.device"},
+                                           BadSpec{"reserved env",
+                                                   [](auto& j) {
+                                                     j.spec.env.push_back(
+                                                         kube::EnvVar{"WORLD_SIZE", "3", {}, {}});
+                                                   },
+                                                   "spec.env[0].name"},
+                                           BadSpec{"mount of an unknown volume",
+                                                   [](auto& j) {
+                                                     kube::VolumeMount m;
+                                                     m.name = "ckpt";
+                                                     m.mount_path = "/ckpt";
+                                                     j.spec.volume_mounts.push_back(m);
+                                                   },
+                                                   "spec.volumeMounts[0].name"},
+                                           BadSpec{"volume named like the operator's own",
+                                                   [](auto& j) {
+                                                     kube::Volume v;
+                                                     v.name = "config";
+                                                     j.spec.volumes.push_back(v);
+                                                   },
+                                                   "spec.volumes[0].name"},
+                                           BadSpec{"volume name climbing out of its directory",
+                                                   [](auto& j) {
+                                                     j.spec.volumes.push_back(
+                                                         namedVolume("../../etc"));
+                                                   },
+                                                   "spec.volumes[0].name"},
+                                           BadSpec{"volume name with a slash",
+                                                   [](auto& j) {
+                                                     j.spec.volumes.push_back(
+                                                         namedVolume("data/x"));
+                                                   },
+                                                   "spec.volumes[0].name"},
+                                           BadSpec{"volume name with dots",
+                                                   [](auto& j) {
+                                                     j.spec.volumes.push_back(
+                                                         namedVolume("data.set"));
+                                                   },
+                                                   "spec.volumes[0].name"},
+                                           BadSpec{"mountPath with a .. segment",
+                                                   [](auto& j) { mountData(j, "/data/../etc"); },
+                                                   "spec.volumeMounts[0].mountPath"},
+                                           BadSpec{"absolute subPath",
+                                                   [](auto& j) { mountData(j, "/data", "/etc"); },
+                                                   "spec.volumeMounts[0].subPath"},
+                                           BadSpec{
+                                               "subPath with a .. segment",
+                                               [](auto& j) { mountData(j, "/data", "a/../../b"); },
+                                               "spec.volumeMounts[0].subPath"},
+                                           BadSpec{"relative checkpoint path climbing out",
+                                                   [](auto& j) {
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                     j.spec.trainer->checkpoint =
+                                                         kube::CheckpointSpec{};
+                                                     j.spec.trainer->checkpoint->path =
+                                                         "../../ckpt";
+                                                   },
+                                                   "spec.trainer.checkpoint.path"}),
+                         [](const ::testing::TestParamInfo<BadSpec>& info) {
+                           std::string name;
+                           for (char c : info.param.what)
+                             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return name;
+                         });
 
 TEST(Validate, VolumeNameErrorNamesTheFieldWithKubernetesWording) {
   kube::TrainingJob job = makeJob();
@@ -240,12 +300,14 @@ TEST(Validate, AcceptsTheDesignExampleAndFillsDefaults) {
   EXPECT_TRUE(spec->trainer.has_value());
 }
 
-TEST(Validate, APipelineWithOneRankPerStageIsAccepted) {
-  kube::TrainingJob job = makeJob("pipe", 1);
-  job.spec.procs_per_replica = 2;
-  job.spec.trainer = pipelineTrainer(2, 4);
-  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
-  EXPECT_TRUE(spec.ok()) << spec.status().toString();
+TEST(Validate, WholeReplicasOfAPipelineAreAccepted) {
+  for (int replicas : {1, 2}) {
+    kube::TrainingJob job = makeJob("pipe", replicas);
+    job.spec.procs_per_replica = 2;
+    job.spec.trainer = pipelineTrainer(2, 4);
+    core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+    EXPECT_TRUE(spec.ok()) << replicas << " replicas: " << spec.status().toString();
+  }
 }
 
 TEST(Validate, MissingImageTakesTheOperatorDefault) {
