@@ -134,29 +134,34 @@ constexpr CleanPodPolicy kCleanPodPolicies[] = {CleanPodPolicy::kNone, CleanPodP
 constexpr contract::LauncherMode kLaunchers[] = {contract::LauncherMode::kNative,
                                                  contract::LauncherMode::kMpi};
 
-// A pipeline's stages are ranks: the world must hold whole replicas of it (one rank per stage
-// each), and the ranks must be able to pass activations to each other (nccl's are GPU
-// collectives only).
+// A model split into pipeline stages and tensor ranks: the world must hold whole replicas of it
+// (stages x tensor ranks each), and the ranks must be able to pass activations to each other
+// (nccl's are GPU collectives only).
 void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
   const contract::TrainerSettings settings = contract::trainerSettings(*s.trainer);
-  const int32_t stages = settings.pipeline.stages;
-  if (stages <= 1) return;
+  const int64_t stages = settings.pipeline.stages, tensor = settings.tensor;
+  const int64_t model_ranks = stages * tensor;  // the ranks of one replica of the model
+  if (model_ranks <= 1) return;
+  std::string what =
+      "stages x tensor (" + std::to_string(stages) + " x " + std::to_string(tensor) + ")";
+  if (tensor == 1)
+    what = "spec.trainer.parallelism.pipeline.stages (" + std::to_string(stages) + ")";
+  if (stages == 1) what = "spec.trainer.parallelism.tensor (" + std::to_string(tensor) + ")";
   if (s.replicas && s.procs_per_replica) {
     const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
-    if (world % stages != 0) {
+    if (world % model_ranks != 0) {
       e.add("spec.replicas", "replicas x procsPerReplica = " + std::to_string(world) +
-                                 " ranks, not a multiple of spec.trainer.parallelism.pipeline."
-                                 "stages (" +
-                                 std::to_string(stages) +
-                                 "): every replica of the pipeline needs one rank per stage");
-    } else if (world > stages && s.launcher == "mpi") {
-      e.add("spec.launcher", "mpi runs one pipeline (" + std::to_string(stages) + " ranks), not " +
-                                 std::to_string(world / stages) +
-                                 " replicas of it; use the native launcher");
+                                 " ranks, not a multiple of " + what +
+                                 ": every replica of the model needs all of its ranks");
+    } else if (world > model_ranks && s.launcher == "mpi") {
+      e.add("spec.launcher", "mpi runs one replica of a split model (" +
+                                 std::to_string(model_ranks) + " ranks), not " +
+                                 std::to_string(world / model_ranks) +
+                                 " of them; use the native launcher");
     }
   }
   if (s.backend == "nccl") {
-    e.add("spec.backend", "pipeline stages pass activations with gloo or mpi, not nccl");
+    e.add("spec.backend", "a split model's ranks talk over gloo or mpi, not nccl");
   }
 }
 

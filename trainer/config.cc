@@ -72,6 +72,7 @@ core::Result<TrainerConfig> trainerConfig(const kube::TrainerSpec& spec) {
   c.pipeline.micro_batches = s.pipeline.micro_batches;
   c.pipeline.schedule = contract::name(s.pipeline.schedule);
   c.pipeline.partition.assign(s.pipeline.partition.begin(), s.pipeline.partition.end());
+  c.tensor = s.tensor;
   return c;
 }
 
@@ -106,6 +107,7 @@ std::string describe(const TrainerConfig& c) {
     out << " pipeline=" << c.pipeline.stages << " stages x " << c.pipeline.micro_batches
         << " micro-batches (" << c.pipeline.schedule << ")";
   }
+  if (c.tensor > 1) out << " tensor=" << c.tensor;
   return out.str();
 }
 

@@ -63,6 +63,7 @@ struct TrainerConfig {
   int64_t log_every_steps = 0;  // 0: one line per epoch only
   int64_t comm_timeout_seconds = 0;
   PipelineConfig pipeline;
+  int tensor = 1;  // ranks that split each MLP layer pair (spec.trainer.parallelism.tensor)
   // Of the process, not of spec.trainer (spec.backend reaches the trainer through its
   // environment; the metrics endpoint through --metrics-port or the config's metricsPort).
   std::string backend = "auto";  // auto | nccl | gloo | mpi | shm | inproc

@@ -266,8 +266,9 @@ int run(int argc, char** argv) {
   core::log::setDefaultPrefix(world->job + " rank " + std::to_string(world->rank) + "/" +
                               std::to_string(world->world_size));
   openblas_set_num_threads(static_cast<int>(config.blas_threads));
-  // Pipeline stages train on the CPU (the contract refuses device cuda with them).
-  if (config.pipeline.stages > 1 && config.device == "auto") config.device = "cpu";
+  // A split model trains on the CPU (the contract refuses device cuda with it).
+  const bool split_model = config.pipeline.stages > 1 || config.tensor > 1;
+  if (split_model && config.device == "auto") config.device = "cpu";
   RM_LOG(INFO, CONFIG) << describe(config);
   const LoadedGpu gpu = loadGpuModule(config.device);
   auto device = resolveDevice(config.device, gpu.availability, world->local_rank);
@@ -310,8 +311,9 @@ int run(int argc, char** argv) {
 
   metrics::Registry registry({{"trainingjob", world->job}, {"rank", std::to_string(world->rank)}});
   const int stages = config.pipeline.stages;
-  auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend(),
-                                                stages > 1 ? world->rank % stages : -1);
+  auto trainer_metrics =
+      TrainerMetrics::create(registry, (*communicator)->backend(),
+                             split_model ? world->rank / config.tensor % stages : -1);
   if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
   std::unique_ptr<metrics::Exposer> exposer;
   if (config.metrics_port >= 0) {
@@ -356,7 +358,7 @@ int run(int argc, char** argv) {
     group.world_size = size;
     group.key_prefix = comm_config.key_prefix + "/" + name;
     group.host_store = false;      // the world's communicator (or the launcher) hosts it already
-    group.point_to_point = false;  // the group only reduces gradients
+    group.point_to_point = false;  // groups only sum (gradients, tensor-parallel parts)
     return comm::makeCommunicator(group);
   };
   ctx.train = &*train;

@@ -32,20 +32,26 @@ std::string stageName(int stage, int stages) {
   return "stage " + std::to_string(stage) + " of " + std::to_string(stages);
 }
 
-std::string stageDirectory(const TrainerConfig& config, int stage, int stages) {
-  return config.checkpoint.path + "/stage-" + std::to_string(stage) + "-of-" +
-         std::to_string(stages);
-}
-
-// Where this rank sits: ranks [d * S, (d + 1) * S) are replica d of the pipeline, stage s at
-// rank d * S + s. Stage s of every replica forms a data-parallel group.
+// Where this rank sits in a world of D x S x T ranks: rank ((d * S) + s) * T + t is tensor rank
+// t of stage s of replica d. Tensor groups are neighbouring ranks (a pod, with procsPerReplica
+// T), then stages, then replicas; stage s, tensor rank t of every replica form a data-parallel
+// group.
 struct Layout {
-  int stages = 1, replicas = 1;
-  int stage = 0, replica = 0;
+  int stages = 1, replicas = 1, tensor = 1;
+  int stage = 0, replica = 0, tensor_rank = 0;
   int rank = 0;
   bool first() const { return stage == 0; }
   bool last() const { return stage + 1 == stages; }
 };
+
+std::string stageDirectory(const TrainerConfig& config, const Layout& layout) {
+  std::string dir = config.checkpoint.path + "/stage-" + std::to_string(layout.stage) + "-of-" +
+                    std::to_string(layout.stages);
+  if (layout.tensor > 1) {
+    dir += "-tensor-" + std::to_string(layout.tensor_rank) + "-of-" + std::to_string(layout.tensor);
+  }
+  return dir;
+}
 
 // The first layer of every stage: the user's cut, or rank 0's measured and balanced one,
 // broadcast so that every stage builds from the same numbers.
@@ -64,13 +70,20 @@ Result<pipeline::StageStarts> choosePartition(const TrainerConfig& config, comm:
     }
     return starts;
   }
+  if (stages == 1) return pipeline::StageStarts{0};  // tensor parallelism alone: nothing to cut
   std::vector<int32_t> cut(stages, 0);
   if (comm.rank() == 0) {
     RM_ASSIGN_OR_RETURN(auto whole,
                         model::ModelStage::create(config.model, config.seed, micro_rows, 0, layers,
                                                   /*slots=*/1));
     const std::vector<double> seconds = whole->measureLayerSeconds(kProfileRepeats);
-    RM_ASSIGN_OR_RETURN(pipeline::StageStarts starts, pipeline::balancedPartition(seconds, stages));
+    // With tensor parallelism a stage holds whole layer pairs: cut the pairs, then map back.
+    const size_t unit = config.tensor > 1 ? 2 : 1;
+    std::vector<double> unit_seconds((seconds.size() + unit - 1) / unit, 0.0);
+    for (size_t i = 0; i < seconds.size(); ++i) unit_seconds[i / unit] += seconds[i];
+    RM_ASSIGN_OR_RETURN(pipeline::StageStarts starts,
+                        pipeline::balancedPartition(unit_seconds, stages));
+    for (int& start : starts) start *= static_cast<int>(unit);
     std::string costs;
     for (size_t i = 0; i < seconds.size(); ++i) {
       char text[32];
@@ -211,9 +224,11 @@ class PipelineEngine final : public StepEngine {
     }
     RM_ASSIGN_OR_RETURN(const pipeline::EvaluationStats stats,
                         executor_.evaluate(x.data(), y.data(), rows, what));
-    // Only the last stage scores; the others add zeros to the sum.
-    EpochTotals totals(last_ ? stats.correct : 0, last_ ? stats.loss_sum : 0, last_ ? rows : 0,
-                       last_ ? train_loss_sum : 0, last_ ? static_cast<double>(train_steps) : 0);
+    // Only the last stage scores (its tensor rank 0: the others hold the same numbers); every
+    // other rank adds zeros to the sum.
+    const bool scores = last_ && layout_.tensor_rank == 0;
+    EpochTotals totals(scores ? stats.correct : 0, scores ? stats.loss_sum : 0, scores ? rows : 0,
+                       scores ? train_loss_sum : 0, scores ? static_cast<double>(train_steps) : 0);
     comm::AllreduceOptions opts;
     opts.timeout = std::chrono::seconds(config_.comm_timeout_seconds);
     opts.tag = "epoch totals";
@@ -233,11 +248,10 @@ class PipelineEngine final : public StepEngine {
     ck.optimizer_step = optimizer_.stepCount();
     for (auto* buffer : optimizer_.state()) ck.optimizer_state.push_back(*buffer);
     const auto t0 = Clock::now();
-    RM_RETURN_IF_ERROR_CTX(
-        checkpoint::writeCheckpoint(stageDirectory(config_, stage_index_, stages_), ck,
-                                    static_cast<int>(config_.checkpoint.keep)),
-        "pipeline " + stageName(stage_index_, stages_) + ": writing checkpoint at step " +
-            std::to_string(at.step));
+    RM_RETURN_IF_ERROR_CTX(checkpoint::writeCheckpoint(stageDirectory(config_, layout_), ck,
+                                                       static_cast<int>(config_.checkpoint.keep)),
+                           "pipeline " + stageName(stage_index_, stages_) +
+                               ": writing checkpoint at step " + std::to_string(at.step));
     if (TrainerMetrics* metrics = ctx_.metrics) {
       metrics->checkpoints->Increment();
       metrics->checkpoint_seconds->Observe(
@@ -312,7 +326,7 @@ constexpr int64_t kNotReading = -2;  // replicas other than the first read none
 Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const Layout& layout,
                  const std::string& signature, std::optional<checkpoint::Checkpoint>* found) {
   std::optional<checkpoint::Checkpoint> newest;
-  const std::string dir = stageDirectory(config, layout.stage, layout.stages);
+  const std::string dir = stageDirectory(config, layout);
   const bool reads = layout.replica == 0 && !config.checkpoint.path.empty();
   if (reads) {
     RM_ASSIGN_OR_RETURN(newest, checkpoint::loadNewestCheckpoint(dir, signature));
@@ -369,11 +383,11 @@ Status restoreStage(const TrainerConfig& config, comm::Communicator& comm,
       compatible = ck->optimizer_state[i].size() == state[i]->size();
     }
     if (!compatible) {
-      return core::invalidArgument(
-          who + ": checkpoint " + stageDirectory(config, layout.stage, layout.stages) + " step " +
-          std::to_string(ck->step) + " was written for '" + ck->model_signature +
-          "' with optimizer '" + ck->optimizer_type + "' and cannot resume '" + signature +
-          "' with '" + optimizer.type() + "': use another checkpoint.path");
+      return core::invalidArgument(who + ": checkpoint " + stageDirectory(config, layout) +
+                                   " step " + std::to_string(ck->step) + " was written for '" +
+                                   ck->model_signature + "' with optimizer '" + ck->optimizer_type +
+                                   "' and cannot resume '" + signature + "' with '" +
+                                   optimizer.type() + "': use another checkpoint.path");
     }
     std::copy(ck->params.begin(), ck->params.end(), stage.params().begin());
     for (size_t i = 0; i < state.size(); ++i) *state[i] = ck->optimizer_state[i];
@@ -412,28 +426,39 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                                         std::vector<float>* stage_params) {
   _mm_setcsr(_mm_getcsr() | 0x8040);  // flush denormals, as the data-parallel trainer does
   comm::Communicator& comm = *ctx.comm;
-  const int stages = config.pipeline.stages;
-  if (stages < 1 || comm.size() % stages != 0) {
-    return core::invalidArgument("parallelism.pipeline.stages: " + std::to_string(stages) +
-                                 " stages need a world that is a multiple of " +
-                                 std::to_string(stages) + " ranks (one per stage of each replica)" +
-                                 ", got " + std::to_string(comm.size()));
+  const int stages = config.pipeline.stages, tensor = config.tensor;
+  if (stages < 1 || tensor < 1 || comm.size() % (stages * tensor) != 0) {
+    return core::invalidArgument(
+        "parallelism: " + std::to_string(stages) + " stages x " + std::to_string(tensor) +
+        " tensor ranks need a world that is a multiple of " + std::to_string(stages * tensor) +
+        " ranks (one replica of the model each), got " + std::to_string(comm.size()));
   }
   Layout layout;
   layout.stages = stages;
-  layout.replicas = comm.size() / stages;
+  layout.tensor = tensor;
+  layout.replicas = comm.size() / (stages * tensor);
   layout.rank = comm.rank();
-  layout.stage = comm.rank() % stages;
-  layout.replica = comm.rank() / stages;
+  layout.tensor_rank = comm.rank() % tensor;
+  layout.stage = comm.rank() / tensor % stages;
+  layout.replica = comm.rank() / (tensor * stages);
   const int stage_index = layout.stage;
-  std::unique_ptr<comm::Communicator> group;
+  if ((layout.replicas > 1 || tensor > 1) && !ctx.make_group) {
+    return core::invalidArgument("pipeline: " + std::to_string(layout.replicas) + " replicas x " +
+                                 std::to_string(tensor) +
+                                 " tensor ranks need a way to build their groups");
+  }
+  // The stage's data-parallel replicas, and this stage's tensor group.
+  std::unique_ptr<comm::Communicator> group, tensor_group;
   if (layout.replicas > 1) {
-    if (!ctx.make_group) {
-      return core::invalidArgument("pipeline: " + std::to_string(layout.replicas) +
-                                   " replicas need a way to build their stages' groups");
-    }
-    RM_ASSIGN_OR_RETURN(group, ctx.make_group("pipeline-stage-" + std::to_string(stage_index),
-                                              layout.replica, layout.replicas));
+    std::string name = "pipeline-stage-" + std::to_string(stage_index);
+    if (tensor > 1) name += "-tensor-" + std::to_string(layout.tensor_rank);
+    RM_ASSIGN_OR_RETURN(group, ctx.make_group(name, layout.replica, layout.replicas));
+  }
+  if (tensor > 1) {
+    RM_ASSIGN_OR_RETURN(tensor_group,
+                        ctx.make_group("tensor-replica-" + std::to_string(layout.replica) +
+                                           "-stage-" + std::to_string(stage_index),
+                                       layout.tensor_rank, tensor));
   }
   const int micro_batches = config.pipeline.micro_batches;
   if (micro_batches < 1 || config.batch_size % micro_batches != 0) {
@@ -451,8 +476,17 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   const int end = stage_index + 1 < stages ? starts[stage_index + 1] : layers;
   RM_ASSIGN_OR_RETURN(const int slots, pipeline::StageExecutor::slotsNeeded(kind, stage_index,
                                                                             stages, micro_batches));
-  RM_ASSIGN_OR_RETURN(auto stage, model::ModelStage::create(config.model, config.seed, micro_rows,
-                                                            first, end, slots));
+  RM_ASSIGN_OR_RETURN(auto stage,
+                      model::ModelStage::create(config.model, config.seed, micro_rows, first, end,
+                                                slots, {layout.tensor_rank, tensor}));
+  if (tensor_group != nullptr) {
+    comm::AllreduceOptions opts;
+    opts.timeout = std::chrono::seconds(config.comm_timeout_seconds);
+    opts.tag = "tensor-parallel sum";
+    stage->setTensorReducer([group = tensor_group.get(), opts](float* data, size_t count) {
+      return group->allreduceSum(data, count, opts);
+    });
+  }
   if (stage->isFirst() && stage->inputSize() != ctx.train->featureSize()) {
     return core::invalidArgument("model expects " + std::to_string(stage->inputSize()) +
                                  " input features, data set has " +
@@ -477,8 +511,8 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
 
   pipeline::StageLinks links;
   links.comm = &comm;
-  links.prev = layout.first() ? -1 : layout.rank - 1;
-  links.next = layout.last() ? -1 : layout.rank + 1;
+  links.prev = layout.first() ? -1 : layout.rank - tensor;
+  links.next = layout.last() ? -1 : layout.rank + tensor;
   links.timeout = std::chrono::seconds(config.comm_timeout_seconds);
   pipeline::StageExecutor executor(*stage, kind, stage_index, stages, micro_batches, links);
   RM_LOG(INFO, STEP) << "pipeline " << stageName(stage_index, stages) << ": layers [" << first
@@ -486,6 +520,9 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                      << " parameters, " << micro_batches << " micro-batches of " << micro_rows
                      << " (" << config.pipeline.schedule << ", " << slots << " in flight), backend "
                      << comm.backend()
+                     << (tensor > 1 ? ", tensor rank " + std::to_string(layout.tensor_rank) +
+                                          " of " + std::to_string(tensor)
+                                    : std::string())
                      << (layout.replicas > 1 ? ", replica " + std::to_string(layout.replica) +
                                                    " of " + std::to_string(layout.replicas)
                                              : std::string());

@@ -1,8 +1,12 @@
 #pragma once
-// Pipeline-parallel training of one rank on the CPU (spec.trainer.parallelism.pipeline). A world
-// of D x S ranks holds D replicas of an S-stage pipeline: rank d * S + s runs stage s (the layers
-// its partition gives it) of replica d, under the same training loop as data parallelism
-// (training_loop.h) with a pipeline step engine:
+// Model-parallel training of one rank on the CPU (spec.trainer.parallelism: pipeline stages and
+// tensor ranks). A world of D x S x T ranks holds D replicas of an S-stage pipeline whose stages
+// are each split over T tensor ranks: rank ((d * S) + s) * T + t runs tensor rank t of stage s
+// (the layers its partition gives it) of replica d, under the same training loop as data
+// parallelism (training_loop.h) with a pipeline step engine (S = 1 is tensor parallelism alone):
+//   - tensor groups: the T ranks of a stage sum their layer pairs' partial results over a group
+//     of their own (model/model_stage.h, dense_layer.h); each sends to and receives from the same
+//     tensor rank of the neighbouring stages;
 //   - partition: the user's, or rank 0 measures every layer's forward + backward on a
 //     micro-batch and cuts where the slowest stage is fastest (pipeline/partition.h), then
 //     broadcasts the cut so every stage builds the same one;
@@ -13,7 +17,8 @@
 //     and each stage steps its own optimizer on its own parameters;
 //   - evaluation: replica d's share of the test set flows forward through its stages; the last
 //     scores it, and the totals are summed over the world;
-//   - checkpoints: replica 0's stages write their own under <checkpoint.path>/stage-<s>-of-<S>.
+//   - checkpoints: replica 0's stages write their own under <checkpoint.path>/stage-<s>-of-<S>
+//     (with tensor ranks, -tensor-<t>-of-<T> after it).
 //     On start each finds its newest; the stages agree on the newest step all of them hold (a
 //     crash between two stages' writes leaves one a step ahead), resume there together, and
 //     send what they read to their stage's other replicas.

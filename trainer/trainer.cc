@@ -237,7 +237,9 @@ std::vector<float> Trainer::parameters() const {
 }
 
 Result<TrainSummary> Trainer::run() {
-  if (config_.pipeline.stages > 1) return trainPipelineStage(config_, ctx_, &state_->stage_params);
+  if (config_.pipeline.stages > 1 || config_.tensor > 1) {
+    return trainPipelineStage(config_, ctx_, &state_->stage_params);
+  }
   // Flush denormals to zero (FTZ | DAZ, per thread): late in training tiny gradients otherwise
   // slow steps by ~25%.
   _mm_setcsr(_mm_getcsr() | 0x8040);

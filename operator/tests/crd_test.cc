@@ -172,8 +172,9 @@ nlohmann::json toJson(const YAML::Node& node) {
 }
 
 TEST(Examples, EveryExampleJobIsValidAndFullyTyped) {
-  for (const char* file : {"fashion-mnist-mlp.yaml", "fashion-mnist-mlp-gpu.yaml",
-                           "fashion-mnist-mlp-1gpu.yaml", "fashion-mnist-pipeline.yaml"}) {
+  for (const char* file :
+       {"fashion-mnist-mlp.yaml", "fashion-mnist-mlp-gpu.yaml", "fashion-mnist-mlp-1gpu.yaml",
+        "fashion-mnist-pipeline.yaml", "fashion-mnist-tensor.yaml"}) {
     SCOPED_TRACE(file);
     YAML::Node yaml = YAML::LoadFile(std::string(RM_EXAMPLES_DIR) + "/" + file);
     core::Result<kube::TrainingJob> job = kube::decode<kube::TrainingJob>(toJson(yaml));

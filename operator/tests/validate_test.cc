@@ -117,7 +117,13 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                      j.spec.backend = "nccl";
                                                    },
                                                    "spec.backend"},
-                                           BadSpec{"more pipeline stages than layers",
+                                           BadSpec{"two tensor ranks on three",
+                [](auto& j) {
+                  j.spec.replicas = 3;
+                  j.spec.trainer.emplace().parallelism.emplace().tensor = 2;
+                },
+                "spec.replicas"},
+        BadSpec{"more pipeline stages than layers",
                                                    [](auto& j) {
                                                      j.spec.replicas = 4;
                                                      j.spec.trainer = pipelineTrainer(4, 4);

@@ -8,12 +8,29 @@
 
 namespace ringmaster::trainer::model {
 
-DenseLayer::DenseLayer(std::string name, int in, int out, bool relu)
-    : name_(std::move(name)), in_(in), out_(out), relu_(relu) {}
+DenseLayer::DenseLayer(std::string name, int in, int out, bool relu, TensorRole role,
+                       TensorShard shard)
+    : name_(std::move(name)),
+      full_in_(in),
+      full_out_(out),
+      in_(role == TensorRole::kRow ? in / shard.size : in),
+      out_(role == TensorRole::kColumn ? out / shard.size : out),
+      relu_(relu),
+      role_(role),
+      shard_(shard) {}
 
 std::vector<ParamSpec> DenseLayer::paramSpecs() const {
-  return {{name_ + ".weight", static_cast<size_t>(out_) * in_, in_},
-          {name_ + ".bias", static_cast<size_t>(out_), in_}};
+  ParamSpec weight{name_ + ".weight", static_cast<size_t>(out_) * in_, full_in_};
+  ParamSpec bias{name_ + ".bias", static_cast<size_t>(out_), full_in_};
+  const size_t fi = static_cast<size_t>(full_in_), fo = static_cast<size_t>(full_out_);
+  const size_t t = static_cast<size_t>(shard_.rank);
+  if (role_ == TensorRole::kColumn) {
+    weight.block = TensorBlock{fo, fi, t * out_, static_cast<size_t>(out_), 0, fi};
+    bias.block = TensorBlock{1, fo, 0, 1, t * out_, static_cast<size_t>(out_)};
+  } else if (role_ == TensorRole::kRow) {
+    weight.block = TensorBlock{fo, fi, 0, fo, t * in_, static_cast<size_t>(in_)};
+  }
+  return {weight, bias};
 }
 
 void DenseLayer::bind(float* params, float* grads) {
@@ -27,6 +44,11 @@ void DenseLayer::forward(const float* in, float* out, int batch) {
   // out[batch, out] = in[batch, in] * W^T
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out_, in_, 1.0f, in, in_, w_, in_,
               0.0f, out, out_);
+  // A row-parallel part is a partial sum: bias and ReLU wait for the group's (finishForward).
+  if (role_ != TensorRole::kRow) finishForward(out, batch);
+}
+
+void DenseLayer::finishForward(float* out, int batch) {
   if (relu_) {
     kernels::biasRelu(out, b_, batch, out_);
   } else {

@@ -12,15 +12,31 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ringmaster::trainer::model {
 
+// Where a tensor-parallel layer's part sits in the whole tensor: rows [row0, row0 + rows) and
+// columns [col0, col0 + cols) of a [full_rows, full_cols] matrix (a bias is one row). The init
+// draws the whole tensor and keeps the block, so the parts of all ranks are the unsplit values.
+struct TensorBlock {
+  size_t full_rows = 0, full_cols = 0;
+  size_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+};
+
 struct ParamSpec {
   std::string name;  // "fc1.weight"
-  size_t count;
-  int fan_in;  // for the init bound 1/sqrt(fan_in)
+  size_t count;      // of this rank's part
+  int fan_in;        // of the whole layer, for the init bound 1/sqrt(fan_in)
+  std::optional<TensorBlock> block = std::nullopt;  // set when the layer holds a part
+};
+
+// This rank's place in a tensor-parallel group: `rank` of `size` ranks split each layer pair.
+struct TensorShard {
+  int rank = 0;
+  int size = 1;
 };
 
 class Layer {
@@ -49,6 +65,17 @@ class Layer {
   // the next call (by default the layer's own buffer).
   virtual size_t stateBytes() const { return 0; }
   virtual void useState(uint8_t* state) { (void)state; }
+
+  // Tensor parallelism (Megatron's MLP): a row-parallel layer's forward leaves each rank a
+  // partial sum of the output; the caller sums it over the group and then calls
+  // finishForward() (bias, ReLU). A column-parallel layer's input gradient is partial; the
+  // caller sums it over the group after backwardInput().
+  virtual bool reducesOutput() const { return false; }
+  virtual void finishForward(float* out, int batch) {
+    (void)out;
+    (void)batch;
+  }
+  virtual bool reducesInputGradient() const { return false; }
 };
 
 }  // namespace ringmaster::trainer::model

@@ -23,8 +23,8 @@ core::Result<int> ModelStage::layerCount(const ModelConfig& config) {
 core::Result<std::unique_ptr<ModelStage>> ModelStage::create(const ModelConfig& config,
                                                              uint64_t seed, int micro_batch,
                                                              int first_layer, int end_layer,
-                                                             int slots) {
-  RM_ASSIGN_OR_RETURN(Network net, buildNetwork(config, micro_batch));
+                                                             int slots, TensorShard shard) {
+  RM_ASSIGN_OR_RETURN(Network net, buildNetwork(config, micro_batch, shard));
   const int layers = static_cast<int>(net.layers.size());
   if (first_layer < 0 || end_layer > layers || first_layer >= end_layer) {
     return core::invalidArgument("pipeline stage: layers [" + std::to_string(first_layer) + ", " +
@@ -35,7 +35,13 @@ core::Result<std::unique_ptr<ModelStage>> ModelStage::create(const ModelConfig& 
     return core::invalidArgument("pipeline stage: needs at least one micro-batch slot, got " +
                                  std::to_string(slots));
   }
+  if (shard.size > 1 && first_layer % 2 != 0) {
+    return core::invalidArgument("pipeline stage: layer " + std::to_string(first_layer) +
+                                 " is the second of a tensor-parallel pair; a stage starts at an "
+                                 "even layer when parallelism.tensor is above 1");
+  }
   std::unique_ptr<ModelStage> s(new ModelStage());
+  s->tensor_parallel_ = shard.size > 1;
   s->first_layer_ = static_cast<size_t>(first_layer);
   s->last_ = end_layer == layers;
   s->micro_batch_ = micro_batch;
@@ -109,7 +115,12 @@ const float* ModelStage::forward(int index, int batch) {
   Slot& s = slot(index);
   useSlotState(s);
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->forward(s.acts[i].data(), s.acts[i + 1].data(), batch);
+    float* out = s.acts[i + 1].data();
+    layers_[i]->forward(s.acts[i].data(), out, batch);
+    if (layers_[i]->reducesOutput()) {
+      reduce(out, static_cast<size_t>(batch) * layers_[i]->outputSize());
+      layers_[i]->finishForward(out, batch);
+    }
   }
   s.batch = batch;
   return s.acts.back().data();
@@ -158,6 +169,9 @@ const float* ModelStage::backward(int index, int batch) {
     if (i == 0 && isFirst()) break;
     float* din = i == 0 ? s.din.data() : dscratch_[next].data();
     layers_[i]->backwardInput(in, out, dout, din, batch);
+    if (layers_[i]->reducesInputGradient()) {
+      reduce(din, static_cast<size_t>(batch) * layers_[i]->inputSize());
+    }
     dout = din;
     next ^= 1;
   }
@@ -183,6 +197,8 @@ std::vector<double> ModelStage::measureLayerSeconds(int repeats) {
     for (size_t i = 0; i < layers_.size(); ++i) {
       const auto t0 = Clock::now();
       layers_[i]->forward(s.acts[i].data(), s.acts[i + 1].data(), batch);
+      // Timing only: a row-parallel part's group sum is left out.
+      if (layers_[i]->reducesOutput()) layers_[i]->finishForward(s.acts[i + 1].data(), batch);
       forward[i] = seconds(t0, Clock::now());
     }
     float* dout = s.dout.data();
@@ -205,6 +221,12 @@ std::vector<double> ModelStage::measureLayerSeconds(int repeats) {
   s.batch = 0;
   zeroGrads();
   return best;
+}
+
+void ModelStage::reduce(float* data, size_t count) {
+  RM_MODEL_CHECK(reducer_, "a tensor-parallel stage needs setTensorReducer()");
+  if (!tensor_status_.ok()) return;  // the group is broken; the step fails anyway
+  tensor_status_ = reducer_(data, count);
 }
 
 void ModelStage::zeroGrads() { std::fill(grads_.span().begin(), grads_.span().end(), 0.0f); }

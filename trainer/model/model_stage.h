@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,19 +27,21 @@
 
 #include "ringmaster/core/status.h"
 #include "trainer/model/aligned_buffer.h"
+#include "trainer/model/layer.h"
 #include "trainer/model/model.h"
 
 namespace ringmaster::trainer::model {
-
-class Layer;
 
 class ModelStage {
  public:
   // Layers [first_layer, end_layer) of `config`'s network, micro-batches of up to `micro_batch`
   // rows, `slots` micro-batches in flight at most.
+  // With a tensor shard of T > 1 ranks the stage holds this rank's parts of the MLP's layer
+  // pairs (dense_layer.h), and a stage must not cut a pair in two (first_layer even).
   static core::Result<std::unique_ptr<ModelStage>> create(const ModelConfig& config, uint64_t seed,
                                                           int micro_batch, int first_layer,
-                                                          int end_layer, int slots);
+                                                          int end_layer, int slots,
+                                                          TensorShard shard = {});
   // How many layers `config`'s network has (what a partition splits).
   static core::Result<int> layerCount(const ModelConfig& config);
   ~ModelStage();
@@ -79,6 +82,15 @@ class ModelStage {
   // leaves the gradients zeroed.
   std::vector<double> measureLayerSeconds(int repeats);
 
+  // Sums `count` floats over the tensor-parallel group, in place (the caller's communicator).
+  using TensorReducer = std::function<core::Status(float* data, size_t count)>;
+  // Needed when the stage holds split layers; forward() and backward() call it where a layer
+  // pair needs the group's sum. Its first error is kept: check tensorStatus() after each call.
+  void setTensorReducer(TensorReducer reducer) { reducer_ = std::move(reducer); }
+  bool tensorParallel() const { return tensor_parallel_; }
+  // Ok, or the reducer's first error (the stage's results since then are not to be used).
+  const core::Status& tensorStatus() const { return tensor_status_; }
+
   // Bytes of activation buffers allocated so far (the peak: slots are never freed).
   size_t activationBytes() const { return activation_bytes_; }
 
@@ -91,7 +103,8 @@ class ModelStage {
   };
   ModelStage() = default;
   Slot& slot(int index);
-  void useSlotState(Slot& s);  // points every layer at the slot's saved state
+  void reduce(float* data, size_t count);  // through reducer_, keeping its first error
+  void useSlotState(Slot& s);              // points every layer at the slot's saved state
 
   std::vector<std::unique_ptr<Layer>> layers_;
   size_t first_layer_ = 0;
@@ -105,6 +118,9 @@ class ModelStage {
   AlignedFloats dscratch_[2];                   // gradients between this stage's layers
   std::vector<Slot> slots_;
   size_t activation_bytes_ = 0;
+  bool tensor_parallel_ = false;
+  TensorReducer reducer_;
+  core::Status tensor_status_;
 };
 
 }  // namespace ringmaster::trainer::model

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "trainer/model/conv_layer.h"
 #include "trainer/model/dense_layer.h"
@@ -39,11 +40,24 @@ void initParameters(const Network& network, size_t first, size_t end, uint64_t s
                     std::span<float> params) {
   // One PRNG stream per tensor: resizing one layer leaves the others' init unchanged.
   size_t tensor = 0, offset = 0;
+  std::vector<float> whole;
   for (size_t i = 0; i < end; ++i) {
     for (const ParamSpec& p : network.layers[i]->paramSpecs()) {
       if (i >= first) {
         Rng rng(seed, tensor);
-        kaimingUniformInit(params.subspan(offset, p.count), p.fan_in, rng);
+        std::span<float> mine = params.subspan(offset, p.count);
+        if (!p.block) {
+          kaimingUniformInit(mine, p.fan_in, rng);
+        } else {
+          // A part of a split tensor: draw the whole one, keep this rank's block.
+          const TensorBlock& b = *p.block;
+          whole.resize(b.full_rows * b.full_cols);
+          kaimingUniformInit(whole, p.fan_in, rng);
+          for (size_t r = 0; r < b.rows; ++r) {
+            const float* from = whole.data() + (b.row0 + r) * b.full_cols + b.col0;
+            std::copy(from, from + b.cols, mine.begin() + r * b.cols);
+          }
+        }
         offset += p.count;
       }
       ++tensor;
@@ -51,8 +65,17 @@ void initParameters(const Network& network, size_t first, size_t end, uint64_t s
   }
 }
 
-core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch) {
+core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch, TensorShard shard) {
   Network net;
+  if (shard.size < 1 || shard.rank < 0 || shard.rank >= shard.size) {
+    return core::invalidArgument("parallelism.tensor: rank " + std::to_string(shard.rank) +
+                                 " is not one of " + std::to_string(shard.size));
+  }
+  if (shard.size > 1 && config.type != "mlp") {
+    return core::invalidArgument("parallelism.tensor: " + std::to_string(shard.size) +
+                                 " splits an mlp's dense layers; the " + config.type +
+                                 "'s conv layers cannot be split (use tensor 1)");
+  }
   RM_RETURN_IF_ERROR(positive("max_batch", max_batch));
   RM_RETURN_IF_ERROR(positive("model.inputChannels", config.input_channels));
   RM_RETURN_IF_ERROR(positive("model.inputHeight", config.input_height));
@@ -80,14 +103,32 @@ core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch) {
   };
   if (config.type == "mlp") {
     net.signature = "mlp:" + std::to_string(net.input_size);
+    // With tensor parallelism, layers 2k and 2k + 1 are a column- then row-parallel pair; an
+    // odd last layer is whole on every rank of the group.
+    const size_t layers = config.hidden.size() + 1;
+    auto role = [&](size_t i) {
+      if (shard.size == 1) return TensorRole::kNone;
+      if (i % 2 == 1) return TensorRole::kRow;
+      return i + 1 < layers ? TensorRole::kColumn : TensorRole::kNone;
+    };
+    auto add = [&](size_t i, int in, int out, bool relu) {
+      net.layers.push_back(
+          std::make_unique<DenseLayer>(layerName("fc", ++fc_index), in, out, relu, role(i), shard));
+    };
     int width = static_cast<int>(net.input_size);
     for (size_t i = 0; i < config.hidden.size(); ++i) {
-      RM_RETURN_IF_ERROR(positive("model.hidden[" + std::to_string(i) + "]", config.hidden[i]));
-      add_dense(width, config.hidden[i], /*relu=*/true);
+      const std::string field = "model.hidden[" + std::to_string(i) + "]";
+      RM_RETURN_IF_ERROR(positive(field, config.hidden[i]));
+      if (role(i) == TensorRole::kColumn && config.hidden[i] % shard.size != 0) {
+        return core::invalidArgument("parallelism.tensor: " + std::to_string(shard.size) +
+                                     " does not divide " + field + " (" +
+                                     std::to_string(config.hidden[i]) + "), which it splits");
+      }
+      add(i, width, config.hidden[i], /*relu=*/true);
       width = config.hidden[i];
       net.signature += layerName("-", width);
     }
-    add_dense(width, net.num_classes, /*relu=*/false);
+    add(config.hidden.size(), width, net.num_classes, /*relu=*/false);
   } else if (config.type == "cnn") {
     if (config.conv_channels.empty()) {
       return core::invalidArgument("model.convChannels: a cnn needs at least one conv block");

@@ -27,12 +27,15 @@ struct Network {
   int num_classes = 0;
 };
 
-// The layers of `config` with workspaces for batches of up to max_batch samples.
-core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch);
+// The layers of `config` with workspaces for batches of up to max_batch samples; with a tensor
+// shard of more than one rank, this rank's parts of the MLP's layer pairs (dense_layer.h).
+core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch,
+                                   TensorShard shard = {});
 
 // Parameters of layers [first, end) laid out in `params` the way Model lays them out (each layer's
 // weight then bias, in order). Each tensor draws from its own PRNG stream, numbered over the whole
-// network, so a slice gets exactly the values the whole network has there.
+// network, so a slice gets exactly the values the whole network has there, and a tensor-parallel
+// part exactly its block of the whole tensor.
 void initParameters(const Network& network, size_t first, size_t end, uint64_t seed,
                     std::span<float> params);
 

@@ -130,6 +130,8 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
       }
       const auto t0 = Clock::now();
       const float* out = stage_.forward(slot, rows);
+      RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
+                             where + ": forward of micro-batch " + std::to_string(m));
       if (links_.next < 0) {
         int correct = 0;
         stats.loss_sum += stage_.loss(slot, batch.labels + first_row(m), rows,
@@ -151,6 +153,8 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
       }
       const auto t0 = Clock::now();
       const float* din = stage_.backward(slot, rows);
+      RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
+                             where + ": backward of micro-batch " + std::to_string(m));
       stats.compute_seconds += since(t0);
       if (links_.prev >= 0) {
         RM_RETURN_IF_ERROR(
@@ -182,6 +186,7 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
           links_.comm->recv(in, sizeof(float) * n * in_floats, links_.prev, opts), where);
     }
     const float* out = stage_.forward(0, n);
+    RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(), where);
     if (links_.next < 0) {
       int correct = 0;
       stats.loss_sum += stage_.evaluationLoss(0, labels + first, n, &correct);

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "trainer/comm/inproc_communicator.h"
@@ -59,11 +61,10 @@ class PipelineTrainer : public ::testing::Test {
     for (int r = 0; r < world; ++r) {
       comms.push_back(std::make_unique<comm::InProcCommunicator>(group, r));
     }
-    const int stages = c.pipeline.stages;
-    std::vector<std::vector<std::unique_ptr<comm::Communicator>>> stage_groups;
-    for (int s = 0; s < stages; ++s) {
-      stage_groups.push_back(comm::makeInProcCommunicators(world / stages));
-    }
+    // Groups by name, made by the first member that asks.
+    std::mutex groups_mu;
+    std::map<std::string, std::vector<std::unique_ptr<comm::Communicator>>> groups;
+    const int model_ranks = c.pipeline.stages * c.tensor;
     RunResult out;
     out.summaries.assign(world, core::internalError("not run"));
     out.per_rank.resize(world);
@@ -74,11 +75,14 @@ class PipelineTrainer : public ::testing::Test {
         ctx.comm = comms[r].get();
         ctx.train = &train_;
         ctx.test = &test_;
-        ctx.make_group = [&, r](const std::string& name, int rank,
-                                int size) -> core::Result<std::unique_ptr<comm::Communicator>> {
-          EXPECT_EQ(name, "pipeline-stage-" + std::to_string(r % stages));
-          EXPECT_EQ(size, world / stages);
-          return std::move(stage_groups[r % stages][rank]);
+        ctx.make_group = [&](const std::string& name, int rank,
+                             int size) -> core::Result<std::unique_ptr<comm::Communicator>> {
+          std::lock_guard lock(groups_mu);
+          auto& members = groups[name];
+          if (members.empty()) members = comm::makeInProcCommunicators(size);
+          EXPECT_EQ(members.size(), static_cast<size_t>(size)) << name;
+          EXPECT_TRUE(members[rank] != nullptr) << name << " rank " << rank << " asked twice";
+          return std::move(members[rank]);
         };
         Trainer t(c, ctx);
         out.summaries[r] = t.run();
@@ -86,7 +90,7 @@ class PipelineTrainer : public ::testing::Test {
       });
     }
     for (auto& t : threads) t.join();
-    for (int r = 0; r < stages && r < world; ++r) {
+    for (int r = 0; r < model_ranks && r < world; ++r) {
       out.params.insert(out.params.end(), out.per_rank[r].begin(), out.per_rank[r].end());
     }
     return out;
@@ -151,6 +155,38 @@ TEST_F(PipelineTrainer, ReplicasOfAPipelineTrainAsOneRankOnTheirUnion) {
   EXPECT_GT(a.allreduce_calls, 0u) << "the replicas must have averaged their gradients";
 }
 
+// Tensor parallelism through the trainer: T = 2 alone, and 2 stages x 2 tensor ranks, train what
+// one rank does (the parts hold the same numbers in another order, so compare the test figures
+// and the last layer's bias, which every tensor rank of the last stage holds whole).
+TEST_F(PipelineTrainer, TensorRanksTrainTheSameModelAsOneRank) {
+  TrainerConfig c1 = config(1, 1, "1f1b");
+  c1.model.hidden = {32, 24, 16};  // two layer pairs, so that two stages can hold one each
+  const RunResult whole = run(c1, 1);
+  ASSERT_TRUE(whole.summaries[0].ok()) << whole.summaries[0].status().toString();
+  for (auto [stages, tensor] : {std::pair{1, 2}, std::pair{2, 2}}) {
+    SCOPED_TRACE(std::to_string(stages) + " stages x " + std::to_string(tensor) + " tensor ranks");
+    TrainerConfig c = config(stages, 4, "1f1b");
+    c.model.hidden = {32, 24, 16};
+    c.tensor = tensor;
+    const RunResult split = run(c, stages * tensor);
+    for (const auto& s : split.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+    const TrainSummary& a = *split.summaries[0];
+    const TrainSummary& b = *whole.summaries[0];
+    EXPECT_EQ(a.steps, b.steps);
+    ASSERT_TRUE(a.test_accuracy && b.test_accuracy);
+    EXPECT_NEAR(*a.test_accuracy, *b.test_accuracy, 1.0 / 300 + 1e-9);
+    ASSERT_TRUE(a.final_train_loss && b.final_train_loss);
+    EXPECT_NEAR(*a.final_train_loss, *b.final_train_loss, 1e-4);
+    // The last layer is row-parallel (the second of the second pair): its bias, the last 10
+    // numbers of the last rank's part, is whole there and must match the one rank's.
+    const std::vector<float>& last = split.per_rank.back();
+    const std::vector<float>& ref = whole.per_rank[0];
+    for (size_t k = 1; k <= 10; ++k) {
+      EXPECT_NEAR(last[last.size() - k], ref[ref.size() - k], 1e-5) << "bias " << 10 - k;
+    }
+  }
+}
+
 TEST_F(PipelineTrainer, ResumesEveryStageAtTheNewestStepAllOfThemHold) {
   // Checkpoints every 4 steps and at the end of each epoch: one replica has 11 steps an epoch
   // (the last newest-before-7 is step 4), two have 6 (the end of epoch 1, step 6).
@@ -205,9 +241,9 @@ TEST_F(PipelineTrainer, AStageWithoutCheckpointsBesideOneWithThemIsAnError) {
 TEST_F(PipelineTrainer, TheWorldMustHoldWholeReplicasOfThePipeline) {
   const RunResult r = run(config(3, 4, "1f1b"), 2);
   ASSERT_FALSE(r.summaries[0].ok());
-  EXPECT_NE(
-      r.summaries[0].status().message().find("3 stages need a world that is a multiple of 3 ranks"),
-      std::string::npos)
+  EXPECT_NE(r.summaries[0].status().message().find(
+                "3 stages x 1 tensor ranks need a world that is a multiple of 3 ranks"),
+            std::string::npos)
       << r.summaries[0].status().message();
 }
 

@@ -34,8 +34,10 @@ constexpr Device kDevices[] = {Device::kAuto, Device::kCpu, Device::kCuda};
 constexpr Precision kPrecisions[] = {Precision::kFp32, Precision::kBf16};
 constexpr PipelineSchedule kPipelineSchedules[] = {PipelineSchedule::kGPipe,
                                                    PipelineSchedule::kOneFOneB};
-// More stages than this would leave most ranks idle on any model the trainer builds.
+// More stages (or tensor ranks) than this would leave most ranks idle on any model the trainer
+// builds.
 constexpr int32_t kMaxPipelineStages = 64;
+constexpr int32_t kMaxTensorRanks = 64;
 
 // fp32 weights, gradients and optimizer moments: about 16 bytes a parameter on every rank.
 std::string gigabytes(int64_t parameters) {
@@ -79,6 +81,29 @@ void validateOptimizer(const kube::OptimizerSpec& o, const std::string& p, Field
   e.above(p + ".epsilon", o.epsilon, 0);
 }
 
+// Tensor parallelism splits the MLP's layer pairs: the first layer of each pair is cut by its
+// output width, which the tensor ranks must divide.
+void validateTensor(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
+  e.inRange(p, t.parallelism->tensor, 1, kMaxTensorRanks);
+  const int32_t tensor = *t.parallelism->tensor;
+  if (tensor <= 1) return;
+  const kube::ModelSpec model = t.model.value_or(kube::ModelSpec{});
+  if (model.type.value_or("mlp") != "mlp") {
+    e.add(p, invalidValue(std::to_string(tensor),
+                          "splits an mlp's dense layers; the cnn's conv layers cannot be split"));
+    return;
+  }
+  const auto& hidden = model.hidden.empty() ? kDefaultHidden : model.hidden;
+  const size_t layers = hidden.size() + 1;
+  for (size_t i = 0; i + 1 < layers; i += 2) {
+    if (hidden[i] >= 1 && hidden[i] % tensor != 0) {
+      e.add(p, invalidValue(std::to_string(tensor),
+                            "must divide model.hidden[" + std::to_string(i) + "] (" +
+                                std::to_string(hidden[i]) + "), the width it splits"));
+    }
+  }
+}
+
 void validatePipeline(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
   const kube::PipelineSpec& pipe = *t.parallelism->pipeline;
   e.unknownFields(p, pipe.extra);
@@ -86,10 +111,14 @@ void validatePipeline(const kube::TrainerSpec& t, const std::string& p, FieldErr
   e.oneOf(p + ".schedule", pipe.schedule, spellings(kPipelineSchedules));
   const int32_t stages = std::clamp(pipe.stages.value_or(1), 1, kMaxPipelineStages);
   const int32_t layers = modelLayers(t.model.value_or(kube::ModelSpec{}));
+  const bool split = t.parallelism->tensor.value_or(1) > 1;
+  // With tensor parallelism a stage starts at an even layer (a layer pair stays together).
+  const int32_t units = split ? (layers + 1) / 2 : layers;
   // Cross-field problems name the pipeline itself: the field alone is within its bounds.
-  if (stages > layers) {
+  if (stages > units) {
     e.add(p, "stages " + std::to_string(stages) + " is more than the model's " +
-                 std::to_string(layers) + " layers (every stage needs at least one)");
+                 std::to_string(layers) + " layers allow (every stage needs at least one" +
+                 (split ? " pair of layers, with tensor parallelism)" : ")"));
   }
   const int64_t batch = t.batch_size.value_or(kDefaultBatchSize);
   e.inRange(p + ".microBatches", pipe.micro_batches, 1, 65536);
@@ -114,6 +143,11 @@ void validatePipeline(const kube::TrainerSpec& t, const std::string& p, FieldErr
               invalidValue(std::to_string(start),
                            "must be above " + std::to_string(pipe.partition[i - 1]) +
                                " and below " + std::to_string(layers) + " (the model's layers)"));
+      } else if (split && start % 2 != 0) {
+        e.add(p + ".partition[" + std::to_string(i) + "]",
+              invalidValue(std::to_string(start),
+                           "must be even with tensor parallelism (layers 2k and 2k+1 are split "
+                           "as a pair and stay in one stage)"));
       }
     }
   }
@@ -217,11 +251,15 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
   }
   if (t.parallelism) {
     e.unknownFields(p + ".parallelism", t.parallelism->extra);
+    if (t.parallelism->tensor) validateTensor(t, p + ".parallelism.tensor", e);
     if (t.parallelism->pipeline) {
       validatePipeline(t, p + ".parallelism.pipeline", e);
       if (t.parallelism->pipeline->stages.value_or(1) > 1 && t.device == "cuda") {
         e.add(p + ".device", "pipeline stages train on the CPU; use device cpu or auto");
       }
+    }
+    if (t.parallelism->tensor.value_or(1) > 1 && t.device == "cuda") {
+      e.add(p + ".device", "tensor-parallel ranks train on the CPU; use device cpu or auto");
     }
   }
   return e.take();
@@ -278,6 +316,7 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
   s.pipeline.schedule =
       parseSpelling(pipe.schedule, kPipelineSchedules, PipelineSchedule::kOneFOneB);
   s.pipeline.partition = pipe.partition;
+  s.tensor = t.parallelism.value_or(kube::ParallelismSpec{}).tensor.value_or(1);
   return s;
 }
 

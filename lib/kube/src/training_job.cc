@@ -47,6 +47,7 @@ void visitPipelineSpec(V& v, S& s) {
 
 template <class V, class S>
 void visitParallelismSpec(V& v, S& s) {
+  v("tensor", s.tensor);
   v("pipeline", s.pipeline);
 }
 

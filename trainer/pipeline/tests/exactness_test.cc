@@ -1,19 +1,22 @@
 // A pipeline trains the same network as one process: after 20 SGD steps (momentum 0.9) on the
-// same mini-batches, S stages with M micro-batches under gpipe and 1f1b hold the parameters a
-// single Model holds, to a relative difference of 1e-5 (fp32, summation order the only
-// difference). Stages run as threads over inproc and, for one shape, gloo (real sockets, sends
-// that wait for their receiver).
+// same mini-batches, S stages with M micro-batches under gpipe and 1f1b, and T tensor-parallel
+// ranks per stage, hold the parameters a single Model holds, to a relative difference of 1e-5
+// (fp32, summation order the only difference). Stages run as threads over inproc and, for one
+// shape, gloo (real sockets, sends that wait for their receiver).
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <vector>
 
+#include "trainer/comm/inproc_communicator.h"
 #include "trainer/comm/tests/rank_threads.h"
 #include "trainer/model/model.h"
 #include "trainer/model/model_stage.h"
+#include "trainer/model/network.h"
 #include "trainer/model/tests/test_util.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/pipeline/partition.h"
@@ -129,6 +132,140 @@ TEST_P(PipelineExactness, MatchesOneProcessAfterTwentySteps) {
   auto start = model::Model::create(network(), kSeed, 1);
   const auto p0 = (*start)->params();
   EXPECT_GT(relativeDifference(std::vector<float>(p0.begin(), p0.end()), want), 1e-3);
+}
+
+// Tensor parallelism, alone and inside a pipeline: S stages x T tensor ranks (rank s * T + t),
+// each tensor group summing over an inproc group of its own. The parts, put back together, are
+// the single process's parameters after 20 steps.
+struct TensorShape {
+  int stages, tensor, micro;
+  ScheduleKind kind;
+};
+
+// Every rank's parts placed into the whole network's flat layout (Model::paramViews); a tensor
+// every rank holds whole must be the same on all of them.
+std::vector<float> assemble(const std::vector<std::vector<float>>& parts, const TensorShape& shape,
+                            const StageStarts& starts) {
+  auto whole_model = model::Model::create(network(), kSeed, 1);
+  std::map<std::string, model::ParamView> views;
+  for (const auto& v : (*whole_model)->paramViews()) views[v.name] = v;
+  std::vector<float> out((*whole_model)->params().size(), 0.0f);
+  const int layers = *model::ModelStage::layerCount(network());
+  for (int s = 0; s < shape.stages; ++s) {
+    for (int t = 0; t < shape.tensor; ++t) {
+      auto net = model::buildNetwork(network(), 1, {t, shape.tensor});
+      EXPECT_TRUE(net.ok());
+      const std::vector<float>& mine = parts[s * shape.tensor + t];
+      size_t offset = 0;
+      const int end = s + 1 < shape.stages ? starts[s + 1] : layers;
+      for (int i = starts[s]; i < end; ++i) {
+        for (const model::ParamSpec& p : net->layers[i]->paramSpecs()) {
+          const model::ParamView& v = views.at(p.name);
+          if (!p.block) {
+            if (t == 0) {
+              std::copy(mine.begin() + offset, mine.begin() + offset + p.count,
+                        out.begin() + v.offset);
+            } else {
+              EXPECT_TRUE(std::equal(mine.begin() + offset, mine.begin() + offset + p.count,
+                                     out.begin() + v.offset))
+                  << p.name << " differs between tensor ranks";
+            }
+          } else {
+            const model::TensorBlock& b = *p.block;
+            for (size_t r = 0; r < b.rows; ++r) {
+              std::copy(mine.begin() + offset + r * b.cols,
+                        mine.begin() + offset + (r + 1) * b.cols,
+                        out.begin() + v.offset + (b.row0 + r) * b.full_cols + b.col0);
+            }
+          }
+          offset += p.count;
+        }
+      }
+      EXPECT_EQ(offset, mine.size());
+    }
+  }
+  return out;
+}
+
+std::vector<float> trainTensorParallel(const TensorShape& shape) {
+  const int layers = *model::ModelStage::layerCount(network());
+  // Stages start at even layers: a stage never cuts a column/row pair.
+  StageStarts starts;
+  for (int s = 0; s < shape.stages; ++s) starts.push_back(2 * (s * (layers / 2) / shape.stages));
+  const int world = shape.stages * shape.tensor;
+  auto comms = comm::testing::makeCommunicators("inproc", world);
+  std::vector<std::vector<std::unique_ptr<comm::Communicator>>> tensor_groups;
+  for (int s = 0; s < shape.stages; ++s) {
+    tensor_groups.push_back(comm::makeInProcCommunicators(shape.tensor));
+  }
+  std::vector<std::vector<float>> parts(world);
+  const int micro_rows = kBatch / shape.micro;
+  comm::testing::runRanks(world, [&](int r) {
+    const int s = r / shape.tensor, t = r % shape.tensor;
+    const int end = s + 1 < shape.stages ? starts[s + 1] : layers;
+    auto slots = StageExecutor::slotsNeeded(shape.kind, s, shape.stages, shape.micro);
+    auto stage = model::ModelStage::create(network(), kSeed, micro_rows, starts[s], end, *slots,
+                                           {t, shape.tensor});
+    ASSERT_TRUE(stage.ok()) << stage.status().toString();
+    comm::Communicator* group = tensor_groups[s][t].get();
+    (*stage)->setTensorReducer(
+        [group](float* data, size_t count) { return group->allreduceSum(data, count, {}); });
+    auto opt = optim::Optimizer::create(sgd(), (*stage)->params().size());
+    StageLinks links{comms[r].get(),
+                     s > 0 ? r - shape.tensor : -1,
+                     s + 1 < shape.stages ? r + shape.tensor : -1,
+                     {}};
+    StageExecutor executor(**stage, shape.kind, s, shape.stages, shape.micro, links);
+    for (int step = 0; step < kSteps; ++step) {
+      const Data d = batchAt(step, 784);
+      auto stats = executor.run({d.x.data(), d.y.data(), kBatch}, step);
+      ASSERT_TRUE(stats.ok()) << stats.status().toString();
+      (*opt)->step((*stage)->params(), (*stage)->grads());
+    }
+    parts[r].assign((*stage)->params().begin(), (*stage)->params().end());
+  });
+  return assemble(parts, shape, starts);
+}
+
+class TensorExactness : public ::testing::TestWithParam<TensorShape> {};
+
+TEST_P(TensorExactness, MatchesOneProcessAfterTwentySteps) {
+  static const std::vector<float> want = trainOneProcess();
+  const std::vector<float> got = trainTensorParallel(GetParam());
+  ASSERT_EQ(got.size(), want.size());
+  const double diff = relativeDifference(got, want);
+  EXPECT_LE(diff, 1e-5);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", diff);
+  RecordProperty("relative_difference", text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TensorExactness,
+                         ::testing::Values(TensorShape{1, 2, 1, ScheduleKind::kGPipe},
+                                           TensorShape{1, 4, 4, ScheduleKind::kOneFOneB},
+                                           TensorShape{2, 2, 4, ScheduleKind::kOneFOneB},
+                                           TensorShape{2, 2, 8, ScheduleKind::kGPipe}),
+                         [](const auto& info) {
+                           const TensorShape& s = info.param;
+                           return "S" + std::to_string(s.stages) + "_T" + std::to_string(s.tensor) +
+                                  "_M" + std::to_string(s.micro) +
+                                  (s.kind == ScheduleKind::kGPipe ? "_gpipe" : "_onefoneb");
+                         });
+
+TEST(TensorParallel, RejectsWidthsItCannotSplitAndConvLayersNamingTheField) {
+  auto uneven = model::ModelStage::create(network(), kSeed, 4, 0, 4, 1, {0, 5});
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.status().message().find("parallelism.tensor: 5 does not divide model.hidden[0]"),
+            std::string::npos)
+      << uneven.status().message();
+  model::ModelConfig cnn;
+  cnn.type = "cnn";
+  auto conv = model::ModelStage::create(cnn, kSeed, 4, 0, 3, 1, {0, 2});
+  ASSERT_FALSE(conv.ok());
+  EXPECT_NE(conv.status().message().find("conv layers cannot be split"), std::string::npos);
+  auto odd = model::ModelStage::create(network(), kSeed, 4, 1, 4, 1, {0, 2});
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("second of a tensor-parallel pair"), std::string::npos);
 }
 
 // Activation memory, measured as the bytes of slots each stage allocated while training: 1f1b

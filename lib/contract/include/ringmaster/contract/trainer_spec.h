@@ -92,6 +92,9 @@ struct TrainerSettings {
   Precision precision = Precision::kFp32;
   bool cuda_graph = false;
   Pipeline pipeline;
+  // Ranks that split each pair of the MLP's dense layers (column- then row-parallel, Megatron's
+  // MLP); 1: none. A world is D x stages x tensor ranks.
+  int32_t tensor = 1;
   bool operator==(const TrainerSettings&) const = default;
 };
 

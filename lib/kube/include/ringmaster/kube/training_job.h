@@ -73,6 +73,7 @@ struct PipelineSpec {
 
 // How the trainer's ranks split the work beyond data parallelism.
 struct ParallelismSpec {
+  std::optional<int32_t> tensor;  // ranks that split each MLP layer pair
   std::optional<PipelineSpec> pipeline;
   nlohmann::json extra;
   bool operator==(const ParallelismSpec&) const = default;
