@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -56,6 +57,100 @@ core::Result<const std::vector<PipelineOp>*> StageExecutor::scheduleFor(int micr
   return &it->second;
 }
 
+// Micro-batch m of `micro_batches` over a mini-batch of `rows`: its first row and its rows (the
+// first `rows % micro_batches` micro-batches take one more).
+struct MicroSplit {
+  int base, extra;
+  MicroSplit(int rows, int micro_batches)
+      : base(rows / micro_batches), extra(rows % micro_batches) {}
+  int rows(int m) const { return base + (m < extra ? 1 : 0); }
+  int first(int m) const { return m * base + std::min(m, extra); }
+};
+
+core::Status StageExecutor::waitSend(size_t index, StepStats& stats) {
+  std::unique_ptr<comm::PendingSend>& p = pending_[index];
+  if (!p) return core::Status::Ok();
+  const auto t0 = Clock::now();
+  core::Status s = p->wait();
+  p.reset();
+  stats.send_wait_seconds += since(t0);
+  return s;
+}
+
+core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64_t step,
+                                 StepStats& stats) {
+  const std::string where =
+      "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
+  const size_t in_floats = stage_.inputSize(), out_floats = stage_.outputSize();
+  const int slot = data.slot, rows = data.rows;
+  auto options = [&](const char* what) {
+    comm::PointToPointOptions opts;
+    opts.timeout = links_.timeout;
+    opts.tag = std::string(what) + " of micro-batch " + std::to_string(op.micro) + ", step " +
+               std::to_string(step);
+    return opts;
+  };
+  auto start_send = [&](const float* buffer, size_t floats, int peer, const char* what,
+                        size_t index) -> core::Status {
+    const size_t bytes = floats * sizeof(float);
+    auto started = links_.comm->startSend(buffer, bytes, peer, options(what));
+    RM_RETURN_IF_ERROR_CTX(started.status(), where);
+    pending_[index] = std::move(*started);
+    stats.bytes_sent += bytes;
+    return core::Status::Ok();
+  };
+  auto receive = [&](float* buffer, size_t floats, int peer, const char* what) {
+    const size_t bytes = floats * sizeof(float);
+    const auto t0 = Clock::now();
+    core::Status s = links_.comm->recv(buffer, bytes, peer, options(what));
+    stats.recv_wait_seconds += since(t0);
+    stats.bytes_received += bytes;
+    return s.withContext(where);
+  };
+  // Slot `slot`'s buffers: pending_[2 * slot] sends its output, [2 * slot + 1] its input grad.
+  const size_t send_index =
+      2 * static_cast<size_t>(slot) + (op.kind == PipelineOp::kForward ? 0 : 1);
+  RM_RETURN_IF_ERROR_CTX(waitSend(send_index, stats), where);
+  if (op.kind == PipelineOp::kForward) {
+    float* in = stage_.input(slot);
+    if (links_.prev < 0) {
+      std::memcpy(in, data.x, sizeof(float) * rows * in_floats);
+    } else {
+      RM_RETURN_IF_ERROR(receive(in, rows * in_floats, links_.prev, "activations"));
+    }
+    const auto t0 = Clock::now();
+    const float* out = stage_.forward(slot, rows);
+    RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
+                           where + ": forward of micro-batch " + std::to_string(op.micro));
+    if (links_.next < 0) {
+      int correct = 0;
+      stats.loss_sum += stage_.loss(slot, data.labels, rows, data.grad_scale, &correct);
+      stats.correct += correct;
+    }
+    const double seconds = since(t0);
+    stats.compute_seconds += seconds;
+    stats.forward_seconds += seconds;
+    if (links_.next >= 0) {
+      RM_RETURN_IF_ERROR(
+          start_send(out, rows * out_floats, links_.next, "activations", send_index));
+    }
+    return core::Status::Ok();
+  }
+  if (links_.next >= 0) {
+    RM_RETURN_IF_ERROR(
+        receive(stage_.outputGrad(slot), rows * out_floats, links_.next, "gradients"));
+  }
+  const auto t0 = Clock::now();
+  const float* din = stage_.backward(slot, rows);
+  RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
+                         where + ": backward of micro-batch " + std::to_string(op.micro));
+  stats.compute_seconds += since(t0);
+  if (links_.prev >= 0) {
+    RM_RETURN_IF_ERROR(start_send(din, rows * in_floats, links_.prev, "gradients", send_index));
+  }
+  return core::Status::Ok();
+}
+
 core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step) {
   const std::string where =
       "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
@@ -63,106 +158,120 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
   // A short last mini-batch may hold fewer samples than there are micro-batches.
   const int micro_batches = std::min(micro_batches_, batch.rows);
   RM_ASSIGN_OR_RETURN(const std::vector<PipelineOp>* ops, scheduleFor(micro_batches));
-  const int base = batch.rows / micro_batches, extra = batch.rows % micro_batches;
-  auto rows_of = [&](int m) { return base + (m < extra ? 1 : 0); };
-  auto first_row = [&](int m) { return m * base + std::min(m, extra); };
-  if (base > stage_.microBatch() || (extra > 0 && base + 1 > stage_.microBatch())) {
+  const MicroSplit split(batch.rows, micro_batches);
+  if (split.rows(0) > stage_.microBatch()) {
     return core::invalidArgument(
         where + ": " + std::to_string(batch.rows) + " samples in " + std::to_string(micro_batches) +
         " micro-batches exceed the stage's micro-batch of " + std::to_string(stage_.microBatch()));
   }
-
   const auto start = Clock::now();
   StepStats stats;
   stage_.zeroGrads();
-  const int slots = stage_.slots();
-  const size_t in_floats = stage_.inputSize(), out_floats = stage_.outputSize();
-  auto tag = [&](const char* what, int m) {
-    return std::string(what) + " of micro-batch " + std::to_string(m) + ", step " +
-           std::to_string(step);
-  };
-  auto wait_slot = [&](size_t index) -> core::Status {
-    std::unique_ptr<comm::PendingSend>& p = pending_[index];
-    if (!p) return core::Status::Ok();
-    const auto t0 = Clock::now();
-    core::Status s = p->wait();
-    p.reset();
-    stats.send_wait_seconds += since(t0);
-    return s;
-  };
-  auto start_send = [&](const float* data, size_t floats, int peer, const std::string& what,
-                        size_t index) -> core::Status {
-    comm::PointToPointOptions opts;
-    opts.timeout = links_.timeout;
-    opts.tag = what;
-    const size_t bytes = floats * sizeof(float);
-    auto started = links_.comm->startSend(data, bytes, peer, opts);
-    RM_RETURN_IF_ERROR_CTX(started.status(), where);
-    pending_[index] = std::move(*started);
-    stats.bytes_sent += bytes;
-    return core::Status::Ok();
-  };
-  auto receive = [&](float* data, size_t floats, int peer, const std::string& what) {
-    comm::PointToPointOptions opts;
-    opts.timeout = links_.timeout;
-    opts.tag = what;
-    const size_t bytes = floats * sizeof(float);
-    const auto t0 = Clock::now();
-    core::Status s = links_.comm->recv(data, bytes, peer, opts);
-    stats.recv_wait_seconds += since(t0);
-    stats.bytes_received += bytes;
-    return s;
-  };
-
+  const size_t in_floats = stage_.inputSize();
   for (const PipelineOp& op : *ops) {
-    const int m = op.micro, rows = rows_of(m), slot = m % slots;
-    // Slot `slot`'s buffers: pending_[2 * slot] sends its output, [2 * slot + 1] its input grad.
-    const size_t send_index =
-        2 * static_cast<size_t>(slot) + (op.kind == PipelineOp::kForward ? 0 : 1);
-    RM_RETURN_IF_ERROR_CTX(wait_slot(send_index), where);
-    if (op.kind == PipelineOp::kForward) {
-      float* in = stage_.input(slot);
-      if (links_.prev < 0) {
-        std::memcpy(in, batch.x + first_row(m) * in_floats, sizeof(float) * rows * in_floats);
-      } else {
-        RM_RETURN_IF_ERROR_CTX(receive(in, rows * in_floats, links_.prev, tag("activations", m)),
-                               where);
-      }
-      const auto t0 = Clock::now();
-      const float* out = stage_.forward(slot, rows);
-      RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
-                             where + ": forward of micro-batch " + std::to_string(m));
-      if (links_.next < 0) {
-        int correct = 0;
-        stats.loss_sum += stage_.loss(slot, batch.labels + first_row(m), rows,
-                                      static_cast<float>(rows) / batch.rows, &correct);
-        stats.correct += correct;
-      }
-      const double seconds = since(t0);
-      stats.compute_seconds += seconds;
-      stats.forward_seconds += seconds;
-      if (links_.next >= 0) {
-        RM_RETURN_IF_ERROR(
-            start_send(out, rows * out_floats, links_.next, tag("activations", m), send_index));
-      }
-    } else {
-      if (links_.next >= 0) {
-        RM_RETURN_IF_ERROR_CTX(
-            receive(stage_.outputGrad(slot), rows * out_floats, links_.next, tag("gradients", m)),
-            where);
-      }
-      const auto t0 = Clock::now();
-      const float* din = stage_.backward(slot, rows);
-      RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
-                             where + ": backward of micro-batch " + std::to_string(m));
-      stats.compute_seconds += since(t0);
-      if (links_.prev >= 0) {
-        RM_RETURN_IF_ERROR(
-            start_send(din, rows * in_floats, links_.prev, tag("gradients", m), send_index));
-      }
-    }
+    const int m = op.micro;
+    OpData data;
+    data.slot = m % stage_.slots();
+    data.rows = split.rows(m);
+    if (batch.x != nullptr) data.x = batch.x + static_cast<size_t>(split.first(m)) * in_floats;
+    if (batch.labels != nullptr) data.labels = batch.labels + split.first(m);
+    data.grad_scale = static_cast<float>(data.rows) / static_cast<float>(batch.rows);
+    RM_RETURN_IF_ERROR(doOp(op, data, step, stats));
   }
-  for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(wait_slot(i), where);
+  for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(waitSend(i, stats), where);
+  stats.wall_seconds = since(start);
+  return stats;
+}
+
+core::Status StageExecutor::beginStream(int64_t micro_batches) {
+  RM_ASSIGN_OR_RETURN(stream_, stageSchedule(ScheduleKind::kOneFOneB, stage_index_, stages_,
+                                             static_cast<int>(micro_batches)));
+  if (peakInFlight(stream_) > stage_.slots()) {
+    return core::invalidArgument("pipeline stage " + std::to_string(stage_index_) +
+                                 ": pipedream keeps " + std::to_string(peakInFlight(stream_)) +
+                                 " micro-batches in flight but the stage has " +
+                                 std::to_string(stage_.slots()) + " slots");
+  }
+  stream_pos_ = 0;
+  stream_first_micro_ = 0;
+  slot_rows_.assign(static_cast<size_t>(stage_.slots()), 0);
+  stashes_.resize(static_cast<size_t>(stage_.slots()));
+  return core::Status::Ok();
+}
+
+core::Status StageExecutor::streamOp(const PipelineOp& op, OpData data, int64_t step,
+                                     const std::function<void()>& apply, StepStats& stats) {
+  auto params = stage_.params();
+  std::vector<float>& stash = stashes_[static_cast<size_t>(data.slot)];
+  if (op.kind == PipelineOp::kForward) {
+    // Weight stashing: the backward of this micro-batch must see these weights.
+    stash.assign(params.begin(), params.end());
+    slot_rows_[static_cast<size_t>(data.slot)] = data.rows;
+    return doOp(op, data, step, stats);
+  }
+  data.rows = slot_rows_[static_cast<size_t>(data.slot)];
+  latest_.assign(params.begin(), params.end());
+  std::copy(stash.begin(), stash.end(), params.begin());
+  stage_.zeroGrads();
+  core::Status done = doOp(op, data, step, stats);
+  std::copy(latest_.begin(), latest_.end(), params.begin());
+  RM_RETURN_IF_ERROR(done);
+  apply();  // the stashed weights' gradient, applied to the newest weights
+  return core::Status::Ok();
+}
+
+core::Result<StepStats> StageExecutor::runStream(const MiniBatch& batch, int64_t step,
+                                                 const std::function<void()>& apply) {
+  const std::string where =
+      "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
+  if (batch.rows < 1) return core::invalidArgument(where + ": an empty mini-batch");
+  const int micro_batches = std::min(micro_batches_, batch.rows);
+  const MicroSplit split(batch.rows, micro_batches);
+  if (split.rows(0) > stage_.microBatch()) {
+    return core::invalidArgument(where + ": micro-batches of " + std::to_string(split.rows(0)) +
+                                 " rows exceed the stage's " + std::to_string(stage_.microBatch()));
+  }
+  const int64_t first = stream_first_micro_, end = first + micro_batches;
+  const auto start = Clock::now();
+  StepStats stats;
+  const size_t in_floats = stage_.inputSize();
+  // Up to (not including) the first forward of the next mini-batch; backwards of earlier
+  // mini-batches' micro-batches come in between, as 1F1B orders them.
+  for (; stream_pos_ < stream_.size(); ++stream_pos_) {
+    const PipelineOp& op = stream_[stream_pos_];
+    if (op.kind == PipelineOp::kForward && op.micro >= end) break;
+    OpData data;
+    data.slot = op.micro % stage_.slots();
+    if (op.kind == PipelineOp::kForward) {
+      const int m = static_cast<int>(op.micro - first);
+      data.rows = split.rows(m);
+      if (batch.x != nullptr) data.x = batch.x + static_cast<size_t>(split.first(m)) * in_floats;
+      if (batch.labels != nullptr) data.labels = batch.labels + split.first(m);
+    }
+    data.grad_scale = 1.0f;  // each micro-batch is an update of its own: its mean loss
+    RM_RETURN_IF_ERROR(streamOp(op, data, step, apply, stats));
+  }
+  stream_first_micro_ = end;
+  stats.wall_seconds = since(start);
+  return stats;
+}
+
+core::Result<StepStats> StageExecutor::drainStream(int64_t step,
+                                                   const std::function<void()>& apply) {
+  const auto start = Clock::now();
+  StepStats stats;
+  // The backwards of micro-batches already forwarded, in order; forwards of new ones are skipped.
+  for (; stream_pos_ < stream_.size(); ++stream_pos_) {
+    const PipelineOp& op = stream_[stream_pos_];
+    if (op.kind == PipelineOp::kForward) continue;
+    if (op.micro >= stream_first_micro_) continue;  // never forwarded
+    OpData data;
+    data.slot = op.micro % stage_.slots();
+    RM_RETURN_IF_ERROR(streamOp(op, data, step, apply, stats));
+  }
+  const std::string where =
+      "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
+  for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(waitSend(i, stats), where);
   stats.wall_seconds = since(start);
   return stats;
 }

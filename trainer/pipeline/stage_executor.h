@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -69,6 +70,22 @@ class StageExecutor {
   // Zeroes the stage's gradients and runs the mini-batch; `step` names it in errors.
   core::Result<StepStats> run(const MiniBatch& batch, int64_t step);
 
+  // PipeDream (asynchronous 1F1B with weight stashing): one 1F1B stream over an epoch's
+  // `micro_batches` micro-batches with no flush between mini-batches. Each micro-batch is an
+  // update of its own: its backward runs on the weights its forward used (stashed at the
+  // forward), and `apply` then steps the optimizer on the newest weights with that gradient.
+  // Only neighbouring stages talk, as in every schedule here.
+  core::Status beginStream(int64_t micro_batches);
+  // The mini-batch's forwards and the backwards 1F1B interleaves with them (of this and earlier
+  // mini-batches), up to the next mini-batch's first forward.
+  core::Result<StepStats> runStream(const MiniBatch& batch, int64_t step,
+                                    const std::function<void()>& apply);
+  // The backwards of every micro-batch forwarded and not yet backpropagated (the epoch's end, or
+  // a run stopped inside it), then every send finished.
+  core::Result<StepStats> drainStream(int64_t step, const std::function<void()>& apply);
+  // Whether every forwarded micro-batch has had its backward.
+  bool streamDrained() const { return streamIdle(); }
+
   // Forward only over `rows` samples (a test set) in chunks of the stage's micro-batch rows:
   // the first stage reads `x`, the last scores `labels`; `what` names it in errors.
   core::Result<EvaluationStats> evaluate(const float* x, const int32_t* labels, int rows,
@@ -79,7 +96,28 @@ class StageExecutor {
                                        int micro_batches);
 
  private:
+  // One pass's inputs: the slot it uses, its rows, and where the first and last stage read.
+  struct OpData {
+    int slot = 0;
+    int rows = 0;
+    const float* x = nullptr;
+    const int32_t* labels = nullptr;
+    float grad_scale = 1.0f;
+  };
   core::Result<const std::vector<PipelineOp>*> scheduleFor(int micro_batches);
+  core::Status doOp(const PipelineOp& op, const OpData& data, int64_t step, StepStats& stats);
+  core::Status streamOp(const PipelineOp& op, OpData data, int64_t step,
+                        const std::function<void()>& apply, StepStats& stats);
+  core::Status waitSend(size_t index, StepStats& stats);
+  // No micro-batch between its forward and its backward.
+  bool streamIdle() const {
+    for (size_t i = stream_pos_; i < stream_.size(); ++i) {
+      if (stream_[i].kind == PipelineOp::kBackward && stream_[i].micro < stream_first_micro_) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   model::ModelStage& stage_;
   const ScheduleKind kind_;
@@ -87,6 +125,14 @@ class StageExecutor {
   const StageLinks links_;
   std::map<int, std::vector<PipelineOp>> schedules_;         // by micro-batch count (short batches)
   std::vector<std::unique_ptr<comm::PendingSend>> pending_;  // per slot: activations, gradients
+  // PipeDream's stream: its ops, the next one, the first micro-batch of the next mini-batch,
+  // each slot's rows and stashed weights, and the newest weights while a backward runs.
+  std::vector<PipelineOp> stream_;
+  size_t stream_pos_ = 0;
+  int64_t stream_first_micro_ = 0;
+  std::vector<int> slot_rows_;
+  std::vector<std::vector<float>> stashes_;
+  std::vector<float> latest_;
 };
 
 }  // namespace ringmaster::trainer::pipeline
