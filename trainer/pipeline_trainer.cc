@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -134,12 +135,20 @@ class PipelineEngine final : public StepEngine {
     return static_cast<int64_t>(sampler_.numBatches(batch_));
   }
 
-  Status beginEpoch(int64_t epoch, int64_t) override {
+  Status beginEpoch(int64_t epoch, int64_t first_batch) override {
     sampler_.setEpoch(epoch);
     loss_sum_ = 0;
     schedule_seconds_ = compute_seconds_ = 0;
     epoch_bytes_ = 0;
-    return Status::Ok();
+    if (!pipedream_) return Status::Ok();
+    // PipeDream streams the epoch's micro-batches: how many, from where it starts.
+    const int64_t shard = static_cast<int64_t>(sampler_.indices().size());
+    int64_t micro_batches = 0;
+    for (int64_t b = first_batch; b < batchesPerEpoch(); ++b) {
+      const int64_t rows = std::min<int64_t>(batch_, shard - b * batch_);
+      micro_batches += std::min<int64_t>(config_.pipeline.micro_batches, rows);
+    }
+    return executor_.beginStream(micro_batches);
   }
 
   Result<int> step(int64_t epoch, int64_t b, int64_t steps_done) override {
@@ -147,11 +156,24 @@ class PipelineEngine final : public StepEngine {
     const int64_t step = steps_done + 1;
 
     const auto t0 = Clock::now();
-    RM_ASSIGN_OR_RETURN(const pipeline::StepStats stats,
-                        executor_.run({x_.data(), y_.data(), n}, step));
-    if (group_ != nullptr) RM_RETURN_IF_ERROR(averageOverReplicas(step));
     optimizer_.setLearningRate(learningRateAt(config_, steps_done, total_steps_));
-    optimizer_.step(stage_.params(), stage_.grads());
+    pipeline::StepStats stats;
+    if (pipedream_) {
+      RM_ASSIGN_OR_RETURN(stats,
+                          executor_.runStream({x_.data(), y_.data(), n}, step, applyEach(step)));
+      if (b + 1 == batchesPerEpoch()) {
+        RM_ASSIGN_OR_RETURN(const pipeline::StepStats drained, drain(step));
+        stats.wall_seconds += drained.wall_seconds;
+        stats.compute_seconds += drained.compute_seconds;
+        stats.bytes_sent += drained.bytes_sent;
+        stats.bytes_received += drained.bytes_received;
+      }
+    } else {
+      RM_ASSIGN_OR_RETURN(stats, executor_.run({x_.data(), y_.data(), n}, step));
+      if (group_ != nullptr) RM_RETURN_IF_ERROR(averageOverReplicas(step));
+      optimizer_.step(stage_.params(), stage_.grads());
+    }
+    RM_RETURN_IF_ERROR(apply_status_);
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     schedule_seconds_ += stats.wall_seconds;
     compute_seconds_ += stats.compute_seconds;
@@ -187,6 +209,11 @@ class PipelineEngine final : public StepEngine {
   }
 
   Result<EpochMeasures> endEpoch(int64_t epoch, int64_t steps) override {
+    // A run that stops inside an epoch (maxSteps) still applies what it forwarded.
+    if (pipedream_ && !executor_.streamDrained()) {
+      RM_RETURN_IF_ERROR(drain(0).status());
+      RM_RETURN_IF_ERROR(apply_status_);
+    }
     EpochMeasures m;
     m.train_loss_sum = last_ ? loss_sum_ : 0;
     m.comm_bytes = epoch_bytes_;
@@ -238,6 +265,13 @@ class PipelineEngine final : public StepEngine {
   }
 
   Status saveCheckpoint(const Position& at) override {
+    if (pipedream_ && !executor_.streamEnded()) {
+      // Micro-batches are in flight between the stages: no step here is one all of them share.
+      RM_LOG(INFO, CKPT) << "pipeline " << stageName(stage_index_, stages_) << ": no checkpoint at "
+                         << "step " << at.step << " inside a pipedream epoch (it checkpoints at "
+                         << "epoch ends)";
+      return Status::Ok();
+    }
     checkpoint::Checkpoint ck;
     ck.epoch = at.epoch;
     ck.step = at.step;
@@ -270,6 +304,19 @@ class PipelineEngine final : public StepEngine {
   Status finish(const TrainSummary&, double) override { return Status::Ok(); }
 
  private:
+  // PipeDream: after each micro-batch's backward, its gradient (averaged over the replicas)
+  // steps the optimizer. The first failure stops further updates and fails the step.
+  std::function<void()> applyEach(int64_t step) {
+    return [this, step] {
+      if (!apply_status_.ok()) return;
+      if (group_ != nullptr) apply_status_ = averageOverReplicas(step);
+      if (apply_status_.ok()) optimizer_.step(stage_.params(), stage_.grads());
+    };
+  }
+  Result<pipeline::StepStats> drain(int64_t step) {
+    return executor_.drainStream(step, applyEach(step));
+  }
+
   // The replicas' gradients of this stage, averaged: each replica's are its own mini-batch's
   // mean, so the average is the mean over all of them, as one rank with their union would have.
   Status averageOverReplicas(int64_t step) {
@@ -303,6 +350,8 @@ class PipelineEngine final : public StepEngine {
   const double total_steps_;
   std::vector<float> x_;
   std::vector<int32_t> y_;
+  const bool pipedream_ = config_.pipeline.schedule == "pipedream";
+  Status apply_status_;  // PipeDream: the first failed update
   double loss_sum_ = 0, schedule_seconds_ = 0, compute_seconds_ = 0;
   uint64_t epoch_bytes_ = 0;
 };
@@ -474,8 +523,10 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   RM_ASSIGN_OR_RETURN(const int layers, model::ModelStage::layerCount(config.model));
   const int first = starts[stage_index];
   const int end = stage_index + 1 < stages ? starts[stage_index + 1] : layers;
-  RM_ASSIGN_OR_RETURN(const int slots, pipeline::StageExecutor::slotsNeeded(kind, stage_index,
-                                                                            stages, micro_batches));
+  RM_ASSIGN_OR_RETURN(
+      int slots, pipeline::StageExecutor::slotsNeeded(kind, stage_index, stages, micro_batches));
+  // PipeDream's stream keeps one micro-batch per later stage in flight, across mini-batches.
+  if (kind == pipeline::ScheduleKind::kPipeDream) slots = stages - stage_index;
   RM_ASSIGN_OR_RETURN(auto stage,
                       model::ModelStage::create(config.model, config.seed, micro_rows, first, end,
                                                 slots, {layout.tensor_rank, tensor}));

@@ -15,6 +15,10 @@
 //     the last its labels) and runs its schedule (pipeline/stage_executor.h); the D replicas of
 //     each stage average their gradients over a group of their own (TrainerContext::make_group),
 //     and each stage steps its own optimizer on its own parameters;
+//   - pipedream: one 1F1B stream over the epoch instead of a flush per mini-batch; each
+//     micro-batch's gradient (computed on the weights its forward used) steps the optimizer as
+//     soon as its backward is done; the stream drains at the epoch's end, where alone it
+//     checkpoints;
 //   - evaluation: replica d's share of the test set flows forward through its stages; the last
 //     scores it, and the totals are summed over the world;
 //   - checkpoints: replica 0's stages write their own under <checkpoint.path>/stage-<s>-of-<S>

@@ -7,12 +7,22 @@ namespace ringmaster::trainer::pipeline {
 core::Result<ScheduleKind> parseScheduleKind(std::string_view name) {
   if (name == "gpipe") return ScheduleKind::kGPipe;
   if (name == "1f1b") return ScheduleKind::kOneFOneB;
-  return core::invalidArgument("pipeline schedule: expected \"gpipe\" or \"1f1b\", got \"" +
-                               std::string(name) + "\"");
+  if (name == "pipedream") return ScheduleKind::kPipeDream;
+  return core::invalidArgument(
+      "pipeline schedule: expected \"gpipe\", \"1f1b\" or \"pipedream\", got \"" +
+      std::string(name) + "\"");
 }
 
 std::string scheduleName(ScheduleKind kind) {
-  return kind == ScheduleKind::kGPipe ? "gpipe" : "1f1b";
+  switch (kind) {
+    case ScheduleKind::kGPipe:
+      return "gpipe";
+    case ScheduleKind::kPipeDream:
+      return "pipedream";
+    case ScheduleKind::kOneFOneB:
+      break;
+  }
+  return "1f1b";
 }
 
 core::Result<std::vector<PipelineOp>> stageSchedule(ScheduleKind kind, int stage, int stages,

@@ -27,9 +27,12 @@
 
 namespace ringmaster::trainer::pipeline {
 
-enum class ScheduleKind { kGPipe, kOneFOneB };
+// kPipeDream is 1F1B over a whole epoch's micro-batches without flushes (asynchronous, with
+// weight stashing: StageExecutor::runStream); per stage it orders passes as kOneFOneB does.
+enum class ScheduleKind { kGPipe, kOneFOneB, kPipeDream };
 
-core::Result<ScheduleKind> parseScheduleKind(std::string_view name);  // "gpipe", "1f1b"
+core::Result<ScheduleKind> parseScheduleKind(
+    std::string_view name);  // "gpipe", "1f1b", "pipedream"
 std::string scheduleName(ScheduleKind kind);
 
 struct PipelineOp {

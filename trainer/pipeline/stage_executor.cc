@@ -155,6 +155,9 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
   const std::string where =
       "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
   if (batch.rows < 1) return core::invalidArgument(where + ": an empty mini-batch");
+  if (kind_ == ScheduleKind::kPipeDream) {
+    return core::invalidArgument(where + ": pipedream never flushes; it runs as a stream");
+  }
   // A short last mini-batch may hold fewer samples than there are micro-batches.
   const int micro_batches = std::min(micro_batches_, batch.rows);
   RM_ASSIGN_OR_RETURN(const std::vector<PipelineOp>* ops, scheduleFor(micro_batches));

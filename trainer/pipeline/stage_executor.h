@@ -85,6 +85,9 @@ class StageExecutor {
   core::Result<StepStats> drainStream(int64_t step, const std::function<void()>& apply);
   // Whether every forwarded micro-batch has had its backward.
   bool streamDrained() const { return streamIdle(); }
+  // Whether the stream is over (every pass run or drained): the same moment on every stage,
+  // unlike streamDrained (the last stage is idle after each of its backwards).
+  bool streamEnded() const { return stream_pos_ >= stream_.size(); }
 
   // Forward only over `rows` samples (a test set) in chunks of the stage's micro-batch rows:
   // the first stage reads `x`, the last scores `labels`; `what` names it in errors.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -185,6 +186,35 @@ TEST_F(PipelineTrainer, TensorRanksTrainTheSameModelAsOneRank) {
       EXPECT_NEAR(last[last.size() - k], ref[ref.size() - k], 1e-5) << "bias " << 10 - k;
     }
   }
+}
+
+// PipeDream trains (the loss falls), writes checkpoints at epoch ends only (between them
+// micro-batches are in flight), and a run stopped inside an epoch by maxSteps drains its stream
+// instead of leaving a stage waiting.
+TEST_F(PipelineTrainer, PipeDreamTrainsCheckpointsAtEpochEndsAndDrainsAtMaxSteps) {
+  TrainerConfig c = config(2, 4, "pipedream");
+  c.checkpoint.path = dir_.string();
+  c.checkpoint.every_steps = 4;
+  const RunResult run1 = run(c, 2);
+  for (const auto& s : run1.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+  const TrainSummary& a = *run1.summaries[0];
+  EXPECT_EQ(a.steps, 22);  // 11 steps an epoch
+  ASSERT_TRUE(a.final_train_loss && a.test_accuracy);
+  EXPECT_LT(*a.final_train_loss, 2.2) << "the loss did not fall from ln(10) = 2.30";
+  for (const char* stage : {"stage-0-of-2", "stage-1-of-2"}) {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir_ / stage)) {
+      files.push_back(e.path().filename().string());
+    }
+    std::sort(files.begin(), files.end());
+    EXPECT_EQ(files, (std::vector<std::string>{"ckpt-000000000011.rmck", "ckpt-000000000022.rmck"}))
+        << stage;
+  }
+  TrainerConfig stopped = config(2, 4, "pipedream");
+  stopped.max_steps = 7;
+  const RunResult run2 = run(stopped, 2);
+  for (const auto& s : run2.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(run2.summaries[0]->steps, 7);
 }
 
 TEST_F(PipelineTrainer, ResumesEveryStageAtTheNewestStepAllOfThemHold) {

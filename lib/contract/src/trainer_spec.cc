@@ -32,8 +32,8 @@ constexpr OptimizerType kOptimizerTypes[] = {OptimizerType::kSgd, OptimizerType:
 constexpr LrSchedule kSchedules[] = {LrSchedule::kConstant, LrSchedule::kCosine};
 constexpr Device kDevices[] = {Device::kAuto, Device::kCpu, Device::kCuda};
 constexpr Precision kPrecisions[] = {Precision::kFp32, Precision::kBf16};
-constexpr PipelineSchedule kPipelineSchedules[] = {PipelineSchedule::kGPipe,
-                                                   PipelineSchedule::kOneFOneB};
+constexpr PipelineSchedule kPipelineSchedules[] = {
+    PipelineSchedule::kGPipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kPipeDream};
 // More stages (or tensor ranks) than this would leave most ranks idle on any model the trainer
 // builds.
 constexpr int32_t kMaxPipelineStages = 64;
@@ -171,7 +171,15 @@ const char* name(Device value) {
 }
 const char* name(Precision value) { return value == Precision::kBf16 ? "bf16" : "fp32"; }
 const char* name(PipelineSchedule value) {
-  return value == PipelineSchedule::kGPipe ? "gpipe" : "1f1b";
+  switch (value) {
+    case PipelineSchedule::kGPipe:
+      return "gpipe";
+    case PipelineSchedule::kPipeDream:
+      return "pipedream";
+    case PipelineSchedule::kOneFOneB:
+      break;
+  }
+  return "1f1b";
 }
 
 int32_t modelLayers(const kube::ModelSpec& model) {

@@ -256,6 +256,7 @@ TEST(TrainerSpec, ModelLayersAreWhatStagesSplit) {
 
 TEST(TrainerSpec, EnumNamesAreTheSpecsSpelling) {
   EXPECT_STREQ(name(PipelineSchedule::kGPipe), "gpipe");
+  EXPECT_STREQ(name(PipelineSchedule::kPipeDream), "pipedream");
   EXPECT_STREQ(name(ModelType::kCnn), "cnn");
   EXPECT_STREQ(name(OptimizerType::kAdam), "adam");
   EXPECT_STREQ(name(LrSchedule::kCosine), "cosine");

@@ -26,8 +26,10 @@ enum class Device { kAuto, kCpu, kCuda };
 enum class Precision { kFp32, kBf16 };
 
 // How a pipeline runs a mini-batch's micro-batches: all forwards then all backwards (gpipe), or
-// one forward and one backward in turn once the pipeline is full (1f1b: fewer activations).
-enum class PipelineSchedule { kGPipe, kOneFOneB };
+// one forward and one backward in turn once the pipeline is full (1f1b: fewer activations); or
+// PipeDream's asynchronous 1f1b, never flushed, each micro-batch an update of its own computed on
+// the weights its forward used (pipedream).
+enum class PipelineSchedule { kGPipe, kOneFOneB, kPipeDream };
 
 // Bounds the model's size: weights, gradients and optimizer state (~16 bytes a parameter)
 // live on every rank; 1B parameters is ~16 GB each, what one data-parallel GPU rank can hold
