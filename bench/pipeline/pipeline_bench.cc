@@ -84,8 +84,10 @@ core::Status run(const Options& o) {
   const int stage_index = comm->rank(), stages = static_cast<int>(o.stages);
   const int micro = static_cast<int>(o.micro_batches);
   RM_ASSIGN_OR_RETURN(const auto kind, trainer::pipeline::parseScheduleKind(o.schedule));
-  RM_ASSIGN_OR_RETURN(const int slots, trainer::pipeline::StageExecutor::slotsNeeded(
-                                           kind, stage_index, stages, micro));
+  const bool pipedream = kind == trainer::pipeline::ScheduleKind::kPipeDream;
+  RM_ASSIGN_OR_RETURN(
+      int slots, trainer::pipeline::StageExecutor::slotsNeeded(kind, stage_index, stages, micro));
+  if (pipedream) slots = stages - stage_index;  // its stream keeps S - s in flight
   const int end =
       stage_index + 1 < stages ? starts[stage_index + 1] : static_cast<int>(costs.size());
   RM_ASSIGN_OR_RETURN(auto stage, trainer::model::ModelStage::create(
@@ -109,14 +111,28 @@ core::Status run(const Options& o) {
 
   double compute = 0, forward = 0, schedule = 0;
   Clock::time_point start;
+  // PipeDream: one stream over every step's micro-batches, an update per micro-batch, drained at
+  // the end (inside the timed part: it is work the schedule owes).
+  auto apply = [&] { optimizer->step(stage->params(), stage->grads()); };
+  if (pipedream) RM_RETURN_IF_ERROR(executor.beginStream((o.warmup + o.steps) * micro));
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
     if (step == o.warmup) {
       RM_RETURN_IF_ERROR(comm->barrier());
       start = Clock::now();
     }
-    RM_ASSIGN_OR_RETURN(const auto stats,
-                        executor.run({x.data(), y.data(), static_cast<int>(o.batch)}, step));
-    optimizer->step(stage->params(), stage->grads());
+    const trainer::pipeline::MiniBatch batch{x.data(), y.data(), static_cast<int>(o.batch)};
+    trainer::pipeline::StepStats stats;
+    if (pipedream) {
+      RM_ASSIGN_OR_RETURN(stats, executor.runStream(batch, step, apply));
+      if (step + 1 == o.warmup + o.steps) {
+        RM_ASSIGN_OR_RETURN(const auto drained, executor.drainStream(step, apply));
+        stats.compute_seconds += drained.compute_seconds;
+        stats.wall_seconds += drained.wall_seconds;
+      }
+    } else {
+      RM_ASSIGN_OR_RETURN(stats, executor.run(batch, step));
+      optimizer->step(stage->params(), stage->grads());
+    }
     if (step >= o.warmup) {
       compute += stats.compute_seconds;
       forward += stats.forward_seconds;
@@ -138,7 +154,9 @@ core::Status run(const Options& o) {
     // What the schedule alone would leave on this cut, with each stage's measured pass times.
     std::vector<std::vector<trainer::pipeline::PipelineOp>> all;
     for (int s = 0; s < stages; ++s) {
-      RM_ASSIGN_OR_RETURN(auto ops, trainer::pipeline::stageSchedule(kind, s, stages, micro));
+      // PipeDream: its stream over the timed steps, never flushed.
+      const int simulated = pipedream ? static_cast<int>(o.steps) * micro : micro;
+      RM_ASSIGN_OR_RETURN(auto ops, trainer::pipeline::stageSchedule(kind, s, stages, simulated));
       all.push_back(std::move(ops));
     }
     const auto cut = trainer::pipeline::simulate(

@@ -2,8 +2,9 @@
 # bench/pipeline: our pipeline schedules vs a PyTorch pipeline of the same model on the same
 # ranks, side by side in one run. A deep MLP (784 -> 2048 x 8 -> 10 by default) cut into S stages
 # where the parameters balance, one process per stage with one BLAS thread, batch 128 in M
-# micro-batches, gpipe and 1f1b; PyTorch (Debian's python3-torch) runs the same cut, micro-batches
-# and schedule with torch.distributed send/recv over gloo. Per row: samples/s of both and their
+# micro-batches, gpipe, 1f1b and pipedream; PyTorch (Debian's python3-torch) runs the same cut,
+# micro-batches and schedule with torch.distributed send/recv over gloo (gpipe and 1f1b: PyTorch
+# has no PipeDream, so its columns say "-" there). Per row: samples/s of both and their
 # ratio, and the measured bubble (mean over stages of the share of the schedule's time a stage
 # did not compute) beside the ideal (S - 1) / (M + S - 1) of equal stages and the ideal for the
 # cut (the schedule simulated with our stages' measured pass times: a cut of unequal layers is
@@ -48,19 +49,26 @@ ranks() {
 }
 field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
 
-printf '%-3s %-3s %-6s %10s %10s %6s %9s %9s %7s %9s\n' S M sched ours/s torch/s ratio ours_bub \
+printf '%-3s %-3s %-9s %10s %10s %6s %9s %9s %7s %9s\n' S M sched ours/s torch/s ratio ours_bub \
   torch_bub ideal cut_ideal
 for stages in $stages_list; do
   shape=(--stages "$stages" --width "$width" --depth "$depth" --steps "$steps")
   partition=$("$bench" "${shape[@]}" --print-partition)
   for micro in $micro_list; do
-    for schedule in gpipe 1f1b; do
+    for schedule in gpipe 1f1b pipedream; do
       args=("${shape[@]}" --micro-batches "$micro" --schedule "$schedule")
       ours=$(ranks "$stages" "$bench" "${args[@]}")
+      o=$(field "$ours" samples_per_second)
+      if [[ $schedule == pipedream ]]; then
+        printf '%-3s %-3s %-9s %10.1f %10s %6s %9.3f %9s %7s %9.3f\n' "$stages" "$micro" \
+          "$schedule" "$o" - - "$(field "$ours" bubble)" - - \
+          "$(field "$ours" ideal_bubble_for_cut)"
+        continue
+      fi
       theirs=$(ranks "$stages" "$python" "$root/bench/pipeline/torch_pipeline.py" "${args[@]}" \
         --partition "$partition")
-      o=$(field "$ours" samples_per_second) t=$(field "$theirs" samples_per_second)
-      printf '%-3s %-3s %-6s %10.1f %10.1f %6.2f %9.3f %9.3f %7.3f %9.3f\n' "$stages" "$micro" \
+      t=$(field "$theirs" samples_per_second)
+      printf '%-3s %-3s %-9s %10.1f %10.1f %6.2f %9.3f %9.3f %7.3f %9.3f\n' "$stages" "$micro" \
         "$schedule" "$o" "$t" "$(awk "BEGIN{print $o / $t}")" "$(field "$ours" bubble)" \
         "$(field "$theirs" bubble)" "$(field "$ours" ideal_bubble)" \
         "$(field "$ours" ideal_bubble_for_cut)"
