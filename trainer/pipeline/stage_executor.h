@@ -8,7 +8,8 @@
 //
 // After run() the stage's gradients are the mini-batch's (summed over micro-batches, scaled so
 // they equal the gradients of the mini-batch's mean loss); the caller reduces them across
-// data-parallel replicas and steps its optimizer.
+// data-parallel replicas and steps its optimizer. PipeDream instead streams (beginStream,
+// runStream, drainStream): no flush between mini-batches, and an update after every micro-batch.
 //
 // Ownership: borrows the stage and the communicator. Thread-safety: one executor per rank, used
 // by one thread. Failure: the first failed send or receive, with the stage, micro-batch and step
