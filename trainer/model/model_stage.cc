@@ -229,6 +229,14 @@ void ModelStage::reduce(float* data, size_t count) {
   tensor_status_ = reducer_(data, count);
 }
 
+void ModelStage::useWeights(std::span<float> weights) {
+  RM_MODEL_CHECK(weights.size() == params_.size(), "useWeights of %zu floats, the stage has %zu",
+                 weights.size(), params_.size());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->bind(weights.data() + layer_offset_[i], layer_grads_.data() + layer_offset_[i]);
+  }
+}
+
 void ModelStage::zeroGrads() { std::fill(grads_.span().begin(), grads_.span().end(), 0.0f); }
 
 }  // namespace ringmaster::trainer::model

@@ -76,6 +76,9 @@ class ModelStage {
   // slot is used again, or nullptr on the first stage (nothing to send back).
   const float* backward(int slot, int batch);
   void zeroGrads();
+  // Makes the layers compute with `weights` (params()' layout) instead of params() until called
+  // again with params(): a backward on stashed weights without copying them in and out.
+  void useWeights(std::span<float> weights);
 
   // Seconds of forward plus backward of each of this stage's layers on a full micro-batch, the
   // fastest of `repeats` runs: what a balanced partition weighs layers by. Uses slot 0 and

@@ -206,18 +206,20 @@ core::Status StageExecutor::streamOp(const PipelineOp& op, OpData data, int64_t 
                                      const std::function<void()>& apply, StepStats& stats) {
   auto params = stage_.params();
   std::vector<float>& stash = stashes_[static_cast<size_t>(data.slot)];
+  // With one slot a micro-batch's backward follows its forward before any other update (the
+  // last stage): the weights cannot have moved, and nothing needs stashing.
+  const bool stashing = stage_.slots() > 1;
   if (op.kind == PipelineOp::kForward) {
     // Weight stashing: the backward of this micro-batch must see these weights.
-    stash.assign(params.begin(), params.end());
+    if (stashing) stash.assign(params.begin(), params.end());
     slot_rows_[static_cast<size_t>(data.slot)] = data.rows;
     return doOp(op, data, step, stats);
   }
   data.rows = slot_rows_[static_cast<size_t>(data.slot)];
-  latest_.assign(params.begin(), params.end());
-  std::copy(stash.begin(), stash.end(), params.begin());
+  if (stashing) stage_.useWeights(stash);
   stage_.zeroGrads();
   core::Status done = doOp(op, data, step, stats);
-  std::copy(latest_.begin(), latest_.end(), params.begin());
+  if (stashing) stage_.useWeights(params);
   RM_RETURN_IF_ERROR(done);
   apply();  // the stashed weights' gradient, applied to the newest weights
   return core::Status::Ok();

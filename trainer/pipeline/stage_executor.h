@@ -129,14 +129,13 @@ class StageExecutor {
   const StageLinks links_;
   std::map<int, std::vector<PipelineOp>> schedules_;         // by micro-batch count (short batches)
   std::vector<std::unique_ptr<comm::PendingSend>> pending_;  // per slot: activations, gradients
-  // PipeDream's stream: its ops, the next one, the first micro-batch of the next mini-batch,
-  // each slot's rows and stashed weights, and the newest weights while a backward runs.
+  // PipeDream's stream: its ops, the next one, the first micro-batch of the next mini-batch, and
+  // each slot's rows and stashed weights.
   std::vector<PipelineOp> stream_;
   size_t stream_pos_ = 0;
   int64_t stream_first_micro_ = 0;
   std::vector<int> slot_rows_;
   std::vector<std::vector<float>> stashes_;
-  std::vector<float> latest_;
 };
 
 }  // namespace ringmaster::trainer::pipeline
