@@ -236,11 +236,8 @@ class PipelineEngine final : public StepEngine {
   Result<EpochTotals> evaluate(double train_loss_sum, int64_t train_steps,
                                const std::string& what) override {
     // Replica d scores test samples d, d + D, d + 2D, ...
-    std::vector<uint32_t> mine;
-    for (size_t i = static_cast<size_t>(layout_.replica); i < test_.size();
-         i += static_cast<size_t>(layout_.replicas)) {
-      mine.push_back(static_cast<uint32_t>(i));
-    }
+    const std::vector<uint32_t> mine =
+        data::stridedIndices(test_.size(), layout_.replica, layout_.replicas);
     const int rows = static_cast<int>(mine.size());
     std::vector<float> x;
     std::vector<int32_t> y;
@@ -272,26 +269,9 @@ class PipelineEngine final : public StepEngine {
                          << "epoch ends)";
       return Status::Ok();
     }
-    checkpoint::Checkpoint ck;
-    ck.epoch = at.epoch;
-    ck.step = at.step;
-    ck.step_in_epoch = at.step_in_epoch;
-    ck.model_signature = signature_;
-    ck.params.assign(stage_.params().begin(), stage_.params().end());
-    ck.optimizer_type = optimizer_.type();
-    ck.optimizer_step = optimizer_.stepCount();
-    for (auto* buffer : optimizer_.state()) ck.optimizer_state.push_back(*buffer);
-    const auto t0 = Clock::now();
-    RM_RETURN_IF_ERROR_CTX(checkpoint::writeCheckpoint(stageDirectory(config_, layout_), ck,
-                                                       static_cast<int>(config_.checkpoint.keep)),
-                           "pipeline " + stageName(stage_index_, stages_) +
-                               ": writing checkpoint at step " + std::to_string(at.step));
-    if (TrainerMetrics* metrics = ctx_.metrics) {
-      metrics->checkpoints->Increment();
-      metrics->checkpoint_seconds->Observe(
-          std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return Status::Ok();
+    return writeTrainingCheckpoint(config_, stageDirectory(config_, layout_), signature_,
+                                   stage_.params(), optimizer_, at, ctx_.metrics)
+        .withContext("pipeline " + stageName(stage_index_, stages_));
   }
 
   uint64_t allreduceCalls() const override {
@@ -425,13 +405,8 @@ Status restoreStage(const TrainerConfig& config, comm::Communicator& comm,
   const std::string who = "pipeline " + stageName(layout.stage, layout.stages);
   auto state = optimizer.state();
   if (ck) {
-    bool compatible =
-        ck->model_signature == signature && ck->params.size() == stage.params().size() &&
-        ck->optimizer_type == optimizer.type() && ck->optimizer_state.size() == state.size();
-    for (size_t i = 0; compatible && i < state.size(); ++i) {
-      compatible = ck->optimizer_state[i].size() == state[i]->size();
-    }
-    if (!compatible) {
+    if (ck->model_signature != signature ||
+        !checkpointFits(*ck, stage.params().size(), optimizer)) {
       return core::invalidArgument(who + ": checkpoint " + stageDirectory(config, layout) +
                                    " step " + std::to_string(ck->step) + " was written for '" +
                                    ck->model_signature + "' with optimizer '" + ck->optimizer_type +
@@ -547,10 +522,8 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                       optim::Optimizer::create(config.optimizer, stage->params().size()));
 
   // A stage's checkpoint holds its layers only: its signature names them.
-  RM_ASSIGN_OR_RETURN(auto whole, model::Model::create(config.model, config.seed, 1));
-  const std::string signature = whole->signature() + " layers [" + std::to_string(first) + ", " +
-                                std::to_string(end) + ") of " + std::to_string(layers);
-  whole.reset();
+  const std::string signature = stage->networkSignature() + " layers [" + std::to_string(first) +
+                                ", " + std::to_string(end) + ") of " + std::to_string(layers);
 
   TrainSummary summary;
   summary.world_size = comm.size();

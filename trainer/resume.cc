@@ -5,7 +5,6 @@
 #include <string>
 
 #include "ringmaster/core/log.h"
-#include "trainer/checkpoint/checkpoint.h"
 
 namespace ringmaster::trainer {
 
@@ -30,12 +29,7 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
     } else if (loaded->has_value()) {
       const checkpoint::Checkpoint& ck = **loaded;
       auto state = optimizer.state();
-      bool compatible = ck.params.size() == model.params().size() &&
-                        ck.optimizer_type == optimizer.type() &&
-                        ck.optimizer_state.size() == state.size();
-      for (size_t i = 0; compatible && i < state.size(); ++i)
-        compatible = ck.optimizer_state[i].size() == state[i]->size();
-      if (!compatible) {
+      if (!checkpointFits(ck, model.params().size(), optimizer)) {
         rank0_error = core::invalidArgument(
             "checkpoint in " + config.checkpoint.path + " (step " + std::to_string(ck.step) +
             ") was written with optimizer '" + ck.optimizer_type + "' and cannot resume '" +
@@ -88,22 +82,34 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
   return Status::Ok();
 }
 
-Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::Optimizer& optimizer,
-                      const Position& pos, TrainerMetrics* metrics) {
+bool checkpointFits(const checkpoint::Checkpoint& ck, size_t params_count,
+                    optim::Optimizer& optimizer) {
+  auto state = optimizer.state();
+  bool fits = ck.params.size() == params_count && ck.optimizer_type == optimizer.type() &&
+              ck.optimizer_state.size() == state.size();
+  for (size_t i = 0; fits && i < state.size(); ++i) {
+    fits = ck.optimizer_state[i].size() == state[i]->size();
+  }
+  return fits;
+}
+
+Status writeTrainingCheckpoint(const TrainerConfig& config, const std::string& dir,
+                               const std::string& signature, std::span<const float> params,
+                               optim::Optimizer& optimizer, const Position& pos,
+                               TrainerMetrics* metrics) {
   checkpoint::Checkpoint ck;
   ck.epoch = pos.epoch;
   ck.step = pos.step;
   ck.step_in_epoch = pos.step_in_epoch;
-  ck.model_signature = model.signature();
-  auto params = model.params();
+  ck.model_signature = signature;
   ck.params.assign(params.begin(), params.end());
   ck.optimizer_type = optimizer.type();
   ck.optimizer_step = optimizer.stepCount();
   for (auto* buffer : optimizer.state()) ck.optimizer_state.push_back(*buffer);
   const auto t0 = Clock::now();
-  RM_RETURN_IF_ERROR_CTX(checkpoint::writeCheckpoint(config.checkpoint.path, ck,
-                                                     static_cast<int>(config.checkpoint.keep)),
-                         "writing checkpoint at step " + std::to_string(pos.step));
+  RM_RETURN_IF_ERROR_CTX(
+      checkpoint::writeCheckpoint(dir, ck, static_cast<int>(config.checkpoint.keep)),
+      "writing checkpoint at step " + std::to_string(pos.step));
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (metrics) {
     metrics->checkpoints->Increment();
@@ -112,6 +118,12 @@ Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::O
   RM_LOG(DEBUG, CKPT) << "checkpoint at step " << pos.step << " written in "
                       << static_cast<int>(seconds * 1000) << " ms";
   return Status::Ok();
+}
+
+Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::Optimizer& optimizer,
+                      const Position& pos, TrainerMetrics* metrics) {
+  return writeTrainingCheckpoint(config, config.checkpoint.path, model.signature(), model.params(),
+                                 optimizer, pos, metrics);
 }
 
 }  // namespace ringmaster::trainer

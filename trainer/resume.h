@@ -8,8 +8,11 @@
 // communication errors; saveCheckpoint the write error naming the step.
 
 #include <cstdint>
+#include <span>
+#include <string>
 
 #include "ringmaster/core/status.h"
+#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/config.h"
 #include "trainer/model/model.h"
@@ -41,5 +44,18 @@ core::Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm
 core::Status saveCheckpoint(const TrainerConfig& config, model::Model& model,
                             optim::Optimizer& optimizer, const Position& pos,
                             TrainerMetrics* metrics);
+
+// The same for any parameters: `params` (of the model `signature` names) and the optimizer's
+// state at `pos`, into `dir`, keeping config.checkpoint.keep files. Counts the write in
+// `metrics` (optional). A pipeline stage writes its layers this way.
+core::Status writeTrainingCheckpoint(const TrainerConfig& config, const std::string& dir,
+                                     const std::string& signature, std::span<const float> params,
+                                     optim::Optimizer& optimizer, const Position& pos,
+                                     TrainerMetrics* metrics);
+
+// Whether `ck` holds as many parameters as `params_count` and state of `optimizer`'s type and
+// shape, so that it can resume them.
+bool checkpointFits(const checkpoint::Checkpoint& ck, size_t params_count,
+                    optim::Optimizer& optimizer);
 
 }  // namespace ringmaster::trainer

@@ -153,10 +153,7 @@ class CpuEngine final : public StepEngine {
 
   Result<EpochTotals> evaluate(double train_loss_sum, int64_t train_steps,
                                const std::string& what) override {
-    std::vector<uint32_t> test_idx;
-    for (size_t i = rank_; i < test_.size(); i += world_) {
-      test_idx.push_back(static_cast<uint32_t>(i));
-    }
+    const std::vector<uint32_t> test_idx = data::stridedIndices(test_.size(), rank_, world_);
     double test_loss_sum = 0;
     int64_t test_correct = 0;
     for (size_t begin = 0; begin < test_idx.size(); begin += batch_) {

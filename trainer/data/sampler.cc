@@ -126,4 +126,12 @@ int gatherShardBatch(const Dataset& dataset, const ShardedSampler& sampler, int6
   return static_cast<int>(n);
 }
 
+std::vector<uint32_t> stridedIndices(size_t n, int rank, int world) {
+  std::vector<uint32_t> out;
+  for (size_t i = static_cast<size_t>(rank); i < n; i += static_cast<size_t>(world)) {
+    out.push_back(static_cast<uint32_t>(i));
+  }
+  return out;
+}
+
 }  // namespace ringmaster::trainer::data

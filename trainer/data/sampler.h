@@ -68,6 +68,9 @@ std::vector<uint32_t> epochPermutation(size_t n, uint64_t seed, int64_t epoch);
 void gatherBatch(const Dataset& dataset, const uint32_t* idx, size_t n, float* images_out,
                  int32_t* labels_out);
 
+// Indices rank, rank + world, rank + 2 world, ... below n: a rank's share of an evaluation set.
+std::vector<uint32_t> stridedIndices(size_t n, int rank, int world);
+
 // Batch `batch_index` of `sampler`'s shard for this epoch, `batch` samples at most (the last
 // one may be short), into images_out and labels_out; returns how many samples it holds.
 int gatherShardBatch(const Dataset& dataset, const ShardedSampler& sampler, int64_t batch_index,

@@ -22,22 +22,13 @@ core::Result<std::unique_ptr<Model>> Model::create(const ModelConfig& config, ui
 
 core::Status Model::build(const ModelConfig& config, uint64_t seed, int max_batch) {
   RM_ASSIGN_OR_RETURN(Network net, buildNetwork(config, max_batch));
-  // Flat layout: layers in forward order, each its weight then its bias.
-  size_t total = 0, max_din = 0;
-  for (size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& layer = *net.layers[i];
-    layer_offset_.push_back(total);
-    size_t count = 0;
-    for (const ParamSpec& p : layer.paramSpecs()) {
-      views_.push_back({p.name, total + count, p.count});
-      count += p.count;
-    }
-    layer_count_.push_back(count);
-    total += count;
-    if (i > 0) max_din = std::max(max_din, layer.inputSize());
-  }
-  params_ = AlignedFloats(total);
-  grads_ = AlignedFloats(total);
+  ParameterLayout layout = layoutParameters(net, 0, net.layers.size());
+  layer_offset_ = std::move(layout.layer_offset);
+  layer_count_ = std::move(layout.layer_count);
+  views_ = std::move(layout.views);
+  const size_t max_din = layout.max_inner_input;
+  params_ = AlignedFloats(layout.total);
+  grads_ = AlignedFloats(layout.total);
   initParameters(net, 0, net.layers.size(), seed, params_.span());
 
   layers_ = std::move(net.layers);

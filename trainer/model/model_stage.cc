@@ -42,6 +42,7 @@ core::Result<std::unique_ptr<ModelStage>> ModelStage::create(const ModelConfig& 
   }
   std::unique_ptr<ModelStage> s(new ModelStage());
   s->tensor_parallel_ = shard.size > 1;
+  s->signature_ = net.signature;
   s->first_layer_ = static_cast<size_t>(first_layer);
   s->last_ = end_layer == layers;
   s->micro_batch_ = micro_batch;
@@ -49,20 +50,11 @@ core::Result<std::unique_ptr<ModelStage>> ModelStage::create(const ModelConfig& 
   s->input_size_ = net.layers[first_layer]->inputSize();
   s->output_size_ = net.layers[end_layer - 1]->outputSize();
 
-  size_t total = 0, max_layer = 0, max_din = 0;
-  for (int i = first_layer; i < end_layer; ++i) {
-    const Layer& layer = *net.layers[i];
-    s->layer_offset_.push_back(total);
-    size_t count = 0;
-    for (const ParamSpec& p : layer.paramSpecs()) {
-      s->views_.push_back({p.name, total + count, p.count});
-      count += p.count;
-    }
-    s->layer_count_.push_back(count);
-    total += count;
-    max_layer = std::max(max_layer, count);
-    if (i > first_layer) max_din = std::max(max_din, layer.inputSize());
-  }
+  ParameterLayout layout = layoutParameters(net, first_layer, end_layer);
+  s->layer_offset_ = std::move(layout.layer_offset);
+  s->layer_count_ = std::move(layout.layer_count);
+  s->views_ = std::move(layout.views);
+  const size_t total = layout.total, max_din = layout.max_inner_input;
   s->params_ = AlignedFloats(total);
   s->grads_ = AlignedFloats(total);
   s->layer_grads_ = AlignedFloats(total);

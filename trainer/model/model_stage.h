@@ -53,6 +53,8 @@ class ModelStage {
   size_t inputSize() const { return input_size_; }    // floats per sample in
   size_t outputSize() const { return output_size_; }  // floats per sample out
   int microBatch() const { return micro_batch_; }
+  // The whole network's ("mlp:784-512-512-10"), as Model::signature() says it.
+  const std::string& networkSignature() const { return signature_; }
   int slots() const { return static_cast<int>(slots_.size()); }
   std::span<float> params() { return params_.span(); }
   std::span<float> grads() { return grads_.span(); }
@@ -110,6 +112,7 @@ class ModelStage {
   void useSlotState(Slot& s);              // points every layer at the slot's saved state
 
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::string signature_;
   size_t first_layer_ = 0;
   bool last_ = false;
   size_t input_size_ = 0, output_size_ = 0;

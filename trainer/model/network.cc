@@ -36,6 +36,23 @@ size_t parameterCount(const Layer& layer) {
   return count;
 }
 
+ParameterLayout layoutParameters(const Network& network, size_t first, size_t end) {
+  ParameterLayout out;
+  for (size_t i = first; i < end; ++i) {
+    const Layer& layer = *network.layers[i];
+    out.layer_offset.push_back(out.total);
+    size_t count = 0;
+    for (const ParamSpec& p : layer.paramSpecs()) {
+      out.views.push_back({p.name, out.total + count, p.count});
+      count += p.count;
+    }
+    out.layer_count.push_back(count);
+    out.total += count;
+    if (i > first) out.max_inner_input = std::max(out.max_inner_input, layer.inputSize());
+  }
+  return out;
+}
+
 void initParameters(const Network& network, size_t first, size_t end, uint64_t seed,
                     std::span<float> params) {
   // One PRNG stream per tensor: resizing one layer leaves the others' init unchanged.

@@ -42,4 +42,14 @@ void initParameters(const Network& network, size_t first, size_t end, uint64_t s
 // The number of parameters of layer i.
 size_t parameterCount(const Layer& layer);
 
+// How layers [first, end) lay their parameters out in one flat buffer: each layer's weight then
+// bias, in forward order (what Model and ModelStage both hold).
+struct ParameterLayout {
+  std::vector<size_t> layer_offset, layer_count;  // per layer, from `first`
+  std::vector<ParamView> views;                   // per tensor, offsets into the buffer
+  size_t total = 0;
+  size_t max_inner_input = 0;  // the widest input of a layer after the first (gradient scratch)
+};
+ParameterLayout layoutParameters(const Network& network, size_t first, size_t end);
+
 }  // namespace ringmaster::trainer::model
