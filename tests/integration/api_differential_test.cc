@@ -9,6 +9,7 @@
 // Needs RINGMASTER_ENVTEST (skips, saying so, without it).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -181,6 +182,24 @@ class ApiDifferentialTest : public ::testing::Test {
     compare(
         Case{"create a namespace", Verb::kPost, "/api/v1/namespaces",
              R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name_ + R"("}})"});
+    awaitRootCaPublished();
+  }
+
+  // kube-controller-manager copies its CA into every new namespace as ConfigMap kube-root-ca.crt,
+  // at a moment of its choosing; the local server does not. Waiting for it here keeps that write
+  // out of the watches the cases open later, which would otherwise see it or not by chance.
+  void awaitRootCaPublished() {
+    kube::ApiRequest request;
+    request.verb = Verb::kGet;
+    request.path = ns_ + "/configmaps/kube-root-ca.crt";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto response = real_.client->request(request);
+      if (response.ok() && response->status_code == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "kube-controller-manager did not publish kube-root-ca.crt into " << name_
+           << " within 30 s";
   }
 
   static std::unique_ptr<kube::ApiClient> clientFor(const testutil::ApiServer& server) {
