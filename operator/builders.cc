@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "operator/pod_template.h"
 #include "operator/validate.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/store_secret.h"
@@ -22,11 +23,14 @@ std::map<std::string, std::string> jobLabels(const kube::TrainingJob& job) {
   return {{kJobNameLabel, job.metadata.name}};
 }
 
+// Every child carries the job's own labels (for queues, cost reports, selectors of the user's
+// tools) and the operator's, which validation keeps apart.
 kube::ObjectMeta childMeta(const kube::TrainingJob& job, std::string name) {
   kube::ObjectMeta meta;
   meta.name = std::move(name);
   meta.namespace_name = job.metadata.namespace_name;
-  meta.labels = jobLabels(job);
+  meta.labels = job.metadata.labels;
+  for (auto& [key, value] : jobLabels(job)) meta.labels[key] = value;
   meta.owner_references.push_back(controllerRef(job));
   return meta;
 }
@@ -294,11 +298,12 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   c.env.push_back(fieldEnv(contract::pod_env::kPodIp, contract::pod_env::kPodIpField));
   c.env.push_back(fieldEnv(contract::pod_env::kPodName, contract::pod_env::kPodNameField));
   c.env.push_back(env("TMPDIR", kTmpMountPath));
+  const WorkerAdditions additions = workerAdditions(s);
   // Last, so that the user's variables may refer to ours as $(NAME).
-  c.env.insert(c.env.end(), s.env.begin(), s.env.end());
+  for (const auto& given : additions.env) c.env.push_back(*given.item);
   c.ports = {port("rendezvous", kRendezvousPort), port("health", kHealthPort),
              port("metrics", metricsPort(job))};
-  if (s.resources) c.resources = s.resources;
+  if (additions.resources.item) c.resources = *additions.resources.item;
 
   kube::VolumeMount config_mount;
   config_mount.name = "config";
@@ -337,8 +342,8 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   tmp_mount.name = kTmpVolume;
   tmp_mount.mount_path = kTmpMountPath;
   c.volume_mounts.push_back(tmp_mount);
-  pod.spec.volumes.insert(pod.spec.volumes.end(), s.volumes.begin(), s.volumes.end());
-  c.volume_mounts.insert(c.volume_mounts.end(), s.volume_mounts.begin(), s.volume_mounts.end());
+  for (const auto& given : additions.volumes) pod.spec.volumes.push_back(*given.item);
+  for (const auto& given : additions.volume_mounts) c.volume_mounts.push_back(*given.item);
 
   kube::Probe readiness;
   readiness.http_get = kube::HttpGetAction{};
@@ -361,12 +366,13 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
     pod.spec.scheduler_name = *s.scheduling_policy->scheduler_name;
     if (std::optional<PodGroupKind> kind = podGroupKindFor(job)) {
       if (kind->group == "scheduling.volcano.sh") {
-        pod.metadata.annotations["scheduling.k8s.io/group-name"] = name;
+        pod.metadata.annotations[kVolcanoGroupAnnotation] = name;
       } else {
-        pod.metadata.labels["scheduling.x-k8s.io/pod-group"] = name;
+        pod.metadata.labels[kPodGroupLabel] = name;
       }
     }
   }
+  if (s.pod_template) applyPodTemplate(*s.pod_template, pod);
   return pod;
 }
 

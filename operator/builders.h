@@ -31,6 +31,10 @@ namespace ringmaster::op {
 inline constexpr const char* kJobNameLabel = "ringmaster.dev/job-name";
 inline constexpr const char* kReplicaIndexLabel = "ringmaster.dev/replica-index";
 inline constexpr const char* kAttemptLabel = "ringmaster.dev/attempt";
+// How each gang scheduler finds a pod's PodGroup: scheduler-plugins by label, Volcano by
+// annotation.
+inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
 using contract::pod_env::kHealthPort;
 using contract::pod_env::kRendezvousPort;
 using contract::pod_env::kSshPort;

@@ -58,7 +58,7 @@ constexpr milliseconds kCacheCatchUp{50};
 constexpr milliseconds kOwnWriteWait{10'000};
 
 bool anyPod(const WorkerPod&) { return true; }
-bool unfinishedPod(const WorkerPod& pod) { return !pod.finished(); }
+bool unfinishedPod(const WorkerPod& pod) { return !pod.finished() || pod.sidecars_running; }
 
 bool ownedBy(const kube::ObjectMeta& meta, const kube::TrainingJob& job) {
   const kube::OwnerReference* ref = controllerOf(meta);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "operator/builders.h"
+#include "operator/pod_template.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/spelling.h"
 #include "ringmaster/kube/names.h"
@@ -41,12 +42,11 @@ const std::set<std::string>& reservedEnv() {
 using contract::FieldErrors;
 using contract::invalidValue;
 
-void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& options,
-                     FieldErrors& e) {
+void validateVolumes(const WorkerAdditions& w, const ValidateOptions& options, FieldErrors& e) {
   std::set<std::string> names;
-  for (size_t i = 0; i < s.volumes.size(); ++i) {
-    const std::string p = "spec.volumes[" + std::to_string(i) + "].name";
-    const std::string& name = s.volumes[i].name;
+  for (const auto& [path, volume] : w.volumes) {
+    const std::string p = path + ".name";
+    const std::string& name = volume->name;
     if (name.empty()) {
       e.add(p, "required");
     } else if (auto why = kube::dns1123LabelProblems(name); !why.empty()) {
@@ -58,20 +58,18 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
     } else if (!names.insert(name).second) {
       e.add(p, "duplicate volume name \"" + name + "\"");
     }
-  }
-  // A hostPath volume is the node's filesystem: refused unless the cluster admin allows it.
-  for (size_t i = 0; i < s.volumes.size(); ++i) {
-    if (s.volumes[i].host_path && !options.allow_host_path) {
-      e.add("spec.volumes[" + std::to_string(i) + "].hostPath",
+    // A hostPath volume is the node's filesystem: refused unless the cluster admin allows it.
+    if (volume->host_path && !options.allow_host_path) {
+      e.add(path + ".hostPath",
             "hostPath volumes are disabled by the cluster admin (operator flag "
             "--allow-host-path, chart value allowHostPath); use a persistentVolumeClaim");
     }
   }
-  for (size_t i = 0; i < s.volume_mounts.size(); ++i) {
-    const std::string p = "spec.volumeMounts[" + std::to_string(i) + "]";
-    const kube::VolumeMount& m = s.volume_mounts[i];
+  std::set<std::string> mount_paths;
+  for (const auto& [p, mount] : w.volume_mounts) {
+    const kube::VolumeMount& m = *mount;
     if (names.count(m.name) == 0) {
-      e.add(p + ".name", "names no volume in spec.volumes: \"" + m.name + "\"");
+      e.add(p + ".name", "names no volume of the job: \"" + m.name + "\"");
     }
     if (m.mount_path.empty() || m.mount_path[0] != '/') {
       e.add(p + ".mountPath", "must be an absolute path, got \"" + m.mount_path + "\"");
@@ -81,6 +79,8 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
       e.add(p + ".mountPath", "/etc/ringmaster is reserved for the job's ConfigMap");
     } else if (m.mount_path == kTmpMountPath) {
       e.add(p + ".mountPath", std::string(kTmpMountPath) + " is reserved for the worker's TMPDIR");
+    } else if (!mount_paths.insert(m.mount_path).second) {
+      e.add(p + ".mountPath", "\"" + m.mount_path + "\" is mounted twice in the worker");
     }
     if (m.sub_path && !m.sub_path->empty()) {
       if (m.sub_path->front() == '/') {
@@ -96,9 +96,8 @@ void validateVolumes(const kube::TrainingJobSpec& s, const ValidateOptions& opti
 // job's own namespace: what any pod author there can do (a pod cannot name another
 // namespace). Other sources are refused. In MPI mode the launcher hands the environment to
 // sshd's SetEnv, which quotes anything but a line break.
-void validateEnvSource(const kube::TrainingJobSpec& s, size_t i, FieldErrors& e) {
-  const kube::EnvVar& var = s.env[i];
-  const std::string p = "spec.env[" + std::to_string(i) + "]";
+void validateEnvSource(const kube::TrainingJobSpec& s, const kube::EnvVar& var,
+                       const std::string& p, FieldErrors& e) {
   if (var.value_from) {
     const kube::EnvVarSource& from = *var.value_from;
     int sources = (from.field_ref ? 1 : 0) + (from.secret_key_ref ? 1 : 0) +
@@ -301,16 +300,21 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
   for (size_t i = 0; i < s.command.size(); ++i) {
     if (i == 0 && s.command[i].empty()) e.add("spec.command[0]", "must not be empty");
   }
-  for (size_t i = 0; i < s.env.size(); ++i) {
-    const std::string p = "spec.env[" + std::to_string(i) + "].name";
-    if (s.env[i].name.empty()) {
+  const WorkerAdditions worker = workerAdditions(s);
+  std::set<std::string> env_names;
+  for (const auto& [path, var] : worker.env) {
+    const std::string p = path + ".name";
+    if (var->name.empty()) {
       e.add(p, "required");
-    } else if (reservedEnv().count(s.env[i].name)) {
-      e.add(p, "\"" + s.env[i].name + "\" is set by the operator or the launcher");
+    } else if (reservedEnv().count(var->name)) {
+      e.add(p, "\"" + var->name + "\" is set by the operator or the launcher");
+    } else if (!env_names.insert(var->name).second) {
+      e.add(p, "\"" + var->name + "\" is given twice");
     }
-    validateEnvSource(s, i, e);
+    validateEnvSource(s, *var, path, e);
   }
-  validateVolumes(s, options, e);
+  validateVolumes(worker, options, e);
+  validatePodTemplate(job, metricsPort(job), e);
   if (s.trainer) {
     for (FieldError& error : contract::validateTrainer(*s.trainer, "spec.trainer")) {
       e.add(std::move(error.field), std::move(error.message));

@@ -17,10 +17,20 @@ WorkerPod workerPodOf(const kube::Pod& pod) {
   w.scheduled = podScheduled(pod);
   w.pod_ip = pod.status.pod_ip;
   w.exit_code = exitCodeOf(pod);
+  std::optional<int32_t> worker_exit;
+  bool others_running = false;
   for (const kube::ContainerStatus& cs : pod.status.container_statuses) {
-    if (cs.name == kWorkerContainer && cs.state && cs.state->terminated) {
+    if (!cs.state) continue;
+    if (cs.name == kWorkerContainer && cs.state->terminated) {
       w.finished_at = cs.state->terminated->finished_at;
+      worker_exit = cs.state->terminated->exit_code;
+    } else if (cs.name != kWorkerContainer && cs.state->running) {
+      others_running = true;
     }
+  }
+  if (worker_exit && others_running && !w.finished()) {
+    w.phase = *worker_exit == 0 ? "Succeeded" : "Failed";
+    w.sidecars_running = true;
   }
   w.termination_message = terminationMessageOf(pod);
   w.problem = podProblem(pod);

@@ -32,10 +32,13 @@ struct WorkerPod : OwnedChild {
   int attempt = -1;  // its attempt label (-1 when missing or malformed)
   std::optional<kube::Time> created;
   bool terminating = false;  // the API server is deleting it (deletionTimestamp)
-  std::string phase;         // status.phase
-  std::string reason;        // status.reason (Evicted, ...)
-  bool ready = false;        // condition Ready True
-  bool scheduled = false;    // bound to a node, or PodScheduled True
+  // status.phase, except that a pod whose worker container has terminated while the job's
+  // sidecars still run is Succeeded or Failed by the worker's exit code: the rank is done.
+  std::string phase;
+  bool sidecars_running = false;  // that case: the pod itself still runs
+  std::string reason;             // status.reason (Evicted, ...)
+  bool ready = false;             // condition Ready True
+  bool scheduled = false;         // bound to a node, or PodScheduled True
   std::string pod_ip;
   // The worker container's exit code, finish time and termination message once it terminated
   // (the code and message fall back to any container's).

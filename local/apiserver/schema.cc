@@ -607,13 +607,12 @@ SchemaOutcome admitCustomResource(json& obj, const json* old, const json& schema
   };
   out.causes = keep(validateSchema(obj, schema));
   if (!schemaHasCelRules(schema)) return out;
-  // As kube-apiserver's hasBlockingErr: rules are skipped only after errors that leave the
-  // object's shape unknown or too big to evaluate (wrong type, missing required field,
-  // unsupported enum value, too long, too many).
+  // As kube-apiserver 1.26: rules are skipped only after errors that leave the object's shape
+  // unknown or too big to evaluate (wrong type, missing required field, too long, too many). A
+  // value outside an enum does not stop them (checked against it by the differential test).
   for (const auto& c : out.causes) {
     if (c.reason == "FieldValueTypeInvalid" || c.reason == "FieldValueRequired" ||
-        c.reason == "FieldValueNotSupported" || c.reason == "FieldValueTooLong" ||
-        c.reason == "FieldValueTooMany") {
+        c.reason == "FieldValueTooLong" || c.reason == "FieldValueTooMany") {
       out.causes.push_back({"FieldValueInvalid",
                             "Invalid value: \"null\": some validation rules were not checked "
                             "because the object was invalid; correct the existing errors to "

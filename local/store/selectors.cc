@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "local/store/labels.h"
+#include "ringmaster/kube/names.h"
 
 namespace ringmaster::local {
 namespace {
@@ -77,14 +78,14 @@ std::vector<Token> lex(std::string_view s) {
 }
 
 std::optional<std::string> validateKey(const std::string& key) {
-  const std::vector<std::string> problems = labelKeyProblems(key);
+  const std::vector<std::string> problems = kube::labelKeyProblems(key);
   if (problems.empty()) return std::nullopt;
   return "key: Invalid value: \"" + key + "\": " + problems.front();
 }
 
 std::optional<std::string> validateValue(const std::string& key, size_t index,
                                          const std::string& v) {
-  const std::vector<std::string> problems = labelValueProblems(v);
+  const std::vector<std::string> problems = kube::labelValueProblems(v);
   if (problems.empty()) return std::nullopt;
   return "values[" + std::to_string(index) + "][" + key + "]: Invalid value: \"" + v +
          "\": " + problems.front();

@@ -102,6 +102,12 @@ TEST(Crd, MatchesTheTypedTrainingJob) {
                                   "spec.trainer.parallelism.pipeline");
   expectTyped<kube::SchedulingPolicy>(spec["properties"]["schedulingPolicy"],
                                       "spec.schedulingPolicy");
+  // The template's pod fields beyond the typed ones (dnsPolicy, runtimeClassName, ...) pass
+  // through kube::PodSpec's `extra`, as the operator copies them.
+  expectTyped<kube::PodTemplateSpec>(spec["properties"]["template"], "spec.template");
+  expectTyped<kube::Toleration>(
+      spec["properties"]["template"]["properties"]["spec"]["properties"]["tolerations"]["items"],
+      "spec.template.spec.tolerations[]");
   YAML::Node status = schema["properties"]["status"];
   expectTyped<kube::TrainingJobStatus>(status, "status");
   expectTyped<kube::ReplicaStatus>(status["properties"]["replicas"], "status.replicas");
@@ -187,7 +193,8 @@ TEST(Examples, EveryExampleJobIsValidAndFullyTyped) {
   }
 }
 
-// One constraint the CRD's schema puts on a field under spec: an enum, or numeric bounds.
+// One constraint the CRD's schema puts on a field under spec: an enum, numeric bounds, or the
+// most items of an array.
 struct SchemaConstraint {
   std::string field;                   // as the validator names it: "spec.trainer.model.hidden[0]"
   nlohmann::json::json_pointer where;  // the same place in the job's JSON
@@ -197,7 +204,7 @@ struct SchemaConstraint {
 void collectConstraints(const YAML::Node& schema, const std::string& field,
                         const nlohmann::json::json_pointer& where,
                         std::vector<SchemaConstraint>& out) {
-  if (schema["enum"] || schema["minimum"] || schema["maximum"]) {
+  if (schema["enum"] || schema["minimum"] || schema["maximum"] || schema["maxItems"]) {
     out.push_back({field, where, schema});
   }
   for (const auto& kv : schema["properties"]) {
@@ -221,9 +228,9 @@ std::vector<std::string> complaintsAbout(const nlohmann::json& base, const Schem
   return out;
 }
 
-// Every enum and numeric bound the CRD declares under spec, the operator's validator enforces
-// the same way: a value the API server admits is never Failed by the operator for that field,
-// and a value the schema refuses is refused by the validator too (for a server that skipped
+// Every enum, numeric bound and maxItems the CRD declares under spec, the operator's validator
+// enforces the same way: a value the API server admits is never Failed by the operator for that
+// field, and a value the schema refuses is refused by the validator too (for a server that skipped
 // the schema, or a job stored before it changed).
 TEST(Crd, SchemaAndValidatorAgreeOnEveryBoundAndEnum) {
   YAML::Node spec = version(loadCrd())["schema"]["openAPIV3Schema"]["properties"]["spec"];
@@ -243,6 +250,25 @@ TEST(Crd, SchemaAndValidatorAgreeOnEveryBoundAndEnum) {
             << "the schema allows \"" << allowed.as<std::string>() << "\"";
       }
       EXPECT_THAT(complaints(c, "not-in-the-enum"), ::testing::Not(::testing::IsEmpty()));
+      continue;
+    }
+    if (c.schema["maxItems"]) {
+      const size_t max = c.schema["maxItems"].as<size_t>();
+      const size_t min = c.schema["minItems"].as<size_t>(0);
+      // Items as the schema's example would give them: numbers, or objects the validator
+      // may find other faults in (those are about other fields).
+      const bool numbers = c.schema["items"]["type"].as<std::string>("") == "integer";
+      auto items = [&](size_t n) {
+        nlohmann::json a = nlohmann::json::array();
+        for (size_t i = 0; i < n; ++i) {
+          a.push_back(numbers ? nlohmann::json(16) : nlohmann::json::object());
+        }
+        return a;
+      };
+      EXPECT_THAT(complaints(c, items(std::max(max, min))), ::testing::IsEmpty())
+          << "the schema's maxItems " << max;
+      EXPECT_THAT(complaints(c, items(max + 1)), ::testing::Not(::testing::IsEmpty()))
+          << "above the schema's maxItems " << max;
       continue;
     }
     const bool integer = c.schema["type"].as<std::string>("") == "integer";
@@ -278,6 +304,11 @@ TEST(Examples, TheGpuExampleAsksForAGpuAndBf16) {
   EXPECT_EQ(job->spec.trainer->precision, "bf16");
   EXPECT_EQ(job->spec.trainer->device, "auto");
   EXPECT_EQ(job->spec.replicas, 4);
+  EXPECT_EQ(job->spec.resources->limits.at("nvidia.com/gpu").toString(), "1");
+  // GPU nodes' usual taint, tolerated.
+  ASSERT_TRUE(job->spec.pod_template.has_value());
+  ASSERT_EQ(job->spec.pod_template->spec.tolerations.size(), 1u);
+  EXPECT_EQ(job->spec.pod_template->spec.tolerations[0].key, "nvidia.com/gpu");
 }
 
 }  // namespace

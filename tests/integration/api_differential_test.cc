@@ -385,7 +385,8 @@ TEST_F(ApiDifferentialTest, CustomResourceValidation) {
             "properties":{
               "min":{"type":"integer","format":"int32","maximum":2147483647},
               "max":{"type":"integer","format":"int32","maximum":2147483647},
-              "size":{"type":"string","maxLength":3}}}}}}}]}})";
+              "size":{"type":"string","maxLength":3},
+              "color":{"type":"string","enum":["red","blue"]}}}}}}}]}})";
   compare(Case{"create the CRD", Verb::kPost,
                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd});
   // A new CRD is served a moment after it is Established.
@@ -411,6 +412,8 @@ TEST_F(ApiDifferentialTest, CustomResourceValidation) {
                gadget("g3", R"({"min":1,"max":3000000000})")});
   compare(Case{"too long and a failing rule at once", Verb::kPost, gadgets,
                gadget("g4", R"({"min":3,"max":2,"size":"abcd"})")});
+  compare(Case{"a value outside the enum and a failing rule at once", Verb::kPost, gadgets,
+               gadget("g6", R"({"min":3,"max":2,"color":"green"})")});
   compare(Case{"a wrong type and a rule over it", Verb::kPost, gadgets,
                gadget("g5", R"({"min":"three","max":2})")});
 }

@@ -243,6 +243,33 @@ void visitPodSpec(V& v, S& s) {
   v("automountServiceAccountToken", s.automount_service_account_token);
   v("terminationGracePeriodSeconds", s.termination_grace_period_seconds);
   v("securityContext", s.security_context);
+  v("nodeSelector", s.node_selector);
+  v("tolerations", s.tolerations);
+  v("affinity", s.affinity);
+  v("topologySpreadConstraints", s.topology_spread_constraints);
+  v("priorityClassName", s.priority_class_name);
+  v("imagePullSecrets", s.image_pull_secrets);
+  v("schedulingGates", s.scheduling_gates);
+}
+
+template <class V, class S>
+void visitToleration(V& v, S& s) {
+  v("key", s.key);
+  v("operator", s.operator_name);
+  v("value", s.value);
+  v("effect", s.effect);
+  v("tolerationSeconds", s.toleration_seconds);
+}
+
+template <class V, class S>
+void visitNamed(V& v, S& s) {
+  v("name", s.name);
+}
+
+template <class V, class S>
+void visitPodTemplateSpec(V& v, S& s) {
+  v("metadata", s.metadata);
+  v("spec", s.spec);
 }
 
 template <class V, class S>
@@ -340,7 +367,11 @@ RM_KUBE_DEFINE_CODEC(ServiceAccountTokenProjection, visitTokenProjection)
 RM_KUBE_DEFINE_CODEC(VolumeProjection, visitVolumeProjection)
 RM_KUBE_DEFINE_CODEC(ProjectedVolumeSource, visitProjectedVolume)
 RM_KUBE_DEFINE_CODEC(Volume, visitVolume)
+RM_KUBE_DEFINE_CODEC(Toleration, visitToleration)
+RM_KUBE_DEFINE_CODEC(LocalObjectReference, visitNamed)
+RM_KUBE_DEFINE_CODEC(PodSchedulingGate, visitNamed)
 RM_KUBE_DEFINE_CODEC(PodSpec, visitPodSpec)
+RM_KUBE_DEFINE_CODEC(PodTemplateSpec, visitPodTemplateSpec)
 RM_KUBE_DEFINE_CODEC(ContainerStateWaiting, visitWaiting)
 RM_KUBE_DEFINE_CODEC(ContainerStateRunning, visitRunning)
 RM_KUBE_DEFINE_CODEC(ContainerStateTerminated, visitTerminated)

@@ -99,6 +99,7 @@ void visitTrainingJobSpec(V& v, S& s) {
   v("cleanPodPolicy", s.clean_pod_policy);
   v("suspend", s.suspend);
   v("schedulingPolicy", s.scheduling_policy);
+  v("template", s.pod_template);
 }
 
 template <class V, class S>

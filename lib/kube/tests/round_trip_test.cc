@@ -39,7 +39,10 @@ TEST(RoundTrip, PodWithTerminatedContainerFromTranscript) {
   ASSERT_EQ(pod.spec.containers.size(), 1u);
   EXPECT_EQ(pod.spec.containers[0].command, (std::vector<std::string>{"python", "-m", "train"}));
   EXPECT_EQ(pod.spec.containers[0].env[0].value, "16");
-  EXPECT_TRUE(pod.spec.extra.contains("tolerations"));  // not modelled, still kept
+  ASSERT_EQ(pod.spec.tolerations.size(), 2u);  // the API server's NoExecute defaults
+  EXPECT_EQ(pod.spec.tolerations[0].operator_name, "Exists");
+  EXPECT_EQ(pod.spec.tolerations[0].effect, "NoExecute");
+  EXPECT_TRUE(pod.spec.tolerations[0].toleration_seconds.has_value());
   EXPECT_EQ(pod.status.phase, "Succeeded");
   ASSERT_EQ(pod.status.conditions.size(), 4u);
   ASSERT_TRUE(pod.status.conditions[0].last_probe_time.has_value());
@@ -88,6 +91,39 @@ TEST(RoundTrip, ModifiedPodKeepsFieldsThisLibraryDoesNotModel) {
   EXPECT_EQ(out["status"]["qosClass"], "BestEffort");
   EXPECT_EQ(out["spec"]["tolerations"].size(), 2u);
   EXPECT_EQ(out["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+}
+
+// Where a pod may run and who may start it: typed where a node agent reads it, kept as given
+// where only a scheduler does.
+TEST(RoundTrip, PlacementFieldsOfAPodSpec) {
+  json pod_json = json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w-0"},
+    "spec": {"containers": [{"name": "worker", "image": "i"}],
+      "nodeSelector": {"nvidia.com/gpu.product": "H100"},
+      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In",
+                                                      "values": ["a"]}]}]}}},
+      "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                     "whenUnsatisfiable": "DoNotSchedule"}],
+      "priorityClassName": "training", "imagePullSecrets": [{"name": "regcred"}],
+      "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], "dnsPolicy": "ClusterFirst"}})");
+  Pod pod = expectRoundTrip<Pod>(pod_json);
+  EXPECT_EQ(pod.spec.node_selector.at("nvidia.com/gpu.product"), "H100");
+  ASSERT_EQ(pod.spec.tolerations.size(), 1u);
+  EXPECT_EQ(pod.spec.tolerations[0].key, "nvidia.com/gpu");
+  EXPECT_EQ(pod.spec.tolerations[0].operator_name, "Exists");
+  EXPECT_EQ(pod.spec.affinity["nodeAffinity"].size(), 1u);
+  EXPECT_EQ(pod.spec.topology_spread_constraints.size(), 1u);
+  EXPECT_EQ(pod.spec.priority_class_name, "training");
+  ASSERT_EQ(pod.spec.image_pull_secrets.size(), 1u);
+  EXPECT_EQ(pod.spec.image_pull_secrets[0].name, "regcred");
+  ASSERT_EQ(pod.spec.scheduling_gates.size(), 1u);
+  EXPECT_EQ(pod.spec.scheduling_gates[0].name, "kueue.x-k8s.io/admission");
+  EXPECT_EQ(pod.spec.extra, json({{"dnsPolicy", "ClusterFirst"}}));
+  // None of them is written when unset.
+  const json bare = encode(PodSpec{});
+  EXPECT_EQ(bare, json::object());
 }
 
 TEST(RoundTrip, RestrictedSecurityContextsAreTyped) {

@@ -1,8 +1,8 @@
 #pragma once
 // Kubernetes' name rules with apimachinery's messages (IsDNS1123Label, IsDNS1123Subdomain,
-// IsDNS1035Label) and its path rule (validatePathNoBacksteps), the one implementation of them: the
-// local API server checks object names with them, the operator the names a TrainingJob gives (its
-// own, its volumes').
+// IsDNS1035Label, IsQualifiedName, IsValidLabelValue) and its path rule (validatePathNoBacksteps),
+// the one implementation of them: the local API server checks object names with them, the operator
+// the names a TrainingJob gives (its own, its volumes', its pods' labels).
 //
 // Thread-safety: pure functions. Failure: the problems are returned, never thrown; an empty
 // vector means the name is valid.
@@ -25,5 +25,11 @@ std::vector<std::string> dns1035LabelProblems(std::string_view name);
 // Whether `path` has a ".." segment, which could climb out of where it is resolved (a volume's
 // subPath, a mount path, a checkpoint directory).
 bool hasBackstep(std::string_view path);
+// Why `key` is not a label or annotation key, a qualified name (IsQualifiedName: [prefix/]name, a
+// DNS-1123 subdomain prefix, a name part of at most 63 alphanumerics, '-', '_' or '.',
+// alphanumeric at both ends).
+std::vector<std::string> labelKeyProblems(const std::string& key);
+// Why `value` is not a label value (IsValidLabelValue: empty, or a name part).
+std::vector<std::string> labelValueProblems(const std::string& value);
 
 }  // namespace ringmaster::kube

@@ -285,6 +285,32 @@ struct Volume {
   bool operator==(const Volume&) const = default;
 };
 
+// A taint the pod tolerates: key/value/effect, matched with operator Equal (the default) or
+// Exists; an empty key with Exists tolerates every taint.
+struct Toleration {
+  std::optional<std::string> key;
+  std::optional<std::string> operator_name;  // "operator": Equal | Exists
+  std::optional<std::string> value;
+  std::optional<std::string> effect;  // NoSchedule | PreferNoSchedule | NoExecute; none: all
+  std::optional<int64_t> toleration_seconds;
+  nlohmann::json extra;
+  bool operator==(const Toleration&) const = default;
+};
+
+// A reference by name to an object in the pod's namespace (imagePullSecrets).
+struct LocalObjectReference {
+  std::string name;
+  nlohmann::json extra;
+  bool operator==(const LocalObjectReference&) const = default;
+};
+
+// A gate that keeps the pod from being scheduled until whoever added it removes it.
+struct PodSchedulingGate {
+  std::string name;
+  nlohmann::json extra;
+  bool operator==(const PodSchedulingGate&) const = default;
+};
+
 struct PodSpec {
   std::vector<Container> init_containers;
   std::vector<Container> containers;
@@ -298,8 +324,24 @@ struct PodSpec {
   std::optional<bool> automount_service_account_token;
   std::optional<int64_t> termination_grace_period_seconds;
   std::optional<PodSecurityContext> security_context;
-  nlohmann::json extra;  // tolerations, dnsPolicy, ...
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+  // Read by the scheduler only; kept as the API gives it.
+  nlohmann::json affinity;
+  nlohmann::json topology_spread_constraints;  // an array of core/v1 TopologySpreadConstraint
+  std::string priority_class_name;
+  std::vector<LocalObjectReference> image_pull_secrets;
+  std::vector<PodSchedulingGate> scheduling_gates;
+  nlohmann::json extra;  // dnsPolicy, hostNetwork, ...
   bool operator==(const PodSpec&) const = default;
+};
+
+// A pod's metadata and spec as a workload's template gives them (core/v1 PodTemplateSpec).
+struct PodTemplateSpec {
+  ObjectMeta metadata;
+  PodSpec spec;
+  nlohmann::json extra;
+  bool operator==(const PodTemplateSpec&) const = default;
 };
 
 struct ContainerStateWaiting {
@@ -406,7 +448,11 @@ RM_KUBE_DECLARE_CODEC(ServiceAccountTokenProjection);
 RM_KUBE_DECLARE_CODEC(VolumeProjection);
 RM_KUBE_DECLARE_CODEC(ProjectedVolumeSource);
 RM_KUBE_DECLARE_CODEC(Volume);
+RM_KUBE_DECLARE_CODEC(Toleration);
+RM_KUBE_DECLARE_CODEC(LocalObjectReference);
+RM_KUBE_DECLARE_CODEC(PodSchedulingGate);
 RM_KUBE_DECLARE_CODEC(PodSpec);
+RM_KUBE_DECLARE_CODEC(PodTemplateSpec);
 RM_KUBE_DECLARE_CODEC(ContainerStateWaiting);
 RM_KUBE_DECLARE_CODEC(ContainerStateRunning);
 RM_KUBE_DECLARE_CODEC(ContainerStateTerminated);

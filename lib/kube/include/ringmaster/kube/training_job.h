@@ -129,6 +129,9 @@ struct TrainingJobSpec {
   std::optional<std::string> clean_pod_policy;  // None | Running | All
   std::optional<bool> suspend;
   std::optional<SchedulingPolicy> scheduling_policy;
+  // "template": what every worker pod adds to the pod the operator builds (where it runs, its
+  // labels, sidecars, the worker container's resources, env and mounts).
+  std::optional<PodTemplateSpec> pod_template;
   nlohmann::json extra;
   bool operator==(const TrainingJobSpec&) const = default;
 };
