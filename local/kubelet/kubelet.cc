@@ -16,6 +16,7 @@
 
 #include "local/kubelet/hosts_file.h"
 #include "local/kubelet/log_server.h"
+#include "local/kubelet/placement.h"
 #include "local/kubelet/pod_env.h"
 #include "local/kubelet/pod_network.h"
 #include "local/kubelet/pod_paths.h"
@@ -135,7 +136,8 @@ class Kubelet::Impl {
   void markDirty(const std::string& key);
   void syncKey(const std::string& key);
   void schedule();
-  void reportUnschedulable(const kube::Pod& pod, const std::string& message);
+  void reportPodScheduledFalse(const kube::Pod& pod, const std::string& reason,
+                               const std::string& message, bool event);
   void stepPod(PodRuntime& rt);
   void stepSimulated(PodRuntime& rt);
   bool prepare(PodRuntime& rt);
@@ -191,7 +193,6 @@ class Kubelet::Impl {
   bool hosts_dirty_ = true;
   Clock::time_point next_heartbeat_{};
   bool lease_disabled_ = false;
-  Resources allocatable_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -308,7 +309,6 @@ kube::Node Kubelet::Impl::desiredNode() const {
 core::Status Kubelet::Impl::registerNode() {
   kube::ResourceClient<kube::Node> nodes(client_, kNodes);
   kube::Node want = desiredNode();
-  allocatable_ = allocatableOf(want.status);
   kube::ApiResult<kube::Node> created = nodes.create(want);
   if (!created.ok() && !created.error().isAlreadyExists()) {
     return created.status().withContext("register node " + options_.node_name);
@@ -547,7 +547,9 @@ void Kubelet::Impl::syncKey(const std::string& key) {
     const std::string& sched = pod->spec.scheduler_name;
     if ((sched.empty() || sched == kScheduler) && !pod->metadata.deletion_timestamp &&
         !isTerminalPhase(pod->status.phase)) {
-      if (unscheduled_.insert(key).second) schedule_due_ = true;
+      // A change may make it schedulable now (a gate removed, a toleration added).
+      unscheduled_.insert(key);
+      schedule_due_ = true;
     }
     return;
   }
@@ -655,8 +657,10 @@ void Kubelet::Impl::restoreFromStatus(PodRuntime& rt) {
   }
 }
 
-// PodScheduled=False/Unschedulable + FailedScheduling, once per distinct message.
-void Kubelet::Impl::reportUnschedulable(const kube::Pod& pod, const std::string& message) {
+// PodScheduled=False with `reason`, and a FailedScheduling event when `event`, once per
+// distinct message.
+void Kubelet::Impl::reportPodScheduledFalse(const kube::Pod& pod, const std::string& reason,
+                                            const std::string& message, bool event) {
   for (const auto& c : pod.status.conditions) {
     if (c.type == "PodScheduled" && c.status == "False" && c.message == message) return;
   }
@@ -664,7 +668,7 @@ void Kubelet::Impl::reportUnschedulable(const kube::Pod& pod, const std::string&
   kube::Condition cond;
   cond.type = "PodScheduled";
   cond.status = "False";
-  cond.reason = "Unschedulable";
+  cond.reason = reason;
   cond.message = message;
   cond.last_probe_time = kube::Time();
   cond.last_transition_time = wallNow();
@@ -673,7 +677,8 @@ void Kubelet::Impl::reportUnschedulable(const kube::Pod& pod, const std::string&
       pod.metadata.name, kube::PatchType::kMerge,
       {{"status", {{"conditions", nlohmann::json::array({kube::encode(cond)})}}}}, "status");
   if (!patched.ok()) RM_LOG(WARN, LOCAL) << "pod " << key << ": " << patched.status().toString();
-  RM_LOG(INFO, LOCAL) << "pod " << key << " unschedulable: " << message;
+  RM_LOG(INFO, LOCAL) << "pod " << key << " not scheduled (" << reason << "): " << message;
+  if (!event) return;
   core::Status s = scheduler_events_.record(pod, kube::kEventWarning, "FailedScheduling", message);
   if (!s.ok()) RM_LOG(DEBUG, LOCAL) << "event FailedScheduling: " << s.toString();
 }
@@ -701,12 +706,31 @@ void Kubelet::Impl::schedule() {
     return a->metadata.creation_timestamp.value_or(kube::Time()) <
            b->metadata.creation_timestamp.value_or(kube::Time());
   });
+  if (queue.empty()) return;
+  // The Node as the API server has it now: an admin's `kubectl taint` or `kubectl label` counts.
+  kube::Node node = desiredNode();
+  if (auto live = kube::ResourceClient<kube::Node>(client_, kNodes).get(options_.node_name);
+      live.ok()) {
+    node = std::move(*live);
+  } else {
+    RM_LOG(DEBUG, LOCAL) << "node " << options_.node_name << ": " << live.status().toString()
+                         << "; scheduling against the node this kubelet registers";
+  }
+  const Resources allocatable = allocatableOf(node.status);
   for (const auto& pod : queue) {
     const std::string key = kube::objectKey(*pod);
+    if (!pod->spec.scheduling_gates.empty()) {
+      reportPodScheduledFalse(*pod, "SchedulingGated", kSchedulingGatedMessage, false);
+      continue;
+    }
+    if (auto problem = placementProblem(pod->spec, node)) {
+      reportPodScheduledFalse(*pod, "Unschedulable", unschedulableNodeMessage(*problem), true);
+      continue;
+    }
     const Resources request = podRequests(pod->spec);
-    std::vector<std::string> missing = insufficient(used, request, allocatable_);
+    std::vector<std::string> missing = insufficient(used, request, allocatable);
     if (!missing.empty()) {
-      reportUnschedulable(*pod, unschedulableMessage(missing));
+      reportPodScheduledFalse(*pod, "Unschedulable", unschedulableMessage(missing), true);
       continue;
     }
     kube::Binding binding;

@@ -21,7 +21,15 @@ Resources containerRequests(const kube::Container& c) {
   Resources r;
   r.cpu_milli = amount(c, "cpu", true);
   r.memory_bytes = amount(c, "memory", false);
-  r.gpus = amount(c, kGpuResource, false);
+  if (c.resources) {
+    for (const auto* m : {&c.resources->requests, &c.resources->limits}) {
+      for (const auto& [name, q] : *m) {
+        if (isExtendedResource(name) && !r.extended.count(name)) {
+          r.extended[name] = amount(c, name, false);
+        }
+      }
+    }
+  }
   return r;
 }
 
@@ -37,7 +45,7 @@ int64_t quantityOr0(const std::map<std::string, kube::Quantity>& m, const std::s
 Resources& Resources::operator+=(const Resources& other) {
   cpu_milli += other.cpu_milli;
   memory_bytes += other.memory_bytes;
-  gpus += other.gpus;
+  for (const auto& [name, n] : other.extended) extended[name] += n;
   pods += other.pods;
   return *this;
 }
@@ -49,7 +57,8 @@ Resources podRequests(const kube::PodSpec& pod) {
     Resources init = containerRequests(c);
     sum.cpu_milli = std::max(sum.cpu_milli, init.cpu_milli);
     sum.memory_bytes = std::max(sum.memory_bytes, init.memory_bytes);
-    sum.gpus = std::max(sum.gpus, init.gpus);
+    for (const auto& [name, n] : init.extended)
+      sum.extended[name] = std::max(sum.extended[name], n);
   }
   sum.pods = 1;
   return sum;
@@ -59,7 +68,9 @@ Resources allocatableOf(const kube::NodeStatus& node) {
   Resources r;
   r.cpu_milli = quantityOr0(node.allocatable, "cpu", true);
   r.memory_bytes = quantityOr0(node.allocatable, "memory", false);
-  r.gpus = quantityOr0(node.allocatable, kGpuResource, false);
+  for (const auto& [name, q] : node.allocatable) {
+    if (isExtendedResource(name)) r.extended[name] = q.value();
+  }
   r.pods = quantityOr0(node.allocatable, "pods", false);
   return r;
 }
@@ -73,9 +84,29 @@ std::vector<std::string> insufficient(const Resources& used, const Resources& re
   };
   check(used.cpu_milli, request.cpu_milli, allocatable.cpu_milli, "cpu");
   check(used.memory_bytes, request.memory_bytes, allocatable.memory_bytes, "memory");
-  check(used.gpus, request.gpus, allocatable.gpus, kGpuResource);
+  for (const auto& [name, r] : request.extended) {
+    auto u = used.extended.find(name);
+    auto a = allocatable.extended.find(name);
+    check(u == used.extended.end() ? 0 : u->second, r,
+          a == allocatable.extended.end() ? 0 : a->second, name.c_str());
+  }
   check(used.pods, request.pods, allocatable.pods, "pods");
   return out;
+}
+
+bool isExtendedResource(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos || slash == 0) return false;
+  const std::string domain = name.substr(0, slash);
+  if (domain == "kubernetes.io" ||
+      (domain.size() > 14 && domain.compare(domain.size() - 14, 14, ".kubernetes.io") == 0)) {
+    return false;
+  }
+  return name.rfind("requests.", 0) != 0;
+}
+
+std::string unschedulableNodeMessage(const std::string& problem) {
+  return "0/1 nodes are available: 1 " + problem + ".";
 }
 
 std::string unschedulableMessage(const std::vector<std::string>& missing) {

@@ -83,6 +83,17 @@ TEST_P(LocalRunTemplateE2e, TemplateReachesThePodsAndBadOnesAreRefused) {
     argv.insert(argv.end(), {"--cluster-kubeconfig", envtest.kubeconfig()});
   }
 
+  // Whatever fails below, the cluster `run` leaves up is stopped.
+  struct Down {
+    std::string data_dir;
+    ~Down() {
+      testutil::ProcessResult down = testutil::run(
+          {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", data_dir}, {},
+          120s);
+      EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;
+    }
+  } down{dir.path()};
+
   testutil::Process run(argv);
   run.start();
   // While it runs: the pods as the API server has them, and rank 0's log.
@@ -174,11 +185,6 @@ TEST_P(LocalRunTemplateE2e, TemplateReachesThePodsAndBadOnesAreRefused) {
   auto clash_pods = testutil::run(
       {kubectl, "get", "pods", "-l", "ringmaster.dev/job-name=tpl-clash", "-o", "name"}, env, 30s);
   EXPECT_EQ(clash_pods.stdout_text, "") << "an invalid job created pods";
-
-  testutil::ProcessResult down = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
-      120s);
-  EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, LocalRunTemplateE2e,

@@ -13,6 +13,15 @@ template <class V, class S>
 void visitNodeSpec(V& v, S& s) {
   v("unschedulable", s.unschedulable);
   v("podCIDR", s.pod_cidr);
+  v("taints", s.taints);
+}
+
+template <class V, class S>
+void visitTaint(V& v, S& s) {
+  v("key", s.key);
+  v("value", s.value);
+  v("effect", s.effect);
+  v("timeAdded", s.time_added);
 }
 
 template <class V, class S>
@@ -35,6 +44,7 @@ void visitNode(V& v, S& s) {
 }  // namespace
 
 RM_KUBE_DEFINE_CODEC(NodeAddress, visitNodeAddress)
+RM_KUBE_DEFINE_CODEC(Taint, visitTaint)
 RM_KUBE_DEFINE_CODEC(NodeSpec, visitNodeSpec)
 RM_KUBE_DEFINE_CODEC(NodeStatus, visitNodeStatus)
 RM_KUBE_DEFINE_CODEC(Node, visitNode)

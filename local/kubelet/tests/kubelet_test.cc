@@ -263,6 +263,82 @@ spec:
   EXPECT_EQ(c.kubectl({"delete", "pod", "too-big"}).exit_code, 0);
 }
 
+// A pod that may not go to the node stays Pending with kube-scheduler's reason and a
+// FailedScheduling event until the node or the pod changes: an untolerated taint, a nodeSelector
+// the node's labels miss, an extended resource it lacks. A pod with scheduling gates waits,
+// reason SchedulingGated and no event, until its gates are removed.
+TEST_F(KubeletTest, PlacementFollowsTaintsSelectorsResourcesAndGates) {
+  Cluster& c = *cluster_;
+  auto sleeper = [](const std::string& name, const std::string& spec) {
+    return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+           "}\nspec:\n  containers:\n  - name: main\n    image: busybox\n    command: [sleep, "
+           "\"1000\"]\n" +
+           spec;
+  };
+  auto condition = [&](const std::string& pod) {
+    return c.jsonpath("pod/" + pod,
+                      "{.status.conditions[?(@.type==\"PodScheduled\")].reason}: "
+                      "{.status.conditions[?(@.type==\"PodScheduled\")].message}");
+  };
+  auto pendingWith = [&](const std::string& pod, const std::string& want) {
+    return testutil::eventually(std::chrono::seconds(30), [&] { return condition(pod) == want; });
+  };
+
+  ASSERT_EQ(c.kubectl({"taint", "node", "local", "dedicated=gpu:NoSchedule"}).exit_code, 0);
+  ASSERT_EQ(c.apply(sleeper("untolerating", "")).exit_code, 0);
+  ASSERT_EQ(c.apply(sleeper("tolerating",
+                            "  tolerations: [{key: dedicated, operator: Equal, value: gpu, "
+                            "effect: NoSchedule}]\n"))
+                .exit_code,
+            0);
+  EXPECT_TRUE(pendingWith("untolerating",
+                          "Unschedulable: 0/1 nodes are available: 1 node(s) had untolerated "
+                          "taint {dedicated: gpu}."))
+      << c.describe("untolerating");
+  EXPECT_EQ(c.wait("pod/tolerating", "condition=Ready").exit_code, 0) << c.describe("tolerating");
+  ASSERT_EQ(c.kubectl({"taint", "node", "local", "dedicated-"}).exit_code, 0);
+  EXPECT_EQ(c.wait("pod/untolerating", "condition=Ready").exit_code, 0)
+      << c.describe("untolerating");
+
+  ASSERT_EQ(
+      c.apply(sleeper("zoned", "  nodeSelector: {topology.kubernetes.io/zone: a}\n")).exit_code, 0);
+  EXPECT_TRUE(pendingWith("zoned",
+                          "Unschedulable: 0/1 nodes are available: 1 node(s) didn't match Pod's "
+                          "node affinity/selector."))
+      << c.describe("zoned");
+  ASSERT_EQ(c.kubectl({"label", "node", "local", "topology.kubernetes.io/zone=a"}).exit_code, 0);
+  EXPECT_EQ(c.wait("pod/zoned", "condition=Ready").exit_code, 0) << c.describe("zoned");
+
+  ASSERT_EQ(c.apply(sleeper("fpga", "    resources: {limits: {example.com/fpga: 1}}\n")).exit_code,
+            0);
+  EXPECT_TRUE(pendingWith(
+      "fpga", "Unschedulable: 0/1 nodes are available: 1 Insufficient example.com/fpga."))
+      << c.describe("fpga");
+
+  ASSERT_EQ(
+      c.apply(sleeper("gated", "  schedulingGates: [{name: example.com/admission}]\n")).exit_code,
+      0);
+  EXPECT_TRUE(pendingWith(
+      "gated", "SchedulingGated: Scheduling is blocked due to non-empty scheduling gates"))
+      << c.describe("gated");
+  ProcessResult events =
+      c.kubectl({"get", "events", "--field-selector", "involvedObject.name=gated", "-o",
+                 "jsonpath={.items[*].reason}"});
+  EXPECT_EQ(events.stdout_text.find("FailedScheduling"), std::string::npos) << events.stdout_text;
+  EXPECT_EQ(c.jsonpath("pod/gated", "{.spec.nodeName}"), "");
+  ASSERT_EQ(c.kubectl({"patch", "pod", "gated", "--type=json", "-p",
+                       R"([{"op":"remove","path":"/spec/schedulingGates"}])"})
+                .exit_code,
+            0);
+  EXPECT_EQ(c.wait("pod/gated", "condition=Ready").exit_code, 0) << c.describe("gated");
+
+  c.kubectl({"label", "node", "local", "topology.kubernetes.io/zone-"});
+  EXPECT_EQ(c.kubectl({"delete", "pod", "untolerating", "tolerating", "zoned", "fpga", "gated",
+                       "--wait=false"})
+                .exit_code,
+            0);
+}
+
 TEST_F(KubeletTest, OnFailurePodIsRestarted) {
   Cluster& c = *cluster_;
   ASSERT_EQ(c.apply(R"yaml(apiVersion: v1

@@ -23,7 +23,7 @@ TEST(PodRequests, SumsContainersAndFallsBackToLimits) {
   Resources r = podRequests(spec);
   EXPECT_EQ(r.cpu_milli, 1500);
   EXPECT_EQ(r.memory_bytes, int64_t{1} << 30);
-  EXPECT_EQ(r.gpus, 2);
+  EXPECT_EQ(r.extended, (std::map<std::string, int64_t>{{kGpuResource, 2}}));
   EXPECT_EQ(r.pods, 1);
 }
 
@@ -34,19 +34,49 @@ TEST(PodRequests, InitContainersCountAsTheirMaximum) {
   EXPECT_EQ(podRequests(spec).cpu_milli, 3000);
 }
 
+const std::map<std::string, int64_t> kOneGpu{{kGpuResource, 1}};
+
 TEST(Insufficient, NamesEveryResourceThatDoesNotFit) {
-  Resources alloc{4000, 1 << 20, 1, 10};
-  Resources used{3500, 0, 1, 2};
-  Resources req{1000, 100, 1, 1};
+  Resources alloc{4000, 1 << 20, kOneGpu, 10};
+  Resources used{3500, 0, kOneGpu, 2};
+  Resources req{1000, 100, kOneGpu, 1};
   EXPECT_EQ(insufficient(used, req, alloc), (std::vector<std::string>{"cpu", "nvidia.com/gpu"}));
-  EXPECT_TRUE(insufficient(used, Resources{500, 0, 0, 1}, alloc).empty());
+  EXPECT_TRUE(insufficient(used, Resources{500, 0, {}, 1}, alloc).empty());
+}
+
+// An extended resource the node does not advertise: none of it.
+TEST(Insufficient, AnExtendedResourceTheNodeLacksNeverFits) {
+  Resources alloc{4000, 1 << 20, kOneGpu, 10};
+  Resources req{0, 0, {{"example.com/fpga", 1}}, 1};
+  EXPECT_EQ(insufficient(Resources{}, req, alloc), std::vector<std::string>{"example.com/fpga"});
+}
+
+TEST(ExtendedResources, AreDomainNamesOutsideKubernetesIo) {
+  EXPECT_TRUE(isExtendedResource("nvidia.com/gpu"));
+  EXPECT_TRUE(isExtendedResource("example.com/fpga"));
+  EXPECT_FALSE(isExtendedResource("cpu"));
+  EXPECT_FALSE(isExtendedResource("ephemeral-storage"));
+  EXPECT_FALSE(isExtendedResource("hugepages-2Mi"));
+  EXPECT_FALSE(isExtendedResource("kubernetes.io/batch-cpu"));
+  EXPECT_FALSE(isExtendedResource("node.kubernetes.io/x"));
+}
+
+// Requests of a container win over its limits; an init container counts as its maximum.
+TEST(PodRequests, ExtendedResourcesOfEveryContainer) {
+  kube::PodSpec spec;
+  spec.containers = {container({{"example.com/fpga", "1"}}, {{"example.com/fpga", "2"}}),
+                     container({}, {{"example.com/fpga", "1"}, {"ephemeral-storage", "1Gi"}})};
+  spec.init_containers = {container({{"example.com/fpga", "5"}})};
+  EXPECT_EQ(podRequests(spec).extended, (std::map<std::string, int64_t>{{"example.com/fpga", 5}}));
+  spec.init_containers.clear();
+  EXPECT_EQ(podRequests(spec).extended, (std::map<std::string, int64_t>{{"example.com/fpga", 2}}));
 }
 
 TEST(Insufficient, ZeroRequestsFitAnOvercommittedNode) {
-  Resources alloc{1000, 100, 0, 10};
-  Resources used{5000, 500, 0, 1};
-  EXPECT_TRUE(insufficient(used, Resources{0, 0, 0, 1}, alloc).empty());
-  EXPECT_EQ(insufficient(Resources{0, 0, 0, 10}, Resources{0, 0, 0, 1}, alloc),
+  Resources alloc{1000, 100, {}, 10};
+  Resources used{5000, 500, {}, 1};
+  EXPECT_TRUE(insufficient(used, Resources{0, 0, {}, 1}, alloc).empty());
+  EXPECT_EQ(insufficient(Resources{0, 0, {}, 10}, Resources{0, 0, {}, 1}, alloc),
             std::vector<std::string>{"pods"});
 }
 
@@ -55,6 +85,8 @@ TEST(UnschedulableMessage, ReadsLikeKubeScheduler) {
             "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
   EXPECT_EQ(unschedulableMessage({"memory", "cpu", "pods"}),
             "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Too many pods.");
+  EXPECT_EQ(unschedulableNodeMessage("node(s) had untolerated taint {dedicated: gpu}"),
+            "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}.");
 }
 
 TEST(AllocatableOf, ReadsTheNodeStatus) {
@@ -63,7 +95,8 @@ TEST(AllocatableOf, ReadsTheNodeStatus) {
   st.allocatable["memory"] = *kube::Quantity::parse("2Gi");
   st.allocatable[kGpuResource] = *kube::Quantity::parse("4");
   st.allocatable["pods"] = *kube::Quantity::parse("110");
-  EXPECT_EQ(allocatableOf(st), (Resources{8000, int64_t{2} << 30, 4, 110}));
+  st.allocatable["ephemeral-storage"] = *kube::Quantity::parse("100Gi");
+  EXPECT_EQ(allocatableOf(st), (Resources{8000, int64_t{2} << 30, {{kGpuResource, 4}}, 110}));
 }
 
 TEST(GpuDeviceCount, CountsOnlyNvidiaNumberedDevices) {

@@ -1,6 +1,7 @@
 #pragma once
 // core/v1 Node: what the local kubelet registers and keeps fresh (capacity, allocatable, the
-// Ready condition, addresses). nodeInfo, daemonEndpoints and taints stay in `extra`.
+// Ready condition, addresses) and what its scheduler reads (taints). nodeInfo and
+// daemonEndpoints stay in `extra`.
 // Codecs and conventions: codec.h. Thread-safety: plain values, not synchronized.
 // Failure: decode returns InvalidArgument naming the field path.
 
@@ -13,6 +14,7 @@
 #include "ringmaster/kube/codec.h"
 #include "ringmaster/kube/meta.h"
 #include "ringmaster/kube/quantity.h"
+#include "ringmaster/kube/time.h"
 
 namespace ringmaster::kube {
 
@@ -23,10 +25,22 @@ struct NodeAddress {
   bool operator==(const NodeAddress&) const = default;
 };
 
+// A taint keeps pods that do not tolerate it off the node (NoSchedule), away from it when they
+// can go elsewhere (PreferNoSchedule), or evicts them (NoExecute).
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;
+  std::optional<Time> time_added;
+  nlohmann::json extra;
+  bool operator==(const Taint&) const = default;
+};
+
 struct NodeSpec {
   std::optional<bool> unschedulable;
   std::string pod_cidr;  // "podCIDR"
-  nlohmann::json extra;  // taints, providerID, ...
+  std::vector<Taint> taints;
+  nlohmann::json extra;  // providerID, ...
   bool operator==(const NodeSpec&) const = default;
 };
 
@@ -53,6 +67,7 @@ struct Node {
 };
 
 RM_KUBE_DECLARE_CODEC(NodeAddress);
+RM_KUBE_DECLARE_CODEC(Taint);
 RM_KUBE_DECLARE_CODEC(NodeSpec);
 RM_KUBE_DECLARE_CODEC(NodeStatus);
 RM_KUBE_DECLARE_CODEC(Node);
