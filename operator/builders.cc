@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "operator/pod_template.h"
+#include "operator/queue_admission.h"
 #include "operator/validate.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/store_secret.h"
@@ -373,6 +374,7 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
     }
   }
   if (s.pod_template) applyPodTemplate(*s.pod_template, pod);
+  joinQueuePodGroup(job, attempt, pod);
   return pod;
 }
 

@@ -250,11 +250,15 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   if (all_exist && !have_pod_group) {
     int scheduled = 0;
     std::optional<kube::Time> oldest;
+    bool gated = false;
     for (const WorkerPod* pod : current) {
       if (pod->scheduled || pod->finished()) ++scheduled;
       if (pod->created && (!oldest || *pod->created < *oldest)) oldest = pod->created;
+      if (!pod->scheduling_gate.empty()) gated = true;
     }
-    if (scheduled < replicas && oldest) {
+    // Gated pods wait for a queue's admission, which may rightly take hours: the gang's
+    // timeout starts once the queue let them go (the pod update that removes a gate wakes us).
+    if (scheduled < replicas && oldest && !gated) {
       const int timeout = spec.schedule_timeout_seconds;
       kube::Time due = plusSeconds(*oldest, timeout);
       if (now >= due) {

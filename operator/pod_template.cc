@@ -3,6 +3,7 @@
 #include <set>
 
 #include "operator/builders.h"
+#include "operator/queue_admission.h"
 #include "ringmaster/kube/names.h"
 
 namespace ringmaster::op {
@@ -245,10 +246,13 @@ void addVolumes(const kube::TrainingJobSpec& s, WorkerAdditions& out) {
 
 bool operatorOwnedLabel(const std::string& key) {
   return key == kJobNameLabel || key == kReplicaIndexLabel || key == kAttemptLabel ||
-         key == kPodGroupLabel;
+         key == kPodGroupLabel || key == kPodGroupNameLabel;
 }
 
-bool operatorOwnedAnnotation(const std::string& key) { return key == kVolcanoGroupAnnotation; }
+bool operatorOwnedAnnotation(const std::string& key) {
+  return key == kVolcanoGroupAnnotation || key == kPodGroupTotalCountAnnotation ||
+         key == kRetriableInGroupAnnotation;
+}
 
 const kube::Container* templateWorker(const kube::TrainingJobSpec& spec) {
   if (!spec.pod_template) return nullptr;

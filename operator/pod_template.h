@@ -60,7 +60,7 @@ void validatePodTemplate(const kube::TrainingJob& job, int32_t metrics_port,
 void applyPodTemplate(const kube::PodTemplateSpec& tmpl, kube::Pod& pod);
 
 // Label keys the operator sets on the pods it builds (the ringmaster.dev/ keys and the gang
-// scheduler's group label and annotation).
+// scheduler's or queue's group label and annotation).
 bool operatorOwnedLabel(const std::string& key);
 bool operatorOwnedAnnotation(const std::string& key);
 

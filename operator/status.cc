@@ -1,5 +1,7 @@
 #include "operator/status.h"
 
+#include <cctype>
+
 #include "operator/builders.h"
 #include "operator/validate.h"
 #include "ringmaster/core/flags.h"
@@ -126,6 +128,23 @@ bool isFinished(const kube::TrainingJobStatus& status) {
   return isTrue(status, kSucceeded) || isTrue(status, kFailed);
 }
 
+// metav1.Condition's reason: ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, at most 1024.
+std::string conditionReason(std::string reason) {
+  auto allowed = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  for (char c : reason) {
+    if (allowed(c) && (!out.empty() || std::isalpha(static_cast<unsigned char>(c)))) out += c;
+  }
+  if (out.size() > kMaxConditionReason) out.resize(kMaxConditionReason);
+  return out.empty() ? "Unknown" : out;
+}
+
+// metav1.Condition's message: at most 32768 bytes, cut where a UTF-8 character starts.
+std::string conditionMessage(std::string message) {
+  if (message.size() <= kMaxConditionMessage) return message;
+  return std::string(core::utf8Prefix(message, kMaxConditionMessage));
+}
+
 void setCondition(kube::TrainingJobStatus& status, std::string_view type, bool value,
                   std::string reason, std::string message, int64_t generation, kube::Time now) {
   const std::string text = value ? "True" : "False";
@@ -140,8 +159,8 @@ void setCondition(kube::TrainingJobStatus& status, std::string_view type, bool v
   }
   if (c->status != text || !c->last_transition_time) c->last_transition_time = now;
   c->status = text;
-  c->reason = std::move(reason);
-  c->message = std::move(message);
+  c->reason = conditionReason(std::move(reason));
+  c->message = conditionMessage(std::move(message));
   c->observed_generation = generation;
 }
 
@@ -245,11 +264,23 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
     }
   } else if (findCondition(status, kRunning) != nullptr || existing > 0) {
     std::optional<PodProblem> problem;
+    int gated = 0;
+    std::string gate;
     for (const WorkerPod* pod : pods) {
       if (pod != nullptr && !problem) problem = pod->problem;
+      if (pod != nullptr && !pod->scheduling_gate.empty()) {
+        ++gated;
+        gate = pod->scheduling_gate;
+      }
     }
     if (problem) {
       setCondition(status, kRunning, false, problem->reason, problem->message, generation, now);
+    } else if (gated > 0) {
+      setCondition(status, kRunning, false, "SchedulingGated",
+                   std::to_string(gated) + "/" + std::to_string(replicas) +
+                       " pods wait for their scheduling gates to be removed (" + gate +
+                       "): a queue has not admitted the job yet",
+                   generation, now);
     } else {
       setCondition(status, kRunning, false, "RanksNotReady",
                    std::to_string(*counts.ready * procs) + "/" + std::to_string(replicas * procs) +

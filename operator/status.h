@@ -60,7 +60,15 @@ const kube::Condition* findCondition(const kube::TrainingJobStatus& status, std:
 bool isTrue(const kube::TrainingJobStatus& status, std::string_view type);
 bool isFinished(const kube::TrainingJobStatus& status);  // Succeeded or Failed is True
 
-// Sets condition `type`; keeps lastTransitionTime when its status does not change.
+inline constexpr size_t kMaxConditionReason = 1024;
+inline constexpr size_t kMaxConditionMessage = 32768;
+std::string conditionReason(std::string reason);
+std::string conditionMessage(std::string message);
+
+// Sets condition `type` with every field metav1.Condition requires; keeps lastTransitionTime
+// when its status does not change. A reason outside metav1's pattern (a CamelCase word) is
+// reduced to its letters, digits and '_' (or "Unknown"), and a message is cut at metav1's
+// 32768 bytes, so that the API server never refuses the status for it.
 void setCondition(kube::TrainingJobStatus& status, std::string_view type, bool value,
                   std::string reason, std::string message, int64_t generation, kube::Time now);
 

@@ -34,6 +34,7 @@ WorkerPod workerPodOf(const kube::Pod& pod) {
   }
   w.termination_message = terminationMessageOf(pod);
   w.problem = podProblem(pod);
+  if (!pod.spec.scheduling_gates.empty()) w.scheduling_gate = pod.spec.scheduling_gates[0].name;
   w.store_secret = storeSecretOf(pod);
   return w;
 }

@@ -46,6 +46,8 @@ struct WorkerPod : OwnedChild {
   std::optional<kube::Time> finished_at;
   std::optional<std::string> termination_message;
   std::optional<PodProblem> problem;
+  // The first of spec.schedulingGates ("" when none): a queue has not admitted the pod yet.
+  std::string scheduling_gate;
   std::optional<std::string> store_secret;  // the rendezvous secret in its worker's environment
 
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }

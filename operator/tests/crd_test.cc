@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 
+#include "operator/status.h"
 #include "operator/validate.h"
 #include "ringmaster/kube/training_job.h"
 
@@ -112,6 +113,20 @@ TEST(Crd, MatchesTheTypedTrainingJob) {
   expectTyped<kube::TrainingJobStatus>(status, "status");
   expectTyped<kube::ReplicaStatus>(status["properties"]["replicas"], "status.replicas");
   expectTyped<kube::TrainingProgress>(status["properties"]["progress"], "status.progress");
+}
+
+// status.conditions are meta/v1 Conditions: every field required, with its bounds and patterns.
+TEST(Crd, ConditionsAreMetaV1Conditions) {
+  YAML::Node item = version(loadCrd())["schema"]["openAPIV3Schema"]["properties"]["status"]
+                                      ["properties"]["conditions"]["items"];
+  std::set<std::string> required;
+  for (const auto& r : item["required"]) required.insert(r.as<std::string>());
+  EXPECT_EQ(required, (std::set<std::string>{"type", "status", "reason", "message",
+                                             "lastTransitionTime", "observedGeneration"}));
+  EXPECT_EQ(item["properties"]["reason"]["maxLength"].as<size_t>(), kMaxConditionReason);
+  EXPECT_EQ(item["properties"]["message"]["maxLength"].as<size_t>(), kMaxConditionMessage);
+  EXPECT_TRUE(item["properties"]["reason"]["pattern"]);
+  EXPECT_TRUE(item["properties"]["type"]["pattern"]);
 }
 
 TEST(Crd, CrossFieldRulesCoverPodNameLengthAndImmutableWorldSize) {

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "operator/builders.h"
+#include "operator/queue_admission.h"
 #include "operator/status.h"
 #include "test_jobs.h"
 
@@ -54,6 +55,7 @@ struct PodIn {
   std::string pod_ip{};
   int created_ago = 10;
   bool foreign = false;
+  bool gated = false;  // held by a queue's scheduling gate (implies not scheduled)
 };
 
 // The plan's essentials.
@@ -121,7 +123,14 @@ kube::Pod podOf(const kube::TrainingJob& job, const PodIn& in) {
   ready.type = "Ready";
   ready.status = in.ready ? "True" : "False";
   pod.status.conditions.push_back(ready);
-  if (in.scheduled) {
+  if (in.gated) {
+    pod.spec.scheduling_gates.push_back({kAdmissionGate, {}});
+    kube::Condition scheduled;
+    scheduled.type = "PodScheduled";
+    scheduled.status = "False";
+    scheduled.reason = "SchedulingGated";
+    pod.status.conditions.push_back(scheduled);
+  } else if (in.scheduled) {
     pod.spec.node_name = "node-1";
   } else {
     kube::Condition scheduled;
@@ -217,6 +226,15 @@ PodIn failed(int index, int32_t exit_code, int attempt = 0) {
 
 PodIn succeeded(int index) {
   return {.index = index, .phase = "Succeeded", .ready = false, .exit_code = 0};
+}
+
+PodIn gatedByQueue(int index, int created_ago) {
+  return {.index = index,
+          .phase = "Pending",
+          .ready = false,
+          .scheduled = false,
+          .created_ago = created_ago,
+          .gated = true};
 }
 
 PodIn unscheduled(int index, int created_ago) {
@@ -389,6 +407,14 @@ const Row kRows[] = {
      .pods = {kRunning0, unscheduled(1, 400)},
      .pod_group_served = true,
      .want = {.phase = "Pending", .condition = "Running=False/Unschedulable"}},
+    {.name = "PodsAQueueHoldsWaitForItNotForTheGangTimeout",
+     .status = {.started_ago = 4000},
+     .pods = {gatedByQueue(0, 4000), gatedByQueue(1, 4000)},
+     .want = {.phase = "Pending", .condition = "Running=False/SchedulingGated"}},
+    {.name = "OneGatedPodHoldsTheGangTimeoutToo",
+     .status = {.started_ago = 400},
+     .pods = {kRunning0, gatedByQueue(1, 400)},
+     .want = {.phase = "Pending", .condition = "Running=False/SchedulingGated"}},
     {.name = "AForeignPodIsRefused",
      .pods = {kRunning0, {.index = 1, .foreign = true}},
      .want = {.phase = "Pending", .ensure_children = false, .refusal = "pod fmnist-worker-1"}},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "operator/builders.h"
+#include "operator/queue_admission.h"
 #include "operator/validate.h"
 #include "operator/worker_pod.h"
 #include "test_jobs.h"
@@ -164,6 +165,10 @@ INSTANTIATE_TEST_SUITE_P(
                     {{"metadata", {{"labels", {{"scheduling.x-k8s.io/pod-group", "x"}}}}}},
                     "spec.template.metadata.labels[scheduling.x-k8s.io/pod-group]",
                     "set by the operator"},
+        BadTemplate{"the queue's pod group label",
+                    {{"metadata", {{"labels", {{"kueue.x-k8s.io/pod-group-name", "g"}}}}}},
+                    "spec.template.metadata.labels[kueue.x-k8s.io/pod-group-name]",
+                    "set by the operator"},
         BadTemplate{"a label value with a space",
                     {{"metadata", {{"labels", {{"tier", "back end"}}}}}},
                     "spec.template.metadata.labels[tier]",
@@ -296,6 +301,33 @@ TEST(PodTemplate, JobLabelsMustNotTakeTheOperatorsKeys) {
   const auto errors = validate(testing::defaulted(job));
   ASSERT_EQ(errors.size(), 1u) << contract::describe(errors);
   EXPECT_EQ(errors[0].field, "metadata.labels[ringmaster.dev/replica-index]");
+}
+
+// A job that names a Kueue queue: each attempt's pods are one gated group of `replicas`.
+TEST(QueueAdmission, PodsOfAQueuedJobJoinTheirAttemptsGroupGated) {
+  kube::TrainingJob job = makeJob("fmnist", 3);
+  job.metadata.labels[kQueueNameLabel] = "team-a";
+  job = testing::defaulted(job);
+  const kube::Pod pod = buildWorkerPod(job, 2, 1, "s");
+  EXPECT_EQ(pod.metadata.labels.at(kQueueNameLabel), "team-a");
+  EXPECT_EQ(pod.metadata.labels.at(kPodGroupNameLabel), "fmnist-1");
+  EXPECT_EQ(pod.metadata.annotations.at(kPodGroupTotalCountAnnotation), "3");
+  EXPECT_EQ(pod.metadata.annotations.at(kRetriableInGroupAnnotation), "false");
+  ASSERT_EQ(pod.spec.scheduling_gates.size(), 1u);
+  EXPECT_EQ(pod.spec.scheduling_gates[0].name, kAdmissionGate);
+
+  // The queue may come from the pod template too; a gate given there is not doubled.
+  kube::TrainingJob templated = jobWithTemplate(json::parse(R"({
+    "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "team-b"}},
+    "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}})"));
+  const kube::Pod from_template = buildWorkerPod(testing::defaulted(templated), 0, 0, "s");
+  EXPECT_EQ(from_template.metadata.labels.at(kPodGroupNameLabel), "fmnist-0");
+  EXPECT_EQ(from_template.spec.scheduling_gates.size(), 1u);
+
+  // No queue, no group and no gate.
+  const kube::Pod plain = buildWorkerPod(testing::defaulted(makeJob()), 0, 0, "s");
+  EXPECT_FALSE(plain.metadata.labels.count(kPodGroupNameLabel));
+  EXPECT_TRUE(plain.spec.scheduling_gates.empty());
 }
 
 // A sidecar keeps the pod running after the worker exits: the rank is done all the same, and

@@ -164,6 +164,33 @@ TEST(Status, ConditionKeepsLastTransitionTimeWhileItsStatusHolds) {
   EXPECT_EQ(status.conditions[0].status, "False");
 }
 
+// Every condition carries what meta/v1 Condition requires, in the shapes the CRD's schema
+// checks (a status the API server refused would be lost).
+TEST(Status, ConditionsAreMetaV1Conditions) {
+  kube::TrainingJobStatus status;
+  const std::string long_message(40000, 'x');
+  setCondition(status, kFailed, true, "Rank 1 failed: exit-3", "é" + long_message, 4, kT0);
+  const kube::Condition& c = status.conditions[0];
+  EXPECT_EQ(c.type, "Failed");
+  EXPECT_EQ(c.status, "True");
+  EXPECT_EQ(c.reason, "Rank1failedexit3");
+  ASSERT_TRUE(c.message.has_value());
+  EXPECT_EQ(c.message->size(), kMaxConditionMessage);
+  EXPECT_EQ(c.last_transition_time, kT0);
+  EXPECT_EQ(c.observed_generation, 4);
+  struct Row {
+    std::string in, out;
+  };
+  for (const Row& row :
+       {Row{"AllRanksJoined", "AllRanksJoined"}, Row{"", "Unknown"}, Row{"3rdTry", "rdTry"},
+        Row{"image-pull back off", "imagepullbackoff"}, Row{"---", "Unknown"}}) {
+    EXPECT_EQ(conditionReason(row.in), row.out) << row.in;
+  }
+  EXPECT_EQ(conditionReason(std::string(2000, 'A')).size(), kMaxConditionReason);
+  // Cut where a character starts: 32767 ASCII bytes, then a two-byte character.
+  EXPECT_EQ(conditionMessage(std::string(32767, 'a') + "é").size(), 32767u);
+}
+
 TEST(Status, PodProblemsAreWhatWaitingAloneWillNotCure) {
   kube::TrainingJob job = defaulted(makeJob("fmnist", 1));
   struct Case {
