@@ -49,14 +49,7 @@ TEST(LocalRunQueueE2e, AGatedGangWaitsForItsQueueThenRuns) {
   std::ofstream(manifest) << kJob;
   const std::string kubeconfig = dir.path() + "/kubeconfig";
   const std::map<std::string, std::string> env{{"KUBECONFIG", kubeconfig}};
-  struct Down {
-    std::string data_dir;
-    ~Down() {
-      testutil::run(
-          {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", data_dir}, {},
-          120s);
-    }
-  } down{dir.path()};
+  testutil::LocalClusterStopper stop_cluster(dir.path());
   testutil::Process run(
       {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()});
   run.start();

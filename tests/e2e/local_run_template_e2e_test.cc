@@ -83,16 +83,7 @@ TEST_P(LocalRunTemplateE2e, TemplateReachesThePodsAndBadOnesAreRefused) {
     argv.insert(argv.end(), {"--cluster-kubeconfig", envtest.kubeconfig()});
   }
 
-  // Whatever fails below, the cluster `run` leaves up is stopped.
-  struct Down {
-    std::string data_dir;
-    ~Down() {
-      testutil::ProcessResult down = testutil::run(
-          {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", data_dir}, {},
-          120s);
-      EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;
-    }
-  } down{dir.path()};
+  testutil::LocalClusterStopper stop_cluster(dir.path());
 
   testutil::Process run(argv);
   run.start();

@@ -131,6 +131,15 @@ std::map<std::string, std::set<std::string>> uidsByPod(const std::string& rows) 
   return uids;
 }
 
+LocalClusterStopper::~LocalClusterStopper() {
+  ProcessResult down =
+      run({binaryPath("bin/ringmaster"), "local", "down", "--data-dir", data_dir_}, {}, 120s);
+  if (down.exit_code != 0) {
+    std::fprintf(stderr, "ringmaster local down --data-dir %s exited %d: %s%s\n", data_dir_.c_str(),
+                 down.exit_code, down.stdout_text.c_str(), down.stderr_text.c_str());
+  }
+}
+
 bool eventually(std::chrono::seconds limit, const std::function<bool()>& done) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {

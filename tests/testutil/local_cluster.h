@@ -86,6 +86,21 @@ class LocalCluster {
   std::unique_ptr<Envtest> envtest_;  // set while an envtest control plane may run
 };
 
+// Runs `ringmaster local down --data-dir <dir>` when it goes out of scope: the cluster a test's
+// `ringmaster local run` left up is stopped whatever assertion failed first (a failing `down`
+// is reported on stderr). Declare it after
+// an envtest control plane the cluster joined, so that it runs before that one stops.
+class LocalClusterStopper {
+ public:
+  explicit LocalClusterStopper(std::string data_dir) : data_dir_(std::move(data_dir)) {}
+  ~LocalClusterStopper();
+  LocalClusterStopper(const LocalClusterStopper&) = delete;
+  LocalClusterStopper& operator=(const LocalClusterStopper&) = delete;
+
+ private:
+  std::string data_dir_;
+};
+
 // status.phase of a TrainingJob ("" when none).
 std::string jobPhase(const nlohmann::json& job);
 // Whether the job has ended (Succeeded or Failed): waitForJob's usual `done`.
