@@ -7,7 +7,7 @@
 // bad template is refused: by the API server's schema when kubectl applies it (a restartPolicy),
 // and by the operator for what a schema cannot see (a sidecar on the rendezvous port): the job
 // ends Failed naming the field. Runs on both control planes: on envtest, a real API server also
-// validates the pods the operator builds from the template.
+// validates the pods the operator builds from the template. `kubectl explain` documents it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -142,6 +142,15 @@ TEST_P(LocalRunTemplateE2e, TemplateReachesThePodsAndBadOnesAreRefused) {
   EXPECT_NE(labelled.stdout_text.find("service/tpl"), std::string::npos) << labelled.stdout_text;
   EXPECT_NE(labelled.stdout_text.find("configmap/tpl-config"), std::string::npos)
       << labelled.stdout_text;
+
+  // The template explains itself, down to a toleration's fields.
+  auto explain =
+      testutil::run({kubectl, "explain", "trainingjob.spec.template.spec.tolerations"}, env, 30s);
+  EXPECT_EQ(explain.exit_code, 0) << explain.stderr_text;
+  EXPECT_NE(explain.stdout_text.find("Taints the workers tolerate"), std::string::npos)
+      << explain.stdout_text;
+  EXPECT_NE(explain.stdout_text.find("enum: Exists, Equal"), std::string::npos)
+      << explain.stdout_text;
 
   // A value the operator owns: the schema refuses it as kubectl applies it, naming the field.
   std::string owned = kJob;
