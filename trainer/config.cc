@@ -48,6 +48,7 @@ core::Result<TrainerConfig> trainerConfig(const kube::TrainerSpec& spec) {
   c.dataset = {s.dataset.name, s.dataset.path};
   c.epochs = s.epochs;
   c.batch_size = s.batch_size;
+  c.global_batch_size = s.global_batch_size;
   c.optimizer.type = contract::name(s.optimizer.type);
   c.optimizer.learning_rate = s.optimizer.learning_rate;
   c.optimizer.momentum = s.optimizer.momentum;
@@ -86,6 +87,18 @@ core::Result<TrainerConfig> parseTrainerConfig(const std::string& yaml_text,
 
 TrainerConfig defaultTrainerConfig() { return *trainerConfig({}); }
 
+core::Status resolveBatchSize(TrainerConfig& config, int world) {
+  if (config.global_batch_size <= 0) return core::Status::Ok();
+  if (world < 1 || config.global_batch_size % world != 0) {
+    return core::invalidArgument(
+        "trainer.globalBatchSize: " + std::to_string(config.global_batch_size) +
+        " samples do not split evenly among " + std::to_string(world) +
+        " ranks; choose a multiple of every world size the job may run at");
+  }
+  config.batch_size = config.global_batch_size / world;
+  return core::Status::Ok();
+}
+
 std::string describe(const TrainerConfig& c) {
   std::ostringstream out;
   out << "model=" << c.model.type;
@@ -96,8 +109,9 @@ std::string describe(const TrainerConfig& c) {
   } else {
     out << " channels=[" << c.model.conv_channels[0] << "," << c.model.conv_channels[1] << "]";
   }
-  out << " epochs=" << c.epochs << " batchSize=" << c.batch_size
-      << " optimizer=" << c.optimizer.type << " lr=" << c.optimizer.learning_rate
+  out << " epochs=" << c.epochs << " batchSize=" << c.batch_size;
+  if (c.global_batch_size > 0) out << " globalBatchSize=" << c.global_batch_size;
+  out << " optimizer=" << c.optimizer.type << " lr=" << c.optimizer.learning_rate
       << " schedule=" << c.lr_schedule << " momentum=" << c.optimizer.momentum
       << " weightDecay=" << c.optimizer.weight_decay << " bucketCapMB=" << c.bucket_cap_mb
       << " backend=" << c.backend << " device=" << c.device << " precision=" << c.precision

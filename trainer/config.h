@@ -45,6 +45,8 @@ struct TrainerConfig {
   DatasetConfig dataset;
   int64_t epochs = 0;
   int64_t batch_size = 0;  // per data-parallel replica (every pipeline stage sees it)
+  // > 0: samples per step over all ranks; resolveBatchSize() makes batch_size its share.
+  int64_t global_batch_size = 0;
   optim::OptimizerConfig optimizer;
   // Learning-rate schedule over the whole run (optimizer.schedule): constant, or cosine decay
   // from learningRate to 0 at the last step.
@@ -84,5 +86,10 @@ core::Result<TrainerConfig> parseTrainerConfig(const std::string& yaml_text,
 TrainerConfig defaultTrainerConfig();
 // One line for the start-up log.
 std::string describe(const TrainerConfig& config);
+// With global_batch_size set, sets batch_size to its share of `world` data-parallel ranks, so
+// that a step trains the same samples whatever the world (the sampler's strided slices of one
+// permutation). InvalidArgument naming trainer.globalBatchSize when it does not split evenly.
+// Without it, leaves config as it is.
+core::Status resolveBatchSize(TrainerConfig& config, int world);
 
 }  // namespace ringmaster::trainer

@@ -244,6 +244,7 @@ Result<TrainSummary> Trainer::run() {
   const int rank = comm.rank();
   const int world = comm.size();
   const data::Dataset& train = *ctx_.train;
+  RM_RETURN_IF_ERROR(resolveBatchSize(config_, world));
   const auto batch = static_cast<int>(config_.batch_size);
 
   RM_ASSIGN_OR_RETURN(state_->model, model::Model::create(config_.model, config_.seed, batch));

@@ -462,6 +462,7 @@ Result<TrainSummary> GpuTrainer::run() {
     return core::invalidArgument(who + ": device cuda needs the nccl backend, got '" +
                                  comm.backend() + "'");
   const Precision precision = config_.precision == "bf16" ? Precision::kBf16 : Precision::kFp32;
+  RM_RETURN_IF_ERROR(resolveBatchSize(config_, world));
   const auto batch = static_cast<int>(config_.batch_size);
   const data::Dataset& train = *ctx_.train;
   const data::Dataset& test = *ctx_.test;

@@ -1,14 +1,18 @@
 // A run that resumes where training already ended (a job re-created over the checkpoint volume
 // of a finished one) trains nothing, evaluates the restored model and reports it: the epochs
-// and steps of the checkpoint, its test accuracy, and no throughput or train loss at all.
+// and steps of the checkpoint, its test accuracy, and no throughput or train loss at all. And a
+// run with globalBatchSize resumes exactly at another world size.
 #include "trainer/resume.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "ringmaster/contract/trainer_summary.h"
@@ -78,7 +82,8 @@ class ResumeAtTheEnd : public ::testing::Test {
   // Runs `world` ranks (threads) over the same checkpoint directory; returns rank 0's summary.
   // Rank 0 reports to `metrics` when given.
   core::Result<TrainSummary> run(const TrainerConfig& c, int world = 1,
-                                 TrainerMetrics* metrics = nullptr) {
+                                 TrainerMetrics* metrics = nullptr,
+                                 std::vector<float>* params = nullptr) {
     auto group = std::make_shared<comm::InProcGroup>(world);
     std::vector<std::unique_ptr<comm::Communicator>> comms;
     for (int r = 0; r < world; ++r)
@@ -92,7 +97,9 @@ class ResumeAtTheEnd : public ::testing::Test {
         ctx.train = &train_;
         ctx.test = &test_;
         if (r == 0) ctx.metrics = metrics;
-        results[r] = Trainer(c, ctx).run();
+        Trainer trainer(c, ctx);
+        results[r] = trainer.run();
+        if (r == 0 && params != nullptr) *params = trainer.parameters();
       });
     }
     for (auto& t : threads) t.join();
@@ -171,6 +178,57 @@ TEST_F(ResumeAtTheEnd, MaxStepsReachedInsideAnEpochIsTheEndToo) {
   EXPECT_EQ(more->steps, 12);
   EXPECT_EQ(more->epochs, 1);
   EXPECT_TRUE(more->samples_per_second.has_value());
+}
+
+// A job that restarts at another world size with globalBatchSize trains what one uninterrupted
+// run would: the same samples in each step (each rank's share of the step's global batch), the
+// same number of steps, the same learning rate. 4 ranks train 5 steps, 2 ranks resume at step 5
+// and finish; the parameters are a single rank's after all 16 steps, to float rounding.
+TEST_F(ResumeAtTheEnd, GlobalBatchSizeResumesAtAnotherWorldSizeExactly) {
+  TrainerConfig c = config();
+  c.global_batch_size = 64;  // 16 per rank at 4 ranks, 32 at 2, 64 at 1: 8 steps an epoch
+  c.optimizer.momentum = 0.9;
+  c.lr_schedule = "cosine";
+
+  TrainerConfig whole = c;
+  whole.checkpoint.path = dir_.string() + "-whole";
+  std::vector<float> reference;
+  auto uninterrupted = run(whole, 1, nullptr, &reference);
+  fs::remove_all(whole.checkpoint.path);
+  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
+  EXPECT_EQ(uninterrupted->steps, 16);
+
+  TrainerConfig cut = c;
+  cut.max_steps = 5;
+  auto four = run(cut, 4);
+  ASSERT_TRUE(four.ok()) << four.status().message();
+  EXPECT_EQ(four->steps, 5);
+  std::vector<float> resumed;
+  auto two = run(c, 2, nullptr, &resumed);
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_EQ(two->resumed_from_step, 5);
+  EXPECT_EQ(two->steps, 16);
+  EXPECT_EQ(two->epochs, 2);
+
+  ASSERT_EQ(resumed.size(), reference.size());
+  double scale = 0, worst = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::abs(reference[i])));
+    worst = std::max(worst, static_cast<double>(std::abs(resumed[i] - reference[i])));
+  }
+  std::ostringstream relative;
+  relative << worst / scale;
+  RecordProperty("max_relative_difference", relative.str());
+  EXPECT_LE(worst / scale, 1e-5) << "max |difference| " << worst << " of max |parameter| " << scale;
+
+  // A world the global batch does not split among is refused, naming the field.
+  fs::remove_all(dir_);
+  auto three = run(c, 3);
+  ASSERT_FALSE(three.ok());
+  EXPECT_NE(three.status().message().find("trainer.globalBatchSize: 64 samples do not split "
+                                          "evenly among 3 ranks"),
+            std::string::npos)
+      << three.status().message();
 }
 
 TEST_F(ResumeAtTheEnd, MaxStepsAtAnEpochsEndEndsWithThatEpoch) {

@@ -37,6 +37,8 @@ constexpr PipelineSchedule kPipelineSchedules[] = {
 // More stages (or tensor ranks) than this would leave most ranks idle on any model the trainer
 // builds.
 constexpr int32_t kMaxPipelineStages = 64;
+// The most samples one step may spread over all ranks (16 Mi, past any data set's size).
+constexpr int32_t kMaxGlobalBatchSize = 1 << 24;
 constexpr int32_t kMaxTensorRanks = 64;
 
 // fp32 weights, gradients and optimizer moments: about 16 bytes a parameter on every rank.
@@ -236,6 +238,20 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
   }
   e.inRange(p + ".epochs", t.epochs, 1, 100000);
   e.inRange(p + ".batchSize", t.batch_size, 1, 65536);
+  e.inRange(p + ".globalBatchSize", t.global_batch_size, 1, kMaxGlobalBatchSize);
+  // Cross-field problems name the trainer: each field alone is within its bounds.
+  if (t.global_batch_size) {
+    if (t.batch_size) {
+      e.add(p, "set batchSize (per rank) or globalBatchSize (over all ranks), not both");
+    }
+    if (t.parallelism &&
+        ((t.parallelism->pipeline && t.parallelism->pipeline->stages.value_or(1) > 1) ||
+         t.parallelism->tensor.value_or(1) > 1)) {
+      e.add(p,
+            "globalBatchSize splits a batch among data-parallel ranks; a split model takes "
+            "batchSize per replica");
+    }
+  }
   e.inInterval(p + ".bucketCapMB", t.bucket_cap_mb, 0, true, 4096, false);
   e.above(p + ".firstBucketCapMB", t.first_bucket_cap_mb, 0);
   e.atLeast(p + ".seed", t.seed, int64_t{0});
@@ -287,6 +303,7 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
 
   s.epochs = t.epochs.value_or(kDefaultEpochs);
   s.batch_size = t.batch_size.value_or(kDefaultBatchSize);
+  s.global_batch_size = t.global_batch_size.value_or(0);
 
   const kube::OptimizerSpec o = t.optimizer.value_or(kube::OptimizerSpec{});
   s.optimizer.type = parseSpelling(o.type, kOptimizerTypes, OptimizerType::kSgd);

@@ -57,6 +57,7 @@ void visitTrainerSpec(V& v, S& s) {
   v("dataset", s.dataset);
   v("epochs", s.epochs);
   v("batchSize", s.batch_size);
+  v("globalBatchSize", s.global_batch_size);
   v("optimizer", s.optimizer);
   v("bucketCapMB", s.bucket_cap_mb);
   v("firstBucketCapMB", s.first_bucket_cap_mb);

@@ -80,6 +80,9 @@ struct TrainerSettings {
   Dataset dataset;
   int64_t epochs = 0;
   int64_t batch_size = 0;  // per data-parallel replica (every stage of a pipeline sees it)
+  // > 0: the samples of a step over all ranks, batch_size being each rank's share of it (the
+  // trainer divides it by the world it finds); 0: batch_size as given.
+  int64_t global_batch_size = 0;
   Optimizer optimizer;
   double bucket_cap_mb = 0;
   double first_bucket_cap_mb = 0;  // small, so communication starts early in backward

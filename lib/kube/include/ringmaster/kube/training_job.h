@@ -85,6 +85,9 @@ struct TrainerSpec {
   std::optional<DatasetSpec> dataset;
   std::optional<int32_t> epochs;
   std::optional<int32_t> batch_size;  // per rank
+  // "globalBatchSize": samples per step over all ranks, split evenly among however many there
+  // are (instead of batchSize): what a job that changes its world keeps.
+  std::optional<int32_t> global_batch_size;
   std::optional<OptimizerSpec> optimizer;
   std::optional<double> bucket_cap_mb;        // "bucketCapMB"
   std::optional<double> first_bucket_cap_mb;  // "firstBucketCapMB"
