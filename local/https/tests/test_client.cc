@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 
 namespace ringmaster::local::testing {
 
@@ -49,6 +50,10 @@ std::string sslErrors() {
 }  // namespace
 
 core::Result<std::unique_ptr<TestClient>> TestClient::connect(int port, const std::string& ca_pem) {
+  // A write to a connection the server closed must fail the test's assertion with EPIPE, not
+  // kill the whole test binary with SIGPIPE.
+  static const bool sigpipe_ignored = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
+  (void)sigpipe_ignored;
   std::unique_ptr<TestClient> client(new TestClient());
   RM_ASSIGN_OR_RETURN(client->fd_, connectTcp(port));
   client->ctx_ = SSL_CTX_new(TLS_client_method());
