@@ -115,6 +115,11 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
     return Action::done();
   }
   if (cached->metadata.deletion_timestamp) return Action::done();
+  if (!managedByUs(cached->spec)) {
+    RM_LOG(DEBUG, RECONCILE) << "job " << key << ": managed by " << *cached->spec.managed_by
+                             << "; left alone";
+    return Action::done();
+  }
   if (cacheBehindOwnWrite(key, cached->metadata.resource_version)) {
     return Action::requeueAfter(kCacheCatchUp);
   }

@@ -204,6 +204,10 @@ const char* name(CleanPodPolicy value) {
   return "Running";
 }
 
+bool managedByUs(const kube::TrainingJobSpec& spec) {
+  return !spec.managed_by || *spec.managed_by == kControllerName;
+}
+
 JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
   const JobSettings d;
   JobSettings s;
@@ -277,6 +281,10 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
       e.add("metadata.name", "too long for its pod names: \"" + longest + "\" has " +
                                  std::to_string(longest.size()) + " characters, at most 63");
     }
+  }
+  if (s.managed_by && (s.managed_by->empty() || s.managed_by->size() > kMaxManagedByLength)) {
+    e.add("spec.managedBy", "must be 1 to " + std::to_string(kMaxManagedByLength) +
+                                " characters, got " + std::to_string(s.managed_by->size()));
   }
   e.oneOf("spec.launcher", s.launcher, contract::spellings(kLaunchers));
   e.oneOf("spec.backend", s.backend, contract::spellings(kBackends));

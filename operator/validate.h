@@ -24,6 +24,14 @@ inline constexpr int32_t kMaxWorldSize = 4096;
 inline constexpr int32_t kMaxProcsPerReplica = 64;
 inline constexpr int32_t kDefaultScheduleTimeoutSeconds = 300;
 inline constexpr int32_t kDefaultBackoffLimit = 3;
+// spec.managedBy naming this operator (the same as leaving it unset).
+inline constexpr const char* kControllerName = "ringmaster.dev/trainingjob-controller";
+inline constexpr size_t kMaxManagedByLength = 63;
+
+// Whether this operator reconciles `spec`: spec.managedBy unset or kControllerName. A job
+// another controller manages (a multi-cluster dispatcher's copy) is never touched: no pods, no
+// status.
+bool managedByUs(const kube::TrainingJobSpec& spec);
 
 struct ValidateOptions {
   std::string default_image;  // the operator's --trainer-image; "" = none

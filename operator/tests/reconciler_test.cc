@@ -181,6 +181,26 @@ TEST_F(ReconcilerTest, CreatesServiceConfigMapAndOnePodPerReplicaAsTheBuildersSa
   EXPECT_TRUE(hasEvent("CreatedPods", "Normal"));
 }
 
+// A job another controller manages (a multi-cluster dispatcher's copy) is left alone: no
+// children and no status, so that the dispatcher's status is the only one.
+TEST_F(ReconcilerTest, AJobManagedByAnotherControllerIsLeftAlone) {
+  kube::TrainingJob elsewhere = makeJob("fmnist", 2);
+  elsewhere.spec.managed_by = "kueue.x-k8s.io/multikueue";
+  apply(elsewhere);
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_TRUE(pods().empty());
+  EXPECT_TRUE(api_.typed<kube::Service>(kServices).empty());
+  EXPECT_TRUE(api_.typed<kube::ConfigMap>(kConfigMaps).empty());
+  EXPECT_EQ(job().status, kube::TrainingJobStatus{});
+
+  // Naming this operator is the same as leaving it unset.
+  kube::TrainingJob ours = makeJob("fmnist", 2);
+  ours.spec.managed_by = kControllerName;
+  apply(ours);
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_EQ(pods().size(), 2u);
+}
+
 TEST_F(ReconcilerTest, TheJobsNetworkPolicyExistsBeforeItsPods) {
   apply(makeJob("fmnist", 2));
   converge(3);

@@ -6,8 +6,10 @@
 // those pods. The job's own label reaches its pods, Service and ConfigMap. Then the two ways a
 // bad template is refused: by the API server's schema when kubectl applies it (a restartPolicy),
 // and by the operator for what a schema cannot see (a sidecar on the rendezvous port): the job
-// ends Failed naming the field. Runs on both control planes: on envtest, a real API server also
-// validates the pods the operator builds from the template. `kubectl explain` documents it.
+// ends Failed naming the field. A job whose spec.managedBy names another controller gets no pods
+// and no status, and cannot be handed over. Runs on both control planes: on envtest, a real API
+// server also validates the pods the operator builds from the template. `kubectl explain` documents
+// it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -185,6 +187,32 @@ TEST_P(LocalRunTemplateE2e, TemplateReachesThePodsAndBadOnesAreRefused) {
   auto clash_pods = testutil::run(
       {kubectl, "get", "pods", "-l", "ringmaster.dev/job-name=tpl-clash", "-o", "name"}, env, 30s);
   EXPECT_EQ(clash_pods.stdout_text, "") << "an invalid job created pods";
+
+  // A job another controller manages (MultiKueue's copy on a management cluster) is left
+  // alone, and who manages it cannot change.
+  std::string elsewhere = kJob;
+  elsewhere.replace(elsewhere.find("name: tpl"), 9, "name: tpl-elsewhere");
+  elsewhere.replace(elsewhere.find("  replicas: 2\n"), 0,
+                    "  managedBy: kueue.x-k8s.io/multikueue\n");
+  std::ofstream(dir.path() + "/elsewhere.yaml") << elsewhere;
+  auto queued = testutil::run({kubectl, "apply", "-f", dir.path() + "/elsewhere.yaml"}, env, 30s);
+  EXPECT_EQ(queued.exit_code, 0) << queued.stderr_text;
+  // The clash job above was reconciled meanwhile: the operator had its chance at this one too.
+  std::this_thread::sleep_for(3s);
+  auto untouched = testutil::run({kubectl, "get", "tj", "tpl-elsewhere", "-o",
+                                  "jsonpath={.status.phase}|{.status.conditions}"},
+                                 env, 30s);
+  EXPECT_EQ(untouched.stdout_text, "|") << untouched.stderr_text;
+  auto none = testutil::run(
+      {kubectl, "get", "pods", "-l", "ringmaster.dev/job-name=tpl-elsewhere", "-o", "name"}, env,
+      30s);
+  EXPECT_EQ(none.stdout_text, "");
+  auto moved = testutil::run({kubectl, "patch", "tj", "tpl-elsewhere", "--type=merge", "-p",
+                              R"({"spec":{"managedBy":"ringmaster.dev/trainingjob-controller"}})"},
+                             env, 30s);
+  EXPECT_NE(moved.exit_code, 0);
+  EXPECT_NE(moved.stderr_text.find("spec.managedBy is immutable"), std::string::npos)
+      << moved.stderr_text;
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, LocalRunTemplateE2e,

@@ -100,6 +100,7 @@ void visitTrainingJobSpec(V& v, S& s) {
   v("cleanPodPolicy", s.clean_pod_policy);
   v("suspend", s.suspend);
   v("schedulingPolicy", s.scheduling_policy);
+  v("managedBy", s.managed_by);
   v("template", s.pod_template);
 }
 

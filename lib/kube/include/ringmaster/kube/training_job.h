@@ -132,6 +132,9 @@ struct TrainingJobSpec {
   std::optional<std::string> clean_pod_policy;  // None | Running | All
   std::optional<bool> suspend;
   std::optional<SchedulingPolicy> scheduling_policy;
+  // The controller that reconciles this job; unset or ringmaster's own: the operator. Another
+  // value (a multi-cluster dispatcher's, e.g. MultiKueue's) makes the operator leave it alone.
+  std::optional<std::string> managed_by;
   // "template": what every worker pod adds to the pod the operator builds (where it runs, its
   // labels, sidecars, the worker container's resources, env and mounts).
   std::optional<PodTemplateSpec> pod_template;
