@@ -83,6 +83,11 @@ std::optional<std::string> resumeNote(const kube::TrainingJob& job,
 std::string formatProgress(const kube::TrainingJob& job) {
   const auto& s = job.status;
   std::string out = s.phase ? *s.phase : "Pending";
+  // Why it is not running (yet): Unschedulable, SchedulingGated (a queue holds it), ... A
+  // finished job's reason is the final line's own.
+  if (s.reason && !s.reason->empty() && (out == "Pending" || out == "Restarting")) {
+    out += " (" + *s.reason + ")";
+  }
   if (s.world) out += "  world " + *s.world;
   if (s.progress) {
     const auto& p = *s.progress;

@@ -104,6 +104,10 @@ TEST(LocalRunQueueE2e, AGatedGangWaitsForItsQueueThenRuns) {
   const std::string outcome = result.stdout_text + result.stderr_text;
   EXPECT_EQ(result.exit_code, 0) << outcome;
   EXPECT_NE(result.stdout_text.find("Succeeded"), std::string::npos) << outcome;
+  // What the user watching `local run` read while the queue held the job.
+  EXPECT_NE(result.stdout_text.find("queued  Pending (SchedulingGated)  world 0/2"),
+            std::string::npos)
+      << outcome;
   auto restarts = testutil::run(
       {kubectl, "get", "tj", "queued", "-o", "jsonpath={.status.restarts}"}, env, 30s);
   EXPECT_EQ(restarts.stdout_text, "0");

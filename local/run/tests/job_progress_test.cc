@@ -37,6 +37,14 @@ TEST(JobProgress, FormatsTheColumnsUsersWatch) {
             "Running  world 2/2  epoch 3/5  step 1400  loss 0.4123  samples/s 48210  restarts 0");
   kube::TrainingJob fresh;
   EXPECT_EQ(formatProgress(fresh), "Pending");
+  kube::TrainingJob queued = fresh;
+  queued.status.reason = "SchedulingGated";
+  queued.status.world = "0/2";
+  EXPECT_EQ(formatProgress(queued), "Pending (SchedulingGated)  world 0/2");
+  kube::TrainingJob failed = queued;
+  failed.status.phase = "Failed";
+  failed.status.reason = "RankFailed";
+  EXPECT_EQ(formatProgress(failed), "Failed  world 0/2");
 }
 
 TEST(JobProgress, FinishedOnlyOnATrueTerminalCondition) {
