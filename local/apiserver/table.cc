@@ -54,6 +54,16 @@ size_t sizeOf(const nlohmann::json& obj, const std::string& key) {
 std::string podStatus(const nlohmann::json& pod) {
   std::string reason = str(pod, ".status.phase", "");
   if (auto r = str(pod, ".status.reason", ""); !r.empty()) reason = r;
+  // A pod held by its scheduling gates says so, as kubectl 1.27 and later print it.
+  const auto conditions = evalJsonPath(pod, ".status.conditions");
+  if (conditions.is_array()) {
+    for (const auto& c : conditions) {
+      if (c.is_object() && c.value("type", "") == "PodScheduled" &&
+          c.value("reason", "") == "SchedulingGated") {
+        reason = "SchedulingGated";
+      }
+    }
+  }
   const auto statuses = evalJsonPath(pod, ".status.containerStatuses");
   if (statuses.is_array()) {
     for (const auto& cs : statuses) {

@@ -71,6 +71,13 @@ TEST(Table, PodRowsShowReadyStatusRestarts) {
   EXPECT_EQ(row["cells"][2], "Running");
   EXPECT_EQ(row["cells"][3], "2");
   EXPECT_FALSE(row.contains("object"));
+
+  json gated = json::parse(R"({"metadata":{"name":"g"},"spec":{"containers":[{"name":"c"}]},
+    "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False",
+    "reason":"SchedulingGated"}]}})");
+  EXPECT_EQ(
+      tableRow(pods, gated, IncludeObject::kNone, std::chrono::system_clock::now())["cells"][2],
+      "SchedulingGated");
 }
 
 TEST(Crd, MissingGroupIsInvalid) {
