@@ -184,11 +184,6 @@ void addDeleteQuery(const DeleteOptions& options, ApiRequest& request) {
   if (!options.propagation_policy.empty()) {
     request.query.emplace_back("propagationPolicy", options.propagation_policy);
   }
-  if (!options.precondition_uid.empty()) {
-    request.body = dumpJson({{"kind", "DeleteOptions"},
-                             {"apiVersion", "v1"},
-                             {"preconditions", {{"uid", options.precondition_uid}}}});
-  }
 }
 
 }  // namespace detail

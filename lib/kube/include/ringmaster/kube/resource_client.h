@@ -58,16 +58,12 @@ enum class PatchType { kMerge, kJson, kStrategicMerge };
 struct DeleteOptions {
   std::optional<int64_t> grace_period_seconds;
   std::string propagation_policy;  // "Foreground" | "Background" | "Orphan" | ""
-  // Delete only the object with this uid ("": any): a 409 Conflict when the name now belongs to
-  // a newer object, which a delete by name alone would take with it.
-  std::string precondition_uid;
 };
 
 namespace detail {
 core::Result<nlohmann::json> parseBody(const ApiResponse& response);
 void addListQuery(const ListOptions& options, ApiRequest& request);
 void addWatchQuery(const WatchOptions& options, ApiRequest& request);
-// The query of a DELETE, and its DeleteOptions body when it has preconditions.
 void addDeleteQuery(const DeleteOptions& options, ApiRequest& request);
 // Call + decode the JSON body as T, naming the call on a decode error.
 template <class T>
