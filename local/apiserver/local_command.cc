@@ -1,6 +1,7 @@
 #include "local/apiserver/local_command.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +119,11 @@ core::Status writeNumberFile(const fs::path& path, long value) {
 
 core::Status serve(const CommonFlags& flags) {
   auto& stop = core::installSignalStop();
+  // Objects and watch frames of up to a few MiB come and go on every update; glibc's sliding mmap
+  // threshold would move them into per-thread heaps that never shrink, so RSS would follow the
+  // busiest moment rather than what the store holds. A fixed threshold keeps them mapped and
+  // returned on free.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
   ApiServerOptions options;
   options.data_dir = flags.data_dir;
   options.port = static_cast<int>(flags.port);
