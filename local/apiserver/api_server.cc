@@ -465,12 +465,13 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
           opts.precondition_resource_version = p["resourceVersion"];
         }
       }
-    }
-    if (auto p = param(r, "propagationPolicy"); !p.empty()) opts.propagation_policy = p;
-    if (auto g = param(r, "gracePeriodSeconds"); !g.empty()) {
-      auto n = core::parseInt(g);
-      if (!n.ok()) return sendError(w, badRequestError("invalid gracePeriodSeconds: " + g));
-      opts.grace_period_seconds = *n;
+    } else {  // the query counts only without a body, as in kube-apiserver
+      if (auto p = param(r, "propagationPolicy"); !p.empty()) opts.propagation_policy = p;
+      if (auto g = param(r, "gracePeriodSeconds"); !g.empty()) {
+        auto n = core::parseInt(g);
+        if (!n.ok()) return sendError(w, badRequestError("invalid gracePeriodSeconds: " + g));
+        opts.grace_period_seconds = *n;
+      }
     }
     if (t.name.empty()) {  // deletecollection
       ListOptions lo;

@@ -835,7 +835,14 @@ bool Kubelet::Impl::finishTermination(PodRuntime& rt) {
   kube::ResourceClient<kube::Pod> pods(client_, kPods, rt.pod->metadata.namespace_name);
   kube::DeleteOptions options;
   options.grace_period_seconds = 0;
+  // This pod, not a new one of the same name that its controller may have created already.
+  options.precondition_uid = rt.pod->metadata.uid;
   auto removed = pods.remove(rt.pod->metadata.name, options);
+  if (!removed.ok() && removed.error().isConflict()) {
+    RM_LOG(INFO, LOCAL) << "pod " << rt.key << ": containers stopped; the name is a new pod's now";
+    rt.gone = true;
+    return true;
+  }
   if (!removed.ok() && !removed.error().isNotFound()) {
     RM_LOG(WARN, LOCAL) << "pod " << rt.key << ": delete: " << removed.status().toString();
     return false;

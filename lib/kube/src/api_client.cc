@@ -177,13 +177,16 @@ void addWatchQuery(const WatchOptions& options, ApiRequest& request) {
   if (options.allow_watch_bookmarks) q.emplace_back("allowWatchBookmarks", "true");
 }
 
-void addDeleteQuery(const DeleteOptions& options, ApiRequest& request) {
-  if (options.grace_period_seconds) {
-    request.query.emplace_back("gracePeriodSeconds", std::to_string(*options.grace_period_seconds));
+void addDeleteOptions(const DeleteOptions& options, ApiRequest& request) {
+  // In the body, as client-go sends them: kube-apiserver reads a DELETE's options from its body
+  // when there is one and only then from the query, so the two are never mixed.
+  nlohmann::json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+  if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
+  if (!options.precondition_uid.empty()) {
+    body["preconditions"] = {{"uid", options.precondition_uid}};
   }
-  if (!options.propagation_policy.empty()) {
-    request.query.emplace_back("propagationPolicy", options.propagation_policy);
-  }
+  request.body = dumpJson(body);
 }
 
 }  // namespace detail

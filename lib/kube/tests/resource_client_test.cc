@@ -164,6 +164,24 @@ TEST(ResourceClientTest, PlainTextErrorBodyBecomesTheMessage) {
   EXPECT_EQ(removed.error().apiStatus().message, "404 page not found");
 }
 
+// A delete of one object, not of whatever now has its name.
+TEST(ResourceClientTest, DeleteWithAUidPreconditionSendsItInTheBody) {
+  FakeApiClient api;
+  api.expect(Verb::kDelete, "/api/v1/namespaces/default/configmaps/cfg",
+             statusResponse(409, "Conflict", "Precondition failed: UID in precondition: u-1"));
+  ResourceClient<ConfigMap> client(api, kConfigMapsType, "default");
+  DeleteOptions options;
+  options.grace_period_seconds = 0;
+  options.precondition_uid = "u-1";
+  ApiResult<NoContent> removed = client.remove("cfg", options);
+  ASSERT_FALSE(removed.ok());
+  EXPECT_TRUE(removed.error().isConflict());
+  ASSERT_EQ(api.calls().size(), 1u);
+  const nlohmann::json body = nlohmann::json::parse(api.calls()[0].body);
+  EXPECT_EQ(body["preconditions"]["uid"], "u-1");
+  EXPECT_EQ(body["kind"], "DeleteOptions");
+}
+
 TEST(ApiErrorTest, KeepsRetryAfter) {
   ApiError e = ApiError::fromResponse(
       "GET /x", statusResponse(429, "TooManyRequests", "slow down", {{"Retry-After", "3"}}));

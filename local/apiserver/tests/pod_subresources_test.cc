@@ -97,6 +97,27 @@ TEST_F(PodSubresourcesTest, BindingSetsNodeNameAndPodScheduledAndAnswersStatus20
   EXPECT_EQ(pod["status"]["phase"], "Pending");
 }
 
+// A DELETE's options come from its body when it has one, the query then ignored, as in
+// kube-apiserver: a client that mixes the two gets the body's.
+TEST_F(PodSubresourcesTest, DeleteOptionsComeFromTheBodyWhenThereIsOne) {
+  json pod = bound("p");
+  const std::string url = std::string(kPods) + "/p";
+  auto wrong_uid = call(*server_, "DELETE", url, R"({"preconditions":{"uid":"someone-else"}})");
+  EXPECT_EQ(wrong_uid.status, 409) << wrong_uid.body;
+
+  // A bound pod is deleted gracefully: the query's gracePeriodSeconds=0 does not count.
+  auto graceful =
+      call(*server_, "DELETE", url + "?gracePeriodSeconds=0", R"({"kind":"DeleteOptions"})");
+  ASSERT_EQ(graceful.status, 200) << graceful.body;
+  EXPECT_TRUE(json::parse(graceful.body)["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(call(*server_, "GET", url).status, 200);
+
+  const json now = {{"gracePeriodSeconds", 0},
+                    {"preconditions", {{"uid", pod["metadata"]["uid"]}}}};
+  EXPECT_EQ(call(*server_, "DELETE", url, now.dump()).status, 200);
+  EXPECT_EQ(call(*server_, "GET", url).status, 404);
+}
+
 TEST_F(PodSubresourcesTest, BindingAnAlreadyBoundPodIsConflict) {
   create(podManifest("p"));
   ASSERT_EQ(bind("p", "node-1").status, 201);

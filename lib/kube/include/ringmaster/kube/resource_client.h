@@ -58,13 +58,17 @@ enum class PatchType { kMerge, kJson, kStrategicMerge };
 struct DeleteOptions {
   std::optional<int64_t> grace_period_seconds;
   std::string propagation_policy;  // "Foreground" | "Background" | "Orphan" | ""
+  // Delete only the object with this uid ("": any): a 409 Conflict when the name now belongs to
+  // a newer object, which a delete by name alone would take with it.
+  std::string precondition_uid;
 };
 
 namespace detail {
 core::Result<nlohmann::json> parseBody(const ApiResponse& response);
 void addListQuery(const ListOptions& options, ApiRequest& request);
 void addWatchQuery(const WatchOptions& options, ApiRequest& request);
-void addDeleteQuery(const DeleteOptions& options, ApiRequest& request);
+// A DELETE's DeleteOptions, as its body.
+void addDeleteOptions(const DeleteOptions& options, ApiRequest& request);
 // Call + decode the JSON body as T, naming the call on a decode error.
 template <class T>
 ApiResult<T> callAndDecode(ApiClient& client, const ApiRequest& request) {
@@ -136,7 +140,7 @@ class ResourceClient {
 
   ApiResult<NoContent> remove(std::string_view name, const DeleteOptions& options = {}) const {
     ApiRequest request = make(Verb::kDelete, objectPath(type_, namespace_, name));
-    detail::addDeleteQuery(options, request);
+    detail::addDeleteOptions(options, request);
     ApiResult<ApiResponse> response = callApi(client_, request);
     if (!response.ok()) return response.error();
     return NoContent{};
