@@ -76,6 +76,7 @@ struct Flags {
   std::string work_dir;
   std::string sshd = "/usr/sbin/sshd";
   std::string mpirun = "mpirun";
+  bool standby = false;
 };
 
 constexpr char kSummary[] =
@@ -125,6 +126,8 @@ void declareFlags(core::FlagSet& f, Flags* fl) {
   f.addString("sshd", &fl->sshd, "MPI mode: sshd, an absolute path", "RINGMASTER_SSHD");
   f.addString("mpirun", &fl->mpirun, "MPI mode: mpirun, resolved through PATH",
               "RINGMASTER_MPIRUN");
+  f.addBool("standby", &fl->standby,
+            "hold an elastic job's place on a node without a rank: wait for SIGTERM, exit 0");
 }
 
 // SIGTERM/SIGINT arrive here (they are blocked in every thread, read by sigwait) and go to
@@ -289,6 +292,16 @@ int run(int argc, char** argv) {
       return 2;
     }
     core::log::setLevel(level);
+  }
+  if (flags.standby) {
+    // The operator reads a standby pod's scheduling, nothing else: no rank, no rendezvous.
+    RM_LOG(INFO, LAUNCH) << "standby: holding a place for the job's world to grow into";
+    sigset_t set = SignalRouter::stopSignals();
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {
+    }
+    RM_LOG(INFO, LAUNCH) << "standby: received " << strsignal(sig) << ", leaving";
+    return 0;
   }
   auto fail = [&flags](const Status& status) {
     RM_LOG(ERROR, LAUNCH) << status.message();

@@ -375,6 +375,15 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   }
   if (s.pod_template) applyPodTemplate(*s.pod_template, pod);
   joinQueuePodGroup(job, attempt, pod);
+  if (index >= replicas) {
+    // Beyond an elastic job's world: the same pod, placed as a worker would be, holding no rank.
+    pod.metadata.labels[kStandbyLabel] = "true";
+    for (kube::Container& worker : pod.spec.containers) {
+      if (worker.name != kWorkerContainer) continue;
+      worker.args = {"--standby"};
+      worker.readiness_probe.reset();
+    }
+  }
   return pod;
 }
 

@@ -31,6 +31,9 @@ namespace ringmaster::op {
 inline constexpr const char* kJobNameLabel = "ringmaster.dev/job-name";
 inline constexpr const char* kReplicaIndexLabel = "ringmaster.dev/replica-index";
 inline constexpr const char* kAttemptLabel = "ringmaster.dev/attempt";
+// "true" on an elastic job's standby pods: placeholders beyond the current world that hold no
+// rank; one that gets scheduled means capacity returned and the job can grow.
+inline constexpr const char* kStandbyLabel = "ringmaster.dev/standby";
 // How each gang scheduler finds a pod's PodGroup: scheduler-plugins by label, Volcano by
 // annotation.
 inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";

@@ -52,6 +52,19 @@ void gangRestart(Plan& plan, const std::string& reason, const std::string& messa
   plan.release_pods = true;
 }
 
+// An elastic job restarts its gang at `world` worker pods (not counted as a restart): every pod
+// goes, and the next passes create the new world's.
+void resize(Plan& plan, int from, int world, const std::string& why, int attempt,
+            int64_t generation, kube::Time now) {
+  const bool down = world < from;
+  const std::string message = std::to_string(from) + " -> " + std::to_string(world) +
+                              " worker pods: " + why + "; restarting from the newest checkpoint";
+  plan.status.current_replicas = world;
+  setCondition(plan.status, kResized, true, down ? "ScaledDown" : "ScaledUp", message, generation,
+               now);
+  gangRestart(plan, "Resized", message, false, attempt, generation, now);
+}
+
 // status.progress from rank 0's summary (its termination message). A missing or bad one keeps the
 // last progress: a user's command may leave any text there, never a reason to fail the job.
 void foldFinalSummary(Plan& plan, const WorkerPod& rank0) {
@@ -94,7 +107,14 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   plan.status = status;
   kube::TrainingJobStatus& s = plan.status;
   const JobSettings spec = settingsOf(job.spec);
-  const int replicas = spec.replicas;
+  // The current world: spec.replicas, or where an elastic job resized to.
+  int replicas = spec.replicas;
+  if (spec.elastic && status.current_replicas) {
+    replicas = std::clamp(*status.current_replicas, spec.min_replicas, spec.max_replicas);
+  }
+  s.current_replicas = replicas;
+  const kube::TrainingJob at = atCurrentWorld(job, s);
+  const int slots = spec.podSlots();
   const int64_t generation = job.metadata.generation.value_or(0);
   const int attempt = status.restarts.value_or(0);
   if (!s.restarts) s.restarts = 0;
@@ -115,7 +135,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     none.ready = 0;
     none.succeeded = 0;
     none.failed = 0;
-    setReplicaCounts(job, none, s);
+    setReplicaCounts(at, none, s);
     if (findCondition(s, kRunning) != nullptr) {
       setCondition(s, kRunning, false, "JobSuspended", "the job is suspended", generation, now);
     }
@@ -148,21 +168,32 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   plan.ensure_children = true;
   plan.ensure_ssh_secret = spec.launcher == contract::LauncherMode::kMpi;
 
-  // Pods of the current attempt; anything else (older attempt, being deleted) is stale.
+  // Pods of the current attempt in their role: workers inside the world, an elastic job's
+  // standby pods beyond it. Anything else (older attempt, being deleted, wrong role, a standby
+  // pod that ended) is stale.
   std::vector<const WorkerPod*> current(static_cast<size_t>(replicas), nullptr);
+  std::vector<const WorkerPod*> standby;
   bool stale = false;
-  for (int i = 0; i < replicas; ++i) {
+  for (int i = 0; i < slots; ++i) {
     const WorkerPod* pod = podAt(i);
     if (pod == nullptr) continue;
-    if (pod->attempt == attempt && !pod->terminating) {
-      current[static_cast<size_t>(i)] = pod;
+    const bool beyond = i >= replicas;
+    if (pod->terminating) {
+      stale = true;
+    } else if (pod->attempt == attempt && pod->standby == beyond && !(beyond && pod->finished())) {
+      if (beyond) {
+        standby.push_back(pod);
+      } else {
+        current[static_cast<size_t>(i)] = pod;
+      }
     } else {
       stale = true;
+      plan.stale.push_back(pod->metadata.name);
     }
   }
-  if (stale) {
-    plan.delete_pods = PodDeletion::kOlderAttempt;
-    plan.delete_reason = "left from an older attempt";
+  if (!plan.stale.empty()) {
+    plan.delete_pods = PodDeletion::kStale;
+    plan.delete_reason = "left from an older attempt or world";
   }
 
   // A failed rank fails or restarts the whole gang; the message names the one that failed first.
@@ -203,7 +234,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     return pod != nullptr && pod->phase == "Succeeded";
   });
   if (all_succeeded) {
-    observePods(job, current, now, s);
+    observePods(at, current, now, s);
     setCondition(s, kSucceeded, true, "AllRanksSucceeded",
                  "all " + std::to_string(replicas) + " worker pods succeeded", generation, now);
     setCondition(s, kRunning, false, "JobSucceeded", "the job succeeded", generation, now);
@@ -213,8 +244,22 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     return plan;
   }
 
+  // Capacity came back for an elastic job's standby pods: the world grows by those scheduled.
+  if (spec.elastic && !stale && replicas < spec.max_replicas) {
+    const int returned = static_cast<int>(std::count_if(
+        standby.begin(), standby.end(), [](const WorkerPod* pod) { return pod->scheduled; }));
+    if (returned > 0) {
+      resize(plan, replicas, std::min(spec.max_replicas, replicas + returned),
+             std::to_string(returned) + " standby pod" + (returned == 1 ? "" : "s") +
+                 " found room on a node",
+             attempt, generation, now);
+      plan.requeue = milliseconds(0);
+      return plan;
+    }
+  }
+
   std::vector<int> missing;
-  for (int i = 0; i < replicas; ++i) {
+  for (int i = 0; i < slots; ++i) {
     if (podAt(i) == nullptr) missing.push_back(i);
   }
   bool have_pod_group = false;
@@ -261,6 +306,15 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     if (scheduled < replicas && oldest && !gated) {
       const int timeout = spec.schedule_timeout_seconds;
       kube::Time due = plusSeconds(*oldest, timeout);
+      if (now >= due && spec.elastic && scheduled >= spec.min_replicas) {
+        resize(plan, replicas, scheduled,
+               std::to_string(scheduled) + "/" + std::to_string(replicas) +
+                   " pods scheduled within scheduleTimeoutSeconds (" + std::to_string(timeout) +
+                   " s)",
+               attempt, generation, now);
+        plan.requeue = milliseconds(1'000);
+        return plan;
+      }
       if (now >= due) {
         const int retries = s.schedule_retries.value_or(0) + 1;
         s.schedule_retries = retries;
@@ -277,7 +331,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     }
   }
 
-  observePods(job, current, now, s);
+  observePods(at, current, now, s);
   const WorkerPod* rank0 = current.empty() ? nullptr : current[0];
   if (options.read_progress && rank0 != nullptr && rank0->phase == "Running" &&
       !rank0->pod_ip.empty()) {

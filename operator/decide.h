@@ -41,8 +41,10 @@ struct DecideOptions {
 // Which owned, not yet terminating pods a plan deletes.
 enum class PodDeletion {
   kNone,
-  kAll,           // suspended
-  kOlderAttempt,  // pods whose attempt label is not the current attempt's
+  kAll,  // suspended
+  // Plan::stale: an older attempt's pods, and pods in the wrong role for the current world (a
+  // standby pod inside it, a worker beyond it, a standby pod that ended).
+  kStale,
 };
 
 struct Plan {
@@ -57,13 +59,15 @@ struct Plan {
   std::optional<std::string> refusal;
 
   PodDeletion delete_pods = PodDeletion::kNone;
+  std::vector<std::string> stale;  // pod names, for kStale
   std::string delete_reason;       // for the log
   bool ensure_children = false;    // Service and ConfigMap
   bool ensure_ssh_secret = false;  // MPI
   // The gang scheduler's PodGroup, ensured right before pods are created (none for schedulers
   // without one).
   bool ensure_pod_group = false;
-  // Replica indices to create (after the PodGroup and the NetworkPolicy).
+  // Replica indices to create (after the PodGroup and the NetworkPolicy); those at or beyond
+  // status.currentReplicas are an elastic job's standby pods.
   std::vector<int> create;
   // Delete every pod once the status is written: the gang is restarted or released, and the new
   // attempt number must be on record before its old pods go.

@@ -188,12 +188,15 @@ core::Result<Action> Reconciler::undecodable(const std::string& key, const kube:
 }
 
 core::Result<Action> Reconciler::finished(Pass& p) {
-  const int replicas = std::max(0, p.job.spec.replicas.value_or(0));
-  p.pods.assign(static_cast<size_t>(std::min(replicas, kMaxWorldSize)), nullptr);
+  const int slots = std::max(0, settingsOf(p.job.spec).podSlots());
+  p.pods.assign(static_cast<size_t>(std::min(slots, kMaxWorldSize)), nullptr);
   for (size_t i = 0; i < p.pods.size(); ++i) {
     auto pod = listers_.pods->get(p.ns, workerName(p.name, static_cast<int>(i)));
     if (pod && ownedBy(*pod, p.job)) p.pods[i] = pod;
   }
+  // Standby pods hold no rank and would hold their node's room forever.
+  RM_RETURN_IF_ERROR(deletePods(
+      p, [](const WorkerPod& pod) { return pod.standby; }, "job finished, standby pod"));
   const CleanPodPolicy policy = settingsOf(p.job.spec).clean_pod_policy;
   if (policy == CleanPodPolicy::kAll) {
     RM_RETURN_IF_ERROR(deletePods(p, anyPod, "job finished, cleanPodPolicy All"));
@@ -220,9 +223,9 @@ core::Result<Action> Reconciler::finished(Pass& p) {
 
 Observed Reconciler::observe(Pass& p) {
   Observed o;
-  const int replicas = settingsOf(p.job.spec).replicas;
-  o.pods.assign(static_cast<size_t>(replicas), nullptr);
-  for (int i = 0; i < replicas; ++i) {
+  const int slots = settingsOf(p.job.spec).podSlots();
+  o.pods.assign(static_cast<size_t>(slots), nullptr);
+  for (int i = 0; i < slots; ++i) {
     auto pod = listers_.pods->get(p.ns, workerName(p.name, i));
     if (!pod) continue;
     if (ownedBy(*pod, p.job)) {
@@ -258,10 +261,11 @@ core::Result<Action> Reconciler::active(Pass& p) {
   if (plan.ensure_ssh_secret) RM_RETURN_IF_ERROR(ensureSecret(p));
   if (plan.delete_pods == PodDeletion::kAll) {
     RM_RETURN_IF_ERROR(deletePods(p, anyPod, plan.delete_reason));
-  } else if (plan.delete_pods == PodDeletion::kOlderAttempt) {
-    const int attempt = p.attempt;
+  } else if (plan.delete_pods == PodDeletion::kStale) {
+    const std::set<std::string> stale(plan.stale.begin(), plan.stale.end());
     RM_RETURN_IF_ERROR(deletePods(
-        p, [attempt](const WorkerPod& pod) { return pod.attempt != attempt; }, plan.delete_reason));
+        p, [&stale](const WorkerPod& pod) { return stale.count(pod.metadata.name) > 0; },
+        plan.delete_reason));
   }
   for (const Plan::Note& note : plan.notes) {
     if (note.warning) {
@@ -461,10 +465,12 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
     if (!fresh.ok()) return fresh.status().withContext("job " + p.key + ": store secret");
     secret = std::move(fresh).value();
   }
+  // The pods of the world the plan is at (an elastic job's may differ from spec.replicas).
+  const kube::TrainingJob at = atCurrentWorld(p.job, p.status);
   for (int i : indices) {
     const std::string name = workerName(p.name, i);
     core::Result<Created> c =
-        createOwned(p, podsResource(), buildWorkerPod(p.job, i, p.attempt, *secret), "pod " + name);
+        createOwned(p, podsResource(), buildWorkerPod(at, i, p.attempt, *secret), "pod " + name);
     if (c.ok()) {
       if (*c != Created::kNotYet) created.push_back(name);
     } else if (first_error.ok()) {
@@ -509,7 +515,9 @@ core::Status Reconciler::writeStatus(Pass& p) {
 void Reconciler::recordTransitions(const Pass& p) {
   for (const kube::Condition& c : p.status.conditions) {
     const kube::Condition* old = findCondition(p.original.status, c.type);
-    const bool changed = old == nullptr || old->status != c.status || old->reason != c.reason;
+    // Every resize is news, also a second one for the same reason.
+    const bool changed = old == nullptr || old->status != c.status || old->reason != c.reason ||
+                         (c.type == kResized && old->message != c.message);
     // A False condition is news when it now says why the job is not running (status.reason).
     // (Not when a True condition gives the same reason: that one's Event says it already.)
     const bool blocking = c.status == "False" && c.reason && c.reason == p.status.reason &&
@@ -522,7 +530,8 @@ void Reconciler::recordTransitions(const Pass& p) {
       continue;
     }
     const bool warning =
-        blocking || (c.status == "True" && (c.type == kFailed || c.type == kRestarting));
+        blocking || (c.status == "True" &&
+                     (c.type == kFailed || (c.type == kRestarting && c.reason != "Resized")));
     const std::string reason = c.reason.value_or(c.type);
     const std::string message = c.type + " " + c.status + ": " + c.message.value_or("");
     if (warning) {
@@ -531,8 +540,11 @@ void Reconciler::recordTransitions(const Pass& p) {
       RM_LOG(INFO, RECONCILE) << "job " << p.key << ": " << reason << ": " << message;
     }
     // Created True has its Event already: the pass that created the pods recorded CreatedPods,
-    // naming them and the attempt.
-    if (!(c.type == kCreated && c.status == "True")) {
+    // naming them and the attempt. A resize has the Resized condition's (not also Restarting's
+    // and Running's, which give it as their reason).
+    const bool said =
+        (c.type == kCreated && c.status == "True") || (c.type != kResized && c.reason == "Resized");
+    if (!said) {
       core::Status s =
           events_.record(p.original, warning ? kube::kEventWarning : kube::kEventNormal, reason,
                          c.message.value_or(c.type));

@@ -30,6 +30,9 @@ inline constexpr const char* kRestarting = "Restarting";
 inline constexpr const char* kSucceeded = "Succeeded";
 inline constexpr const char* kFailed = "Failed";
 inline constexpr const char* kSuspended = "Suspended";
+// An elastic job changed its world (reason ScaledDown or ScaledUp; the message says from what
+// to what, and why). Each resize is an Event.
+inline constexpr const char* kResized = "Resized";
 
 // What a pod says, read once as it enters the cache (worker_pod.h): the rest of the operator
 // reads WorkerPods.

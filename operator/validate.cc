@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <numeric>
 #include <set>
 
 #include "operator/builders.h"
 #include "operator/pod_template.h"
+#include "operator/queue_admission.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/spelling.h"
 #include "ringmaster/kube/names.h"
@@ -164,6 +167,70 @@ void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
   }
 }
 
+// spec.elastic: bounds around spec.replicas, and a job whose world can change at all: the
+// native launcher, one data-parallel model, and a global batch that splits among every world.
+void validateElastic(const kube::TrainingJob& job, FieldErrors& e) {
+  const kube::TrainingJobSpec& s = job.spec;
+  if (!s.elastic) return;
+  // A gang scheduler's PodGroup and a Kueue pod group both fix the gang's size.
+  if (podGroupKindFor(job)) {
+    e.add("spec.elastic", "schedulerName " + s.scheduling_policy->scheduler_name.value_or("") +
+                              " schedules a PodGroup of fixed size; elastic jobs use the "
+                              "default scheduler");
+  }
+  const bool queued =
+      job.metadata.labels.count(kQueueNameLabel) > 0 ||
+      (s.pod_template && s.pod_template->metadata.labels.count(kQueueNameLabel) > 0);
+  if (queued) {
+    e.add("spec.elastic", std::string("Kueue admits a pod group of fixed size (label ") +
+                              kQueueNameLabel + "); an elastic job cannot be queued");
+  }
+  const kube::ElasticPolicy& el = *s.elastic;
+  e.unknownFields("spec.elastic", el.extra);
+  if (!el.min_replicas) e.add("spec.elastic.minReplicas", "required");
+  e.inRange("spec.elastic.minReplicas", el.min_replicas, 1, kMaxWorldSize);
+  e.inRange("spec.elastic.maxReplicas", el.max_replicas, 1, kMaxWorldSize);
+  if (!s.replicas || !el.min_replicas || !el.max_replicas) return;
+  const int32_t lo = *el.min_replicas, hi = *el.max_replicas;
+  if (lo < 1 || hi < 1) return;
+  if (lo > *s.replicas || *s.replicas > hi) {
+    e.add("spec.elastic", "minReplicas <= spec.replicas <= maxReplicas must hold, got " +
+                              std::to_string(lo) + " <= " + std::to_string(*s.replicas) +
+                              " <= " + std::to_string(hi));
+    return;
+  }
+  if (s.launcher == "mpi") {
+    e.add("spec.elastic", "an elastic job needs launcher native (mpirun's world is fixed)");
+  }
+  if (!s.trainer) return;
+  const contract::TrainerSettings t = contract::trainerSettings(*s.trainer);
+  if (t.pipeline.stages > 1 || t.tensor > 1) {
+    e.add("spec.elastic",
+          "a model split by pipeline or tensor parallelism cannot change its "
+          "world; elastic jobs are data parallel");
+    return;
+  }
+  if (t.checkpoint.path.empty()) {
+    e.add("spec.trainer.checkpoint.path",
+          "required for an elastic job: each resize restarts its ranks from the newest "
+          "checkpoint (a path on a volume that outlives the pods, e.g. a PersistentVolumeClaim)");
+  }
+  if (t.global_batch_size <= 0 || hi > 4096) return;
+  const int64_t procs = s.procs_per_replica.value_or(1);
+  int64_t multiple = 1;  // every world's rank count divides it
+  for (int64_t r = lo; r <= hi && multiple <= (int64_t{1} << 40); ++r) {
+    multiple = std::lcm(multiple, r * procs);
+  }
+  if (t.global_batch_size % multiple != 0) {
+    e.add("spec.trainer.globalBatchSize",
+          std::to_string(t.global_batch_size) +
+              " samples (unless given: batchSize x the ranks at spec.replicas) must split evenly "
+              "among the ranks of every world from minReplicas to maxReplicas (" +
+              std::to_string(lo * procs) + " to " + std::to_string(hi * procs) +
+              " ranks): choose a multiple of " + std::to_string(multiple));
+  }
+}
+
 }  // namespace
 
 const char* name(Backend value) {
@@ -228,7 +295,22 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
         spec.scheduling_policy->schedule_timeout_seconds.value_or(d.schedule_timeout_seconds);
     s.scheduler_name = spec.scheduling_policy->scheduler_name.value_or("");
   }
+  s.min_replicas = s.max_replicas = s.replicas;
+  if (spec.elastic) {
+    s.elastic = true;
+    s.min_replicas = spec.elastic->min_replicas.value_or(s.replicas);
+    s.max_replicas = spec.elastic->max_replicas.value_or(s.replicas);
+  }
   return s;
+}
+
+kube::TrainingJob atCurrentWorld(const kube::TrainingJob& job,
+                                 const kube::TrainingJobStatus& status) {
+  kube::TrainingJob at = job;
+  if (job.spec.elastic && status.current_replicas && *status.current_replicas >= 1) {
+    at.spec.replicas = status.current_replicas;
+  }
+  return at;
 }
 
 kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
@@ -250,6 +332,17 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
     s.scheduling_policy->schedule_timeout_seconds = d.schedule_timeout_seconds;
   }
   if (s.command.empty() && !s.trainer) s.trainer = kube::TrainerSpec{};
+  if (s.elastic && !s.elastic->max_replicas) s.elastic->max_replicas = s.replicas;
+  // An elastic job keeps its global batch at every world: batchSize per rank is read at the
+  // world the job starts at.
+  if (s.elastic && s.trainer && !s.trainer->global_batch_size && s.replicas) {
+    const int64_t ranks = int64_t{*s.replicas} * s.procs_per_replica.value_or(1);
+    const int64_t global = contract::trainerSettings(*s.trainer).batch_size * ranks;
+    if (global <= std::numeric_limits<int32_t>::max()) {
+      s.trainer->global_batch_size = static_cast<int32_t>(global);
+      s.trainer->batch_size.reset();
+    }
+  }
   return s;
 }
 
@@ -270,13 +363,16 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
     e.add("spec.replicas", "must be at least 1, got " + std::to_string(*s.replicas));
   }
   e.inRange("spec.procsPerReplica", s.procs_per_replica, 1, kMaxProcsPerReplica);
+  validateElastic(job, e);
   if (s.replicas && s.procs_per_replica && *s.replicas >= 1 && *s.procs_per_replica >= 1) {
-    const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
+    const int32_t slots = settingsOf(s).podSlots();
+    const int64_t world = int64_t{slots} * *s.procs_per_replica;
     if (world > kMaxWorldSize) {
-      e.add("spec.replicas", "world size replicas x procsPerReplica = " + std::to_string(world) +
-                                 " exceeds " + std::to_string(kMaxWorldSize));
+      e.add(s.elastic ? "spec.elastic.maxReplicas" : "spec.replicas",
+            "world size replicas x procsPerReplica = " + std::to_string(world) + " exceeds " +
+                std::to_string(kMaxWorldSize));
     }
-    const std::string longest = name + "-worker-" + std::to_string(*s.replicas - 1);
+    const std::string longest = name + "-worker-" + std::to_string(slots - 1);
     if (longest.size() > 63 && name.size() <= 63) {
       e.add("metadata.name", "too long for its pod names: \"" + longest + "\" has " +
                                  std::to_string(longest.size()) + " characters, at most 63");

@@ -62,12 +62,24 @@ struct JobSettings {
   bool suspend = false;
   int32_t schedule_timeout_seconds = kDefaultScheduleTimeoutSeconds;
   std::string scheduler_name;  // "": the cluster's default scheduler
+  // spec.elastic: the world may shrink to min_replicas and grow back to max_replicas. Without
+  // it both are `replicas`.
+  bool elastic = false;
+  int32_t min_replicas = 1;
+  int32_t max_replicas = 1;
 
   int32_t worldSize() const { return replicas * procs_per_replica; }
+  // Worker pod indices the job may ever use: 0 .. podSlots()-1.
+  int32_t podSlots() const { return elastic ? max_replicas : replicas; }
   bool operator==(const JobSettings&) const = default;
 };
 
 JobSettings settingsOf(const kube::TrainingJobSpec& spec);
+
+// `job` as its current world runs it: spec.replicas is status.currentReplicas when an elastic job
+// resized, so that pods, their environment and status counts follow the world, not the spec.
+kube::TrainingJob atCurrentWorld(const kube::TrainingJob& job,
+                                 const kube::TrainingJobStatus& status);
 
 // The spelling in the spec of each enum value ("gloo", "OnFailure", "Running", ...).
 const char* name(Backend value);

@@ -9,6 +9,9 @@ WorkerPod workerPodOf(const kube::Pod& pod) {
   WorkerPod w;
   static_cast<OwnedChild&>(w) = ownedChildOf(pod.metadata);
   w.attempt = attemptOf(pod);
+  if (auto it = pod.metadata.labels.find(kStandbyLabel); it != pod.metadata.labels.end()) {
+    w.standby = it->second == "true";
+  }
   w.created = pod.metadata.creation_timestamp;
   w.terminating = pod.metadata.deletion_timestamp.has_value();
   w.phase = pod.status.phase;

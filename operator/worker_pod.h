@@ -29,7 +29,8 @@ struct PodProblem {
 
 // Its key and controller as for any child of a job (OwnedChild), and the facts of a pod.
 struct WorkerPod : OwnedChild {
-  int attempt = -1;  // its attempt label (-1 when missing or malformed)
+  int attempt = -1;      // its attempt label (-1 when missing or malformed)
+  bool standby = false;  // an elastic job's placeholder beyond the world (kStandbyLabel)
   std::optional<kube::Time> created;
   bool terminating = false;  // the API server is deleting it (deletionTimestamp)
   // status.phase, except that a pod whose worker container has terminated while the job's

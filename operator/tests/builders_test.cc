@@ -43,6 +43,31 @@ TEST(Builders, WorkerPodEnvCountsProcessesInWorldSize) {
   EXPECT_EQ(env.count("RINGMASTER_LAUNCHER_MODE"), 0u);
 }
 
+// An elastic job that shrank to 3 of its 4 pods: ranks count the current world, and the pod
+// beyond it is a standby pod placed like a worker but holding no rank.
+TEST(Builders, ElasticPodsFollowTheCurrentWorldAndTheRestStandBy) {
+  kube::TrainingJob job = makeJob("fmnist", 4);
+  job.spec.elastic = kube::ElasticPolicy{};
+  job.spec.elastic->min_replicas = 2;
+  kube::TrainingJobStatus status;
+  status.current_replicas = 3;
+  const kube::TrainingJob at = atCurrentWorld(defaulted(job), status);
+
+  kube::Pod worker = buildWorkerPod(at, 2, 1, "store-secret-for-tests");
+  std::map<std::string, std::string> env = plainEnv(worker.spec.containers[0]);
+  EXPECT_EQ(env["WORLD_SIZE"], "3");
+  EXPECT_EQ(env["NODE_RANK"], "2");
+  EXPECT_EQ(worker.metadata.labels.count(kStandbyLabel), 0u);
+  EXPECT_TRUE(worker.spec.containers[0].readiness_probe.has_value());
+
+  kube::Pod standby = buildWorkerPod(at, 3, 1, "store-secret-for-tests");
+  EXPECT_EQ(standby.metadata.name, "fmnist-worker-3");
+  EXPECT_EQ(standby.metadata.labels[kStandbyLabel], "true");
+  EXPECT_EQ(standby.spec.containers[0].args, std::vector<std::string>{"--standby"});
+  EXPECT_FALSE(standby.spec.containers[0].readiness_probe.has_value());
+  EXPECT_EQ(standby.spec.containers[0].resources, worker.spec.containers[0].resources);
+}
+
 std::vector<std::string> envNames(const kube::Container& c) {
   std::vector<std::string> names;
   for (const kube::EnvVar& e : c.env) names.push_back(e.name);

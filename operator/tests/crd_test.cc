@@ -138,6 +138,10 @@ TEST(Crd, CrossFieldRulesCoverPodNameLengthAndImmutableWorldSize) {
   }
   EXPECT_NE(rules.find("'-worker-'"), std::string::npos);
   EXPECT_NE(rules.find("oldSelf.replicas"), std::string::npos);
+  // An elastic job's pods are named up to maxReplicas - 1, and its bounds hold around replicas.
+  EXPECT_NE(rules.find("self.spec.elastic.maxReplicas"), std::string::npos);
+  EXPECT_NE(rules.find("self.elastic.minReplicas <= self.replicas"), std::string::npos);
+  EXPECT_NE(rules.find("oldSelf.elastic"), std::string::npos);
 }
 
 // An integer the CEL rules compute with, or one that sizes what a rank allocates, is bounded by
@@ -150,6 +154,8 @@ TEST(Crd, IntegersThatSizeTheJobAreBoundedInt32) {
   const std::vector<std::pair<std::string, YAML::Node>> fields = {
       {"spec.replicas", spec["properties"]["replicas"]},
       {"spec.procsPerReplica", spec["properties"]["procsPerReplica"]},
+      {"spec.elastic.minReplicas", spec["properties"]["elastic"]["properties"]["minReplicas"]},
+      {"spec.elastic.maxReplicas", spec["properties"]["elastic"]["properties"]["maxReplicas"]},
       {"spec.trainer.model.hidden[]", model["hidden"]["items"]},
       {"spec.trainer.model.channels[]", model["channels"]["items"]},
       {"spec.trainer.model.cnnHidden", model["cnnHidden"]},

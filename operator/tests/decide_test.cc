@@ -27,7 +27,9 @@ struct Spec {
   std::string restart_policy{};  // "" = the default
   std::optional<int32_t> backoff_limit{};
   std::optional<int64_t> active_deadline_seconds{};
-  std::string launcher{};  // "" = the default
+  std::string launcher{};                 // "" = the default
+  std::optional<int32_t> min_replicas{};  // set: spec.elastic
+  std::optional<int32_t> max_replicas{};
 };
 
 struct Cond {
@@ -42,6 +44,7 @@ struct Status {
   std::vector<Cond> conditions{};
   std::optional<int32_t> schedule_retries{};
   std::optional<int> last_restart_ago{};
+  std::optional<int32_t> current_replicas{};
 };
 
 struct PodIn {
@@ -55,7 +58,8 @@ struct PodIn {
   std::string pod_ip{};
   int created_ago = 10;
   bool foreign = false;
-  bool gated = false;  // held by a queue's scheduling gate (implies not scheduled)
+  bool gated = false;             // held by a queue's scheduling gate (implies not scheduled)
+  std::optional<bool> standby{};  // its standby label, when not what its index implies
 };
 
 // The plan's essentials.
@@ -75,6 +79,8 @@ struct Expect {
   std::string world{};
   bool start_time = false;       // status.startTime is now (set by this pass)
   bool completion_time = false;  // status.completionTime is now
+  std::optional<int32_t> current_replicas{};
+  std::string resized{};  // the Resized condition, as `condition`
 };
 
 struct Row {
@@ -97,6 +103,11 @@ kube::TrainingJob jobOf(const Spec& spec) {
   if (spec.active_deadline_seconds)
     job.spec.active_deadline_seconds = *spec.active_deadline_seconds;
   if (!spec.launcher.empty()) job.spec.launcher = spec.launcher;
+  if (spec.min_replicas) {
+    job.spec.elastic = kube::ElasticPolicy{};
+    job.spec.elastic->min_replicas = spec.min_replicas;
+    job.spec.elastic->max_replicas = spec.max_replicas;
+  }
   return defaulted(job);
 }
 
@@ -109,6 +120,7 @@ kube::TrainingJobStatus statusOf(const Status& in) {
   }
   status.schedule_retries = in.schedule_retries;
   if (in.last_restart_ago) status.last_restart_time = ago(*in.last_restart_ago);
+  status.current_replicas = in.current_replicas;
   return status;
 }
 
@@ -117,6 +129,13 @@ kube::Pod podOf(const kube::TrainingJob& job, const PodIn& in) {
   if (in.foreign) pod.metadata.owner_references.clear();
   pod.metadata.creation_timestamp = ago(in.created_ago);
   if (in.terminating) pod.metadata.deletion_timestamp = kNow;
+  if (in.standby) {
+    if (*in.standby) {
+      pod.metadata.labels[kStandbyLabel] = "true";
+    } else {
+      pod.metadata.labels.erase(kStandbyLabel);
+    }
+  }
   pod.status.phase = in.phase;
   pod.status.pod_ip = in.pod_ip;
   kube::Condition ready;
@@ -151,9 +170,10 @@ kube::Pod podOf(const kube::TrainingJob& job, const PodIn& in) {
   return pod;
 }
 
-Observed observedOf(const kube::TrainingJob& job, const Row& row) {
+Observed observedOf(const kube::TrainingJob& spec_job, const Row& row) {
+  const kube::TrainingJob job = atCurrentWorld(spec_job, statusOf(row.status));
   Observed observed;
-  observed.pods.assign(static_cast<size_t>(row.spec.replicas), nullptr);
+  observed.pods.assign(static_cast<size_t>(settingsOf(spec_job.spec).podSlots()), nullptr);
   for (const PodIn& in : row.pods) {
     if (in.foreign) {
       observed.foreign.push_back(workerName("fmnist", in.index));
@@ -203,6 +223,10 @@ TEST_P(Decide, PlansTheTransition) {
   if (!want.world.empty()) {
     EXPECT_EQ(plan.status.world, want.world);
   }
+  if (want.current_replicas) {
+    EXPECT_EQ(plan.status.current_replicas, want.current_replicas);
+  }
+  EXPECT_EQ(conditionText(plan.status, kResized), want.resized);
   if (want.start_time) {
     EXPECT_EQ(plan.status.start_time, kNow);
   }
@@ -300,10 +324,10 @@ const Row kRows[] = {
     {.name = "OlderAttemptsPodsAreDeletedAndCreationWaits",
      .status = {.restarts = 1},
      .pods = {{.index = 0, .attempt = 0}},
-     .want = {.phase = "Pending", .deletion = PodDeletion::kOlderAttempt, .requeue = kSecond}},
+     .want = {.phase = "Pending", .deletion = PodDeletion::kStale, .requeue = kSecond}},
     {.name = "ATerminatingPodsNameIsNotReusedUntilItIsGone",
      .pods = {{.index = 0, .terminating = true}},
-     .want = {.phase = "Pending", .deletion = PodDeletion::kOlderAttempt, .requeue = kSecond}},
+     .want = {.phase = "Pending", .requeue = kSecond}},
     {.name = "RestartPolicyNeverFailsOnTheFirstFailedRank",
      .spec = {.restart_policy = "Never"},
      .pods = {kRunning0, failed(1, 1)},
@@ -430,6 +454,85 @@ const Row kRows[] = {
      .status = {.started_ago = 100},
      .pods = {kRunning0, {.index = 1, .pod_ip = "10.0.0.8"}},
      .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined"}},
+    // Elastic jobs (spec.elastic): standby pods beyond the world, resizes.
+    {.name = "ElasticStartsAtReplicasWithStandbyPodsUpToMax",
+     .spec = {.replicas = 2, .min_replicas = 1, .max_replicas = 3},
+     .want = {.phase = "Pending",
+              .create = {0, 1, 2},
+              .requeue = kSecond,
+              .start_time = true,
+              .current_replicas = 2}},
+    {.name = "ElasticWorldComesFromTheStatus",
+     .spec = {.replicas = 2, .min_replicas = 1, .max_replicas = 2},
+     .status = {.current_replicas = 1},
+     .want = {.phase = "Pending",
+              .create = {0, 1},
+              .requeue = kSecond,
+              .start_time = true,
+              .current_replicas = 1}},
+    {.name = "ElasticUnscheduledStandbyPodChangesNothing",
+     .spec = {.replicas = 2, .min_replicas = 1, .max_replicas = 3},
+     .status = {.started_ago = 100, .current_replicas = 2},
+     .pods = {kRunning0, kRunning1, unscheduled(2, 400)},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .world = "2/2",
+              .current_replicas = 2}},
+    {.name = "ElasticScheduledStandbyPodGrowsTheWorld",
+     .spec = {.replicas = 2, .min_replicas = 1, .max_replicas = 3},
+     .status = {.restarts = 1, .started_ago = 100, .current_replicas = 2},
+     .pods = {{.index = 0, .attempt = 1},
+              {.index = 1, .attempt = 1},
+              {.index = 2, .attempt = 1, .ready = false}},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/Resized",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1,
+              .current_replicas = 3,
+              .resized = "Resized=True/ScaledUp"}},
+    {.name = "ElasticShrinksToTheScheduledPodsAfterScheduleTimeout",
+     .spec = {.replicas = 3, .min_replicas = 2, .max_replicas = 3},
+     .status = {.started_ago = 400, .current_replicas = 3},
+     .pods = {{.index = 0, .created_ago = 400},
+              {.index = 1, .created_ago = 400},
+              unscheduled(2, 400)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/Resized",
+              .release = true,
+              .requeue = kSecond,
+              .restarts = 0,
+              .current_replicas = 2,
+              .resized = "Resized=True/ScaledDown"}},
+    {.name = "ElasticBelowMinReleasesTheGangAsUnschedulable",
+     .spec = {.replicas = 3, .min_replicas = 3, .max_replicas = 4},
+     .status = {.started_ago = 400, .current_replicas = 3},
+     .pods = {{.index = 0, .created_ago = 400},
+              {.index = 1, .created_ago = 400},
+              unscheduled(2, 400),
+              unscheduled(3, 400)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/Unschedulable",
+              .release = true,
+              .requeue = kSecond,
+              .schedule_retries = 1,
+              .current_replicas = 3}},
+    {.name = "ElasticWorkerBeyondTheWorldIsStale",
+     .spec = {.replicas = 3, .min_replicas = 2, .max_replicas = 3},
+     .status = {.current_replicas = 2},
+     .pods = {kRunning0, kRunning1, {.index = 2, .standby = false}},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .deletion = PodDeletion::kStale,
+              .current_replicas = 2}},
+    {.name = "ElasticStandbyPodThatEndedIsStale",
+     .spec = {.replicas = 2, .min_replicas = 1, .max_replicas = 3},
+     .status = {.current_replicas = 2},
+     .pods = {kRunning0, kRunning1, {.index = 2, .phase = "Failed", .ready = false}},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .deletion = PodDeletion::kStale,
+              .current_replicas = 2}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Transitions, Decide, ::testing::ValuesIn(kRows),

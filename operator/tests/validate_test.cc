@@ -41,6 +41,13 @@ kube::TrainerSpec pipelineTrainer(int stages, int micro) {
   return trainer;
 }
 
+// spec.elastic {minReplicas: lo, maxReplicas: hi}.
+void elastic(kube::TrainingJob& job, int32_t lo, int32_t hi) {
+  job.spec.elastic = kube::ElasticPolicy{};
+  job.spec.elastic->min_replicas = lo;
+  job.spec.elastic->max_replicas = hi;
+}
+
 struct BadSpec {
   std::string what;
   std::function<void(kube::TrainingJob&)> mutate;
@@ -161,6 +168,59 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                            BadSpec{"negative backoffLimit",
                                                    [](auto& j) { j.spec.backoff_limit = -1; },
                                                    "spec.backoffLimit"},
+                                           BadSpec{"elastic minReplicas 0",
+                                                   [](auto& j) { elastic(j, 0, 2); },
+                                                   "spec.elastic.minReplicas"},
+                                           BadSpec{"elastic minReplicas above replicas",
+                                                   [](auto& j) { elastic(j, 3, 4); },
+                                                   "spec.elastic"},
+                                           BadSpec{"elastic maxReplicas below replicas",
+                                                   [](auto& j) { elastic(j, 1, 1); },
+                                                   "spec.elastic"},
+                                           BadSpec{"elastic maxReplicas past the world bound",
+                                                   [](auto& j) { elastic(j, 1, 5000); },
+                                                   "spec.elastic.maxReplicas"},
+                                           BadSpec{"elastic under mpirun",
+                                                   [](auto& j) {
+                                                     elastic(j, 1, 2);
+                                                     j.spec.launcher = "mpi";
+                                                   },
+                                                   "spec.elastic"},
+                                           BadSpec{"elastic with a pipeline",
+                                                   [](auto& j) {
+                                                     elastic(j, 1, 2);
+                                                     j.spec.trainer = pipelineTrainer(2, 2);
+                                                   },
+                                                   "spec.elastic"},
+                                           BadSpec{"elastic with a PodGroup scheduler",
+                                                   [](auto& j) {
+                                                     elastic(j, 1, 2);
+                                                     j.spec.scheduling_policy =
+                                                         kube::SchedulingPolicy{};
+                                                     j.spec.scheduling_policy->scheduler_name =
+                                                         "volcano";
+                                                   },
+                                                   "spec.elastic"},
+                                           BadSpec{"elastic in a Kueue queue",
+                                                   [](auto& j) {
+                                                     elastic(j, 1, 2);
+                                                     j.metadata.labels["kueue.x-k8s.io/queue-name"] =
+                                                         "team";
+                                                   },
+                                                   "spec.elastic"},
+                                           BadSpec{"elastic without checkpoints",
+                                                   [](auto& j) {
+                                                     elastic(j, 1, 2);
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                   },
+                                                   "spec.trainer.checkpoint.path"},
+                                           BadSpec{"elastic global batch that 3 ranks cannot split",
+                                                   [](auto& j) {
+                                                     elastic(j, 1, 3);
+                                                     j.spec.trainer = kube::TrainerSpec{};
+                                                     j.spec.trainer->global_batch_size = 128;
+                                                   },
+                                                   "spec.trainer.globalBatchSize"},
                                            BadSpec{"zero scheduleTimeoutSeconds",
                                                    [](auto& j) {
                                                      j.spec.scheduling_policy =
@@ -322,6 +382,31 @@ TEST(Validate, WholeReplicasOfAPipelineAreAccepted) {
     core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
     EXPECT_TRUE(spec.ok()) << replicas << " replicas: " << spec.status().toString();
   }
+}
+
+// An elastic job keeps its global batch: batchSize is read at the world it starts at.
+TEST(Validate, ElasticJobKeepsTheGlobalBatchOfItsFirstWorld) {
+  kube::TrainingJob job = makeJob("fmnist", 4);
+  job.spec.elastic = kube::ElasticPolicy{};
+  job.spec.elastic->min_replicas = 2;  // worlds 2, 3, 4: 30 x 4 = 120 splits among each
+  job.spec.trainer = kube::TrainerSpec{};
+  job.spec.trainer->batch_size = 30;
+  job.spec.trainer->checkpoint.emplace().path = "/ckpt";
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->trainer->global_batch_size, 120);
+  EXPECT_FALSE(spec->trainer->batch_size.has_value());
+  EXPECT_EQ(spec->elastic->max_replicas, 4);  // defaults to replicas
+  const JobSettings settings = settingsOf(*spec);
+  EXPECT_TRUE(settings.elastic);
+  EXPECT_EQ(settings.min_replicas, 2);
+  EXPECT_EQ(settings.podSlots(), 4);
+
+  job.spec.trainer->batch_size = 32;  // 128 samples: 3 ranks cannot split them
+  core::Result<kube::TrainingJobSpec> bad = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("choose a multiple of 12"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(Validate, MissingImageTakesTheOperatorDefault) {

@@ -159,16 +159,8 @@ spec:
   restartPolicy: OnFailure
   backoffLimit: 3
 )");
-  // Kill once the first checkpoint is on the claim's volume (not by status.progress: the
-  // operator refreshes it every 5 s, and the whole run may take less than that twice).
-  const fs::path claim = fs::path(cluster_.dataDir()) / "kubelet/volumes/default/fmnist-ckpt";
-  ASSERT_TRUE(eventually(240s,
-                         [&] {
-                           std::error_code ec;
-                           return fs::exists(claim, ec) && !fs::is_empty(claim, ec);
-                         }))
-      << "no checkpoint in " << claim << "\n"
-      << cluster_.get("trainingjob", "fmnist").dump(2);
+  // Kill once the first checkpoint is on the claim's volume.
+  ASSERT_EQ(cluster_.waitForClaimFiles("fmnist-ckpt", "fmnist", 240s), "");
   const pid_t victim = cluster_.findProcess("ringmaster-trainer",
                                             {{"RINGMASTER_JOB", "fmnist"}, {"NODE_RANK", "1"}});
   ASSERT_GT(victim, 0) << "no trainer of fmnist-worker-1";

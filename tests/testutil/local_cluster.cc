@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -103,6 +104,17 @@ nlohmann::json LocalCluster::waitForJob(
 std::string LocalCluster::podLog(const std::string& pod) const {
   ProcessResult r = kubectl({"logs", pod});
   return r.stdout_text + r.stderr_text;
+}
+
+std::string LocalCluster::waitForClaimFiles(const std::string& claim, const std::string& job,
+                                            std::chrono::seconds limit) const {
+  const std::filesystem::path dir =
+      std::filesystem::path(dataDir()) / "kubelet/volumes/default" / claim;
+  const bool filled = eventually(limit, [&] {
+    std::error_code ec;
+    return std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec);
+  });
+  return filled ? "" : "no file in " + dir.string() + "\n" + get("trainingjob", job).dump(2);
 }
 
 std::string jobPhase(const nlohmann::json& job) {

@@ -66,6 +66,12 @@ class LocalCluster {
   nlohmann::json waitForJob(const std::string& name, std::chrono::seconds limit,
                             const std::function<bool(const nlohmann::json&)>& done) const;
   std::string podLog(const std::string& pod) const;  // `kubectl logs` (stdout + stderr)
+  // Waits up to `limit` until the local kubelet's volume of PersistentVolumeClaim `claim` (in
+  // namespace default) holds a file, e.g. a job's first checkpoint; "" then, else what the
+  // job `job` looked like meanwhile. Not by status.progress: the operator refreshes it every
+  // 5 s, and a short run may take less than that twice.
+  std::string waitForClaimFiles(const std::string& claim, const std::string& job,
+                                std::chrono::seconds limit) const;
   // testutil::findProcess(es) among this cluster's pods only: each of their processes names
   // this cluster's kubelet hosts file in NSS_WRAPPER_HOSTS (orphans keep it too). A test's twin
   // on the other control plane runs at the same time with the same job names.

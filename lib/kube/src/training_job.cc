@@ -81,6 +81,12 @@ void visitSchedulingPolicy(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitElasticPolicy(V& v, S& s) {
+  v("minReplicas", s.min_replicas);
+  v("maxReplicas", s.max_replicas);
+}
+
+template <class V, class S>
 void visitTrainingJobSpec(V& v, S& s) {
   v("replicas", s.replicas);
   v("procsPerReplica", s.procs_per_replica);
@@ -100,6 +106,7 @@ void visitTrainingJobSpec(V& v, S& s) {
   v("cleanPodPolicy", s.clean_pod_policy);
   v("suspend", s.suspend);
   v("schedulingPolicy", s.scheduling_policy);
+  v("elastic", s.elastic);
   v("managedBy", s.managed_by);
   v("template", s.pod_template);
 }
@@ -130,6 +137,7 @@ void visitTrainingJobStatus(V& v, S& s) {
   v("reason", s.reason);
   v("replicas", s.replicas);
   v("restarts", s.restarts);
+  v("currentReplicas", s.current_replicas);
   v("worldSize", s.world_size);
   v("world", s.world);
   v("scheduleRetries", s.schedule_retries);
@@ -159,6 +167,7 @@ RM_KUBE_DEFINE_CODEC(PipelineSpec, visitPipelineSpec)
 RM_KUBE_DEFINE_CODEC(ParallelismSpec, visitParallelismSpec)
 RM_KUBE_DEFINE_CODEC(TrainerSpec, visitTrainerSpec)
 RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)
+RM_KUBE_DEFINE_CODEC(ElasticPolicy, visitElasticPolicy)
 RM_KUBE_DEFINE_CODEC(TrainingJobSpec, visitTrainingJobSpec)
 RM_KUBE_DEFINE_CODEC(ReplicaStatus, visitReplicaStatus)
 RM_KUBE_DEFINE_CODEC(TrainingProgress, visitTrainingProgress)

@@ -113,6 +113,15 @@ struct SchedulingPolicy {
   bool operator==(const SchedulingPolicy&) const = default;
 };
 
+// How far an elastic job's world may shrink when pods are lost and grow back when capacity
+// returns; spec.replicas is the world it starts at.
+struct ElasticPolicy {
+  std::optional<int32_t> min_replicas;
+  std::optional<int32_t> max_replicas;  // defaults to spec.replicas
+  nlohmann::json extra;
+  bool operator==(const ElasticPolicy&) const = default;
+};
+
 struct TrainingJobSpec {
   std::optional<int32_t> replicas;
   std::optional<int32_t> procs_per_replica;
@@ -132,6 +141,7 @@ struct TrainingJobSpec {
   std::optional<std::string> clean_pod_policy;  // None | Running | All
   std::optional<bool> suspend;
   std::optional<SchedulingPolicy> scheduling_policy;
+  std::optional<ElasticPolicy> elastic;
   // The controller that reconciles this job; unset or ringmaster's own: the operator. Another
   // value (a multi-cluster dispatcher's, e.g. MultiKueue's) makes the operator leave it alone.
   std::optional<std::string> managed_by;
@@ -172,6 +182,8 @@ struct TrainingJobStatus {
   std::optional<std::string> reason;
   std::optional<ReplicaStatus> replicas;
   std::optional<int32_t> restarts;  // gang restarts so far = the current attempt number
+  // Worker pods in the current world: spec.replicas, or where an elastic job resized to.
+  std::optional<int32_t> current_replicas;
   std::optional<int32_t> world_size;
   std::optional<std::string> world;  // "<ready ranks>/<total ranks>" (printer column WORLD)
   std::optional<int32_t> schedule_retries;
@@ -205,6 +217,7 @@ RM_KUBE_DECLARE_CODEC(PipelineSpec);
 RM_KUBE_DECLARE_CODEC(ParallelismSpec);
 RM_KUBE_DECLARE_CODEC(TrainerSpec);
 RM_KUBE_DECLARE_CODEC(SchedulingPolicy);
+RM_KUBE_DECLARE_CODEC(ElasticPolicy);
 RM_KUBE_DECLARE_CODEC(TrainingJobSpec);
 RM_KUBE_DECLARE_CODEC(ReplicaStatus);
 RM_KUBE_DECLARE_CODEC(TrainingProgress);
