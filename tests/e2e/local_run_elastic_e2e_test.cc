@@ -13,8 +13,8 @@
 //     the same trainer run in one process, and it took as many steps (nothing skipped, nothing
 //     counted twice). Plain SGD, whose runs at different worlds agree to about 0.01 points; with
 //     momentum they drift apart by a few tenths at any world, resized or not.
-// The embedded control plane only: the capacity that goes and comes back is one node's GPUs
-// (`ringmaster local` runs one node).
+// On both control planes (on envtest, the local kubelet and operator join a real API server):
+// the capacity that goes and comes back is one node's GPUs, as `ringmaster local` runs one node.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -60,7 +60,7 @@ int64_t stepsOf(int epochs, int global_batch) {
   return epochs * ((kTrainSamples + global_batch - 1) / global_batch);
 }
 
-class ElasticE2e : public ::testing::Test {
+class ElasticE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
  protected:
   void SetUp() override {
     if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
@@ -89,10 +89,10 @@ class ElasticE2e : public ::testing::Test {
     return out;
   }
 
-  testutil::LocalCluster cluster_{testutil::ControlPlane::kLocal};
+  testutil::LocalCluster cluster_{GetParam()};
 };
 
-TEST_F(ElasticE2e, LosesAWorkerShrinksTo3GrowsBackTo4AndLearnsWhatAnUnresizedRunLearns) {
+TEST_P(ElasticE2e, LosesAWorkerShrinksTo3GrowsBackTo4AndLearnsWhatAnUnresizedRunLearns) {
   apply(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: elastic}
@@ -179,12 +179,16 @@ spec:
       << "resized " << resized << " vs unresized " << unresized;
   EXPECT_EQ(progress.value("step", int64_t{0}), stepsOf(kEpochs, 120)) << progress.dump();
   EXPECT_EQ(summary.value("steps", int64_t{0}), stepsOf(kEpochs, 120)) << summary.dump();
-  std::cout << "elastic (local): 4 -> 3 -> 4 ranks, test accuracy " << resized
-            << " vs one unresized process " << unresized << " (difference "
-            << std::abs(resized - unresized) * 100 << " points), " << progress.value("step", 0)
-            << " steps of 120 samples; restarts " << last["status"].value("restarts", 0)
+  std::cout << "elastic (" << testutil::controlPlaneName(GetParam())
+            << "): 4 -> 3 -> 4 ranks, test accuracy " << resized << " vs one unresized process "
+            << unresized << " (difference " << std::abs(resized - unresized) * 100 << " points), "
+            << progress.value("step", 0) << " steps of 120 samples; restarts "
+            << last["status"].value("restarts", 0)
             << "; events: " << testing::PrintToString(jobEvents("elastic")) << std::endl;
 }
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, ElasticE2e, ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 }  // namespace
 }  // namespace ringmaster

@@ -9,7 +9,7 @@
 // ends Failed naming the field. A job whose spec.managedBy names another controller gets no pods
 // and no status, and cannot be handed over. Runs on both control planes: on envtest, a real API
 // server also validates the pods the operator builds from the template. `kubectl explain` documents
-// it.
+// it. Last, spec.elastic's bounds and immutability, refused by the schema on both API servers.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -213,6 +213,33 @@ TEST_P(LocalRunTemplateE2e, TemplateReachesThePodsAndBadOnesAreRefused) {
   EXPECT_NE(moved.exit_code, 0);
   EXPECT_NE(moved.stderr_text.find("spec.managedBy is immutable"), std::string::npos)
       << moved.stderr_text;
+
+  // spec.elastic's bounds are the schema's too (the same rules on both API servers), and an
+  // elastic policy cannot be added to a job afterwards.
+  auto explain_elastic = testutil::run({kubectl, "explain", "trainingjob.spec.elastic"}, env, 30s);
+  EXPECT_EQ(explain_elastic.exit_code, 0) << explain_elastic.stderr_text;
+  EXPECT_NE(explain_elastic.stdout_text.find("minReplicas"), std::string::npos)
+      << explain_elastic.stdout_text;
+  const std::vector<std::pair<std::string, std::string>> bad_elastic = {
+      {"  elastic: {minReplicas: 3}\n", "minReplicas <= spec.replicas <= maxReplicas"},
+      {"  elastic: {minReplicas: 0}\n", "spec.elastic.minReplicas"},
+      {"  elastic: {minReplicas: 2, maxReplicas: 1}\n", "spec.elastic.minReplicas must be at most"},
+  };
+  for (const auto& [policy, wanted] : bad_elastic) {
+    std::string bad = kJob;
+    bad.replace(bad.find("name: tpl"), 9, "name: tpl-elastic");
+    bad.replace(bad.find("  replicas: 2\n"), 0, policy);
+    std::ofstream(dir.path() + "/elastic.yaml") << bad;
+    auto r = testutil::run({kubectl, "apply", "-f", dir.path() + "/elastic.yaml"}, env, 30s);
+    EXPECT_NE(r.exit_code, 0) << policy;
+    EXPECT_NE(r.stderr_text.find(wanted), std::string::npos) << policy << r.stderr_text;
+  }
+  auto made_elastic = testutil::run({kubectl, "patch", "tj", "tpl-elsewhere", "--type=merge", "-p",
+                                     R"({"spec":{"elastic":{"minReplicas":1}}})"},
+                                    env, 30s);
+  EXPECT_NE(made_elastic.exit_code, 0);
+  EXPECT_NE(made_elastic.stderr_text.find("spec.elastic is immutable"), std::string::npos)
+      << made_elastic.stderr_text;
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, LocalRunTemplateE2e,
