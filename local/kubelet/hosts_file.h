@@ -26,6 +26,7 @@ struct HostsEntry {
   std::string pod_name;
   std::string hostname;   // spec.hostname ("" when unset)
   std::string subdomain;  // spec.subdomain
+  bool operator==(const HostsEntry&) const = default;
 };
 
 // Sorted, deterministic text (no comments: nss_wrapper refuses a file with a comment line).

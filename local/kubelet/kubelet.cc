@@ -98,6 +98,7 @@ struct PodRuntime {
   Clock::time_point retry_prepare{};
   Clock::time_point start_after{};  // --start-delay
   std::string prepare_error;
+  bool node_shutdown = false;  // ended by a graceful node shutdown: Failed, reason Terminated
   // Why the kubelet refuses to run the pod (a path it would derive leaves its directory); the
   // pod ends Failed and nothing is created for it. dir is then empty.
   std::string refused;
@@ -147,6 +148,8 @@ class Kubelet::Impl {
   bool finishTermination(PodRuntime& rt);  // true when the runtime can go
   void writeStatus(PodRuntime& rt);
   void writeHosts();
+  // Keeps remote_hosts_ up to date with `pod` (nullptr: gone), a pod of another node.
+  void noteRemotePod(const std::string& key, const kube::Pod* pod);
   void restoreFromStatus(PodRuntime& rt);
   PodView viewOf(const PodRuntime& rt) const;
   bool hasLiveProcess(const PodRuntime& rt) const;
@@ -191,6 +194,10 @@ class Kubelet::Impl {
   std::unique_ptr<PodNetwork> network_;  // set by run()
   std::string hosts_text_;
   bool hosts_dirty_ = true;
+  bool shutting_down_ = false;  // graceful node shutdown: the Node says NotReady
+  // The addresses of other nodes' pods, by key: their names resolve here too, as cluster DNS
+  // resolves every pod of the cluster.
+  std::map<std::string, HostsEntry> remote_hosts_;
   Clock::time_point next_heartbeat_{};
   bool lease_disabled_ = false;
 };
@@ -201,12 +208,11 @@ class Kubelet::Impl {
 core::Status Kubelet::Impl::prepareRoot() {
   std::error_code ec;
   options_.root_dir = fs::absolute(options_.root_dir, ec);
-  for (const char* sub : {"pods", "volumes"}) {
-    fs::create_directories(options_.root_dir / sub, ec);
-    if (ec) {
-      return core::internalError("create " + (options_.root_dir / sub).string() + ": " +
-                                 ec.message());
-    }
+  options_.claims_dir = options_.claims_dir.empty() ? options_.root_dir / "volumes"
+                                                    : fs::absolute(options_.claims_dir, ec);
+  for (const fs::path& dir : {options_.root_dir / "pods", options_.claims_dir}) {
+    fs::create_directories(dir, ec);
+    if (ec) return core::internalError("create " + dir.string() + ": " + ec.message());
   }
   return writeFileAtomically(options_.root_dir / "hosts", renderHosts({}));
 }
@@ -283,7 +289,8 @@ kube::Node Kubelet::Impl::desiredNode() const {
       cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
       cond("PIDPressure", "False", "KubeletHasSufficientPID",
            "kubelet has sufficient PID available"),
-      cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")};
+      shutting_down_ ? cond("Ready", "False", "KubeletNotReady", "node is shutting down")
+                     : cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")};
   if (log_server_) {
     // A kube-apiserver dials the first address of its preferred type (Hostname first): the node
     // name resolves nowhere, so only the IP is given, with the port of the log endpoint.
@@ -535,6 +542,7 @@ void Kubelet::Impl::syncKey(const std::string& key) {
     // Gone (or replaced by a new pod of the same name): stop what runs for the old one.
     unscheduled_.erase(key);
     assumed_.erase(key);
+    noteRemotePod(key, nullptr);
     if (rt_it != pods_.end()) {
       rt_it->second.gone = true;
       if (!rt_it->second.terminating) beginTermination(rt_it->second, "the pod was deleted");
@@ -555,12 +563,13 @@ void Kubelet::Impl::syncKey(const std::string& key) {
   }
   unscheduled_.erase(key);
   assumed_.erase(key);
-  if (node != options_.node_name) return;
+  if (node != options_.node_name) return noteRemotePod(key, pod.get());
   if (rt_it == pods_.end()) {
     PodRuntime rt;
     rt.key = key;
     rt.pod = pod;
-    if (core::Status paths = checkPodPaths(*pod, options_.root_dir); paths.ok()) {
+    if (core::Status paths = checkPodPaths(*pod, options_.root_dir, options_.claims_dir);
+        paths.ok()) {
       rt.dir = podDir(options_.root_dir, pod->metadata);
     } else {
       rt.refused = paths.message();
@@ -964,7 +973,7 @@ bool Kubelet::Impl::prepare(PodRuntime& rt) {
     return serviceAccountToken(pod, t);
   };
   for (const auto& v : pod.spec.volumes) {
-    core::Result<VolumeDir> dir = setUpVolume(v, ns, rt.dir, options_.root_dir, sources);
+    core::Result<VolumeDir> dir = setUpVolume(v, ns, rt.dir, options_.claims_dir, sources);
     if (!dir.ok()) {
       rt.prepare_error = dir.status().message();
       return false;
@@ -1248,6 +1257,9 @@ PodView Kubelet::Impl::viewOf(const PodRuntime& rt) const {
   if (!rt.refused.empty()) {
     v.refused_reason = "UnsafePath";
     v.refused_message = "the kubelet refuses to run this pod: " + rt.refused;
+  } else if (rt.node_shutdown) {
+    v.refused_reason = "Terminated";
+    v.refused_message = "Pod was terminated in response to imminent node shutdown.";
   }
   for (const auto& c : rt.containers) {
     ContainerView cv;
@@ -1289,10 +1301,30 @@ void Kubelet::Impl::writeStatus(PodRuntime& rt) {
   }
 }
 
+void Kubelet::Impl::noteRemotePod(const std::string& key, const kube::Pod* pod) {
+  const bool listed = pod != nullptr && !pod->status.pod_ip.empty() &&
+                      !pod->metadata.deletion_timestamp && !isTerminalPhase(pod->status.phase);
+  auto it = remote_hosts_.find(key);
+  if (!listed) {
+    if (it != remote_hosts_.end()) {
+      remote_hosts_.erase(it);
+      hosts_dirty_ = true;
+    }
+    return;
+  }
+  const auto& m = pod->metadata;
+  HostsEntry entry{pod->status.pod_ip, m.namespace_name, m.name, pod->spec.hostname,
+                   pod->spec.subdomain};
+  if (it != remote_hosts_.end() && it->second == entry) return;
+  remote_hosts_[key] = std::move(entry);
+  hosts_dirty_ = true;
+}
+
 void Kubelet::Impl::writeHosts() {
   hosts_dirty_ = false;
   if (options_.simulate) return;
   std::vector<HostsEntry> entries;
+  for (const auto& [key, entry] : remote_hosts_) entries.push_back(entry);
   for (const auto& [key, rt] : pods_) {
     if (rt.ip.empty() || rt.terminal || rt.gone) continue;
     const auto& m = rt.pod->metadata;
@@ -1310,11 +1342,19 @@ void Kubelet::Impl::writeHosts() {
 }
 
 void Kubelet::Impl::stopAll() {
+  const bool shutdown = options_.shutdown_grace.count() > 0;
+  if (shutdown) {
+    RM_LOG(INFO, LOCAL) << "node " << options_.node_name << " shutting down: NotReady, "
+                        << pods_.size() << " pods end Failed (Terminated)";
+    shutting_down_ = true;
+    heartbeat();
+  }
+  const Clock::duration cap = shutdown ? Clock::duration(options_.shutdown_grace) : seconds(30);
   Clock::time_point deadline = Clock::now();
   for (auto& [key, rt] : pods_) {
     if (!hasLiveProcess(rt)) continue;
-    beginTermination(rt, "the kubelet is stopping");
-    deadline = std::max(deadline, std::min(rt.kill_deadline, Clock::now() + seconds(30)));
+    beginTermination(rt, shutdown ? "the node is shutting down" : "the kubelet is stopping");
+    deadline = std::max(deadline, std::min(rt.kill_deadline, Clock::now() + cap));
   }
   bool killed = false;
   for (;;) {
@@ -1323,10 +1363,7 @@ void Kubelet::Impl::stopAll() {
       for (auto& c : rt.containers) {
         if (c.pid <= 0) continue;
         if (auto exit = reap(c.pid)) {
-          killSession(c.pid);  // what it left running (`sh -c "worker &"`) goes with it
-          std::error_code ec;
-          fs::remove(containerFiles(rt.dir, c.spec.name).pid, ec);
-          c.pid = -1;
+          onExit(rt, c, *exit);  // what it left running goes with it
         } else {
           live = true;
         }
@@ -1342,6 +1379,10 @@ void Kubelet::Impl::stopAll() {
     std::this_thread::sleep_for(milliseconds(20));  // polling child exits on the way out
   }
   for (auto& [key, rt] : pods_) {
+    if (shutdown && !rt.terminal && !rt.gone) {
+      rt.node_shutdown = true;
+      writeStatus(rt);
+    }
     if (!rt.ip.empty() && !rt.terminal) network_->detach(rt.pod->metadata.uid, rt.ip);
   }
   pods_.clear();

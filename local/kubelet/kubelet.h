@@ -1,5 +1,6 @@
 #pragma once
-// Kubelet: the local cluster's only node agent and scheduler, an ordinary API client. One sync
+// Kubelet: the local cluster's node agent and scheduler for its own node, an ordinary API client
+// (more kubelets of one host make more nodes). One sync
 // thread owns all state; a Reflector thread watches every pod and marks
 // keys dirty; prober threads mark their pod dirty when readiness flips.
 //
@@ -17,7 +18,9 @@
 //              the pod's env (pod_env.h), volumes (volumes.h), log file, restart policy with
 //              back-off, readiness probes; status patched only when it changed; a deleted pod's
 //              processes get SIGTERM, SIGKILL after the grace period, then the pod is deleted
-//              with gracePeriodSeconds=0.
+//              with gracePeriodSeconds=0. Stopping, it stops every pod's processes; with a
+//              shutdown grace period it shuts the node down as a real one does (NotReady, pods
+//              Failed/Terminated).
 //   simulate   no processes: bound pods are marked Running/Ready with a pod IP; deletion
 //              completes at once.
 // Files under the root dir R: R/pods/<ns>/<pod>_<uid>/ (logs, work/, volumes/, <container>.pid),
@@ -56,6 +59,9 @@ core::Result<std::vector<StartDelay>> parseStartDelays(const std::string& text);
 struct KubeletOptions {
   std::string node_name = "local";
   std::filesystem::path root_dir;  // made absolute
+  // Where persistentVolumeClaims' directories live ("": <root_dir>/volumes). The kubelets of one
+  // host given the same one share claims, as nodes mounting one network filesystem do.
+  std::filesystem::path claims_dir;
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
   int64_t gpus = 0;
@@ -72,6 +78,11 @@ struct KubeletOptions {
   // How pods get their addresses (pod_network.h); a simulating kubelet uses loopback ones.
   PodNetworkMode pod_network = PodNetworkMode::kLoopback;
   std::string pod_cidr = "10.244.0.0/16";  // the cni network's addresses
+  // Graceful node shutdown (a real kubelet's shutdownGracePeriod; 0: off, as there): when the
+  // kubelet is told to stop, its Node turns NotReady ("node is shutting down"), its pods' processes
+  // get SIGTERM and at most this long before SIGKILL, and every pod ends Failed with reason
+  // Terminated. Off, the pods are left as the API server has them, for the next kubelet.
+  std::chrono::milliseconds shutdown_grace{0};
 };
 
 class Kubelet {

@@ -57,10 +57,11 @@ std::string defaultRootDir() {
 
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
+  std::string claims_dir;
   std::string pod_network = "auto", pod_cidr = "10.244.0.0/16";
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
   int64_t gpus = machineGpus(), max_pods = 110, log_port = -1;
-  double max_backoff = 10, heartbeat = 10;
+  double max_backoff = 10, heartbeat = 10, shutdown_grace = 0;
   bool simulate = false;
   core::FlagSet flags("ringmaster local kubelet",
                       "Runs the local kubelet: registers a Node, schedules pending pods onto it "
@@ -70,6 +71,10 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   flags.addString("node-name", &node_name, "name of the Node to register");
   flags.addString("root-dir", &root_dir,
                   "directory for pod logs, working dirs, volumes and the hosts file");
+  flags.addString("claims-dir", &claims_dir,
+                  "directory of persistentVolumeClaims' volumes (default: ROOT-DIR/volumes); "
+                  "kubelets of one host given the same one share claims, as nodes sharing a "
+                  "network filesystem");
   flags.addInt("cpu", &cpu, "CPUs to advertise (default: this machine's)");
   flags.addString("memory", &memory,
                   "memory to advertise, a quantity such as 16Gi (default: "
@@ -91,6 +96,10 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   flags.addString("pod-cidr", &pod_cidr, "the cni pod network's addresses");
   flags.addDouble("max-backoff-seconds", &max_backoff, "cap of the crash-loop restart back-off");
   flags.addDouble("heartbeat-seconds", &heartbeat, "Node status and Lease renewal period");
+  flags.addDouble("shutdown-grace-period", &shutdown_grace,
+                  "seconds: on SIGTERM, shut the node down gracefully: NotReady, pods stopped "
+                  "within this time and marked Failed (reason Terminated) (0: off; the pods are "
+                  "left for the next kubelet)");
   flags.addString("start-delay", &start_delay,
                   "PATTERN=SECONDS[,...]: start the containers of pods whose name matches the "
                   "shell pattern PATTERN "
@@ -112,12 +121,16 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   if (max_backoff <= 0 || heartbeat <= 0) {
     return core::usageError("--max-backoff-seconds and --heartbeat-seconds must be positive");
   }
+  if (shutdown_grace < 0 || shutdown_grace > 3600) {
+    return core::usageError("--shutdown-grace-period must be 0..3600 seconds");
+  }
   if (simulate && !flags.wasSet("max-pods")) max_pods = 100'000;
 
   core::log::initFromEnv();
   KubeletOptions options;
   options.node_name = node_name;
   options.root_dir = root_dir;
+  options.claims_dir = claims_dir;
   options.cpu_milli = cpu * 1000;
   if (memory.empty()) {
     options.memory_bytes = physicalMemory();
@@ -135,6 +148,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   options.backoff.max = std::chrono::milliseconds(static_cast<int64_t>(max_backoff * 1000));
   options.backoff.initial = std::min(options.backoff.initial, options.backoff.max);
   options.heartbeat = std::chrono::milliseconds(static_cast<int64_t>(heartbeat * 1000));
+  options.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(shutdown_grace * 1000));
   options.self_dir = selfDir();
   options.nss_wrapper_library = findNssWrapper();
   RM_ASSIGN_OR_RETURN(options.start_delays, parseStartDelays(start_delay));

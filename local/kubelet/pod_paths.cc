@@ -84,7 +84,8 @@ core::Status checkContainers(const std::vector<kube::Container>& list, const std
 
 }  // namespace
 
-core::Status checkPodPaths(const kube::Pod& pod, const fs::path& root_dir) {
+core::Status checkPodPaths(const kube::Pod& pod, const fs::path& root_dir,
+                           const fs::path& claims_dir) {
   const kube::ObjectMeta& meta = pod.metadata;
   RM_RETURN_IF_ERROR(oneEntry(meta.namespace_name, "metadata.namespace"));
   RM_RETURN_IF_ERROR(oneEntry(meta.name + "_" + meta.uid, "metadata.name"));
@@ -96,9 +97,9 @@ core::Status checkPodPaths(const kube::Pod& pod, const fs::path& root_dir) {
     const kube::Volume& v = pod.spec.volumes[i];
     const std::string at = "spec.volumes[" + std::to_string(i) + "]";
     RM_RETURN_IF_ERROR(oneEntry(v.name, at + ".name"));
-    auto vd = volumeDir(v, meta.namespace_name, dir, root_dir);
+    auto vd = volumeDir(v, meta.namespace_name, dir, claims_dir);
     if (!vd.ok()) return vd.status().withContext(at);
-    const std::optional<fs::path> base = volumeBase(v, meta.namespace_name, dir, root_dir);
+    const std::optional<fs::path> base = volumeBase(v, meta.namespace_name, dir, claims_dir);
     if (!base) continue;  // hostPath
     RM_RETURN_IF_ERROR(checkInside(
         *base, vd->path,

@@ -40,10 +40,12 @@ struct ContainerFiles {
 };
 ContainerFiles containerFiles(const std::filesystem::path& pod_dir, const std::string& name);
 
-// Every path the kubelet would derive from `pod` under `root_dir`, checked: the pod directory,
+// Every path the kubelet would derive from `pod` under `root_dir` (claims under `claims_dir`),
+// checked: the pod directory,
 // each container's files, each volume's directory and its items, each mount's subPath. The
 // first that leaves its directory is the error ("spec.volumes[0].name: ..."). hostPath volumes
 // name host paths on purpose; only their form is checked (absolute, no "..").
-core::Status checkPodPaths(const kube::Pod& pod, const std::filesystem::path& root_dir);
+core::Status checkPodPaths(const kube::Pod& pod, const std::filesystem::path& root_dir,
+                           const std::filesystem::path& claims_dir);
 
 }  // namespace ringmaster::local::kubelet

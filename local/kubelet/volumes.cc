@@ -63,19 +63,19 @@ core::Status writeProjection(const fs::path& dir, const std::vector<ProjectedFil
 }
 
 std::optional<fs::path> volumeBase(const kube::Volume& volume, const std::string& namespace_name,
-                                   const fs::path& pod_dir, const fs::path& root_dir) {
+                                   const fs::path& pod_dir, const fs::path& claims_dir) {
   const fs::path vols = pod_dir / "volumes";
   if (volume.empty_dir) return vols / "empty-dir";
   if (volume.config_map) return vols / "configmap";
   if (volume.secret) return vols / "secret";
   if (volume.downward_api) return vols / "downward-api";
   if (volume.projected) return vols / "projected";
-  if (volume.persistent_volume_claim) return root_dir / "volumes" / namespace_name;
+  if (volume.persistent_volume_claim) return claims_dir / namespace_name;
   return std::nullopt;
 }
 
 core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string& namespace_name,
-                                  const fs::path& pod_dir, const fs::path& root_dir) {
+                                  const fs::path& pod_dir, const fs::path& claims_dir) {
   if (volume.host_path) {
     const std::string& path = volume.host_path->path;
     if (path.empty() || path[0] != '/' || kube::hasBackstep(path)) {
@@ -84,7 +84,7 @@ core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string&
     }
     return VolumeDir{path, false};
   }
-  const std::optional<fs::path> base = volumeBase(volume, namespace_name, pod_dir, root_dir);
+  const std::optional<fs::path> base = volumeBase(volume, namespace_name, pod_dir, claims_dir);
   if (!base) {
     return core::invalidArgument("volume " + volume.name +
                                  ": unsupported volume source (supported: emptyDir, hostPath, "
@@ -179,11 +179,11 @@ core::Result<std::vector<ProjectedFile>> projectedFiles(const kube::ProjectedVol
 }  // namespace
 
 core::Result<VolumeDir> setUpVolume(const kube::Volume& v, const std::string& ns,
-                                    const fs::path& pod_dir, const fs::path& root_dir,
+                                    const fs::path& pod_dir, const fs::path& claims_dir,
                                     const PodSources& sources) {
   const std::string what = "volume " + v.name;
-  RM_ASSIGN_OR_RETURN(VolumeDir dir, volumeDir(v, ns, pod_dir, root_dir));
-  if (auto base = volumeBase(v, ns, pod_dir, root_dir)) {
+  RM_ASSIGN_OR_RETURN(VolumeDir dir, volumeDir(v, ns, pod_dir, claims_dir));
+  if (auto base = volumeBase(v, ns, pod_dir, claims_dir)) {
     RM_RETURN_IF_ERROR(checkInside(*base, dir.path, what));
   }
   if (v.config_map || v.secret) {

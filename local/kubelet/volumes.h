@@ -60,17 +60,18 @@ struct VolumeDir {
   std::filesystem::path path;
   bool read_only = false;
 };
+// `claims_dir`: where persistentVolumeClaims' directories live (<claims_dir>/<namespace>/<claim>).
 core::Result<VolumeDir> volumeDir(const kube::Volume& volume, const std::string& namespace_name,
                                   const std::filesystem::path& pod_dir,
-                                  const std::filesystem::path& root_dir);
+                                  const std::filesystem::path& claims_dir);
 
 // The directory `volume`'s own directory must lie in (pod_paths.h): <pod dir>/volumes/<kind>
-// for emptyDir, configMap and secret, <root>/volumes/<namespace> for a persistentVolumeClaim;
+// for emptyDir, configMap and secret, <claims dir>/<namespace> for a persistentVolumeClaim;
 // nullopt for hostPath (a host path by design) and unsupported sources.
 std::optional<std::filesystem::path> volumeBase(const kube::Volume& volume,
                                                 const std::string& namespace_name,
                                                 const std::filesystem::path& pod_dir,
-                                                const std::filesystem::path& root_dir);
+                                                const std::filesystem::path& claims_dir);
 
 // A configMap's or secret's data by name; nullopt when it does not exist.
 using SourceLookup = std::function<core::Result<std::optional<std::map<std::string, std::string>>>(
@@ -91,7 +92,7 @@ struct PodSources {
 // (the kubelet retries).
 core::Result<VolumeDir> setUpVolume(const kube::Volume& volume, const std::string& namespace_name,
                                     const std::filesystem::path& pod_dir,
-                                    const std::filesystem::path& root_dir,
+                                    const std::filesystem::path& claims_dir,
                                     const PodSources& sources);
 
 // The bind mounts of `container`: its volumeMounts resolved through `dirs` (volume name ->

@@ -1,27 +1,31 @@
-// e2e of an elastic job under `ringmaster local up`, driven with real kubectl: a TrainingJob with
-// spec.elastic {minReplicas: 3} and 4 replicas of one nvidia.com/gpu each on a node with 4.
-//   - Capacity goes: a pod that holds one GPU is created and worker 3 is deleted, so its rank
-//     cannot come back. Its replacement stays unschedulable (whether or not the gang restarted
-//     first, as its peers noticed the loss), and after scheduleTimeoutSeconds the job resizes to
-//     3 (Resized/ScaledDown) and trains on from its checkpoint, with a standby pod waiting where
-//     the fourth worker was.
-//   - Capacity returns: the holding pod is deleted, the standby pod is scheduled, and the job
-//     grows back to 4 (Resized/ScaledUp), resuming where the 3 stopped.
+// e2e of an elastic job on a cluster of two nodes, driven with real kubectl: `ringmaster local up`
+// with its node advertising 3 nvidia.com/gpu, and a second local kubelet as node "node-b" with 1
+// (the claims of both nodes in one directory, as nodes sharing a network filesystem). A
+// TrainingJob with spec.elastic {minReplicas: 3} runs 4 replicas of one GPU each: 3 on the first
+// node, 1 on node-b.
+//   - node-b goes away: its kubelet is stopped with a shutdown grace period, as a node that is
+//     shut down (NotReady; its pod ends Failed, reason Terminated). The rank cannot come back:
+//     the gang restarts, its fourth pod stays unschedulable, and after scheduleTimeoutSeconds the
+//     job resizes to 3 (Resized/ScaledDown) and trains on from its checkpoint, with a standby pod
+//     waiting where the fourth worker was.
+//   - node-b comes back: its kubelet starts again, the standby pod is scheduled there, and the
+//     job grows back to 4 (Resized/ScaledUp), resuming where the 3 stopped.
 //   - The job Succeeds with the global batch it started with. Since the sample order depends on
 //     the step and the global batch only, resizing changes what is learned by no more than
 //     rounding does (the ranks sum in another order): its test accuracy is within 0.5 points of
 //     the same trainer run in one process, and it took as many steps (nothing skipped, nothing
 //     counted twice). Plain SGD, whose runs at different worlds agree to about 0.01 points; with
 //     momentum they drift apart by a few tenths at any world, resized or not.
-// On both control planes (on envtest, the local kubelet and operator join a real API server):
-// the capacity that goes and comes back is one node's GPUs, as `ringmaster local` runs one node.
+// On both control planes (on envtest, the local kubelets and operator join a real API server).
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -66,7 +70,51 @@ class ElasticE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
     if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
     if (!fs::exists(testutil::kFashionMnistDir))
       GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-    ASSERT_EQ(cluster_.start({"--kubelet-flags=--gpus=4"}), "");
+    ASSERT_EQ(cluster_.start({"--kubelet-flags=--gpus=3"}), "");
+  }
+
+  // Starts node-b's kubelet and waits for its Node to be Ready.
+  void startNodeB() {
+    std::vector<std::string> argv = {testutil::binaryPath("bin/ringmaster"),
+                                     "local",
+                                     "kubelet",
+                                     "--kubeconfig",
+                                     cluster_.kubeconfig(),
+                                     "--node-name",
+                                     "node-b",
+                                     "--root-dir",
+                                     cluster_.dataDir() + "/node-b",
+                                     "--claims-dir",
+                                     cluster_.dataDir() + "/kubelet/volumes",
+                                     "--gpus",
+                                     "1",
+                                     "--shutdown-grace-period",
+                                     "5",
+                                     "--heartbeat-seconds",
+                                     "1"};
+    // A real API server reads pod logs from a kubelet's endpoint; the embedded one reads files.
+    if (GetParam() == testutil::ControlPlane::kEnvtest) argv.push_back("--log-port=0");
+    node_b_ = std::make_unique<testutil::Process>(argv);
+    node_b_->start();
+    ASSERT_TRUE(testutil::eventually(60s, [&] { return nodeReady("node-b") == "True"; }))
+        << node_b_->stderrSoFar();
+  }
+
+  // The Node's Ready condition status ("" when there is none).
+  std::string nodeReady(const std::string& node) {
+    const nlohmann::json n = cluster_.get("node", node);
+    if (!n.contains("status")) return "";
+    for (const auto& c : n["status"].value("conditions", nlohmann::json::array())) {
+      if (c.value("type", "") == "Ready") return c.value("status", "");
+    }
+    return "";
+  }
+
+  void TearDown() override {
+    if (node_b_) {
+      node_b_->signal(SIGTERM);
+      (void)node_b_->wait(60s);
+    }
   }
 
   void apply(const std::string& yaml) {
@@ -90,9 +138,11 @@ class ElasticE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
   }
 
   testutil::LocalCluster cluster_{GetParam()};
+  std::unique_ptr<testutil::Process> node_b_;
 };
 
-TEST_P(ElasticE2e, LosesAWorkerShrinksTo3GrowsBackTo4AndLearnsWhatAnUnresizedRunLearns) {
+TEST_P(ElasticE2e, LosesANodeShrinksTo3GrowsBackTo4AndLearnsWhatAnUnresizedRunLearns) {
+  startNodeB();
   apply(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: elastic}
@@ -113,21 +163,18 @@ spec:
   schedulingPolicy: {scheduleTimeoutSeconds: 5}
   backoffLimit: 3
 )");
-  // Capacity goes once the first checkpoint is written.
+  // node-b goes away once the first checkpoint is written.
   ASSERT_EQ(cluster_.waitForClaimFiles("elastic-ckpt", "elastic", 300s), "");
-  apply(R"(apiVersion: v1
-kind: Pod
-metadata: {name: gpu-holder}
-spec:
-  containers:
-  - name: hold
-    image: busybox
-    command: [sleep, "3600"]
-    resources:
-      limits: {nvidia.com/gpu: 1}
-)");
-  ASSERT_EQ(cluster_.kubectl({"delete", "pod", "elastic-worker-3", "--wait=false"}).exit_code, 0);
-
+  std::string on_b;
+  for (int i = 0; i < 4; ++i) {
+    const std::string pod = "elastic-worker-" + std::to_string(i);
+    if (cluster_.get("pod", pod)["spec"].value("nodeName", "") == "node-b") on_b = pod;
+  }
+  ASSERT_NE(on_b, "") << "no worker on node-b";
+  node_b_->signal(SIGTERM);
+  testutil::ProcessResult stopped = node_b_->wait(60s);
+  ASSERT_FALSE(stopped.timed_out) << stopped.stderr_text;
+  EXPECT_EQ(nodeReady("node-b"), "False");
   nlohmann::json shrunk = cluster_.waitForJob("elastic", 300s, [](const nlohmann::json& j) {
     return testutil::jobFinished(j) || (j["status"].value("currentReplicas", 0) == 3 &&
                                         j["status"].value("world", "") == "3/3");
@@ -140,8 +187,8 @@ spec:
       << standby.dump(2);
   EXPECT_EQ(standby["status"].value("phase", ""), "Pending") << standby.dump(2);
 
-  // Capacity returns: the standby pod gets the GPU and the job grows back.
-  ASSERT_EQ(cluster_.kubectl({"delete", "pod", "gpu-holder", "--wait=false"}).exit_code, 0);
+  // node-b comes back: the standby pod is scheduled there, and the job grows back.
+  startNodeB();
   nlohmann::json last = cluster_.waitForJob("elastic", 600s, testutil::jobFinished);
   ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("elastic-worker-0");
   EXPECT_EQ(last["status"].value("currentReplicas", 0), 4) << last.dump(2);

@@ -74,11 +74,17 @@ class Cluster {
 
   // SIGTERM to the kubelet, then a new one with the same flags; the old one's exit result.
   ProcessResult restartKubelet() {
+    ProcessResult result = stopKubelet();
+    startKubelet();
+    return result;
+  }
+  ProcessResult stopKubelet() {
     kubelet_->signal(SIGTERM);
-    ProcessResult result = kubelet_->wait(std::chrono::seconds(60));
+    return kubelet_->wait(std::chrono::seconds(60));
+  }
+  void startKubelet() {
     kubelet_ = std::make_unique<testutil::Process>(kubelet_argv_);
     kubelet_->start();
-    return result;
   }
 
   ProcessResult kubectl(std::vector<std::string> args,
@@ -603,6 +609,40 @@ spec:
       c.wait("pod/always", "jsonpath={.status.containerStatuses[0].restartCount}=1").exit_code, 0)
       << c.describe("always");
   ASSERT_EQ(c.wait("pod/always", "condition=Ready").exit_code, 0) << c.describe("always");
+}
+
+// With a shutdown grace period, a stopping kubelet shuts its node down as a real one does:
+// NotReady, every pod Failed with reason Terminated (not restarted by the next kubelet), and the
+// node Ready again once a kubelet runs.
+TEST(KubeletRestartTest, ShutdownGracePeriodShutsTheNodeDownAndItComesBackReady) {
+  const std::string kubectl = findKubectl();
+  if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
+  Cluster c(kubectl, {"--shutdown-grace-period", "3", "--heartbeat-seconds", "1"});
+  ASSERT_EQ(c.error(), "");
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: always}
+spec:
+  containers:
+  - {name: main, image: busybox, command: [sh, -c, 'while true; do sleep 0.1; done']}
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/always", "condition=Ready").exit_code, 0) << c.describe("always");
+  ProcessResult old = c.stopKubelet();
+  EXPECT_EQ(old.exit_code, 0) << old.stderr_text;
+  EXPECT_EQ(c.jsonpath("pod/always", "{.status.phase} {.status.reason}"), "Failed Terminated");
+  EXPECT_EQ(c.jsonpath("pod/always", "{.status.message}"),
+            "Pod was terminated in response to imminent node shutdown.");
+  EXPECT_NE(c.jsonpath("pod/always", "{.status.containerStatuses[0].state.terminated.exitCode}"),
+            "");
+  EXPECT_EQ(c.jsonpath("node/local",
+                       "{.status.conditions[?(@.type==\"Ready\")].status} "
+                       "{.status.conditions[?(@.type==\"Ready\")].message}"),
+            "False node is shutting down");
+  c.startKubelet();
+  ASSERT_EQ(c.wait("node/local", "condition=Ready").exit_code, 0);
+  EXPECT_EQ(c.jsonpath("pod/always", "{.status.phase}"), "Failed") << c.describe("always");
 }
 
 TEST(KubeletSimulateTest, RunsAThousandPods) {

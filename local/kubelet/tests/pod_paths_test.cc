@@ -92,7 +92,8 @@ struct BadPod {
 };
 
 TEST(CheckPodPaths, RefusesEveryPathThatLeavesItsDirectoryNamingTheField) {
-  ASSERT_TRUE(checkPodPaths(goodPod(), "/r").ok()) << checkPodPaths(goodPod(), "/r").toString();
+  ASSERT_TRUE(checkPodPaths(goodPod(), "/r", "/r/volumes").ok())
+      << checkPodPaths(goodPod(), "/r", "/r/volumes").toString();
   const std::vector<BadPod> cases = {
       {"namespace ..", [](kube::Pod& p) { p.metadata.namespace_name = ".."; },
        "metadata.namespace"},
@@ -130,7 +131,7 @@ TEST(CheckPodPaths, RefusesEveryPathThatLeavesItsDirectoryNamingTheField) {
   for (const BadPod& c : cases) {
     kube::Pod pod = goodPod();
     c.mutate(pod);
-    core::Status s = checkPodPaths(pod, "/r");
+    core::Status s = checkPodPaths(pod, "/r", "/r/volumes");
     ASSERT_FALSE(s.ok()) << c.what;
     EXPECT_EQ(s.message().rfind(c.field, 0), 0u) << c.what << ": " << s.message();
   }
@@ -173,11 +174,11 @@ TEST_F(VolumeContainment, ClimbingVolumeNamesTouchNothingOutside) {
                         {},   {}, {}, {}};
     kube::Volume empty{name, kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}, {}, {}};
     for (const kube::Volume& v : {cm, secret, empty}) {
-      EXPECT_FALSE(setUpVolume(v, "default", pod_dir_, root_, lookup_).ok()) << name;
+      EXPECT_FALSE(setUpVolume(v, "default", pod_dir_, root_ / "volumes", lookup_).ok()) << name;
     }
     kube::Volume pvc{"v", {}, {}, {}, {}, kube::PersistentVolumeClaimVolumeSource{name, {}, {}},
                      {},  {}, {}};
-    EXPECT_FALSE(setUpVolume(pvc, "default", pod_dir_, root_, lookup_).ok()) << name;
+    EXPECT_FALSE(setUpVolume(pvc, "default", pod_dir_, root_ / "volumes", lookup_).ok()) << name;
   }
   expectSentinelsSurvive();
 }
@@ -188,7 +189,7 @@ TEST_F(VolumeContainment, ClimbingItemPathsTouchNothingOutside) {
     kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
                     {},    {}, {}};
     cm.config_map->items = {{"k", path, {}, {}}};
-    EXPECT_FALSE(setUpVolume(cm, "default", pod_dir_, root_, lookup_).ok()) << path;
+    EXPECT_FALSE(setUpVolume(cm, "default", pod_dir_, root_ / "volumes", lookup_).ok()) << path;
   }
   expectSentinelsSurvive();
   for (const fs::path& s : sentinels_) {
@@ -205,7 +206,7 @@ TEST_F(VolumeContainment, AVolumeDirectorySymlinkedOutIsNotFollowed) {
   fs::create_directory_symlink(root_ / "sentinel", pod_dir_ / "volumes" / "configmap" / "cfg");
   kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
                   {},    {}, {}};
-  EXPECT_FALSE(setUpVolume(cm, "default", pod_dir_, root_, lookup_).ok());
+  EXPECT_FALSE(setUpVolume(cm, "default", pod_dir_, root_ / "volumes", lookup_).ok());
   expectSentinelsSurvive();
 }
 
@@ -213,12 +214,12 @@ TEST_F(VolumeContainment, WellFormedVolumesAreSetUpInsideThePod) {
   kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
                   {},    {}, {}};
   cm.config_map->items = {{"k", "dir/k.yaml", {}, {}}};
-  auto dir = setUpVolume(cm, "default", pod_dir_, root_, lookup_);
+  auto dir = setUpVolume(cm, "default", pod_dir_, root_ / "volumes", lookup_);
   ASSERT_TRUE(dir.ok()) << dir.status().toString();
   EXPECT_EQ(dir->path, pod_dir_ / "volumes/configmap/cfg");
   EXPECT_TRUE(fs::exists(dir->path / "dir/k.yaml"));
   kube::Volume empty{"scratch", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}, {}, {}};
-  auto e = setUpVolume(empty, "default", pod_dir_, root_, lookup_);
+  auto e = setUpVolume(empty, "default", pod_dir_, root_ / "volumes", lookup_);
   ASSERT_TRUE(e.ok()) << e.status().toString();
   EXPECT_TRUE(fs::is_directory(pod_dir_ / "volumes/empty-dir/scratch"));
   expectSentinelsSurvive();

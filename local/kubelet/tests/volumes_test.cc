@@ -56,20 +56,20 @@ TEST(WriteProjection, WritesFilesWithModesAndDropsOldOnes) {
 TEST(VolumeDir, MapsEachSourceToItsDirectory) {
   const fs::path pod = "/r/pods/ns/p_u", root = "/r";
   kube::Volume empty{"scratch", kube::EmptyDirVolumeSource{}, {}, {}, {}, {}, {}, {}, {}};
-  EXPECT_EQ(volumeDir(empty, "ns", pod, root)->path, pod / "volumes/empty-dir/scratch");
+  EXPECT_EQ(volumeDir(empty, "ns", pod, root / "volumes")->path, pod / "volumes/empty-dir/scratch");
   kube::Volume pvc{"data", {}, {},
                    {},     {}, kube::PersistentVolumeClaimVolumeSource{"claim", true, {}},
                    {},     {}, {}};
-  auto d = volumeDir(pvc, "ns", pod, root);
+  auto d = volumeDir(pvc, "ns", pod, root / "volumes");
   EXPECT_EQ(d->path, root / "volumes/ns/claim");
   EXPECT_TRUE(d->read_only);
   kube::Volume cm{"cfg", {}, {}, kube::ConfigMapVolumeSource{"c", {}, {}, {}, {}}, {}, {},
                   {},    {}, {}};
-  EXPECT_TRUE(volumeDir(cm, "ns", pod, root)->read_only);
+  EXPECT_TRUE(volumeDir(cm, "ns", pod, root / "volumes")->read_only);
   kube::Volume host{"h", {}, kube::HostPathVolumeSource{"/data", {}, {}}, {}, {}, {}, {}, {}, {}};
-  EXPECT_EQ(volumeDir(host, "ns", pod, root)->path, "/data");
+  EXPECT_EQ(volumeDir(host, "ns", pod, root / "volumes")->path, "/data");
   kube::Volume unknown{"x", {}, {}, {}, {}, {}, {}, {}, {}};
-  EXPECT_FALSE(volumeDir(unknown, "ns", pod, root).ok());
+  EXPECT_FALSE(volumeDir(unknown, "ns", pod, root / "volumes").ok());
 }
 
 TEST(ContainerMounts, ResolvesMountsWithSubPathAndReadOnly) {
@@ -143,7 +143,7 @@ class ProjectedVolumes : public ::testing::Test {
 };
 
 TEST_F(ProjectedVolumes, TheServiceAccountVolumeHoldsTokenCaAndNamespace) {
-  auto dir = setUpVolume(apiAccess(), "team", root_ / "pod", root_, sources_);
+  auto dir = setUpVolume(apiAccess(), "team", root_ / "pod", root_ / "volumes", sources_);
   ASSERT_TRUE(dir.ok()) << dir.status().toString();
   EXPECT_TRUE(dir->read_only);
   EXPECT_EQ(dir->path, root_ / "pod" / "volumes" / "projected" / "kube-api-access-x1");
@@ -161,7 +161,7 @@ TEST_F(ProjectedVolumes, AFailedSourceNamesTheVolumeAndWhatFailed) {
   sources_.token = [](const kube::ServiceAccountTokenProjection&) -> core::Result<std::string> {
     return core::notFound("serviceaccounts \"default\" not found");
   };
-  auto no_token = setUpVolume(apiAccess(), "team", root_ / "pod", root_, sources_);
+  auto no_token = setUpVolume(apiAccess(), "team", root_ / "pod", root_ / "volumes", sources_);
   ASSERT_FALSE(no_token.ok());
   EXPECT_NE(no_token.status().message().find("volume kube-api-access-x1"), std::string::npos)
       << no_token.status().toString();
@@ -170,7 +170,7 @@ TEST_F(ProjectedVolumes, AFailedSourceNamesTheVolumeAndWhatFailed) {
 
   kube::Volume climbing = apiAccess();
   climbing.projected->sources[0].service_account_token->path = "../../token";
-  EXPECT_FALSE(setUpVolume(climbing, "team", root_ / "pod", root_, sources_).ok());
+  EXPECT_FALSE(setUpVolume(climbing, "team", root_ / "pod", root_ / "volumes", sources_).ok());
   EXPECT_FALSE(fs::exists(root_ / "token"));
 }
 
@@ -181,7 +181,7 @@ TEST_F(ProjectedVolumes, ADownwardApiVolumeWritesTheFieldsItNames) {
   d.default_mode = 0400;
   d.items.push_back({"ns", kube::ObjectFieldSelector{{}, "metadata.namespace", {}}, {}, {}});
   v.downward_api = d;
-  auto dir = setUpVolume(v, "team", root_ / "pod", root_, sources_);
+  auto dir = setUpVolume(v, "team", root_ / "pod", root_ / "volumes", sources_);
   ASSERT_TRUE(dir.ok()) << dir.status().toString();
   EXPECT_EQ(read(dir->path / "ns"), "team");
   struct stat st {};
@@ -189,7 +189,7 @@ TEST_F(ProjectedVolumes, ADownwardApiVolumeWritesTheFieldsItNames) {
   EXPECT_EQ(st.st_mode & 0777, 0400u);
 
   v.downward_api->items[0].field_ref->field_path = "spec.nodeSelector";
-  auto bad = setUpVolume(v, "team", root_ / "pod", root_, sources_);
+  auto bad = setUpVolume(v, "team", root_ / "pod", root_ / "volumes", sources_);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("spec.nodeSelector"), std::string::npos);
 }
