@@ -575,30 +575,24 @@ spec:
   EXPECT_NE(get.stderr_text.find("NotFound"), std::string::npos) << get.stderr_text;
 }
 
+// A pod `name` whose one container loops until killed, Ready.
+void startLoopingPod(Cluster& c, const std::string& name, const std::string& restart_policy) {
+  ASSERT_EQ(c.apply("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+                    "}\nspec:\n  restartPolicy: " + restart_policy +
+                    "\n  containers:\n  - {name: main, image: busybox, command: [sh, -c, 'while "
+                    "true; do sleep 0.1; done']}\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/" + name, "condition=Ready").exit_code, 0) << c.describe(name);
+}
+
 TEST(KubeletRestartTest, LostContainersEndOrRestartPerRestartPolicy) {
   const std::string kubectl = findKubectl();
   if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
   Cluster c(kubectl, {"--max-backoff-seconds", "1"});
   ASSERT_EQ(c.error(), "");
-  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
-kind: Pod
-metadata: {name: once}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: main, image: busybox, command: [sh, -c, 'while true; do sleep 0.1; done']}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: always}
-spec:
-  containers:
-  - {name: main, image: busybox, command: [sh, -c, 'while true; do sleep 0.1; done']}
-)yaml")
-                .exit_code,
-            0);
-  ASSERT_EQ(c.wait("pod/once", "condition=Ready").exit_code, 0) << c.describe("once");
-  ASSERT_EQ(c.wait("pod/always", "condition=Ready").exit_code, 0) << c.describe("always");
+  startLoopingPod(c, "once", "Never");
+  startLoopingPod(c, "always", "Always");
   ProcessResult old = c.restartKubelet();
   EXPECT_EQ(old.exit_code, 0) << old.stderr_text;
   ASSERT_EQ(c.wait("pod/once", "jsonpath={.status.phase}=Failed").exit_code, 0)
@@ -619,16 +613,7 @@ TEST(KubeletRestartTest, ShutdownGracePeriodShutsTheNodeDownAndItComesBackReady)
   if (kubectl.empty()) GTEST_SKIP() << "kubectl is not installed";
   Cluster c(kubectl, {"--shutdown-grace-period", "3", "--heartbeat-seconds", "1"});
   ASSERT_EQ(c.error(), "");
-  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
-kind: Pod
-metadata: {name: always}
-spec:
-  containers:
-  - {name: main, image: busybox, command: [sh, -c, 'while true; do sleep 0.1; done']}
-)yaml")
-                .exit_code,
-            0);
-  ASSERT_EQ(c.wait("pod/always", "condition=Ready").exit_code, 0) << c.describe("always");
+  startLoopingPod(c, "always", "Always");
   ProcessResult old = c.stopKubelet();
   EXPECT_EQ(old.exit_code, 0) << old.stderr_text;
   EXPECT_EQ(c.jsonpath("pod/always", "{.status.phase} {.status.reason}"), "Failed Terminated");
