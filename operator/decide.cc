@@ -88,11 +88,10 @@ void foldFinalSummary(Plan& plan, const WorkerPod& rank0) {
 std::string describeFailure(const WorkerPod& pod, int index) {
   const std::optional<int32_t>& code = pod.exit_code;
   std::string what = "pod " + pod.metadata.name + " (replica " + std::to_string(index) + ") failed";
-  if (code) {
-    what += " with exit code " + std::to_string(*code);
-  } else if (!pod.reason.empty()) {
-    what += " (" + pod.reason + ")";
-  }
+  if (code) what += " with exit code " + std::to_string(*code);
+  // The pod's own reason says what happened around the exit (Evicted, Terminated by a node
+  // shutdown, ...).
+  if (!pod.reason.empty()) what += " (" + pod.reason + ")";
   if (const std::optional<std::string>& message = pod.termination_message) {
     if (std::string folded = foldMessage(*message); !folded.empty()) what += ": " + folded;
   }

@@ -559,6 +559,22 @@ TEST(DecideTest, TheFailedRanksMessageNamesItsExitCode) {
             "pod fmnist-worker-1 (replica 1) failed with exit code 3; restartPolicy is Never");
 }
 
+// A node that shut down ended its pods Failed with reason Terminated: the message says so.
+TEST(DecideTest, TheFailedRanksMessageAddsThePodsReason) {
+  Row row{.name = "shutdown", .spec = {.restart_policy = "Never"}, .pods = {kRunning0}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  Observed observed = observedOf(job, row);
+  kube::Pod pod = podOf(job, failed(1, 143));
+  pod.status.reason = "Terminated";
+  observed.pods[1] = std::make_shared<WorkerPod>(workerPodOf(pod));
+  const Plan plan = decide(job, {}, observed, kNow, {});
+  const kube::Condition* c = findCondition(plan.status, kFailed);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->message,
+            "pod fmnist-worker-1 (replica 1) failed with exit code 143 (Terminated); "
+            "restartPolicy is Never");
+}
+
 TEST(DecideTest, ProgressIsNotReadWhenTheOptionIsOff) {
   Row row{.name = "off", .pods = {{.index = 0, .pod_ip = "10.0.0.7"}, kRunning1}};
   const kube::TrainingJob job = jobOf(row.spec);
