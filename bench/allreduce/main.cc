@@ -38,10 +38,11 @@ struct Options {
 core::Result<std::unique_ptr<Peer>> makePeer(const Options& o) {
   if (o.impl == "ours-shm") return makeOursPeer("shm", o.env);
   if (o.impl == "ours-gloo") return makeOursPeer("gloo", o.env);
+  if (o.impl == "ours-tcp") return makeOursPeer("tcp", o.env);
   if (o.impl == "gloo-raw") return makeGlooRawPeer(o.env);
   if (o.impl == "mpi") return makeMpiPeer();
-  return core::usageError("--impl must be ours-shm, ours-gloo, gloo-raw or mpi, not '" + o.impl +
-                          "'");
+  return core::usageError("--impl must be ours-shm, ours-gloo, ours-tcp, gloo-raw or mpi, not '" +
+                          o.impl + "'");
 }
 
 // Every rank contributes rank + 1; checks that each element holds the sum.
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
   int64_t shm_slot_bytes = 0;
   int64_t shm_direct_max_bytes = 0;
   core::FlagSet flags("bench_allreduce", "Allreduce bus bandwidth of one implementation.");
-  flags.addString("impl", &o.impl, "ours-shm | ours-gloo | gloo-raw | mpi");
+  flags.addString("impl", &o.impl, "ours-shm | ours-gloo | ours-tcp | gloo-raw | mpi");
   flags.addString("label", &o.label, "name in the RESULT lines (default: --impl)");
   flags.addInt("min-bytes", &o.min_bytes, "smallest size");
   flags.addInt("max-bytes", &o.max_bytes, "largest size");

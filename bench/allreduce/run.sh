@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Allreduce bus bandwidth with 2 ranks on this machine: ours (shm, gloo communicators) against
+# Allreduce bus bandwidth with 2 ranks on this machine: ours (shm, gloo, tcp communicators) against
 # raw Gloo (classic ring over TCP) and MPI_Allreduce (Open MPI: vader shared memory, and TCP).
 #
 #   bench/allreduce/run.sh [path/to/bench_allreduce]
 #
 # Environment: ROUNDS (default 3), REPEATS (timed batches per size, default 5), MIN_BYTES,
 # MAX_BYTES, FACTOR (sizes, default 4 KiB..256 MiB x4), BASE_PORT (default 29700), ONLY (space-
-# separated subset of: ours-shm ours-gloo gloo-raw mpi-shm mpi-tcp).
+# separated subset of: ours-shm ours-gloo ours-tcp gloo-raw mpi-shm mpi-tcp).
 #
 # Each implementation runs its 2 ranks side by side, one per core: ours and gloo-raw as two
 # processes started here (RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT), MPI under mpirun
@@ -25,7 +25,7 @@ min_bytes=${MIN_BYTES:-4096}
 max_bytes=${MAX_BYTES:-268435456}
 factor=${FACTOR:-4}
 port=${BASE_PORT:-29700}
-impls=${ONLY:-"ours-shm ours-gloo gloo-raw mpi-shm mpi-tcp"}
+impls=${ONLY:-"ours-shm ours-gloo ours-tcp gloo-raw mpi-shm mpi-tcp"}
 
 if [[ ! -x $bin ]]; then
   echo "run.sh: no bench_allreduce at $bin (build target bench_allreduce, or pass its path)" >&2
@@ -87,7 +87,7 @@ for ((round = 1; round <= rounds; round++)); do
   for impl in $impls; do
     echo "round $round/$rounds: $impl" >&2
     case $impl in
-      ours-shm | ours-gloo | gloo-raw) run_pair "$impl" ;;
+      ours-shm | ours-gloo | ours-tcp | gloo-raw) run_pair "$impl" ;;
       mpi-shm) run_mpi mpi-shm self,vader ;;
       mpi-tcp) run_mpi mpi-tcp tcp,self ;;
       *) echo "run.sh: unknown implementation $impl" >&2; exit 2 ;;
@@ -146,5 +146,7 @@ awk -v impls="$impls" '
     }
     if ("ours-gloo" in have && "gloo-raw" in have) ratio("ours-gloo", "gloo-raw")
     if ("ours-gloo" in have && "mpi-tcp" in have) ratio("ours-gloo", "mpi-tcp")
+    if ("ours-tcp" in have && "mpi-tcp" in have) ratio("ours-tcp", "mpi-tcp")
+    if ("ours-tcp" in have && "gloo-raw" in have) ratio("ours-tcp", "gloo-raw")
   }
 ' "$results"

@@ -122,6 +122,14 @@ class Communicator {
     return core::Status::Ok();
   }
 
+  // One finished allreduce of `bytes` that began at `start`, into stats_.
+  void countAllreduce(size_t bytes, std::chrono::steady_clock::time_point start) {
+    stats_.allreduce_calls++;
+    stats_.allreduce_bytes += bytes;
+    stats_.allreduce_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
   CommStats stats_;  // updated by implementations in allreduceSum
 
  private:

@@ -10,6 +10,7 @@
 #include "trainer/comm/inproc_communicator.h"
 #include "trainer/comm/shm_communicator.h"
 #include "trainer/comm/single_rank_communicator.h"
+#include "trainer/comm/tcp_communicator.h"
 
 #if RM_HAVE_MPI
 #include "trainer/comm/mpi_communicator.h"
@@ -144,6 +145,20 @@ core::Result<std::unique_ptr<Communicator>> makeGloo(const CommConfig& config,
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 
+core::Result<std::unique_ptr<Communicator>> makeTcp(const CommConfig& config,
+                                                    rendezvous::Store* store) {
+  TcpConfig tcp;
+  tcp.rank = config.rank;
+  tcp.size = config.world_size;
+  tcp.store = store;
+  tcp.timeout = config.timeout;
+  // Peers dial the same address Gloo would bind.
+  tcp.hostname =
+      config.gloo_hostname.empty() ? defaultGlooHostname(config.master_addr) : config.gloo_hostname;
+  RM_ASSIGN_OR_RETURN(auto comm, TcpCommunicator::create(tcp));
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
 core::Result<std::unique_ptr<Communicator>> makeNccl(const CommConfig& config,
                                                      rendezvous::Store* store,
                                                      const std::string& what) {
@@ -171,8 +186,9 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   const std::string what = "rank " + std::to_string(config.rank) + ": communicator '" + backend +
                            "' (world " + std::to_string(config.world_size) + ")";
   if (backend != "auto" && backend != "shm" && backend != "gloo" && backend != "mpi" &&
-      backend != "inproc" && backend != "nccl") {
-    return core::invalidArgument(what + ": unknown backend (auto, nccl, shm, gloo, mpi, inproc)");
+      backend != "inproc" && backend != "nccl" && backend != "tcp") {
+    return core::invalidArgument(what +
+                                 ": unknown backend (auto, nccl, shm, gloo, mpi, inproc, tcp)");
   }
   if (config.device != "cpu" && config.device != "cuda")
     return core::invalidArgument(what + ": device '" + config.device + "' (cpu or cuda)");
@@ -218,6 +234,8 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
     comm = makeNccl(config, &store, what);
   } else if (backend == "shm") {
     comm = makeShm(config, &store);
+  } else if (backend == "tcp") {
+    comm = makeTcp(config, &store);
   } else if (backend == "gloo" || config.point_to_point) {
     comm = makeGloo(config, &store);
   } else {

@@ -9,6 +9,7 @@
 //            messages are needed, else gloo.
 //   "shm"    shared memory, fails unless every rank can map the segment
 //   "gloo"   Gloo ring over TCP
+//   "tcp"    our own TCP transport (tcp_communicator.h); chosen only by name so far
 //   "mpi"    MPI_Allreduce (only when built with Open MPI; rank and size come from mpirun)
 //   "inproc" ranks as threads of this process sharing `inproc_group` (tests)
 //   "nccl"   NCCL on GPU memory (device cuda only), built by `make_nccl`: the GPU module's
@@ -46,7 +47,7 @@ using NcclFactory =
     std::function<core::Result<std::unique_ptr<Communicator>>(const NcclConfig& config)>;
 
 struct CommConfig {
-  std::string backend = "auto";  // auto | nccl | shm | gloo | mpi | inproc
+  std::string backend = "auto";  // auto | nccl | shm | gloo | mpi | inproc | tcp
   std::string device = "cpu";    // where the gradients live: cpu | cuda (resolved, not auto)
   // nccl: how long collectives may make no progress before the communicator is aborted.
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};

@@ -211,9 +211,7 @@ core::Status GlooCommunicator::allreduceSum(float* data, size_t count,
     options.setTimeout(timeout);
     gloo::allreduce(options);
   }));
-  stats_.allreduce_calls++;
-  stats_.allreduce_bytes += bytes;
-  stats_.allreduce_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  countAllreduce(bytes, start);
   return core::Status::Ok();
 }
 

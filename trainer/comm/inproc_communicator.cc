@@ -134,9 +134,7 @@ core::Status InProcCommunicator::allreduceSum(float* data, size_t count,
   // Nobody may return (and reuse its buffer) while others still copy from it.
   RM_RETURN_IF_ERROR(group_->arrive(rank_, nullptr, timeout, what));
 
-  stats_.allreduce_calls++;
-  stats_.allreduce_bytes += bytes;
-  stats_.allreduce_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  countAllreduce(bytes, start);
   return core::Status::Ok();
 }
 

@@ -126,9 +126,7 @@ core::Status MpiCommunicator::allreduceSum(float* data, size_t count,
     RM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_FLOAT, MPI_SUM, state_->comm),
                  what);
   }
-  stats_.allreduce_calls++;
-  stats_.allreduce_bytes += bytes;
-  stats_.allreduce_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  countAllreduce(bytes, start);
   return core::Status::Ok();
 }
 

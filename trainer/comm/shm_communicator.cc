@@ -500,9 +500,7 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
     }
     ++step_;
   }
-  stats_.allreduce_calls++;
-  stats_.allreduce_bytes += bytes;
-  stats_.allreduce_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  countAllreduce(bytes, start);
   return core::Status::Ok();
 }
 

@@ -33,6 +33,17 @@ TEST(CommErrorsTest, GlooSetupTimesOutNamingThePeerThatNeverJoins) {
   }
 }
 
+TEST(CommErrorsTest, TcpSetupTimesOutNamingThePeerThatNeverJoins) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto results = testing::tryMakeCommunicators("tcp", 3, store.get(), kShort, {0, 1});
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_FALSE(results[r].ok());
+    EXPECT_EQ(results[r].status().code(), core::Code::kTimeout) << results[r].status().message();
+    EXPECT_THAT(results[r].status().message(), HasSubstr("rank " + std::to_string(r) + ": tcp"));
+    EXPECT_THAT(results[r].status().message(), HasSubstr("rank(s) 2 did not join"));
+  }
+}
+
 TEST(CommErrorsTest, ShmSetupTimesOutNamingThePeerThatNeverReports) {
   auto store = rendezvous::makeInMemoryStore();
   auto results = testing::tryMakeCommunicators("shm", 2, store.get(), kShort, {0});
@@ -66,6 +77,29 @@ void expectAllreduceTimesOutNamingCall(const std::string& backend) {
 
 TEST(CommErrorsTest, GlooAllreduceTimesOutNamingRankTagAndBytes) {
   expectAllreduceTimesOutNamingCall("gloo");
+}
+
+TEST(CommErrorsTest, TcpAllreduceTimesOutNamingRankTagAndBytes) {
+  expectAllreduceTimesOutNamingCall("tcp");
+}
+
+// A rank that gives up closes its connections: a peer arriving later with a long timeout fails
+// at once, naming the rank that is gone, in the small (doubling) and the large (ring) algorithm.
+TEST(CommErrorsTest, TcpFailureAbortsThePeersAtOnce) {
+  for (size_t count : {size_t{1}, size_t{1} << 20}) {
+    auto comms = testing::makeCommunicators("tcp", 2, std::chrono::seconds(60));
+    ASSERT_EQ(comms.size(), 2u);
+    std::vector<float> w(count, 1.0f);
+    float nothing = 0;
+    core::Status first =
+        comms[0]->recv(&nothing, sizeof(nothing), 1, {.timeout = kShort, .tag = "t"});
+    ASSERT_EQ(first.code(), core::Code::kTimeout) << first.message();
+    const auto start = std::chrono::steady_clock::now();
+    core::Status late = comms[1]->allreduceSum(w.data(), count, {});
+    EXPECT_EQ(late.code(), core::Code::kUnavailable) << late.message();
+    EXPECT_THAT(late.message(), HasSubstr("(the rank is gone)"));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  }
 }
 
 TEST(CommErrorsTest, ShmAllreduceTimesOutNamingRankTagAndBytes) {

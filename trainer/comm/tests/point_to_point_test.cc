@@ -133,7 +133,7 @@ TEST_P(PointToPointTest, AReceiveNothingAnswersTimesOutNamingThePeerAndTag) {
       << s.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, PointToPointTest, ::testing::Values("inproc", "gloo"),
+INSTANTIATE_TEST_SUITE_P(Backends, PointToPointTest, ::testing::Values("inproc", "gloo", "tcp"),
                          [](const auto& info) { return info.param; });
 
 TEST(PointToPoint, InProcRejectsAMessageOfAnotherSize) {

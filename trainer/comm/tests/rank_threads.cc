@@ -7,10 +7,11 @@
 #include "trainer/comm/gloo_communicator.h"
 #include "trainer/comm/inproc_communicator.h"
 #include "trainer/comm/shm_communicator.h"
+#include "trainer/comm/tcp_communicator.h"
 
 namespace ringmaster::trainer::comm::testing {
 
-std::vector<std::string> allBackends() { return {"inproc", "gloo", "shm", "shm-tiny"}; }
+std::vector<std::string> allBackends() { return {"inproc", "gloo", "shm", "shm-tiny", "tcp"}; }
 
 std::vector<core::Result<std::unique_ptr<Communicator>>> tryMakeCommunicators(
     const std::string& backend, int n, rendezvous::Store* store, std::chrono::milliseconds timeout,
@@ -45,6 +46,14 @@ std::vector<core::Result<std::unique_ptr<Communicator>>> tryMakeCommunicators(
         config.direct_max_bytes = 0;
       }
       slots[i] = wrap(ShmCommunicator::create(config));
+    } else if (backend == "tcp") {
+      TcpConfig config;
+      config.rank = rank;
+      config.size = n;
+      config.store = store;
+      config.hostname = "127.0.0.1";
+      config.timeout = timeout;
+      slots[i] = wrap(TcpCommunicator::create(config));
     } else {
       slots[i] = core::invalidArgument("unknown test backend " + backend);
     }

@@ -22,7 +22,7 @@ inline void runRanks(int n, const std::function<void(int)>& fn) {
   for (auto& t : threads) t.join();
 }
 
-// Backends as the tests name them: "inproc", "gloo", "shm", and "shm-tiny" (shm with 4 KiB
+// Backends as the tests name them: "inproc", "gloo", "tcp", "shm", and "shm-tiny" (shm with 4 KiB
 // slots and no single-synchronization path, so that small inputs take the chunked
 // reduce-scatter path through many pipeline steps).
 std::vector<std::string> allBackends();

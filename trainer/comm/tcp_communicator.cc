@@ -1,0 +1,615 @@
+#include "trainer/comm/tcp_communicator.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include "trainer/comm/rank_keys.h"
+#include "trainer/comm/sum_kernel.h"
+
+namespace ringmaster::trainer::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr std::array<char, 8> kMagic = {'R', 'M', 'T', 'C', 'P', '0', '0', '1'};
+constexpr size_t kTokenBytes = 32;
+// A rank's first words on a new connection (integers in network byte order).
+struct Hello {
+  std::array<char, 8> magic;
+  uint32_t rank;
+  uint32_t size;
+  std::array<unsigned char, kTokenBytes> token;
+};
+static_assert(sizeof(Hello) == 48);
+
+// How long a waiting rank spins on its sockets before sleeping in poll(): a small message's
+// answer usually comes within this, and a poll() wake-up alone costs about as much.
+constexpr auto kSpin = std::chrono::microseconds(20);
+// Received floats reduced at a time while the rest of the chunk still arrives.
+constexpr size_t kSegmentFloats = 16 << 10;
+
+std::string errnoText(int err) { return std::strerror(err); }
+
+// `result`, its error prefixed with `what`.
+template <class T>
+core::Result<T> within(core::Result<T> result, const std::string& what) {
+  if (!result.ok()) return result.status().withContext(what);
+  return result;
+}
+
+// Closes on scope exit unless released.
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd = -1) : fd_(fd) {}
+  ~OwnedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OwnedFd(OwnedFd&& o) noexcept : fd_(o.release()) {}
+  OwnedFd& operator=(OwnedFd&& o) noexcept {
+    if (this != &o) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+int pollMs(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 1000));
+}
+
+core::Status tune(int fd) {
+  const int one = 1;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 ||
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+    return core::unavailable("socket options: " + errnoText(errno));
+  }
+  return core::Status::Ok();
+}
+
+// The IPv4 address `host` resolves to ("" : this machine's hostname).
+core::Result<sockaddr_in> resolve(std::string host) {
+  if (host.empty()) {
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) != 0) {
+      return core::unavailable("gethostname: " + errnoText(errno));
+    }
+    host = name;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
+    return core::unavailable("resolve " + host + ": " + ::gai_strerror(rc));
+  }
+  sockaddr_in addr = *reinterpret_cast<sockaddr_in*>(found->ai_addr);
+  ::freeaddrinfo(found);
+  return addr;
+}
+
+std::string format(const sockaddr_in& addr) {
+  char ip[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof(ip));
+  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
+core::Result<sockaddr_in> parseAddress(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (colon == std::string::npos ||
+      ::inet_pton(AF_INET, text.substr(0, colon).c_str(), &addr.sin_addr) != 1) {
+    return core::invalidArgument("bad address \"" + text + "\"");
+  }
+  const int port = std::atoi(text.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) return core::invalidArgument("bad port in \"" + text + "\"");
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  return addr;
+}
+
+// Waits for `events` on `fd` until `deadline`; false on timeout.
+core::Result<bool> waitFor(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int rc = ::poll(&p, 1, pollMs(deadline));
+    if (rc > 0) return true;
+    if (rc < 0 && errno != EINTR) return core::unavailable("poll: " + errnoText(errno));
+    if (Clock::now() >= deadline) return false;
+  }
+}
+
+// Writes or reads exactly `n` bytes of a non-blocking socket by `deadline` (the handshake).
+core::Status exactly(int fd, char* data, size_t n, bool write, Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t k = write ? ::send(fd, data + done, n - done, MSG_NOSIGNAL)
+                            : ::recv(fd, data + done, n - done, 0);
+    if (k > 0) {
+      done += static_cast<size_t>(k);
+      continue;
+    }
+    if (k == 0) return core::unavailable("connection closed");
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      return core::unavailable(errnoText(errno));
+    }
+    RM_ASSIGN_OR_RETURN(const bool ready, waitFor(fd, write ? POLLOUT : POLLIN, deadline));
+    if (!ready) return core::timeoutError("no answer in time");
+  }
+  return core::Status::Ok();
+}
+
+// Connects to `addr`, retrying while nobody listens there yet, until `deadline`.
+core::Result<OwnedFd> dial(const sockaddr_in& addr, Clock::time_point deadline) {
+  for (;;) {
+    OwnedFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) return core::unavailable("socket: " + errnoText(errno));
+    RM_RETURN_IF_ERROR(tune(fd.get()));
+    int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+    int err = rc == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      RM_ASSIGN_OR_RETURN(const bool ready, waitFor(fd.get(), POLLOUT, deadline));
+      socklen_t len = sizeof(err);
+      if (!ready) {
+        err = ETIMEDOUT;
+      } else if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        err = errno;
+      }
+    }
+    if (err == 0) return fd;
+    if (Clock::now() >= deadline) {
+      return core::timeoutError("connect to " + format(addr) + ": " + errnoText(err));
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+core::Result<std::array<unsigned char, kTokenBytes>> randomToken() {
+  std::array<unsigned char, kTokenBytes> token{};
+  if (::getrandom(token.data(), token.size(), 0) != static_cast<ssize_t>(token.size())) {
+    return core::unavailable("getrandom: " + errnoText(errno));
+  }
+  return token;
+}
+
+}  // namespace
+
+class TcpCommunicator::Send final : public PendingSend {
+ public:
+  explicit Send(std::function<core::Status()> work)
+      : thread_([this, work = std::move(work)] { result_ = work(); }) {}
+  ~Send() override { (void)wait(); }
+  core::Status wait() override {
+    if (thread_.joinable()) thread_.join();
+    return result_;
+  }
+
+ private:
+  core::Status result_;
+  std::thread thread_;  // last: started once result_ exists
+};
+
+// The order of writers on one connection: each takes a ticket where it is called and writes when
+// its turn comes, so that a PendingSend's thread keeps the order of the calls that made it.
+struct TcpCommunicator::SendQueue {
+  std::mutex mu;
+  std::condition_variable turn;
+  uint64_t next = 0;     // the next ticket handed out
+  uint64_t serving = 0;  // whose turn it is
+};
+
+uint64_t TcpCommunicator::takeTicket(int peer) {
+  std::lock_guard lock(queues_[peer].mu);
+  return queues_[peer].next++;
+}
+
+void TcpCommunicator::awaitTurn(int peer, uint64_t ticket) {
+  std::unique_lock lock(queues_[peer].mu);
+  queues_[peer].turn.wait(lock, [&] { return queues_[peer].serving == ticket; });
+}
+
+void TcpCommunicator::endTurn(int peer) {
+  {
+    std::lock_guard lock(queues_[peer].mu);
+    ++queues_[peer].serving;
+  }
+  queues_[peer].turn.notify_all();
+}
+
+core::Result<std::unique_ptr<TcpCommunicator>> TcpCommunicator::create(const TcpConfig& config) {
+  const std::string what = "rank " + std::to_string(config.rank) + ": tcp rendezvous (world " +
+                           std::to_string(config.size) + ")";
+  if (config.size < 1 || config.rank < 0 || config.rank >= config.size) {
+    return core::invalidArgument(what + ": rank out of range");
+  }
+  if (config.store == nullptr) return core::invalidArgument(what + ": no store");
+  const auto deadline = Clock::now() + config.timeout;
+  rendezvous::PrefixStore store(config.store, "tcp");
+
+  RM_ASSIGN_OR_RETURN(sockaddr_in self, within(resolve(config.hostname), what));
+  self.sin_port = 0;
+  OwnedFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (listener.get() < 0) return core::unavailable(what + ": socket: " + errnoText(errno));
+  socklen_t len = sizeof(self);
+  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&self), sizeof(self)) != 0 ||
+      ::listen(listener.get(), config.size + 16) != 0 ||
+      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&self), &len) != 0 ||
+      ::fcntl(listener.get(), F_SETFL, ::fcntl(listener.get(), F_GETFL) | O_NONBLOCK) != 0) {
+    return core::unavailable(what + ": listen on " + format(self) + ": " + errnoText(errno));
+  }
+  std::array<unsigned char, kTokenBytes> token{};
+  if (config.rank == 0) {
+    RM_ASSIGN_OR_RETURN(token, within(randomToken(), what));
+    RM_RETURN_IF_ERROR_CTX(store.set("token", rendezvous::Bytes(token.begin(), token.end())), what);
+  }
+  RM_RETURN_IF_ERROR_CTX(store.set(rankKey("addr", config.rank), rendezvous::toBytes(format(self))),
+                         what);
+  RM_RETURN_IF_ERROR_CTX(waitForRankKeys(store, "addr", config.size, config.timeout, "join"), what);
+  if (config.rank != 0) {
+    RM_ASSIGN_OR_RETURN(rendezvous::Bytes got, within(store.get("token", config.timeout), what));
+    if (got.size() != kTokenBytes) return core::unavailable(what + ": malformed token");
+    std::copy(got.begin(), got.end(), token.begin());
+  }
+
+  std::vector<OwnedFd> peers(static_cast<size_t>(config.size));
+  // Dial every lower rank and say who this is.
+  for (int peer = 0; peer < config.rank; ++peer) {
+    const std::string to = what + ": connect to rank " + std::to_string(peer);
+    RM_ASSIGN_OR_RETURN(rendezvous::Bytes text,
+                        within(store.get(rankKey("addr", peer), config.timeout), to));
+    RM_ASSIGN_OR_RETURN(sockaddr_in addr, within(parseAddress(rendezvous::toString(text)), to));
+    RM_ASSIGN_OR_RETURN(OwnedFd fd, within(dial(addr, deadline), to));
+    Hello hello{kMagic, htonl(static_cast<uint32_t>(config.rank)),
+                htonl(static_cast<uint32_t>(config.size)), token};
+    RM_RETURN_IF_ERROR_CTX(
+        exactly(fd.get(), reinterpret_cast<char*>(&hello), sizeof(hello), true, deadline), to);
+    peers[static_cast<size_t>(peer)] = std::move(fd);
+  }
+  // Accept every higher rank; a stranger's connection is dropped and the wait goes on.
+  int missing = config.size - 1 - config.rank;
+  while (missing > 0) {
+    RM_ASSIGN_OR_RETURN(const bool ready, within(waitFor(listener.get(), POLLIN, deadline), what));
+    if (!ready) {
+      std::string ranks;
+      for (int peer = config.rank + 1; peer < config.size; ++peer) {
+        if (peers[static_cast<size_t>(peer)].get() < 0) {
+          ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
+        }
+      }
+      return core::timeoutError(what + ": rank(s) " + ranks + " did not connect within " +
+                                std::to_string(config.timeout.count()) + " ms");
+    }
+    OwnedFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (fd.get() < 0) continue;
+    if (!tune(fd.get()).ok()) continue;
+    Hello hello{};
+    const auto hello_deadline = std::min(deadline, Clock::now() + std::chrono::seconds(5));
+    if (!exactly(fd.get(), reinterpret_cast<char*>(&hello), sizeof(hello), false, hello_deadline)
+             .ok()) {
+      continue;
+    }
+    const int peer = static_cast<int>(ntohl(hello.rank));
+    if (hello.magic != kMagic || hello.token != token ||
+        static_cast<int>(ntohl(hello.size)) != config.size || peer <= config.rank ||
+        peer >= config.size || peers[static_cast<size_t>(peer)].get() >= 0) {
+      continue;
+    }
+    peers[static_cast<size_t>(peer)] = std::move(fd);
+    --missing;
+  }
+  std::vector<int> fds;
+  for (OwnedFd& fd : peers) fds.push_back(fd.release());
+  return std::unique_ptr<TcpCommunicator>(
+      new TcpCommunicator(config.rank, config.size, config.timeout, std::move(fds)));
+}
+
+TcpCommunicator::TcpCommunicator(int rank, int size, std::chrono::milliseconds timeout,
+                                 std::vector<int> fds)
+    : rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      fds_(std::move(fds)),
+      queues_(std::make_unique<SendQueue[]>(static_cast<size_t>(size))) {}
+
+TcpCommunicator::~TcpCommunicator() {
+  for (int fd : fds_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+core::Status TcpCommunicator::fail(core::Status error) {
+  std::lock_guard lock(broken_mu_);
+  if (broken_.ok()) {
+    broken_ = error;
+    // Not close(): another thread may still be in a call on the descriptor. The peers see the
+    // connection end and fail now rather than at their timeouts.
+    for (int fd : fds_) {
+      if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+    }
+  }
+  return error;
+}
+
+core::Status TcpCommunicator::usable(const std::string& what) const {
+  std::lock_guard lock(broken_mu_);
+  if (broken_.ok()) return core::Status::Ok();
+  return core::unavailable(what +
+                           ": communicator unusable after an earlier error: " + broken_.message());
+}
+
+TcpCommunicator::Clock::time_point TcpCommunicator::deadlineFor(milliseconds timeout) const {
+  return Clock::now() + (timeout.count() > 0 ? timeout : timeout_);
+}
+
+template <class OnReceived>
+core::Status TcpCommunicator::transfer(int to, const char* send_data, size_t send_bytes, int from,
+                                       char* recv_data, size_t recv_bytes,
+                                       Clock::time_point deadline, const std::string& what,
+                                       OnReceived&& on_received) {
+  const int out = to >= 0 ? fds_[static_cast<size_t>(to)] : -1;
+  const int in = from >= 0 ? fds_[static_cast<size_t>(from)] : -1;
+  size_t sent = to >= 0 ? 0 : send_bytes, got = from >= 0 ? 0 : recv_bytes;
+  auto idle_since = Clock::now();
+  while (sent < send_bytes || got < recv_bytes) {
+    bool moved = false;
+    if (sent < send_bytes) {
+      const ssize_t n =
+          ::send(out, send_data + sent, send_bytes - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+        moved = true;
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return fail(core::unavailable(what + ": send to rank " + std::to_string(to) + ": " +
+                                      errnoText(errno) + " (the rank is gone)"));
+      }
+    }
+    if (got < recv_bytes) {
+      const ssize_t n = ::recv(in, recv_data + got, recv_bytes - got, MSG_DONTWAIT);
+      if (n > 0) {
+        got += static_cast<size_t>(n);
+        on_received(got);
+        moved = true;
+      } else if (n == 0) {
+        return fail(core::unavailable(what + ": rank " + std::to_string(from) +
+                                      " closed the connection (the rank is gone)"));
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return fail(core::unavailable(what + ": receive from rank " + std::to_string(from) + ": " +
+                                      errnoText(errno)));
+      }
+    }
+    const auto now = Clock::now();
+    if (moved) {
+      idle_since = now;
+      continue;
+    }
+    if (now - idle_since < kSpin) continue;
+    if (now >= deadline) {
+      const int silent = got < recv_bytes ? from : to;
+      return fail(core::timeoutError(
+          what + ": rank " + std::to_string(silent) + " made no progress before the timeout (" +
+          std::to_string(sent) + "/" + std::to_string(send_bytes) + " bytes sent, " +
+          std::to_string(got) + "/" + std::to_string(recv_bytes) + " received)"));
+    }
+    std::array<pollfd, 2> waits{};
+    nfds_t n = 0;
+    if (sent < send_bytes) waits[n++] = {out, POLLOUT, 0};
+    if (got < recv_bytes) waits[n++] = {in, POLLIN, 0};
+    if (::poll(waits.data(), n, pollMs(deadline)) < 0 && errno != EINTR) {
+      return fail(core::unavailable(what + ": poll: " + errnoText(errno)));
+    }
+    idle_since = Clock::now() - kSpin;  // poll already waited: no second spin
+  }
+  return core::Status::Ok();
+}
+
+core::Status TcpCommunicator::transfer(int to, const char* send_data, size_t send_bytes, int from,
+                                       char* recv_data, size_t recv_bytes,
+                                       Clock::time_point deadline, const std::string& what) {
+  return transfer(to, send_data, send_bytes, from, recv_data, recv_bytes, deadline, what,
+                  [](size_t) {});
+}
+
+core::Status TcpCommunicator::recursiveDoubling(float* data, size_t count,
+                                                Clock::time_point deadline,
+                                                const std::string& what) {
+  const size_t bytes = count * sizeof(float);
+  int pow2 = 1;
+  while (pow2 * 2 <= size_) pow2 *= 2;
+  const int extra = size_ - pow2;
+  char* raw = reinterpret_cast<char*>(data);
+  auto sendTo = [&](int peer) {
+    const uint64_t ticket = takeTicket(peer);
+    awaitTurn(peer, ticket);
+    core::Status s = transfer(peer, raw, bytes, -1, nullptr, 0, deadline, what);
+    endTurn(peer);
+    return s;
+  };
+  // Ranks beyond the largest power of two hand their vector to a partner and get the sum back.
+  if (rank_ >= pow2) {
+    RM_RETURN_IF_ERROR(sendTo(rank_ - pow2));
+    return transfer(-1, nullptr, 0, rank_ - pow2, raw, bytes, deadline, what);
+  }
+  scratch_.resize(count);
+  char* theirs = reinterpret_cast<char*>(scratch_.data());
+  auto addTheirs = [&] {
+    const float* in[2] = {data, scratch_.data()};
+    sumArrays(data, in, 2, count);
+  };
+  if (rank_ < extra) {
+    RM_RETURN_IF_ERROR(transfer(-1, nullptr, 0, rank_ + pow2, theirs, bytes, deadline, what));
+    addTheirs();
+  }
+  for (int mask = 1; mask < pow2; mask <<= 1) {
+    const int partner = rank_ ^ mask;
+    const uint64_t ticket = takeTicket(partner);
+    awaitTurn(partner, ticket);
+    core::Status s = transfer(partner, raw, bytes, partner, theirs, bytes, deadline, what);
+    endTurn(partner);
+    RM_RETURN_IF_ERROR(s);
+    addTheirs();  // both partners add the same two operands: the same bits on both
+  }
+  if (rank_ < extra) RM_RETURN_IF_ERROR(sendTo(rank_ + pow2));
+  return core::Status::Ok();
+}
+
+core::Status TcpCommunicator::ring(float* data, size_t count, Clock::time_point deadline,
+                                   const std::string& what) {
+  const int n = size_;
+  const int right = (rank_ + 1) % n, left = (rank_ + n - 1) % n;
+  auto begin = [&](int chunk) { return count * static_cast<size_t>(chunk) / n; };
+  auto length = [&](int chunk) { return begin(chunk + 1) - begin(chunk); };
+  scratch_.resize(length(0) + 1);
+  const uint64_t ticket = takeTicket(right);
+  awaitTurn(right, ticket);
+  core::Status status;
+  // Reduce-scatter: after n-1 steps this rank holds the whole sum of chunk rank+1.
+  for (int step = 0; step < n - 1 && status.ok(); ++step) {
+    const int out = (rank_ - step + n) % n, in = (rank_ - step - 1 + n) % n;
+    float* dst = data + begin(in);
+    const size_t floats = length(in);
+    size_t reduced = 0;
+    auto reduceUpTo = [&](size_t upto) {
+      if (upto <= reduced) return;
+      const float* src[2] = {dst + reduced, scratch_.data() + reduced};
+      sumArrays(dst + reduced, src, 2, upto - reduced);
+      reduced = upto;
+    };
+    status = transfer(
+        right, reinterpret_cast<const char*>(data + begin(out)), length(out) * sizeof(float), left,
+        reinterpret_cast<char*>(scratch_.data()), floats * sizeof(float), deadline, what,
+        [&](size_t got) { reduceUpTo(got / sizeof(float) / kSegmentFloats * kSegmentFloats); });
+    if (status.ok()) reduceUpTo(floats);
+  }
+  // All-gather: each finished chunk travels once around the ring.
+  for (int step = 0; step < n - 1 && status.ok(); ++step) {
+    const int out = (rank_ + 1 - step + n) % n, in = (rank_ - step + n) % n;
+    status = transfer(right, reinterpret_cast<const char*>(data + begin(out)),
+                      length(out) * sizeof(float), left, reinterpret_cast<char*>(data + begin(in)),
+                      length(in) * sizeof(float), deadline, what);
+  }
+  endTurn(right);
+  return status;
+}
+
+core::Status TcpCommunicator::allreduceSum(float* data, size_t count,
+                                           const AllreduceOptions& opts) {
+  const auto start = Clock::now();
+  const size_t bytes = count * sizeof(float);
+  const bool small = bytes <= kTcpLatencyBytes;
+  const std::string what = describeRankCall(rank_, "allreduceSum", opts.tag, bytes) + " over tcp " +
+                           (small ? "recursive doubling" : "ring") + " (world " +
+                           std::to_string(size_) + ")";
+  RM_RETURN_IF_ERROR(usable(what));
+  if (size_ > 1 && count > 0) {
+    const auto deadline = deadlineFor(opts.timeout);
+    RM_RETURN_IF_ERROR(small ? recursiveDoubling(data, count, deadline, what)
+                             : ring(data, count, deadline, what));
+  }
+  countAllreduce(bytes, start);
+  return core::Status::Ok();
+}
+
+core::Status TcpCommunicator::broadcast(void* data, size_t bytes, int root) {
+  const std::string what =
+      describeRankCall(rank_, "broadcast from rank " + std::to_string(root), "", bytes) +
+      " over tcp";
+  if (root < 0 || root >= size_) return core::invalidArgument(what + ": root out of range");
+  RM_RETURN_IF_ERROR(usable(what));
+  const auto deadline = deadlineFor(milliseconds(0));
+  char* raw = static_cast<char*>(data);
+  if (rank_ != root) return transfer(-1, nullptr, 0, root, raw, bytes, deadline, what);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == root) continue;
+    const uint64_t ticket = takeTicket(peer);
+    awaitTurn(peer, ticket);
+    core::Status s = transfer(peer, raw, bytes, -1, nullptr, 0, deadline, what);
+    endTurn(peer);
+    RM_RETURN_IF_ERROR(s);
+  }
+  return core::Status::Ok();
+}
+
+core::Status TcpCommunicator::barrier() {
+  const std::string what = "rank " + std::to_string(rank_) + ": barrier over tcp";
+  RM_RETURN_IF_ERROR(usable(what));
+  float token = 0;
+  return size_ > 1 ? recursiveDoubling(&token, 1, deadlineFor(milliseconds(0)), what)
+                   : core::Status::Ok();
+}
+
+core::Status TcpCommunicator::sendInTurn(const void* data, size_t bytes, int peer, uint64_t ticket,
+                                         Clock::time_point deadline, const std::string& what) {
+  // Each message goes with its length, so that a receive expecting another size says so.
+  const uint64_t header = bytes;
+  awaitTurn(peer, ticket);
+  core::Status s = transfer(peer, reinterpret_cast<const char*>(&header), sizeof(header), -1,
+                            nullptr, 0, deadline, what);
+  if (s.ok()) {
+    s = transfer(peer, static_cast<const char*>(data), bytes, -1, nullptr, 0, deadline, what);
+  }
+  endTurn(peer);
+  return s;
+}
+
+core::Status TcpCommunicator::send(const void* data, size_t bytes, int peer,
+                                   const PointToPointOptions& opts) {
+  const std::string what = describePointToPoint("send to", peer, opts, bytes) + " over tcp";
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  RM_RETURN_IF_ERROR(usable(what));
+  return sendInTurn(data, bytes, peer, takeTicket(peer), deadlineFor(opts.timeout), what);
+}
+
+core::Result<std::unique_ptr<PendingSend>> TcpCommunicator::startSend(
+    const void* data, size_t bytes, int peer, const PointToPointOptions& opts) {
+  const std::string what = describePointToPoint("send to", peer, opts, bytes) + " over tcp";
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  RM_RETURN_IF_ERROR(usable(what));
+  const uint64_t ticket = takeTicket(peer);  // here: the order of the calls is the order sent
+  const auto deadline = deadlineFor(opts.timeout);
+  return std::unique_ptr<PendingSend>(std::make_unique<Send>(
+      [=, this] { return sendInTurn(data, bytes, peer, ticket, deadline, what); }));
+}
+
+core::Status TcpCommunicator::recv(void* data, size_t bytes, int peer,
+                                   const PointToPointOptions& opts) {
+  const std::string what = describePointToPoint("receive from", peer, opts, bytes) + " over tcp";
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  RM_RETURN_IF_ERROR(usable(what));
+  const auto deadline = deadlineFor(opts.timeout);
+  uint64_t header = 0;
+  RM_RETURN_IF_ERROR(transfer(-1, nullptr, 0, peer, reinterpret_cast<char*>(&header),
+                              sizeof(header), deadline, what));
+  if (header != bytes) {
+    return fail(core::invalidArgument(what + ": rank " + std::to_string(peer) + " sent " +
+                                      std::to_string(header) + " bytes"));
+  }
+  return transfer(-1, nullptr, 0, peer, static_cast<char*>(data), bytes, deadline, what);
+}
+
+}  // namespace ringmaster::trainer::comm

@@ -1,0 +1,110 @@
+#pragma once
+// The "tcp" backend: our own transport for ranks in different pods, one TCP connection per pair
+// of ranks, driven without helper threads by the calling thread (non-blocking sockets, poll).
+//
+// create() protocol (keys under "tcp/" in the given store, which proves membership):
+//   1. every rank listens on `hostname` (an ephemeral port) and sets "addr/<rank>" = host:port;
+//      rank 0 sets "token", 32 random bytes;
+//   2. each rank dials every lower rank and says hello (magic, its rank, the world size, the
+//      token); it accepts one connection from every higher rank, dropping strangers (a wrong
+//      magic, token, size or rank) without giving up.
+// allreduceSum picks by size: up to kTcpLatencyBytes, recursive doubling (log2 N exchanges of the
+// whole vector; ranks beyond the largest power of two first fold into a partner and get the
+// result back); above, the ring (reduce-scatter then all-gather, each step sending to the right
+// neighbour while receiving from the left, reducing segments of the received chunk while the
+// rest still arrives). Every rank ends with the same bits: each sum is computed once (ring) or
+// by both partners over the same two operands (doubling, a + b == b + a).
+//
+// Ownership: owns its sockets; does not keep the store after create().
+// Thread-safety: one thread at a time (Communicator contract), except that a PendingSend of
+// startSend() writes from its own thread; point-to-point messages and collectives must not be in
+// flight on the same communicator at once. Failure: a Status naming the rank, the call, its tag
+// and size, and the peer (kTimeout when a peer is silent past the timeout, kUnavailable when it
+// closed its connection). After an error the communicator closes every connection, so that the
+// other ranks fail at once too instead of waiting for their timeouts; later calls fail fast.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+#include "ringmaster/rendezvous/store.h"
+#include "trainer/comm/communicator.h"
+
+namespace ringmaster::trainer::comm {
+
+// Largest allreduce (bytes) that takes recursive doubling rather than the ring.
+inline constexpr size_t kTcpLatencyBytes = 64 << 10;
+
+struct TcpConfig {
+  int rank = 0;
+  int size = 1;
+  rendezvous::Store* store = nullptr;  // not owned; used during create() only
+  // The address peers dial to reach this rank (a name or an address); empty: this machine's
+  // hostname.
+  std::string hostname;
+  // Rendezvous timeout, and the default for calls whose options say 0.
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+};
+
+class TcpCommunicator final : public Communicator {
+ public:
+  static core::Result<std::unique_ptr<TcpCommunicator>> create(const TcpConfig& config);
+  ~TcpCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "tcp"; }
+
+  core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
+  core::Status broadcast(void* data, size_t bytes, int root) override;
+  core::Status barrier() override;
+  core::Status send(const void* data, size_t bytes, int peer,
+                    const PointToPointOptions& opts) override;
+  core::Status recv(void* data, size_t bytes, int peer, const PointToPointOptions& opts) override;
+  core::Result<std::unique_ptr<PendingSend>> startSend(const void* data, size_t bytes, int peer,
+                                                       const PointToPointOptions& opts) override;
+
+ private:
+  class Send;
+  using Clock = std::chrono::steady_clock;
+
+  TcpCommunicator(int rank, int size, std::chrono::milliseconds timeout, std::vector<int> fds);
+
+  // Sends `send_bytes` of `send_data` to rank `to` while receiving `recv_bytes` into `recv_data`
+  // from rank `from` (-1: that direction idle). `on_received(total)` runs as bytes arrive.
+  template <class OnReceived>
+  core::Status transfer(int to, const char* send_data, size_t send_bytes, int from, char* recv_data,
+                        size_t recv_bytes, Clock::time_point deadline, const std::string& what,
+                        OnReceived&& on_received);
+  core::Status transfer(int to, const char* send_data, size_t send_bytes, int from, char* recv_data,
+                        size_t recv_bytes, Clock::time_point deadline, const std::string& what);
+  core::Status recursiveDoubling(float* data, size_t count, Clock::time_point deadline,
+                                 const std::string& what);
+  core::Status ring(float* data, size_t count, Clock::time_point deadline, const std::string& what);
+  // Writers to one connection go in the order they took their tickets (SendQueue).
+  uint64_t takeTicket(int peer);
+  void awaitTurn(int peer, uint64_t ticket);
+  void endTurn(int peer);
+  core::Status sendInTurn(const void* data, size_t bytes, int peer, uint64_t ticket,
+                          Clock::time_point deadline, const std::string& what);
+  // The first error, recorded; every connection is shut down so that the peers learn at once.
+  core::Status fail(core::Status error);
+  core::Status usable(const std::string& what) const;
+  Clock::time_point deadlineFor(std::chrono::milliseconds timeout) const;
+
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+  std::vector<int> fds_;  // by rank; -1 for this rank
+  struct SendQueue;
+  std::unique_ptr<SendQueue[]> queues_;  // by rank
+  std::vector<float> scratch_;
+  mutable std::mutex broken_mu_;
+  core::Status broken_;
+};
+
+}  // namespace ringmaster::trainer::comm
