@@ -38,6 +38,8 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 48);
 
+// Connections during setup that have not said hello yet, at most.
+constexpr size_t kMaxCallers = 64;
 // How long a waiting rank spins on its sockets before sleeping in poll(): a small message's
 // answer usually comes within this, and a poll() wake-up alone costs about as much.
 constexpr auto kSpin = std::chrono::microseconds(20);
@@ -145,22 +147,20 @@ core::Result<bool> waitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
-// Writes or reads exactly `n` bytes of a non-blocking socket by `deadline` (the handshake).
-core::Status exactly(int fd, char* data, size_t n, bool write, Clock::time_point deadline) {
+// Writes all `n` bytes to a non-blocking socket by `deadline` (the hello).
+core::Status writeAll(int fd, const char* data, size_t n, Clock::time_point deadline) {
   size_t done = 0;
   while (done < n) {
-    const ssize_t k = write ? ::send(fd, data + done, n - done, MSG_NOSIGNAL)
-                            : ::recv(fd, data + done, n - done, 0);
+    const ssize_t k = ::send(fd, data + done, n - done, MSG_NOSIGNAL);
     if (k > 0) {
       done += static_cast<size_t>(k);
       continue;
     }
-    if (k == 0) return core::unavailable("connection closed");
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       return core::unavailable(errnoText(errno));
     }
-    RM_ASSIGN_OR_RETURN(const bool ready, waitFor(fd, write ? POLLOUT : POLLIN, deadline));
-    if (!ready) return core::timeoutError("no answer in time");
+    RM_ASSIGN_OR_RETURN(const bool ready, waitFor(fd, POLLOUT, deadline));
+    if (!ready) return core::timeoutError("no room to send in time");
   }
   return core::Status::Ok();
 }
@@ -288,14 +288,20 @@ core::Result<std::unique_ptr<TcpCommunicator>> TcpCommunicator::create(const Tcp
     Hello hello{kMagic, htonl(static_cast<uint32_t>(config.rank)),
                 htonl(static_cast<uint32_t>(config.size)), token};
     RM_RETURN_IF_ERROR_CTX(
-        exactly(fd.get(), reinterpret_cast<char*>(&hello), sizeof(hello), true, deadline), to);
+        writeAll(fd.get(), reinterpret_cast<const char*>(&hello), sizeof(hello), deadline), to);
     peers[static_cast<size_t>(peer)] = std::move(fd);
   }
-  // Accept every higher rank; a stranger's connection is dropped and the wait goes on.
+  // Accept every higher rank. Hellos are read as they arrive, so a stranger that says nothing
+  // (or the wrong thing) holds up nobody; it is dropped.
+  struct Caller {
+    OwnedFd fd;
+    Hello hello{};
+    size_t got = 0;
+  };
+  std::vector<Caller> callers;
   int missing = config.size - 1 - config.rank;
   while (missing > 0) {
-    RM_ASSIGN_OR_RETURN(const bool ready, within(waitFor(listener.get(), POLLIN, deadline), what));
-    if (!ready) {
+    if (Clock::now() >= deadline) {
       std::string ranks;
       for (int peer = config.rank + 1; peer < config.size; ++peer) {
         if (peers[static_cast<size_t>(peer)].get() < 0) {
@@ -305,23 +311,38 @@ core::Result<std::unique_ptr<TcpCommunicator>> TcpCommunicator::create(const Tcp
       return core::timeoutError(what + ": rank(s) " + ranks + " did not connect within " +
                                 std::to_string(config.timeout.count()) + " ms");
     }
-    OwnedFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (fd.get() < 0) continue;
-    if (!tune(fd.get()).ok()) continue;
-    Hello hello{};
-    const auto hello_deadline = std::min(deadline, Clock::now() + std::chrono::seconds(5));
-    if (!exactly(fd.get(), reinterpret_cast<char*>(&hello), sizeof(hello), false, hello_deadline)
-             .ok()) {
-      continue;
+    std::vector<pollfd> waits{{listener.get(), POLLIN, 0}};
+    for (const Caller& c : callers) waits.push_back({c.fd.get(), POLLIN, 0});
+    if (::poll(waits.data(), waits.size(), pollMs(deadline)) < 0 && errno != EINTR) {
+      return core::unavailable(what + ": poll: " + errnoText(errno));
     }
-    const int peer = static_cast<int>(ntohl(hello.rank));
-    if (hello.magic != kMagic || hello.token != token ||
-        static_cast<int>(ntohl(hello.size)) != config.size || peer <= config.rank ||
-        peer >= config.size || peers[static_cast<size_t>(peer)].get() >= 0) {
-      continue;
+    for (size_t i = callers.size(); i-- > 0;) {  // from the back: erasing keeps earlier indices
+      if (waits[i + 1].revents == 0) continue;
+      Caller& c = callers[i];
+      const ssize_t k = ::recv(c.fd.get(), reinterpret_cast<char*>(&c.hello) + c.got,
+                               sizeof(Hello) - c.got, MSG_DONTWAIT);
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (k > 0) c.got += static_cast<size_t>(k);
+      if (k > 0 && c.got < sizeof(Hello)) continue;
+      const int peer = static_cast<int>(ntohl(c.hello.rank));
+      if (c.got == sizeof(Hello) && c.hello.magic == kMagic && c.hello.token == token &&
+          static_cast<int>(ntohl(c.hello.size)) == config.size && peer > config.rank &&
+          peer < config.size && peers[static_cast<size_t>(peer)].get() < 0) {
+        peers[static_cast<size_t>(peer)] = std::move(c.fd);
+        --missing;
+      }
+      callers.erase(callers.begin() + static_cast<std::ptrdiff_t>(i));
     }
-    peers[static_cast<size_t>(peer)] = std::move(fd);
-    --missing;
+    if (waits[0].revents != 0) {
+      for (;;) {
+        OwnedFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (fd.get() < 0) break;
+        if (!tune(fd.get()).ok()) continue;
+        // A bounded set: a flood of strangers pushes out the oldest, never a rank for long.
+        if (callers.size() >= kMaxCallers) callers.erase(callers.begin());
+        callers.push_back(Caller{std::move(fd)});
+      }
+    }
   }
   std::vector<int> fds;
   for (OwnedFd& fd : peers) fds.push_back(fd.release());

@@ -6,8 +6,9 @@
 //   1. every rank listens on `hostname` (an ephemeral port) and sets "addr/<rank>" = host:port;
 //      rank 0 sets "token", 32 random bytes;
 //   2. each rank dials every lower rank and says hello (magic, its rank, the world size, the
-//      token); it accepts one connection from every higher rank, dropping strangers (a wrong
-//      magic, token, size or rank) without giving up.
+//      token); it accepts one connection from every higher rank, reading hellos as they come,
+//      so that a stranger (silent, or with a wrong magic, token, size or rank) holds up nobody
+//      and is dropped.
 // allreduceSum picks by size: up to kTcpLatencyBytes, recursive doubling (log2 N exchanges of the
 // whole vector; ranks beyond the largest power of two first fold into a partner and get the
 // result back); above, the ring (reduce-scatter then all-gather, each step sending to the right

@@ -1,12 +1,16 @@
 // How the backends fail: peers that never join or stop taking part, mismatched calls.
 // Timeouts are small; nothing here sleeps. One test forks a rank that exits.
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringmaster/rendezvous/tcp_store.h"
@@ -42,6 +46,46 @@ TEST(CommErrorsTest, TcpSetupTimesOutNamingThePeerThatNeverJoins) {
     EXPECT_THAT(results[r].status().message(), HasSubstr("rank " + std::to_string(r) + ": tcp"));
     EXPECT_THAT(results[r].status().message(), HasSubstr("rank(s) 2 did not join"));
   }
+}
+
+// Strangers at rank 0's address during setup, one silent and one with a wrong hello, come before
+// rank 1 and hold up nobody: the mesh forms at once, and works.
+TEST(CommErrorsTest, TcpSetupDropsStrangersWithoutWaitingForThem) {
+  using std::chrono::seconds;
+  auto store = rendezvous::makeInMemoryStore();
+  std::vector<core::Result<std::unique_ptr<Communicator>>> rank0;
+  std::thread first(
+      [&] { rank0 = testing::tryMakeCommunicators("tcp", 2, store.get(), seconds(30), {0}); });
+  auto addr = store->get("tcp/addr/0", seconds(10));
+  ASSERT_TRUE(addr.ok()) << addr.status().message();
+  const std::string text = rendezvous::toString(*addr);
+  const size_t colon = text.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(text.substr(colon + 1))));
+  ASSERT_EQ(::inet_pton(AF_INET, text.substr(0, colon).c_str(), &sa.sin_addr), 1);
+  std::vector<int> strangers;
+  for (int i = 0; i < 2; ++i) {
+    strangers.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(::connect(strangers.back(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  }
+  const std::string garbage(48, 'x');
+  ASSERT_EQ(::send(strangers[1], garbage.data(), garbage.size(), 0), 48);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rank 0 has taken both
+
+  const auto start = std::chrono::steady_clock::now();
+  auto rank1 = testing::tryMakeCommunicators("tcp", 2, store.get(), seconds(30), {1});
+  first.join();
+  const auto took = std::chrono::steady_clock::now() - start;
+  for (int fd : strangers) ::close(fd);
+  ASSERT_TRUE(rank0[0].ok()) << rank0[0].status().message();
+  ASSERT_TRUE(rank1[0].ok()) << rank1[0].status().message();
+  EXPECT_LT(took, seconds(3));
+  float v[2] = {1, 2};
+  Communicator* comms[2] = {rank0[0]->get(), rank1[0]->get()};
+  runRanks(2, [&](int r) { EXPECT_TRUE(comms[r]->allreduceSum(&v[r], 1, {}).ok()); });
+  EXPECT_EQ(v[0], 3.0f);
+  EXPECT_EQ(v[1], 3.0f);
 }
 
 TEST(CommErrorsTest, ShmSetupTimesOutNamingThePeerThatNeverReports) {
