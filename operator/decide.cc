@@ -62,7 +62,7 @@ void resize(Plan& plan, int from, int world, const std::string& why, int attempt
   plan.status.current_replicas = world;
   setCondition(plan.status, kResized, true, down ? "ScaledDown" : "ScaledUp", message, generation,
                now);
-  gangRestart(plan, "Resized", message, false, attempt, generation, now);
+  gangRestart(plan, kResized, message, false, attempt, generation, now);
 }
 
 // status.progress from rank 0's summary (its termination message). A missing or bad one keeps the
@@ -106,11 +106,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   plan.status = status;
   kube::TrainingJobStatus& s = plan.status;
   const JobSettings spec = settingsOf(job.spec);
-  // The current world: spec.replicas, or where an elastic job resized to.
-  int replicas = spec.replicas;
-  if (spec.elastic && status.current_replicas) {
-    replicas = std::clamp(*status.current_replicas, spec.min_replicas, spec.max_replicas);
-  }
+  const int replicas = currentReplicas(spec, status);
   s.current_replicas = replicas;
   const kube::TrainingJob at = atCurrentWorld(job, s);
   const int slots = spec.podSlots();

@@ -188,7 +188,8 @@ core::Result<Action> Reconciler::undecodable(const std::string& key, const kube:
 }
 
 core::Result<Action> Reconciler::finished(Pass& p) {
-  const int slots = std::max(0, settingsOf(p.job.spec).podSlots());
+  const JobSettings settings = settingsOf(p.job.spec);
+  const int slots = std::max(0, settings.podSlots());
   p.pods.assign(static_cast<size_t>(std::min(slots, kMaxWorldSize)), nullptr);
   for (size_t i = 0; i < p.pods.size(); ++i) {
     auto pod = listers_.pods->get(p.ns, workerName(p.name, static_cast<int>(i)));
@@ -197,7 +198,7 @@ core::Result<Action> Reconciler::finished(Pass& p) {
   // Standby pods hold no rank and would hold their node's room forever.
   RM_RETURN_IF_ERROR(deletePods(
       p, [](const WorkerPod& pod) { return pod.standby; }, "job finished, standby pod"));
-  const CleanPodPolicy policy = settingsOf(p.job.spec).clean_pod_policy;
+  const CleanPodPolicy policy = settings.clean_pod_policy;
   if (policy == CleanPodPolicy::kAll) {
     RM_RETURN_IF_ERROR(deletePods(p, anyPod, "job finished, cleanPodPolicy All"));
   } else if (policy == CleanPodPolicy::kRunning) {
@@ -531,7 +532,7 @@ void Reconciler::recordTransitions(const Pass& p) {
     }
     const bool warning =
         blocking || (c.status == "True" &&
-                     (c.type == kFailed || (c.type == kRestarting && c.reason != "Resized")));
+                     (c.type == kFailed || (c.type == kRestarting && c.reason != kResized)));
     const std::string reason = c.reason.value_or(c.type);
     const std::string message = c.type + " " + c.status + ": " + c.message.value_or("");
     if (warning) {
@@ -543,7 +544,7 @@ void Reconciler::recordTransitions(const Pass& p) {
     // naming them and the attempt. A resize has the Resized condition's (not also Restarting's
     // and Running's, which give it as their reason).
     const bool said =
-        (c.type == kCreated && c.status == "True") || (c.type != kResized && c.reason == "Resized");
+        (c.type == kCreated && c.status == "True") || (c.type != kResized && c.reason == kResized);
     if (!said) {
       core::Status s =
           events_.record(p.original, warning ? kube::kEventWarning : kube::kEventNormal, reason,

@@ -215,7 +215,7 @@ void validateElastic(const kube::TrainingJob& job, FieldErrors& e) {
           "required for an elastic job: each resize restarts its ranks from the newest "
           "checkpoint (a path on a volume that outlives the pods, e.g. a PersistentVolumeClaim)");
   }
-  if (t.global_batch_size <= 0 || hi > 4096) return;
+  if (t.global_batch_size <= 0 || hi > kMaxWorldSize) return;
   const int64_t procs = s.procs_per_replica.value_or(1);
   int64_t multiple = 1;  // every world's rank count divides it
   for (int64_t r = lo; r <= hi && multiple <= (int64_t{1} << 40); ++r) {
@@ -304,12 +304,15 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
   return s;
 }
 
+int32_t currentReplicas(const JobSettings& settings, const kube::TrainingJobStatus& status) {
+  if (!settings.elastic || !status.current_replicas) return settings.replicas;
+  return std::clamp(*status.current_replicas, settings.min_replicas, settings.max_replicas);
+}
+
 kube::TrainingJob atCurrentWorld(const kube::TrainingJob& job,
                                  const kube::TrainingJobStatus& status) {
   kube::TrainingJob at = job;
-  if (job.spec.elastic && status.current_replicas && *status.current_replicas >= 1) {
-    at.spec.replicas = status.current_replicas;
-  }
+  at.spec.replicas = currentReplicas(settingsOf(job.spec), status);
   return at;
 }
 

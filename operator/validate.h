@@ -76,8 +76,12 @@ struct JobSettings {
 
 JobSettings settingsOf(const kube::TrainingJobSpec& spec);
 
-// `job` as its current world runs it: spec.replicas is status.currentReplicas when an elastic job
-// resized, so that pods, their environment and status counts follow the world, not the spec.
+// The worker pods of the current world: spec.replicas, or status.currentReplicas of an elastic
+// job (within its bounds).
+int32_t currentReplicas(const JobSettings& settings, const kube::TrainingJobStatus& status);
+
+// `job` as its current world runs it: spec.replicas is currentReplicas(), so that pods, their
+// environment and status counts follow the world, not the spec.
 kube::TrainingJob atCurrentWorld(const kube::TrainingJob& job,
                                  const kube::TrainingJobStatus& status);
 

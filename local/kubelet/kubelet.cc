@@ -1255,11 +1255,11 @@ PodView Kubelet::Impl::viewOf(const PodRuntime& rt) const {
   v.now = wallNow();
   v.previous = rt.written ? rt.written->conditions : rt.pod->status.conditions;
   if (!rt.refused.empty()) {
-    v.refused_reason = "UnsafePath";
-    v.refused_message = "the kubelet refuses to run this pod: " + rt.refused;
+    v.ended_reason = "UnsafePath";
+    v.ended_message = "the kubelet refuses to run this pod: " + rt.refused;
   } else if (rt.node_shutdown) {
-    v.refused_reason = "Terminated";
-    v.refused_message = "Pod was terminated in response to imminent node shutdown.";
+    v.ended_reason = "Terminated";
+    v.ended_message = "Pod was terminated in response to imminent node shutdown.";
   }
   for (const auto& c : rt.containers) {
     ContainerView cv;

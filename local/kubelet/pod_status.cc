@@ -49,7 +49,7 @@ kube::ContainerStatus toStatus(const ContainerView& c) {
 }  // namespace
 
 std::string podPhase(const PodView& view) {
-  if (!view.refused_reason.empty()) return "Failed";
+  if (!view.ended_reason.empty()) return "Failed";
   InitState init = initState(view);
   if (init.failed) return "Failed";
   if (!init.done) return "Pending";
@@ -127,8 +127,8 @@ kube::PodStatus derivePodStatus(const PodView& view) {
   if (!view.host_ip.empty()) s.extra["hostIPs"] = nlohmann::json::array({{{"ip", view.host_ip}}});
   if (!view.pod_ip.empty()) s.extra["podIPs"] = nlohmann::json::array({{{"ip", view.pod_ip}}});
   s.start_time = view.start_time;
-  s.reason = view.refused_reason;
-  s.message = view.refused_message;
+  s.reason = view.ended_reason;
+  s.message = view.ended_message;
   for (const auto& c : view.init_containers) s.init_container_statuses.push_back(toStatus(c));
   for (const auto& c : view.containers) s.container_statuses.push_back(toStatus(c));
   return s;

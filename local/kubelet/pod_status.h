@@ -1,6 +1,7 @@
 #pragma once
 // Pod status from what the kubelet knows about its containers, with the kubelet's rules:
-//   phase     a pod the kubelet refused -> Failed (status.reason/message say why); otherwise
+//   phase     a pod the kubelet refused or ended -> Failed (status.reason/message say why);
+//   otherwise
 //             (kubelet getPhase) init containers unfinished -> Pending (an init container that
 //             failed under restartPolicy Never -> Failed); a container waiting that never ran ->
 //             Pending; one running -> Running; all stopped -> Succeeded if all exited 0, else
@@ -39,10 +40,10 @@ struct PodView {
   std::optional<kube::Time> start_time;
   kube::Time now;
   std::vector<kube::Condition> previous;  // the pod's current conditions
-  // Set when the kubelet refuses to run the pod (as its admission does): phase Failed with
-  // status.reason and status.message.
-  std::string refused_reason;
-  std::string refused_message;
+  // Set when the kubelet ends the pod itself: it refuses to run it (as its admission does) or
+  // its node shut down. Phase Failed with status.reason and status.message.
+  std::string ended_reason;
+  std::string ended_message;
 };
 
 std::string podPhase(const PodView& view);

@@ -66,12 +66,12 @@ TEST(PodPhase, InitContainersGateThePod) {
 TEST(PodPhase, APodTheKubeletRefusedFailsWithItsReason) {
   for (const std::string policy : {"Always", "OnFailure", "Never"}) {
     PodView v = view(policy, {waiting("main")});
-    v.refused_reason = "UnsafePath";
-    v.refused_message = "spec.volumes[0].name: /r/x is outside /r/pods/ns/p_u/volumes/empty-dir";
+    v.ended_reason = "UnsafePath";
+    v.ended_message = "spec.volumes[0].name: /r/x is outside /r/pods/ns/p_u/volumes/empty-dir";
     kube::PodStatus s = derivePodStatus(v);
     EXPECT_EQ(s.phase, "Failed") << policy;
     EXPECT_EQ(s.reason, "UnsafePath");
-    EXPECT_EQ(s.message, v.refused_message);
+    EXPECT_EQ(s.message, v.ended_message);
   }
   kube::PodStatus normal = derivePodStatus(view("Never", {waiting("main")}));
   EXPECT_EQ(normal.phase, "Pending");
