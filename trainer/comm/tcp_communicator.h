@@ -12,9 +12,11 @@
 // allreduceSum picks by size: up to kTcpLatencyBytes, recursive doubling (log2 N exchanges of the
 // whole vector; ranks beyond the largest power of two first fold into a partner and get the
 // result back); above, the ring (reduce-scatter then all-gather, each step sending to the right
-// neighbour while receiving from the left, reducing segments of the received chunk while the
-// rest still arrives). Every rank ends with the same bits: each sum is computed once (ring) or
-// by both partners over the same two operands (doubling, a + b == b + a).
+// neighbour while receiving from the left). The ring streams: what arrives from the left is
+// summed a segment at a time and forwarded to the right at once, within a step and from
+// reduce-scatter into all-gather, so every link stays busy and the data stays in cache. Every rank
+// ends with the same bits: each sum is computed once (ring) or by both partners over the same two
+// operands (doubling, a + b == b + a).
 //
 // Ownership: owns its sockets; does not keep the store after create().
 // Thread-safety: one thread at a time (Communicator contract), except that a PendingSend of
@@ -75,12 +77,25 @@ class TcpCommunicator final : public Communicator {
 
   TcpCommunicator(int rank, int size, std::chrono::milliseconds timeout, std::vector<int> fds);
 
+  // One non-blocking send()/recv() on the connection to `peer`: the bytes moved, 0 when the
+  // socket would block, or the error (which fails the communicator).
+  core::Result<size_t> sendSome(int peer, const char* data, size_t bytes, const std::string& what);
+  core::Result<size_t> recvSome(int peer, char* data, size_t bytes, const std::string& what);
+  // How a loop over sockets waits when nothing moved: it spins briefly (a small message's answer
+  // usually comes within that), then sleeps in poll(); false once the deadline has passed.
+  class Waiter {
+   public:
+    explicit Waiter(Clock::time_point deadline) : deadline_(deadline) {}
+    void progressed() { idle_since_ = Clock::now(); }
+    // `out`: a socket to write to, `in`: one to read from (-1: none; they may be the same).
+    core::Result<bool> wait(int out, int in);
+
+   private:
+    Clock::time_point deadline_;
+    Clock::time_point idle_since_ = Clock::now();
+  };
   // Sends `send_bytes` of `send_data` to rank `to` while receiving `recv_bytes` into `recv_data`
-  // from rank `from` (-1: that direction idle). `on_received(total)` runs as bytes arrive.
-  template <class OnReceived>
-  core::Status transfer(int to, const char* send_data, size_t send_bytes, int from, char* recv_data,
-                        size_t recv_bytes, Clock::time_point deadline, const std::string& what,
-                        OnReceived&& on_received);
+  // from rank `from` (-1: that direction idle).
   core::Status transfer(int to, const char* send_data, size_t send_bytes, int from, char* recv_data,
                         size_t recv_bytes, Clock::time_point deadline, const std::string& what);
   core::Status recursiveDoubling(float* data, size_t count, Clock::time_point deadline,
