@@ -76,7 +76,7 @@ core::Result<std::unique_ptr<Peer>> makeGlooRawPeer(const PeerEnv& env) {
     gloo::rendezvous::FileStore file_store(env.store_dir);
     gloo::rendezvous::PrefixStore store("gloo-raw", file_store);
     gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
+    attr.hostname = env.host.empty() ? "127.0.0.1" : env.host;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(env.rank, env.world_size);
     context->setTimeout(std::chrono::seconds(60));

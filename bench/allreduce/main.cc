@@ -128,6 +128,9 @@ int main(int argc, char** argv) {
   flags.addInt("world-size", &world_size, "number of ranks (not for mpi)", "WORLD_SIZE");
   flags.addString("master-addr", &o.env.master_addr, "rendezvous host", "MASTER_ADDR");
   flags.addInt("master-port", &master_port, "rendezvous port", "MASTER_PORT");
+  flags.addString("host", &o.env.host,
+                  "address other ranks reach this one at (not for mpi; empty: this host)",
+                  "BENCH_HOST");
   bool help = false;
   if (core::Status s = flags.parse(argc, argv, &help); !s.ok()) {
     std::fprintf(stderr, "%s\n%s", s.message().c_str(), flags.help().c_str());

@@ -30,6 +30,9 @@ struct PeerEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string store_dir;  // gloo-raw: a directory for Gloo's FileStore
+  // The address other ranks reach this one at (empty: loopback for gloo-raw, the communicator's
+  // own choice for ours); one per network namespace in the multi-host benchmark.
+  std::string host;
   // ours-shm tuning (0: the communicator's defaults).
   size_t shm_slot_bytes = 0;
   size_t shm_direct_max_bytes = 0;

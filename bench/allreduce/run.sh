@@ -97,56 +97,6 @@ done
 echo "($(($(date +%s) - start)) s, $rounds rounds, median of $repeats batches per size)" >&2
 
 # Table (best round per implementation and size) and ratios (geometric mean over sizes).
-awk -v impls="$impls" '
-  function human(b) {
-    if (b >= 1048576) return sprintf("%d MiB", b / 1048576)
-    if (b >= 1024) return sprintf("%d KiB", b / 1024)
-    return b " B"
-  }
-  function ratio(a, b,   i, s, n, logsum, line, r) {
-    n = 0; logsum = 0; line = ""
-    for (i = 1; i <= nsizes; i++) {
-      s = sizes[i]
-      if (!((a, s) in bw) || !((b, s) in bw) || bw[b, s] <= 0 || bw[a, s] <= 0) continue
-      r = bw[a, s] / bw[b, s]
-      logsum += log(r); n++
-      line = line sprintf(" %s:%.2f", human(s), r)
-    }
-    if (n == 0) return
-    printf "ratio %s/%s: %.2f (geomean over %d sizes)\n", short(a), b, exp(logsum / n), n
-    printf "ratio %s/%s per size:%s\n", short(a), b, line
-  }
-  function short(a) { return a == "ours-shm" ? "ours" : a }
-  $1 == "RESULT" {
-    key = $2 SUBSEP $3
-    if (!(key in bw) || $5 > bw[key]) bw[key] = $5
-    if (!($3 in seen)) { seen[$3] = 1; sizes[++nsizes] = $3 + 0 }
-    have[$2] = 1
-  }
-  END {
-    # sizes in ascending order
-    for (i = 1; i <= nsizes; i++) for (j = i + 1; j <= nsizes; j++)
-      if (sizes[j] < sizes[i]) { t = sizes[i]; sizes[i] = sizes[j]; sizes[j] = t }
-    n = split(impls, names, " ")
-    printf "bus bandwidth, GB/s (2 ranks)\n%-9s", "size"
-    for (k = 1; k <= n; k++) printf " %10s", names[k]
-    printf "\n"
-    for (i = 1; i <= nsizes; i++) {
-      printf "%-9s", human(sizes[i])
-      for (k = 1; k <= n; k++) {
-        if ((names[k], sizes[i]) in bw) printf " %10.3f", bw[names[k], sizes[i]]
-        else printf " %10s", "n/a"
-      }
-      printf "\n"
-    }
-    if ("ours-shm" in have) {
-      if ("mpi-shm" in have) ratio("ours-shm", "mpi-shm")
-      if ("mpi-tcp" in have) ratio("ours-shm", "mpi-tcp")
-      if ("gloo-raw" in have) ratio("ours-shm", "gloo-raw")
-    }
-    if ("ours-gloo" in have && "gloo-raw" in have) ratio("ours-gloo", "gloo-raw")
-    if ("ours-gloo" in have && "mpi-tcp" in have) ratio("ours-gloo", "mpi-tcp")
-    if ("ours-tcp" in have && "mpi-tcp" in have) ratio("ours-tcp", "mpi-tcp")
-    if ("ours-tcp" in have && "gloo-raw" in have) ratio("ours-tcp", "gloo-raw")
-  }
-' "$results"
+awk -v title="bus bandwidth, GB/s (2 ranks)" -v impls="$impls" \
+  -v pairs="ours-shm/mpi-shm ours-shm/mpi-tcp ours-shm/gloo-raw ours-gloo/gloo-raw ours-gloo/mpi-tcp ours-tcp/mpi-tcp ours-tcp/gloo-raw" \
+  -f "$here/summarize.awk" "$results"

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -423,7 +424,10 @@ core::Result<size_t> TcpCommunicator::recvSome(int peer, char* data, size_t byte
 
 core::Result<bool> TcpCommunicator::Waiter::wait(int out, int in) {
   const auto now = Clock::now();
-  if (now - idle_since_ < kSpin) return true;
+  if (now - idle_since_ < kSpin) {
+    ::sched_yield();  // a rank sharing this core (more ranks than cores) may be the one to answer
+    return true;
+  }
   if (now >= deadline_) return false;
   std::array<pollfd, 2> waits{};
   nfds_t n = 0;
