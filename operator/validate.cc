@@ -128,7 +128,8 @@ void validateEnvSource(const kube::TrainingJobSpec& s, const kube::EnvVar& var,
   }
 }
 
-constexpr Backend kBackends[] = {Backend::kAuto, Backend::kNccl, Backend::kGloo, Backend::kMpi};
+constexpr Backend kBackends[] = {Backend::kAuto, Backend::kNccl, Backend::kTcp, Backend::kGloo,
+                                 Backend::kMpi};
 constexpr RestartPolicy kRestartPolicies[] = {RestartPolicy::kNever, RestartPolicy::kOnFailure,
                                               RestartPolicy::kExitCode};
 constexpr CleanPodPolicy kCleanPodPolicies[] = {CleanPodPolicy::kNone, CleanPodPolicy::kRunning,
@@ -163,7 +164,7 @@ void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
     }
   }
   if (s.backend == "nccl") {
-    e.add("spec.backend", "a split model's ranks talk over gloo or mpi, not nccl");
+    e.add("spec.backend", "a split model's ranks talk over tcp, gloo or mpi, not nccl");
   }
 }
 
@@ -237,6 +238,8 @@ const char* name(Backend value) {
   switch (value) {
     case Backend::kNccl:
       return "nccl";
+    case Backend::kTcp:
+      return "tcp";
     case Backend::kGloo:
       return "gloo";
     case Backend::kMpi:

@@ -41,7 +41,7 @@ struct ValidateOptions {
 
 using contract::FieldError;
 
-enum class Backend { kAuto, kNccl, kGloo, kMpi };
+enum class Backend { kAuto, kNccl, kTcp, kGloo, kMpi };
 enum class RestartPolicy { kNever, kOnFailure, kExitCode };
 // Which pods a finished job deletes: none, the unfinished ones, or all.
 enum class CleanPodPolicy { kNone, kRunning, kAll };

@@ -68,7 +68,7 @@ struct TrainerConfig {
   int tensor = 1;  // ranks that split each MLP layer pair (spec.trainer.parallelism.tensor)
   // Of the process, not of spec.trainer (spec.backend reaches the trainer through its
   // environment; the metrics endpoint through --metrics-port or the config's metricsPort).
-  std::string backend = "auto";  // auto | nccl | gloo | mpi | shm | inproc
+  std::string backend = "auto";  // auto | nccl | tcp | gloo | mpi | shm | inproc
   int64_t metrics_port = -1;     // -1: no endpoint; 0: any free port
 };
 

@@ -70,6 +70,7 @@ void GradientBuckets::beginStep() {
   done_ = 0;
   comm_seconds_ = 0;
   bucket_seconds_.clear();
+  bucket_bytes_.clear();
   queue_.clear();
 }
 
@@ -106,6 +107,7 @@ core::Status GradientBuckets::finishStep() {
   last_.exposed_seconds = secondsSince(t0);
   last_.comm_seconds = comm_seconds_;
   last_.bucket_seconds = bucket_seconds_;
+  last_.bucket_bytes = bucket_bytes_;
   last_.bytes = 0;
   for (const auto& bucket : buckets_) last_.bytes += bucket.count * sizeof(float);
   return error_;
@@ -139,6 +141,7 @@ void GradientBuckets::commLoop() {
     if (!status.ok() && error_.ok()) error_ = status;
     comm_seconds_ += seconds;
     bucket_seconds_.push_back(seconds);
+    bucket_bytes_.push_back(buckets_[b].count * sizeof(float));
     ++done_;
     if (done_ == buckets_.size()) cv_.notify_all();
   }

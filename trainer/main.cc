@@ -11,8 +11,8 @@
 // Under ringmaster-launcher (RINGMASTER_USE_AGENT_STORE=1) the launcher hosts the rendezvous
 // store: every rank, rank 0 included, connects to it at MASTER_ADDR:MASTER_PORT, and each rank
 // publishes a heartbeat with its step there (rendezvous/heartbeat.h) for the launcher's hang
-// detector. Keys live under "<job>/attempt-<attempt>/". Listening sockets (metrics, gloo) bind to
-// $POD_IP when set; the metrics port is the configured one plus LOCAL_RANK, so the processes of
+// detector. Keys live under "<job>/attempt-<attempt>/". Listening sockets (metrics, tcp, gloo) bind
+// to $POD_IP when set; the metrics port is the configured one plus LOCAL_RANK, so the processes of
 // one pod do not collide.
 
 #include <cblas.h>
@@ -121,7 +121,7 @@ void declareFlags(core::FlagSet& flags, CommandLine* cl) {
   flags.addString("lr-schedule", &cl->lr_schedule, "constant | cosine (decay to 0 at the end)");
   flags.addDouble("momentum", &cl->momentum, "SGD momentum");
   flags.addDouble("weight-decay", &cl->weight_decay, "weight decay (L2)");
-  flags.addString("backend", &cl->backend, "auto | nccl | gloo | mpi | shm",
+  flags.addString("backend", &cl->backend, "auto | nccl | tcp | gloo | mpi | shm",
                   contract::rank_env::kBackend);
   flags.addString("device", &cl->device, "auto | cpu | cuda (auto: the GPU when there is one)",
                   "RINGMASTER_DEVICE");
@@ -298,7 +298,7 @@ int run(int argc, char** argv) {
   comm_config.store_secret = world->store_secret;
   comm_config.key_prefix = world->attemptPrefix() + "/trainer";
   comm_config.host_store = !world->use_agent_store;
-  comm_config.gloo_hostname = world->pod_ip;
+  comm_config.host = world->pod_ip;
   comm_config.timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
   comm_config.point_to_point = config.pipeline.stages > 1;
   if (device->cuda) {

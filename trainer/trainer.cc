@@ -121,8 +121,11 @@ class CpuEngine final : public StepEngine {
       metrics->samples->Increment(n);
       metrics->steps->Increment();
       metrics->step_seconds->Observe(step_seconds);
-      for (double s : timing.bucket_seconds) metrics->allreduce_seconds->Observe(s);
-      if (world_ > 1) metrics->allreduce_bytes->Increment(static_cast<double>(timing.bytes));
+      for (size_t i = 0; i < timing.bucket_seconds.size(); ++i) {
+        auto& series = metrics->allreduce(comm_.allreduceAlgorithm(timing.bucket_bytes[i]));
+        series.seconds->Observe(timing.bucket_seconds[i]);
+        series.bytes->Increment(static_cast<double>(timing.bucket_bytes[i]));
+      }
     }
     if (!std::isfinite(loss))
       return core::invalidArgument("rank " + std::to_string(rank_) + ": loss became " +
@@ -276,6 +279,10 @@ Result<TrainSummary> Trainer::run() {
     RM_LOG(INFO, STEP) << model.signature() << ": " << model.params().size() << " parameters in "
                        << buckets.buckets().size() << " gradient bucket(s); world size " << world
                        << ", backend " << comm.backend();
+  // Every algorithm the buckets use has its metric series from the start, at zero.
+  for (const Bucket& b : buckets.buckets()) {
+    if (ctx_.metrics) ctx_.metrics->allreduce(comm.allreduceAlgorithm(b.count * sizeof(float)));
+  }
 
   CpuEngine engine(config_, ctx_, model, optimizer, buckets, ar_options);
   RM_RETURN_IF_ERROR(

@@ -2,6 +2,16 @@
 
 namespace ringmaster::trainer {
 
+TrainerMetrics::Allreduce& TrainerMetrics::allreduce(const std::string& algorithm) {
+  auto [it, added] = allreduce_by_algorithm_.try_emplace(algorithm);
+  if (added) {
+    const metrics::Labels labels = {{"backend", backend_}, {"algorithm", algorithm}};
+    it->second.seconds = &allreduce_seconds_->Add(labels, metrics::exponentialBuckets(1e-5, 2, 20));
+    it->second.bytes = &allreduce_bytes_->Add(labels);
+  }
+  return it->second;
+}
+
 core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
                                                     const std::string& backend,
                                                     int pipeline_stage) {
@@ -32,12 +42,11 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
   RM_ASSIGN_OR_RETURN(auto ckpt_seconds, r.histogram("ringmaster_trainer_checkpoint_seconds",
                                                      "Wall time of writing one checkpoint"));
   m.checkpoint_seconds = &ckpt_seconds->Add({}, metrics::exponentialBuckets(0.001, 2, 16));
-  RM_ASSIGN_OR_RETURN(auto ar_seconds, r.histogram("ringmaster_trainer_allreduce_seconds",
-                                                   "Wall time of one bucket allreduce"));
-  m.allreduce_seconds = &ar_seconds->Add(by_backend, metrics::exponentialBuckets(1e-5, 2, 20));
-  RM_ASSIGN_OR_RETURN(auto ar_bytes, r.counter("ringmaster_trainer_allreduce_bytes_total",
-                                               "Bytes allreduced by this rank"));
-  m.allreduce_bytes = &ar_bytes->Add(by_backend);
+  m.backend_ = backend;
+  RM_ASSIGN_OR_RETURN(m.allreduce_seconds_, r.histogram("ringmaster_trainer_allreduce_seconds",
+                                                        "Wall time of one bucket allreduce"));
+  RM_ASSIGN_OR_RETURN(m.allreduce_bytes_, r.counter("ringmaster_trainer_allreduce_bytes_total",
+                                                    "Bytes allreduced by this rank"));
   RM_ASSIGN_OR_RETURN(auto busbw,
                       r.gauge("ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second",
                               "Allreduce bus bandwidth (nccl-tests formula) over the last epoch"));

@@ -1,10 +1,12 @@
 #pragma once
-// The trainer's Prometheus metrics. Labels job and rank are constant labels of
-// the registry; allreduce metrics carry the backend label.
+// The trainer's Prometheus metrics. Labels trainingjob and rank are constant labels of the
+// registry; allreduce metrics carry the backend (the transport) and, per call, the algorithm
+// that ran (Communicator::allreduceAlgorithm).
 //
 // Ownership: references point into the rm::metrics::Registry passed to create(), which must
 // outlive this struct. Thread-safety: prometheus-cpp metrics are thread-safe.
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -13,15 +15,13 @@
 namespace ringmaster::trainer {
 
 struct TrainerMetrics {
-  prometheus::Counter* samples = nullptr;              // ringmaster_trainer_samples_total
-  prometheus::Counter* steps = nullptr;                // ringmaster_trainer_steps_total
-  prometheus::Histogram* step_seconds = nullptr;       // ringmaster_trainer_step_seconds
-  prometheus::Gauge* loss = nullptr;                   // ringmaster_trainer_loss
-  prometheus::Gauge* accuracy = nullptr;               // ringmaster_trainer_test_accuracy_ratio
-  prometheus::Gauge* epoch = nullptr;                  // ringmaster_trainer_epoch
-  prometheus::Gauge* samples_per_second = nullptr;     // ringmaster_trainer_samples_per_second
-  prometheus::Histogram* allreduce_seconds = nullptr;  // ringmaster_trainer_allreduce_seconds
-  prometheus::Counter* allreduce_bytes = nullptr;      // ringmaster_trainer_allreduce_bytes_total
+  prometheus::Counter* samples = nullptr;           // ringmaster_trainer_samples_total
+  prometheus::Counter* steps = nullptr;             // ringmaster_trainer_steps_total
+  prometheus::Histogram* step_seconds = nullptr;    // ringmaster_trainer_step_seconds
+  prometheus::Gauge* loss = nullptr;                // ringmaster_trainer_loss
+  prometheus::Gauge* accuracy = nullptr;            // ringmaster_trainer_test_accuracy_ratio
+  prometheus::Gauge* epoch = nullptr;               // ringmaster_trainer_epoch
+  prometheus::Gauge* samples_per_second = nullptr;  // ringmaster_trainer_samples_per_second
   prometheus::Gauge* bus_bandwidth =
       nullptr;  // ringmaster_trainer_allreduce_bus_bandwidth_bytes_per_second
   prometheus::Gauge* overlap_ratio = nullptr;  // ringmaster_trainer_comm_overlap_ratio
@@ -43,10 +43,24 @@ struct TrainerMetrics {
     prometheus::Gauge* activation_bytes = nullptr;     // ..._pipeline_activation_bytes
   } pipeline;
 
+  // One allreduce algorithm's series.
+  struct Allreduce {
+    prometheus::Histogram* seconds = nullptr;  // ringmaster_trainer_allreduce_seconds
+    prometheus::Counter* bytes = nullptr;      // ringmaster_trainer_allreduce_bytes_total
+  };
+  // The series of allreduces that ran `algorithm`, made on first use. One thread at a time.
+  Allreduce& allreduce(const std::string& algorithm);
+
   // `pipeline_stage` >= 0: this rank is that stage of a pipeline (its metrics carry it as the
   // label `stage`); -1: no pipeline metrics.
   static core::Result<TrainerMetrics> create(metrics::Registry& registry,
                                              const std::string& backend, int pipeline_stage = -1);
+
+ private:
+  std::string backend_;
+  prometheus::Family<prometheus::Histogram>* allreduce_seconds_ = nullptr;
+  prometheus::Family<prometheus::Counter>* allreduce_bytes_ = nullptr;
+  std::map<std::string, Allreduce> allreduce_by_algorithm_;
 };
 
 }  // namespace ringmaster::trainer

@@ -28,7 +28,7 @@ core::Result<std::unique_ptr<Peer>> makeOursPeer(const std::string& backend, con
   config.master_addr = env.master_addr;
   config.master_port = env.master_port;
   config.key_prefix = "bench";
-  config.gloo_hostname = env.host;
+  config.host = env.host;
   config.timeout = std::chrono::seconds(60);
   if (env.shm_slot_bytes > 0) config.shm_slot_bytes = env.shm_slot_bytes;
   if (env.shm_direct_max_bytes > 0) config.shm_direct_max_bytes = env.shm_direct_max_bytes;

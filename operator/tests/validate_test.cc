@@ -634,6 +634,8 @@ TEST(JobSettings, EverySpellingOfTheSchemaParsesToItsEnum) {
        RestartPolicy::kExitCode, CleanPodPolicy::kAll},
       {"native", "gloo", "Never", "All", contract::LauncherMode::kNative, Backend::kGloo,
        RestartPolicy::kNever, CleanPodPolicy::kAll},
+      {"native", "tcp", "Never", "All", contract::LauncherMode::kNative, Backend::kTcp,
+       RestartPolicy::kNever, CleanPodPolicy::kAll},
   };
   for (const Row& row : rows) {
     kube::TrainingJobSpec spec;

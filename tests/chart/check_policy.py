@@ -389,7 +389,7 @@ class Checker:
             return
         spec = jobs[0]["spec"]
         self.test_job_matches_crd(jobs[0])
-        if spec.get("replicas") != 2 or spec.get("backend") not in ("gloo", "auto"):
+        if spec.get("replicas") != 2 or spec.get("backend") not in ("tcp", "gloo", "auto"):
             self.fail(f"helm-test job must be 2 CPU workers, got {spec}")
         if "nvidia.com/gpu" in json.dumps(spec.get("resources", {})):
             self.fail("helm-test job asks for GPUs")

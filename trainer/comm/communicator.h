@@ -1,7 +1,8 @@
 #pragma once
 // The collective-communication seam of the trainer. One Communicator per rank; the backend is
-// chosen at run time (makeCommunicator in factory.h): gloo (ring allreduce over TCP, rendezvous
-// through rm::rendezvous), mpi (when started under mpirun), inproc (ranks as threads, tests).
+// chosen at run time (makeCommunicator in factory.h): shm (one host), tcp (our own transport
+// across hosts), gloo, mpi (when started under mpirun), nccl (GPUs), inproc (ranks as threads,
+// tests); rendezvous through rm::rendezvous.
 //
 // Thread-safety: a Communicator is used by one thread at a time (the trainer's communication
 // thread); collectives must be called in the same order on every rank.
@@ -69,8 +70,11 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // "gloo", "mpi", "inproc"
+  // "shm", "tcp", "gloo", "mpi", "nccl", "inproc", "single"
   virtual std::string backend() const = 0;
+  // The algorithm allreduceSum runs for a call of `bytes` in this world, as the metrics name it
+  // ("ring", "recursive_doubling", ...; "auto" where a library chooses inside the call).
+  virtual std::string allreduceAlgorithm(size_t bytes) const = 0;
 
   // In-place sum of `count` floats across all ranks. `data` must stay valid until return.
   virtual core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) = 0;
@@ -137,7 +141,7 @@ class Communicator {
                               const PointToPointOptions& opts) const {
     return core::invalidArgument(describePointToPoint(verb, peer, opts, bytes) + ": the " +
                                  backend() +
-                                 " backend has no point-to-point messages; use gloo or mpi");
+                                 " backend has no point-to-point messages; use tcp, gloo or mpi");
   }
 };
 

@@ -34,6 +34,9 @@ class StoreOwningCommunicator final : public Communicator {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   std::string backend() const override { return inner_->backend(); }
+  std::string allreduceAlgorithm(size_t bytes) const override {
+    return inner_->allreduceAlgorithm(bytes);
+  }
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override {
     core::Status s = inner_->allreduceSum(data, count, opts);
     stats_ = inner_->stats();
@@ -138,8 +141,7 @@ core::Result<std::unique_ptr<Communicator>> makeGloo(const CommConfig& config,
   gloo.size = config.world_size;
   gloo.store = store;
   gloo.timeout = config.timeout;
-  gloo.hostname =
-      config.gloo_hostname.empty() ? defaultGlooHostname(config.master_addr) : config.gloo_hostname;
+  gloo.hostname = config.host.empty() ? defaultGlooHostname(config.master_addr) : config.host;
   gloo.iface = config.gloo_iface;
   RM_ASSIGN_OR_RETURN(auto comm, GlooCommunicator::create(gloo));
   return std::unique_ptr<Communicator>(std::move(comm));
@@ -153,8 +155,7 @@ core::Result<std::unique_ptr<Communicator>> makeTcp(const CommConfig& config,
   tcp.store = store;
   tcp.timeout = config.timeout;
   // Peers dial the same address Gloo would bind.
-  tcp.hostname =
-      config.gloo_hostname.empty() ? defaultGlooHostname(config.master_addr) : config.gloo_hostname;
+  tcp.hostname = config.host.empty() ? defaultGlooHostname(config.master_addr) : config.host;
   RM_ASSIGN_OR_RETURN(auto comm, TcpCommunicator::create(tcp));
   return std::unique_ptr<Communicator>(std::move(comm));
 }
@@ -188,7 +189,7 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   if (backend != "auto" && backend != "shm" && backend != "gloo" && backend != "mpi" &&
       backend != "inproc" && backend != "nccl" && backend != "tcp") {
     return core::invalidArgument(what +
-                                 ": unknown backend (auto, nccl, shm, gloo, mpi, inproc, tcp)");
+                                 ": unknown backend (auto, nccl, shm, tcp, gloo, mpi, inproc)");
   }
   if (config.device != "cpu" && config.device != "cuda")
     return core::invalidArgument(what + ": device '" + config.device + "' (cpu or cuda)");
@@ -196,7 +197,7 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   if (config.point_to_point && (backend == "shm" || backend == "nccl")) {
     return core::invalidArgument(what + ": " + backend +
                                  " has no point-to-point messages, which pipeline stages need; "
-                                 "use gloo, mpi or auto");
+                                 "use tcp, gloo, mpi or auto");
   }
   const bool nccl = backend == "nccl" || (backend == "auto" && config.device == "cuda");
   if (config.device == "cuda" && !nccl)
@@ -234,15 +235,15 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
     comm = makeNccl(config, &store, what);
   } else if (backend == "shm") {
     comm = makeShm(config, &store);
-  } else if (backend == "tcp") {
-    comm = makeTcp(config, &store);
-  } else if (backend == "gloo" || config.point_to_point) {
+  } else if (backend == "gloo") {
     comm = makeGloo(config, &store);
+  } else if (backend == "tcp" || config.point_to_point) {
+    comm = makeTcp(config, &store);
   } else {
     comm = makeShm(config, &store);
     if (!comm.ok() && comm.status().code() == core::Code::kUnavailable) {
-      RM_LOG(INFO, COMM) << what << ": shm not possible, using gloo: " << comm.status().message();
-      comm = makeGloo(config, &store);
+      RM_LOG(INFO, COMM) << what << ": shm not possible, using tcp: " << comm.status().message();
+      comm = makeTcp(config, &store);
     }
   }
   if (!comm.ok()) return comm.status();

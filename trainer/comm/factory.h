@@ -4,17 +4,16 @@
 //
 // backend:
 //   "auto"   device cuda: nccl (any world size). Under mpirun: mpi. Otherwise a world of 1: single
-//   (no store, no network); else shm
-//            when every rank can map one shared-memory segment (same host) and no point-to-point
-//            messages are needed, else gloo.
+//            (no store, no network); else shm when every rank can map one shared-memory segment
+//            (same host) and no point-to-point messages are needed, else tcp.
 //   "shm"    shared memory, fails unless every rank can map the segment
-//   "gloo"   Gloo ring over TCP
-//   "tcp"    our own TCP transport (tcp_communicator.h); chosen only by name so far
+//   "tcp"    our own TCP transport (tcp_communicator.h)
+//   "gloo"   Gloo's ring over its TCP transport
 //   "mpi"    MPI_Allreduce (only when built with Open MPI; rank and size come from mpirun)
 //   "inproc" ranks as threads of this process sharing `inproc_group` (tests)
 //   "nccl"   NCCL on GPU memory (device cuda only), built by `make_nccl`: the GPU module's
 //            (trainer/gpu_module.h), so that this library never links CUDA
-// Rendezvous (shm, gloo): through `store` when given; otherwise a TcpStoreClient to
+// Rendezvous (shm, tcp, gloo): through `store` when given; otherwise a TcpStoreClient to
 // master_addr:master_port, where rank 0 first tries to host the TcpStoreServer itself (so the
 // trainer works without the launcher) and simply connects when the port is taken; with
 // host_store false (RINGMASTER_USE_AGENT_STORE=1: the launcher hosts it) every rank only connects.
@@ -63,17 +62,17 @@ struct CommConfig {
   // Rendezvous timeout, and the default for collectives whose options say 0.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   rendezvous::Store* store = nullptr;  // optional, not owned
-  // gloo: where peers reach this rank (see GlooConfig); empty hostname means
+  // tcp, gloo: the address peers reach this rank at (the pod's IP); empty means
   // defaultGlooHostname(master_addr).
-  std::string gloo_hostname;
-  std::string gloo_iface;
+  std::string host;
+  std::string gloo_iface;  // gloo: the interface to bind instead (see GlooConfig)
   // shm: staging slot size and the single-synchronization threshold (see ShmConfig).
   size_t shm_slot_bytes = 512 << 10;
   size_t shm_direct_max_bytes = 32 << 10;
   // Test-only: this rank claims it cannot map the shm segment (see ShmConfig).
   bool shm_pretend_unreachable_for_testing = false;
   // The caller sends and receives (pipeline stages): auto then skips shm, which has no
-  // point-to-point messages, for gloo.
+  // point-to-point messages, for tcp.
   bool point_to_point = false;
   // inproc: the group shared by the ranks of this process.
   std::shared_ptr<InProcGroup> inproc_group;

@@ -64,6 +64,7 @@ class GlooCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "gloo"; }
+  std::string allreduceAlgorithm(size_t) const override { return "segmented_ring"; }
 
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;

@@ -81,6 +81,7 @@ class InProcCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
   std::string backend() const override { return "inproc"; }
+  std::string allreduceAlgorithm(size_t) const override { return "shared_sum"; }
 
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;

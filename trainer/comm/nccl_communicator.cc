@@ -113,6 +113,7 @@ class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
+  std::string allreduceAlgorithm(size_t) const override { return "auto"; }
 
   Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override {
     const auto t0 = std::chrono::steady_clock::now();

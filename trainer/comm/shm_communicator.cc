@@ -444,6 +444,10 @@ core::Status ShmCommunicator::checkDescriptors(const Call& call) {
   return core::Status::Ok();
 }
 
+std::string ShmCommunicator::allreduceAlgorithm(size_t bytes) const {
+  return isDirect(bytes) ? "direct" : "reduce_scatter_allgather";
+}
+
 core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
                                            const AllreduceOptions& opts) {
   const auto start = Clock::now();
@@ -452,7 +456,7 @@ core::Status ShmCommunicator::allreduceSum(float* data, size_t count,
   if (!broken_.ok()) return brokenError(call);
   const auto deadline = start + (opts.timeout.count() > 0 ? opts.timeout : timeout_);
   const size_t chunk_elems = slot_bytes_ / sizeof(float);
-  const bool direct = bytes <= direct_max_bytes_;
+  const bool direct = isDirect(bytes);
   std::vector<const float*>& in = inputs_;
 
   for (size_t off = 0; off < count; off += chunk_elems) {

@@ -77,6 +77,7 @@ class ShmCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "shm"; }
+  std::string allreduceAlgorithm(size_t bytes) const override;
 
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;
@@ -116,6 +117,8 @@ class ShmCommunicator final : public Communicator {
   const std::chrono::milliseconds timeout_;
   const size_t slot_bytes_;
   const size_t direct_max_bytes_;
+  // One synchronization for the whole call (step 3a) rather than reduce-scatter + all-gather.
+  bool isDirect(size_t bytes) const { return bytes <= direct_max_bytes_; }
   const std::chrono::microseconds spin_;
   const std::chrono::microseconds yield_;
   std::unique_ptr<ShmSegment> segment_;

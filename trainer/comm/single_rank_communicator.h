@@ -16,6 +16,7 @@ class SingleRankCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string backend() const override { return "single"; }
+  std::string allreduceAlgorithm(size_t) const override { return "none"; }
 
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override {
     stats_.allreduce_calls++;

@@ -646,14 +646,19 @@ core::Status TcpCommunicator::ring(float* data, size_t count, Clock::time_point 
   return status;
 }
 
+std::string TcpCommunicator::allreduceAlgorithm(size_t bytes) const {
+  if (size_ == 1) return "none";
+  return bytes <= kTcpLatencyBytes ? "recursive_doubling" : "ring";
+}
+
 core::Status TcpCommunicator::allreduceSum(float* data, size_t count,
                                            const AllreduceOptions& opts) {
   const auto start = Clock::now();
   const size_t bytes = count * sizeof(float);
-  const bool small = bytes <= kTcpLatencyBytes;
+  const std::string algorithm = allreduceAlgorithm(bytes);
+  const bool small = algorithm == "recursive_doubling";
   const std::string what = describeRankCall(rank_, "allreduceSum", opts.tag, bytes) + " over tcp " +
-                           (small ? "recursive doubling" : "ring") + " (world " +
-                           std::to_string(size_) + ")";
+                           algorithm + " (world " + std::to_string(size_) + ")";
   RM_RETURN_IF_ERROR(usable(what));
   if (size_ > 1 && count > 0) {
     const auto deadline = deadlineFor(opts.timeout);

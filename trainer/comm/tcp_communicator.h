@@ -61,6 +61,7 @@ class TcpCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "tcp"; }
+  std::string allreduceAlgorithm(size_t bytes) const override;
 
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;

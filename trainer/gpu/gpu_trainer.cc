@@ -161,7 +161,11 @@ class GpuEngine final : public StepEngine {
         adam_hyper_{config.optimizer.beta1, config.optimizer.beta2, config.optimizer.weight_decay,
                     config.optimizer.epsilon},
         use_graph_(config.cuda_graph) {
-    for (const Bucket& b : st.buckets) bucket_bytes_ += b.count * sizeof(float);
+    for (const Bucket& b : st.buckets) {
+      bucket_bytes_ += b.count * sizeof(float);
+      // Every algorithm the buckets use has its metric series from the start, at zero.
+      if (ctx.metrics) ctx.metrics->allreduce(comm_.allreduceAlgorithm(b.count * sizeof(float)));
+    }
   }
 
   int64_t batchesPerEpoch() const override { return num_batches_; }
@@ -223,7 +227,10 @@ class GpuEngine final : public StepEngine {
         float ms = 0;
         cudaEventElapsedTime(&ms, st_.bucket_start[i], st_.bucket_end[i]);
         comm_ms += ms;
-        if (metrics) metrics->allreduce_seconds->Observe(ms / 1000.0);
+        if (metrics) {
+          const size_t bytes = st_.buckets[i].count * sizeof(float);
+          metrics->allreduce(comm_.allreduceAlgorithm(bytes)).seconds->Observe(ms / 1000.0);
+        }
       }
       cudaEventElapsedTime(&exposed_ms, st_.backward_end, st_.timed_comm_done);
       epoch_comm_ += comm_ms / 1000.0;
@@ -234,7 +241,11 @@ class GpuEngine final : public StepEngine {
     if (metrics) {
       metrics->samples->Increment(n);
       metrics->steps->Increment();
-      if (world_ > 1) metrics->allreduce_bytes->Increment(static_cast<double>(bucket_bytes_));
+      for (size_t i = 0; world_ > 1 && i < st_.buckets.size(); ++i) {
+        const size_t bytes = st_.buckets[i].count * sizeof(float);
+        metrics->allreduce(comm_.allreduceAlgorithm(bytes))
+            .bytes->Increment(static_cast<double>(bytes));
+      }
     }
     if (config_.log_every_steps > 0 && step % config_.log_every_steps == 0 && rank_ == 0) {
       LossTotals t;

@@ -82,6 +82,7 @@ class RecordingComm : public comm::Communicator {
   int rank() const override { return 0; }
   int size() const override { return 2; }
   std::string backend() const override { return "recording"; }
+  std::string allreduceAlgorithm(size_t) const override { return "recorded"; }
   core::Status allreduceSum(float* data, size_t count, const comm::AllreduceOptions&) override {
     for (size_t i = 0; i < count; ++i) data[i] *= 2;  // as if the peer had the same gradients
     std::lock_guard lock(mu);

@@ -11,6 +11,7 @@
 
 #include "trainer/comm/communicator.h"
 #include "trainer/comm/gloo_communicator.h"
+#include "trainer/comm/tcp_communicator.h"
 #include "trainer/comm/tests/rank_threads.h"
 
 namespace ringmaster::trainer::comm {
@@ -183,6 +184,31 @@ TEST(AllreduceTest, EmptyBufferIsANoOpOnEveryBackend) {
     runRanks(2, [&](int r) { status[r] = comms[r]->allreduceSum(nullptr, 0, {}); });
     EXPECT_TRUE(status[0].ok()) << backend << ": " << status[0].message();
     EXPECT_TRUE(status[1].ok()) << backend << ": " << status[1].message();
+  }
+}
+
+// What the metrics label each call with is what runs: tcp switches from recursive doubling to
+// the ring above kTcpLatencyBytes, shm from one synchronization to reduce-scatter + all-gather
+// above its direct limit (32 KiB by default).
+TEST(AllreduceTest, TcpAndShmNameTheAlgorithmTheyRunBySize) {
+  struct Row {
+    std::string backend;
+    size_t bytes;
+    std::string want;
+  };
+  const Row rows[] = {
+      {"tcp", 4, "recursive_doubling"},
+      {"tcp", kTcpLatencyBytes, "recursive_doubling"},
+      {"tcp", kTcpLatencyBytes + 4, "ring"},
+      {"tcp", 256 << 20, "ring"},
+      {"shm", 4, "direct"},
+      {"shm", 32 << 10, "direct"},
+      {"shm", (32 << 10) + 4, "reduce_scatter_allgather"},
+  };
+  for (const Row& row : rows) {
+    auto comms = testing::makeCommunicators(row.backend, 2);
+    ASSERT_EQ(comms.size(), 2u) << row.backend;
+    EXPECT_EQ(comms[0]->allreduceAlgorithm(row.bytes), row.want) << row.backend << " " << row.bytes;
   }
 }
 

@@ -86,7 +86,7 @@ TEST(FactoryTest, AutoPicksShmWhenEveryRankCanMapTheSegment) {
   EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(3, 6.0f));
 }
 
-TEST(FactoryTest, AutoFallsBackToGlooWhenARankCannotMapTheSegment) {
+TEST(FactoryTest, AutoFallsBackToTcpWhenARankCannotMapTheSegment) {
   auto store = rendezvous::makeInMemoryStore();
   auto comms = unwrapAll(makeAll(3, [&](int r) {
     CommConfig c = configFor("auto", r, 3, store.get());
@@ -94,7 +94,7 @@ TEST(FactoryTest, AutoFallsBackToGlooWhenARankCannotMapTheSegment) {
     return c;
   }));
   ASSERT_EQ(comms.size(), 3u);
-  for (auto& c : comms) EXPECT_EQ(c->backend(), "gloo");
+  for (auto& c : comms) EXPECT_EQ(c->backend(), "tcp");
   EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(3, 6.0f));
 }
 
@@ -156,7 +156,7 @@ TEST(FactoryTest, UnknownBackendIsRejectedNamingTheChoices) {
   auto comm = makeCommunicator(configFor("nccl-over-pigeons", 0, 2, nullptr));
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), core::Code::kInvalidArgument);
-  EXPECT_THAT(comm.status().message(), HasSubstr("auto, nccl, shm, gloo, mpi, inproc"));
+  EXPECT_THAT(comm.status().message(), HasSubstr("auto, nccl, shm, tcp, gloo, mpi, inproc"));
 }
 
 TEST(FactoryTest, GpuGradientsNeedNcclAndNcclNeedsTheGpu) {
@@ -238,7 +238,7 @@ TEST(FactoryTest, RankZeroHostsTheStoreWhenNobodyElseDoes) {
 
 // Pipeline stages send and receive: auto must then pick a backend that can (not shm), and a
 // communicator that owns its store must pass messages through to the backend.
-TEST(FactoryTest, PointToPointPicksGlooAndPassesMessagesThroughTheOwnedStore) {
+TEST(FactoryTest, PointToPointPicksTcpAndPassesMessagesThroughTheOwnedStore) {
   const int port = freePort();
   auto comms = unwrapAll(makeAll(2, [&](int r) {
     CommConfig c = configFor("auto", r, 2, nullptr);
@@ -248,7 +248,7 @@ TEST(FactoryTest, PointToPointPicksGlooAndPassesMessagesThroughTheOwnedStore) {
     return c;
   }));
   ASSERT_EQ(comms.size(), 2u);
-  EXPECT_EQ(comms[0]->backend(), "gloo");
+  EXPECT_EQ(comms[0]->backend(), "tcp");
   std::vector<core::Status> status(2);
   float got = 0;
   runRanks(2, [&](int r) {

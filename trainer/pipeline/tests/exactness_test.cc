@@ -2,7 +2,7 @@
 // same mini-batches, S stages with M micro-batches under gpipe and 1f1b, and T tensor-parallel
 // ranks per stage, hold the parameters a single Model holds, to a relative difference of 1e-5
 // (fp32, summation order the only difference). Stages run as threads over inproc and, for one
-// shape, gloo (real sockets, sends that wait for their receiver).
+// shape, tcp and gloo (real sockets, sends that wait for their receiver).
 
 #include <gtest/gtest.h>
 
@@ -300,8 +300,9 @@ TEST(PipelineMemory, OneFOneBHoldsAtMostSOverMOfGPipesActivationsPlusOneMicroBat
                   bytes[1][s], bound);
       EXPECT_LE(static_cast<double>(bytes[1][s]), bound) << "M=" << micro << " stage " << s;
       // Stage s keeps S - s micro-batches under 1f1b: fewer than gpipe's M once M exceeds it.
-      if (micro > kStages - s)
+      if (micro > kStages - s) {
         EXPECT_LT(bytes[1][s], bytes[0][s]) << "M=" << micro << " stage " << s;
+      }
     }
   }
 }
@@ -314,6 +315,7 @@ std::vector<Shape> shapes() {
     }
     out.push_back({"inproc", kind, 3, 5});  // micro-batches of 4 and 3 rows
     out.push_back({"gloo", kind, 4, 8});
+    out.push_back({"tcp", kind, 4, 8});
   }
   return out;
 }
