@@ -10,13 +10,13 @@
 # shaping), ONLY (subset of: ours-tcp mpi-tcp gloo-raw), ROUNDS (default 2), REPEATS (default 3),
 # MIN_BYTES, MAX_BYTES, FACTOR (default 4 KiB..64 MiB x4).
 #
-# Needs root, ip and tc. The namespaces, veths and the bridge are created here and removed on
-# exit; the bridge's own address exists only so that mpirun's daemons (launched into the
-# namespaces through an rsh agent) can call back. Traffic between ranks never leaves the bridge.
-# Limits of this machine: netem (added latency, loss) is not available, so links differ from
-# real ones in bandwidth only, with loopback-like latency; and ranks share the machine's cores
-# (rank i is pinned to core i mod nproc), so with more ranks than cores the figures measure CPU
-# as much as links.
+# Needs root, ip and tc. The namespaces, veths and the bridge (bench/lib/netns.sh) are created
+# here and removed on exit; the bridge's own address exists only so that mpirun's daemons
+# (launched into the namespaces through an rsh agent) can call back. Traffic between ranks never
+# leaves the bridge. Limits of this machine: netem (added latency, loss) is not available, so
+# links differ from real ones in bandwidth only, with loopback-like latency; and ranks share the
+# machine's cores (rank i is pinned to core i mod nproc), so with more ranks than cores the
+# figures measure CPU as much as links.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,61 +31,15 @@ common=(--min-bytes "${MIN_BYTES:-4096}" --max-bytes "${MAX_BYTES:-67108864}"
 
 die() { echo "netns.sh: $*" >&2; exit 2; }
 [[ -x $bin ]] || die "no bench_allreduce at $bin (build target bench_allreduce, or pass its path)"
-((EUID == 0)) || die "needs root (network namespaces, veth, tc)"
-command -v ip >/dev/null && command -v tc >/dev/null || die "needs ip and tc (iproute2)"
-
-# Names unique to this run, so that two runs (or a leftover) never collide.
-tag=$(($$ % 10000))
-net=10.78.$(($$ % 250))
-bridge=rmbr$tag
+# shellcheck source=../lib/netns.sh
+source "$here/../lib/netns.sh"
+netns_check || die "cannot build namespaces"
 max_world=0
 for w in $worlds; do ((w > max_world)) && max_world=$w; done
 ((max_world >= 2 && max_world <= 200)) || die "WORLDS must be between 2 and 200"
-ns() { echo "rmbench$tag-$1"; }
 work=$(mktemp -d)
-
-cleanup() {
-  for ((i = 0; i < max_world; i++)); do ip netns del "$(ns "$i")" 2>/dev/null || true; done
-  ip link del "$bridge" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-ip link add "$bridge" type bridge
-ip link set "$bridge" up
-ip addr add "$net.254/24" dev "$bridge"
-for ((i = 0; i < max_world; i++)); do
-  ip netns add "$(ns "$i")"
-  ip link add "rmv$tag-$i" type veth peer name eth0 netns "$(ns "$i")"
-  ip link set "rmv$tag-$i" master "$bridge" up
-  ip -n "$(ns "$i")" addr add "$net.$((i + 1))/24" dev eth0
-  ip -n "$(ns "$i")" link set eth0 up
-  ip -n "$(ns "$i")" link set lo up
-done
-
-# shape <rate>: a token bucket on both ends of every link (1 ms of burst), or none.
-shape() {
-  local rate=$1 i
-  for ((i = 0; i < max_world; i++)); do
-    tc qdisc del dev "rmv$tag-$i" root 2>/dev/null || true
-    ip netns exec "$(ns "$i")" tc qdisc del dev eth0 root 2>/dev/null || true
-    [[ $rate == none ]] && continue
-    local bits
-    bits=$(tc_bits "$rate")
-    local burst=$((bits / 8 / 1000 > 262144 ? bits / 8 / 1000 : 262144))
-    tc qdisc add dev "rmv$tag-$i" root tbf rate "$rate" burst "$burst" latency 10ms
-    ip netns exec "$(ns "$i")" tc qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 10ms
-  done
-}
-# tc_bits 25gbit -> 25000000000
-tc_bits() {
-  local v=${1,,}
-  case $v in
-    *gbit) echo $((${v%gbit} * 1000000000)) ;;
-    *mbit) echo $((${v%mbit} * 1000000)) ;;
-    *) die "rate $1: use Ngbit or Nmbit" ;;
-  esac
-}
+trap 'netns_destroy; rm -rf "$work"' EXIT
+netns_create "$max_world"
 
 # Open MPI's rsh agent: runs a daemon's command in the namespace named as its host, on the core
 # the rank there would get.
@@ -106,8 +60,8 @@ run_ours() {  # run_ours <impl> <world>: every rank in its namespace, rank 0's r
   local store=$work/store-$port
   mkdir -p "$store"
   for ((i = world - 1; i >= 0; i--)); do
-    taskset -c $((i % $(nproc))) ip netns exec "$(ns "$i")" timeout 300 \
-      env RANK=$i WORLD_SIZE=$world MASTER_ADDR=$net.1 MASTER_PORT=$port BENCH_HOST=$net.$((i + 1)) \
+    netns_exec "$i" timeout 300 env RANK=$i WORLD_SIZE=$world MASTER_ADDR="$(netns_addr 0)" \
+      MASTER_PORT=$port BENCH_HOST="$(netns_addr "$i")" \
       RINGMASTER_LOG_LEVEL=warn "$bin" --impl "$impl" --store-dir "$store" "${common[@]}" \
       >"$work/out$i" 2>"$work/err$i" &
     pids+=($!)
@@ -124,15 +78,15 @@ run_mpi() {  # run_mpi <world>
   local world=$1 i
   command -v mpirun >/dev/null || { echo "  mpi-tcp skipped: no mpirun" >&2; return 0; }
   : >"$work/hosts"
-  for ((i = 0; i < world; i++)); do echo "$(ns "$i") slots=1" >>"$work/hosts"; done
+  for ((i = 0; i < world; i++)); do echo "$(netns_name "$i") slots=1" >>"$work/hosts"; done
   local yield=()
   ((world > $(nproc))) && yield=(--mca mpi_yield_when_idle 1)  # MPI's setting for shared cores
   # mpirun's daemons now and then fail to wire up among many namespaces ("no-path"): one retry.
   local try
   for try in 1 2; do
     if timeout 300 mpirun --allow-run-as-root -np "$world" --hostfile "$work/hosts" \
-      --bind-to none --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include "$net.0/24" \
-      --mca btl_tcp_if_include "$net.0/24" --mca pml ob1 --mca btl tcp,self "${yield[@]}" \
+      --bind-to none --mca routed direct --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include "$NETNS_NET.0/24" \
+      --mca btl_tcp_if_include "$NETNS_NET.0/24" --mca pml ob1 --mca btl tcp,self "${yield[@]}" \
       "$bin" --impl mpi --label mpi-tcp "${common[@]}" >"$work/mpi.out" 2>"$work/mpi.err"; then
       grep '^RESULT' "$work/mpi.out" || true
       return 0
@@ -143,7 +97,7 @@ run_mpi() {  # run_mpi <world>
 
 start=$(date +%s)
 for rate in $rates; do
-  shape "$rate"
+  netns_shape "$rate"
   for world in $worlds; do
     results=$work/results-$world-$rate
     : >"$results"
@@ -158,7 +112,7 @@ for rate in $rates; do
       done
     done
     link=0
-    [[ $rate != none ]] && link=$(awk -v b="$(tc_bits "$rate")" 'BEGIN { print b / 8 / 1e9 }')
+    [[ $rate != none ]] && link=$(awk -v b="$(netns_bits "$rate")" 'BEGIN { print b / 8 / 1e9 }')
     echo
     awk -v title="bus bandwidth, GB/s ($world ranks in namespaces, link $rate each way)" \
       -v impls="$impls" -v pairs="ours-tcp/mpi-tcp ours-tcp/gloo-raw" -v link="$link" \

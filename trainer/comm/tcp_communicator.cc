@@ -648,7 +648,7 @@ core::Status TcpCommunicator::ring(float* data, size_t count, Clock::time_point 
 
 std::string TcpCommunicator::allreduceAlgorithm(size_t bytes) const {
   if (size_ == 1) return "none";
-  return bytes <= kTcpLatencyBytes ? "recursive_doubling" : "ring";
+  return bytes <= tcpDoublingMaxBytes(size_) ? "recursive_doubling" : "ring";
 }
 
 core::Status TcpCommunicator::allreduceSum(float* data, size_t count,

@@ -9,11 +9,11 @@
 //      token); it accepts one connection from every higher rank, reading hellos as they come,
 //      so that a stranger (silent, or with a wrong magic, token, size or rank) holds up nobody
 //      and is dropped.
-// allreduceSum picks by size: up to kTcpLatencyBytes, recursive doubling (log2 N exchanges of the
-// whole vector; ranks beyond the largest power of two first fold into a partner and get the
-// result back); above, the ring (reduce-scatter then all-gather, each step sending to the right
-// neighbour while receiving from the left). The ring streams: what arrives from the left is
-// summed a segment at a time and forwarded to the right at once, within a step and from
+// allreduceSum picks by size: up to tcpDoublingMaxBytes(world), recursive doubling (log2 N
+// exchanges of the whole vector; ranks beyond the largest power of two first fold into a partner
+// and get the result back); above, the ring (reduce-scatter then all-gather, each step sending to
+// the right neighbour while receiving from the left). The ring streams: what arrives from the left
+// is summed a segment at a time and forwarded to the right at once, within a step and from
 // reduce-scatter into all-gather, so every link stays busy and the data stays in cache. Every rank
 // ends with the same bits: each sum is computed once (ring) or by both partners over the same two
 // operands (doubling, a + b == b + a).
@@ -26,6 +26,7 @@
 // closed its connection). After an error the communicator closes every connection, so that the
 // other ranks fail at once too instead of waiting for their timeouts; later calls fail fast.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -39,8 +40,14 @@
 
 namespace ringmaster::trainer::comm {
 
-// Largest allreduce (bytes) that takes recursive doubling rather than the ring.
-inline constexpr size_t kTcpLatencyBytes = 64 << 10;
+// Largest allreduce (bytes) that takes recursive doubling rather than the ring in a world of
+// `world` ranks: 16 KiB per rank, at most 256 KiB. Doubling needs log2 N steps but moves the
+// whole vector in each and sums it only once it has arrived; the ring needs 2(N-1) steps. Across
+// network namespaces on 10 Gbit/s links the ring took over between 32 and 64 KiB with 2 ranks,
+// 64 and 128 KiB with 4, 128 and 256 KiB with 8 (bench/allreduce/netns.sh).
+constexpr size_t tcpDoublingMaxBytes(int world) {
+  return std::min<size_t>(size_t{16 << 10} * static_cast<size_t>(world), size_t{256} << 10);
+}
 
 struct TcpConfig {
   int rank = 0;

@@ -16,6 +16,7 @@
 #include "ringmaster/metrics/metrics.h"
 #include "ringmaster/rendezvous/store.h"
 #include "trainer/comm/factory.h"
+#include "trainer/comm/tcp_communicator.h"
 #include "trainer/tests/synthetic_data.h"
 #include "trainer/trainer.h"
 
@@ -97,7 +98,7 @@ TEST(TrainerMetrics, AllreduceSeriesNameTheTransportAndTheAlgorithm) {
   const double ring = sample(text, name, "algorithm=\"ring\",backend=\"tcp\"");
   EXPECT_GT(doubling, 0) << text;
   EXPECT_GT(ring, 0) << text;
-  EXPECT_LE(doubling / 3, 64 << 10) << "one step's doubling bucket is small";
+  EXPECT_LE(doubling / 3, comm::tcpDoublingMaxBytes(kWorld)) << "one step's doubling bucket";
   EXPECT_EQ(doubling + ring, 3.0 * static_cast<double>(parameters[0] * sizeof(float))) << text;
   EXPECT_GT(sample(text, "ringmaster_trainer_allreduce_seconds_count",
                    "algorithm=\"ring\",backend=\"tcp\""),

@@ -188,8 +188,8 @@ TEST(AllreduceTest, EmptyBufferIsANoOpOnEveryBackend) {
 }
 
 // What the metrics label each call with is what runs: tcp switches from recursive doubling to
-// the ring above kTcpLatencyBytes, shm from one synchronization to reduce-scatter + all-gather
-// above its direct limit (32 KiB by default).
+// the ring above tcpDoublingMaxBytes (2 ranks: 32 KiB), shm from one synchronization to
+// reduce-scatter + all-gather above its direct limit (32 KiB by default).
 TEST(AllreduceTest, TcpAndShmNameTheAlgorithmTheyRunBySize) {
   struct Row {
     std::string backend;
@@ -198,8 +198,8 @@ TEST(AllreduceTest, TcpAndShmNameTheAlgorithmTheyRunBySize) {
   };
   const Row rows[] = {
       {"tcp", 4, "recursive_doubling"},
-      {"tcp", kTcpLatencyBytes, "recursive_doubling"},
-      {"tcp", kTcpLatencyBytes + 4, "ring"},
+      {"tcp", 32 << 10, "recursive_doubling"},
+      {"tcp", (32 << 10) + 4, "ring"},
       {"tcp", 256 << 20, "ring"},
       {"shm", 4, "direct"},
       {"shm", 32 << 10, "direct"},
