@@ -2,8 +2,12 @@
 # bench/train: ringmaster-trainer vs PyTorch DDP (gloo), side by side in one run.
 # Same MLP 784-512-512-10, same Fashion-MNIST, same schedule, batch 128 per rank, 2 ranks with
 # one thread each. Prints samples/s and test accuracy of both and `ratio` lines.
-#   bench/train/run.sh [--repeats N] [--epochs E] [--backend auto|gloo|shm|mpi]
+#   bench/train/run.sh [--repeats N] [--epochs E] [--backend auto|tcp|gloo|shm|mpi]
+#                      [--netns RATE]
 #   bench/train/run.sh --gpu [gpu.sh's options]   the GPU comparison instead (bench/train/gpu.sh)
+# --netns RATE: across "pods": each rank in its own network namespace with a link of RATE each
+# way (e.g. 10gbit; "none": unshaped), so both go over TCP (ours with --backend tcp unless told
+# otherwise: shared memory would still reach across namespaces). Needs root (bench/lib/netns.sh).
 # Needs an optimized build in build/ (scripts/run-main or scripts/build build -DCMAKE_BUILD_TYPE=Release).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,15 +15,17 @@ if [[ ${1:-} == --gpu ]]; then
   shift
   exec bash "$root/bench/train/gpu.sh" "$@"
 fi
-repeats=3 epochs=5 backend=auto
+repeats=3 epochs=5 backend="" netns=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --repeats) repeats=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
-    *) echo "usage: $0 [--repeats N] [--epochs E] [--backend B]" >&2; exit 2 ;;
+    --netns) netns=$2; shift 2 ;;
+    *) echo "usage: $0 [--repeats N] [--epochs E] [--backend B] [--netns RATE]" >&2; exit 2 ;;
   esac
 done
+[[ -n $backend ]] || backend=$([[ -n $netns ]] && echo tcp || echo auto)
 trainer=${RM_TRAINER:-$root/build/bin/ringmaster-trainer}
 [[ -x $trainer ]] || { echo "bench/train: $trainer not built (run scripts/run-main first)" >&2; exit 1; }
 python=/usr/bin/python3  # Debian's torch imports only there
@@ -29,13 +35,30 @@ dpkg-query -W -f='${Status}' libopenblas0-openmp 2>/dev/null | grep -q 'ok insta
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 common=(--epochs "$epochs" --batch-size 128 --lr 0.05 --momentum 0.9)
+master=127.0.0.1
+# on_rank <rank> cmd...: where rank <rank> runs (its namespace with --netns), with POD_IP set to
+# the address it listens at.
+on_rank() { local rank=$1; shift; POD_IP=$master "$@"; }
+if [[ -n $netns ]]; then
+  # shellcheck source=../lib/netns.sh
+  source "$root/bench/lib/netns.sh"
+  netns_check || exit 2
+  trap 'netns_destroy; rm -rf "$tmp"' EXIT
+  netns_create 2
+  netns_shape "$netns"
+  master=$(netns_addr 0)
+  on_rank() {
+    local rank=$1; shift
+    netns_exec "$rank" env POD_IP="$(netns_addr "$rank")" GLOO_SOCKET_IFNAME=eth0 "$@"
+  }
+fi
 
 run_ours() {  # -> prints the summary JSON
   local port=$(( 30000 + RANDOM % 20000 )) pids=()
   for rank in 1 0; do
-    RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
-      RINGMASTER_LOG_LEVEL=warn "$trainer" --model mlp --hidden 512,512 "${common[@]}" \
-      --backend "$backend" --summary-json "$tmp/ours$rank.json" &
+    on_rank "$rank" env RANK=$rank WORLD_SIZE=2 MASTER_ADDR="$master" MASTER_PORT=$port \
+      OMP_NUM_THREADS=1 RINGMASTER_LOG_LEVEL=warn "$trainer" --model mlp --hidden 512,512 \
+      "${common[@]}" --backend "$backend" --summary-json "$tmp/ours$rank.json" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
@@ -44,8 +67,9 @@ run_ours() {  # -> prints the summary JSON
 run_torch() {
   local port=$(( 30000 + RANDOM % 20000 )) pids=()
   for rank in 1 0; do
-    RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
-      "$python" "$root/bench/train/torch_ddp.py" "${common[@]}" > "$tmp/torch$rank.json" &
+    on_rank "$rank" env RANK=$rank WORLD_SIZE=2 MASTER_ADDR="$master" MASTER_PORT=$port \
+      OMP_NUM_THREADS=1 "$python" "$root/bench/train/torch_ddp.py" "${common[@]}" \
+      > "$tmp/torch$rank.json" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
