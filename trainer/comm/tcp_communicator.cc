@@ -446,7 +446,8 @@ core::Result<bool> TcpCommunicator::Waiter::wait(int out, int in) {
 
 core::Status TcpCommunicator::transfer(int to, const char* send_data, size_t send_bytes, int from,
                                        char* recv_data, size_t recv_bytes,
-                                       Clock::time_point deadline, const std::string& what) {
+                                       Clock::time_point deadline, const std::string& what,
+                                       const std::function<void(size_t)>& on_received) {
   size_t sent = to >= 0 ? 0 : send_bytes, got = from >= 0 ? 0 : recv_bytes;
   Waiter waiter(deadline);
   while (sent < send_bytes || got < recv_bytes) {
@@ -459,6 +460,7 @@ core::Status TcpCommunicator::transfer(int to, const char* send_data, size_t sen
     if (got < recv_bytes) {
       RM_ASSIGN_OR_RETURN(const size_t n, recvSome(from, recv_data + got, recv_bytes - got, what));
       got += n;
+      if (n > 0 && on_received) on_received(got);
       moved = moved || n > 0;
     }
     if (moved) {
@@ -479,21 +481,34 @@ core::Status TcpCommunicator::transfer(int to, const char* send_data, size_t sen
   return core::Status::Ok();
 }
 
+core::Status TcpCommunicator::exchange(int partner, const char* out, size_t out_bytes, char* in,
+                                       size_t in_bytes, Clock::time_point deadline,
+                                       const std::string& what,
+                                       const std::function<void(size_t)>& on_received) {
+  const uint64_t ticket = takeTicket(partner);
+  awaitTurn(partner, ticket);
+  core::Status s =
+      transfer(partner, out, out_bytes, partner, in, in_bytes, deadline, what, on_received);
+  endTurn(partner);
+  return s;
+}
+
+namespace {
+int largestPowerOfTwoAtMost(int n) {
+  int pow2 = 1;
+  while (pow2 * 2 <= n) pow2 *= 2;
+  return pow2;
+}
+}  // namespace
+
 core::Status TcpCommunicator::recursiveDoubling(float* data, size_t count,
                                                 Clock::time_point deadline,
                                                 const std::string& what) {
   const size_t bytes = count * sizeof(float);
-  int pow2 = 1;
-  while (pow2 * 2 <= size_) pow2 *= 2;
+  const int pow2 = largestPowerOfTwoAtMost(size_);
   const int extra = size_ - pow2;
   char* raw = reinterpret_cast<char*>(data);
-  auto sendTo = [&](int peer) {
-    const uint64_t ticket = takeTicket(peer);
-    awaitTurn(peer, ticket);
-    core::Status s = transfer(peer, raw, bytes, -1, nullptr, 0, deadline, what);
-    endTurn(peer);
-    return s;
-  };
+  auto sendTo = [&](int peer) { return exchange(peer, raw, bytes, nullptr, 0, deadline, what); };
   // Ranks beyond the largest power of two hand their vector to a partner and get the sum back.
   if (rank_ >= pow2) {
     RM_RETURN_IF_ERROR(sendTo(rank_ - pow2));
@@ -511,11 +526,7 @@ core::Status TcpCommunicator::recursiveDoubling(float* data, size_t count,
   }
   for (int mask = 1; mask < pow2; mask <<= 1) {
     const int partner = rank_ ^ mask;
-    const uint64_t ticket = takeTicket(partner);
-    awaitTurn(partner, ticket);
-    core::Status s = transfer(partner, raw, bytes, partner, theirs, bytes, deadline, what);
-    endTurn(partner);
-    RM_RETURN_IF_ERROR(s);
+    RM_RETURN_IF_ERROR(exchange(partner, raw, bytes, theirs, bytes, deadline, what));
     addTheirs();  // both partners add the same two operands: the same bits on both
   }
   if (rank_ < extra) RM_RETURN_IF_ERROR(sendTo(rank_ + pow2));
@@ -646,9 +657,77 @@ core::Status TcpCommunicator::ring(float* data, size_t count, Clock::time_point 
   return status;
 }
 
+core::Status TcpCommunicator::halvingDoubling(float* data, size_t count, Clock::time_point deadline,
+                                              const std::string& what) {
+  const size_t bytes = count * sizeof(float);
+  const int pow2 = largestPowerOfTwoAtMost(size_);
+  const int extra = size_ - pow2;
+  char* raw = reinterpret_cast<char*>(data);
+  // Ranks beyond the largest power of two hand their vector to a partner and get the sum back.
+  if (rank_ >= pow2) {
+    RM_RETURN_IF_ERROR(exchange(rank_ - pow2, raw, bytes, nullptr, 0, deadline, what));
+    return transfer(-1, nullptr, 0, rank_ - pow2, raw, bytes, deadline, what);
+  }
+  scratch_.resize(count);
+  char* theirs = reinterpret_cast<char*>(scratch_.data());
+  // Receives the partner's floats [lo, hi) into scratch and adds them to this rank's, a segment
+  // at a time as they arrive (mine + theirs: one rank computes each sum, so every rank ends with
+  // the same bits once the owners' results are gathered).
+  auto receiveAndSum = [&](int partner, size_t send_lo, size_t send_hi, size_t lo, size_t hi) {
+    size_t reduced = 0;
+    auto sumUpTo = [&](size_t upto) {
+      if (upto <= reduced) return;
+      const float* src[2] = {data + lo + reduced, scratch_.data() + reduced};
+      sumArrays(data + lo + reduced, src, 2, upto - reduced);
+      reduced = upto;
+    };
+    core::Status s = exchange(
+        partner, raw + send_lo * sizeof(float), (send_hi - send_lo) * sizeof(float), theirs,
+        (hi - lo) * sizeof(float), deadline, what,
+        [&](size_t got) { sumUpTo(got / sizeof(float) / kSegmentFloats * kSegmentFloats); });
+    if (s.ok()) sumUpTo(hi - lo);
+    return s;
+  };
+  if (rank_ < extra) RM_RETURN_IF_ERROR(receiveAndSum(rank_ + pow2, 0, 0, 0, count));
+  // Reduce-scatter by recursive halving: each step keeps half of the range, summed with the
+  // partner's copy of it, and hands the partner the other half.
+  struct Level {
+    size_t lo, mid, hi;
+    bool kept_lower;
+  };
+  std::vector<Level> levels;
+  size_t lo = 0, hi = count;
+  for (int mask = pow2 / 2; mask >= 1; mask /= 2) {
+    const int partner = rank_ ^ mask;
+    const size_t mid = lo + (hi - lo) / 2;
+    const bool lower = (rank_ & mask) == 0;
+    levels.push_back({lo, mid, hi, lower});
+    RM_RETURN_IF_ERROR(lower ? receiveAndSum(partner, mid, hi, lo, mid)
+                             : receiveAndSum(partner, lo, mid, mid, hi));
+    (lower ? hi : lo) = mid;
+  }
+  // All-gather by recursive doubling, in the reverse order: the partner owns the other half.
+  for (int mask = 1; mask < pow2; mask *= 2) {
+    const int partner = rank_ ^ mask;
+    const Level level = levels.back();
+    levels.pop_back();
+    const size_t other_lo = level.kept_lower ? level.mid : level.lo;
+    const size_t other_hi = level.kept_lower ? level.hi : level.mid;
+    RM_RETURN_IF_ERROR(exchange(partner, raw + lo * sizeof(float), (hi - lo) * sizeof(float),
+                                raw + other_lo * sizeof(float),
+                                (other_hi - other_lo) * sizeof(float), deadline, what));
+    lo = level.lo;
+    hi = level.hi;
+  }
+  if (rank_ < extra)
+    RM_RETURN_IF_ERROR(exchange(rank_ + pow2, raw, bytes, nullptr, 0, deadline, what));
+  return core::Status::Ok();
+}
+
 std::string TcpCommunicator::allreduceAlgorithm(size_t bytes) const {
   if (size_ == 1) return "none";
-  return bytes <= tcpDoublingMaxBytes(size_) ? "recursive_doubling" : "ring";
+  if (bytes <= tcpDoublingMaxBytes(size_)) return "recursive_doubling";
+  return size_ >= 4 && bytes <= kTcpHalvingDoublingMaxBytes ? "halving_doubling" : "ring";
 }
 
 core::Status TcpCommunicator::allreduceSum(float* data, size_t count,
@@ -656,14 +735,18 @@ core::Status TcpCommunicator::allreduceSum(float* data, size_t count,
   const auto start = Clock::now();
   const size_t bytes = count * sizeof(float);
   const std::string algorithm = allreduceAlgorithm(bytes);
-  const bool small = algorithm == "recursive_doubling";
   const std::string what = describeRankCall(rank_, "allreduceSum", opts.tag, bytes) + " over tcp " +
                            algorithm + " (world " + std::to_string(size_) + ")";
   RM_RETURN_IF_ERROR(usable(what));
   if (size_ > 1 && count > 0) {
     const auto deadline = deadlineFor(opts.timeout);
-    RM_RETURN_IF_ERROR(small ? recursiveDoubling(data, count, deadline, what)
-                             : ring(data, count, deadline, what));
+    if (algorithm == "recursive_doubling") {
+      RM_RETURN_IF_ERROR(recursiveDoubling(data, count, deadline, what));
+    } else if (algorithm == "halving_doubling") {
+      RM_RETURN_IF_ERROR(halvingDoubling(data, count, deadline, what));
+    } else {
+      RM_RETURN_IF_ERROR(ring(data, count, deadline, what));
+    }
   }
   countAllreduce(bytes, start);
   return core::Status::Ok();

@@ -11,12 +11,14 @@
 //      and is dropped.
 // allreduceSum picks by size: up to tcpDoublingMaxBytes(world), recursive doubling (log2 N
 // exchanges of the whole vector; ranks beyond the largest power of two first fold into a partner
-// and get the result back); above, the ring (reduce-scatter then all-gather, each step sending to
-// the right neighbour while receiving from the left). The ring streams: what arrives from the left
-// is summed a segment at a time and forwarded to the right at once, within a step and from
-// reduce-scatter into all-gather, so every link stays busy and the data stays in cache. Every rank
-// ends with the same bits: each sum is computed once (ring) or by both partners over the same two
-// operands (doubling, a + b == b + a).
+// and get the result back); from 4 ranks on and up to kTcpHalvingDoublingMaxBytes,
+// halving-doubling (reduce-scatter by recursive halving, then all-gather by recursive doubling:
+// 2 log2 N steps moving the ring's bytes; folded the same way); above, the ring (reduce-scatter
+// then all-gather, each step sending to the right neighbour while receiving from the left). The
+// ring streams: what arrives from the left is summed a segment at a time and forwarded to the
+// right at once, within a step and from reduce-scatter into all-gather, so every link stays busy
+// and the data stays in cache. Every rank ends with the same bits: each sum is computed once
+// (ring, halving) or by both partners over the same two operands (doubling, a + b == b + a).
 //
 // Ownership: owns its sockets; does not keep the store after create().
 // Thread-safety: one thread at a time (Communicator contract), except that a PendingSend of
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +42,12 @@
 #include "trainer/comm/communicator.h"
 
 namespace ringmaster::trainer::comm {
+
+// Largest allreduce (bytes) that takes halving-doubling rather than the ring in worlds of 4 ranks
+// or more: there the ring's 2(N-1) steps cost more than halving-doubling's 2 log2 N for the same
+// bytes on the wire (8 ranks across namespaces: the ring was at 0.79-0.98x Open MPI from 1 to
+// 16 MiB).
+inline constexpr size_t kTcpHalvingDoublingMaxBytes = 16 << 20;
 
 // Largest allreduce (bytes) that takes recursive doubling rather than the ring in a world of
 // `world` ranks: 16 KiB per rank, at most 256 KiB. Doubling needs log2 N steps but moves the
@@ -103,12 +112,19 @@ class TcpCommunicator final : public Communicator {
     Clock::time_point idle_since_ = Clock::now();
   };
   // Sends `send_bytes` of `send_data` to rank `to` while receiving `recv_bytes` into `recv_data`
-  // from rank `from` (-1: that direction idle).
+  // from rank `from` (-1: that direction idle). `on_received(total)` runs as bytes arrive.
   core::Status transfer(int to, const char* send_data, size_t send_bytes, int from, char* recv_data,
-                        size_t recv_bytes, Clock::time_point deadline, const std::string& what);
+                        size_t recv_bytes, Clock::time_point deadline, const std::string& what,
+                        const std::function<void(size_t)>& on_received = {});
+  // transfer() both ways with `partner`, writing in this call's turn on that connection.
+  core::Status exchange(int partner, const char* out, size_t out_bytes, char* in, size_t in_bytes,
+                        Clock::time_point deadline, const std::string& what,
+                        const std::function<void(size_t)>& on_received = {});
   core::Status recursiveDoubling(float* data, size_t count, Clock::time_point deadline,
                                  const std::string& what);
   core::Status ring(float* data, size_t count, Clock::time_point deadline, const std::string& what);
+  core::Status halvingDoubling(float* data, size_t count, Clock::time_point deadline,
+                               const std::string& what);
   // Writers to one connection go in the order they took their tickets (SendQueue).
   uint64_t takeTicket(int peer);
   void awaitTurn(int peer, uint64_t ticket);

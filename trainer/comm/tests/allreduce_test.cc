@@ -42,6 +42,10 @@ std::vector<Case> allCases() {
       }
     }
   }
+  // tcp's other algorithms: halving-doubling with ranks beyond a power of two (6 ranks, 400 KB)
+  // and the ring at 4 ranks (above 16 MiB).
+  cases.push_back({"tcp", 6, 100003});
+  cases.push_back({"tcp", 4, (size_t{4} << 20) + 5});
   return cases;
 }
 
@@ -187,29 +191,39 @@ TEST(AllreduceTest, EmptyBufferIsANoOpOnEveryBackend) {
   }
 }
 
-// What the metrics label each call with is what runs: tcp switches from recursive doubling to
-// the ring above tcpDoublingMaxBytes (2 ranks: 32 KiB), shm from one synchronization to
-// reduce-scatter + all-gather above its direct limit (32 KiB by default).
+// What the metrics label each call with is what runs. tcp: recursive doubling up to 16 KiB per
+// rank, then halving-doubling up to 16 MiB from 4 ranks on, the ring above (and at 2-3 ranks);
+// shm: one synchronization up to its direct limit (32 KiB by default), reduce-scatter +
+// all-gather above.
 TEST(AllreduceTest, TcpAndShmNameTheAlgorithmTheyRunBySize) {
   struct Row {
     std::string backend;
+    int world;
     size_t bytes;
     std::string want;
   };
   const Row rows[] = {
-      {"tcp", 4, "recursive_doubling"},
-      {"tcp", 32 << 10, "recursive_doubling"},
-      {"tcp", (32 << 10) + 4, "ring"},
-      {"tcp", 256 << 20, "ring"},
-      {"shm", 4, "direct"},
-      {"shm", 32 << 10, "direct"},
-      {"shm", (32 << 10) + 4, "reduce_scatter_allgather"},
+      {"tcp", 2, 4, "recursive_doubling"},
+      {"tcp", 2, 32 << 10, "recursive_doubling"},
+      {"tcp", 2, (32 << 10) + 4, "ring"},
+      {"tcp", 2, 256 << 20, "ring"},
+      {"tcp", 3, (48 << 10) + 4, "ring"},
+      {"tcp", 4, 64 << 10, "recursive_doubling"},
+      {"tcp", 4, (64 << 10) + 4, "halving_doubling"},
+      {"tcp", 4, 16 << 20, "halving_doubling"},
+      {"tcp", 4, (16 << 20) + 4, "ring"},
+      {"tcp", 8, 128 << 10, "recursive_doubling"},
+      {"shm", 2, 4, "direct"},
+      {"shm", 2, 32 << 10, "direct"},
+      {"shm", 2, (32 << 10) + 4, "reduce_scatter_allgather"},
   };
   for (const Row& row : rows) {
-    auto comms = testing::makeCommunicators(row.backend, 2);
-    ASSERT_EQ(comms.size(), 2u) << row.backend;
-    EXPECT_EQ(comms[0]->allreduceAlgorithm(row.bytes), row.want) << row.backend << " " << row.bytes;
+    auto comms = testing::makeCommunicators(row.backend, row.world);
+    ASSERT_EQ(comms.size(), static_cast<size_t>(row.world)) << row.backend;
+    EXPECT_EQ(comms[0]->allreduceAlgorithm(row.bytes), row.want)
+        << row.backend << " world " << row.world << ", " << row.bytes << " bytes";
   }
+  EXPECT_EQ(tcpDoublingMaxBytes(64), size_t{256} << 10) << "doubling is capped";
 }
 
 }  // namespace
