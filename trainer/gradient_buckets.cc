@@ -70,7 +70,7 @@ void GradientBuckets::beginStep() {
   done_ = 0;
   comm_seconds_ = 0;
   bucket_seconds_.clear();
-  bucket_bytes_.clear();
+  bucket_order_.clear();
   queue_.clear();
 }
 
@@ -107,7 +107,7 @@ core::Status GradientBuckets::finishStep() {
   last_.exposed_seconds = secondsSince(t0);
   last_.comm_seconds = comm_seconds_;
   last_.bucket_seconds = bucket_seconds_;
-  last_.bucket_bytes = bucket_bytes_;
+  last_.bucket_order = bucket_order_;
   last_.bytes = 0;
   for (const auto& bucket : buckets_) last_.bytes += bucket.count * sizeof(float);
   return error_;
@@ -141,7 +141,7 @@ void GradientBuckets::commLoop() {
     if (!status.ok() && error_.ok()) error_ = status;
     comm_seconds_ += seconds;
     bucket_seconds_.push_back(seconds);
-    bucket_bytes_.push_back(buckets_[b].count * sizeof(float));
+    bucket_order_.push_back(b);
     ++done_;
     if (done_ == buckets_.size()) cv_.notify_all();
   }

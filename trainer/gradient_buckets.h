@@ -51,7 +51,7 @@ struct StepCommTiming {
   double comm_seconds = 0;
   double exposed_seconds = 0;
   std::vector<double> bucket_seconds;  // per bucket allreduce time, in launch order
-  std::vector<size_t> bucket_bytes;    // and that bucket's payload bytes
+  std::vector<size_t> bucket_order;    // and which bucket (index into buckets()) each was
   size_t bytes = 0;                    // payload bytes allreduced this step
 };
 
@@ -93,7 +93,7 @@ class GradientBuckets {
   size_t done_ = 0;                     // guarded by mu_
   double comm_seconds_ = 0;             // guarded by mu_
   std::vector<double> bucket_seconds_;  // guarded by mu_
-  std::vector<size_t> bucket_bytes_;    // guarded by mu_
+  std::vector<size_t> bucket_order_;    // guarded by mu_
   core::Status error_;                  // guarded by mu_
   bool shutdown_ = false;               // guarded by mu_
   std::thread thread_;

@@ -75,7 +75,15 @@ class CpuEngine final : public StepEngine {
         total_steps_(static_cast<double>(config.epochs) *
                      static_cast<double>(sampler_.numBatches(batch_))),
         x_(static_cast<size_t>(batch_) * train_.featureSize()),
-        y_(static_cast<size_t>(batch_)) {}
+        y_(static_cast<size_t>(batch_)) {
+    // Each bucket's allreduce series, by the algorithm its size takes; every series is there
+    // from the start, at zero.
+    if (ctx_.metrics == nullptr) return;
+    for (const Bucket& bucket : buckets_.buckets()) {
+      series_.push_back(
+          &ctx_.metrics->allreduce(comm_.allreduceAlgorithm(bucket.count * sizeof(float))));
+    }
+  }
 
   int64_t batchesPerEpoch() const override {
     return static_cast<int64_t>(sampler_.numBatches(batch_));
@@ -122,9 +130,10 @@ class CpuEngine final : public StepEngine {
       metrics->steps->Increment();
       metrics->step_seconds->Observe(step_seconds);
       for (size_t i = 0; i < timing.bucket_seconds.size(); ++i) {
-        auto& series = metrics->allreduce(comm_.allreduceAlgorithm(timing.bucket_bytes[i]));
-        series.seconds->Observe(timing.bucket_seconds[i]);
-        series.bytes->Increment(static_cast<double>(timing.bucket_bytes[i]));
+        const size_t b = timing.bucket_order[i];
+        series_[b]->seconds->Observe(timing.bucket_seconds[i]);
+        series_[b]->bytes->Increment(
+            static_cast<double>(buckets_.buckets()[b].count * sizeof(float)));
       }
     }
     if (!std::isfinite(loss))
@@ -201,6 +210,7 @@ class CpuEngine final : public StepEngine {
   model::Model& model_;
   optim::Optimizer& optimizer_;
   GradientBuckets& buckets_;
+  std::vector<TrainerMetrics::Allreduce*> series_;  // by bucket; empty without metrics
   const comm::AllreduceOptions ar_options_;
   data::ShardedSampler sampler_;
   const double total_steps_;
@@ -279,10 +289,6 @@ Result<TrainSummary> Trainer::run() {
     RM_LOG(INFO, STEP) << model.signature() << ": " << model.params().size() << " parameters in "
                        << buckets.buckets().size() << " gradient bucket(s); world size " << world
                        << ", backend " << comm.backend();
-  // Every algorithm the buckets use has its metric series from the start, at zero.
-  for (const Bucket& b : buckets.buckets()) {
-    if (ctx_.metrics) ctx_.metrics->allreduce(comm.allreduceAlgorithm(b.count * sizeof(float)));
-  }
 
   CpuEngine engine(config_, ctx_, model, optimizer, buckets, ar_options);
   RM_RETURN_IF_ERROR(

@@ -134,6 +134,11 @@ core::Result<std::unique_ptr<Communicator>> makeShm(const CommConfig& config,
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 
+// The address peers dial to reach this rank over tcp or gloo.
+std::string advertisedHost(const CommConfig& config) {
+  return config.host.empty() ? defaultGlooHostname(config.master_addr) : config.host;
+}
+
 core::Result<std::unique_ptr<Communicator>> makeGloo(const CommConfig& config,
                                                      rendezvous::Store* store) {
   GlooConfig gloo;
@@ -141,7 +146,7 @@ core::Result<std::unique_ptr<Communicator>> makeGloo(const CommConfig& config,
   gloo.size = config.world_size;
   gloo.store = store;
   gloo.timeout = config.timeout;
-  gloo.hostname = config.host.empty() ? defaultGlooHostname(config.master_addr) : config.host;
+  gloo.hostname = advertisedHost(config);
   gloo.iface = config.gloo_iface;
   RM_ASSIGN_OR_RETURN(auto comm, GlooCommunicator::create(gloo));
   return std::unique_ptr<Communicator>(std::move(comm));
@@ -154,8 +159,7 @@ core::Result<std::unique_ptr<Communicator>> makeTcp(const CommConfig& config,
   tcp.size = config.world_size;
   tcp.store = store;
   tcp.timeout = config.timeout;
-  // Peers dial the same address Gloo would bind.
-  tcp.hostname = config.host.empty() ? defaultGlooHostname(config.master_addr) : config.host;
+  tcp.hostname = advertisedHost(config);
   RM_ASSIGN_OR_RETURN(auto comm, TcpCommunicator::create(tcp));
   return std::unique_ptr<Communicator>(std::move(comm));
 }

@@ -501,36 +501,62 @@ int largestPowerOfTwoAtMost(int n) {
 }
 }  // namespace
 
-core::Status TcpCommunicator::recursiveDoubling(float* data, size_t count,
-                                                Clock::time_point deadline,
-                                                const std::string& what) {
+core::Status TcpCommunicator::exchangeAndSum(int partner, const char* out, size_t out_bytes,
+                                             float* mine, size_t floats, Clock::time_point deadline,
+                                             const std::string& what) {
+  if (scratch_.size() < floats) scratch_.resize(floats);
+  size_t summed = 0;
+  auto sumUpTo = [&](size_t upto) {
+    if (upto <= summed) return;
+    const float* src[2] = {mine + summed, scratch_.data() + summed};
+    sumArrays(mine + summed, src, 2, upto - summed);
+    summed = upto;
+  };
+  core::Status s = exchange(partner, out, out_bytes, reinterpret_cast<char*>(scratch_.data()),
+                            floats * sizeof(float), deadline, what, [&](size_t got) {
+                              sumUpTo(got / sizeof(float) / kSegmentFloats * kSegmentFloats);
+                            });
+  if (s.ok()) sumUpTo(floats);
+  return s;
+}
+
+core::Status TcpCommunicator::folded(float* data, size_t count, Clock::time_point deadline,
+                                     const std::string& what,
+                                     const std::function<core::Status(int pow2)>& among) {
   const size_t bytes = count * sizeof(float);
   const int pow2 = largestPowerOfTwoAtMost(size_);
   const int extra = size_ - pow2;
   char* raw = reinterpret_cast<char*>(data);
-  auto sendTo = [&](int peer) { return exchange(peer, raw, bytes, nullptr, 0, deadline, what); };
-  // Ranks beyond the largest power of two hand their vector to a partner and get the sum back.
   if (rank_ >= pow2) {
-    RM_RETURN_IF_ERROR(sendTo(rank_ - pow2));
+    RM_RETURN_IF_ERROR(exchange(rank_ - pow2, raw, bytes, nullptr, 0, deadline, what));
     return transfer(-1, nullptr, 0, rank_ - pow2, raw, bytes, deadline, what);
   }
-  scratch_.resize(count);
-  char* theirs = reinterpret_cast<char*>(scratch_.data());
-  auto addTheirs = [&] {
-    const float* in[2] = {data, scratch_.data()};
-    sumArrays(data, in, 2, count);
-  };
   if (rank_ < extra) {
-    RM_RETURN_IF_ERROR(transfer(-1, nullptr, 0, rank_ + pow2, theirs, bytes, deadline, what));
-    addTheirs();
+    RM_RETURN_IF_ERROR(exchangeAndSum(rank_ + pow2, nullptr, 0, data, count, deadline, what));
   }
-  for (int mask = 1; mask < pow2; mask <<= 1) {
-    const int partner = rank_ ^ mask;
-    RM_RETURN_IF_ERROR(exchange(partner, raw, bytes, theirs, bytes, deadline, what));
-    addTheirs();  // both partners add the same two operands: the same bits on both
-  }
-  if (rank_ < extra) RM_RETURN_IF_ERROR(sendTo(rank_ + pow2));
+  RM_RETURN_IF_ERROR(among(pow2));
+  if (rank_ < extra)
+    RM_RETURN_IF_ERROR(exchange(rank_ + pow2, raw, bytes, nullptr, 0, deadline, what));
   return core::Status::Ok();
+}
+
+core::Status TcpCommunicator::recursiveDoubling(float* data, size_t count,
+                                                Clock::time_point deadline,
+                                                const std::string& what) {
+  return folded(data, count, deadline, what, [&](int pow2) {
+    const size_t bytes = count * sizeof(float);
+    char* raw = reinterpret_cast<char*>(data);
+    if (scratch_.size() < count) scratch_.resize(count);
+    char* theirs = reinterpret_cast<char*>(scratch_.data());
+    for (int mask = 1; mask < pow2; mask <<= 1) {
+      const int partner = rank_ ^ mask;
+      // The whole vector goes while the partner's arrives, so the sum waits for the end.
+      RM_RETURN_IF_ERROR(exchange(partner, raw, bytes, theirs, bytes, deadline, what));
+      const float* in[2] = {data, scratch_.data()};
+      sumArrays(data, in, 2, count);  // both partners add the same two operands: the same bits
+    }
+    return core::Status::Ok();
+  });
 }
 
 core::Status TcpCommunicator::ring(float* data, size_t count, Clock::time_point deadline,
@@ -659,69 +685,47 @@ core::Status TcpCommunicator::ring(float* data, size_t count, Clock::time_point 
 
 core::Status TcpCommunicator::halvingDoubling(float* data, size_t count, Clock::time_point deadline,
                                               const std::string& what) {
-  const size_t bytes = count * sizeof(float);
-  const int pow2 = largestPowerOfTwoAtMost(size_);
-  const int extra = size_ - pow2;
-  char* raw = reinterpret_cast<char*>(data);
-  // Ranks beyond the largest power of two hand their vector to a partner and get the sum back.
-  if (rank_ >= pow2) {
-    RM_RETURN_IF_ERROR(exchange(rank_ - pow2, raw, bytes, nullptr, 0, deadline, what));
-    return transfer(-1, nullptr, 0, rank_ - pow2, raw, bytes, deadline, what);
-  }
-  scratch_.resize(count);
-  char* theirs = reinterpret_cast<char*>(scratch_.data());
-  // Receives the partner's floats [lo, hi) into scratch and adds them to this rank's, a segment
-  // at a time as they arrive (mine + theirs: one rank computes each sum, so every rank ends with
-  // the same bits once the owners' results are gathered).
-  auto receiveAndSum = [&](int partner, size_t send_lo, size_t send_hi, size_t lo, size_t hi) {
-    size_t reduced = 0;
-    auto sumUpTo = [&](size_t upto) {
-      if (upto <= reduced) return;
-      const float* src[2] = {data + lo + reduced, scratch_.data() + reduced};
-      sumArrays(data + lo + reduced, src, 2, upto - reduced);
-      reduced = upto;
+  return folded(data, count, deadline, what, [&](int pow2) {
+    const auto* raw = reinterpret_cast<const char*>(data);
+    // Reduce-scatter by recursive halving: each step keeps half of the range, summed with the
+    // partner's copy of it (mine + theirs: one rank computes each sum, so every rank ends with
+    // the same bits once the owners' results are gathered), and hands the partner the other half.
+    struct Level {
+      size_t lo, mid, hi;
+      bool kept_lower;
     };
-    core::Status s = exchange(
-        partner, raw + send_lo * sizeof(float), (send_hi - send_lo) * sizeof(float), theirs,
-        (hi - lo) * sizeof(float), deadline, what,
-        [&](size_t got) { sumUpTo(got / sizeof(float) / kSegmentFloats * kSegmentFloats); });
-    if (s.ok()) sumUpTo(hi - lo);
-    return s;
-  };
-  if (rank_ < extra) RM_RETURN_IF_ERROR(receiveAndSum(rank_ + pow2, 0, 0, 0, count));
-  // Reduce-scatter by recursive halving: each step keeps half of the range, summed with the
-  // partner's copy of it, and hands the partner the other half.
-  struct Level {
-    size_t lo, mid, hi;
-    bool kept_lower;
-  };
-  std::vector<Level> levels;
-  size_t lo = 0, hi = count;
-  for (int mask = pow2 / 2; mask >= 1; mask /= 2) {
-    const int partner = rank_ ^ mask;
-    const size_t mid = lo + (hi - lo) / 2;
-    const bool lower = (rank_ & mask) == 0;
-    levels.push_back({lo, mid, hi, lower});
-    RM_RETURN_IF_ERROR(lower ? receiveAndSum(partner, mid, hi, lo, mid)
-                             : receiveAndSum(partner, lo, mid, mid, hi));
-    (lower ? hi : lo) = mid;
-  }
-  // All-gather by recursive doubling, in the reverse order: the partner owns the other half.
-  for (int mask = 1; mask < pow2; mask *= 2) {
-    const int partner = rank_ ^ mask;
-    const Level level = levels.back();
-    levels.pop_back();
-    const size_t other_lo = level.kept_lower ? level.mid : level.lo;
-    const size_t other_hi = level.kept_lower ? level.hi : level.mid;
-    RM_RETURN_IF_ERROR(exchange(partner, raw + lo * sizeof(float), (hi - lo) * sizeof(float),
-                                raw + other_lo * sizeof(float),
-                                (other_hi - other_lo) * sizeof(float), deadline, what));
-    lo = level.lo;
-    hi = level.hi;
-  }
-  if (rank_ < extra)
-    RM_RETURN_IF_ERROR(exchange(rank_ + pow2, raw, bytes, nullptr, 0, deadline, what));
-  return core::Status::Ok();
+    std::vector<Level> levels;
+    size_t lo = 0, hi = count;
+    for (int mask = pow2 / 2; mask >= 1; mask /= 2) {
+      const int partner = rank_ ^ mask;
+      const size_t mid = lo + (hi - lo) / 2;
+      const bool lower = (rank_ & mask) == 0;
+      levels.push_back({lo, mid, hi, lower});
+      const size_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
+      if (lower) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+      RM_RETURN_IF_ERROR(exchangeAndSum(partner, raw + give_lo * sizeof(float),
+                                        (give_hi - give_lo) * sizeof(float), data + lo, hi - lo,
+                                        deadline, what));
+    }
+    // All-gather by recursive doubling, in the reverse order: the partner owns the other half.
+    for (int mask = 1; mask < pow2; mask *= 2) {
+      const int partner = rank_ ^ mask;
+      const Level level = levels.back();
+      levels.pop_back();
+      const size_t other_lo = level.kept_lower ? level.mid : level.lo;
+      const size_t other_hi = level.kept_lower ? level.hi : level.mid;
+      RM_RETURN_IF_ERROR(exchange(partner, raw + lo * sizeof(float), (hi - lo) * sizeof(float),
+                                  reinterpret_cast<char*>(data + other_lo),
+                                  (other_hi - other_lo) * sizeof(float), deadline, what));
+      lo = level.lo;
+      hi = level.hi;
+    }
+    return core::Status::Ok();
+  });
 }
 
 std::string TcpCommunicator::allreduceAlgorithm(size_t bytes) const {

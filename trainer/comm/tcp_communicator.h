@@ -120,6 +120,14 @@ class TcpCommunicator final : public Communicator {
   core::Status exchange(int partner, const char* out, size_t out_bytes, char* in, size_t in_bytes,
                         Clock::time_point deadline, const std::string& what,
                         const std::function<void(size_t)>& on_received = {});
+  // exchange() that sums the partner's `floats` floats into `mine` (mine + theirs) a segment at a
+  // time as they arrive; `mine` must not overlap what is sent.
+  core::Status exchangeAndSum(int partner, const char* out, size_t out_bytes, float* mine,
+                              size_t floats, Clock::time_point deadline, const std::string& what);
+  // Runs `among` over the largest power of two of ranks, pow2. Each rank beyond it hands its
+  // vector to rank - pow2, which sums it into its own first and sends the result back at the end.
+  core::Status folded(float* data, size_t count, Clock::time_point deadline,
+                      const std::string& what, const std::function<core::Status(int pow2)>& among);
   core::Status recursiveDoubling(float* data, size_t count, Clock::time_point deadline,
                                  const std::string& what);
   core::Status ring(float* data, size_t count, Clock::time_point deadline, const std::string& what);

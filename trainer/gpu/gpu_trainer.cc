@@ -163,8 +163,11 @@ class GpuEngine final : public StepEngine {
         use_graph_(config.cuda_graph) {
     for (const Bucket& b : st.buckets) {
       bucket_bytes_ += b.count * sizeof(float);
-      // Every algorithm the buckets use has its metric series from the start, at zero.
-      if (ctx.metrics) ctx.metrics->allreduce(comm_.allreduceAlgorithm(b.count * sizeof(float)));
+      // Each bucket's allreduce series, there from the start, at zero.
+      if (ctx.metrics) {
+        series_.push_back(
+            &ctx.metrics->allreduce(comm_.allreduceAlgorithm(b.count * sizeof(float))));
+      }
     }
   }
 
@@ -227,10 +230,7 @@ class GpuEngine final : public StepEngine {
         float ms = 0;
         cudaEventElapsedTime(&ms, st_.bucket_start[i], st_.bucket_end[i]);
         comm_ms += ms;
-        if (metrics) {
-          const size_t bytes = st_.buckets[i].count * sizeof(float);
-          metrics->allreduce(comm_.allreduceAlgorithm(bytes)).seconds->Observe(ms / 1000.0);
-        }
+        if (metrics) series_[i]->seconds->Observe(ms / 1000.0);
       }
       cudaEventElapsedTime(&exposed_ms, st_.backward_end, st_.timed_comm_done);
       epoch_comm_ += comm_ms / 1000.0;
@@ -242,9 +242,7 @@ class GpuEngine final : public StepEngine {
       metrics->samples->Increment(n);
       metrics->steps->Increment();
       for (size_t i = 0; world_ > 1 && i < st_.buckets.size(); ++i) {
-        const size_t bytes = st_.buckets[i].count * sizeof(float);
-        metrics->allreduce(comm_.allreduceAlgorithm(bytes))
-            .bytes->Increment(static_cast<double>(bytes));
+        series_[i]->bytes->Increment(static_cast<double>(st_.buckets[i].count * sizeof(float)));
       }
     }
     if (config_.log_every_steps > 0 && step % config_.log_every_steps == 0 && rank_ == 0) {
@@ -445,6 +443,7 @@ class GpuEngine final : public StepEngine {
   const SgdScalars sgd_base_;
   const AdamHyper adam_hyper_;
   size_t bucket_bytes_ = 0;
+  std::vector<TrainerMetrics::Allreduce*> series_;  // by bucket; empty without metrics
   bool use_graph_;
   bool timed_ = false;  // the step being enqueued records the timing events
   // This epoch.
