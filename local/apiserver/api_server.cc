@@ -6,10 +6,14 @@
 #include "local/apiserver/builtin_types.h"
 #include "local/apiserver/crd.h"
 #include "local/apiserver/discovery.h"
+#include "local/apiserver/openapi_v2.h"
 #include "local/apiserver/pod_binding.h"
 #include "local/apiserver/pod_log.h"
 #include "local/apiserver/protobuf_body.h"
 #include "local/apiserver/table.h"
+#include "local/https/local_network.h"
+#include "local/https/service_account_token.h"
+#include "local/store/meta_util.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/json.h"
 #include "ringmaster/core/log.h"
@@ -201,11 +205,23 @@ core::Status ApiServer::init() {
                         AdmitContext& context) -> std::optional<StatusError> {
         if (auto error = podQuantityError(obj)) return error;
         if (!context.status_write) defaultPod(obj, old == nullptr);
+        if (!context.status_write && old == nullptr) {
+          thread_local RandomSource random;
+          addServiceAccountVolume(obj, random.nameSuffix());
+        }
         return std::nullopt;
       };
     } else if (r.type.resource == "services" && r.type.group.empty()) {
-      r.type.admit = [](json& obj, const json*, AdmitContext&) -> std::optional<StatusError> {
+      r.type.admit = [this](json& obj, const json* old,
+                            AdmitContext&) -> std::optional<StatusError> {
+        assignClusterIp(obj, old);
         defaultService(obj);
+        return std::nullopt;
+      };
+    } else if (r.type.group == "apps") {
+      r.type.admit = [](json& obj, const json*,
+                        AdmitContext& context) -> std::optional<StatusError> {
+        if (!context.status_write) defaultWorkload(obj);
         return std::nullopt;
       };
     }
@@ -213,6 +229,14 @@ core::Status ApiServer::init() {
     registry_.add(r);
   }
   RM_RETURN_IF_ERROR(store_.open(dir / "store").withContext("api server: opening the store"));
+  if (auto services = store_.list({"", "services"}, "", {}); services.ok()) {
+    for (const auto& s : services->items) {
+      const json& spec = s->object.value("spec", json::object());
+      if (spec.contains("clusterIP") && spec["clusterIP"].is_string()) {
+        cluster_ips_.reserve(spec["clusterIP"].get<std::string>());
+      }
+    }
+  }
   // Types of the CRDs persisted by an earlier run.
   auto crds = store_.list(crdKey(), "", {});
   if (crds.ok()) {
@@ -224,11 +248,21 @@ core::Status ApiServer::init() {
     if (!created.ok() && created.error().code() != 409) return created.error().toStatus();
   }
 
+  RM_ASSIGN_OR_RETURN(auto signing_key, loadOrCreateToken(dir / "sa.key"));
+  service_account_tokens_ = std::make_unique<ServiceAccountTokens>(signing_key);
+  namespace_defaults_ = std::make_unique<controllers::NamespaceDefaults>(store_, pki.ca_cert_pem);
+
   ServerOptions so;
   so.port = options_.port;
+  so.also_listen_on = {kDefaultPodGateway};
   so.cert_pem = pki.server_cert_pem;
   so.key_pem = pki.server_key_pem;
   so.bearer_token = token;
+  so.token_user = [this](std::string_view bearer) -> std::optional<std::string> {
+    auto claims = service_account_tokens_->verify(bearer, SysClock::now());
+    if (!claims) return std::nullopt;
+    return claims->userName();
+  };
   RM_ASSIGN_OR_RETURN(
       server_, Server::start(so, [this](const Request& r, ResponseWriter& w) { handle(r, w); }));
   KubeconfigSpec spec;
@@ -256,6 +290,25 @@ core::Status ApiServer::stop() {
   return store_.snapshot().withContext("api server: final snapshot");
 }
 
+void ApiServer::assignClusterIp(json& service, const json* old) {
+  json& spec = service["spec"];
+  if (!spec.is_object()) return;
+  const std::string type = spec.value("type", "ClusterIP");
+  if (type == "ExternalName") return;
+  // A Service keeps its address for life; an update that leaves it out keeps the old one.
+  if (old && (!spec.contains("clusterIP") || spec["clusterIP"] == "")) {
+    const json& old_spec = old->value("spec", json::object());
+    if (old_spec.contains("clusterIP")) spec["clusterIP"] = old_spec["clusterIP"];
+    if (old_spec.contains("clusterIPs")) spec["clusterIPs"] = old_spec["clusterIPs"];
+    return;
+  }
+  if (old || (spec.contains("clusterIP") && spec["clusterIP"] != "")) return;
+  const std::string ip = cluster_ips_.allocate();
+  if (ip.empty()) return;
+  spec["clusterIP"] = ip;
+  spec["clusterIPs"] = json::array({ip});
+}
+
 void ApiServer::housekeeping() {
   std::unique_lock lock(mu_);
   auto next_bookmark = SysClock::now() + std::chrono::minutes(1);
@@ -264,6 +317,8 @@ void ApiServer::housekeeping() {
     if (stopping_) break;
     lock.unlock();
     store_.collectGarbage();
+    workloads_.sync();
+    if (namespace_defaults_) namespace_defaults_->sync();
     if (SysClock::now() >= next_bookmark) {
       store_.sendBookmarks();
       next_bookmark = SysClock::now() + std::chrono::minutes(1);
@@ -297,7 +352,15 @@ void ApiServer::handle(const Request& r, ResponseWriter& w) {
       if (doc.empty()) return sendPageNotFound(w);
       return sendJson(w, 200, doc);
     }
-    return sendPageNotFound(w);  // no /openapi/v2: kubectl tolerates its absence (README)
+    if (segs.size() == 2 && segs[1] == "v2") {
+      const json doc = openApiV2Document(registry_.all());
+      if (r.headers.get("Accept").find("com.github.proto-openapi.spec.v2") != std::string::npos) {
+        (void)w.send(200, apiHeaders(kOpenApiV2ProtobufType), encodeOpenApiV2(doc));
+        return;
+      }
+      return sendJson(w, 200, doc.dump());
+    }
+    return sendPageNotFound(w);
   }
   if (root == "api") {
     if (segs.size() == 1) {
@@ -348,6 +411,10 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
   if (tail.size() == 3 && t.resource().type.key() == ResourceKey{"", "pods"} && !t.ns.empty() &&
       (tail[2] == "binding" || tail[2] == "log")) {
     return servePodSubresource(r, w, t.ns, t.name, tail[2]);
+  }
+  if (tail.size() == 3 && t.resource().type.key() == ResourceKey{"", "serviceaccounts"} &&
+      !t.ns.empty() && tail[2] == "token") {
+    return serveTokenRequest(r, w, t.ns, t.name);
   }
   if (tail.size() == 3) {
     if (tail[2] != "status" || !t.resource().type.has_status_subresource) {
@@ -443,7 +510,13 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (!dry.ok()) return sendError(w, dry.error());
     bool dry_run = dry->dry_run;
     if (!r.body.empty()) {
-      auto parsed = core::parseJson(r.body);
+      core::Result<json> parsed = core::parseJson(r.body);
+      if (r.headers.get("Content-Type").rfind(kProtobufContentType, 0) == 0) {
+        auto decoded = decodeProtobufBody(r.body);
+        parsed = decoded && decoded->value("kind", "") == "DeleteOptions"
+                     ? core::Result<json>(*decoded)
+                     : core::Result<json>(core::invalidArgument("not a protobuf DeleteOptions"));
+      }
       if (!parsed.ok() || !parsed->is_object()) {
         return sendError(
             w, badRequestError("invalid DeleteOptions body" +
@@ -565,6 +638,59 @@ void ApiServer::servePodSubresource(const Request& r, ResponseWriter& w, const s
   auto bound = bindPod(store_, ns, name, *body, formatTimestamp(SysClock::now()));
   if (!bound.ok()) return sendError(w, bound.error());
   sendJson(w, 201, kBindingSuccessBody);
+}
+
+void ApiServer::serveTokenRequest(const Request& r, ResponseWriter& w, const std::string& ns,
+                                  const std::string& name) {
+  if (r.method != "POST") {
+    return sendError(w, StatusError(405, "MethodNotAllowed",
+                                    "the server does not allow this method on the requested "
+                                    "resource"));
+  }
+  auto body = parseBody(r);
+  if (!body.ok()) return sendError(w, body.error());
+  auto account = store_.get({"", "serviceaccounts"}, ns, name);
+  if (!account.ok()) return sendError(w, account.error());
+  json request = *body;
+  json& spec = request["spec"];
+  if (!spec.is_object()) spec = json::object();
+  // kube-apiserver's defaults and bounds: an hour, at least ten minutes, at most 48 hours here
+  // (its --service-account-max-token-expiration is unset by default; a day or two is what
+  // clusters configure).
+  const int64_t seconds = spec.value("expirationSeconds", int64_t{3600});
+  if (seconds < 600) {
+    return sendError(w, invalidError("TokenRequest", "authentication.k8s.io", name,
+                                     {{"FieldValueInvalid",
+                                       "Invalid value: " + std::to_string(seconds) +
+                                           ": may not specify a duration less than 10 minutes",
+                                       "spec.expirationSeconds"}}));
+  }
+  spec["expirationSeconds"] = std::min<int64_t>(seconds, 48 * 3600);
+  if (!spec.contains("audiences") || !spec["audiences"].is_array() || spec["audiences"].empty()) {
+    spec["audiences"] = json::array({kServiceAccountIssuer});
+  }
+  const auto now = SysClock::now();
+  ServiceAccountClaims claims;
+  claims.namespace_name = ns;
+  claims.service_account = name;
+  claims.service_account_uid = (*account)->object["metadata"].value("uid", "");
+  for (const auto& a : spec["audiences"]) {
+    if (a.is_string()) claims.audiences.push_back(a.get<std::string>());
+  }
+  claims.expires = now + std::chrono::seconds(spec["expirationSeconds"].get<int64_t>());
+  if (spec.contains("boundObjectRef") && spec["boundObjectRef"].is_object() &&
+      spec["boundObjectRef"].value("kind", "") == "Pod") {
+    claims.pod_name = spec["boundObjectRef"].value("name", "");
+    claims.pod_uid = spec["boundObjectRef"].value("uid", "");
+  }
+  json answer = {{"kind", "TokenRequest"},
+                 {"apiVersion", "authentication.k8s.io/v1"},
+                 {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", nullptr}}},
+                 {"spec", spec},
+                 {"status",
+                  {{"token", service_account_tokens_->issue(claims, now)},
+                   {"expirationTimestamp", formatTimestamp(claims.expires)}}}};
+  sendJson(w, 201, answer.dump());
 }
 
 void ApiServer::serveList(const Request& r, ResponseWriter& w, const Target& t, bool table) {

@@ -9,10 +9,10 @@
 // kinds. What differs from kube-apiserver: local/README.md.
 //
 // Ownership: start() returns the owner; it owns the store, the registry, the HTTPS server and a
-// housekeeping thread (garbage collection, watch bookmarks). Thread-safety: handle() runs
-// concurrently on connection threads; stop() is idempotent. Failure: start() fails (Status with
-// context) when the data directory, PKI or port cannot be used; request errors are answered as
-// Kubernetes Status bodies.
+// housekeeping thread (garbage collection, the workload controllers, watch bookmarks).
+// Thread-safety: handle() runs concurrently on connection threads; stop() is idempotent. Failure:
+// start() fails (Status with context) when the data directory, PKI or port cannot be used; request
+// errors are answered as Kubernetes Status bodies.
 
 #include <condition_variable>
 #include <filesystem>
@@ -21,12 +21,16 @@
 #include <string>
 #include <thread>
 
+#include "local/apiserver/cluster_ip_allocator.h"
 #include "local/apiserver/registry.h"
+#include "local/controllers/namespace_defaults.h"
+#include "local/controllers/workload_controller.h"
 #include "local/https/http_message.h"
 #include "local/https/kubeconfig.h"
 #include "local/https/pki.h"
 #include "local/https/response_writer.h"
 #include "local/https/server.h"
+#include "local/https/service_account_token.h"
 #include "local/store/object_store.h"
 #include "ringmaster/core/status.h"
 
@@ -64,6 +68,9 @@ class ApiServer {
   void serveResource(const Request& request, ResponseWriter& writer, const std::string& group,
                      const std::string& version, const std::vector<std::string>& rest);
   void serveApply(const Request& request, ResponseWriter& writer, const Target& target);
+  // POST serviceaccounts/NAME/token: a token of that account (service_account_token.h).
+  void serveTokenRequest(const Request& request, ResponseWriter& writer, const std::string& ns,
+                         const std::string& name);
   void servePodSubresource(const Request& request, ResponseWriter& writer, const std::string& ns,
                            const std::string& name, const std::string& sub);
   void serveList(const Request& request, ResponseWriter& writer, const Target& target, bool table);
@@ -71,10 +78,16 @@ class ApiServer {
   void afterWrite(const ApiResource& resource, const StoredObject& object);
   void registerCrd(const nlohmann::json& crd, bool set_status);
   void unregisterCrd(const nlohmann::json& crd);
+  // On create: a free address of the service range unless the Service names one (or None).
+  void assignClusterIp(nlohmann::json& service, const nlohmann::json* old);
 
   ApiServerOptions options_;
   ObjectStore store_;
   ResourceRegistry registry_;
+  ClusterIpAllocator cluster_ips_;
+  controllers::WorkloadController workloads_{store_};
+  std::unique_ptr<controllers::NamespaceDefaults> namespace_defaults_;  // set by start()
+  std::unique_ptr<ServiceAccountTokens> service_account_tokens_;        // set by start()
   std::unique_ptr<Server> server_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -252,4 +252,58 @@ void defaultNamespace(json& ns, bool creating) {
   }
 }
 
+void defaultWorkload(json& workload) {
+  if (!workload.is_object()) return;
+  json& spec = workload["spec"];
+  if (!spec.is_object()) return;
+  fill(spec, "replicas", 1);
+  if (workload.value("kind", "") != "Deployment") return;
+  fill(spec, "revisionHistoryLimit", 10);
+  fill(spec, "progressDeadlineSeconds", 600);
+  json& strategy = spec["strategy"];
+  if (!strategy.is_object()) strategy = json::object();
+  fill(strategy, "type", "RollingUpdate");
+  if (strategy["type"] == "RollingUpdate") {
+    json& rolling = strategy["rollingUpdate"];
+    if (!rolling.is_object()) rolling = json::object();
+    fill(rolling, "maxUnavailable", "25%");
+    fill(rolling, "maxSurge", "25%");
+  }
+}
+
+void addServiceAccountVolume(json& pod, const std::string& suffix) {
+  if (!pod.is_object() || !pod["spec"].is_object()) return;
+  json& spec = pod["spec"];
+  if (spec.value("automountServiceAccountToken", true) == false) return;
+  bool mounted = false;
+  forEachContainer(spec, [&](json& c) {
+    if (!c.is_object() || !c.contains("volumeMounts") || !c["volumeMounts"].is_array()) return;
+    for (const auto& m : c["volumeMounts"]) {
+      if (m.is_object() && m.value("mountPath", "") == kServiceAccountMountPath) mounted = true;
+    }
+  });
+  if (mounted) return;
+  const std::string name = "kube-api-access-" + suffix;
+  json sources = json::array();
+  sources.push_back({{"serviceAccountToken", {{"expirationSeconds", 3607}, {"path", "token"}}}});
+  sources.push_back({{"configMap",
+                      {{"name", "kube-root-ca.crt"},
+                       {"items", json::array({{{"key", "ca.crt"}, {"path", "ca.crt"}}})}}}});
+  sources.push_back(
+      {{"downwardAPI",
+        {{"items",
+          json::array(
+              {{{"path", "namespace"},
+                {"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "metadata.namespace"}}}}})}}}});
+  json& volumes = spec["volumes"];
+  if (!volumes.is_array()) volumes = json::array();
+  volumes.push_back({{"name", name}, {"projected", {{"defaultMode", 420}, {"sources", sources}}}});
+  forEachContainer(spec, [&](json& c) {
+    if (!c.is_object()) return;
+    json& mounts = c["volumeMounts"];
+    if (!mounts.is_array()) mounts = json::array();
+    mounts.push_back({{"name", name}, {"readOnly", true}, {"mountPath", kServiceAccountMountPath}});
+  });
+}
+
 }  // namespace ringmaster::local

@@ -6,14 +6,14 @@
 // preemptionPolicy, NamespaceLifecycle's name label). Pods also get their QoS class and their
 // resource quantities checked (a 400 as kube-apiserver's decoder gives).
 //
-// Not done here, on purpose (docs/local-api-fidelity.md): the ServiceAccount token volume (the
-// embedded server issues no ServiceAccount tokens) and a Service's cluster IP (nothing routes a
-// virtual IP on a local node).
+// A Service's cluster IP is allocated by the server (cluster_ip_allocator.h), which owns the
+// range.
 //
 // Thread-safety: pure functions. Failure: only podQuantityError reports one; defaults never fail.
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "local/store/status_error.h"
 
@@ -27,6 +27,18 @@ std::string podQosClass(const nlohmann::json& pod);
 std::optional<StatusError> podQuantityError(const nlohmann::json& pod);
 
 void defaultService(nlohmann::json& service);
+// apps/v1 Deployments and ReplicaSets: replicas 1; a Deployment's strategy RollingUpdate with
+// 25% maxUnavailable and maxSurge, revisionHistoryLimit 10, progressDeadlineSeconds 600.
+void defaultWorkload(nlohmann::json& workload);
+
+inline constexpr const char* kServiceAccountMountPath =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
+// ServiceAccount admission on a new pod: unless it sets automountServiceAccountToken false or
+// already mounts something there, a projected volume `kube-api-access-<suffix>` (a token of its
+// ServiceAccount bound to the pod, the cluster CA from ConfigMap kube-root-ca.crt, the
+// namespace) mounted read-only at kServiceAccountMountPath in every container. The account's
+// own automountServiceAccountToken is not consulted.
+void addServiceAccountVolume(nlohmann::json& pod, const std::string& suffix);
 void defaultNamespace(nlohmann::json& ns, bool creating);
 
 }  // namespace ringmaster::local

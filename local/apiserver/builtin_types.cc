@@ -1,5 +1,7 @@
 #include "local/apiserver/builtin_types.h"
 
+#include <tuple>
+
 namespace ringmaster::local {
 namespace {
 
@@ -74,6 +76,26 @@ std::vector<ApiResource> builtinResources() {
   auto nodes = builtin("", "nodes", "Node", false, {"no"});
   nodes.type.has_status_subresource = true;
   out.push_back(nodes);
+
+  out.push_back(builtin("", "serviceaccounts", "ServiceAccount", true, {"sa"}));
+
+  // RBAC objects are stored as a real server stores them (Helm charts create them); what the
+  // server authorizes does not depend on them.
+  out.push_back(builtin("rbac.authorization.k8s.io", "roles", "Role", true, {}));
+  out.push_back(builtin("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", true, {}));
+  out.push_back(builtin("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", false, {}));
+  out.push_back(
+      builtin("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", false, {}));
+
+  // Workloads: the local controllers (local/controllers) turn a Deployment into a ReplicaSet and
+  // a ReplicaSet into pods.
+  for (auto [plural, kind, short_name] : {std::tuple{"deployments", "Deployment", "deploy"},
+                                          std::tuple{"replicasets", "ReplicaSet", "rs"}}) {
+    auto workload = builtin("apps", plural, kind, true, {short_name}, {"all"});
+    workload.type.has_status_subresource = true;
+    workload.type.tracks_generation = true;
+    out.push_back(workload);
+  }
 
   // Stored, not enforced (local pods share the host's network): the operator creates one per
   // job, as on a real cluster.

@@ -95,6 +95,15 @@ std::string apiResourceListText(const std::vector<ApiResource>& resources, const
                              {"kind", "Pod"},
                              {"verbs", {"get"}}});
     }
+    if (r.type.group.empty() && r.type.resource == "serviceaccounts") {
+      list.push_back(ordered{{"name", "serviceaccounts/token"},
+                             {"singularName", ""},
+                             {"namespaced", true},
+                             {"group", "authentication.k8s.io"},
+                             {"version", "v1"},
+                             {"kind", "TokenRequest"},
+                             {"verbs", {"create"}}});
+    }
     if (r.type.has_status_subresource) {
       ordered s;
       s["name"] = r.type.resource + "/status";
@@ -118,7 +127,7 @@ std::string versionText() {
   ordered doc;
   doc["major"] = "1";
   doc["minor"] = "32";
-  doc["gitVersion"] = "v1.32.4-ringmaster";
+  doc["gitVersion"] = kServerGitVersion;
   doc["gitCommit"] = "0000000000000000000000000000000000000000";
   doc["gitTreeState"] = "archive";
   doc["buildDate"] = "1970-01-01T00:00:00Z";
@@ -154,7 +163,7 @@ std::string openApiV3DocumentText(const std::vector<ApiResource>& resources,
   if (!any) return "";
   ordered doc;
   doc["openapi"] = "3.0.0";
-  doc["info"] = {{"title", "Kubernetes"}, {"version", "v1.32.4-ringmaster"}};
+  doc["info"] = {{"title", "Kubernetes"}, {"version", kServerGitVersion}};
   doc["paths"] = paths;
   const auto slash = gv_path.find('/');
   const std::string rest = gv_path.substr(slash + 1);  // "v1" or "<group>/<version>"

@@ -8,6 +8,7 @@
 //       x-kubernetes-group-version-kind and the `fieldValidation` query parameter, which is what
 //       kubectl's validator checks before leaving validation to the server,
 //       and the kinds' component schemas (openapi.h) that `kubectl explain` reads.
+//   /openapi/v2               the same schemas as one Swagger 2.0 document (openapi_v2.h)
 //
 // Thread-safety: pure functions of the registry snapshot. Failure: none (empty documents).
 
@@ -17,6 +18,9 @@
 #include "local/apiserver/api_resource.h"
 
 namespace ringmaster::local {
+
+// The Kubernetes release whose API this server speaks, as /version and the OpenAPI documents say.
+inline constexpr const char* kServerGitVersion = "v1.32.4-ringmaster";
 
 std::string apiVersionsText(const std::string& server_address);  // "127.0.0.1:6443"
 std::string apiGroupListText(const std::vector<ApiResource>& resources);

@@ -46,6 +46,8 @@ struct CommonFlags {
   std::string kubelet_flags;  // up: extra flags for the kubelet, space-separated
   // up: a cluster to join instead of starting the embedded API server (its kubeconfig)
   std::string cluster_kubeconfig;
+  // up: start the operator (off: one is installed into the cluster instead, e.g. with Helm)
+  bool operator_ = true;
 };
 
 // Adds up's flags for the kubelet and operator it starts.
@@ -57,6 +59,9 @@ void addAgentFlags(core::FlagSet& fs, CommonFlags* flags) {
                "start no API server: run the kubelet (as this machine's node) and the operator "
                "against the cluster this kubeconfig names, e.g. a test control plane; `down` then "
                "stops only those two");
+  fs.addBool("operator", &flags->operator_,
+             "start the operator next to the kubelet (--no-operator: run it inside the cluster "
+             "instead, e.g. from the Helm chart)");
 }
 
 // Parses the flags of one subcommand; *help set when --help was given (usage printed).
@@ -203,7 +208,7 @@ core::Status startDaemon(const fs::path& dir, const std::string& name,
 // <data-dir>/kubelet, --node-name local) and the operator (when ringmaster-operator was built
 // next to this binary), all talking to the server through the kubeconfig.
 core::Status startAgents(const fs::path& dir, const std::string& self,
-                         const std::string& kubelet_flags) {
+                         const std::string& kubelet_flags, bool start_operator) {
   const std::string kubeconfig = (dir / "kubeconfig").string();
   RM_RETURN_IF_ERROR(installTrainingJobCrd(kubeconfig));
   std::vector<std::string> kubelet{self,
@@ -218,6 +223,12 @@ core::Status startAgents(const fs::path& dir, const std::string& self,
   std::istringstream extra(kubelet_flags);
   for (std::string flag; extra >> flag;) kubelet.push_back(flag);
   RM_RETURN_IF_ERROR(startDaemon(dir, "kubelet", kubelet));
+  if (!start_operator) {
+    std::cout << "no operator started (--no-operator): install one into the cluster, e.g. "
+                 "helm install ringmaster helm/ringmaster"
+              << std::endl;
+    return core::Status::Ok();
+  }
   const fs::path op = fs::path(self).parent_path() / "ringmaster-operator";
   if (access(op.c_str(), X_OK) != 0) {
     std::cout << "no operator next to this binary (" << op.string()
@@ -288,7 +299,7 @@ core::Status join(const fs::path& dir, const std::string& self, const CommonFlag
   std::cout << "joining the cluster of " << flags.cluster_kubeconfig << " (no local API server)\n"
             << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
   // That API server reads container logs from the kubelet, as from any node's.
-  return startAgents(dir, self, "--log-port 0 " + flags.kubelet_flags);
+  return startAgents(dir, self, "--log-port 0 " + flags.kubelet_flags, flags.operator_);
 }
 
 core::Status up(const CommonFlags& flags) {
@@ -302,7 +313,7 @@ core::Status up(const CommonFlags& flags) {
   if (auto pid = readPid(pid_path); pid && alive(*pid)) {
     std::cout << "already running (pid " << *pid << ")\n"
               << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-    return startAgents(dir, self, flags.kubelet_flags);
+    return startAgents(dir, self, flags.kubelet_flags, flags.operator_);
   }
   fs::remove(pid_path, ec);
   // A kubelet and operator that outlived the API server keep dialling the address in the
@@ -327,7 +338,7 @@ core::Status up(const CommonFlags& flags) {
   std::cout << "ringmaster local API server running (pid " << *child << ", log "
             << (dir / "apiserver.log").string() << ")\n"
             << "export KUBECONFIG=" << (dir / "kubeconfig").string() << std::endl;
-  return startAgents(dir, self, flags.kubelet_flags);
+  return startAgents(dir, self, flags.kubelet_flags, flags.operator_);
 }
 
 core::Status down(const CommonFlags& flags) {

@@ -1,5 +1,8 @@
 #include "local/apiserver/openapi.h"
 
+#include <set>
+#include <string_view>
+
 namespace ringmaster::local {
 namespace {
 
@@ -63,6 +66,43 @@ json listSchema(const ApiResource& r, const std::string& item_name) {
   return s;
 }
 
+// The component names `schema` refers to ("#/components/schemas/<name>").
+void collectRefs(const json& schema, std::set<std::string>* refs) {
+  if (schema.is_object()) {
+    for (const auto& [key, value] : schema.items()) {
+      if (key == "$ref" && value.is_string()) {
+        const std::string ref = value.get<std::string>();
+        constexpr std::string_view kPrefix = "#/components/schemas/";
+        if (ref.rfind(kPrefix, 0) == 0) refs->insert(ref.substr(kPrefix.size()));
+      } else {
+        collectRefs(value, refs);
+      }
+    }
+  } else if (schema.is_array()) {
+    for (const auto& item : schema) collectRefs(item, refs);
+  }
+}
+
+// Adds the built-in schemas of other groups that `components` refers to, transitively (a
+// Deployment's template is a core/v1 PodTemplateSpec): a document resolves every reference it
+// makes, as kube-apiserver's do.
+void addReferencedSchemas(json& components) {
+  for (bool added = true; added;) {
+    added = false;
+    std::set<std::string> refs;
+    for (const auto& [name, schema] : components.items()) collectRefs(schema, &refs);
+    for (const auto& ref : refs) {
+      if (components.contains(ref)) continue;
+      for (const auto& [group, schemas] : builtinSchemas().items()) {
+        if (!schemas.contains(ref)) continue;
+        components[ref] = schemas[ref];
+        added = true;
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string openApiSchemaName(const ApiResource& r) {
@@ -95,6 +135,7 @@ json openApiComponents(const std::vector<ApiResource>& resources, const std::str
   if (builtin_group && version == "v1" && builtinSchemas().contains(group)) {
     for (const auto& [name, schema] : builtinSchemas()[group].items()) out[name] = schema;
   }
+  addReferencedSchemas(out);
   return out;
 }
 

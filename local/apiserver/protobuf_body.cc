@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "local/apiserver/protobuf_wire.h"
 #include "ringmaster/core/base64.h"
 
 namespace ringmaster::local {
@@ -10,56 +11,8 @@ namespace {
 
 using json = nlohmann::json;
 
-// One field of a protobuf message: varint (wire type 0) or length-delimited (2).
-struct Field {
-  uint32_t number = 0;
-  uint32_t wire = 0;
-  uint64_t varint = 0;
-  std::string_view bytes;
-};
-
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  bool done() const { return pos_ >= data_.size(); }
-  // False on malformed input or an unsupported wire type.
-  bool next(Field* f) {
-    uint64_t key = 0;
-    if (!varint(&key)) return false;
-    f->number = static_cast<uint32_t>(key >> 3);
-    f->wire = static_cast<uint32_t>(key & 7);
-    if (f->wire == 0) return varint(&f->varint);
-    if (f->wire == 2) {
-      uint64_t n = 0;
-      if (!varint(&n) || n > data_.size() - pos_) return false;
-      f->bytes = data_.substr(pos_, n);
-      pos_ += n;
-      return true;
-    }
-    if (f->wire == 5 && data_.size() - pos_ >= 4) {
-      pos_ += 4;
-      return true;
-    }
-    if (f->wire == 1 && data_.size() - pos_ >= 8) {
-      pos_ += 8;
-      return true;
-    }
-    return false;
-  }
-
- private:
-  bool varint(uint64_t* out) {
-    *out = 0;
-    for (int shift = 0; shift < 64 && pos_ < data_.size(); shift += 7) {
-      const auto b = static_cast<uint8_t>(data_[pos_++]);
-      *out |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  }
-  std::string_view data_;
-  size_t pos_ = 0;
-};
+using protobuf::Field;
+using protobuf::Reader;
 
 // map<string, string|bytes> entry {1: key, 2: value}.
 bool mapEntry(std::string_view entry, json* map, bool bytes_value) {
@@ -108,7 +61,33 @@ bool objectMeta(std::string_view data, json* meta) {
   return true;
 }
 
+// meta/v1 DeleteOptions{1: gracePeriodSeconds, 2: Preconditions{1: uid, 2: resourceVersion},
+// 3: orphanDependents, 4: propagationPolicy, 5: repeated dryRun}.
+bool decodeDeleteOptions(std::string_view raw, json* obj) {
+  Reader r(raw);
+  Field f;
+  while (!r.done()) {
+    if (!r.next(&f)) return false;
+    if (f.number == 1 && f.wire == 0) (*obj)["gracePeriodSeconds"] = static_cast<int64_t>(f.varint);
+    if (f.number == 3 && f.wire == 0) (*obj)["orphanDependents"] = f.varint != 0;
+    if (f.number == 4 && f.wire == 2) (*obj)["propagationPolicy"] = std::string(f.bytes);
+    if (f.number == 5 && f.wire == 2) (*obj)["dryRun"].push_back(std::string(f.bytes));
+    if (f.number == 2 && f.wire == 2) {
+      Reader pre(f.bytes);
+      Field g;
+      json& p = (*obj)["preconditions"] = json::object();
+      while (!pre.done()) {
+        if (!pre.next(&g)) return false;
+        if (g.number == 1 && g.wire == 2) p["uid"] = std::string(g.bytes);
+        if (g.number == 2 && g.wire == 2) p["resourceVersion"] = std::string(g.bytes);
+      }
+    }
+  }
+  return true;
+}
+
 bool decodeKind(const std::string& kind, std::string_view raw, json* obj) {
+  if (kind == "DeleteOptions") return decodeDeleteOptions(raw, obj);
   Reader r(raw);
   Field f;
   json meta = json::object();
@@ -170,7 +149,11 @@ std::optional<json> decodeProtobufBody(std::string_view body) {
       return std::nullopt;  // a content encoding/type inside the envelope: not ours
     }
   }
-  if (api_version != "v1" || (kind != "ConfigMap" && kind != "Secret" && kind != "Namespace")) {
+  // DeleteOptions is registered in every group-version (client-go's Secrets client sends it as
+  // "v1"; others as "meta.k8s.io/v1").
+  const bool delete_options = kind == "DeleteOptions";
+  if ((api_version != "v1" && !delete_options) ||
+      (kind != "ConfigMap" && kind != "Secret" && kind != "Namespace" && !delete_options)) {
     return std::nullopt;
   }
   json obj = {{"apiVersion", api_version}, {"kind", kind}};

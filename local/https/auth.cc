@@ -96,22 +96,26 @@ RequestInfo requestInfo(const Request& request) {
 
 }  // namespace
 
-BearerAuthenticator::Decision BearerAuthenticator::check(const Request& request) const {
+BearerAuthenticator::Result BearerAuthenticator::check(const Request& request) const {
   const std::string* header = request.headers.find("Authorization");
-  if (header == nullptr) return Decision::kAnonymous;
+  if (header == nullptr) return {Decision::kAnonymous, std::string(kAnonymousUser)};
   std::string_view value = *header;
   size_t space = value.find(' ');
   if (space == std::string_view::npos || !equalsIgnoreCase(value.substr(0, space), "bearer")) {
-    return Decision::kAnonymous;  // another scheme: the token authenticator does not apply
+    // another scheme: the token authenticator does not apply
+    return {Decision::kAnonymous, std::string(kAnonymousUser)};
   }
   std::string_view token = value.substr(space + 1);
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
   while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
-  if (token_.empty() || token.size() != token_.size() ||
-      CRYPTO_memcmp(token.data(), token_.data(), token.size()) != 0) {
-    return Decision::kInvalidToken;
+  if (!token_.empty() && token.size() == token_.size() &&
+      CRYPTO_memcmp(token.data(), token_.data(), token.size()) == 0) {
+    return {Decision::kAdmin, std::string(kAdminUser)};
   }
-  return Decision::kAdmin;
+  if (token_user_) {
+    if (auto user = token_user_(token)) return {Decision::kUser, std::move(*user)};
+  }
+  return {Decision::kInvalidToken, ""};
 }
 
 bool isPublicPath(std::string_view path) {

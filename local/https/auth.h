@@ -1,6 +1,7 @@
 #pragma once
 // Authentication as kube-apiserver (anonymous auth on, the default) answers it:
 //   - `Authorization: Bearer <the token>`  -> the admin user;
+//   - another bearer token that `token_user` knows (a ServiceAccount token) -> that user;
 //   - a bearer token that does not match   -> 401 with the minimal Status;
 //   - no credentials (or a non-Bearer scheme) -> `system:anonymous`, which may read the public
 //     paths /healthz, /livez, /readyz (and below) and /version, and gets 403 Forbidden with
@@ -8,6 +9,8 @@
 //
 // Thread-safety: immutable after construction. Failure: none; decisions are values.
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,15 +21,24 @@ namespace ringmaster::local {
 inline constexpr std::string_view kAdminUser = "ringmaster-local-admin";
 inline constexpr std::string_view kAnonymousUser = "system:anonymous";
 
+// The user a bearer token other than the admin's stands for; nullopt: not a token we issued.
+using TokenUserFn = std::function<std::optional<std::string>(std::string_view token)>;
+
 class BearerAuthenticator {
  public:
-  enum class Decision { kAdmin, kAnonymous, kInvalidToken };
+  enum class Decision { kAdmin, kUser, kAnonymous, kInvalidToken };
+  struct Result {
+    Decision decision;
+    std::string user;  // who the request is from, for kAdmin and kUser
+  };
 
-  explicit BearerAuthenticator(std::string token) : token_(std::move(token)) {}
-  Decision check(const Request& request) const;
+  explicit BearerAuthenticator(std::string token, TokenUserFn token_user = nullptr)
+      : token_(std::move(token)), token_user_(std::move(token_user)) {}
+  Result check(const Request& request) const;
 
  private:
   std::string token_;
+  TokenUserFn token_user_;
 };
 
 // Whether `system:anonymous` may read `path` (system:public-info-viewer).

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "local/https/files.h"
+#include "local/https/local_network.h"
 #include "local/https/tls.h"
 #include "ringmaster/core/log.h"
 
@@ -34,7 +35,8 @@ using KeyPtr = std::unique_ptr<EVP_PKEY, Free>;
 using BioPtr = std::unique_ptr<BIO, Free>;
 
 constexpr const char* kServerCommonName = "ringmaster-local-apiserver";
-constexpr const char* kServerAltNames = "IP:127.0.0.1,DNS:localhost";
+// Loopback for clients on the host, the pod gateway for pods (local_network.h).
+constexpr const char* kServerAltNames = "IP:127.0.0.1,IP:10.244.0.1,DNS:localhost";
 
 core::Status sslError(std::string_view what) {
   return core::internalError(std::string(what) + ": " + opensslErrors());
@@ -142,7 +144,12 @@ bool verifies(X509* ca, X509* leaf, bool server, time_t at, std::string* why) {
     X509_VERIFY_PARAM_set1_host(param, "localhost", 0);
     X509_VERIFY_PARAM_set1_ip_asc(param, "127.0.0.1");
   }
-  if (X509_verify_cert(ctx.get()) == 1) return true;
+  if (X509_verify_cert(ctx.get()) == 1) {
+    // A certificate from before the server listened for pods does not name their gateway.
+    if (!server || X509_check_ip_asc(leaf, kDefaultPodGateway, 0) == 1) return true;
+    *why = std::string("the certificate does not name ") + kDefaultPodGateway;
+    return false;
+  }
   *why = X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get()));
   ERR_clear_error();
   return false;

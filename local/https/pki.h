@@ -1,7 +1,8 @@
 #pragma once
 // The local cluster's PKI and credentials, kept in a data directory and reused across restarts:
 //   ca.crt / ca.key          self-signed CA, CN "ringmaster-local-ca", 10 years (ECDSA P-256)
-//   server.crt / server.key  signed by it for 127.0.0.1 and localhost (serverAuth), 1 year
+//   server.crt / server.key  signed by it for 127.0.0.1, localhost and the pod gateway
+//                            (local_network.h) (serverAuth), 1 year
 //   token                    the bearer token: 32 random bytes as 64 hex digits
 // Keys and the token are written with mode 0600 (atomically: temp file + rename), the directory
 // is created 0700. A file that is missing, unreadable, mismatched or expiring within

@@ -59,6 +59,28 @@ Headers statusHeaders() {
   return headers;
 }
 
+// A listening socket on `ip`:`port`. IP_FREEBIND: the address may not exist yet (the pod
+// bridge appears when the kubelet attaches the first pod); connections arrive once it does.
+core::Result<int> listenOn(const std::string& ip, int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) {
+    return core::invalidArgument("https server: not an IPv4 address: " + ip);
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return core::errnoError("https server: socket", errno);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 128) != 0) {
+    int err = errno;
+    ::close(fd);
+    return core::errnoError("https server: listen on " + ip + ":" + std::to_string(port), err);
+  }
+  return fd;
+}
+
 }  // namespace
 
 class Server::Impl {
@@ -68,11 +90,13 @@ class Server::Impl {
       : options_(std::move(options)),
         handler_(std::move(handler)),
         tls_(std::move(tls)),
-        auth_(options_.bearer_token),
+        auth_(options_.bearer_token, options_.token_user),
         listen_fd_(listen_fd),
         stop_fd_(stop_fd),
         wake_fd_(wake_fd),
         port_(port) {}
+
+  void setExtraListeners(std::vector<int> fds) { extra_fds_ = std::move(fds); }
 
   ~Impl() {
     stop();
@@ -120,6 +144,7 @@ class Server::Impl {
   std::unique_ptr<TlsContext> tls_;
   BearerAuthenticator auth_;
   int listen_fd_;
+  std::vector<int> extra_fds_;  // options_.also_listen_on, same port
   const int stop_fd_;
   const int wake_fd_;
   const int port_;
@@ -145,6 +170,8 @@ void Server::Impl::stop() {
     if (accept_thread_.joinable()) accept_thread_.join();
     if (listen_fd_ >= 0) ::close(listen_fd_);
     listen_fd_ = -1;
+    for (int extra : extra_fds_) ::close(extra);
+    extra_fds_.clear();
     if (monitor_thread_.joinable()) monitor_thread_.join();
     std::list<std::unique_ptr<Conn>> conns;
     {
@@ -175,20 +202,27 @@ void Server::Impl::reapFinished() {
 }
 
 void Server::Impl::acceptLoop() {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  // The listening sockets, then the stop signal.
+  std::vector<pollfd> fds;
+  fds.push_back({listen_fd_, POLLIN, 0});
+  for (int extra : extra_fds_) fds.push_back({extra, POLLIN, 0});
+  fds.push_back({stop_fd_, POLLIN, 0});
   for (;;) {
     int timeout_ms = -1;
-    int r = ::poll(fds, 2, timeout_ms);
+    int r = ::poll(fds.data(), fds.size(), timeout_ms);
     if (r < 0 && errno != EINTR) {
       RM_LOG(ERROR, LOCAL) << "https accept loop: poll: " << std::strerror(errno);
       return;
     }
-    if (fds[1].revents != 0) return;
+    if (fds.back().revents != 0) return;
     reapFinished();
-    if (r <= 0 || fds[0].revents == 0) continue;
+    if (r <= 0) continue;
+    auto ready =
+        std::find_if(fds.begin(), fds.end() - 1, [](const pollfd& p) { return p.revents; });
+    if (ready == fds.end() - 1) continue;
     sockaddr_in addr{};
     socklen_t len = sizeof addr;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+    int fd = ::accept4(ready->fd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         RM_LOG(WARN, LOCAL) << "https accept: " << std::strerror(errno) << "; retrying shortly";
@@ -398,7 +432,8 @@ bool Server::Impl::serveRequest(Conn& conn, TlsConnection& tls, RequestReader& r
   if (head.kind == ReadOutcome::Kind::kReject) return reject(head);
 
   const bool keep_alive = wantsKeepAlive(request) && !stopping_.load();
-  BearerAuthenticator::Decision decision = auth_.check(request);
+  const BearerAuthenticator::Result auth = auth_.check(request);
+  const BearerAuthenticator::Decision decision = auth.decision;
   if (decision == BearerAuthenticator::Decision::kInvalidToken ||
       (decision == BearerAuthenticator::Decision::kAnonymous && !isPublicPath(request.path) &&
        !options_.anonymous_reads)) {
@@ -411,8 +446,7 @@ bool Server::Impl::serveRequest(Conn& conn, TlsConnection& tls, RequestReader& r
     accessLog(writer);
     return writer.keepAlive();
   }
-  request.user =
-      std::string(decision == BearerAuthenticator::Decision::kAdmin ? kAdminUser : kAnonymousUser);
+  request.user = auth.user;
   if (reader.expectsBody()) {
     if (equalsIgnoreCase(request.headers.get("Expect"), "100-continue") &&
         !tls.writeAll("HTTP/1.1 100 Continue\r\n\r\n").ok()) {
@@ -486,20 +520,34 @@ core::Result<std::unique_ptr<Server>> Server::start(ServerOptions options, Handl
     ::close(fd);
     return core::errnoError("https server: getsockname", err);
   }
+  const int port = ntohs(addr.sin_port);
+  std::vector<int> extra_fds;
+  for (const auto& ip : options.also_listen_on) {
+    auto extra = listenOn(ip, port);
+    if (!extra.ok()) {
+      ::close(fd);
+      for (int e : extra_fds) ::close(e);
+      return extra.status();
+    }
+    extra_fds.push_back(*extra);
+  }
   int stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd < 0 || wake_fd < 0) {
     int err = errno;
     ::close(fd);
+    for (int e : extra_fds) ::close(e);
     if (stop_fd >= 0) ::close(stop_fd);
     if (wake_fd >= 0) ::close(wake_fd);
     return core::errnoError("https server: eventfd", err);
   }
-  int port = ntohs(addr.sin_port);
+  std::string also;
+  for (const auto& ip : options.also_listen_on) also += " and " + ip + ":" + std::to_string(port);
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handler), std::move(tls), fd,
                                      stop_fd, wake_fd, port);
+  impl->setExtraListeners(std::move(extra_fds));
   impl->startThreads();
-  RM_LOG(INFO, LOCAL) << "https server listening on 127.0.0.1:" << port;
+  RM_LOG(INFO, LOCAL) << "https server listening on 127.0.0.1:" << port << also;
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

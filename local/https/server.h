@@ -19,7 +19,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "local/https/auth.h"
 #include "local/https/http_message.h"
 #include "local/https/request_reader.h"
 #include "local/https/response_writer.h"
@@ -29,10 +31,15 @@ namespace ringmaster::local {
 using Handler = std::function<void(const Request&, ResponseWriter&)>;
 
 struct ServerOptions {
-  int port = 0;              // on 127.0.0.1; 0 picks a free port (see Server::port())
+  int port = 0;  // on 127.0.0.1; 0 picks a free port (see Server::port())
+  // More IPv4 addresses to listen on, at the same port (the pod gateway, local_network.h); an
+  // address need not be configured yet.
+  std::vector<std::string> also_listen_on;
   std::string cert_pem;      // server certificate, then any chain certificates
   std::string key_pem;       // its private key
   std::string bearer_token;  // required: requests must carry `Authorization: Bearer <token>`
+  // Other bearer tokens the server accepts, and whose they are (ServiceAccount tokens).
+  TokenUserFn token_user;
   // Requests without credentials reach the handler on every path, not only the public ones: for
   // the local kubelet's read-only log endpoint, which a kube-apiserver without a kubelet client
   // certificate calls anonymously. A wrong token is still refused.

@@ -1013,7 +1013,12 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   KeyLookup lookup = [&](bool secret, const std::string& name, const std::string& key) {
     return lookupKey(pod.metadata.namespace_name, secret, name, key);
   };
-  core::Result<EnvList> env = containerEnv(pod, c.spec, facts, base_env_, lookup);
+  EnvList base = base_env_;
+  for (auto& [name, value] :
+       apiServerEnv(options_.api_server_url, !rt.netns.empty(), gatewayOf(options_.pod_cidr))) {
+    setEnv(base, name, std::move(value));
+  }
+  core::Result<EnvList> env = containerEnv(pod, c.spec, facts, base, lookup);
   if (!env.ok()) return fail("CreateContainerConfigError", env.status().message(), true);
   core::Result<std::vector<Mount>> mounts = containerMounts(c.spec, rt.volume_dirs);
   if (!mounts.ok()) return fail("CreateContainerConfigError", mounts.status().message(), true);
@@ -1021,7 +1026,10 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   spec.argv = containerArgv(c.spec, *env);
   if (spec.argv.empty()) {
     return fail("CreateContainerConfigError",
-                "container " + c.spec.name + " has no command (images are not run locally)", true);
+                "container " + c.spec.name + " has no command, and image " + c.spec.image +
+                    " is not one whose entrypoint ringmaster local knows (images are not run "
+                    "locally)",
+                true);
   }
   const std::string* path = findEnv(*env, "PATH");
   spec.executable = resolveExecutable(spec.argv[0], path ? *path : "");

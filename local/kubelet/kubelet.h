@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "local/https/local_network.h"
 #include "local/kubelet/pod_network.h"
 #include "local/kubelet/restart_backoff.h"
 #include "ringmaster/core/status.h"
@@ -77,7 +78,10 @@ struct KubeletOptions {
   int log_port = -1;
   // How pods get their addresses (pod_network.h); a simulating kubelet uses loopback ones.
   PodNetworkMode pod_network = PodNetworkMode::kLoopback;
-  std::string pod_cidr = "10.244.0.0/16";  // the cni network's addresses
+  std::string pod_cidr = kDefaultPodCidr;  // the cni network's addresses
+  // The API server's URL as the kubelet reaches it; pods get it as KUBERNETES_SERVICE_HOST and
+  // _PORT (pod_env.h: apiServerEnv).
+  std::string api_server_url;
   // Graceful node shutdown (a real kubelet's shutdownGracePeriod; 0: off, as there): when the
   // kubelet is told to stop, its Node turns NotReady ("node is shutting down"), its pods' processes
   // get SIGTERM and at most this long before SIGKILL, and every pod ends Failed with reason

@@ -58,7 +58,7 @@ std::string defaultRootDir() {
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
   std::string claims_dir;
-  std::string pod_network = "auto", pod_cidr = "10.244.0.0/16";
+  std::string pod_network = "auto", pod_cidr = kDefaultPodCidr;
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
   int64_t gpus = machineGpus(), max_pods = 110, log_port = -1;
   double max_backoff = 10, heartbeat = 10, shutdown_grace = 0;
@@ -155,6 +155,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
 
   auto& stop = core::installSignalStop();
   RM_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::loadKubeConfigFile(kubeconfig));
+  options.api_server_url = config.server;
   RM_ASSIGN_OR_RETURN(auto client, kube::makeApiClient(config));
   RM_LOG(INFO, LOCAL) << "kubelet for node " << node_name << " against " << config.server
                       << ", root " << fs::absolute(root_dir).string()

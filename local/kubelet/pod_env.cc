@@ -1,5 +1,6 @@
 #include "local/kubelet/pod_env.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -214,10 +215,73 @@ core::Result<EnvList> containerEnv(const kube::Pod& pod, const kube::Container& 
   return env;
 }
 
+EnvList apiServerEnv(const std::string& server_url, bool own_network_namespace,
+                     const std::string& pod_gateway) {
+  std::string_view rest = server_url;
+  const auto scheme = rest.find("://");
+  if (scheme != std::string_view::npos) rest.remove_prefix(scheme + 3);
+  rest = rest.substr(0, rest.find('/'));
+  std::string host, port = "443";
+  if (!rest.empty() && rest.front() == '[') {  // [::1]:6443
+    const auto close = rest.find(']');
+    if (close == std::string_view::npos) return {};
+    host = std::string(rest.substr(1, close - 1));
+    if (close + 1 < rest.size() && rest[close + 1] == ':')
+      port = std::string(rest.substr(close + 2));
+  } else {
+    const auto colon = rest.rfind(':');
+    host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port = std::string(rest.substr(colon + 1));
+  }
+  if (host.empty()) return {};
+  const bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (loopback && own_network_namespace && !pod_gateway.empty()) host = pod_gateway;
+  return {{"KUBERNETES_SERVICE_HOST", host}, {"KUBERNETES_SERVICE_PORT", port}};
+}
+
+std::string gatewayOf(const std::string& cidr) {
+  const auto slash = cidr.find('/');
+  in_addr addr{};
+  if (slash == std::string::npos || inet_pton(AF_INET, cidr.substr(0, slash).c_str(), &addr) != 1) {
+    return "";
+  }
+  int bits = 0;
+  try {
+    bits = std::stoi(cidr.substr(slash + 1));
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (bits < 1 || bits > 30) return "";
+  const uint32_t mask = ~uint32_t{0} << (32 - bits);
+  addr.s_addr = htonl((ntohl(addr.s_addr) & mask) + 1);
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &addr, text, sizeof text);
+  return text;
+}
+
+std::vector<std::string> imageEntrypoint(const std::string& image) {
+  // Repository: the image without its digest (@sha256:...) and tag (a ':' after the last '/').
+  std::string repository = image.substr(0, image.find('@'));
+  const auto slash = repository.rfind('/');
+  const auto colon = repository.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    repository.resize(colon);
+  }
+  auto endsWith = [&](std::string_view suffix) {
+    return repository == suffix ||
+           (repository.size() > suffix.size() && repository.ends_with(suffix) &&
+            repository[repository.size() - suffix.size() - 1] == '/');
+  };
+  if (endsWith("ringmaster/operator")) return {"ringmaster-operator"};
+  if (endsWith("ringmaster/trainer")) return {"ringmaster-launcher"};
+  return {};
+}
+
 std::vector<std::string> containerArgv(const kube::Container& container, const EnvList& env) {
   auto lookup = [&](const std::string& name) { return findEnv(env, name); };
   std::vector<std::string> argv;
   for (const auto& c : container.command) argv.push_back(expandVars(c, lookup));
+  if (container.command.empty()) argv = imageEntrypoint(container.image);
   for (const auto& a : container.args) argv.push_back(expandVars(a, lookup));
   return argv;
 }

@@ -76,7 +76,23 @@ core::Result<EnvList> containerEnv(const kube::Pod& pod, const kube::Container& 
                                    const PodFacts& facts, const EnvList& base,
                                    const KeyLookup& lookup);
 
-// command + args with $(VAR) expanded against `env`.
+// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT: where a pod reaches the API server at
+// `server_url` (https://HOST:PORT). A pod in a network namespace of its own cannot reach the
+// host's loopback, so a loopback HOST becomes `pod_gateway` (the host's end of the pod bridge,
+// where the local API server also listens); other hosts are kept. Empty for a URL without a host.
+EnvList apiServerEnv(const std::string& server_url, bool own_network_namespace,
+                     const std::string& pod_gateway);
+
+// The first host address of an IPv4 CIDR ("10.244.0.0/16" -> "10.244.0.1"); "" when malformed.
+std::string gatewayOf(const std::string& cidr);
+
+// What a container without `command` runs: its image's entrypoint. Images are not pulled
+// locally, so only the project's own images are known, by repository (any registry, tag or
+// digest): .../ringmaster/operator runs ringmaster-operator, .../ringmaster/trainer runs
+// ringmaster-launcher, as dockerfiles/ say. Empty for other images.
+std::vector<std::string> imageEntrypoint(const std::string& image);
+
+// command + args with $(VAR) expanded against `env`; without a command, the image's entrypoint.
 std::vector<std::string> containerArgv(const kube::Container& container, const EnvList& env);
 
 // The first executable called `name` in the ':'-separated `path` ("" when none); a name with a

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "local/https/local_network.h"
 #include "ringmaster/core/status.h"
 
 namespace ringmaster::local::kubelet {
@@ -53,7 +54,7 @@ class PodNetwork {
 struct CniOptions {
   std::filesystem::path plugin_dir = "/usr/lib/cni";
   std::string bridge = "rm-pods0";
-  std::string subnet = "10.244.0.0/16";
+  std::string subnet = kDefaultPodCidr;
   // host-local's allocations: shared by every kubelet of the host, so none hands out another's.
   std::filesystem::path ipam_dir = "/run/ringmaster/cni";
   // This kubelet's records of its attachments (under its root dir).

@@ -37,6 +37,7 @@ BAD = [
     ("label value not a string", "podMonitor.labels", {"release": 1}),
     ("unknown service type", "metricsService.type", "Headless"),
     ("test timeout too short", "helmTest.timeoutSeconds", 5),
+    ("relative test dataset path", "helmTest.datasetPath", "data/fashion-mnist"),
     ("misspelt top-level key", "replicas", 2),
     ("misspelt nested key", "gangScheduling.volcanoo", True),
 ]

@@ -170,5 +170,53 @@ TEST(BuiltinDefaults, NamespaceNameLabelAndFinalizer) {
   EXPECT_EQ(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
 }
 
+TEST(BuiltinDefaults, ServiceAccountAdmissionMountsATokenVolumeUnlessTheyOptOut) {
+  json p = pod({{"name", "c"}, {"image", "x"}});
+  p["spec"]["initContainers"] = json::array({{{"name", "i"}, {"image", "x"}}});
+  addServiceAccountVolume(p, "abcde");
+  ASSERT_EQ(p["spec"]["volumes"].size(), 1u);
+  const json& v = p["spec"]["volumes"][0];
+  EXPECT_EQ(v["name"], "kube-api-access-abcde");
+  const json& sources = v["projected"]["sources"];
+  ASSERT_EQ(sources.size(), 3u);
+  EXPECT_EQ(sources[0]["serviceAccountToken"]["path"], "token");
+  EXPECT_EQ(sources[1]["configMap"]["name"], "kube-root-ca.crt");
+  EXPECT_EQ(sources[2]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"], "metadata.namespace");
+  for (const char* list : {"containers", "initContainers"}) {
+    const json& m = p["spec"][list][0]["volumeMounts"][0];
+    EXPECT_EQ(m["mountPath"], kServiceAccountMountPath) << list;
+    EXPECT_EQ(m["readOnly"], true) << list;
+  }
+
+  json opted_out = pod({{"name", "c"}, {"image", "x"}}, {{"automountServiceAccountToken", false}});
+  addServiceAccountVolume(opted_out, "abcde");
+  EXPECT_FALSE(opted_out["spec"].contains("volumes"));
+
+  json own = pod({{"name", "c"},
+                  {"image", "x"},
+                  {"volumeMounts",
+                   json::array({{{"name", "mine"}, {"mountPath", kServiceAccountMountPath}}})}});
+  addServiceAccountVolume(own, "abcde");
+  EXPECT_FALSE(own["spec"].contains("volumes")) << "a pod that mounts its own keeps it";
+}
+
+TEST(BuiltinDefaults, WorkloadsGetReplicasAndADeploymentItsStrategy) {
+  json d = {{"kind", "Deployment"}, {"spec", json::object()}};
+  defaultWorkload(d);
+  EXPECT_EQ(d["spec"]["replicas"], 1);
+  EXPECT_EQ(d["spec"]["revisionHistoryLimit"], 10);
+  EXPECT_EQ(d["spec"]["progressDeadlineSeconds"], 600);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+  json recreate = {{"kind", "Deployment"},
+                   {"spec", {{"replicas", 3}, {"strategy", {{"type", "Recreate"}}}}}};
+  defaultWorkload(recreate);
+  EXPECT_EQ(recreate["spec"]["replicas"], 3);
+  EXPECT_FALSE(recreate["spec"]["strategy"].contains("rollingUpdate"));
+  json rs = {{"kind", "ReplicaSet"}, {"spec", json::object()}};
+  defaultWorkload(rs);
+  EXPECT_EQ(rs["spec"]["replicas"], 1);
+  EXPECT_FALSE(rs["spec"].contains("strategy"));
+}
+
 }  // namespace
 }  // namespace ringmaster::local

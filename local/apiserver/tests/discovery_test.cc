@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "local/apiserver/builtin_types.h"
 
@@ -34,8 +35,29 @@ TEST(Discovery, GroupListOmitsCoreGroup) {
   json doc = json::parse(apiGroupListText(builtinResources()));
   EXPECT_EQ(doc["kind"], "APIGroupList");
   for (const auto& g : doc["groups"]) EXPECT_NE(g["name"], "");
-  // apiextensions.k8s.io, coordination.k8s.io, networking.k8s.io
-  EXPECT_EQ(doc["groups"].size(), 3u);
+  std::set<std::string> names;
+  for (const auto& g : doc["groups"]) names.insert(g["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"apiextensions.k8s.io", "apps", "coordination.k8s.io",
+                                          "networking.k8s.io", "rbac.authorization.k8s.io"}));
+}
+
+TEST(Discovery, EveryOpenApiV3DocumentResolvesItsReferences) {
+  const auto all = builtinResources();
+  const json index = json::parse(openApiV3IndexText(all));
+  ASSERT_GE(index["paths"].size(), 6u);
+  for (const auto& [gv, entry] : index["paths"].items()) {
+    const json doc = json::parse(openApiV3DocumentText(all, gv));
+    const json& schemas = doc["components"]["schemas"];
+    const std::string text = schemas.dump();
+    const std::string prefix = "\"#/components/schemas/";
+    for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+      const size_t start = at + prefix.size();
+      const std::string ref = text.substr(start, text.find('"', start) - start);
+      EXPECT_TRUE(schemas.contains(ref)) << gv << " refers to " << ref;
+    }
+  }
+  const json apps = json::parse(openApiV3DocumentText(all, "apis/apps/v1"));
+  EXPECT_TRUE(apps["components"]["schemas"].contains("io.k8s.api.core.v1.PodSpec"));
 }
 
 TEST(Discovery, OpenApiV3DeclaresFieldValidationPerKind) {

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "local/apiserver/protobuf_wire.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -40,6 +42,25 @@ TEST(ProtobufBody, DecodesSecretDataAsBase64AndNamespaces) {
   auto ns = decodeProtobufBody(envelope("Namespace", field(1, field(1, "np-test"))));
   ASSERT_TRUE(ns.has_value());
   EXPECT_EQ((*ns)["metadata"]["name"], "np-test");
+}
+
+TEST(ProtobufBody, DecodesDeleteOptionsAsTypedClientsSendThem) {
+  protobuf::Writer preconditions;
+  preconditions.bytesField(1, "uid-1");
+  preconditions.bytesField(2, "42");
+  protobuf::Writer options;
+  options.varintField(1, 30);
+  options.messageField(2, preconditions);
+  options.bytesField(4, "Background");
+  options.bytesField(5, "All");
+  auto obj = decodeProtobufBody(envelope("DeleteOptions", options.bytes()));
+  ASSERT_TRUE(obj.has_value());
+  EXPECT_EQ((*obj)["gracePeriodSeconds"], 30);
+  EXPECT_EQ((*obj)["propagationPolicy"], "Background");
+  EXPECT_EQ((*obj)["preconditions"]["uid"], "uid-1");
+  EXPECT_EQ((*obj)["preconditions"]["resourceVersion"], "42");
+  EXPECT_EQ((*obj)["dryRun"], nlohmann::json::array({"All"}));
+  EXPECT_FALSE(obj->contains("metadata"));
 }
 
 TEST(ProtobufBody, RejectsOtherKindsAndGarbage) {

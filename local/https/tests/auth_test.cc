@@ -18,13 +18,38 @@ Request request(std::string method, std::string path, std::string auth = "") {
 TEST(BearerAuthenticator, AdmitsOnlyTheExactTokenAndTreatsNoneAsAnonymous) {
   BearerAuthenticator auth("s3cret");
   using D = BearerAuthenticator::Decision;
-  EXPECT_EQ(auth.check(request("GET", "/api", "Bearer s3cret")), D::kAdmin);
-  EXPECT_EQ(auth.check(request("GET", "/api", "bearer s3cret")), D::kAdmin);
-  EXPECT_EQ(auth.check(request("GET", "/api", "Bearer s3cre")), D::kInvalidToken);
-  EXPECT_EQ(auth.check(request("GET", "/api", "Bearer s3cretX")), D::kInvalidToken);
-  EXPECT_EQ(auth.check(request("GET", "/api", "Bearer ")), D::kInvalidToken);
-  EXPECT_EQ(auth.check(request("GET", "/api")), D::kAnonymous);
-  EXPECT_EQ(auth.check(request("GET", "/api", "Basic dTpw")), D::kAnonymous);
+  struct Case {
+    const char* header;
+    D decision;
+    const char* user;
+  };
+  const Case cases[] = {
+      {"Bearer s3cret", D::kAdmin, "ringmaster-local-admin"},
+      {"bearer s3cret", D::kAdmin, "ringmaster-local-admin"},
+      {"Bearer s3cre", D::kInvalidToken, ""},
+      {"Bearer s3cretX", D::kInvalidToken, ""},
+      {"Bearer ", D::kInvalidToken, ""},
+      {"", D::kAnonymous, "system:anonymous"},
+      {"Basic dTpw", D::kAnonymous, "system:anonymous"},
+  };
+  for (const auto& c : cases) {
+    const auto result = auth.check(request("GET", "/api", c.header));
+    EXPECT_EQ(result.decision, c.decision) << c.header;
+    EXPECT_EQ(result.user, c.user) << c.header;
+  }
+}
+
+TEST(BearerAuthenticator, AsksTokenUserAboutOtherTokens) {
+  BearerAuthenticator auth("s3cret", [](std::string_view token) -> std::optional<std::string> {
+    if (token == "sa-token") return "system:serviceaccount:ns:sa";
+    return std::nullopt;
+  });
+  using D = BearerAuthenticator::Decision;
+  const auto sa = auth.check(request("GET", "/api", "Bearer sa-token"));
+  EXPECT_EQ(sa.decision, D::kUser);
+  EXPECT_EQ(sa.user, "system:serviceaccount:ns:sa");
+  EXPECT_EQ(auth.check(request("GET", "/api", "Bearer s3cret")).decision, D::kAdmin);
+  EXPECT_EQ(auth.check(request("GET", "/api", "Bearer other")).decision, D::kInvalidToken);
 }
 
 TEST(Unauthorized, IsKubeApiserversMinimalStatus) {

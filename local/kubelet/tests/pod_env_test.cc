@@ -150,5 +150,66 @@ TEST(ResolveExecutable, SearchesPathInOrder) {
   EXPECT_EQ(resolveExecutable("./rel/prog", "/bin"), "./rel/prog");
 }
 
+TEST(ApiServerEnv, PodsInTheirOwnNetworkReachALoopbackServerThroughTheGateway) {
+  struct Case {
+    const char* url;
+    bool own_netns;
+    const char* host;
+    const char* port;
+  };
+  const Case cases[] = {
+      {"https://127.0.0.1:6443", true, "10.244.0.1", "6443"},
+      {"https://127.0.0.1:6443", false, "127.0.0.1", "6443"},
+      {"https://localhost:8443/", true, "10.244.0.1", "8443"},
+      {"https://[::1]:7443", true, "10.244.0.1", "7443"},
+      {"https://10.0.0.5:6443", true, "10.0.0.5", "6443"},
+      {"https://api.example.com", true, "api.example.com", "443"},
+  };
+  for (const auto& c : cases) {
+    const EnvList env = apiServerEnv(c.url, c.own_netns, "10.244.0.1");
+    ASSERT_EQ(env.size(), 2u) << c.url;
+    EXPECT_EQ(*findEnv(env, "KUBERNETES_SERVICE_HOST"), c.host) << c.url;
+    EXPECT_EQ(*findEnv(env, "KUBERNETES_SERVICE_PORT"), c.port) << c.url;
+  }
+  EXPECT_TRUE(apiServerEnv("", true, "10.244.0.1").empty());
+  EXPECT_TRUE(apiServerEnv("https://", true, "10.244.0.1").empty());
+}
+
+TEST(GatewayOf, IsTheFirstHostAddress) {
+  EXPECT_EQ(gatewayOf("10.244.0.0/16"), "10.244.0.1");
+  EXPECT_EQ(gatewayOf("10.244.7.9/16"), "10.244.0.1");
+  EXPECT_EQ(gatewayOf("192.168.5.0/24"), "192.168.5.1");
+  EXPECT_EQ(gatewayOf("10.244.0.0"), "");
+  EXPECT_EQ(gatewayOf("banana/16"), "");
+  EXPECT_EQ(gatewayOf("10.0.0.0/32"), "");
+}
+
+TEST(ImageEntrypoint, KnowsTheProjectsImagesByRepository) {
+  struct Case {
+    const char* image;
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {"ringmaster/operator:0.1.0", {"ringmaster-operator"}},
+      {"ghcr.io/acme/ringmaster/operator@sha256:abc", {"ringmaster-operator"}},
+      {"localhost:5000/ringmaster/trainer:dev", {"ringmaster-launcher"}},
+      {"ringmaster/trainer", {"ringmaster-launcher"}},
+      {"evil-ringmaster/operator:1", {}},
+      {"ringmaster/operator-extra:1", {}},
+      {"busybox:1.36", {}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(imageEntrypoint(c.image), c.want) << c.image;
+}
+
+TEST(ContainerArgv, WithoutACommandRunsTheImagesEntrypointWithTheArgs) {
+  kube::Container c;
+  c.image = "ringmaster/operator:0.1.0";
+  c.args = {"--metrics-port=$(PORT)"};
+  EXPECT_EQ(containerArgv(c, {{"PORT", "8080"}}),
+            (std::vector<std::string>{"ringmaster-operator", "--metrics-port=8080"}));
+  c.image = "busybox";
+  EXPECT_EQ(containerArgv(c, {}), (std::vector<std::string>{"--metrics-port=$(PORT)"}));
+}
+
 }  // namespace
 }  // namespace ringmaster::local::kubelet

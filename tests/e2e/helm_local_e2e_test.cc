@@ -1,0 +1,195 @@
+// e2e, installing as users do: the official helm installs the chart (helm/ringmaster) into
+// `ringmaster local up --no-operator`, and everything a cluster would do for it happens locally.
+// helm validates the manifests against /openapi/v2 (protobuf), creates the ServiceAccount, RBAC
+// objects, Service (which gets a cluster IP) and the operator Deployment; `--wait` returns once
+// the Deployment is Available, which takes the local controllers (Deployment -> ReplicaSet ->
+// pods) and the kubelet running both operator pods from the chart's image (its entrypoint),
+// in-cluster: KUBERNETES_SERVICE_HOST and a ServiceAccount token from the TokenRequest API. A
+// TrainingJob applied then runs to Succeeded under that operator, `helm test` passes (its pod
+// runs kubectl in-cluster under its own ServiceAccount), `helm upgrade` rolls the Deployment to a
+// new ReplicaSet, `helm rollback` back to the first, and `helm uninstall` leaves nothing behind.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "local_cluster.h"
+#include "process.h"
+
+namespace ringmaster {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+constexpr const char* kNamespace = "ringmaster-system";
+constexpr const char* kDeployment = "rm-ringmaster";
+
+std::string findHelm() {
+  if (const char* h = std::getenv("RM_HELM"); h && *h) return h;
+  for (const char* dir : {"/usr/local/bin", "/usr/bin"}) {
+    const std::string path = std::string(dir) + "/helm";
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
+std::string jobYaml() {
+  return std::string(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata:
+  name: under-helm
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  backend: tcp
+  trainer:
+    model: {type: mlp, hidden: [32]}
+    dataset: {name: fashion-mnist, path: )") +
+         testutil::kFashionMnistDir + R"(}
+    epochs: 1
+    maxSteps: 60
+    batchSize: 64
+  restartPolicy: Never
+)";
+}
+
+class HelmLocalE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = cluster_.missing(); !why.empty()) GTEST_SKIP() << why;
+    if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    helm_ = findHelm();
+    ASSERT_FALSE(helm_.empty()) << "helm is not installed (scripts/install-helm installs it)";
+    const std::string why = cluster_.start({"--no-operator"});
+    ASSERT_EQ(why, "") << why;
+    chart_ = std::string(std::getenv("RM_SOURCE_DIR")) + "/helm/ringmaster";
+  }
+
+  testutil::ProcessResult helm(std::vector<std::string> args,
+                               std::chrono::seconds limit = std::chrono::seconds(300)) {
+    args.insert(args.begin(), helm_);
+    args.push_back("--namespace=" + std::string(kNamespace));
+    return testutil::run(
+        args, {{"KUBECONFIG", cluster_.kubeconfig()}, {"HOME", cluster_.dataDir()}}, limit);
+  }
+
+  json getJson(std::vector<std::string> args) {
+    args.push_back("-o");
+    args.push_back("json");
+    auto got = cluster_.kubectl(args);
+    auto parsed = json::parse(got.stdout_text, nullptr, false);
+    if (got.exit_code != 0 || parsed.is_discarded()) {
+      ADD_FAILURE() << "kubectl exit " << got.exit_code << ": " << got.stderr_text;
+      return json::object();
+    }
+    return parsed;
+  }
+
+  json deployment() { return getJson({"get", "deployment", kDeployment, "-n", kNamespace}); }
+
+  // The operator's ReplicaSets with their replicas, by name.
+  std::map<std::string, int> replicaSets() {
+    std::map<std::string, int> out;
+    const json list = getJson({"get", "replicasets", "-n", kNamespace});
+    for (const auto& rs : list["items"]) {
+      out[rs["metadata"]["name"]] = rs["spec"].value("replicas", -1);
+    }
+    return out;
+  }
+
+  // Names of the running operator pods, and the ReplicaSet each belongs to.
+  std::map<std::string, std::string> runningPods() {
+    std::map<std::string, std::string> out;
+    const json list =
+        getJson({"get", "pods", "-n", kNamespace, "-l", "app.kubernetes.io/component=operator"});
+    for (const auto& p : list["items"]) {
+      if (p["metadata"].contains("deletionTimestamp")) continue;
+      if (p["status"].value("phase", "") != "Running") continue;
+      out[p["metadata"]["name"]] = p["metadata"]["ownerReferences"][0].value("name", "");
+    }
+    return out;
+  }
+
+  bool available(int generation) {
+    const json d = deployment();
+    const json& s = d.value("status", json::object());
+    return s.value("observedGeneration", 0) >= generation && s.value("availableReplicas", 0) == 2 &&
+           s.value("updatedReplicas", 0) == 2 && s.value("replicas", 0) == 2;
+  }
+
+  testutil::LocalCluster cluster_;
+  std::string helm_;
+  std::string chart_;
+};
+
+TEST_F(HelmLocalE2e, InstallRunTestUpgradeRollbackUninstall) {
+  const std::string dataset = "--set=helmTest.datasetPath=" + testutil::kFashionMnistDir;
+  auto install =
+      helm({"install", "rm", chart_, "--create-namespace", "--wait", "--timeout=240s", dataset});
+  ASSERT_EQ(install.exit_code, 0) << install.stdout_text << install.stderr_text;
+
+  // --wait meant something: the Deployment is Available with both pods of one ReplicaSet, which
+  // the Deployment controls, running the operator in-cluster.
+  const json d = deployment();
+  EXPECT_EQ(d["status"].value("availableReplicas", 0), 2) << d.dump();
+  const auto pods = runningPods();
+  ASSERT_EQ(pods.size(), 2u) << cluster_.kubectl({"get", "pods", "-A", "-o", "wide"}).stdout_text;
+  const auto first_sets = replicaSets();
+  ASSERT_EQ(first_sets.size(), 1u);
+  const std::string first_rs = first_sets.begin()->first;
+  for (const auto& [pod, owner] : pods) EXPECT_EQ(owner, first_rs) << pod;
+  const auto log = cluster_.kubectl({"logs", "-n", kNamespace, pods.begin()->first});
+  EXPECT_NE(log.stdout_text.find("(in-cluster)"), std::string::npos) << log.stdout_text;
+  const json service = getJson({"get", "service", "rm-ringmaster-metrics", "-n", kNamespace});
+  EXPECT_FALSE(service["spec"].value("clusterIP", "").empty()) << service.dump();
+
+  // A job runs to Succeeded under the chart's operator (no other runs: --no-operator).
+  ASSERT_EQ(cluster_.apply(jobYaml()).exit_code, 0);
+  const json job = cluster_.waitForJob("under-helm", 300s, testutil::jobFinished);
+  ASSERT_EQ(testutil::jobPhase(job), "Succeeded") << job.dump();
+
+  auto test = helm({"test", "rm", "--timeout=300s"});
+  EXPECT_EQ(test.exit_code, 0) << test.stdout_text << test.stderr_text;
+
+  // An upgrade that changes the pod template rolls to a second ReplicaSet.
+  auto upgrade = helm({"upgrade", "rm", chart_, "--reuse-values", "--set=logLevel=debug", "--wait",
+                       "--timeout=240s"});
+  ASSERT_EQ(upgrade.exit_code, 0) << upgrade.stdout_text << upgrade.stderr_text;
+  ASSERT_TRUE(testutil::eventually(120s, [&] {
+    const auto sets = replicaSets();
+    const auto now = runningPods();
+    return available(2) && sets.size() == 2 && sets.at(first_rs) == 0 && now.size() == 2 &&
+           now.begin()->second != first_rs;
+  })) << deployment().dump();
+
+  // Rollback: the first template again, so its ReplicaSet again.
+  auto rollback = helm({"rollback", "rm", "1", "--wait", "--timeout=240s"});
+  ASSERT_EQ(rollback.exit_code, 0) << rollback.stdout_text << rollback.stderr_text;
+  ASSERT_TRUE(testutil::eventually(120s, [&] {
+    const auto now = runningPods();
+    return available(3) && replicaSets().at(first_rs) == 2 && now.size() == 2 &&
+           now.begin()->second == first_rs && now.rbegin()->second == first_rs;
+  })) << deployment().dump();
+
+  auto uninstall = helm({"uninstall", "rm", "--wait", "--timeout=240s"});
+  ASSERT_EQ(uninstall.exit_code, 0) << uninstall.stdout_text << uninstall.stderr_text;
+  EXPECT_TRUE(testutil::eventually(60s, [&] {
+    const auto left =
+        cluster_.kubectl({"get", "deployments,replicasets,pods,services,roles,rolebindings,secrets",
+                          "-n", kNamespace, "-o", "name"});
+    return left.exit_code == 0 && left.stdout_text.empty();
+  })) << cluster_.kubectl({"get", "all", "-n", kNamespace}).stdout_text;
+  const auto cluster_scoped = cluster_.kubectl({"get", "clusterroles,clusterrolebindings", "-l",
+                                                "app.kubernetes.io/instance=rm", "-o", "name"});
+  EXPECT_EQ(cluster_scoped.stdout_text, "");
+}
+
+}  // namespace
+}  // namespace ringmaster
