@@ -10,7 +10,9 @@
 #include "local/apiserver/pod_binding.h"
 #include "local/apiserver/pod_log.h"
 #include "local/apiserver/protobuf_body.h"
+#include "local/apiserver/rbac.h"
 #include "local/apiserver/table.h"
+#include "local/https/auth.h"
 #include "local/https/local_network.h"
 #include "local/https/service_account_token.h"
 #include "local/store/meta_util.h"
@@ -327,7 +329,27 @@ void ApiServer::housekeeping() {
   }
 }
 
+bool ApiServer::authorized(const Request& r) const {
+  // The admin and anonymous requests were decided by the transport (auth.h).
+  if (r.user.empty() || r.user == kAdminUser || r.user == kAnonymousUser) return true;
+  RbacObjects objects;
+  auto load = [&](const char* resource, std::vector<json>* into) {
+    auto list = store_.list({"rbac.authorization.k8s.io", resource}, "", {});
+    if (!list.ok()) return;
+    for (const auto& item : list->items) into->push_back(item->object);
+  };
+  load("clusterroles", &objects.cluster_roles);
+  load("clusterrolebindings", &objects.cluster_role_bindings);
+  load("roles", &objects.roles);
+  load("rolebindings", &objects.role_bindings);
+  return rbacAllows(userInfoFor(r.user), requestInfo(r), r.path, objects);
+}
+
 void ApiServer::handle(const Request& r, ResponseWriter& w) {
+  if (!authorized(r)) {
+    (void)w.send(403, apiHeaders(), forbiddenBody(r, r.user));
+    return;
+  }
   const auto segs = splitPath(r.path);
   if (segs.empty()) return sendPageNotFound(w);
   const std::string& root = segs[0];

@@ -68,6 +68,8 @@ class ApiServer {
   void serveResource(const Request& request, ResponseWriter& writer, const std::string& group,
                      const std::string& version, const std::vector<std::string>& rest);
   void serveApply(const Request& request, ResponseWriter& writer, const Target& target);
+  // Whether RBAC lets the request's user do it (rbac.h); the admin may do everything.
+  bool authorized(const Request& request) const;
   // POST serviceaccounts/NAME/token: a token of that account (service_account_token.h).
   void serveTokenRequest(const Request& request, ResponseWriter& writer, const std::string& ns,
                          const std::string& name);

@@ -23,22 +23,13 @@ std::vector<std::string> splitPath(std::string_view path) {
   return parts;
 }
 
-// What kube-apiserver's RequestInfoFactory makes of a request, as far as RBAC's message needs.
-struct RequestInfo {
-  bool resource_request = false;
-  std::string verb;
-  std::string group;
-  std::string namespace_name;
-  std::string resource;
-  std::string subresource;
-  std::string name;
-};
-
 std::string lowerMethod(const std::string& method) {
   std::string out = method;
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
+
+}  // namespace
 
 RequestInfo requestInfo(const Request& request) {
   RequestInfo info;
@@ -94,8 +85,6 @@ RequestInfo requestInfo(const Request& request) {
   return info;
 }
 
-}  // namespace
-
 BearerAuthenticator::Result BearerAuthenticator::check(const Request& request) const {
   const std::string* header = request.headers.find("Authorization");
   if (header == nullptr) return {Decision::kAnonymous, std::string(kAnonymousUser)};
@@ -143,8 +132,12 @@ std::string statusBody(int code, std::string_view reason, std::string_view messa
 std::string unauthorizedBody() { return statusBody(401, "Unauthorized", "Unauthorized"); }
 
 std::string anonymousForbiddenBody(const Request& request) {
+  return forbiddenBody(request, kAnonymousUser);
+}
+
+std::string forbiddenBody(const Request& request, std::string_view user_name) {
   RequestInfo info = requestInfo(request);
-  std::string user = "User \"" + std::string(kAnonymousUser) + "\"";
+  std::string user = "User " + OrderedJson(std::string(user_name)).dump();
   OrderedJson details = OrderedJson::object();
   std::string message;
   if (!info.resource_request) {

@@ -41,6 +41,20 @@ class BearerAuthenticator {
   TokenUserFn token_user_;
 };
 
+// What kube-apiserver's RequestInfoFactory makes of a request: a resource request
+// (/api/v1/namespaces/ns/pods/name/log: verb get, resource pods, subresource log, ...) or a
+// non-resource one (/version, /api, /apis/<group>/<version>: verb = the method, lower case).
+struct RequestInfo {
+  bool resource_request = false;
+  std::string verb;  // get list watch create update patch delete deletecollection
+  std::string group;
+  std::string namespace_name;
+  std::string resource;
+  std::string subresource;
+  std::string name;
+};
+RequestInfo requestInfo(const Request& request);
+
 // Whether `system:anonymous` may read `path` (system:public-info-viewer).
 bool isPublicPath(std::string_view path);
 
@@ -54,5 +68,7 @@ std::string unauthorizedBody();
 // forbidden: User "system:anonymous" cannot list resource "trainingjobs" in API group
 // "ringmaster.dev" in the namespace "default"`.
 std::string anonymousForbiddenBody(const Request& request);
+// The same for any user (RBAC's words name the user as given).
+std::string forbiddenBody(const Request& request, std::string_view user_name);
 
 }  // namespace ringmaster::local

@@ -4,15 +4,18 @@
 // objects, Service (which gets a cluster IP) and the operator Deployment; `--wait` returns once
 // the Deployment is Available, which takes the local controllers (Deployment -> ReplicaSet ->
 // pods) and the kubelet running both operator pods from the chart's image (its entrypoint),
-// in-cluster: KUBERNETES_SERVICE_HOST and a ServiceAccount token from the TokenRequest API. A
-// TrainingJob applied then runs to Succeeded under that operator, `helm test` passes (its pod
-// runs kubectl in-cluster under its own ServiceAccount), `helm upgrade` rolls the Deployment to a
-// new ReplicaSet, `helm rollback` back to the first, and `helm uninstall` leaves nothing behind.
+// in-cluster: KUBERNETES_SERVICE_HOST and a ServiceAccount token from the TokenRequest API. The
+// server authorizes that token by the chart's RBAC objects: what the chart grants works, the rest
+// is 403 in RBAC's words. A TrainingJob applied then runs to Succeeded under that operator, `helm
+// test` passes (its pod runs kubectl in-cluster under its own ServiceAccount), `helm upgrade` rolls
+// the Deployment to a new ReplicaSet, `helm rollback` back to the first, and `helm uninstall`
+// leaves nothing behind.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -117,6 +120,23 @@ class HelmLocalE2e : public ::testing::Test {
     return out;
   }
 
+  // A token of the chart's ServiceAccount, from the TokenRequest API (as the admin).
+  std::string operatorToken() {
+    const std::string body = cluster_.dataDir() + "/token-request.json";
+    std::ofstream(body) << R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest",)"
+                        << R"("spec":{"expirationSeconds":600}})";
+    auto got = cluster_.kubectl(
+        {"create", "--raw",
+         "/api/v1/namespaces/" + std::string(kNamespace) + "/serviceaccounts/rm-ringmaster/token",
+         "-f", body});
+    auto parsed = json::parse(got.stdout_text, nullptr, false);
+    if (got.exit_code != 0 || parsed.is_discarded()) {
+      ADD_FAILURE() << "TokenRequest: " << got.stderr_text;
+      return "";
+    }
+    return parsed["status"].value("token", "");
+  }
+
   bool available(int generation) {
     const json d = deployment();
     const json& s = d.value("status", json::object());
@@ -149,6 +169,23 @@ TEST_F(HelmLocalE2e, InstallRunTestUpgradeRollbackUninstall) {
   EXPECT_NE(log.stdout_text.find("(in-cluster)"), std::string::npos) << log.stdout_text;
   const json service = getJson({"get", "service", "rm-ringmaster-metrics", "-n", kNamespace});
   EXPECT_FALSE(service["spec"].value("clusterIP", "").empty()) << service.dump();
+
+  // RBAC holds: the operator's ServiceAccount may do what the chart grants and nothing else.
+  const std::string token = operatorToken();
+  ASSERT_FALSE(token.empty());
+  auto granted = cluster_.kubectl({"--token=" + token, "get", "trainingjobs", "-A"});
+  EXPECT_EQ(granted.exit_code, 0) << granted.stderr_text;
+  auto refused = cluster_.kubectl({"--token=" + token, "get", "secrets", "-n", "kube-system"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.stderr_text.find(
+                "secrets is forbidden: User \"system:serviceaccount:" + std::string(kNamespace) +
+                ":rm-ringmaster\" cannot list resource \"secrets\""),
+            std::string::npos)
+      << refused.stderr_text;
+  auto not_here = cluster_.kubectl(
+      {"--token=" + token, "delete", "lease", "anything", "-n", "default", "--ignore-not-found"});
+  EXPECT_NE(not_here.stderr_text.find("forbidden"), std::string::npos)
+      << "the leader-election Role is for the release namespace only: " << not_here.stderr_text;
 
   // A job runs to Succeeded under the chart's operator (no other runs: --no-operator).
   ASSERT_EQ(cluster_.apply(jobYaml()).exit_code, 0);
