@@ -342,7 +342,28 @@ bool ApiServer::authorized(const Request& r) const {
   load("clusterrolebindings", &objects.cluster_role_bindings);
   load("roles", &objects.roles);
   load("rolebindings", &objects.role_bindings);
-  return rbacAllows(userInfoFor(r.user), requestInfo(r), r.path, objects);
+  const RequestInfo info = requestInfo(r);
+  const bool allowed = rbacAllows(userInfoFor(r.user), info, r.path, objects);
+  // One line per denial, and one the first time a user is allowed a verb on a resource: what a
+  // role needs to grant is then read off the log.
+  std::string what = info.verb + " ";
+  if (info.resource_request) {
+    what += (info.group.empty() ? "core" : info.group) + "/" + info.resource +
+            (info.subresource.empty() ? "" : "/" + info.subresource);
+  } else {
+    what += r.path;
+  }
+  if (!allowed) {
+    RM_LOG(WARN, LOCAL) << "rbac: denied " << r.user << " " << what
+                        << (info.namespace_name.empty() ? ""
+                                                        : " in namespace " + info.namespace_name);
+  } else if (info.resource_request) {
+    std::lock_guard lock(rbac_log_mu_);
+    if (rbac_logged_.insert(r.user + " " + what).second) {
+      RM_LOG(INFO, LOCAL) << "rbac: allowed " << r.user << " " << what << " (first time)";
+    }
+  }
+  return allowed;
 }
 
 void ApiServer::handle(const Request& r, ResponseWriter& w) {

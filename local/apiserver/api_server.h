@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -90,6 +91,8 @@ class ApiServer {
   controllers::WorkloadController workloads_{store_};
   std::unique_ptr<controllers::NamespaceDefaults> namespace_defaults_;  // set by start()
   std::unique_ptr<ServiceAccountTokens> service_account_tokens_;        // set by start()
+  mutable std::mutex rbac_log_mu_;
+  mutable std::set<std::string> rbac_logged_;  // "<user> <verb> <group>/<resource>" seen allowed
   std::unique_ptr<Server> server_;
   std::mutex mu_;
   std::condition_variable cv_;

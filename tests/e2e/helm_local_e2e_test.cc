@@ -16,10 +16,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "local_cluster.h"
@@ -137,6 +140,72 @@ class HelmLocalE2e : public ::testing::Test {
     return parsed["status"].value("token", "");
   }
 
+  // The chart grants nothing the operator does not call: the API server logs the first time a
+  // user is allowed each verb on each resource, and every denial. The operator's account was
+  // denied nothing but what this test asked for with its token, and each verb the chart grants
+  // it was used in this run or is one of the calls on paths this run does not take.
+  void checkGrantsAgainstCalls() {
+    const std::string user = "system:serviceaccount:" + std::string(kNamespace) + ":rm-ringmaster";
+    std::set<std::string> used;
+    std::vector<std::string> denied;
+    std::istringstream log(testutil::readFile(cluster_.dataDir() + "/apiserver.log"));
+    for (std::string line; std::getline(log, line);) {
+      const auto allowed_at = line.find("rbac: allowed " + user + " ");
+      if (allowed_at != std::string::npos) {
+        std::istringstream words(line.substr(allowed_at + 15 + user.size()));
+        std::string verb, resource;
+        words >> verb >> resource;
+        used.insert(resource + " " + verb);
+      }
+      if (line.find("rbac: denied " + user + " ") != std::string::npos) denied.push_back(line);
+    }
+    for (const auto& line : denied) {
+      const bool asked =
+          line.find("list core/secrets in namespace kube-system") != std::string::npos ||
+          line.find("delete coordination.k8s.io/leases in namespace default") != std::string::npos;
+      EXPECT_TRUE(asked) << "the chart does not grant what the operator called: " << line;
+    }
+    EXPECT_TRUE(used.count("core/pods create")) << "the log shows no operator calls";
+    // Paths this run does not take: ttlSecondsAfterFinished, a status the operator cannot decode
+    // back, an MPI job's Secret, an event repeated, a pod or Service or ConfigMap left by someone
+    // else (read after AlreadyExists), and the admission check behind blockOwnerDeletion.
+    const std::set<std::string> elsewhere = {"ringmaster.dev/trainingjobs delete",
+                                             "ringmaster.dev/trainingjobs/status patch",
+                                             "ringmaster.dev/trainingjobs/finalizers update",
+                                             "core/secrets create",
+                                             "core/events patch",
+                                             "core/pods get",
+                                             "core/services get",
+                                             "core/configmaps get"};
+    std::set<std::string> granted;
+    for (const auto& [kind, name, ns] :
+         {std::tuple<std::string, std::string, std::string>{"clusterrole", "rm-ringmaster", ""},
+          {"role", "rm-ringmaster-leader-election", kNamespace}}) {
+      std::vector<std::string> args = {"get", kind, name};
+      if (!ns.empty()) args.insert(args.end(), {"-n", ns});
+      const json role = getJson(args);
+      ASSERT_TRUE(role.contains("rules")) << kind << " " << name;
+      for (const auto& rule : role["rules"]) {
+        for (const auto& group : rule["apiGroups"]) {
+          for (const auto& resource : rule["resources"]) {
+            for (const auto& verb : rule["verbs"]) {
+              const std::string g =
+                  group.get<std::string>().empty() ? "core" : group.get<std::string>();
+              granted.insert(g + "/" + resource.get<std::string>() + " " + verb.get<std::string>());
+            }
+          }
+        }
+      }
+    }
+    for (const auto& grant : granted) {
+      EXPECT_TRUE(used.count(grant) || elsewhere.count(grant))
+          << "the chart grants " << grant << ", which the operator never called";
+    }
+    std::string seen;
+    for (const auto& u : used) seen += " [" + u + "]";
+    std::cout << "operator calls seen:" << seen << std::endl;
+  }
+
   bool available(int generation) {
     const json d = deployment();
     const json& s = d.value("status", json::object());
@@ -214,6 +283,8 @@ TEST_F(HelmLocalE2e, InstallRunTestUpgradeRollbackUninstall) {
     return available(3) && replicaSets().at(first_rs) == 2 && now.size() == 2 &&
            now.begin()->second == first_rs && now.rbegin()->second == first_rs;
   })) << deployment().dump();
+
+  checkGrantsAgainstCalls();
 
   auto uninstall = helm({"uninstall", "rm", "--wait", "--timeout=240s"});
   ASSERT_EQ(uninstall.exit_code, 0) << uninstall.stdout_text << uninstall.stderr_text;
