@@ -1,7 +1,9 @@
 #pragma once
 // Kubernetes protobuf request bodies (`Content-Type: application/vnd.kubernetes.protobuf`) for
-// the kinds kubectl's imperative generators send: `kubectl create namespace|configmap|secret`,
-// and the DeleteOptions typed clients send with a DELETE (Helm deleting its release Secrets).
+// the kinds kubectl's imperative generators send (`kubectl create namespace|configmap|secret|
+// serviceaccount|role|clusterrole|rolebinding|clusterrolebinding|token`) and the DeleteOptions
+// typed clients send with a DELETE (Helm deleting its release Secrets). Field numbers are the
+// API's generated.proto ones, checked against what kubectl 1.32 sends.
 // The body is "k8s\0" + runtime.Unknown{typeMeta, raw}; raw is the
 // object's generated.proto message. Decoded into the JSON the rest of the server handles.
 // Other kinds are not decoded (the caller answers 415 as a JSON-only kube-apiserver does).

@@ -97,9 +97,10 @@ size_t WorkloadController::syncDeployment(const json& deployment) {
     }
   }
   for (const auto& [name, replicas] : plan.scale) {
+    const int want = replicas;  // clang before 16 cannot capture a structured binding
     auto scaled =
         store_.mutate(kReplicaSets, ns, name, [&](json& rs) -> std::optional<StatusError> {
-          rs["spec"]["replicas"] = replicas;
+          rs["spec"]["replicas"] = want;
           return std::nullopt;
         });
     if (scaled.ok()) {

@@ -64,7 +64,7 @@ TEST(ProtobufBody, DecodesDeleteOptionsAsTypedClientsSendThem) {
 }
 
 TEST(ProtobufBody, RejectsOtherKindsAndGarbage) {
-  EXPECT_FALSE(decodeProtobufBody(envelope("ServiceAccount", field(1, field(1, "x")))));
+  EXPECT_FALSE(decodeProtobufBody(envelope("Pod", field(1, field(1, "x")))));
   EXPECT_FALSE(decodeProtobufBody("{\"kind\":\"ConfigMap\"}"));
   EXPECT_FALSE(decodeProtobufBody(std::string("k8s\0\x0a\xff", 6)));
 }

@@ -136,11 +136,10 @@ TEST_F(WritePathsTest, ProtobufConfigMapBodyIsDecodedOtherKindsAre415) {
                 "application/vnd.kubernetes.protobuf");
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(json::parse(r.body)["data"]["a"], "b");
-  auto sa = call(*server_, "POST", "/api/v1/namespaces/default/configmaps",
-                 envelope("ServiceAccount", field(1, field(1, "x"))),
-                 "application/vnd.kubernetes.protobuf");
-  EXPECT_EQ(sa.status, 415);
-  EXPECT_EQ(json::parse(sa.body)["reason"], "UnsupportedMediaType");
+  auto pod = call(*server_, "POST", "/api/v1/namespaces/default/pods",
+                  envelope("Pod", field(1, field(1, "x"))), "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(pod.status, 415);
+  EXPECT_EQ(json::parse(pod.body)["reason"], "UnsupportedMediaType");
 }
 
 TEST_F(WritePathsTest, OpenApiPublishesTheCrdSchemaAndBuiltinKinds) {
