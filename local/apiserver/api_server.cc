@@ -720,7 +720,13 @@ void ApiServer::serveTokenRequest(const Request& r, ResponseWriter& w, const std
   for (const auto& a : spec["audiences"]) {
     if (a.is_string()) claims.audiences.push_back(a.get<std::string>());
   }
-  claims.expires = now + std::chrono::seconds(spec["expirationSeconds"].get<int64_t>());
+  // 3607 s is what ServiceAccount admission asks for in every pod's volume. As kube-apiserver does
+  // (--service-account-extend-token-expiration, on by default), such a token stays valid for a
+  // year, so that a client that never rereads its token file keeps working; the kubelet writes
+  // the file once per pod start.
+  const int64_t asked = spec["expirationSeconds"].get<int64_t>();
+  const int64_t valid = asked == 3607 ? int64_t{365} * 24 * 3600 : asked;
+  claims.expires = now + std::chrono::seconds(valid);
   if (spec.contains("boundObjectRef") && spec["boundObjectRef"].is_object() &&
       spec["boundObjectRef"].value("kind", "") == "Pod") {
     claims.pod_name = spec["boundObjectRef"].value("name", "");
@@ -732,7 +738,7 @@ void ApiServer::serveTokenRequest(const Request& r, ResponseWriter& w, const std
                  {"spec", spec},
                  {"status",
                   {{"token", service_account_tokens_->issue(claims, now)},
-                   {"expirationTimestamp", formatTimestamp(claims.expires)}}}};
+                   {"expirationTimestamp", formatTimestamp(now + std::chrono::seconds(asked))}}}};
   sendJson(w, 201, answer.dump());
 }
 

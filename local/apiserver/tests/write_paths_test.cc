@@ -7,6 +7,7 @@
 
 #include "local/apiserver/api_server.h"
 #include "local/apiserver/tests/in_process.h"
+#include "ringmaster/core/base64.h"
 #include "tests/testutil/process.h"
 
 namespace ringmaster::local {
@@ -166,6 +167,50 @@ TEST_F(WritePathsTest, OpenApiPublishesTheCrdSchemaAndBuiltinKinds) {
     }
   };
   check(schemas);
+}
+
+TEST_F(WritePathsTest, TokenRequestIssuesAServiceAccountToken) {
+  const std::string base = "/api/v1/namespaces/default/serviceaccounts";
+  ASSERT_EQ(call(*server_, "POST", base, R"({"apiVersion":"v1","kind":"ServiceAccount",
+    "metadata":{"name":"robot"}})")
+                .status,
+            201);
+  auto request = [&](const std::string& account, int64_t seconds) {
+    json body = {{"apiVersion", "authentication.k8s.io/v1"},
+                 {"kind", "TokenRequest"},
+                 {"spec",
+                  {{"expirationSeconds", seconds},
+                   {"boundObjectRef", {{"kind", "Pod"}, {"name", "p1"}, {"uid", "u1"}}}}}};
+    return call(*server_, "POST", base + "/" + account + "/token", body.dump());
+  };
+  // The token's claims: the second of its three base64url parts.
+  auto claims = [](const std::string& token) {
+    const auto first = token.find('.');
+    const auto second = token.find('.', first + 1);
+    auto text = core::base64UrlDecode(token.substr(first + 1, second - first - 1));
+    return text ? json::parse(*text) : json();
+  };
+  struct Case {
+    int64_t asked;
+    int64_t valid;  // exp - iat
+  };
+  for (const Case& c : {Case{600, 600}, Case{3607, 365LL * 24 * 3600}, Case{7200, 7200}}) {
+    auto r = request("robot", c.asked);
+    ASSERT_EQ(r.status, 201) << r.body;
+    const json answer = json::parse(r.body);
+    EXPECT_EQ(answer["kind"], "TokenRequest");
+    EXPECT_EQ(answer["spec"]["audiences"], json::array({"https://kubernetes.default.svc"}));
+    const json c_claims = claims(answer["status"]["token"].get<std::string>());
+    EXPECT_EQ(c_claims["sub"], "system:serviceaccount:default:robot");
+    EXPECT_EQ(c_claims["kubernetes.io"]["pod"]["name"], "p1");
+    EXPECT_EQ(c_claims["exp"].get<int64_t>() - c_claims["iat"].get<int64_t>(), c.valid) << c.asked;
+  }
+  auto too_short = request("robot", 599);
+  EXPECT_EQ(too_short.status, 422);
+  EXPECT_NE(too_short.body.find("may not specify a duration less than 10 minutes"),
+            std::string::npos)
+      << too_short.body;
+  EXPECT_EQ(request("nobody", 600).status, 404);
 }
 
 }  // namespace
