@@ -522,14 +522,17 @@ core::Result<std::unique_ptr<Server>> Server::start(ServerOptions options, Handl
   }
   const int port = ntohs(addr.sin_port);
   std::vector<int> extra_fds;
+  std::string also;
   for (const auto& ip : options.also_listen_on) {
     auto extra = listenOn(ip, port);
     if (!extra.ok()) {
-      ::close(fd);
-      for (int e : extra_fds) ::close(e);
-      return extra.status();
+      // Only pods reach the server there; everything on the host still can.
+      RM_LOG(WARN, LOCAL) << extra.status().message() << "; pods cannot reach this server at "
+                          << ip;
+      continue;
     }
     extra_fds.push_back(*extra);
+    also += " and " + ip + ":" + std::to_string(port);
   }
   int stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -541,8 +544,6 @@ core::Result<std::unique_ptr<Server>> Server::start(ServerOptions options, Handl
     if (wake_fd >= 0) ::close(wake_fd);
     return core::errnoError("https server: eventfd", err);
   }
-  std::string also;
-  for (const auto& ip : options.also_listen_on) also += " and " + ip + ":" + std::to_string(port);
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handler), std::move(tls), fd,
                                      stop_fd, wake_fd, port);
   impl->setExtraListeners(std::move(extra_fds));

@@ -33,7 +33,7 @@ using Handler = std::function<void(const Request&, ResponseWriter&)>;
 struct ServerOptions {
   int port = 0;  // on 127.0.0.1; 0 picks a free port (see Server::port())
   // More IPv4 addresses to listen on, at the same port (the pod gateway, local_network.h); an
-  // address need not be configured yet.
+  // address need not be configured yet. One that cannot be bound is logged and left out.
   std::vector<std::string> also_listen_on;
   std::string cert_pem;      // server certificate, then any chain certificates
   std::string key_pem;       // its private key

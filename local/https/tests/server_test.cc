@@ -1,6 +1,9 @@
 #include "local/https/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,7 +43,7 @@ class ServerTest : public ::testing::Test {
     startServer(ServerOptions{}.max_connections);
   }
 
-  void startServer(size_t max_connections) {
+  void startServer(size_t max_connections, std::vector<std::string> also_listen_on = {}) {
     if (server_) server_->stop();
     auto pki = loadOrCreatePki(dir_ / "pki");
     ASSERT_TRUE(pki.ok()) << pki.status().toString();
@@ -51,6 +54,7 @@ class ServerTest : public ::testing::Test {
     options.bearer_token = token_;
     options.limits.max_body_bytes = 1024 * 1024;
     options.max_connections = max_connections;
+    options.also_listen_on = std::move(also_listen_on);
     auto server =
         Server::start(options, [this](const Request& r, ResponseWriter& w) { handle(r, w); });
     ASSERT_TRUE(server.ok()) << server.status().toString();
@@ -134,6 +138,27 @@ TEST_F(ServerTest, ServesAGetOverVerifiedTlsWithTheToken) {
   EXPECT_EQ(response.body, "hello ringmaster-local-admin");
   EXPECT_EQ(response.headers.get("Content-Type"), "text/plain");
   EXPECT_NE(server_->url().find("https://127.0.0.1:"), std::string::npos);
+}
+
+// Whether a TCP connection to ip:port is accepted.
+bool accepts(const char* ip, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip, &addr.sin_addr);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST_F(ServerTest, AlsoListensOnTheExtraAddressesAtTheSamePort) {
+  // 127.0.0.2 stands in for the pod gateway; 10.255.255.254 is configured nowhere (IP_FREEBIND
+  // binds it anyway); 999.1.1.1 is no address and is left out.
+  startServer(ServerOptions{}.max_connections, {"127.0.0.2", "10.255.255.254", "999.1.1.1"});
+  EXPECT_TRUE(accepts("127.0.0.1", server_->port()));
+  EXPECT_TRUE(accepts("127.0.0.2", server_->port()));
+  EXPECT_FALSE(accepts("127.0.0.3", server_->port()));
 }
 
 TEST_F(ServerTest, WrongTokenGets401StatusAndTheConnectionStaysUsable) {
