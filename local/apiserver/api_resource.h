@@ -25,7 +25,18 @@ struct PrinterColumn {
 };
 
 // How rows are computed: from printer columns (custom resources), or a built-in printer.
-enum class TablePrinter { kDefault, kColumns, kPod, kConfigMap, kNamespace, kSecret };
+enum class TablePrinter {
+  kDefault,
+  kColumns,
+  kPod,
+  kConfigMap,
+  kNamespace,
+  kSecret,
+  kService,
+  kServiceAccount,
+  kDeployment,
+  kReplicaSet,
+};
 
 struct ApiResource {
   ResourceType type;

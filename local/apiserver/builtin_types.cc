@@ -41,6 +41,7 @@ std::vector<ApiResource> builtinResources() {
 
   auto services = builtin("", "services", "Service", true, {"svc"}, {"all"});
   services.type.has_status_subresource = true;
+  services.printer = TablePrinter::kService;
   out.push_back(services);
 
   auto cms = builtin("", "configmaps", "ConfigMap", true, {"cm"});
@@ -77,7 +78,9 @@ std::vector<ApiResource> builtinResources() {
   nodes.type.has_status_subresource = true;
   out.push_back(nodes);
 
-  out.push_back(builtin("", "serviceaccounts", "ServiceAccount", true, {"sa"}));
+  auto accounts = builtin("", "serviceaccounts", "ServiceAccount", true, {"sa"});
+  accounts.printer = TablePrinter::kServiceAccount;
+  out.push_back(accounts);
 
   // RBAC objects are stored as a real server stores them (Helm charts create them); what the
   // server authorizes does not depend on them.
@@ -94,6 +97,8 @@ std::vector<ApiResource> builtinResources() {
     auto workload = builtin("apps", plural, kind, true, {short_name}, {"all"});
     workload.type.has_status_subresource = true;
     workload.type.tracks_generation = true;
+    workload.printer =
+        std::string(kind) == "Deployment" ? TablePrinter::kDeployment : TablePrinter::kReplicaSet;
     out.push_back(workload);
   }
 

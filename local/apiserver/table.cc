@@ -50,6 +50,26 @@ size_t sizeOf(const nlohmann::json& obj, const std::string& key) {
   return it != obj.end() && it->is_object() ? it->size() : 0;
 }
 
+int64_t intAt(const nlohmann::json& obj, const std::string& path, int64_t dflt = 0) {
+  auto v = evalJsonPath(obj, path);
+  return v.is_number_integer() ? v.get<int64_t>() : dflt;
+}
+
+// kubectl's Service PORT(S): "80/TCP", "80:30080/TCP", comma-separated; "<none>" without ports.
+std::string servicePorts(const nlohmann::json& service) {
+  const auto ports = evalJsonPath(service, ".spec.ports");
+  if (!ports.is_array() || ports.empty()) return "<none>";
+  std::string out;
+  for (const auto& p : ports) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(p.value("port", 0));
+    if (p.contains("nodePort")) out += ":" + std::to_string(p.value("nodePort", 0));
+    out += '/';
+    out += p.value("protocol", std::string("TCP"));
+  }
+  return out;
+}
+
 // kubectl's pod STATUS column, the common cases of printPod.
 std::string podStatus(const nlohmann::json& pod) {
   std::string reason = str(pod, ".status.phase", "");
@@ -217,6 +237,34 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
       cols.push_back(column("Status", "string", "The status of the namespace."));
       cols.push_back(column("Age", "string", kCreationDescription));
       break;
+    case TablePrinter::kService:
+      cols.push_back(column("Type", "string", "The type of the service."));
+      cols.push_back(column("Cluster-IP", "string", "The cluster IP of the service."));
+      cols.push_back(column("External-IP", "string", "The external IPs of the service."));
+      cols.push_back(column("Port(s)", "string", "The ports of the service."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      break;
+    case TablePrinter::kServiceAccount:
+      cols.push_back(column("Secrets", "string", "The number of secrets of the service account."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      break;
+    case TablePrinter::kDeployment:
+      cols.push_back(column("Ready", "string", "Number of the pod with ready state"));
+      cols.push_back(column("Up-to-date", "string",
+                            "Total number of non-terminated pods targeted "
+                            "by this deployment that have the desired "
+                            "template spec."));
+      cols.push_back(column("Available", "string",
+                            "Total number of available pods (ready for at least minReadySeconds) "
+                            "targeted by this deployment."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      break;
+    case TablePrinter::kReplicaSet:
+      cols.push_back(column("Desired", "integer", "Number of desired pods."));
+      cols.push_back(column("Current", "integer", "The number of replicas of the replica set."));
+      cols.push_back(column("Ready", "integer", "The number of ready replicas."));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      break;
     case TablePrinter::kDefault:
       cols.push_back(column("Created At", "date", kCreationDescription));
       break;
@@ -263,6 +311,31 @@ nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
       break;
     case TablePrinter::kNamespace:
       cells.push_back(str(obj, ".status.phase", "Active"));
+      cells.push_back(ageOf(created, now));
+      break;
+    case TablePrinter::kService:
+      cells.push_back(str(obj, ".spec.type", "ClusterIP"));
+      cells.push_back(str(obj, ".spec.clusterIP", "<none>"));
+      cells.push_back("<none>");
+      cells.push_back(servicePorts(obj));
+      cells.push_back(ageOf(created, now));
+      break;
+    case TablePrinter::kServiceAccount:
+      cells.push_back(std::to_string(
+          evalJsonPath(obj, ".secrets").is_array() ? evalJsonPath(obj, ".secrets").size() : 0));
+      cells.push_back(ageOf(created, now));
+      break;
+    case TablePrinter::kDeployment:
+      cells.push_back(std::to_string(intAt(obj, ".status.readyReplicas")) + "/" +
+                      std::to_string(intAt(obj, ".spec.replicas", 1)));
+      cells.push_back(std::to_string(intAt(obj, ".status.updatedReplicas")));
+      cells.push_back(std::to_string(intAt(obj, ".status.availableReplicas")));
+      cells.push_back(ageOf(created, now));
+      break;
+    case TablePrinter::kReplicaSet:
+      cells.push_back(intAt(obj, ".spec.replicas", 1));
+      cells.push_back(intAt(obj, ".status.replicas"));
+      cells.push_back(intAt(obj, ".status.readyReplicas"));
       cells.push_back(ageOf(created, now));
       break;
     case TablePrinter::kDefault:

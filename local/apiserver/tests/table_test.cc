@@ -80,6 +80,42 @@ TEST(Table, PodRowsShowReadyStatusRestarts) {
       "SchedulingGated");
 }
 
+TEST(Table, BuiltinWorkloadServiceAndAccountRowsAsKubectlPrintsThem) {
+  const auto now = std::chrono::system_clock::from_time_t(1795312551 + 90);
+  const std::string created =
+      R"("metadata":{"name":"x","creationTimestamp":"2026-11-22T01:55:51Z"})";
+  struct Case {
+    TablePrinter printer;
+    std::string object;
+    std::string cells;
+    size_t columns;
+  };
+  const Case cases[] = {
+      {TablePrinter::kDeployment,
+       "{" + created +
+           R"(,"spec":{"replicas":2},"status":{"readyReplicas":1,"updatedReplicas":2,"availableReplicas":1}})",
+       R"(["x","1/2","2","1","90s"])", 5},
+      {TablePrinter::kDeployment, "{" + created + "}", R"(["x","0/1","0","0","90s"])", 5},
+      {TablePrinter::kReplicaSet,
+       "{" + created + R"(,"spec":{"replicas":3},"status":{"replicas":3,"readyReplicas":2}})",
+       R"(["x",3,3,2,"90s"])", 5},
+      {TablePrinter::kService,
+       "{" + created +
+           R"(,"spec":{"type":"ClusterIP","clusterIP":"10.96.0.7","ports":[{"port":80,"protocol":"TCP"},{"port":53,"protocol":"UDP"}]}})",
+       R"(["x","ClusterIP","10.96.0.7","<none>","80/TCP,53/UDP","90s"])", 6},
+      {TablePrinter::kService, "{" + created + R"(,"spec":{"clusterIP":"None"}})",
+       R"(["x","ClusterIP","None","<none>","<none>","90s"])", 6},
+      {TablePrinter::kServiceAccount, "{" + created + "}", R"(["x","0","90s"])", 3},
+  };
+  for (const auto& c : cases) {
+    ApiResource r;
+    r.printer = c.printer;
+    EXPECT_EQ(tableRow(r, json::parse(c.object), IncludeObject::kNone, now)["cells"].dump(),
+              c.cells);
+    EXPECT_EQ(tableColumns(r).size(), c.columns);
+  }
+}
+
 TEST(Crd, MissingGroupIsInvalid) {
   json crd = widgetCrd();
   crd["spec"].erase("group");
