@@ -102,13 +102,23 @@ Result<pipeline::StageStarts> choosePartition(const TrainerConfig& config, comm:
   return pipeline::StageStarts(cut.begin(), cut.end());
 }
 
+// What a tensor-parallel stage's reducer spent summing over its group, counted as the step runs
+// (the reducer is called inside forward and backward, which the executor times as compute).
+struct TensorSums {
+  double seconds = 0;
+  uint64_t bytes = 0;
+};
+
 class PipelineEngine final : public StepEngine {
  public:
-  // `group`: the stage's data-parallel replicas (null with one replica).
+  // `group`: the stage's data-parallel replicas (null with one replica). `tensor_sums`: what the
+  // stage's tensor-parallel reducer adds up (never null; zero without tensor parallelism).
   PipelineEngine(const TrainerConfig& config, const TrainerContext& ctx, model::ModelStage& stage,
                  optim::Optimizer& optimizer, pipeline::StageExecutor& executor,
-                 const Layout& layout, comm::Communicator* group, std::string signature)
+                 const Layout& layout, comm::Communicator* group, std::string signature,
+                 const TensorSums* tensor_sums)
       : config_(config),
+        tensor_sums_(tensor_sums),
         ctx_(ctx),
         comm_(*ctx.comm),
         group_(group),
@@ -156,6 +166,7 @@ class PipelineEngine final : public StepEngine {
     const int64_t step = steps_done + 1;
 
     const auto t0 = Clock::now();
+    const TensorSums tensor_before = *tensor_sums_;
     optimizer_.setLearningRate(learningRateAt(config_, steps_done, total_steps_));
     pipeline::StepStats stats;
     if (pipedream_) {
@@ -175,6 +186,10 @@ class PipelineEngine final : public StepEngine {
     }
     RM_RETURN_IF_ERROR(apply_status_);
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    // The bubble is the schedule's idle time: tensor sums are work, not idleness. The compute
+    // metric leaves them out so that the two add up to what the stage did.
+    const double tensor_seconds = tensor_sums_->seconds - tensor_before.seconds;
+    const uint64_t tensor_bytes = tensor_sums_->bytes - tensor_before.bytes;
     schedule_seconds_ += stats.wall_seconds;
     compute_seconds_ += stats.compute_seconds;
     epoch_bytes_ += stats.bytes_sent + stats.bytes_received;
@@ -184,7 +199,9 @@ class PipelineEngine final : public StepEngine {
       metrics->step_seconds->Observe(seconds);
       const TrainerMetrics::Pipeline& p = metrics->pipeline;
       if (p.compute_seconds != nullptr) {
-        p.compute_seconds->Increment(stats.compute_seconds);
+        p.compute_seconds->Increment(std::max(0.0, stats.compute_seconds - tensor_seconds));
+        p.tensor_sum_seconds->Increment(tensor_seconds);
+        p.tensor_sum_bytes->Increment(static_cast<double>(tensor_bytes));
         p.send_bytes->Increment(static_cast<double>(stats.bytes_sent));
         p.recv_bytes->Increment(static_cast<double>(stats.bytes_received));
         p.send_wait_seconds->Increment(stats.send_wait_seconds);
@@ -313,6 +330,7 @@ class PipelineEngine final : public StepEngine {
   }
 
   const TrainerConfig& config_;
+  const TensorSums* tensor_sums_;
   const TrainerContext& ctx_;
   comm::Communicator& comm_;
   comm::Communicator* group_;
@@ -502,6 +520,7 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
       int slots, pipeline::StageExecutor::slotsNeeded(kind, stage_index, stages, micro_batches));
   // PipeDream's stream keeps one micro-batch per later stage in flight, across mini-batches.
   if (kind == pipeline::ScheduleKind::kPipeDream) slots = stages - stage_index;
+  TensorSums tensor_sums;  // outlives the stage's reducer and the engine, which use it
   RM_ASSIGN_OR_RETURN(auto stage,
                       model::ModelStage::create(config.model, config.seed, micro_rows, first, end,
                                                 slots, {layout.tensor_rank, tensor}));
@@ -509,9 +528,14 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
     comm::AllreduceOptions opts;
     opts.timeout = std::chrono::seconds(config.comm_timeout_seconds);
     opts.tag = "tensor-parallel sum";
-    stage->setTensorReducer([group = tensor_group.get(), opts](float* data, size_t count) {
-      return group->allreduceSum(data, count, opts);
-    });
+    stage->setTensorReducer(
+        [group = tensor_group.get(), opts, &tensor_sums](float* data, size_t count) {
+          const auto t0 = Clock::now();
+          Status summed = group->allreduceSum(data, count, opts);
+          tensor_sums.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+          tensor_sums.bytes += count * sizeof(float);
+          return summed;
+        });
   }
   if (stage->isFirst() && stage->inputSize() != ctx.train->featureSize()) {
     return core::invalidArgument("model expects " + std::to_string(stage->inputSize()) +
@@ -551,7 +575,8 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                                                    " of " + std::to_string(layout.replicas)
                                              : std::string());
 
-  PipelineEngine engine(config, ctx, *stage, *optimizer, executor, layout, group.get(), signature);
+  PipelineEngine engine(config, ctx, *stage, *optimizer, executor, layout, group.get(), signature,
+                        &tensor_sums);
   RM_RETURN_IF_ERROR(runTrainingLoop(config,
                                      {.rank = layout.rank,
                                       .world = comm.size(),

@@ -68,8 +68,10 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
       r.gauge("ringmaster_trainer_pipeline_bubble_ratio",
               "Share of the last epoch's pipeline schedule time this stage spent not computing"));
   m.pipeline.bubble_ratio = &bubble->Add(stage);
-  RM_ASSIGN_OR_RETURN(auto compute, r.counter("ringmaster_trainer_pipeline_compute_seconds_total",
-                                              "Forward, backward and loss time of this stage"));
+  RM_ASSIGN_OR_RETURN(auto compute,
+                      r.counter("ringmaster_trainer_pipeline_compute_seconds_total",
+                                "Forward, backward and loss time of this stage, less its "
+                                "tensor-parallel sums"));
   m.pipeline.compute_seconds = &compute->Add(stage);
   RM_ASSIGN_OR_RETURN(auto sent, r.counter("ringmaster_trainer_pipeline_send_bytes_total",
                                            "Activation and gradient bytes this stage sent"));
@@ -90,6 +92,15 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
                       r.gauge("ringmaster_trainer_pipeline_activation_bytes",
                               "Peak bytes of micro-batch activations this stage holds"));
   m.pipeline.activation_bytes = &activations->Add(stage);
+  RM_ASSIGN_OR_RETURN(
+      auto tensor_seconds,
+      r.counter("ringmaster_trainer_pipeline_tensor_sum_seconds_total",
+                "Time this stage summed its split layers' results over its tensor-parallel group"));
+  m.pipeline.tensor_sum_seconds = &tensor_seconds->Add(stage);
+  RM_ASSIGN_OR_RETURN(auto tensor_bytes,
+                      r.counter("ringmaster_trainer_pipeline_tensor_sum_bytes_total",
+                                "Bytes this stage summed over its tensor-parallel group"));
+  m.pipeline.tensor_sum_bytes = &tensor_bytes->Add(stage);
   return m;
 }
 

@@ -41,6 +41,10 @@ struct TrainerMetrics {
     prometheus::Counter* send_wait_seconds = nullptr;  // ..._pipeline_send_wait_seconds_total
     prometheus::Counter* recv_wait_seconds = nullptr;  // ..._pipeline_recv_wait_seconds_total
     prometheus::Gauge* activation_bytes = nullptr;     // ..._pipeline_activation_bytes
+    // A tensor-parallel stage's sums of its split layers' results over its group (0 for a stage
+    // whose layers are whole); not in compute_seconds.
+    prometheus::Counter* tensor_sum_seconds = nullptr;  // ..._pipeline_tensor_sum_seconds_total
+    prometheus::Counter* tensor_sum_bytes = nullptr;    // ..._pipeline_tensor_sum_bytes_total
   } pipeline;
 
   // One allreduce algorithm's series.

@@ -12,10 +12,12 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "trainer/comm/inproc_communicator.h"
 #include "trainer/tests/synthetic_data.h"
 #include "trainer/trainer.h"
+#include "trainer/trainer_metrics.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -56,7 +58,8 @@ class PipelineTrainer : public ::testing::Test {
 
   // `world` ranks as threads; with more ranks than stages, each stage's replicas get an inproc
   // group of their own through make_group.
-  RunResult run(const TrainerConfig& c, int world) {
+  // `metrics`: one per rank, or null.
+  RunResult run(const TrainerConfig& c, int world, std::vector<TrainerMetrics>* metrics = nullptr) {
     auto group = std::make_shared<comm::InProcGroup>(world);
     std::vector<std::unique_ptr<comm::Communicator>> comms;
     for (int r = 0; r < world; ++r) {
@@ -76,6 +79,7 @@ class PipelineTrainer : public ::testing::Test {
         ctx.comm = comms[r].get();
         ctx.train = &train_;
         ctx.test = &test_;
+        if (metrics != nullptr) ctx.metrics = &(*metrics)[r];
         ctx.make_group = [&](const std::string& name, int rank,
                              int size) -> core::Result<std::unique_ptr<comm::Communicator>> {
           std::lock_guard lock(groups_mu);
@@ -184,6 +188,39 @@ TEST_F(PipelineTrainer, TensorRanksTrainTheSameModelAsOneRank) {
     const std::vector<float>& ref = whole.per_rank[0];
     for (size_t k = 1; k <= 10; ++k) {
       EXPECT_NEAR(last[last.size() - k], ref[ref.size() - k], 1e-5) << "bias " << 10 - k;
+    }
+  }
+}
+
+// A tensor-parallel stage's sums over its group are measured on their own and left out of its
+// compute time; a stage of whole layers reports none.
+TEST_F(PipelineTrainer, TensorSumsAreMeasuredApartFromCompute) {
+  for (auto [stages, tensor] : {std::pair{1, 2}, std::pair{2, 1}}) {
+    SCOPED_TRACE(std::to_string(stages) + " stages x " + std::to_string(tensor) + " tensor ranks");
+    TrainerConfig c = config(stages, 4, "1f1b");
+    c.model.hidden = {32, 24, 16};
+    c.tensor = tensor;
+    const int world = stages * tensor;
+    std::vector<metrics::Registry> registries(world);
+    std::vector<TrainerMetrics> metrics;
+    for (int r = 0; r < world; ++r) {
+      auto m = TrainerMetrics::create(registries[r], "inproc", r / tensor);
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      metrics.push_back(std::move(*m));
+    }
+    const RunResult result = run(c, world, &metrics);
+    for (const auto& s : result.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+    for (int r = 0; r < world; ++r) {
+      const TrainerMetrics::Pipeline& p = metrics[r].pipeline;
+      EXPECT_GT(p.compute_seconds->Value(), 0) << "rank " << r;
+      if (tensor > 1) {
+        // Two layer pairs: each step sums activations forward and gradients back, per micro-batch.
+        EXPECT_GT(p.tensor_sum_bytes->Value(), 0) << "rank " << r;
+        EXPECT_GT(p.tensor_sum_seconds->Value(), 0) << "rank " << r;
+      } else {
+        EXPECT_EQ(p.tensor_sum_bytes->Value(), 0) << "rank " << r;
+        EXPECT_EQ(p.tensor_sum_seconds->Value(), 0) << "rank " << r;
+      }
     }
   }
 }
