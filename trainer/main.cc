@@ -346,13 +346,11 @@ int run(int argc, char** argv) {
 
   TrainerContext ctx;
   ctx.comm = communicator->get();
-  ctx.make_group = [comm_config](const std::string& name, int rank,
-                                 int size) -> core::Result<std::unique_ptr<comm::Communicator>> {
-    if (comm::runningUnderMpirun()) {
-      return core::invalidArgument("communicator group " + name +
-                                   ": mpirun runs one world, not groups inside it; use the native "
-                                   "launcher");
-    }
+  ctx.make_group = [comm_config, world_comm = ctx.comm](
+                       const std::string& name, int rank,
+                       int size) -> core::Result<std::unique_ptr<comm::Communicator>> {
+    // mpirun's ranks share one MPI world: groups are split off it.
+    if (comm::runningUnderMpirun()) return comm::makeMpiGroup(*world_comm, name, rank, size);
     comm::CommConfig group = comm_config;
     group.rank = rank;
     group.world_size = size;

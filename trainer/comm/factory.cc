@@ -186,6 +186,26 @@ bool runningUnderMpirun() {
 
 bool mpiBackendBuilt() { return kMpiBuilt; }
 
+core::Result<std::unique_ptr<Communicator>> makeMpiGroup(Communicator& world,
+                                                         const std::string& name, int rank,
+                                                         int size) {
+#if RM_HAVE_MPI
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&world);
+  if (mpi == nullptr) {
+    return core::invalidArgument("communicator group " + name + ": the world's backend is " +
+                                 world.backend() + ", not mpi");
+  }
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> group, mpi->split(name, rank, size));
+  return std::unique_ptr<Communicator>(std::move(group));
+#else
+  (void)world;
+  (void)rank;
+  (void)size;
+  return core::unavailable("communicator group " + name +
+                           ": this build has no MPI backend (Open MPI not found)");
+#endif
+}
+
 core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& config) {
   const std::string& backend = config.backend;
   const std::string what = "rank " + std::to_string(config.rank) + ": communicator '" + backend +

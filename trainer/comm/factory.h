@@ -89,4 +89,11 @@ bool runningUnderMpirun();
 // Whether this build includes the MPI backend.
 bool mpiBackendBuilt();
 
+// Under mpirun, the group `name` (this rank is `rank` of `size`) split off `world`, which must be
+// the mpi backend's communicator (MpiCommunicator::split: every rank of the world calls it, in
+// the same order). kUnavailable without the MPI backend, kInvalidArgument for another backend.
+core::Result<std::unique_ptr<Communicator>> makeMpiGroup(Communicator& world,
+                                                         const std::string& name, int rank,
+                                                         int size);
+
 }  // namespace ringmaster::trainer::comm

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,6 +141,31 @@ core::Status MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
     RM_MPI_CHECK(MPI_Bcast(p + done, n, MPI_BYTE, root, state_->comm), what);
   }
   return core::Status::Ok();
+}
+
+core::Result<std::unique_ptr<MpiCommunicator>> MpiCommunicator::split(const std::string& name,
+                                                                      int rank, int size) {
+  const std::string what = "rank " + std::to_string(rank_) + ": communicator group " + name;
+  // FNV-1a of the name, as a non-negative int: MPI wants colours >= 0.
+  uint32_t colour = 2166136261u;
+  for (unsigned char c : name) colour = (colour ^ c) * 16777619u;
+  auto state = std::make_unique<State>();
+  RM_MPI_CHECK(
+      MPI_Comm_split(state_->comm, static_cast<int>(colour & 0x3fffffff), rank, &state->comm),
+      what);
+  RM_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN), what);
+  int got_rank = 0, got_size = 0;
+  RM_MPI_CHECK(MPI_Comm_rank(state->comm, &got_rank), what);
+  RM_MPI_CHECK(MPI_Comm_size(state->comm, &got_size), what);
+  // Built before the checks: its destructor frees the split communicator on every path.
+  auto group =
+      std::unique_ptr<MpiCommunicator>(new MpiCommunicator(std::move(state), got_rank, got_size));
+  if (got_rank != rank || got_size != size) {
+    return core::internalError(what + ": MPI_Comm_split made rank " + std::to_string(got_rank) +
+                               " of " + std::to_string(got_size) + ", want " +
+                               std::to_string(rank) + " of " + std::to_string(size));
+  }
+  return group;
 }
 
 core::Status MpiCommunicator::barrier() {

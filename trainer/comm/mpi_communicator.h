@@ -4,7 +4,8 @@
 //
 // Ownership: initializes MPI (MPI_Init_thread, at least MPI_THREAD_SERIALIZED) if nobody has,
 // and then finalizes it when destroyed; MPI cannot be initialized again after that, so create
-// at most one MpiCommunicator per process. Owns its duplicated MPI communicator.
+// at most one MpiCommunicator per process (and its groups with split()). Owns its duplicated (or
+// split) MPI communicator.
 // Thread-safety: one thread at a time (Communicator contract; SERIALIZED is all that needs).
 // Failure: every MPI call is checked; errors are returned (MPI_ERRORS_RETURN) as a Status that
 // names the rank, the call and MPI's error string. MPI has no per-call timeout:
@@ -40,6 +41,13 @@ class MpiCommunicator final : public Communicator {
   // MPI_Isend per chunk; wait() is MPI_Waitall.
   core::Result<std::unique_ptr<PendingSend>> startSend(const void* data, size_t bytes, int peer,
                                                        const PointToPointOptions& opts) override;
+
+  // The group `name` of which this rank is `rank` of `size`, split off this communicator
+  // (MPI_Comm_split, colour from the name, key the rank). Collective: every rank of this
+  // communicator calls it, in the same order, each with the group it belongs to. A group whose
+  // size or ranks come out otherwise (two names of one colour) is an error naming it. Groups must
+  // be destroyed before the communicator they were split from.
+  core::Result<std::unique_ptr<MpiCommunicator>> split(const std::string& name, int rank, int size);
 
  private:
   struct State;  // the MPI_Comm, kept out of this header so it needs no <mpi.h>

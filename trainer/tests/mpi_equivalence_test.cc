@@ -1,6 +1,7 @@
 // Data-parallel equivalence over Open MPI: started by ctest as `mpirun -np 2`; each rank trains
 // batch 64 for 50 steps over the MPI communicator, and rank 0 compares with 1 rank x batch 128.
-// Started without mpirun it skips.
+// Then tensor parallelism over MPI (groups split off the MPI world) against one rank. Started
+// without mpirun it skips.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,8 +64,37 @@ TEST(MpiEquivalence, TwoMpiRanksOfBatch64MatchOneRankOfBatch128) {
   ASSERT_TRUE((*mpi)->broadcast(rank0.data(), rank0.size() * sizeof(float), 0).ok());
   EXPECT_EQ(mine, rank0);
 
+  // Tensor parallelism over MPI: both ranks split each layer pair, their tensor group split off
+  // the MPI world (makeMpiGroup) as the trainer binary does under mpirun.
+  TrainerConfig tp = config(64);
+  tp.model.hidden = {32, 24, 16};
+  tp.tensor = 2;
+  tp.pipeline.micro_batches = 2;
+  TrainerContext tp_ctx = ctx;
+  tp_ctx.make_group = [&](const std::string& name, int rank, int size) {
+    return comm::makeMpiGroup(**mpi, name, rank, size);
+  };
+  Trainer split(tp, tp_ctx);
+  auto split_summary = split.run();
+  ASSERT_TRUE(split_summary.ok()) << split_summary.status().message();
+
   if ((*mpi)->rank() != 0) return;
   auto single = comm::makeInProcCommunicators(1);
+  {
+    // What one rank trains with the layers whole.
+    TrainerConfig whole = tp;
+    whole.tensor = 1;
+    TrainerContext whole_ctx = ctx;
+    whole_ctx.comm = single[0].get();
+    whole_ctx.make_group = nullptr;
+    Trainer one(whole, whole_ctx);
+    auto one_summary = one.run();
+    ASSERT_TRUE(one_summary.ok()) << one_summary.status().message();
+    ASSERT_TRUE(split_summary->test_accuracy && one_summary->test_accuracy);
+    EXPECT_NEAR(*split_summary->test_accuracy, *one_summary->test_accuracy, 1.0 / 300 + 1e-9);
+    ASSERT_TRUE(split_summary->final_train_loss && one_summary->final_train_loss);
+    EXPECT_NEAR(*split_summary->final_train_loss, *one_summary->final_train_loss, 1e-4);
+  }
   TrainerContext ref_ctx = ctx;
   ref_ctx.comm = single[0].get();
   Trainer one(config(128), ref_ctx);

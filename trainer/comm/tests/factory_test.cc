@@ -112,6 +112,16 @@ TEST(FactoryTest, ExplicitShmFailsOnEveryRankWhenOneCannotMapTheSegment) {
   }
 }
 
+TEST(FactoryTest, MpiGroupsNeedTheMpiWorld) {
+  auto inproc = makeInProcCommunicators(1);
+  auto group = makeMpiGroup(*inproc[0], "g", 0, 1);
+  ASSERT_FALSE(group.ok());
+  EXPECT_EQ(group.status().code(),
+            mpiBackendBuilt() ? core::Code::kInvalidArgument : core::Code::kUnavailable)
+      << group.status().message();
+  EXPECT_NE(group.status().message().find("communicator group g"), std::string::npos);
+}
+
 TEST(FactoryTest, ExplicitGlooIsHonored) {
   auto store = rendezvous::makeInMemoryStore();
   auto comms = unwrapAll(makeAll(2, [&](int r) { return configFor("gloo", r, 2, store.get()); }));

@@ -122,6 +122,33 @@ TEST_F(MpiCommunicatorTest, PointToPointChecksThePeerAndTheSize) {
   EXPECT_TRUE(comm_->barrier().ok());
 }
 
+// Groups as the pipeline trainer makes them under mpirun: every rank asks for its own, in the
+// same order (here one group of everybody, then one group per rank), and each sums only among
+// its members.
+TEST_F(MpiCommunicatorTest, GroupsSplitOffTheWorldSumAmongTheirMembers) {
+  const int n = comm_->size();
+  const int r = comm_->rank();
+  auto all = makeMpiGroup(*comm_, "all", r, n);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  auto alone = makeMpiGroup(*comm_, "alone-" + std::to_string(r), 0, 1);
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  EXPECT_EQ((*all)->size(), n);
+  EXPECT_EQ((*all)->rank(), r);
+  EXPECT_EQ((*alone)->size(), 1);
+  float everyone = static_cast<float>(r + 1);
+  ASSERT_TRUE((*all)->allreduceSum(&everyone, 1, {}).ok());
+  EXPECT_EQ(everyone, static_cast<float>(n * (n + 1) / 2));
+  float mine = static_cast<float>(r + 1);
+  ASSERT_TRUE((*alone)->allreduceSum(&mine, 1, {}).ok());
+  EXPECT_EQ(mine, static_cast<float>(r + 1)) << "a group of one sums nothing from the others";
+
+  // A rank that expects another place in a group than MPI gives it is told so.
+  auto wrong = makeMpiGroup(*comm_, "wrong", r, n + 1);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("communicator group wrong"), std::string::npos)
+      << wrong.status().message();
+}
+
 TEST_F(MpiCommunicatorTest, FactoryAutoPicksMpiUnderMpirun) {
   CommConfig config;  // rank and world size left at their defaults: MPI knows them
   auto made = makeCommunicator(config);
