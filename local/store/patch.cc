@@ -38,6 +38,16 @@ bool holds(const json& doc, const json::json_pointer& at) {
   }
 }
 
+// Whether a value can be added at `at`: the root, or a place whose parent is an object or an
+// array (nlohmann's patch asserts on a string or number parent instead of failing).
+bool canAddAt(const json& doc, const json::json_pointer& at) {
+  if (at.empty()) return true;
+  const json::json_pointer parent = at.parent_pointer();
+  if (!holds(doc, parent)) return false;
+  const json& container = doc.at(parent);
+  return container.is_object() || container.is_array();
+}
+
 }  // namespace
 
 // Each operation is checked here for the API server's error texts, then applied by nlohmann's
@@ -70,9 +80,7 @@ ApiResult<json> applyJsonPatch(const json& target, const json& patch) {
         return patchApplyError("replace operation does not apply: doc is missing key: " + path +
                                ": missing value");
       }
-      if (kind == "add" && !at->empty() && !holds(doc, at->parent_pointer())) {
-        return patchApplyError(missing_path);
-      }
+      if (kind == "add" && !canAddAt(doc, *at)) return patchApplyError(missing_path);
     } else if (kind == "remove") {
       if (at->empty() || !holds(doc, *at)) return patchApplyError(missing_path);
     } else if (kind == "move" || kind == "copy") {
@@ -90,6 +98,9 @@ ApiResult<json> applyJsonPatch(const json& target, const json& patch) {
         return patchApplyError("move operation does not apply: cannot move \"" + from +
                                "\" into its own child \"" + path + "\"");
       }
+      // Where the value goes, checked as an add is (for move: before `from` is removed, as the
+      // destination's parent cannot be inside `from`, checked above).
+      if (!canAddAt(doc, *at)) return patchApplyError(missing_path);
       step["from"] = from;
     } else if (kind == "test") {
       const json expected = has_value ? op["value"] : json();

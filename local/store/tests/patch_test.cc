@@ -48,6 +48,17 @@ TEST(JsonPatch, ErrorsOnBadPathsAndFailedTests) {
       applyJsonPatch(doc, json::parse(R"([{"op":"add","path":"/q/r","value":1}])")).error().code(),
       422);
   EXPECT_EQ(applyJsonPatch(doc, json::parse(R"({"op":"add"})")).error().code(), 400);
+  // Into a number, a string or below one: refused, not handed to nlohmann (which asserts).
+  for (const char* patch : {R"([{"op":"add","path":"/a/b/c","value":1}])",
+                            R"([{"op":"add","path":"/a/b/-","value":1}])",
+                            R"([{"op":"copy","from":"/a","path":"/a/b/x"}])",
+                            R"([{"op":"move","from":"/a/b","path":"/s/t"}])"}) {
+    json with_string = doc;
+    with_string["s"] = "text";
+    auto refused = applyJsonPatch(with_string, json::parse(patch));
+    ASSERT_FALSE(refused.ok()) << patch;
+    EXPECT_EQ(refused.error().code(), 422) << patch;
+  }
   // The whole patch applies or nothing: the input is untouched.
   EXPECT_EQ(doc, json::parse(R"({"a":{"b":1}})"));
 }
