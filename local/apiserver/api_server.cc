@@ -553,12 +553,12 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
     if (!dry.ok()) return sendError(w, dry.error());
     bool dry_run = dry->dry_run;
     if (!r.body.empty()) {
-      core::Result<json> parsed = core::parseJson(r.body);
-      if (r.headers.get("Content-Type").rfind(kProtobufContentType, 0) == 0) {
-        auto decoded = decodeProtobufBody(r.body);
-        parsed = decoded && decoded->value("kind", "") == "DeleteOptions"
-                     ? core::Result<json>(*decoded)
-                     : core::Result<json>(core::invalidArgument("not a protobuf DeleteOptions"));
+      core::Result<json> parsed = core::invalidArgument("not a protobuf DeleteOptions");
+      if (contentTypeEssence(r) != kProtobufContentType) {
+        parsed = core::parseJson(r.body);
+      } else if (auto decoded = decodeProtobufBody(r.body);
+                 decoded && decoded->value("kind", "") == "DeleteOptions") {
+        parsed = std::move(*decoded);
       }
       if (!parsed.ok() || !parsed->is_object()) {
         return sendError(

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ringmaster/core/json.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -22,13 +24,9 @@ bool has(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
 
-std::string field(const json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>()
-                                                                      : "";
-}
-
 std::string metaField(const json& obj, const char* key) {
-  return obj.is_object() && obj.contains("metadata") ? field(obj["metadata"], key) : "";
+  return obj.is_object() && obj.contains("metadata") ? core::stringMember(obj["metadata"], key)
+                                                     : "";
 }
 
 // A nonResourceURLs entry: exact, or a prefix ending in '*'.
@@ -61,12 +59,12 @@ bool ruleAllows(const json& rule, const RequestInfo& info, const std::string& pa
 }
 
 bool subjectMatches(const json& subject, const UserInfo& user, const std::string& binding_ns) {
-  const std::string kind = field(subject, "kind");
-  const std::string name = field(subject, "name");
+  const std::string kind = core::stringMember(subject, "kind");
+  const std::string name = core::stringMember(subject, "name");
   if (kind == "User") return name == user.name;
   if (kind == "Group") return has(user.groups, name);
   if (kind == "ServiceAccount") {
-    std::string ns = field(subject, "namespace");
+    std::string ns = core::stringMember(subject, "namespace");
     if (ns.empty()) ns = binding_ns;
     return user.name == std::string(kServiceAccountPrefix) + ns + ":" + name;
   }
@@ -83,8 +81,8 @@ bool bindsUser(const json& binding, const UserInfo& user) {
 // The rules of the role `binding` refers to (a Role in the binding's namespace or a ClusterRole).
 const json* roleOf(const json& binding, const RbacObjects& objects) {
   const json ref = binding.value("roleRef", json::object());
-  const std::string kind = field(ref, "kind");
-  const std::string name = field(ref, "name");
+  const std::string kind = core::stringMember(ref, "kind");
+  const std::string name = core::stringMember(ref, "name");
   const std::string ns = metaField(binding, "namespace");
   const auto& pool = kind == "ClusterRole" ? objects.cluster_roles : objects.roles;
   if (kind != "ClusterRole" && kind != "Role") return nullptr;

@@ -1,5 +1,6 @@
 #include "local/controllers/workload_controller.h"
 
+#include "ringmaster/core/json.h"
 #include "ringmaster/core/log.h"
 
 namespace ringmaster::local::controllers {
@@ -12,10 +13,8 @@ const ResourceKey kReplicaSets{"apps", "replicasets"};
 const ResourceKey kPods{"", "pods"};
 
 std::string metaString(const json& obj, const char* key) {
-  const json& meta = obj.contains("metadata") ? obj["metadata"] : json();
-  return meta.is_object() && meta.contains(key) && meta[key].is_string()
-             ? meta[key].get<std::string>()
-             : "";
+  auto meta = obj.find("metadata");
+  return meta == obj.end() ? "" : core::stringMember(*meta, key);
 }
 
 bool isTerminating(const json& obj) {

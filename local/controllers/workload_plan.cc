@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ringmaster/core/fnv.h"
+#include "ringmaster/core/json.h"
 #include "ringmaster/kube/time.h"
 
 namespace ringmaster::local::controllers {
@@ -23,11 +25,6 @@ int intField(const json& obj, const char* key, int fallback) {
   return v.is_number_integer() ? v.get<int>() : fallback;
 }
 
-std::string stringField(const json& obj, const char* key) {
-  const json& v = field(obj, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
 int desiredReplicas(const json& obj) { return intField(field(obj, "spec"), "replicas", 1); }
 
 bool terminating(const json& pod) {
@@ -35,15 +32,15 @@ bool terminating(const json& pod) {
 }
 
 bool active(const json& pod) {
-  const std::string phase = stringField(field(pod, "status"), "phase");
+  const std::string phase = core::stringMember(field(pod, "status"), "phase");
   return !terminating(pod) && phase != "Succeeded" && phase != "Failed";
 }
 
 // Which of two surplus pods to delete first: the one furthest from serving (unscheduled,
 // pending, not ready), then the younger, as the ReplicaSet controller ranks them.
 int readinessRank(const json& pod) {
-  if (stringField(field(pod, "spec"), "nodeName").empty()) return 0;
-  if (stringField(field(pod, "status"), "phase") == "Pending") return 1;
+  if (core::stringMember(field(pod, "spec"), "nodeName").empty()) return 0;
+  if (core::stringMember(field(pod, "status"), "phase") == "Pending") return 1;
   return podReady(pod) ? 3 : 2;
 }
 
@@ -60,9 +57,12 @@ json condition(const json& old_conditions, const std::string& type, bool status,
   std::string update = now;
   if (old_conditions.is_array()) {
     for (const auto& o : old_conditions) {
-      if (stringField(o, "type") != type || stringField(o, "status") != c["status"]) continue;
-      if (!stringField(o, "lastTransitionTime").empty()) transition = o["lastTransitionTime"];
-      if (stringField(o, "reason") == reason && !stringField(o, "lastUpdateTime").empty()) {
+      if (core::stringMember(o, "type") != type || core::stringMember(o, "status") != c["status"])
+        continue;
+      if (!core::stringMember(o, "lastTransitionTime").empty())
+        transition = o["lastTransitionTime"];
+      if (core::stringMember(o, "reason") == reason &&
+          !core::stringMember(o, "lastUpdateTime").empty()) {
         update = o["lastUpdateTime"];
       }
     }
@@ -83,7 +83,7 @@ json withoutHash(json pod_template) {
 
 int revisionOf(const json& rs) {
   const std::string text =
-      stringField(field(field(rs, "metadata"), "annotations"), kRevisionAnnotation);
+      core::stringMember(field(field(rs, "metadata"), "annotations"), kRevisionAnnotation);
   try {
     return text.empty() ? 0 : std::stoi(text);
   } catch (const std::exception&) {
@@ -94,9 +94,9 @@ int revisionOf(const json& rs) {
 json ownerReference(const json& owner, const std::string& api_version) {
   const json& meta = field(owner, "metadata");
   return {{"apiVersion", api_version},
-          {"kind", stringField(owner, "kind")},
-          {"name", stringField(meta, "name")},
-          {"uid", stringField(meta, "uid")},
+          {"kind", core::stringMember(owner, "kind")},
+          {"name", core::stringMember(meta, "name")},
+          {"uid", core::stringMember(meta, "uid")},
           {"controller", true},
           {"blockOwnerDeletion", true}};
 }
@@ -128,7 +128,7 @@ int resolveIntOrPercent(const json& value, int total, bool round_up, int fallbac
 int maxUnavailable(const json& deployment) {
   const json& strategy = field(field(deployment, "spec"), "strategy");
   const int replicas = desiredReplicas(deployment);
-  if (stringField(strategy, "type") != "RollingUpdate" || replicas == 0) return 0;
+  if (core::stringMember(strategy, "type") != "RollingUpdate" || replicas == 0) return 0;
   const json& rolling = field(strategy, "rollingUpdate");
   const int surge = resolveIntOrPercent(field(rolling, "maxSurge"), replicas, true, 0);
   int unavailable = resolveIntOrPercent(field(rolling, "maxUnavailable"), replicas, false, 0);
@@ -138,10 +138,9 @@ int maxUnavailable(const json& deployment) {
 }
 
 std::string podTemplateHash(const json& pod_template, int collision_count) {
-  // FNV-1a over the canonical JSON: what Kubernetes hashes templates with, and four lines.
-  uint32_t h = 2166136261u;
-  const std::string text = withoutHash(pod_template).dump() + "/" + std::to_string(collision_count);
-  for (unsigned char c : text) h = (h ^ c) * 16777619u;
+  // FNV-1a over the canonical JSON: what Kubernetes hashes templates with.
+  const uint32_t h =
+      core::fnv1a32(withoutHash(pod_template).dump() + "/" + std::to_string(collision_count));
   static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
   std::string out;
   const std::string digits = std::to_string(h);
@@ -153,7 +152,7 @@ bool podReady(const json& pod) {
   const json& conditions = field(field(pod, "status"), "conditions");
   if (!conditions.is_array()) return false;
   for (const auto& c : conditions) {
-    if (stringField(c, "type") == "Ready") return stringField(c, "status") == "True";
+    if (core::stringMember(c, "type") == "Ready") return core::stringMember(c, "status") == "True";
   }
   return false;
 }
@@ -162,8 +161,8 @@ bool podAvailable(const json& pod, int min_ready_seconds, TimePoint now) {
   if (!podReady(pod)) return false;
   if (min_ready_seconds <= 0) return true;
   for (const auto& c : field(field(pod, "status"), "conditions")) {
-    if (stringField(c, "type") != "Ready") continue;
-    auto since = kube::Time::parse(stringField(c, "lastTransitionTime"));
+    if (core::stringMember(c, "type") != "Ready") continue;
+    auto since = kube::Time::parse(core::stringMember(c, "lastTransitionTime"));
     if (!since.ok()) return false;
     return since->timePoint() + std::chrono::seconds(min_ready_seconds) <= now;
   }
@@ -187,11 +186,11 @@ ReplicaSetPlan planReplicaSet(const json& replica_set, const std::vector<json>& 
     std::stable_sort(running.begin(), running.end(), [](const json* a, const json* b) {
       const int ra = readinessRank(*a), rb = readinessRank(*b);
       if (ra != rb) return ra < rb;
-      return stringField(field(*a, "metadata"), "creationTimestamp") >
-             stringField(field(*b, "metadata"), "creationTimestamp");
+      return core::stringMember(field(*a, "metadata"), "creationTimestamp") >
+             core::stringMember(field(*b, "metadata"), "creationTimestamp");
     });
     for (int i = 0; i < have - desired; ++i) {
-      plan.remove.push_back(stringField(field(*running[i], "metadata"), "name"));
+      plan.remove.push_back(core::stringMember(field(*running[i], "metadata"), "name"));
     }
   }
   int labeled = 0, ready = 0, available = 0;
@@ -221,8 +220,8 @@ json podFor(const json& replica_set) {
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   json pod_meta = field(tmpl, "metadata").is_object() ? field(tmpl, "metadata") : json::object();
   pod_meta.erase("name");
-  pod_meta["generateName"] = stringField(meta, "name") + "-";
-  pod_meta["namespace"] = stringField(meta, "namespace");
+  pod_meta["generateName"] = core::stringMember(meta, "name") + "-";
+  pod_meta["namespace"] = core::stringMember(meta, "namespace");
   pod_meta["ownerReferences"] = json::array({ownerReference(replica_set, "apps/v1")});
   pod["metadata"] = pod_meta;
   pod["spec"] = field(tmpl, "spec").is_object() ? field(tmpl, "spec") : json::object();
@@ -235,10 +234,10 @@ DeploymentPlan planDeployment(const json& deployment, const std::vector<json>& r
   const json& meta = field(deployment, "metadata");
   const json& spec = field(deployment, "spec");
   const json& old_status = field(deployment, "status");
-  const std::string name = stringField(meta, "name");
+  const std::string name = core::stringMember(meta, "name");
   const int desired = desiredReplicas(deployment);
   const json pod_template = withoutHash(field(spec, "template"));
-  const bool recreate = stringField(field(spec, "strategy"), "type") == "Recreate";
+  const bool recreate = core::stringMember(field(spec, "strategy"), "type") == "Recreate";
   const bool paused = field(spec, "paused") == true;
 
   const json* current = nullptr;
@@ -256,7 +255,7 @@ DeploymentPlan planDeployment(const json& deployment, const std::vector<json>& r
     json selector = field(spec, "selector").is_object() ? field(spec, "selector") : json::object();
     selector["matchLabels"][kPodTemplateHashLabel] = hash;
     json rs_meta = {{"name", name + "-" + hash},
-                    {"namespace", stringField(meta, "namespace")},
+                    {"namespace", core::stringMember(meta, "namespace")},
                     {"labels", tmpl["metadata"]["labels"]},
                     {"annotations", {{kRevisionAnnotation, std::to_string(max_revision + 1)}}},
                     {"ownerReferences", json::array({ownerReference(deployment, "apps/v1")})}};
@@ -281,7 +280,7 @@ DeploymentPlan planDeployment(const json& deployment, const std::vector<json>& r
     ready += intField(st, "readyReplicas", 0);
     available += intField(st, "availableReplicas", 0);
     const int replicas = desiredReplicas(rs);
-    const std::string rs_name = stringField(field(rs, "metadata"), "name");
+    const std::string rs_name = core::stringMember(field(rs, "metadata"), "name");
     if (paused) continue;
     if (&rs == current) {
       if (replicas != desired) plan.scale.emplace_back(rs_name, desired);
@@ -296,7 +295,7 @@ DeploymentPlan planDeployment(const json& deployment, const std::vector<json>& r
     std::sort(retired.begin(), retired.end(),
               [](const json* a, const json* b) { return revisionOf(*a) < revisionOf(*b); });
     for (size_t i = 0; i + history < retired.size(); ++i) {
-      plan.remove.push_back(stringField(field(*retired[i], "metadata"), "name"));
+      plan.remove.push_back(core::stringMember(field(*retired[i], "metadata"), "name"));
     }
   }
 
@@ -312,7 +311,7 @@ DeploymentPlan planDeployment(const json& deployment, const std::vector<json>& r
                         : "Deployment does not have minimum availability.",
                 now_text, true));
   const std::string rs_name =
-      current ? stringField(field(*current, "metadata"), "name") : name + "-<new>";
+      current ? core::stringMember(field(*current, "metadata"), "name") : name + "-<new>";
   const bool complete = current_ready && updated == desired && total == desired;
   conditions.push_back(
       condition(old_conditions, "Progressing", true,

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ringmaster/core/fnv.h"
 #include "ringmaster/core/log.h"
 #include "trainer/comm/call_context.h"
 
@@ -146,9 +147,8 @@ core::Status MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
 core::Result<std::unique_ptr<MpiCommunicator>> MpiCommunicator::split(const std::string& name,
                                                                       int rank, int size) {
   const std::string what = "rank " + std::to_string(rank_) + ": communicator group " + name;
-  // FNV-1a of the name, as a non-negative int: MPI wants colours >= 0.
-  uint32_t colour = 2166136261u;
-  for (unsigned char c : name) colour = (colour ^ c) * 16777619u;
+  // The name's hash as a non-negative int: MPI wants colours >= 0.
+  const uint32_t colour = core::fnv1a32(name);
   auto state = std::make_unique<State>();
   RM_MPI_CHECK(
       MPI_Comm_split(state_->comm, static_cast<int>(colour & 0x3fffffff), rank, &state->comm),
