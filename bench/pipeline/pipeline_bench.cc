@@ -1,7 +1,8 @@
 // bench_pipeline: one stage of our pipeline on a deep MLP (784 -> width x depth -> 10) with
 // random data: the stages of `--stages` processes (RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT,
-// gloo), cut where the parameter counts balance (what `--print-partition` prints, so that the
-// PyTorch peer uses the same cut), `--micro-batches` micro-batches per mini-batch under
+// `--backend`, by default what the trainer picks: shm on one host), cut where the parameter counts
+// balance (what `--print-partition` prints, so that the PyTorch peer uses the same cut),
+// `--micro-batches` micro-batches per mini-batch under
 // `--schedule`, an SGD step after each mini-batch. After --warmup steps it times --steps and rank 0
 // prints one JSON line: samples/s and, per stage, the measured bubble (the share of the schedule's
 // time the stage did not compute) beside the ideal (S - 1) / (M + S - 1) of equal stages and the
@@ -33,6 +34,7 @@ struct Options {
   int64_t stages = 2, micro_batches = 4, width = 2048, depth = 8, batch = 128;
   int64_t steps = 8, warmup = 2;
   std::string schedule = "1f1b";
+  std::string backend = "auto";
   bool print_partition = false;
 };
 
@@ -69,7 +71,7 @@ core::Status run(const Options& o) {
     return core::Status::Ok();
   }
   trainer::comm::CommConfig cc;
-  cc.backend = "gloo";
+  cc.backend = o.backend;
   cc.point_to_point = true;
   cc.rank = getenvInt("RANK", 0);
   cc.world_size = getenvInt("WORLD_SIZE", 1);
@@ -170,12 +172,13 @@ core::Status run(const Options& o) {
     }
     mean /= static_cast<double>(bubbles.size());
     std::printf(
-        "{\"who\": \"ringmaster\", \"schedule\": \"%s\", \"stages\": %d, \"micro_batches\": %d, "
+        "{\"who\": \"ringmaster\", \"backend\": \"%s\", \"schedule\": \"%s\", \"stages\": %d, "
+        "\"micro_batches\": %d, "
         "\"samples_per_second\": %.1f, \"bubble\": %.4f, \"bubble_per_stage\": [%s], "
         "\"ideal_bubble\": %.4f, \"ideal_bubble_for_cut\": %.4f}\n",
-        o.schedule.c_str(), stages, micro, static_cast<double>(o.steps * o.batch) / wall, mean,
-        per_stage.c_str(), trainer::pipeline::idealBubbleFraction(stages, micro),
-        cut.bubbleFraction());
+        comm->backend().c_str(), o.schedule.c_str(), stages, micro,
+        static_cast<double>(o.steps * o.batch) / wall, mean, per_stage.c_str(),
+        trainer::pipeline::idealBubbleFraction(stages, micro), cut.bubbleFraction());
   }
   return core::Status::Ok();
 }
@@ -189,7 +192,8 @@ int main(int argc, char** argv) {
   core::FlagSet flags("bench_pipeline", "one stage of a pipeline-parallel MLP, timed");
   flags.addInt("stages", &o.stages, "pipeline stages (= WORLD_SIZE)");
   flags.addInt("micro-batches", &o.micro_batches, "micro-batches per mini-batch");
-  flags.addString("schedule", &o.schedule, "gpipe | 1f1b");
+  flags.addString("schedule", &o.schedule, "gpipe | 1f1b | pipedream");
+  flags.addString("backend", &o.backend, "auto (shm on one host) | shm | tcp | gloo");
   flags.addInt("width", &o.width, "hidden width");
   flags.addInt("depth", &o.depth, "hidden layers");
   flags.addInt("batch", &o.batch, "mini-batch samples");

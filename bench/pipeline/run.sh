@@ -10,13 +10,15 @@
 # cut (the schedule simulated with our stages' measured pass times: a cut of unequal layers is
 # never quite balanced, and no schedule beats its own simulation).
 #   bench/pipeline/run.sh [--stages "2 4"] [--micro "1 2 4 8 16"] [--width W] [--depth D]
-#                         [--steps N]
+#                         [--steps N] [--backend auto|shm|tcp|gloo]
+# Our stages talk over --backend (auto: what the trainer picks, shm on one host); the peer
+# always over gloo, the only CPU transport torch.distributed has here.
 # Stages beyond the machine's cores share them, which inflates every bubble: read S=4 on a
 # 2-core machine as oversubscribed. Needs build/bench/pipeline/bench_pipeline (scripts/run-main
 # builds it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-stages_list="2" micro_list="1 2 4 8 16" width=2048 depth=8 steps=8
+stages_list="2" micro_list="1 2 4 8 16" width=2048 depth=8 steps=8 backend=auto
 while [[ $# -gt 0 ]]; do
   case $1 in
     --stages) stages_list=$2; shift 2 ;;
@@ -24,7 +26,9 @@ while [[ $# -gt 0 ]]; do
     --width) width=$2; shift 2 ;;
     --depth) depth=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    *) echo "usage: $0 [--stages LIST] [--micro LIST] [--width W] [--depth D] [--steps N]" >&2
+    --backend) backend=$2; shift 2 ;;
+    *) echo "usage: $0 [--stages LIST] [--micro LIST] [--width W] [--depth D] [--steps N]" \
+         "[--backend B]" >&2
        exit 2 ;;
   esac
 done
@@ -51,14 +55,16 @@ field() { "$python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[
 
 printf '%-3s %-3s %-9s %10s %10s %6s %9s %9s %7s %9s\n' S M sched ours/s torch/s ratio ours_bub \
   torch_bub ideal cut_ideal
+backend_seen=""
 for stages in $stages_list; do
   shape=(--stages "$stages" --width "$width" --depth "$depth" --steps "$steps")
   partition=$("$bench" "${shape[@]}" --print-partition)
   for micro in $micro_list; do
     for schedule in gpipe 1f1b pipedream; do
       args=("${shape[@]}" --micro-batches "$micro" --schedule "$schedule")
-      ours=$(ranks "$stages" "$bench" "${args[@]}")
+      ours=$(ranks "$stages" "$bench" "${args[@]}" --backend "$backend")
       o=$(field "$ours" samples_per_second)
+      backend_seen=$(field "$ours" backend)
       if [[ $schedule == pipedream ]]; then
         printf '%-3s %-3s %-9s %10.1f %10s %6s %9.3f %9s %7s %9.3f\n' "$stages" "$micro" \
           "$schedule" "$o" - - "$(field "$ours" bubble)" - - \
@@ -75,3 +81,4 @@ for stages in $stages_list; do
     done
   done
 done
+echo "ours over $backend_seen, PyTorch over gloo"

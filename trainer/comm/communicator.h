@@ -84,7 +84,7 @@ class Communicator {
   // Point-to-point, for the pipeline schedules (activations forward, gradients back): send()
   // hands `bytes` bytes to rank `peer` and returns once `data` may be reused; recv() takes the
   // next message from `peer`, which must be exactly `bytes` long. Between two ranks messages
-  // arrive in the order they were sent. Backends without it (shm, nccl and single so far) say so
+  // arrive in the order they were sent. Backends without it (nccl and single so far) say so
   // with kInvalidArgument naming the backend.
   virtual core::Status send(const void* data, size_t bytes, int peer,
                             const PointToPointOptions& opts) {
@@ -139,9 +139,9 @@ class Communicator {
  private:
   core::Status noPointToPoint(const std::string& verb, size_t bytes, int peer,
                               const PointToPointOptions& opts) const {
-    return core::invalidArgument(describePointToPoint(verb, peer, opts, bytes) + ": the " +
-                                 backend() +
-                                 " backend has no point-to-point messages; use tcp, gloo or mpi");
+    return core::invalidArgument(
+        describePointToPoint(verb, peer, opts, bytes) + ": the " + backend() +
+        " backend has no point-to-point messages; use shm, tcp, gloo or mpi");
   }
 };
 

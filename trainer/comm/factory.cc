@@ -129,6 +129,7 @@ core::Result<std::unique_ptr<Communicator>> makeShm(const CommConfig& config,
   shm.timeout = config.timeout;
   shm.slot_bytes = config.shm_slot_bytes;
   shm.direct_max_bytes = config.shm_direct_max_bytes;
+  if (config.point_to_point) shm.ring_bytes = defaultShmRingBytes(config.world_size);
   shm.pretend_unreachable_for_testing = config.shm_pretend_unreachable_for_testing;
   RM_ASSIGN_OR_RETURN(auto comm, ShmCommunicator::create(shm));
   return std::unique_ptr<Communicator>(std::move(comm));
@@ -217,12 +218,12 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   }
   if (config.device != "cpu" && config.device != "cuda")
     return core::invalidArgument(what + ": device '" + config.device + "' (cpu or cuda)");
-  // Gradients in GPU memory go through NCCL; the host backends cannot read them.
-  if (config.point_to_point && (backend == "shm" || backend == "nccl")) {
-    return core::invalidArgument(what + ": " + backend +
-                                 " has no point-to-point messages, which pipeline stages need; "
-                                 "use tcp, gloo, mpi or auto");
+  if (config.point_to_point && backend == "nccl") {
+    return core::invalidArgument(what +
+                                 ": nccl has no point-to-point messages, which pipeline stages "
+                                 "need; use shm, tcp, gloo, mpi or auto");
   }
+  // Gradients in GPU memory go through NCCL; the host backends cannot read them.
   const bool nccl = backend == "nccl" || (backend == "auto" && config.device == "cuda");
   if (config.device == "cuda" && !nccl)
     return core::invalidArgument(what + ": device cuda needs backend nccl (or auto)");
@@ -261,7 +262,7 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
     comm = makeShm(config, &store);
   } else if (backend == "gloo") {
     comm = makeGloo(config, &store);
-  } else if (backend == "tcp" || config.point_to_point) {
+  } else if (backend == "tcp") {
     comm = makeTcp(config, &store);
   } else {
     comm = makeShm(config, &store);

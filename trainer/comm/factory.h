@@ -5,7 +5,7 @@
 // backend:
 //   "auto"   device cuda: nccl (any world size). Under mpirun: mpi. Otherwise a world of 1: single
 //            (no store, no network); else shm when every rank can map one shared-memory segment
-//            (same host) and no point-to-point messages are needed, else tcp.
+//            (same host), else tcp.
 //   "shm"    shared memory, fails unless every rank can map the segment
 //   "tcp"    our own TCP transport (tcp_communicator.h)
 //   "gloo"   Gloo's ring over its TCP transport
@@ -71,8 +71,8 @@ struct CommConfig {
   size_t shm_direct_max_bytes = 32 << 10;
   // Test-only: this rank claims it cannot map the shm segment (see ShmConfig).
   bool shm_pretend_unreachable_for_testing = false;
-  // The caller sends and receives (pipeline stages): auto then skips shm, which has no
-  // point-to-point messages, for tcp.
+  // The caller sends and receives (pipeline stages): shm then maps a ring per pair of ranks
+  // (defaultShmRingBytes), which it otherwise leaves out.
   bool point_to_point = false;
   // inproc: the group shared by the ranks of this process.
   std::shared_ptr<InProcGroup> inproc_group;

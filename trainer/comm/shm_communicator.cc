@@ -26,7 +26,7 @@ namespace ringmaster::trainer::comm {
 namespace {
 
 constexpr uint64_t kMagic = 0x4d4f434d48534d52ull;  // "RMSHMCOM"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr size_t kPage = 4096;
 constexpr size_t kSliceAlign = 16;  // floats: slices start on their own cache line
 constexpr int kSlots = 2;
@@ -73,6 +73,7 @@ struct alignas(64) Header {
   uint32_t world_size;
   uint64_t token;
   uint64_t slot_bytes;
+  uint64_t ring_bytes;
   alignas(64) std::atomic<uint32_t> aborted_by;  // 0, or the failing rank + 1
   alignas(64) std::atomic<uint32_t> wake_word;   // futex word, bumped to wake sleepers
   std::atomic<uint32_t> sleepers;                // ranks asleep (or about to be) on wake_word
@@ -102,9 +103,29 @@ size_t roundUp(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
 size_t controlOffset() { return roundUp(sizeof(Header), 64); }
 size_t slotsOffset(int size) { return roundUp(controlOffset() + size * sizeof(Control), kPage); }
-size_t segmentBytes(int size, size_t slot_bytes) {
+size_t slotsEnd(int size, size_t slot_bytes) {
   return slotsOffset(size) + static_cast<size_t>(size) * kSlots * slot_bytes;
 }
+// One channel per ordered pair (from, to), from != to.
+size_t channelCount(int size, size_t ring_bytes) {
+  return ring_bytes == 0 ? 0 : static_cast<size_t>(size) * (size - 1);
+}
+size_t channelIndex(int size, int from, int to) {
+  return static_cast<size_t>(from) * (size - 1) + (to < from ? to : to - 1);
+}
+size_t ringsOffset(int size, size_t slot_bytes, size_t ring_bytes) {
+  return roundUp(
+      slotsEnd(size, slot_bytes) + channelCount(size, ring_bytes) * sizeof(ShmChannelCounters),
+      kPage);
+}
+size_t segmentBytes(int size, size_t slot_bytes, size_t ring_bytes) {
+  return ringsOffset(size, slot_bytes, ring_bytes) + channelCount(size, ring_bytes) * ring_bytes;
+}
+
+// A point-to-point message's length header, and the payload's padding to keep every header
+// aligned in the ring.
+constexpr size_t kMessageHeader = sizeof(uint64_t);
+size_t paddingOf(size_t bytes) { return roundUp(bytes, kMessageHeader) - bytes; }
 
 // a >= b for counters that wrap.
 bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
@@ -159,17 +180,59 @@ uint64_t randomToken() {
 // Maps the segment on a non-zero rank and checks that it is the one rank 0 described.
 core::Result<std::unique_ptr<ShmSegment>> openAndCheck(const std::string& name, uint64_t token,
                                                        const ShmConfig& config) {
-  RM_ASSIGN_OR_RETURN(auto segment,
-                      ShmSegment::open(name, segmentBytes(config.size, config.slot_bytes)));
+  RM_ASSIGN_OR_RETURN(
+      auto segment,
+      ShmSegment::open(name, segmentBytes(config.size, config.slot_bytes, config.ring_bytes)));
   const auto* h = static_cast<const Header*>(segment->data());
   if (h->magic != kMagic || h->version != kVersion || h->token != token ||
-      h->world_size != static_cast<uint32_t>(config.size) || h->slot_bytes != config.slot_bytes) {
+      h->world_size != static_cast<uint32_t>(config.size) || h->slot_bytes != config.slot_bytes ||
+      h->ring_bytes != config.ring_bytes) {
     return core::invalidArgument("shm segment " + name + " is not the one rank 0 created");
   }
   return segment;
 }
 
 }  // namespace
+
+size_t defaultShmRingBytes(int size) {
+  constexpr size_t kBudget = 32 << 20, kMax = 4 << 20, kMin = 256 << 10;
+  if (size < 2) return kMin;
+  const size_t pairs = static_cast<size_t>(size) * (size - 1);
+  return std::clamp(kBudget / pairs / kPage * kPage, kMin, kMax);
+}
+
+struct ShmCommunicator::Outgoing {
+  const char* data;
+  size_t bytes;  // payload
+  int peer;
+  std::string tag;
+  Clock::time_point deadline;
+  uint64_t header;  // the length, as it goes into the ring
+  size_t sent = 0;  // of header + payload + padding
+  bool done = false;
+  size_t total() const { return kMessageHeader + bytes + paddingOf(bytes); }
+};
+
+// Waits (moving every queued send on meanwhile) until its message is wholly in the ring.
+class ShmCommunicator::QueuedSend final : public PendingSend {
+ public:
+  QueuedSend(ShmCommunicator* comm, std::shared_ptr<Outgoing> message)
+      : comm_(comm), message_(std::move(message)) {}
+  ~QueuedSend() override { (void)wait(); }
+  core::Status wait() override {
+    if (!waited_) {
+      result_ = comm_->waitSent(*message_);
+      waited_ = true;
+    }
+    return result_;
+  }
+
+ private:
+  ShmCommunicator* comm_;
+  std::shared_ptr<Outgoing> message_;
+  bool waited_ = false;
+  core::Status result_;
+};
 
 struct ShmCommunicator::Layout {
   Header* header;
@@ -189,8 +252,11 @@ core::Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::create(const Shm
     return core::invalidArgument(what + ": slot_bytes must be a multiple of 4096 and at least " +
                                  "direct_max_bytes");
   }
+  if (config.ring_bytes % kPage != 0) {
+    return core::invalidArgument(what + ": ring_bytes must be a multiple of 4096 (or 0)");
+  }
   rendezvous::PrefixStore store(config.store, "shm");
-  const size_t bytes = segmentBytes(config.size, config.slot_bytes);
+  const size_t bytes = segmentBytes(config.size, config.slot_bytes, config.ring_bytes);
 
   // Rank 0 creates and publishes "<name> <token>", or "! <reason>" when it cannot.
   std::unique_ptr<ShmSegment> segment;
@@ -208,6 +274,7 @@ core::Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::create(const Shm
       h->world_size = config.size;
       h->token = token;
       h->slot_bytes = config.slot_bytes;
+      h->ring_bytes = config.ring_bytes;
       published = name + " " + std::to_string(token);
     } else {
       my_problem = created.status().message();
@@ -276,30 +343,53 @@ ShmCommunicator::ShmCommunicator(const ShmConfig& config, std::unique_ptr<ShmSeg
       yield_(config.yield),
       segment_(std::move(segment)),
       layout_(std::make_unique<Layout>()),
-      inputs_(config.size) {
+      inputs_(config.size),
+      ring_bytes_(config.ring_bytes),
+      to_(config.size),
+      from_(config.size),
+      queued_(config.size) {
   char* base = static_cast<char*>(segment_->data());
   layout_->header = reinterpret_cast<Header*>(base);
   layout_->control = reinterpret_cast<Control*>(base + controlOffset());
   layout_->slots = base + slotsOffset(size_);
+  if (ring_bytes_ > 0) {
+    // The segment is zero-filled, which is what fresh counters hold.
+    auto* counters = reinterpret_cast<ShmChannelCounters*>(base + slotsEnd(size_, slot_bytes_));
+    char* rings = base + ringsOffset(size_, slot_bytes_, ring_bytes_);
+    auto channel = [&](int from, int to) {
+      const size_t i = channelIndex(size_, from, to);
+      return ShmChannel(counters + i, rings + i * ring_bytes_, ring_bytes_);
+    };
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      to_[q] = channel(rank_, q);
+      from_[q] = channel(q, rank_);
+    }
+  }
   my_pid_namespace_ = pidNamespace();
   layout_->control[rank_].pid_namespace.store(my_pid_namespace_, std::memory_order_relaxed);
   layout_->control[rank_].pid.store(::getpid(), std::memory_order_release);
 }
 
-std::optional<std::string> ShmCommunicator::goneRank(int which, uint32_t target) const {
+std::optional<std::string> ShmCommunicator::exitedRank(int q) const {
   if (my_pid_namespace_ == 0) return std::nullopt;
+  const Control& c = layout_->control[q];
+  const pid_t pid = c.pid.load(std::memory_order_acquire);
+  // Another namespace's pid means nothing here (pods sharing /dev/shm but not pids).
+  if (pid <= 0 || pid == ::getpid() ||
+      c.pid_namespace.load(std::memory_order_relaxed) != my_pid_namespace_) {
+    return std::nullopt;
+  }
+  if (::kill(pid, 0) != 0 && errno == ESRCH) {
+    return "rank " + std::to_string(q) + " (pid " + std::to_string(pid) + ")";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ShmCommunicator::goneRank(int which, uint32_t target) const {
   for (int q = 0; q < size_; ++q) {
-    const Control& c = layout_->control[q];
-    if (q == rank_ || reached(counterOf(c, which), target)) continue;
-    const pid_t pid = c.pid.load(std::memory_order_acquire);
-    // Another namespace's pid means nothing here (pods sharing /dev/shm but not pids).
-    if (pid <= 0 || pid == ::getpid() ||
-        c.pid_namespace.load(std::memory_order_relaxed) != my_pid_namespace_) {
-      continue;
-    }
-    if (::kill(pid, 0) != 0 && errno == ESRCH) {
-      return "rank " + std::to_string(q) + " (pid " + std::to_string(pid) + ")";
-    }
+    if (q == rank_ || reached(counterOf(layout_->control[q], which), target)) continue;
+    if (std::optional<std::string> gone = exitedRank(q)) return gone;
   }
   return std::nullopt;
 }
@@ -307,6 +397,7 @@ std::optional<std::string> ShmCommunicator::goneRank(int which, uint32_t target)
 ShmCommunicator::~ShmCommunicator() = default;
 
 std::string ShmCommunicator::describe(const Call& call) const {
+  if (call.description != nullptr) return *call.description;
   std::string name = call.name;
   if (call.root >= 0) name += " from rank " + std::to_string(call.root);
   return describeRankCall(rank_, name, call.tag, call.bytes);
@@ -331,8 +422,12 @@ void ShmCommunicator::publish(int which, uint32_t value) {
     if (which == kDone || which == kFinished) done_ = value;
     mine.progress.store(static_cast<uint64_t>(done_) << 32 | reduced_, std::memory_order_release);
   }
-  // Wake sleepers, if any. Without a fence this check may miss a rank that is just falling
-  // asleep; such a rank sleeps at most kMaxSleep before it looks again.
+  wakeSleepers();
+}
+
+void ShmCommunicator::wakeSleepers() {
+  // Without a fence this check may miss a rank that is just falling asleep; such a rank sleeps
+  // at most kMaxSleep before it looks again.
   Header* h = layout_->header;
   if (h->sleepers.load(std::memory_order_relaxed) != 0) {
     h->wake_word.fetch_add(1, std::memory_order_seq_cst);
@@ -350,27 +445,18 @@ core::Status ShmCommunicator::fail(core::Status status) {
   return status;
 }
 
-core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_point deadline,
-                                      const Call& call) {
+template <typename Ready, typename TimedOut, typename Gone>
+core::Status ShmCommunicator::waitUntil(Ready ready, Clock::time_point deadline, const Call& call,
+                                        TimedOut timedOut, Gone gone) {
   Header* h = layout_->header;
-  auto all_reached = [&] {
-    for (int q = 0; q < size_; ++q) {
-      if (q == rank_) continue;
-      if (!reached(counterOf(layout_->control[q], which), target)) {
-        return false;
-      }
-    }
-    return true;
-  };
-  if (all_reached()) return core::Status::Ok();
-
+  if (ready()) return core::Status::Ok();
   const auto start = Clock::now();
   const auto spin_until = start + spin_;
   const auto yield_until = spin_until + yield_;
   auto next_liveness_check = start + kLivenessEvery;
   while (true) {
     for (int k = 0; k < 64; ++k) {
-      if (all_reached()) return core::Status::Ok();
+      if (ready()) return core::Status::Ok();
       cpuRelax();
     }
     if (const uint32_t by = h->aborted_by.load(std::memory_order_acquire); by != 0) {
@@ -379,19 +465,10 @@ core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_po
     }
     const auto now = Clock::now();
     if (now >= deadline) {
-      std::string missing;
-      for (int q = 0; q < size_; ++q) {
-        if (q == rank_ || reached(counterOf(layout_->control[q], which), target)) {
-          continue;
-        }
-        missing += (missing.empty() ? "" : ", ") + std::to_string(q);
-      }
-      if (missing.empty()) return core::Status::Ok();
+      if (ready()) return core::Status::Ok();
       const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
       return fail(core::timeoutError(describe(call) + " over shm: timed out after " +
-                                     std::to_string(waited.count()) + " ms waiting for rank(s) " +
-                                     missing + " to " + phaseName(which) + " (step " +
-                                     std::to_string(target) + ")"));
+                                     std::to_string(waited.count()) + " ms " + timedOut()));
     }
     if (now < spin_until) continue;
     if (now < yield_until) {
@@ -399,22 +476,51 @@ core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_po
       continue;
     }
     if (now >= next_liveness_check) {
-      // A rank killed mid-collective never arrives: fail now, not at the deadline.
+      // A rank killed mid-call never arrives: fail now, not at the deadline.
       next_liveness_check = now + kLivenessEvery;
-      if (std::optional<std::string> gone = goneRank(which, target)) {
-        return fail(core::unavailable(describe(call) + " over shm: " + *gone +
-                                      " exited before it could " + phaseName(which) + " (step " +
-                                      std::to_string(target) + ")"));
+      if (std::optional<std::string> why = gone()) {
+        return fail(core::unavailable(describe(call) + " over shm: " + *why));
       }
     }
     h->sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t word = h->wake_word.load(std::memory_order_seq_cst);
-    if (!all_reached() && h->aborted_by.load(std::memory_order_acquire) == 0) {
-      // Bounded: a wake can be missed (see publish), and the deadline must hold.
+    if (!ready() && h->aborted_by.load(std::memory_order_acquire) == 0) {
+      // Bounded: a wake can be missed (see wakeSleepers), and the deadline must hold.
       futexWait(&h->wake_word, word, std::min<std::chrono::nanoseconds>(deadline - now, kMaxSleep));
     }
     h->sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
+}
+
+core::Status ShmCommunicator::waitAll(int which, uint32_t target, Clock::time_point deadline,
+                                      const Call& call) {
+  auto all_reached = [&] {
+    // A neighbour may be waiting for the rest of a started send before it joins this call.
+    if (queued_count_ > 0) progressSends();
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      if (!reached(counterOf(layout_->control[q], which), target)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  auto missing = [&] {
+    std::string ranks;
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_ || reached(counterOf(layout_->control[q], which), target)) continue;
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
+    }
+    return "waiting for rank(s) " + ranks + " to " + phaseName(which) + " (step " +
+           std::to_string(target) + ")";
+  };
+  auto gone = [&]() -> std::optional<std::string> {
+    std::optional<std::string> rank = goneRank(which, target);
+    if (!rank) return std::nullopt;
+    return *rank + " exited before it could " + phaseName(which) + " (step " +
+           std::to_string(target) + ")";
+  };
+  return waitUntil(all_reached, deadline, call, missing, gone);
 }
 
 core::Status ShmCommunicator::beginStep(uint32_t kind, uint64_t bytes, int root,
@@ -540,6 +646,142 @@ core::Status ShmCommunicator::barrier() {
   RM_RETURN_IF_ERROR(checkDescriptors(call));
   publish(kFinished, step_ + 1);
   ++step_;
+  return core::Status::Ok();
+}
+
+core::Status ShmCommunicator::checkPointToPoint(int peer, const std::string& what) const {
+  RM_RETURN_IF_ERROR(checkPeer(peer, what));
+  if (ring_bytes_ == 0) {
+    return core::invalidArgument(what +
+                                 ": this shm communicator was made without point-to-point "
+                                 "rings (ShmConfig::ring_bytes 0)");
+  }
+  return core::Status::Ok();
+}
+
+void ShmCommunicator::progressSends() {
+  bool moved = false;
+  for (auto& queue : queued_) {
+    while (!queue.empty()) {
+      Outgoing& m = *queue.front();
+      ShmChannel& ring = to_[m.peer];
+      // Header, payload and padding in one stream: each write takes what fits.
+      const size_t payload_end = kMessageHeader + m.bytes;
+      while (m.sent < m.total()) {
+        size_t n = 0;
+        if (m.sent < kMessageHeader) {
+          // Headers never straddle the ring's end: everything in it is a multiple of 8 long.
+          n = ring.write(&m.header, kMessageHeader);
+        } else if (m.sent < payload_end) {
+          n = ring.write(m.data + (m.sent - kMessageHeader), payload_end - m.sent);
+        } else {
+          n = ring.write(nullptr, m.total() - m.sent);
+        }
+        if (n == 0) break;
+        m.sent += n;
+        moved = true;
+      }
+      if (m.sent < m.total()) break;  // the ring is full: later messages to this peer wait
+      m.done = true;
+      queue.pop_front();
+      --queued_count_;
+    }
+  }
+  if (moved) wakeSleepers();
+}
+
+core::Result<std::unique_ptr<PendingSend>> ShmCommunicator::startSend(
+    const void* data, size_t bytes, int peer, const PointToPointOptions& opts) {
+  const std::string what = describePointToPoint("send to", peer, opts, bytes);
+  RM_RETURN_IF_ERROR(checkPointToPoint(peer, what));
+  if (!broken_.ok()) return brokenError(Call{"send", opts.tag, bytes, -1, &what});
+  auto message = std::make_shared<Outgoing>();
+  message->data = static_cast<const char*>(data);
+  message->bytes = bytes;
+  message->peer = peer;
+  message->tag = opts.tag;
+  message->deadline = Clock::now() + (opts.timeout.count() > 0 ? opts.timeout : timeout_);
+  message->header = bytes;
+  queued_[peer].push_back(message);
+  ++queued_count_;
+  progressSends();
+  return std::unique_ptr<PendingSend>(std::make_unique<QueuedSend>(this, std::move(message)));
+}
+
+core::Status ShmCommunicator::waitSent(Outgoing& m) {
+  if (m.done) return core::Status::Ok();
+  const std::string what = describePointToPoint("send to", m.peer, {.tag = m.tag}, m.bytes);
+  const Call call{"send", m.tag, m.bytes, -1, &what};
+  if (!broken_.ok()) return brokenError(call);
+  return waitUntil(
+      [&] {
+        progressSends();
+        return m.done;
+      },
+      m.deadline, call,
+      [&] {
+        const size_t handed = std::min(m.sent, kMessageHeader + m.bytes);
+        return "waiting for rank " + std::to_string(m.peer) + " to make room (" +
+               std::to_string(handed - std::min(handed, kMessageHeader)) + " of " +
+               std::to_string(m.bytes) + " bytes handed over)";
+      },
+      [&]() -> std::optional<std::string> {
+        std::optional<std::string> rank = exitedRank(m.peer);
+        if (!rank) return std::nullopt;
+        return *rank + " exited before it took the message";
+      });
+}
+
+core::Status ShmCommunicator::send(const void* data, size_t bytes, int peer,
+                                   const PointToPointOptions& opts) {
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<PendingSend> pending, startSend(data, bytes, peer, opts));
+  return pending->wait();
+}
+
+core::Status ShmCommunicator::recv(void* data, size_t bytes, int peer,
+                                   const PointToPointOptions& opts) {
+  const std::string what = describePointToPoint("receive from", peer, opts, bytes);
+  RM_RETURN_IF_ERROR(checkPointToPoint(peer, what));
+  const Call call{"recv", opts.tag, bytes, -1, &what};
+  if (!broken_.ok()) return brokenError(call);
+  const auto deadline = Clock::now() + (opts.timeout.count() > 0 ? opts.timeout : timeout_);
+  ShmChannel& ring = from_[peer];
+  size_t received = 0;  // of the payload
+  auto wait = [&](size_t need, const char* part) {
+    return waitUntil(
+        [&] {
+          if (queued_count_ > 0) progressSends();  // the peer may be waiting for ours first
+          return ring.readable() >= need;
+        },
+        deadline, call,
+        [&] {
+          return std::string("waiting for ") + part + " (" + std::to_string(received) + " of " +
+                 std::to_string(bytes) + " bytes arrived)";
+        },
+        [&]() -> std::optional<std::string> {
+          std::optional<std::string> rank = exitedRank(peer);
+          if (!rank) return std::nullopt;
+          return *rank + " exited before it sent " + part;
+        });
+  };
+
+  RM_RETURN_IF_ERROR(wait(kMessageHeader, "the message"));
+  uint64_t length = 0;
+  ring.read(&length, kMessageHeader);
+  if (length != bytes) {
+    return fail(core::invalidArgument(what + ": rank " + std::to_string(peer) + " sent " +
+                                      std::to_string(length) + " bytes"));
+  }
+  char* out = static_cast<char*>(data);
+  const size_t total = bytes + paddingOf(bytes);
+  for (size_t taken = 0; taken < total;) {
+    RM_RETURN_IF_ERROR(wait(1, "the rest of the message"));
+    const size_t n =
+        taken < bytes ? ring.read(out + taken, bytes - taken) : ring.read(nullptr, total - taken);
+    taken += n;
+    received = std::min(taken, bytes);
+    wakeSleepers();  // the sender may be waiting for room
+  }
   return core::Status::Ok();
 }
 

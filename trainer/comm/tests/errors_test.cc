@@ -183,13 +183,18 @@ TEST(CommErrorsTest, ShmTimeoutAbortsTheGroupForThePeers) {
   EXPECT_THAT(late.message(), HasSubstr("rank 0 failed and aborted the group"));
 }
 
-// A rank whose process dies (SIGKILL, a crash, a pod torn down) never posts: the others must
-// not wait out their timeout. Rank 1 runs in a child process that exits after setup.
-TEST(CommErrorsTest, ShmWaitFailsNamingAPeerProcessThatExited) {
+// A rank whose process dies (SIGKILL, a crash, a pod torn down) never posts nor sends: the
+// others must not wait out their timeout. Rank 1 runs in a child process that exits after
+// setup; this returns rank 0's communicator (with point-to-point rings) and the child's pid.
+std::unique_ptr<ShmCommunicator> shmWithAPeerThatExited(pid_t* child_pid) {
+  ShmConfig config;
+  config.size = 2;
+  config.timeout = std::chrono::seconds(10);
+  config.ring_bytes = defaultShmRingBytes(2);
   int port_pipe[2];
-  ASSERT_EQ(pipe(port_pipe), 0);
+  EXPECT_EQ(pipe(port_pipe), 0);
   const pid_t child = fork();  // before any store thread exists in this process
-  ASSERT_GE(child, 0);
+  EXPECT_GE(child, 0);
   if (child == 0) {
     close(port_pipe[1]);
     int port = 0;
@@ -197,39 +202,55 @@ TEST(CommErrorsTest, ShmWaitFailsNamingAPeerProcessThatExited) {
     auto store =
         rendezvous::TcpStoreClient::connect("127.0.0.1", port, "", std::chrono::seconds(10));
     if (!store.ok()) _exit(3);
-    ShmConfig config;
     config.rank = 1;
-    config.size = 2;
     config.store = store->get();
-    config.timeout = std::chrono::seconds(10);
-    _exit(ShmCommunicator::create(config).ok() ? 0 : 4);  // exits without any collective
+    _exit(ShmCommunicator::create(config).ok() ? 0 : 4);  // exits without any call
   }
   close(port_pipe[0]);
   auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "");
-  ASSERT_TRUE(server.ok()) << server.status().toString();
+  EXPECT_TRUE(server.ok()) << server.status().toString();
+  if (!server.ok()) return nullptr;
   const int port = (*server)->port();
-  ASSERT_EQ(write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  EXPECT_EQ(write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
   close(port_pipe[1]);
   auto store = rendezvous::TcpStoreClient::connect("127.0.0.1", port, "", std::chrono::seconds(10));
-  ASSERT_TRUE(store.ok()) << store.status().toString();
-  ShmConfig config;
+  EXPECT_TRUE(store.ok()) << store.status().toString();
+  if (!store.ok()) return nullptr;
   config.rank = 0;
-  config.size = 2;
   config.store = store->get();
-  config.timeout = std::chrono::seconds(10);
   auto comm = ShmCommunicator::create(config);
-  ASSERT_TRUE(comm.ok()) << comm.status().toString();
+  EXPECT_TRUE(comm.ok()) << comm.status().toString();
   int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
+  EXPECT_EQ(waitpid(child, &wstatus, 0), child);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
+  *child_pid = child;
+  return comm.ok() ? std::move(comm).value() : nullptr;
+}
 
+TEST(CommErrorsTest, ShmWaitFailsNamingAPeerProcessThatExited) {
+  pid_t child = 0;
+  auto comm = shmWithAPeerThatExited(&child);
+  ASSERT_NE(comm, nullptr);
   std::vector<float> data(1024, 1.0f);
   // A long timeout: failing by timeout would say "timed out", not name the exited process.
-  core::Status st = (*comm)->allreduceSum(data.data(), data.size(),
-                                          {.timeout = std::chrono::seconds(30), .tag = "grads"});
+  core::Status st = comm->allreduceSum(data.data(), data.size(),
+                                       {.timeout = std::chrono::seconds(30), .tag = "grads"});
   EXPECT_EQ(st.code(), core::Code::kUnavailable) << st.message();
   EXPECT_THAT(st.message(),
               HasSubstr("rank 1 (pid " + std::to_string(child) + ") exited before it could"));
+}
+
+TEST(CommErrorsTest, ShmReceiveFailsNamingAPeerProcessThatExited) {
+  pid_t child = 0;
+  auto comm = shmWithAPeerThatExited(&child);
+  ASSERT_NE(comm, nullptr);
+  std::vector<float> data(1024);
+  core::Status st = comm->recv(data.data(), data.size() * sizeof(float), 1,
+                               {.timeout = std::chrono::seconds(30), .tag = "activations"});
+  EXPECT_EQ(st.code(), core::Code::kUnavailable) << st.message();
+  EXPECT_THAT(st.message(), HasSubstr("rank 0: receive from rank 1 'activations' (4096 bytes) "
+                                      "over shm: rank 1 (pid " +
+                                      std::to_string(child) + ") exited before it sent"));
 }
 
 void expectMismatchedSizesRejected(const std::string& backend) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -133,8 +134,13 @@ TEST_P(PointToPointTest, AReceiveNothingAnswersTimesOutNamingThePeerAndTag) {
       << s.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, PointToPointTest, ::testing::Values("inproc", "gloo", "tcp"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, PointToPointTest,
+                         ::testing::Values("inproc", "gloo", "tcp", "shm", "shm-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(PointToPoint, InProcRejectsAMessageOfAnotherSize) {
   auto comms = makeCommunicators("inproc", 2);
@@ -146,13 +152,111 @@ TEST(PointToPoint, InProcRejectsAMessageOfAnotherSize) {
   EXPECT_NE(s.message().find("rank 0 sent 16 bytes"), std::string::npos) << s.message();
 }
 
-TEST(PointToPoint, ABackendWithoutMessagesSaysSoByName) {
+TEST(PointToPoint, ShmRejectsAMessageOfAnotherSizeAndBreaks) {
   auto comms = makeCommunicators("shm", 2);
   ASSERT_EQ(comms.size(), 2u);
-  float x = 0;
-  core::Status s = comms[0]->send(&x, sizeof x, 1, {});
+  std::vector<float> sent(4, 1.0f), got(3);
+  ASSERT_TRUE(comms[0]->send(sent.data(), sent.size() * sizeof(float), 1, {}).ok());
+  PointToPointOptions options;
+  options.tag = "gradients of micro-batch 1";
+  core::Status s = comms[1]->recv(got.data(), got.size() * sizeof(float), 0, options);
   EXPECT_EQ(s.code(), core::Code::kInvalidArgument);
-  EXPECT_NE(s.message().find("the shm backend has no point-to-point messages"), std::string::npos)
+  EXPECT_NE(s.message().find("rank 1: receive from rank 0 'gradients of micro-batch 1' (12 "
+                             "bytes): rank 0 sent 16 bytes"),
+            std::string::npos)
+      << s.message();
+  // Both sides are broken now (the abort flag): neither waits out a timeout.
+  EXPECT_EQ(comms[1]->recv(got.data(), sizeof(float), 0, {}).code(), core::Code::kUnavailable);
+  EXPECT_EQ(comms[0]->barrier().code(), core::Code::kUnavailable);
+}
+
+// A message many times the ring's size goes through in pieces while the receiver copies out,
+// and a started send that did not fit is finished by the sender's next call (here a receive).
+TEST(PointToPoint, ShmMessagesLargerThanTheRingAreStreamed) {
+  auto comms = makeCommunicators("shm-tiny", 2);  // 4 KiB rings
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> got(100003);
+  runRanks(2, [&](int r) {
+    Communicator& c = *comms[r];
+    if (r == 0) {
+      std::vector<float> out = message(got.size(), 5);
+      auto pending = c.startSend(out.data(), out.size() * sizeof(float), 1, {});
+      ASSERT_TRUE(pending.ok()) << pending.status().toString();
+      float ack = 0;
+      core::Status s = c.recv(&ack, sizeof ack, 1, {});
+      ASSERT_TRUE(s.ok()) << s.toString();
+      EXPECT_EQ(ack, 1.0f);
+      EXPECT_TRUE((*pending)->wait().ok());
+    } else {
+      core::Status s = c.recv(got.data(), got.size() * sizeof(float), 0, {});
+      ASSERT_TRUE(s.ok()) << s.toString();
+      float ack = 1;
+      ASSERT_TRUE(c.send(&ack, sizeof ack, 0, {}).ok());
+    }
+  });
+  EXPECT_EQ(got, message(got.size(), 5));
+}
+
+// A collective while a started send is still queued: the receiver finishes its receive only
+// once the sender, already inside the allreduce, moves the rest of the message on.
+TEST(PointToPoint, ShmCollectivesMoveQueuedSendsOn) {
+  auto comms = makeCommunicators("shm-tiny", 2);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> got(20000), sums(2);
+  runRanks(2, [&](int r) {
+    Communicator& c = *comms[r];
+    std::vector<float> out = message(got.size(), 7);
+    std::unique_ptr<PendingSend> pending;
+    if (r == 0) {
+      auto started = c.startSend(out.data(), out.size() * sizeof(float), 1, {});
+      ASSERT_TRUE(started.ok()) << started.status().toString();
+      pending = std::move(started).value();
+    } else {
+      core::Status s = c.recv(got.data(), got.size() * sizeof(float), 0, {});
+      ASSERT_TRUE(s.ok()) << s.toString();
+    }
+    float x = static_cast<float>(r + 1);
+    core::Status s = c.allreduceSum(&x, 1, {});
+    ASSERT_TRUE(s.ok()) << s.toString();
+    sums[r] = x;
+    if (pending) {
+      EXPECT_TRUE(pending->wait().ok());
+    }
+  });
+  EXPECT_EQ(got, message(got.size(), 7));
+  EXPECT_EQ(sums, (std::vector<float>{3, 3}));
+}
+
+TEST(PointToPoint, AStartedSendNobodyTakesTimesOutNamingThePeer) {
+  auto comms = makeCommunicators("shm-tiny", 2);
+  ASSERT_EQ(comms.size(), 2u);
+  std::vector<float> out(5000);  // 20 KB through a 4 KiB ring
+  PointToPointOptions options;
+  options.timeout = std::chrono::milliseconds(200);
+  options.tag = "activations of micro-batch 0";
+  auto pending = comms[0]->startSend(out.data(), out.size() * sizeof(float), 1, options);
+  ASSERT_TRUE(pending.ok()) << pending.status().toString();
+  core::Status s = (*pending)->wait();
+  EXPECT_EQ(s.code(), core::Code::kTimeout);
+  EXPECT_NE(s.message().find("rank 0: send to rank 1 'activations of micro-batch 0' (20000 "
+                             "bytes) over shm: timed out after"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("waiting for rank 1 to make room (4088 of 20000 bytes handed over)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(PointToPoint, ABackendWithoutMessagesSaysSoByName) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto comms = testing::tryMakeCommunicators("shm-no-rings", 2, store.get(),
+                                             std::chrono::seconds(10), {0, 1});
+  ASSERT_EQ(comms.size(), 2u);
+  ASSERT_TRUE(comms[0].ok()) << comms[0].status().toString();
+  float x = 0;
+  core::Status s = (*comms[0])->send(&x, sizeof x, 1, {});
+  EXPECT_EQ(s.code(), core::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("made without point-to-point rings"), std::string::npos)
       << s.message();
 }
 

@@ -35,15 +35,18 @@ std::vector<core::Result<std::unique_ptr<Communicator>>> tryMakeCommunicators(
       config.hostname = "127.0.0.1";
       config.timeout = timeout;
       slots[i] = wrap(GlooCommunicator::create(config));
-    } else if (backend == "shm" || backend == "shm-tiny") {
+    } else if (backend == "shm" || backend == "shm-tiny" || backend == "shm-no-rings") {
       ShmConfig config;
       config.rank = rank;
       config.size = n;
       config.store = store;
       config.timeout = timeout;
+      // Point-to-point rings as pipelines get them; tiny ones wrap inside every message.
+      config.ring_bytes = backend == "shm-no-rings" ? 0 : defaultShmRingBytes(n);
       if (backend == "shm-tiny") {
         config.slot_bytes = 4096;
         config.direct_max_bytes = 0;
+        config.ring_bytes = 4096;
       }
       slots[i] = wrap(ShmCommunicator::create(config));
     } else if (backend == "tcp") {

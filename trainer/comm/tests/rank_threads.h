@@ -24,7 +24,9 @@ inline void runRanks(int n, const std::function<void(int)>& fn) {
 
 // Backends as the tests name them: "inproc", "gloo", "tcp", "shm", and "shm-tiny" (shm with 4 KiB
 // slots and no single-synchronization path, so that small inputs take the chunked
-// reduce-scatter path through many pipeline steps).
+// reduce-scatter path through many pipeline steps, and 4 KiB point-to-point rings, so that
+// messages wrap and are handed over in pieces). Both have point-to-point rings; "shm-no-rings"
+// has none.
 std::vector<std::string> allBackends();
 
 // Builds one communicator per rank, each created on its own thread (creation is collective).
