@@ -340,12 +340,14 @@ int run(int argc, char** argv) {
   std::vector<ProcessSpec> specs =
       rankProcesses(*env, *program, heartbeatMs(flags), flags.gpus || env->has_gpus);
   // Rank 0 of the built-in trainer writes its summary: the termination message on success.
+  // Under mpirun every rank has one command line, so all get the flag and only rank 0 writes;
+  // mpirun places rank 0 on this pod, the first of the hostfile.
   std::unique_ptr<SummaryFile> summary;
-  if (!mpi_mode && command.empty() && env->firstRank() == 0 && !specs.empty()) {
+  if (command.empty() && env->firstRank() == 0 && (mpi_mode || !specs.empty())) {
     summary = std::make_unique<SummaryFile>();
     if (summary->ok()) {
-      std::vector<std::string>& rank0 = specs.front().argv;
-      rank0.insert(rank0.end(), {"--summary-json", summary->path()});
+      std::vector<std::string>& argv = mpi_mode ? *program : specs.front().argv;
+      argv.insert(argv.end(), {"--summary-json", summary->path()});
     }
   }
   RM_LOG(INFO, CONFIG) << contract::launcherModeName(env->mode) << " mode, attempt " << env->attempt

@@ -138,6 +138,15 @@ spec:
   ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("mpijob-worker-0");
   EXPECT_NE(cluster_.podLog("mpijob-worker-0").find("world size 2, backend mpi"),
             std::string::npos);
+  // mpirun's rank 0 wrote the run's summary, which the launcher left as the termination
+  // message: the job's final progress has a test accuracy, as in native mode.
+  auto message =
+      cluster_.kubectl({"get", "pod", "mpijob-worker-0", "-o",
+                        "jsonpath={.status.containerStatuses[0].state.terminated.message}"});
+  ASSERT_EQ(message.exit_code, 0) << message.stderr_text;
+  nlohmann::json summary = nlohmann::json::parse(message.stdout_text, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << message.stdout_text;
+  EXPECT_GT(summary.value("testAccuracy", -1.0), 0.5) << message.stdout_text;
   auto hostfile =
       cluster_.kubectl({"get", "configmap", "mpijob-config", "-o", "jsonpath={.data.hostfile}"});
   EXPECT_EQ(hostfile.stdout_text,
