@@ -77,16 +77,17 @@ void ConvReluPoolLayer::scatterPoolGrad(const float* dout, int n0, int s, bool a
   }
 }
 
-void ConvReluPoolLayer::backwardParams(const float* in, const float* out, float* dout, int batch) {
+void ConvReluPoolLayer::backwardParams(const float* in, const float* out, float* dout, int batch,
+                                       bool accumulate) {
   const int hw = g_.h * g_.w;
-  std::memset(db_, 0, sizeof(float) * cout_);  // scatterPoolGrad adds into it
+  if (!accumulate) std::memset(db_, 0, sizeof(float) * cout_);  // scatterPoolGrad adds into it
   for (int n0 = 0; n0 < batch; n0 += chunk_) {
     const int s = std::min(chunk_, batch - n0);
     unroll(in, n0, s);
     scatterPoolGrad(dout, n0, s, /*add_bias_grad=*/true);
     // dW[cout, kdim] (+)= dz^T[cout, pixels] * cols[pixels, kdim]
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cout_, kdim_, hw * s, 1.0f, z_.data(),
-                cout_, cols_.data(), kdim_, n0 == 0 ? 0.0f : 1.0f, dw_, kdim_);
+                cout_, cols_.data(), kdim_, n0 == 0 && !accumulate ? 0.0f : 1.0f, dw_, kdim_);
   }
 }
 

@@ -38,7 +38,8 @@ class ConvReluPoolLayer : public Layer {
   std::vector<ParamSpec> paramSpecs() const override;
   void bind(float* params, float* grads) override;
   void forward(const float* in, float* out, int batch) override;
-  void backwardParams(const float* in, const float* out, float* dout, int batch) override;
+  void backwardParams(const float* in, const float* out, float* dout, int batch,
+                      bool accumulate) override;
   void backwardInput(const float* in, const float* out, float* dout, float* din,
                      int batch) override;
 

@@ -56,16 +56,17 @@ void DenseLayer::finishForward(float* out, int batch) {
   }
 }
 
-void DenseLayer::backwardParams(const float* in, const float* out, float* dout, int batch) {
-  // dout becomes dz (the gradient before the ReLU); db = column sums of dz.
+void DenseLayer::backwardParams(const float* in, const float* out, float* dout, int batch,
+                                bool accumulate) {
+  // dout becomes dz (the gradient before the ReLU); db (+)= column sums of dz.
   if (relu_) {
-    kernels::reluMaskColumnSums(dout, out, db_, batch, out_);
+    kernels::reluMaskColumnSums(dout, out, db_, batch, out_, accumulate);
   } else {
-    kernels::columnSums(dout, db_, batch, out_);
+    kernels::columnSums(dout, db_, batch, out_, accumulate);
   }
-  // dW[out, in] = dz^T[out, batch] * in[batch, in]
+  // dW[out, in] (+)= dz^T[out, batch] * in[batch, in]
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_, in_, batch, 1.0f, dout, out_, in, in_,
-              0.0f, dw_, in_);
+              accumulate ? 1.0f : 0.0f, dw_, in_);
 }
 
 void DenseLayer::backwardInput(const float* in, const float* out, float* dout, float* din,

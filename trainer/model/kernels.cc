@@ -26,9 +26,9 @@ RM_MULTIVERSION void biasAdd(float* z, const float* bias, int rows, int cols) {
 }
 
 RM_MULTIVERSION void reluMaskColumnSums(float* dz, const float* out, float* col_sums, int rows,
-                                        int cols) {
+                                        int cols, bool accumulate) {
   float* __restrict sums = col_sums;
-  std::memset(sums, 0, sizeof(float) * cols);
+  if (!accumulate) std::memset(sums, 0, sizeof(float) * cols);
   for (int r = 0; r < rows; ++r) {
     float* __restrict d = dz + static_cast<size_t>(r) * cols;
     const float* __restrict o = out + static_cast<size_t>(r) * cols;
@@ -40,9 +40,10 @@ RM_MULTIVERSION void reluMaskColumnSums(float* dz, const float* out, float* col_
   }
 }
 
-RM_MULTIVERSION void columnSums(const float* m, float* col_sums, int rows, int cols) {
+RM_MULTIVERSION void columnSums(const float* m, float* col_sums, int rows, int cols,
+                                bool accumulate) {
   float* __restrict sums = col_sums;
-  std::memset(sums, 0, sizeof(float) * cols);
+  if (!accumulate) std::memset(sums, 0, sizeof(float) * cols);
   for (int r = 0; r < rows; ++r) {
     const float* __restrict row = m + static_cast<size_t>(r) * cols;
     for (int c = 0; c < cols; ++c) sums[c] += row[c];

@@ -12,9 +12,11 @@ namespace ringmaster::trainer::model::kernels {
 void biasRelu(float* z, const float* bias, int rows, int cols);
 // z[r][c] += bias[c]
 void biasAdd(float* z, const float* bias, int rows, int cols);
-// dz[r][c] = out[r][c] > 0 ? dz[r][c] : 0;  col_sums[c] = sum_r dz[r][c] (overwritten)
-void reluMaskColumnSums(float* dz, const float* out, float* col_sums, int rows, int cols);
-// col_sums[c] = sum_r m[r][c] (overwritten)
-void columnSums(const float* m, float* col_sums, int rows, int cols);
+// dz[r][c] = out[r][c] > 0 ? dz[r][c] : 0;  col_sums[c] = sum_r dz[r][c] (overwritten, or added
+// to with accumulate)
+void reluMaskColumnSums(float* dz, const float* out, float* col_sums, int rows, int cols,
+                        bool accumulate);
+// col_sums[c] = sum_r m[r][c] (overwritten, or added to with accumulate)
+void columnSums(const float* m, float* col_sums, int rows, int cols, bool accumulate);
 
 }  // namespace ringmaster::trainer::model::kernels

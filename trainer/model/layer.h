@@ -5,7 +5,8 @@
 // buffers: bind() hands it its slice of params and grads.
 //
 // Backward is split in two so the model can announce a layer's gradients as ready between
-// them: backwardParams() writes the parameter gradients (overwriting), backwardInput() then
+// them: backwardParams() writes the parameter gradients (overwriting them, or adding to them so
+// that micro-batches accumulate without a pass of their own), backwardInput() then
 // writes the gradient w.r.t. the input. Both receive the same in/out of the last forward.
 //
 // Thread-safety: none. Failure: none at run time (shapes are checked when the model is built).
@@ -54,7 +55,8 @@ class Layer {
   virtual void forward(const float* in, float* out, int batch) = 0;
   // dout: d(loss)/d(out); the layer may overwrite it (it becomes the pre-activation gradient),
   // and backwardInput() relies on what backwardParams() left there.
-  virtual void backwardParams(const float* in, const float* out, float* dout, int batch) = 0;
+  virtual void backwardParams(const float* in, const float* out, float* dout, int batch,
+                              bool accumulate) = 0;
   // din[batch * inputSize()] = d(loss)/d(in). Call after backwardParams().
   virtual void backwardInput(const float* in, const float* out, float* dout, float* din,
                              int batch) = 0;

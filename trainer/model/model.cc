@@ -89,7 +89,7 @@ void Model::backward(const std::function<void(size_t offset, size_t count)>& on_
   for (size_t i = layers_.size(); i-- > 0;) {
     const float* in = acts_[i].data();
     const float* out = acts_[i + 1].data();
-    layers_[i]->backwardParams(in, out, dout, batch);
+    layers_[i]->backwardParams(in, out, dout, batch, /*accumulate=*/false);
     // The range is final: the caller may reduce it while we go on toward the input.
     if (on_ready) on_ready(layer_offset_[i], layer_count_[i]);
     if (i > 0) {

@@ -52,20 +52,19 @@ core::Result<std::unique_ptr<ModelStage>> ModelStage::create(const ModelConfig& 
 
   ParameterLayout layout = layoutParameters(net, first_layer, end_layer);
   s->layer_offset_ = std::move(layout.layer_offset);
-  s->layer_count_ = std::move(layout.layer_count);
   s->views_ = std::move(layout.views);
   const size_t total = layout.total, max_din = layout.max_inner_input;
   s->params_ = AlignedFloats(total);
   s->grads_ = AlignedFloats(total);
-  s->layer_grads_ = AlignedFloats(total);
   initParameters(net, first_layer, end_layer, seed, s->params_.span());
   for (int i = first_layer; i < end_layer; ++i) {
     s->layers_.push_back(std::move(net.layers[i]));
   }
-  // Layers write their gradients into layer_grads_; backward() adds them to grads_.
+  // Layers add their gradients into grads_ (backwardParams' accumulate): micro-batches sum
+  // there with no pass of their own.
   for (size_t i = 0; i < s->layers_.size(); ++i) {
     s->layers_[i]->bind(s->params_.data() + s->layer_offset_[i],
-                        s->layer_grads_.data() + s->layer_offset_[i]);
+                        s->grads_.data() + s->layer_offset_[i]);
   }
   for (AlignedFloats& d : s->dscratch_)
     d = AlignedFloats(static_cast<size_t>(micro_batch) * max_din);
@@ -154,10 +153,7 @@ const float* ModelStage::backward(int index, int batch) {
   for (size_t i = layers_.size(); i-- > 0;) {
     const float* in = s.acts[i].data();
     const float* out = s.acts[i + 1].data();
-    layers_[i]->backwardParams(in, out, dout, batch);
-    float* acc = grads_.data() + layer_offset_[i];
-    const float* add = layer_grads_.data() + layer_offset_[i];
-    for (size_t k = 0; k < layer_count_[i]; ++k) acc[k] += add[k];
+    layers_[i]->backwardParams(in, out, dout, batch, /*accumulate=*/true);
     if (i == 0 && isFirst()) break;
     float* din = i == 0 ? s.din.data() : dscratch_[next].data();
     layers_[i]->backwardInput(in, out, dout, din, batch);
@@ -197,7 +193,8 @@ std::vector<double> ModelStage::measureLayerSeconds(int repeats) {
     int next = 0;
     for (size_t i = layers_.size(); i-- > 0;) {
       const auto t0 = Clock::now();
-      layers_[i]->backwardParams(s.acts[i].data(), s.acts[i + 1].data(), dout, batch);
+      layers_[i]->backwardParams(s.acts[i].data(), s.acts[i + 1].data(), dout, batch,
+                                 /*accumulate=*/true);
       float* din = i == 0 ? nullptr : dscratch_[next].data();
       if (din != nullptr) {
         layers_[i]->backwardInput(s.acts[i].data(), s.acts[i + 1].data(), dout, din, batch);
@@ -225,7 +222,7 @@ void ModelStage::useWeights(std::span<float> weights) {
   RM_MODEL_CHECK(weights.size() == params_.size(), "useWeights of %zu floats, the stage has %zu",
                  weights.size(), params_.size());
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->bind(weights.data() + layer_offset_[i], layer_grads_.data() + layer_offset_[i]);
+    layers_[i]->bind(weights.data() + layer_offset_[i], grads_.data() + layer_offset_[i]);
   }
 }
 

@@ -118,10 +118,10 @@ class ModelStage {
   size_t input_size_ = 0, output_size_ = 0;
   int num_classes_ = 0;
   int micro_batch_ = 0;
-  std::vector<size_t> layer_offset_, layer_count_;
+  std::vector<size_t> layer_offset_;
   std::vector<ParamView> views_;
-  AlignedFloats params_, grads_, layer_grads_;  // layer_grads_: one layer's, before they are added
-  AlignedFloats dscratch_[2];                   // gradients between this stage's layers
+  AlignedFloats params_, grads_;
+  AlignedFloats dscratch_[2];  // gradients between this stage's layers
   std::vector<Slot> slots_;
   size_t activation_bytes_ = 0;
   bool tensor_parallel_ = false;

@@ -67,7 +67,7 @@ void checkAgainstReference(
         << "out[" << i << "] " << f.out[i] << " vs " << want[i];
   }
 
-  layer.backwardParams(f.in.data(), f.out.data(), f.dout.data(), batch);
+  layer.backwardParams(f.in.data(), f.out.data(), f.dout.data(), batch, /*accumulate=*/false);
   layer.backwardInput(f.in.data(), f.out.data(), f.dout.data(), f.din.data(), batch);
 
   auto objective = [&] {
@@ -85,6 +85,17 @@ void checkAgainstReference(
     const double fd = centralDiff(objective, x[i]);
     EXPECT_TRUE(near(f.din[i], fd, 1e-4, 1e-4))
         << "input " << i << ": " << f.din[i] << " vs finite difference " << fd;
+  }
+
+  // accumulate adds the same gradients to what the buffer holds (a pipeline's micro-batches).
+  const std::vector<float> fresh = f.grads, held = randomFloats(count, seed + 3);
+  std::copy(held.begin(), held.end(), f.grads.begin());
+  f.dout = r;
+  layer.backwardParams(f.in.data(), f.out.data(), f.dout.data(), batch, /*accumulate=*/true);
+  for (size_t i = 0; i < count; ++i) {
+    EXPECT_TRUE(near(f.grads[i], static_cast<double>(held[i]) + fresh[i], 1e-5, 1e-5))
+        << "param " << i << " accumulated: " << f.grads[i] << " vs " << held[i] << " + "
+        << fresh[i];
   }
 }
 
