@@ -153,7 +153,7 @@ const float* ModelStage::backward(int index, int batch) {
   for (size_t i = layers_.size(); i-- > 0;) {
     const float* in = s.acts[i].data();
     const float* out = s.acts[i + 1].data();
-    layers_[i]->backwardParams(in, out, dout, batch, /*accumulate=*/true);
+    layers_[i]->backwardParams(in, out, dout, batch, /*accumulate=*/!zero_pending_);
     if (i == 0 && isFirst()) break;
     float* din = i == 0 ? s.din.data() : dscratch_[next].data();
     layers_[i]->backwardInput(in, out, dout, din, batch);
@@ -163,6 +163,7 @@ const float* ModelStage::backward(int index, int batch) {
     dout = din;
     next ^= 1;
   }
+  zero_pending_ = false;  // every layer wrote its gradients
   s.batch = 0;
   return isFirst() ? nullptr : s.din.data();
 }
@@ -226,6 +227,14 @@ void ModelStage::useWeights(std::span<float> weights) {
   }
 }
 
-void ModelStage::zeroGrads() { std::fill(grads_.span().begin(), grads_.span().end(), 0.0f); }
+void ModelStage::zeroGrads() { zero_pending_ = true; }
+
+std::span<float> ModelStage::grads() {
+  if (zero_pending_) {
+    std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
+    zero_pending_ = false;
+  }
+  return grads_.span();
+}
 
 }  // namespace ringmaster::trainer::model

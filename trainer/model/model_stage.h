@@ -11,7 +11,9 @@
 //   dout     d(loss)/d(output) (received from the next stage, or written by loss())
 //   din      d(loss)/d(input), what backward() returns (sent back; kept until the slot is reused)
 // Parameter gradients accumulate over micro-batches (+=) until zeroGrads(): one optimizer step
-// per mini-batch, the same as a Model on the whole mini-batch up to float rounding.
+// per mini-batch, the same as a Model on the whole mini-batch up to float rounding. zeroGrads()
+// costs no pass over memory: the next backward overwrites instead of adding (and grads() zeroes
+// them itself if no backward came in between).
 //
 // Ownership: owns parameters, gradients and every slot's buffers. Thread-safety: none (one
 // stage per rank). Failure: create() returns kInvalidArgument naming the field; broken call
@@ -57,7 +59,7 @@ class ModelStage {
   const std::string& networkSignature() const { return signature_; }
   int slots() const { return static_cast<int>(slots_.size()); }
   std::span<float> params() { return params_.span(); }
-  std::span<float> grads() { return grads_.span(); }
+  std::span<float> grads();
   // This stage's tensors with offsets into params(); names as in the whole network ("fc3.bias").
   const std::vector<ParamView>& paramViews() const { return views_; }
 
@@ -125,6 +127,7 @@ class ModelStage {
   std::vector<Slot> slots_;
   size_t activation_bytes_ = 0;
   bool tensor_parallel_ = false;
+  bool zero_pending_ = false;  // zeroGrads() since the last backward: grads_ hold stale values
   TensorReducer reducer_;
   core::Status tensor_status_;
 };

@@ -140,8 +140,11 @@ TEST(ModelStage, GradientsAccumulateUntilZeroed) {
   step();
   for (size_t i = 0; i < once.size(); i += 97) EXPECT_FLOAT_EQ(s.grads()[i], 2 * once[i]);
   s.zeroGrads();
-  step();
+  step();  // overwrites what the two steps left
   EXPECT_EQ(std::vector<float>(s.grads().begin(), s.grads().end()), once);
+  step();
+  s.zeroGrads();  // and no backward after it: grads() reads zeros
+  for (float g : s.grads()) ASSERT_EQ(g, 0.0f);
 }
 
 TEST(ModelStage, ActivationMemoryCountsTheSlotsUsed) {
