@@ -2,9 +2,15 @@
 // sizes, identical results on every rank, and repeated calls on kept buffers.
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -189,6 +195,37 @@ TEST(AllreduceTest, EmptyBufferIsANoOpOnEveryBackend) {
     EXPECT_TRUE(status[0].ok()) << backend << ": " << status[0].message();
     EXPECT_TRUE(status[1].ok()) << backend << ": " << status[1].message();
   }
+}
+
+// The congestion control of every TCP socket this process has open, by name ("cubic").
+std::vector<std::string> tcpCongestionControls() {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    char name[32] = {};
+    socklen_t len = sizeof(name);
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0) out.emplace_back(name);
+  }
+  return out;
+}
+
+// The tcp transport's connections run CUBIC whatever the host's default (BBR's pacing halved
+// the ring's bandwidth across namespaces), where the kernel allows it.
+TEST(AllreduceTest, TcpConnectionsUseCubic) {
+  const std::string allowed = [] {
+    std::ifstream in("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
+    std::string text;
+    std::getline(in, text);
+    return text;
+  }();
+  if (allowed.find("cubic") == std::string::npos) GTEST_SKIP() << "cubic not allowed: " << allowed;
+  const std::vector<std::string> earlier = tcpCongestionControls();
+  const auto before = std::count(earlier.begin(), earlier.end(), std::string("cubic"));
+  auto comms = testing::makeCommunicators("tcp", 3);
+  ASSERT_EQ(comms.size(), 3u);
+  const std::vector<std::string> now = tcpCongestionControls();
+  // Three ranks in this process: 3 connections, both of whose ends are here.
+  EXPECT_GE(std::count(now.begin(), now.end(), std::string("cubic")), before + 6);
 }
 
 // What the metrics label each call with is what runs. tcp: recursive doubling up to 16 KiB per
