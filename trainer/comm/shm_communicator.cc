@@ -768,6 +768,7 @@ core::Status ShmCommunicator::recv(void* data, size_t bytes, int peer,
   RM_RETURN_IF_ERROR(wait(kMessageHeader, "the message"));
   uint64_t length = 0;
   ring.read(&length, kMessageHeader);
+  wakeSleepers();  // the sender may be waiting for room
   if (length != bytes) {
     return fail(core::invalidArgument(what + ": rank " + std::to_string(peer) + " sent " +
                                       std::to_string(length) + " bytes"));
