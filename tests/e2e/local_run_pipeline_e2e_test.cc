@@ -199,11 +199,15 @@ spec:
   backoffLimit: 3
 )");
   ASSERT_EQ(applied.exit_code, 0) << applied.stdout_text << applied.stderr_text;
-  // Kill once both stages have a checkpoint on the claim's volume.
+  // Kill once both stages have a whole checkpoint on the claim's volume: a file being written
+  // (its temporary name) does not count, since a kill then leaves that stage with none.
   const fs::path claim = fs::path(cluster.dataDir()) / "kubelet/volumes/default/pipe-fault-ckpt";
   auto checkpointed = [&](const char* stage) {
     std::error_code ec;
-    return fs::exists(claim / stage, ec) && !fs::is_empty(claim / stage, ec);
+    for (fs::directory_iterator it(claim / stage, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".rmck") return true;
+    }
+    return false;
   };
   ASSERT_TRUE(testutil::eventually(
       240s, [&] { return checkpointed("stage-0-of-2") && checkpointed("stage-1-of-2"); }))
