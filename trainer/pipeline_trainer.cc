@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "ringmaster/core/log.h"
@@ -16,6 +18,7 @@
 #include "trainer/model/model_stage.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/pipeline/partition.h"
+#include "trainer/pipeline/resume_plan.h"
 #include "trainer/pipeline/stage_executor.h"
 #include "trainer/training_loop.h"
 
@@ -364,47 +367,96 @@ Result<std::vector<int64_t>> gatherFromEveryRank(comm::Communicator& comm, int64
   return all;
 }
 
-// What a rank tells the others about its newest checkpoint.
+// What a rank tells the others about its stage's directory.
 constexpr int64_t kNoCheckpoint = -1;
 constexpr int64_t kNotReading = -2;  // replicas other than the first read none
+constexpr int64_t kNoRunMarker = 0;  // run markers are drawn from 1 up
 
-// Replica 0's stage `layout.stage` loads its checkpoint at the newest step every stage holds
-// (nothing when no stage has one). Sets *found.
+// "stage 1 of 2" (", tensor rank 0 of 2" added when layers are split): replica 0's rank `rank`.
+std::string directoryOwner(int rank, const Layout& layout) {
+  std::string name = stageName(rank / layout.tensor, layout.stages);
+  if (layout.tensor > 1) {
+    name += ", tensor rank " + std::to_string(rank % layout.tensor) + " of " +
+            std::to_string(layout.tensor);
+  }
+  return name;
+}
+
+// Rank 0 draws a run marker, every reading rank writes it into its stage's directory, and no
+// rank goes on before all have: a stage may only save checkpoints once every stage is marked.
+Status markRun(comm::Communicator& comm, bool reads, const std::string& dir) {
+  int64_t run = 0;
+  if (comm.rank() == 0) {
+    std::mt19937_64 random(std::random_device{}());
+    run = std::uniform_int_distribution<int64_t>(1, std::numeric_limits<int64_t>::max())(random);
+  }
+  RM_RETURN_IF_ERROR_CTX(comm.broadcast(&run, sizeof run, 0), "pipeline: run marker");
+  Status marked =
+      reads ? checkpoint::writeRunMarker(dir, static_cast<uint64_t>(run)) : Status::Ok();
+  RM_ASSIGN_OR_RETURN(const std::vector<int64_t> failed,
+                      gatherFromEveryRank(comm, marked.ok() ? 0 : 1));
+  RM_RETURN_IF_ERROR(marked);
+  for (int r = 0; r < comm.size(); ++r) {
+    if (failed[r] != 0) {
+      return core::unavailable("pipeline: rank " + std::to_string(r) +
+                               " could not mark its checkpoint directory (see its log)");
+    }
+  }
+  return Status::Ok();
+}
+
+// Replica 0's stage `layout.stage` loads its checkpoint at the newest step every stage holds;
+// nothing when no stage has one, or when a stage of this run never saved one (then the others'
+// are dropped and the run starts over). Sets *found.
 Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const Layout& layout,
                  const std::string& signature, std::optional<checkpoint::Checkpoint>* found) {
   std::optional<checkpoint::Checkpoint> newest;
+  std::optional<uint64_t> run;
   const std::string dir = stageDirectory(config, layout);
   const bool reads = layout.replica == 0 && !config.checkpoint.path.empty();
   if (reads) {
     RM_ASSIGN_OR_RETURN(newest, checkpoint::loadNewestCheckpoint(dir, signature));
+    RM_ASSIGN_OR_RETURN(run, checkpoint::readRunMarker(dir));
   }
-  RM_ASSIGN_OR_RETURN(const std::vector<int64_t> all,
+  RM_ASSIGN_OR_RETURN(const std::vector<int64_t> steps,
                       gatherFromEveryRank(comm, !reads   ? kNotReading
                                                 : newest ? newest->step
                                                          : kNoCheckpoint));
-  std::vector<int64_t> steps;  // of replica 0's stages, in stage order
-  for (int64_t step : all) {
-    if (step != kNotReading) steps.push_back(step);
+  RM_ASSIGN_OR_RETURN(const std::vector<int64_t> runs,
+                      gatherFromEveryRank(comm, run ? static_cast<int64_t>(*run) : kNoRunMarker));
+  if (config.checkpoint.path.empty()) return Status::Ok();
+
+  std::vector<pipeline::StageCheckpoints> stages;  // replica 0's, in rank order
+  for (int r = 0; r < comm.size(); ++r) {
+    if (steps[r] == kNotReading) continue;
+    stages.push_back({directoryOwner(r, layout),
+                      steps[r] >= 0 ? std::optional<int64_t>(steps[r]) : std::nullopt,
+                      runs[r] != kNoRunMarker ? std::optional<uint64_t>(runs[r]) : std::nullopt});
   }
-  if (steps.empty()) return Status::Ok();  // no checkpoint path
-  const int64_t common = *std::min_element(steps.begin(), steps.end());
-  const int64_t ahead = *std::max_element(steps.begin(), steps.end());
-  if (ahead < 0) return Status::Ok();  // nothing to resume
-  if (common < 0) {
-    const int missing =
-        static_cast<int>(std::find(steps.begin(), steps.end(), kNoCheckpoint) - steps.begin());
-    return core::invalidArgument(
-        "pipeline: " + stageName(missing, layout.stages) + " has no checkpoint under " +
-        config.checkpoint.path + " while another stage has one at step " + std::to_string(ahead) +
-        ": the stages' checkpoints are not from one run; use another checkpoint.path");
+  RM_ASSIGN_OR_RETURN(const pipeline::ResumePlan plan,
+                      pipeline::planResume(stages, config.checkpoint.path));
+  const std::string who = "pipeline " + stageName(layout.stage, layout.stages);
+  switch (plan.action) {
+    case pipeline::ResumeAction::kStartOver:
+      if (newest) {
+        RM_LOG(WARN, CKPT) << who << ": " << plan.without << " never saved a checkpoint of this "
+                           << "run (the newest another stage saved is step " << plan.others_newest
+                           << "): removing this stage's checkpoints under " << dir
+                           << " and starting over from step 0";
+        RM_RETURN_IF_ERROR(checkpoint::removeCheckpoints(dir));
+      }
+      return markRun(comm, reads, dir);
+    case pipeline::ResumeAction::kStartFresh:
+      return markRun(comm, reads, dir);
+    case pipeline::ResumeAction::kResume:
+      break;
   }
   if (!reads) return Status::Ok();
-  if (newest->step != common) {
+  if (newest->step != plan.step) {
     // Another stage did not finish writing this step: go back to the last one all have.
-    const std::string file = dir + "/" + checkpoint::checkpointFileName(common);
+    const std::string file = dir + "/" + checkpoint::checkpointFileName(plan.step);
     RM_ASSIGN_OR_RETURN(newest, checkpoint::readCheckpointFile(file));
-    RM_LOG(INFO, CKPT) << "pipeline " << stageName(layout.stage, layout.stages) << ": back to step "
-                       << common << ", the newest every stage holds";
+    RM_LOG(INFO, CKPT) << who << ": back to step " << plan.step << ", the newest every stage holds";
   }
   *found = std::move(newest);
   return Status::Ok();

@@ -200,12 +200,14 @@ spec:
 )");
   ASSERT_EQ(applied.exit_code, 0) << applied.stdout_text << applied.stderr_text;
   // Kill once both stages have a whole checkpoint on the claim's volume: a file being written
-  // (its temporary name) does not count, since a kill then leaves that stage with none.
+  // (its temporary name) does not count, nor does the run marker: a kill then makes the stages
+  // start over rather than resume.
   const fs::path claim = fs::path(cluster.dataDir()) / "kubelet/volumes/default/pipe-fault-ckpt";
   auto checkpointed = [&](const char* stage) {
     std::error_code ec;
     for (fs::directory_iterator it(claim / stage, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->path().extension() == ".rmck") return true;
+      const std::string name = it->path().filename().string();
+      if (name.starts_with("ckpt-") && name.ends_with(".rmck")) return true;
     }
     return false;
   };

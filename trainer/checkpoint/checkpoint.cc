@@ -32,6 +32,7 @@ constexpr char kMagic[8] = {'R', 'M', 'C', 'K', 'P', 'T', '\n', '\x1a'};
 constexpr std::string_view kPrefix = "ckpt-";
 constexpr std::string_view kSuffix = ".rmck";
 constexpr std::string_view kTempMarker = ".rmck.tmp-";
+constexpr std::string_view kRunMarkerName = "run-marker.rmck";
 // magic, version, reserved, size, 4 x i64, 2 empty strings, 0 params, 0 states, checksum.
 constexpr size_t kMinFileSize = 8 + 4 + 4 + 8 + 4 * 8 + 2 * 4 + 8 + 4 + 8;
 constexpr size_t kSizeFieldOffset = 16;
@@ -244,6 +245,29 @@ Status fsyncDirectory(const std::string& dir) {
   return Status::Ok();
 }
 
+// Writes `bytes` to a temporary file beside `final_path` (its name holds kTempMarker, so a
+// crash's leftover is cleaned on load), fsyncs it, renames it over `final_path` and fsyncs `dir`.
+Status writeFileAtomically(const std::string& dir, const std::string& final_path,
+                           const std::string& bytes) {
+  std::string temp_path = final_path + std::string(kTempMarker.substr(kSuffix.size())) + "XXXXXX";
+  int fd = ::mkstemp(temp_path.data());
+  if (fd < 0) return core::errnoError("create temporary file in " + dir, errno);
+
+  Status status = Status::Ok();
+  if (::fchmod(fd, 0644) != 0) status = core::errnoError("fchmod " + temp_path, errno);
+  if (status.ok()) status = writeAll(fd, bytes, temp_path);
+  if (status.ok() && ::fsync(fd) != 0) status = core::errnoError("fsync " + temp_path, errno);
+  if (::close(fd) != 0 && status.ok()) status = core::errnoError("close " + temp_path, errno);
+  if (status.ok() && ::rename(temp_path.c_str(), final_path.c_str()) != 0) {
+    status = core::errnoError("rename " + temp_path + " to " + final_path, errno);
+  }
+  if (!status.ok()) {
+    ::unlink(temp_path.c_str());
+    return status;
+  }
+  return fsyncDirectory(dir);
+}
+
 // "ckpt-<digits>.rmck" -> step; anything else -> nullopt.
 std::optional<int64_t> parseStep(std::string_view name) {
   if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
@@ -323,23 +347,7 @@ Status writeCheckpoint(const std::string& dir, const Checkpoint& ckpt, int keep_
 
   const std::string bytes = encode(ckpt);
   const std::string final_path = dir + "/" + checkpointFileName(ckpt.step);
-  std::string temp_path = final_path + ".tmp-XXXXXX";
-  int fd = ::mkstemp(temp_path.data());
-  if (fd < 0) return core::errnoError("create temporary checkpoint file in " + dir, errno);
-
-  Status status = Status::Ok();
-  if (::fchmod(fd, 0644) != 0) status = core::errnoError("fchmod " + temp_path, errno);
-  if (status.ok()) status = writeAll(fd, bytes, temp_path);
-  if (status.ok() && ::fsync(fd) != 0) status = core::errnoError("fsync " + temp_path, errno);
-  if (::close(fd) != 0 && status.ok()) status = core::errnoError("close " + temp_path, errno);
-  if (status.ok() && ::rename(temp_path.c_str(), final_path.c_str()) != 0) {
-    status = core::errnoError("rename " + temp_path + " to " + final_path, errno);
-  }
-  if (!status.ok()) {
-    ::unlink(temp_path.c_str());
-    return status;
-  }
-  RM_RETURN_IF_ERROR(fsyncDirectory(dir));
+  RM_RETURN_IF_ERROR(writeFileAtomically(dir, final_path, bytes));
   RM_LOG(DEBUG, CKPT) << "wrote checkpoint " << final_path << " (" << bytes.size()
                       << " bytes, epoch " << ckpt.epoch << ", step " << ckpt.step << ")";
   prune(dir, final_path, keep_last);
@@ -401,6 +409,41 @@ Result<std::optional<Checkpoint>> loadNewestCheckpoint(const std::string& dir,
                        << dir << " is valid; starting from scratch";
   }
   return std::optional<Checkpoint>();
+}
+
+Status writeRunMarker(const std::string& dir, uint64_t run) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return core::errnoError("create checkpoint directory " + dir, ec.value());
+  return writeFileAtomically(dir, dir + "/" + std::string(kRunMarkerName),
+                             std::to_string(run) + "\n");
+}
+
+Result<std::optional<uint64_t>> readRunMarker(const std::string& dir) {
+  const std::string path = dir + "/" + std::string(kRunMarkerName);
+  Result<std::string> text = readWholeFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == core::Code::kNotFound) return std::optional<uint64_t>();
+    return text.status();
+  }
+  uint64_t run = 0;
+  const char* end = text->data() + text->size();
+  if (text->ends_with('\n')) --end;
+  auto [stop, ec] = std::from_chars(text->data(), end, run);
+  if (ec != std::errc() || stop != end) {
+    return core::dataLoss("run marker " + path + " holds '" + *text + "', not a run number");
+  }
+  return std::optional<uint64_t>(run);
+}
+
+Status removeCheckpoints(const std::string& dir) {
+  RM_ASSIGN_OR_RETURN(Listing listing, listDirectory(dir));
+  for (const auto& [step, path] : listing.checkpoints) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    if (ec) return core::errnoError("remove checkpoint " + path, ec.value());
+  }
+  return Status::Ok();
 }
 
 }  // namespace ringmaster::trainer::checkpoint

@@ -66,4 +66,14 @@ core::Result<std::optional<Checkpoint>> loadNewestCheckpoint(const std::string& 
 // the file and the problem when corrupt or truncated.
 core::Result<Checkpoint> readCheckpointFile(const std::string& path);
 
+// The run marker: a number drawn when a run starts fresh and written (atomically, as text) to
+// <dir>/run-marker.rmck, so that directories written by one run can be told from another's.
+core::Status writeRunMarker(const std::string& dir, uint64_t run);
+
+// dir's run marker; nullopt when it has none. kDataLoss when the file holds no number.
+core::Result<std::optional<uint64_t>> readRunMarker(const std::string& dir);
+
+// Deletes every checkpoint file in dir (a missing dir is an error: the caller read it).
+core::Status removeCheckpoints(const std::string& dir);
+
 }  // namespace ringmaster::trainer::checkpoint

@@ -244,7 +244,8 @@ TEST_F(PipelineTrainer, PipeDreamTrainsCheckpointsAtEpochEndsAndDrainsAtMaxSteps
       files.push_back(e.path().filename().string());
     }
     std::sort(files.begin(), files.end());
-    EXPECT_EQ(files, (std::vector<std::string>{"ckpt-000000000011.rmck", "ckpt-000000000022.rmck"}))
+    EXPECT_EQ(files, (std::vector<std::string>{"ckpt-000000000011.rmck", "ckpt-000000000022.rmck",
+                                               "run-marker.rmck"}))
         << stage;
   }
   TrainerConfig stopped = config(2, 4, "pipedream");
@@ -288,6 +289,44 @@ void PipelineTrainer::resumeAtTheCommonStep(int world, int64_t common) {
   }
   EXPECT_EQ(resumed.per_rank, straight.per_rank)
       << "a resumed pipeline must land where one run does";
+}
+
+TEST_F(PipelineTrainer, AStageOfThisRunWithoutCheckpointsMakesTheRunStartOver) {
+  const RunResult straight = run(config(2, 4, "1f1b"), 2);
+  for (const auto& s : straight.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+
+  TrainerConfig c = config(2, 4, "1f1b");
+  c.checkpoint.path = dir_.string();
+  c.checkpoint.every_steps = 4;
+  c.max_steps = 5;
+  RunResult first = run(c, 2);
+  for (const auto& s : first.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+  // Stage 1 was killed before its first checkpoint was whole; stage 0 saved steps 4 and 5.
+  const fs::path stage0 = dir_ / "stage-0-of-2", stage1 = dir_ / "stage-1-of-2";
+  for (const auto& entry : fs::directory_iterator(stage1)) {
+    if (entry.path().filename() != "run-marker.rmck") fs::remove(entry.path());
+  }
+  ASSERT_TRUE(fs::exists(stage0 / "ckpt-000000000005.rmck"));
+
+  c.max_steps = 0;
+  ::testing::internal::CaptureStderr();
+  const RunResult again = run(c, 2);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  for (const auto& s : again.summaries) {
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    EXPECT_EQ(s->resumed_from_step, -1);
+    EXPECT_EQ(s->steps, straight.summaries[0]->steps);
+  }
+  EXPECT_EQ(again.per_rank, straight.per_rank) << "starting over must land where one run does";
+  EXPECT_NE(log.find("stage 1 of 2 never saved a checkpoint of this run (the newest another "
+                     "stage saved is step 5): removing this stage's checkpoints under " +
+                     stage0.string() + " and starting over from step 0"),
+            std::string::npos)
+      << log;
+  // The fresh start saved both stages again, from one new run.
+  EXPECT_TRUE(fs::exists(stage1 / "ckpt-000000000022.rmck"));
+  EXPECT_TRUE(fs::exists(stage0 / "ckpt-000000000022.rmck"));
+  EXPECT_FALSE(fs::exists(stage0 / "ckpt-000000000005.rmck"));
 }
 
 TEST_F(PipelineTrainer, AStageWithoutCheckpointsBesideOneWithThemIsAnError) {

@@ -342,5 +342,41 @@ TEST_F(CheckpointTest, MissingFileIsNotFound) {
   EXPECT_EQ(readCheckpointFile(pathFor(1)).status().code(), Code::kNotFound);
 }
 
+TEST_F(CheckpointTest, RunMarkerRoundTripsAndIsNotACheckpoint) {
+  auto none = readRunMarker(dir_);
+  ASSERT_TRUE(none.ok()) << none.status().toString();
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(writeRunMarker(dir_, 18446744073709551615ull).ok());
+  ASSERT_TRUE(writeRunMarker(dir_, 7).ok());  // a fresh start replaces it
+  auto got = readRunMarker(dir_);
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  EXPECT_EQ(*got, std::optional<uint64_t>(7));
+  EXPECT_EQ(files(), std::set<std::string>{"run-marker.rmck"});
+  std::string log;
+  auto loaded = load(&log);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_FALSE(loaded->has_value());
+  EXPECT_EQ(log, "");
+}
+
+TEST_F(CheckpointTest, RunMarkerThatHoldsNoNumberIsDataLoss) {
+  fs::create_directories(dir_);
+  writeBytes(dir_ + "/run-marker.rmck", "12x\n");
+  auto got = readRunMarker(dir_);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kDataLoss);
+  EXPECT_THAT(got.status().message(), AllOf(HasSubstr("run-marker.rmck"), HasSubstr("12x")));
+}
+
+TEST_F(CheckpointTest, RemoveCheckpointsKeepsTheMarkerAndOtherFiles) {
+  ASSERT_TRUE(writeCheckpoint(dir_, makeCheckpoint(100)).ok());
+  ASSERT_TRUE(writeCheckpoint(dir_, makeCheckpoint(200)).ok());
+  ASSERT_TRUE(writeRunMarker(dir_, 3).ok());
+  writeBytes(dir_ + "/notes.txt", "hello");
+  ASSERT_TRUE(removeCheckpoints(dir_).ok());
+  EXPECT_EQ(files(), (std::set<std::string>{"notes.txt", "run-marker.rmck"}));
+  EXPECT_EQ(removeCheckpoints(root_ + "/missing").code(), Code::kNotFound);
+}
+
 }  // namespace
 }  // namespace ringmaster::trainer::checkpoint
