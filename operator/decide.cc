@@ -326,7 +326,18 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     }
   }
 
-  observePods(at, current, now, s);
+  // The status to write once the creations succeeded counts the pods they made (Pending, as the
+  // API server returns a new pod), so a job's first status already says its workers exist and
+  // the next pass, seeing them in the cache, has nothing new to write.
+  std::vector<const WorkerPod*> counted = current;
+  WorkerPod placeholder;
+  placeholder.phase = "Pending";
+  placeholder.attempt = attempt;
+  placeholder.created = now;
+  for (int i : plan.create) {
+    if (i < replicas) counted[static_cast<size_t>(i)] = &placeholder;
+  }
+  observePods(at, counted, now, s);
   const WorkerPod* rank0 = current.empty() ? nullptr : current[0];
   if (options.read_progress && rank0 != nullptr && rank0->phase == "Running" &&
       !rank0->pod_ip.empty()) {

@@ -275,6 +275,7 @@ const milliseconds kSecond{1'000};
 const Row kRows[] = {
     {.name = "FreshJobCreatesEveryPodAndEnsuresItsChildren",
      .want = {.phase = "Pending",
+              .condition = "Created=True/WorkersCreated",
               .create = {0, 1},
               .requeue = kSecond,
               .restarts = 0,
@@ -385,7 +386,18 @@ const Row kRows[] = {
     {.name = "AMissingPodIsCreatedOnceExpectationsAreMet",
      .status = {.started_ago = 5},
      .pods = {kRunning0},
-     .want = {.phase = "Pending", .create = {1}, .requeue = kSecond}},
+     .want = {.phase = "Pending",
+              .condition = "Created=True/WorkersCreated",
+              .create = {1},
+              .requeue = kSecond}},
+    {.name = "PodsToCreateCountAsPendingInTheStatusToWrite",
+     .status = {.started_ago = 5},
+     .pods = {kRunning0},
+     .want = {.phase = "Pending",
+              .condition = "Running=False/RanksNotReady",
+              .create = {1},
+              .requeue = kSecond,
+              .world = "1/2"}},
     {.name = "UnschedulableGangWaitsOutItsBackoff",
      .status = {.restarts = 0,
                 .conditions = {{"Restarting", true, "Unschedulable"}},
@@ -592,6 +604,11 @@ TEST(DecideTest, AFailedCallWritesNeitherStartTimeNorNewCounts) {
   EXPECT_EQ(plan.status.start_time, kNow);
   EXPECT_EQ(plan.status_on_error.start_time, std::nullopt);
   EXPECT_EQ(plan.status_on_error.replicas, std::nullopt);
+  EXPECT_EQ(conditionText(plan.status_on_error, kCreated), "");
+  // Once the creations succeeded, the pods they made exist, Pending.
+  EXPECT_EQ(conditionText(plan.status, kCreated), "Created=True/WorkersCreated");
+  ASSERT_TRUE(plan.status.replicas.has_value());
+  EXPECT_EQ(plan.status.replicas->active, 2);
   // What needs no call is news either way.
   EXPECT_EQ(conditionText(plan.status_on_error, kSuspended), "Suspended=False/JobResumed");
 }
