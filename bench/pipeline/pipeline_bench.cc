@@ -1,4 +1,4 @@
-// bench_pipeline: one stage of our pipeline on a deep MLP (784 -> width x depth -> 10) with
+// bench_pipeline: one stage of our pipeline on a deep MLP (input -> width x depth -> 10) with
 // random data: the stages of `--stages` processes (RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT,
 // `--backend`, by default what the trainer picks: shm on one host), cut where the parameter counts
 // balance (what `--print-partition` prints, so that the PyTorch peer uses the same cut),
@@ -31,7 +31,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  int64_t stages = 2, micro_batches = 4, width = 2048, depth = 8, batch = 128;
+  int64_t stages = 2, micro_batches = 4, input = 784, width = 2048, depth = 8, batch = 128;
   int64_t steps = 8, warmup = 2;
   std::string schedule = "1f1b";
   std::string backend = "auto";
@@ -41,13 +41,16 @@ struct Options {
 trainer::model::ModelConfig network(const Options& o) {
   trainer::model::ModelConfig c;
   c.hidden.assign(static_cast<size_t>(o.depth), static_cast<int>(o.width));
+  c.input_channels = 1;
+  c.input_height = 1;
+  c.input_width = static_cast<int>(o.input);
   return c;
 }
 
 // Parameters per layer: what the cut balances (dense layers cost in proportion to them).
 std::vector<double> layerCosts(const Options& o) {
   std::vector<double> costs;
-  int64_t in = 784;
+  int64_t in = o.input;
   for (int64_t i = 0; i < o.depth; ++i) {
     costs.push_back(static_cast<double>(in * o.width + o.width));
     in = o.width;
@@ -106,7 +109,7 @@ core::Status run(const Options& o) {
   trainer::pipeline::StageExecutor executor(*stage, kind, stage_index, stages, micro, links);
 
   trainer::model::Rng rng(7, 0);
-  std::vector<float> x(static_cast<size_t>(o.batch) * 784);
+  std::vector<float> x(static_cast<size_t>(o.batch * o.input));
   for (float& v : x) v = rng.uniform(0, 1);
   std::vector<int32_t> y(static_cast<size_t>(o.batch));
   for (int32_t& v : y) v = static_cast<int32_t>(rng.next() % 10);
@@ -194,6 +197,8 @@ int main(int argc, char** argv) {
   flags.addInt("micro-batches", &o.micro_batches, "micro-batches per mini-batch");
   flags.addString("schedule", &o.schedule, "gpipe | 1f1b | pipedream");
   flags.addString("backend", &o.backend, "auto (shm on one host) | shm | tcp | gloo");
+  flags.addInt("input", &o.input, "input width (784: a Fashion-MNIST image; the hidden width: "
+                                  "equal layers, which cut into equal stages)");
   flags.addInt("width", &o.width, "hidden width");
   flags.addInt("depth", &o.depth, "hidden layers");
   flags.addInt("batch", &o.batch, "mini-batch samples");

@@ -9,8 +9,10 @@
 # did not compute) beside the ideal (S - 1) / (M + S - 1) of equal stages and the ideal for the
 # cut (the schedule simulated with our stages' measured pass times: a cut of unequal layers is
 # never quite balanced, and no schedule beats its own simulation).
-#   bench/pipeline/run.sh [--stages "2 4"] [--micro "1 2 4 8 16"] [--width W] [--depth D]
-#                         [--steps N] [--backend auto|shm|tcp|gloo]
+#   bench/pipeline/run.sh [--stages "2 4"] [--micro "1 2 4 8 16"] [--input I] [--width W]
+#                         [--depth D] [--steps N] [--backend auto|shm|tcp|gloo]
+# --input W (the hidden width) makes every hidden layer the same size, so that a depth that the
+# stage count divides cuts into equal stages: the case the ideal (S - 1) / (M + S - 1) assumes.
 # Our stages talk over --backend (auto: what the trainer picks, shm on one host); the peer
 # always over gloo, the only CPU transport torch.distributed has here.
 # Stages beyond the machine's cores share them, which inflates every bubble: read S=4 on a
@@ -18,17 +20,18 @@
 # builds it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-stages_list="2" micro_list="1 2 4 8 16" width=2048 depth=8 steps=8 backend=auto
+stages_list="2" micro_list="1 2 4 8 16" input=784 width=2048 depth=8 steps=8 backend=auto
 while [[ $# -gt 0 ]]; do
   case $1 in
     --stages) stages_list=$2; shift 2 ;;
     --micro) micro_list=$2; shift 2 ;;
+    --input) input=$2; shift 2 ;;
     --width) width=$2; shift 2 ;;
     --depth) depth=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
-    *) echo "usage: $0 [--stages LIST] [--micro LIST] [--width W] [--depth D] [--steps N]" \
-         "[--backend B]" >&2
+    *) echo "usage: $0 [--stages LIST] [--micro LIST] [--input I] [--width W] [--depth D]" \
+         "[--steps N] [--backend B]" >&2
        exit 2 ;;
   esac
 done
@@ -57,7 +60,7 @@ printf '%-3s %-3s %-9s %10s %10s %6s %9s %9s %7s %9s\n' S M sched ours/s torch/s
   torch_bub ideal cut_ideal
 backend_seen=""
 for stages in $stages_list; do
-  shape=(--stages "$stages" --width "$width" --depth "$depth" --steps "$steps")
+  shape=(--stages "$stages" --input "$input" --width "$width" --depth "$depth" --steps "$steps")
   partition=$("$bench" "${shape[@]}" --print-partition)
   for micro in $micro_list; do
     for schedule in gpipe 1f1b pipedream; do

@@ -1,4 +1,4 @@
-"""The PyTorch peer of bench_pipeline: the same MLP (784 -> width x depth -> 10), cut at the same
+"""The PyTorch peer of bench_pipeline: the same MLP (input -> width x depth -> 10), cut at the same
 layers (--partition, from `bench_pipeline --print-partition`), the same micro-batches and schedule,
 stage to stage with torch.distributed send/recv over gloo (sends started with isend, as ours), an
 SGD step after each mini-batch. Rank 0 prints one JSON line in bench_pipeline's shape.
@@ -37,6 +37,7 @@ def main():
     p.add_argument("--stages", type=int, default=2)
     p.add_argument("--micro-batches", type=int, default=4)
     p.add_argument("--schedule", default="1f1b")
+    p.add_argument("--input", type=int, default=784)
     p.add_argument("--width", type=int, default=2048)
     p.add_argument("--depth", type=int, default=8)
     p.add_argument("--batch", type=int, default=128)
@@ -48,7 +49,7 @@ def main():
     dist.init_process_group("gloo")
     rank, stages, micro = dist.get_rank(), a.stages, a.micro_batches
     assert dist.get_world_size() == stages
-    widths = [784] + [a.width] * a.depth + [10]
+    widths = [a.input] + [a.width] * a.depth + [10]
     layers = len(widths) - 1
     starts = [int(s) for s in a.partition.split(",")]
     first, end = starts[rank], starts[rank + 1] if rank + 1 < stages else layers
@@ -62,7 +63,7 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     rows = a.batch // micro
     g = torch.Generator().manual_seed(7)
-    x = torch.rand(a.batch, 784, generator=g)
+    x = torch.rand(a.batch, a.input, generator=g)
     y = torch.randint(0, 10, (a.batch,), generator=g)
     prev, nxt = rank - 1, rank + 1 if rank + 1 < stages else -1
     ops = schedule(a.schedule, rank, stages, micro)
