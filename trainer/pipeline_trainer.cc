@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 
 #include "ringmaster/core/log.h"
@@ -306,11 +307,12 @@ class PipelineEngine final : public StepEngine {
  private:
   // PipeDream: after each micro-batch's backward, its gradient (averaged over the replicas)
   // steps the optimizer. The first failure stops further updates and fails the step.
-  std::function<void()> applyEach(int64_t step) {
-    return [this, step] {
-      if (!apply_status_.ok()) return;
-      if (group_ != nullptr) apply_status_ = averageOverReplicas(step);
-      if (apply_status_.ok()) optimizer_.step(stage_.params(), stage_.grads());
+  pipeline::StageExecutor::Apply applyEach(int64_t step) {
+    return [this, step](std::span<const float> newest, std::span<float> next) {
+      if (apply_status_.ok() && group_ != nullptr) apply_status_ = averageOverReplicas(step);
+      if (!apply_status_.ok()) return false;
+      optimizer_.stepInto(newest, next, stage_.grads());
+      return true;
     };
   }
   Result<pipeline::StepStats> drain(int64_t step) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -118,7 +119,10 @@ core::Status run(const Options& o) {
   Clock::time_point start;
   // PipeDream: one stream over every step's micro-batches, an update per micro-batch, drained at
   // the end (inside the timed part: it is work the schedule owes).
-  auto apply = [&] { optimizer->step(stage->params(), stage->grads()); };
+  auto apply = [&](std::span<const float> newest, std::span<float> next) {
+    optimizer->stepInto(newest, next, stage->grads());
+    return true;
+  };
   if (pipedream) RM_RETURN_IF_ERROR(executor.beginStream((o.warmup + o.steps) * micro));
   for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
     if (step == o.warmup) {
@@ -197,8 +201,9 @@ int main(int argc, char** argv) {
   flags.addInt("micro-batches", &o.micro_batches, "micro-batches per mini-batch");
   flags.addString("schedule", &o.schedule, "gpipe | 1f1b | pipedream");
   flags.addString("backend", &o.backend, "auto (shm on one host) | shm | tcp | gloo");
-  flags.addInt("input", &o.input, "input width (784: a Fashion-MNIST image; the hidden width: "
-                                  "equal layers, which cut into equal stages)");
+  flags.addInt("input", &o.input,
+               "input width (784: a Fashion-MNIST image; the hidden width: "
+               "equal layers, which cut into equal stages)");
   flags.addInt("width", &o.width, "hidden width");
   flags.addInt("depth", &o.depth, "hidden layers");
   flags.addInt("batch", &o.batch, "mini-batch samples");

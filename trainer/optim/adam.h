@@ -13,7 +13,7 @@ class Adam : public Optimizer {
   std::vector<std::vector<float>*> state() override { return {&m_, &v_}; }
 
  private:
-  void update(float* params, const float* grads) override;
+  void update(const float* from, float* into, const float* grads) override;
   std::vector<float> m_, v_;
 };
 

@@ -61,14 +61,24 @@ core::Result<std::unique_ptr<Optimizer>> Optimizer::create(const OptimizerConfig
 }
 
 void Optimizer::step(std::span<float> params, std::span<const float> grads) {
-  if (params.size() != num_params_ || grads.size() != num_params_) {
+  stepInto(params, params, grads);
+}
+
+void Optimizer::stepInto(std::span<const float> from, std::span<float> into,
+                         std::span<const float> grads) {
+  const bool apart =
+      into.data() + into.size() <= from.data() || from.data() + from.size() <= into.data();
+  if (from.size() != num_params_ || into.size() != num_params_ || grads.size() != num_params_ ||
+      (into.data() != from.data() && !apart)) {
     std::fprintf(stderr,
-                 "optimizer: contract broken: step() on %zu params / %zu grads, built for %zu\n",
-                 params.size(), grads.size(), num_params_);
+                 "optimizer: contract broken: step() from %zu params into %zu (%s) with %zu "
+                 "grads, built for %zu\n",
+                 from.size(), into.size(), into.data() == from.data() ? "in place" : "elsewhere",
+                 grads.size(), num_params_);
     std::abort();
   }
   ++step_count_;
-  update(params.data(), grads.data());
+  update(from.data(), into.data(), grads.data());
 }
 
 }  // namespace ringmaster::trainer::optim

@@ -41,6 +41,10 @@ class Optimizer {
 
   // One update of params from grads (both num_params long); counts the step.
   void step(std::span<float> params, std::span<const float> grads);
+  // The same update written elsewhere: `into` gets what step() would leave in `from`, which
+  // stays as it was (PipeDream keeps the old weights for backwards in flight). `into` may be
+  // `from`; otherwise the two must not overlap.
+  void stepInto(std::span<const float> from, std::span<float> into, std::span<const float> grads);
 
   virtual std::string type() const = 0;
   // Steps taken so far (Adam's bias correction uses it); restored from checkpoints.
@@ -55,8 +59,8 @@ class Optimizer {
  protected:
   Optimizer(const OptimizerConfig& config, size_t num_params)
       : config_(config), num_params_(num_params) {}
-  // step_count_ already counts this step (1 on the first).
-  virtual void update(float* params, const float* grads) = 0;
+  // step_count_ already counts this step (1 on the first). `into` is `from` or apart from it.
+  virtual void update(const float* from, float* into, const float* grads) = 0;
 
   OptimizerConfig config_;
   size_t num_params_;

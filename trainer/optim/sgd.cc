@@ -5,26 +5,30 @@
 namespace ringmaster::trainer::optim {
 namespace {
 
-RM_MULTIVERSION void sgdPlain(float* __restrict p, const float* __restrict g, size_t n, float lr,
-                              float wd) {
-  for (size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+// `into` may be `from` (in place): see RM_ELEMENTWISE.
+RM_MULTIVERSION void sgdPlain(const float* from, float* into, const float* __restrict g, size_t n,
+                              float lr, float wd) {
+  RM_ELEMENTWISE
+  for (size_t i = 0; i < n; ++i) into[i] = from[i] - lr * (g[i] + wd * from[i]);
 }
 
-RM_MULTIVERSION void sgdMomentum(float* __restrict p, const float* __restrict g,
+RM_MULTIVERSION void sgdMomentum(const float* from, float* into, const float* __restrict g,
                                  float* __restrict buf, size_t n, float lr, float m, float wd,
                                  bool nesterov) {
   if (nesterov) {
+    RM_ELEMENTWISE
     for (size_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
+      const float d = g[i] + wd * from[i];
       const float b = m * buf[i] + d;
       buf[i] = b;
-      p[i] -= lr * (d + m * b);
+      into[i] = from[i] - lr * (d + m * b);
     }
   } else {
+    RM_ELEMENTWISE
     for (size_t i = 0; i < n; ++i) {
-      const float b = m * buf[i] + (g[i] + wd * p[i]);
+      const float b = m * buf[i] + (g[i] + wd * from[i]);
       buf[i] = b;
-      p[i] -= lr * b;
+      into[i] = from[i] - lr * b;
     }
   }
 }
@@ -40,13 +44,13 @@ std::vector<std::vector<float>*> Sgd::state() {
   return {&momentum_};
 }
 
-void Sgd::update(float* params, const float* grads) {
+void Sgd::update(const float* from, float* into, const float* grads) {
   const auto lr = static_cast<float>(config_.learning_rate);
   const auto wd = static_cast<float>(config_.weight_decay);
   if (momentum_.empty()) {
-    sgdPlain(params, grads, num_params_, lr, wd);
+    sgdPlain(from, into, grads, num_params_, lr, wd);
   } else {
-    sgdMomentum(params, grads, momentum_.data(), num_params_, lr,
+    sgdMomentum(from, into, grads, momentum_.data(), num_params_, lr,
                 static_cast<float>(config_.momentum), wd, config_.nesterov);
   }
 }

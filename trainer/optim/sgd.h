@@ -13,7 +13,7 @@ class Sgd : public Optimizer {
   std::vector<std::vector<float>*> state() override;
 
  private:
-  void update(float* params, const float* grads) override;
+  void update(const float* from, float* into, const float* grads) override;
   std::vector<float> momentum_;  // empty when momentum == 0
 };
 

@@ -198,35 +198,62 @@ core::Status StageExecutor::beginStream(int64_t micro_batches) {
   stream_pos_ = 0;
   stream_first_micro_ = 0;
   slot_rows_.assign(static_cast<size_t>(stage_.slots()), 0);
-  stashes_.resize(static_cast<size_t>(stage_.slots()));
+  slot_version_.assign(static_cast<size_t>(stage_.slots()), -1);
+  // A stage with one slot runs each backward right after its forward: one version will do.
+  const size_t extra = stage_.slots() > 1 ? static_cast<size_t>(stage_.slots()) : 0;
+  versions_.resize(extra);
+  for (auto& v : versions_) v.resize(stage_.params().size());
+  settleVersions();
   return core::Status::Ok();
 }
 
+std::span<float> StageExecutor::version(int v) {
+  return v == 0 ? stage_.params() : std::span<float>(versions_[static_cast<size_t>(v - 1)]);
+}
+
+void StageExecutor::settleVersions() {
+  if (newest_ != 0) {
+    const auto newest = version(newest_);
+    std::copy(newest.begin(), newest.end(), stage_.params().begin());
+    newest_ = 0;
+  }
+  stage_.useWeights(stage_.params());
+}
+
 core::Status StageExecutor::streamOp(const PipelineOp& op, OpData data, int64_t step,
-                                     const std::function<void()>& apply, StepStats& stats) {
-  auto params = stage_.params();
-  std::vector<float>& stash = stashes_[static_cast<size_t>(data.slot)];
-  // With one slot a micro-batch's backward follows its forward before any other update (the
-  // last stage): the weights cannot have moved, and nothing needs stashing.
-  const bool stashing = stage_.slots() > 1;
+                                     const Apply& apply, StepStats& stats) {
+  const size_t slot = static_cast<size_t>(data.slot);
   if (op.kind == PipelineOp::kForward) {
-    // Weight stashing: the backward of this micro-batch must see these weights.
-    if (stashing) stash.assign(params.begin(), params.end());
-    slot_rows_[static_cast<size_t>(data.slot)] = data.rows;
+    // Weight stashing: the backward of this micro-batch must see these weights, and no update
+    // writes over a version a micro-batch in flight used.
+    slot_version_[slot] = newest_;
+    slot_rows_[slot] = data.rows;
     return doOp(op, data, step, stats);
   }
-  data.rows = slot_rows_[static_cast<size_t>(data.slot)];
-  if (stashing) stage_.useWeights(stash);
+  data.rows = slot_rows_[slot];
+  const int used = slot_version_[slot];
+  slot_version_[slot] = -1;
+  if (used != newest_) stage_.useWeights(version(used));
   stage_.zeroGrads();
-  core::Status done = doOp(op, data, step, stats);
-  if (stashing) stage_.useWeights(params);
-  RM_RETURN_IF_ERROR(done);
-  apply();  // the stashed weights' gradient, applied to the newest weights
+  RM_RETURN_IF_ERROR(doOp(op, data, step, stats));
+  // The stashed weights' gradient, applied to the newest weights, written into a version no
+  // micro-batch in flight holds (there is one: slots + 1 versions, at most slots - 1 held
+  // besides the newest). With one slot nothing is in flight and the update stays in place.
+  int next = newest_;
+  for (int v = 0; !versions_.empty() && v <= static_cast<int>(versions_.size()); ++v) {
+    if (v != newest_ &&
+        std::find(slot_version_.begin(), slot_version_.end(), v) == slot_version_.end()) {
+      next = v;
+      break;
+    }
+  }
+  if (apply(version(newest_), version(next))) newest_ = next;
+  stage_.useWeights(version(newest_));
   return core::Status::Ok();
 }
 
 core::Result<StepStats> StageExecutor::runStream(const MiniBatch& batch, int64_t step,
-                                                 const std::function<void()>& apply) {
+                                                 const Apply& apply) {
   const std::string where =
       "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
   if (batch.rows < 1) return core::invalidArgument(where + ": an empty mini-batch");
@@ -257,12 +284,12 @@ core::Result<StepStats> StageExecutor::runStream(const MiniBatch& batch, int64_t
     RM_RETURN_IF_ERROR(streamOp(op, data, step, apply, stats));
   }
   stream_first_micro_ = end;
+  if (streamEnded()) settleVersions();
   stats.wall_seconds = since(start);
   return stats;
 }
 
-core::Result<StepStats> StageExecutor::drainStream(int64_t step,
-                                                   const std::function<void()>& apply) {
+core::Result<StepStats> StageExecutor::drainStream(int64_t step, const Apply& apply) {
   const auto start = Clock::now();
   StepStats stats;
   // The backwards of micro-batches already forwarded, in order; forwards of new ones are skipped.
@@ -274,6 +301,7 @@ core::Result<StepStats> StageExecutor::drainStream(int64_t step,
     data.slot = op.micro % stage_.slots();
     RM_RETURN_IF_ERROR(streamOp(op, data, step, apply, stats));
   }
+  settleVersions();
   const std::string where =
       "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
   for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(waitSend(i, stats), where);

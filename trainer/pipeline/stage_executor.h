@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,17 +74,26 @@ class StageExecutor {
 
   // PipeDream (asynchronous 1F1B with weight stashing): one 1F1B stream over an epoch's
   // `micro_batches` micro-batches with no flush between mini-batches. Each micro-batch is an
-  // update of its own: its backward runs on the weights its forward used (stashed at the
-  // forward), and `apply` then steps the optimizer on the newest weights with that gradient.
-  // Only neighbouring stages talk, as in every schedule here.
+  // update of its own: its backward runs on the weights its forward used, and `apply` then
+  // steps the optimizer from the newest weights with that gradient. Only neighbouring stages
+  // talk, as in every schedule here.
+  //
+  // The stash costs no copy: the executor keeps one weight version per micro-batch in flight
+  // besides the newest, `apply` writes each update into a free version (Optimizer::stepInto),
+  // and a version is free once no micro-batch in flight used it. While a stream runs the
+  // newest weights may be in one of those versions; once it has ended (streamEnded) they are
+  // back in the stage's params().
   core::Status beginStream(int64_t micro_batches);
+  // Applies the stage's gradients (grads()) to `newest`, writing the result into `next`
+  // (`next` is `newest` on a stage with one slot, which needs no versions); false when it
+  // made no update (a failed reduction), so that `newest` stays the newest.
+  using Apply = std::function<bool(std::span<const float> newest, std::span<float> next)>;
   // The mini-batch's forwards and the backwards 1F1B interleaves with them (of this and earlier
   // mini-batches), up to the next mini-batch's first forward.
-  core::Result<StepStats> runStream(const MiniBatch& batch, int64_t step,
-                                    const std::function<void()>& apply);
+  core::Result<StepStats> runStream(const MiniBatch& batch, int64_t step, const Apply& apply);
   // The backwards of every micro-batch forwarded and not yet backpropagated (the epoch's end, or
   // a run stopped inside it), then every send finished.
-  core::Result<StepStats> drainStream(int64_t step, const std::function<void()>& apply);
+  core::Result<StepStats> drainStream(int64_t step, const Apply& apply);
   // Whether every forwarded micro-batch has had its backward.
   bool streamDrained() const { return streamIdle(); }
   // Whether the stream is over (every pass run or drained): the same moment on every stage,
@@ -110,8 +120,12 @@ class StageExecutor {
   };
   core::Result<const std::vector<PipelineOp>*> scheduleFor(int micro_batches);
   core::Status doOp(const PipelineOp& op, const OpData& data, int64_t step, StepStats& stats);
-  core::Status streamOp(const PipelineOp& op, OpData data, int64_t step,
-                        const std::function<void()>& apply, StepStats& stats);
+  core::Status streamOp(const PipelineOp& op, OpData data, int64_t step, const Apply& apply,
+                        StepStats& stats);
+  // PipeDream's weight version `v`: 0 is the stage's params(), the others the executor's.
+  std::span<float> version(int v);
+  // Once the stream has ended: the newest weights back into params(), the layers on them.
+  void settleVersions();
   core::Status waitSend(size_t index, StepStats& stats);
   // No micro-batch between its forward and its backward.
   bool streamIdle() const {
@@ -129,13 +143,16 @@ class StageExecutor {
   const StageLinks links_;
   std::map<int, std::vector<PipelineOp>> schedules_;         // by micro-batch count (short batches)
   std::vector<std::unique_ptr<comm::PendingSend>> pending_;  // per slot: activations, gradients
-  // PipeDream's stream: its ops, the next one, the first micro-batch of the next mini-batch, and
-  // each slot's rows and stashed weights.
+  // PipeDream's stream: its ops, the next one, the first micro-batch of the next mini-batch,
+  // each slot's rows and weight version (-1: no micro-batch in flight), the weight versions
+  // beyond params() and which one is the newest.
   std::vector<PipelineOp> stream_;
   size_t stream_pos_ = 0;
   int64_t stream_first_micro_ = 0;
   std::vector<int> slot_rows_;
-  std::vector<std::vector<float>> stashes_;
+  std::vector<int> slot_version_;
+  std::vector<std::vector<float>> versions_;
+  int newest_ = 0;
 };
 
 }  // namespace ringmaster::trainer::pipeline

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
 #include <vector>
 
 namespace ringmaster::trainer::optim {
@@ -228,6 +229,44 @@ TEST(OptimizerDeathTest, AbortsOnSpansOfTheWrongSize) {
   auto o = make(OptimizerConfig(), 3);
   std::vector<float> p(3), g(2);
   EXPECT_DEATH(o->step(p, g), "built for 3");
+}
+
+TEST(OptimizerDeathTest, AbortsOnOverlappingSpansThatAreNotOne) {
+  auto o = make(OptimizerConfig(), 3);
+  std::vector<float> p(4), g(3);
+  EXPECT_DEATH(o->stepInto(std::span(p).first(3), std::span(p).last(3), g), "elsewhere");
+}
+
+// Writing the update elsewhere leaves `from` alone and gives bitwise what an update in place
+// gives, for every rule, over a few steps (long enough for the vectorized loops).
+TEST(Optimizer, StepIntoAnotherBufferEqualsAStepInPlace) {
+  OptimizerConfig nesterov;
+  nesterov.nesterov = true;
+  nesterov.weight_decay = 0.01;
+  OptimizerConfig plain;
+  plain.momentum = 0;
+  OptimizerConfig adam;
+  adam.type = "adam";
+  adam.weight_decay = 0.02;
+  for (const OptimizerConfig& config : {OptimizerConfig(), nesterov, plain, adam}) {
+    SCOPED_TRACE(config.type + (config.nesterov ? " nesterov" : "") +
+                 (config.momentum == 0 ? " plain" : ""));
+    constexpr size_t n = 1037;
+    auto in_place = make(config, n), elsewhere = make(config, n);
+    std::vector<float> p(n), a(n), b(n), g(n);
+    for (size_t i = 0; i < n; ++i) p[i] = a[i] = 0.01f * static_cast<float>(i % 97) - 0.4f;
+    for (int step = 0; step < 4; ++step) {
+      for (size_t i = 0; i < n; ++i)
+        g[i] = 0.003f * static_cast<float>((i * 7 + step) % 31) - 0.05f;
+      in_place->step(p, g);
+      const std::vector<float> before = a;
+      elsewhere->stepInto(a, b, g);
+      EXPECT_EQ(a, before) << "step " << step << " wrote into `from`";
+      EXPECT_EQ(b, p) << "step " << step;
+      std::swap(a, b);
+    }
+    EXPECT_EQ(elsewhere->stepCount(), 4);
+  }
 }
 
 }  // namespace

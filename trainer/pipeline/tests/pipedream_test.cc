@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "trainer/comm/tests/rank_threads.h"
@@ -61,7 +62,10 @@ std::vector<std::vector<float>> runPipeDream() {
     StageLinks links{comms[s].get(), s > 0 ? s - 1 : -1, s + 1 < kStages ? s + 1 : -1, {}};
     StageExecutor executor(*stage, ScheduleKind::kOneFOneB, s, kStages, kMicro, links);
     ASSERT_TRUE(executor.beginStream(kMicro * kBatches).ok());
-    auto apply = [&] { (*opt)->step(stage->params(), stage->grads()); };
+    auto apply = [&](std::span<const float> newest, std::span<float> next) {
+      (*opt)->stepInto(newest, next, stage->grads());
+      return true;
+    };
     for (int b = 0; b < kBatches; ++b) {
       const Batch d = batchAt(b);
       auto stats = executor.runStream({d.x.data(), d.y.data(), kMicro * kRows}, b, apply);
