@@ -7,7 +7,8 @@
 // restarts the gang once, every stage resumes at the same step from its own checkpoints, and the
 // job Succeeds with the accuracy an uninterrupted run reaches. Tensor parallelism:
 // examples/fashion-mnist-tensor.yaml splits a layer pair over the two processes of one pod.
-// PipeDream: the pipeline example under `schedule: pipedream` reaches 88% in 5 epochs. Only
+// PipeDream: the pipeline example under `schedule: pipedream` reaches 88% in 5 epochs. A stage
+// that never saved beside one that did makes the run start over instead of failing. Only
 // the embedded control plane: the envtest twins of the data-parallel tests already cover the
 // control plane's side, which model parallelism does not change.
 #include <gtest/gtest.h>
@@ -232,6 +233,78 @@ spec:
               100 * e2e::testAccuracy(log0));
   // Three epochs reach about 88%, with or without the restart (a resume continues exactly).
   EXPECT_GE(e2e::testAccuracy(log0), 0.86) << log0;
+}
+
+// A pipeline job on the claim `claim` that writes its stages' checkpoints there.
+std::string checkpointedPipeline(const std::string& name, const std::string& claim,
+                                 const std::string& extra_trainer_fields) {
+  return R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: )" +
+         name + R"(}
+spec:
+  replicas: 2
+  image: ringmaster/trainer:0.1.0
+  trainer:
+    model: {type: mlp, hidden: [512, 512]}
+    dataset: {name: fashion-mnist, path: )" +
+         testutil::kFashionMnistDir + R"(}
+    epochs: 1
+    batchSize: 128
+    optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
+    checkpoint: {path: /ckpt, everySteps: 50}
+    parallelism:
+      pipeline: {stages: 2, microBatches: 4}
+)" + extra_trainer_fields +
+         R"(  volumes:
+  - name: ckpt
+    persistentVolumeClaim: {claimName: )" +
+         claim + R"(}
+  volumeMounts:
+  - {name: ckpt, mountPath: /ckpt}
+  restartPolicy: Never
+)";
+}
+
+// A stage killed before its first checkpoint was whole, beside a stage that saved one, used to
+// fail every restart ("not from one run"). Played here without a race: a first job saves both
+// stages' checkpoints, stage 1's are removed (its run marker stays, as a kill leaves it), and
+// the next job on the same checkpoint path starts the run over and Succeeds.
+TEST(LocalRunPipelineE2e, AStageThatNeverSavedMakesTheRunStartOverInsteadOfFailing) {
+  testutil::LocalCluster cluster;
+  if (!cluster.missing().empty()) GTEST_SKIP() << cluster.missing();
+  ASSERT_EQ(cluster.start(), "");
+  const std::string claim = "pipe-over-ckpt";
+  auto first = cluster.apply(checkpointedPipeline("pipe-first", claim, "    maxSteps: 120\n"));
+  ASSERT_EQ(first.exit_code, 0) << first.stdout_text << first.stderr_text;
+  const nlohmann::json done = cluster.waitForJob("pipe-first", 300s, testutil::jobFinished);
+  ASSERT_EQ(testutil::jobPhase(done), "Succeeded")
+      << done.dump(2) << cluster.podLog("pipe-first-worker-0");
+
+  const fs::path volume = fs::path(cluster.dataDir()) / "kubelet/volumes/default" / claim;
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(volume / "stage-1-of-2")) {
+    if (entry.path().filename().string().starts_with("ckpt-")) removed += fs::remove(entry.path());
+  }
+  ASSERT_GT(removed, 0) << "stage 1 saved no checkpoint under " << volume;
+  ASSERT_TRUE(fs::exists(volume / "stage-1-of-2" / "run-marker.rmck"));
+  ASSERT_TRUE(fs::exists(volume / "stage-0-of-2" / "ckpt-000000000120.rmck"));
+
+  auto again = cluster.apply(checkpointedPipeline("pipe-again", claim, ""));
+  ASSERT_EQ(again.exit_code, 0) << again.stdout_text << again.stderr_text;
+  const nlohmann::json last = cluster.waitForJob("pipe-again", 300s, testutil::jobFinished);
+  const std::string log0 = cluster.podLog("pipe-again-worker-0");
+  ASSERT_EQ(testutil::jobPhase(last), "Succeeded") << last.dump(2) << log0;
+  EXPECT_NE(log0.find("stage 1 of 2 never saved a checkpoint of this run (the newest another "
+                      "stage saved is step 120)"),
+            std::string::npos)
+      << log0;
+  EXPECT_NE(log0.find("starting over from step 0"), std::string::npos) << log0;
+  EXPECT_EQ(resumedStep(log0), -1) << log0;
+  EXPECT_FALSE(fs::exists(volume / "stage-0-of-2" / "ckpt-000000000120.rmck"))
+      << "the run started over, so its old checkpoint must be gone";
+  std::printf("started over; one epoch: test accuracy %.2f%%\n", 100 * e2e::testAccuracy(log0));
+  EXPECT_GE(e2e::testAccuracy(log0), 0.80) << log0;
 }
 
 }  // namespace
