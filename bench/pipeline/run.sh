@@ -16,8 +16,9 @@
 # Our stages talk over --backend (auto: what the trainer picks, shm on one host); the peer
 # always over gloo, the only CPU transport torch.distributed has here.
 # Stages beyond the machine's cores share them, which inflates every bubble: read S=4 on a
-# 2-core machine as oversubscribed. Needs build/bench/pipeline/bench_pipeline (scripts/run-main
-# builds it).
+# 2-core machine as oversubscribed (scripts/gpu-check --pipeline-only runs it on the GPU
+# machine's cores). Needs build/bench/pipeline/bench_pipeline (scripts/run-main builds it), or
+# BENCH_BIN.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 stages_list="2" micro_list="1 2 4 8 16" input=784 width=2048 depth=8 steps=8 backend=auto
@@ -37,7 +38,7 @@ while [[ $# -gt 0 ]]; do
 done
 bench=${BENCH_BIN:-$root/build/bench/pipeline/bench_pipeline}
 [[ -x $bench ]] || { echo "bench/pipeline: $bench not built (run scripts/run-main first)" >&2; exit 1; }
-python=/usr/bin/python3  # Debian's torch imports only there
+python=${RM_PYTHON:-/usr/bin/python3}  # Debian's torch imports only there; elsewhere set RM_PYTHON
 "$python" -c 'import torch' 2>/dev/null || { echo "bench/pipeline: python3-torch missing (scripts/setup)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
