@@ -386,22 +386,24 @@ std::string directoryOwner(int rank, const Layout& layout) {
 
 // Rank 0 draws a run marker, every reading rank writes it into its stage's directory, and no
 // rank goes on before all have: a stage may only save checkpoints once every stage is marked.
-Status markRun(comm::Communicator& comm, bool reads, const std::string& dir) {
+// `prepared` is how this rank's work before the marker went; a failure there, like one in
+// writing the marker, reaches every rank here instead of leaving them waiting for this one.
+Status markRun(comm::Communicator& comm, bool reads, const std::string& dir, Status prepared) {
   int64_t run = 0;
   if (comm.rank() == 0) {
     std::mt19937_64 random(std::random_device{}());
     run = std::uniform_int_distribution<int64_t>(1, std::numeric_limits<int64_t>::max())(random);
   }
   RM_RETURN_IF_ERROR_CTX(comm.broadcast(&run, sizeof run, 0), "pipeline: run marker");
-  Status marked =
-      reads ? checkpoint::writeRunMarker(dir, static_cast<uint64_t>(run)) : Status::Ok();
+  Status marked = std::move(prepared);
+  if (marked.ok() && reads) marked = checkpoint::writeRunMarker(dir, static_cast<uint64_t>(run));
   RM_ASSIGN_OR_RETURN(const std::vector<int64_t> failed,
                       gatherFromEveryRank(comm, marked.ok() ? 0 : 1));
   RM_RETURN_IF_ERROR(marked);
   for (int r = 0; r < comm.size(); ++r) {
     if (failed[r] != 0) {
       return core::unavailable("pipeline: rank " + std::to_string(r) +
-                               " could not mark its checkpoint directory (see its log)");
+                               " could not clear or mark its checkpoint directory (see its log)");
     }
   }
   return Status::Ok();
@@ -439,17 +441,19 @@ Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const La
                       pipeline::planResume(stages, config.checkpoint.path));
   const std::string who = "pipeline " + stageName(layout.stage, layout.stages);
   switch (plan.action) {
-    case pipeline::ResumeAction::kStartOver:
+    case pipeline::ResumeAction::kStartOver: {
+      Status removed = Status::Ok();
       if (newest) {
         RM_LOG(WARN, CKPT) << who << ": " << plan.without << " never saved a checkpoint of this "
                            << "run (the newest another stage saved is step " << plan.others_newest
                            << "): removing this stage's checkpoints under " << dir
                            << " and starting over from step 0";
-        RM_RETURN_IF_ERROR(checkpoint::removeCheckpoints(dir));
+        removed = checkpoint::removeCheckpoints(dir);
       }
-      return markRun(comm, reads, dir);
+      return markRun(comm, reads, dir, std::move(removed));
+    }
     case pipeline::ResumeAction::kStartFresh:
-      return markRun(comm, reads, dir);
+      return markRun(comm, reads, dir, Status::Ok());
     case pipeline::ResumeAction::kResume:
       break;
   }

@@ -27,9 +27,9 @@ core::Result<ResumePlan> planResume(std::span<const StageCheckpoints> stages,
     if (marked == nullptr) {
       marked = &s;
     } else if (*s.run != *marked->run) {
-      return core::invalidArgument("pipeline: " + marked->name + " and " + s.name + " under " +
-                                   path + " hold checkpoints of different runs; use another " +
-                                   "checkpoint.path");
+      return core::invalidArgument(
+          "pipeline: " + marked->name + " and " + s.name + " under " + path +
+          " hold checkpoints of different runs; use another checkpoint.path");
     }
   }
 
@@ -41,7 +41,7 @@ core::Result<ResumePlan> planResume(std::span<const StageCheckpoints> stages,
   return core::invalidArgument(
       "pipeline: " + without->name + " has no checkpoint under " + path + " while " + ahead->name +
       " has one at step " + std::to_string(*ahead->newest_step) +
-      ": the stages' checkpoints are not from one run; use another " + "checkpoint.path");
+      ": the stages' checkpoints are not from one run; use another checkpoint.path");
 }
 
 }  // namespace ringmaster::trainer::pipeline
