@@ -152,7 +152,7 @@ class PipelineEngine final : public StepEngine {
   Status beginEpoch(int64_t epoch, int64_t first_batch) override {
     sampler_.setEpoch(epoch);
     loss_sum_ = 0;
-    schedule_seconds_ = compute_seconds_ = 0;
+    schedule_seconds_ = busy_seconds_ = 0;
     epoch_bytes_ = 0;
     if (!pipedream_) return Status::Ok();
     // PipeDream streams the epoch's micro-batches: how many, from where it starts.
@@ -178,10 +178,7 @@ class PipelineEngine final : public StepEngine {
                           executor_.runStream({x_.data(), y_.data(), n}, step, applyEach(step)));
       if (b + 1 == batchesPerEpoch()) {
         RM_ASSIGN_OR_RETURN(const pipeline::StepStats drained, drain(step));
-        stats.wall_seconds += drained.wall_seconds;
-        stats.compute_seconds += drained.compute_seconds;
-        stats.bytes_sent += drained.bytes_sent;
-        stats.bytes_received += drained.bytes_received;
+        stats.add(drained);
       }
     } else {
       RM_ASSIGN_OR_RETURN(stats, executor_.run({x_.data(), y_.data(), n}, step));
@@ -195,7 +192,7 @@ class PipelineEngine final : public StepEngine {
     const double tensor_seconds = tensor_sums_->seconds - tensor_before.seconds;
     const uint64_t tensor_bytes = tensor_sums_->bytes - tensor_before.bytes;
     schedule_seconds_ += stats.wall_seconds;
-    compute_seconds_ += stats.compute_seconds;
+    busy_seconds_ += stats.busySeconds();
     epoch_bytes_ += stats.bytes_sent + stats.bytes_received;
     if (TrainerMetrics* metrics = ctx_.metrics) {
       metrics->samples->Increment(n);
@@ -203,7 +200,7 @@ class PipelineEngine final : public StepEngine {
       metrics->step_seconds->Observe(seconds);
       const TrainerMetrics::Pipeline& p = metrics->pipeline;
       if (p.compute_seconds != nullptr) {
-        p.compute_seconds->Increment(std::max(0.0, stats.compute_seconds - tensor_seconds));
+        p.compute_seconds->Increment(std::max(0.0, stats.busySeconds() - tensor_seconds));
         p.tensor_sum_seconds->Increment(tensor_seconds);
         p.tensor_sum_bytes->Increment(static_cast<double>(tensor_bytes));
         p.send_bytes->Increment(static_cast<double>(stats.bytes_sent));
@@ -239,7 +236,7 @@ class PipelineEngine final : public StepEngine {
     m.train_loss_sum = last_ ? loss_sum_ : 0;
     m.comm_bytes = epoch_bytes_;
     // Of the time inside the schedule: data loading and the optimizer step are not the bubble.
-    const double bubble = schedule_seconds_ > 0 ? 1.0 - compute_seconds_ / schedule_seconds_ : 0;
+    const double bubble = schedule_seconds_ > 0 ? 1.0 - busy_seconds_ / schedule_seconds_ : 0;
     if (ctx_.metrics != nullptr && ctx_.metrics->pipeline.bubble_ratio != nullptr) {
       ctx_.metrics->pipeline.bubble_ratio->Set(bubble);
     }
@@ -355,7 +352,7 @@ class PipelineEngine final : public StepEngine {
   std::vector<int32_t> y_;
   const bool pipedream_ = config_.pipeline.schedule == "pipedream";
   Status apply_status_;  // PipeDream: the first failed update
-  double loss_sum_ = 0, schedule_seconds_ = 0, compute_seconds_ = 0;
+  double loss_sum_ = 0, schedule_seconds_ = 0, busy_seconds_ = 0;
   uint64_t epoch_bytes_ = 0;
 };
 

@@ -17,6 +17,19 @@ double since(Clock::time_point t0) {
 
 }  // namespace
 
+void StepStats::add(const StepStats& o) {
+  loss_sum += o.loss_sum;
+  correct += o.correct;
+  wall_seconds += o.wall_seconds;
+  compute_seconds += o.compute_seconds;
+  forward_seconds += o.forward_seconds;
+  recv_wait_seconds += o.recv_wait_seconds;
+  send_wait_seconds += o.send_wait_seconds;
+  update_seconds += o.update_seconds;
+  bytes_sent += o.bytes_sent;
+  bytes_received += o.bytes_received;
+}
+
 StageExecutor::StageExecutor(model::ModelStage& stage, ScheduleKind kind, int stage_index,
                              int stages, int micro_batches, StageLinks links)
     : stage_(stage),
@@ -247,7 +260,9 @@ core::Status StageExecutor::streamOp(const PipelineOp& op, OpData data, int64_t 
       break;
     }
   }
+  const auto t0 = Clock::now();
   if (apply(version(newest_), version(next))) newest_ = next;
+  stats.update_seconds += since(t0);
   stage_.useWeights(version(newest_));
   return core::Status::Ok();
 }

@@ -52,9 +52,14 @@ struct StepStats {
   double forward_seconds = 0;    // of which forwards and the loss
   double recv_wait_seconds = 0;  // waiting inside receives
   double send_wait_seconds = 0;  // waiting for started sends to finish
+  // PipeDream: the updates (`apply`) after each backward inside the stream; work, not bubble.
+  double update_seconds = 0;
   uint64_t bytes_sent = 0, bytes_received = 0;
-  // The share of run() this stage did not compute: the pipeline's bubble as this stage saw it.
-  double bubble() const { return wall_seconds > 0 ? 1.0 - compute_seconds / wall_seconds : 0; }
+  double busySeconds() const { return compute_seconds + update_seconds; }
+  // The share of run() this stage did not work: the pipeline's bubble as this stage saw it.
+  double bubble() const { return wall_seconds > 0 ? 1.0 - busySeconds() / wall_seconds : 0; }
+  // Adds another call's measures (a PipeDream drain to its step's stream).
+  void add(const StepStats& other);
 };
 
 struct EvaluationStats {
