@@ -39,6 +39,7 @@
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device.h"
 #include "trainer/gpu_module.h"
+#include "trainer/model/blas_kernels.h"
 #include "trainer/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -76,6 +77,7 @@ struct CommandLine {
           max_steps = 0, log_every_steps = 0, comm_timeout_seconds = 0;
   double lr = 0, momentum = 0, weight_decay = 0, bucket_cap_mb = 0, first_bucket_cap_mb = 0;
   bool cuda_graph = false;
+  bool print_blas_kernels = false;
   std::string backend = "auto";
   int64_t metrics_port = -1;
   int64_t rdzv_timeout_seconds = 300;
@@ -145,6 +147,9 @@ void declareFlags(core::FlagSet& flags, CommandLine* cl) {
                "how long to wait for the other ranks at start", "RINGMASTER_RDZV_TIMEOUT_SECONDS");
   flags.addString("summary-json", &cl->summary_path, "write a JSON summary here at the end");
   flags.addString("log-level", &cl->log_level, "error | warn | info | debug | trace");
+  flags.addBool("print-blas-kernels", &cl->print_blas_kernels,
+                "print the OpenBLAS kernels training runs on here (OPENBLAS_CORETYPE's names) "
+                "and exit");
 }
 
 // The spec.trainer fields the command line gives, written over `spec`.
@@ -196,6 +201,8 @@ constexpr char kSummary[] =
     "MASTER_PORT (or mpirun).";
 
 int run(int argc, char** argv) {
+  // First: a re-exec must come before any thread starts.
+  const std::string blas_problem = model::useFastestBlasKernels(argv);
   core::log::initFromEnv();
   core::StopSource& stop = core::installSignalStop();
 
@@ -213,6 +220,10 @@ int run(int argc, char** argv) {
       std::fputs(flags.help().c_str(), stdout);
       return 0;
     }
+  }
+  if (cl.print_blas_kernels) {
+    std::printf("%s\n", model::blasKernelsInUse().c_str());
+    return 0;
   }
   if (!cl.log_level.empty()) {
     core::log::Level level;
@@ -266,6 +277,11 @@ int run(int argc, char** argv) {
   core::log::setDefaultPrefix(world->job + " rank " + std::to_string(world->rank) + "/" +
                               std::to_string(world->world_size));
   openblas_set_num_threads(static_cast<int>(config.blas_threads));
+  if (!blas_problem.empty()) {
+    RM_LOG(WARN, CONFIG) << blas_problem;
+  } else if (const std::string note = model::blasKernelsNote(); !note.empty()) {
+    RM_LOG(INFO, CONFIG) << note;
+  }
   // A split model trains on the CPU (the contract refuses device cuda with it).
   const bool split_model = config.pipeline.stages > 1 || config.tensor > 1;
   if (split_model && config.device == "auto") config.device = "cpu";

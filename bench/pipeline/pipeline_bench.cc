@@ -5,8 +5,9 @@
 // `--micro-batches` micro-batches per mini-batch under
 // `--schedule`, an SGD step after each mini-batch. After --warmup steps it times --steps and rank 0
 // prints one JSON line: samples/s and, per stage, the measured bubble (the share of the schedule's
-// time the stage did not compute) beside the ideal (S - 1) / (M + S - 1) of equal stages and the
-// ideal for this cut (the schedule simulated with each stage's measured forward and backward).
+// time the stage did not work: passes, and PipeDream's updates between them) beside the ideal (S -
+// 1) / (M + S - 1) of equal stages and the ideal for this cut (the schedule simulated with each
+// stage's measured forward and backward).
 
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "trainer/comm/factory.h"
+#include "trainer/model/blas_kernels.h"
 #include "trainer/model/init.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/optim/optimizer.h"
@@ -115,7 +117,7 @@ core::Status run(const Options& o) {
   std::vector<int32_t> y(static_cast<size_t>(o.batch));
   for (int32_t& v : y) v = static_cast<int32_t>(rng.next() % 10);
 
-  double compute = 0, forward = 0, schedule = 0;
+  double compute = 0, update = 0, forward = 0, schedule = 0;
   Clock::time_point start;
   // PipeDream: one stream over every step's micro-batches, an update per micro-batch, drained at
   // the end (inside the timed part: it is work the schedule owes).
@@ -135,8 +137,7 @@ core::Status run(const Options& o) {
       RM_ASSIGN_OR_RETURN(stats, executor.runStream(batch, step, apply));
       if (step + 1 == o.warmup + o.steps) {
         RM_ASSIGN_OR_RETURN(const auto drained, executor.drainStream(step, apply));
-        stats.compute_seconds += drained.compute_seconds;
-        stats.wall_seconds += drained.wall_seconds;
+        stats.add(drained);
       }
     } else {
       RM_ASSIGN_OR_RETURN(stats, executor.run(batch, step));
@@ -144,6 +145,7 @@ core::Status run(const Options& o) {
     }
     if (step >= o.warmup) {
       compute += stats.compute_seconds;
+      update += stats.update_seconds;
       forward += stats.forward_seconds;
       schedule += stats.wall_seconds;
     }
@@ -154,9 +156,10 @@ core::Status run(const Options& o) {
   const size_t n = static_cast<size_t>(stages), me = static_cast<size_t>(stage_index);
   std::vector<float> gathered(3 * n, 0.0f);
   const double passes = static_cast<double>(o.steps * micro);
-  gathered[me] = static_cast<float>(1.0 - compute / schedule);
+  // PipeDream's update follows each backward, so the simulation counts it in the backward.
+  gathered[me] = static_cast<float>(1.0 - (compute + update) / schedule);
   gathered[n + me] = static_cast<float>(forward / passes);
-  gathered[2 * n + me] = static_cast<float>((compute - forward) / passes);
+  gathered[2 * n + me] = static_cast<float>((compute + update - forward) / passes);
   RM_RETURN_IF_ERROR(comm->allreduceSum(gathered.data(), gathered.size(), {}));
   const std::vector<float> bubbles(gathered.begin(), gathered.begin() + n);
   if (stage_index == 0) {
@@ -195,6 +198,8 @@ core::Status run(const Options& o) {
 
 int main(int argc, char** argv) {
   using namespace ringmaster;
+  // The trainer's kernels, so that the stages run what a job runs.
+  const std::string blas_problem = trainer::model::useFastestBlasKernels(argv);
   bench::Options o;
   core::FlagSet flags("bench_pipeline", "one stage of a pipeline-parallel MLP, timed");
   flags.addInt("stages", &o.stages, "pipeline stages (= WORLD_SIZE)");
@@ -210,6 +215,9 @@ int main(int argc, char** argv) {
   flags.addInt("steps", &o.steps, "timed steps");
   flags.addInt("warmup", &o.warmup, "untimed steps first");
   flags.addBool("print-partition", &o.print_partition, "print the stage starts and exit");
+  bool print_blas_kernels = false;
+  flags.addBool("print-blas-kernels", &print_blas_kernels,
+                "print the OpenBLAS kernels the stages run on here and exit");
   bool help = false;
   core::Status parsed = flags.parse(argc, argv, &help);
   if (help) {
@@ -220,8 +228,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_pipeline: %s\n", parsed.message().c_str());
     return 2;
   }
+  if (print_blas_kernels) {
+    std::printf("%s\n", trainer::model::blasKernelsInUse().c_str());
+    return 0;
+  }
   core::log::initFromEnv();
   openblas_set_num_threads(1);
+  if (!blas_problem.empty()) std::fprintf(stderr, "bench_pipeline: %s\n", blas_problem.c_str());
   core::Status s = bench::run(o);
   if (!s.ok()) {
     std::fprintf(stderr, "bench_pipeline: %s\n", s.message().c_str());

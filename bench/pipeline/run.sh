@@ -6,8 +6,8 @@
 # micro-batches and schedule with torch.distributed send/recv over gloo (gpipe and 1f1b: PyTorch
 # has no PipeDream, so its columns say "-" there). Per row: samples/s of both and their
 # ratio, and the measured bubble (mean over stages of the share of the schedule's time a stage
-# did not compute) beside the ideal (S - 1) / (M + S - 1) of equal stages and the ideal for the
-# cut (the schedule simulated with our stages' measured pass times: a cut of unequal layers is
+# did not work: passes, and PipeDream's updates) beside the ideal (S - 1) / (M + S - 1) of equal
+# stages and the ideal for the cut (the schedule simulated with our stages' measured pass times: a cut of unequal layers is
 # never quite balanced, and no schedule beats its own simulation).
 #   bench/pipeline/run.sh [--stages "2 4"] [--micro "1 2 4 8 16"] [--input I] [--width W]
 #                         [--depth D] [--steps N] [--backend auto|shm|tcp|gloo]
@@ -40,6 +40,9 @@ bench=${BENCH_BIN:-$root/build/bench/pipeline/bench_pipeline}
 [[ -x $bench ]] || { echo "bench/pipeline: $bench not built (run scripts/run-main first)" >&2; exit 1; }
 python=${RM_PYTHON:-/usr/bin/python3}  # Debian's torch imports only there; elsewhere set RM_PYTHON
 "$python" -c 'import torch' 2>/dev/null || { echo "bench/pipeline: python3-torch missing (scripts/setup)" >&2; exit 1; }
+# shellcheck source=../lib/blas.sh
+source "$root/bench/lib/blas.sh"
+same_blas_kernels "$bench" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -32,6 +32,9 @@ python=/usr/bin/python3  # Debian's torch imports only there
 "$python" -c 'import torch' 2>/dev/null || { echo "bench/train: python3-torch missing (scripts/setup)" >&2; exit 1; }
 dpkg-query -W -f='${Status}' libopenblas0-openmp 2>/dev/null | grep -q 'ok installed' ||
   echo "bench/train: warning: libopenblas0-openmp missing; PyTorch will be ~20x slower" >&2
+# shellcheck source=../lib/blas.sh
+source "$root/bench/lib/blas.sh"
+same_blas_kernels "$trainer" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 common=(--epochs "$epochs" --batch-size 128 --lr 0.05 --momentum 0.9)
