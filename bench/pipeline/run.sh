@@ -12,7 +12,9 @@
 #   bench/pipeline/run.sh [--stages "2 4"] [--micro "1 2 4 8 16"] [--input I] [--width W]
 #                         [--depth D] [--steps N] [--backend auto|shm|tcp|gloo]
 # --input W (the hidden width) makes every hidden layer the same size, so that a depth that the
-# stage count divides cuts into equal stages: the case the ideal (S - 1) / (M + S - 1) assumes.
+# stage count divides cuts into stages of equal layers, the nearest this model comes to the equal
+# stages the ideal (S - 1) / (M + S - 1) assumes: the first stage still computes no input
+# gradient and the last the loss, which cut_ideal accounts for.
 # Our stages talk over --backend (auto: what the trainer picks, shm on one host); the peer
 # always over gloo, the only CPU transport torch.distributed has here.
 # Stages beyond the machine's cores share them, which inflates every bubble: read S=4 on a
