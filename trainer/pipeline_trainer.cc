@@ -152,8 +152,7 @@ class PipelineEngine final : public StepEngine {
   Status beginEpoch(int64_t epoch, int64_t first_batch) override {
     sampler_.setEpoch(epoch);
     loss_sum_ = 0;
-    schedule_seconds_ = busy_seconds_ = 0;
-    epoch_bytes_ = 0;
+    epoch_stats_ = {};
     if (!pipedream_) return Status::Ok();
     // PipeDream streams the epoch's micro-batches: how many, from where it starts.
     const int64_t shard = static_cast<int64_t>(sampler_.indices().size());
@@ -191,9 +190,7 @@ class PipelineEngine final : public StepEngine {
     // metric leaves them out so that the two add up to what the stage did.
     const double tensor_seconds = tensor_sums_->seconds - tensor_before.seconds;
     const uint64_t tensor_bytes = tensor_sums_->bytes - tensor_before.bytes;
-    schedule_seconds_ += stats.wall_seconds;
-    busy_seconds_ += stats.busySeconds();
-    epoch_bytes_ += stats.bytes_sent + stats.bytes_received;
+    epoch_stats_.add(stats);
     if (TrainerMetrics* metrics = ctx_.metrics) {
       metrics->samples->Increment(n);
       metrics->steps->Increment();
@@ -234,9 +231,9 @@ class PipelineEngine final : public StepEngine {
     }
     EpochMeasures m;
     m.train_loss_sum = last_ ? loss_sum_ : 0;
-    m.comm_bytes = epoch_bytes_;
+    m.comm_bytes = epoch_stats_.bytes_sent + epoch_stats_.bytes_received;
     // Of the time inside the schedule: data loading and the optimizer step are not the bubble.
-    const double bubble = schedule_seconds_ > 0 ? 1.0 - busy_seconds_ / schedule_seconds_ : 0;
+    const double bubble = epoch_stats_.bubble();
     if (ctx_.metrics != nullptr && ctx_.metrics->pipeline.bubble_ratio != nullptr) {
       ctx_.metrics->pipeline.bubble_ratio->Set(bubble);
     }
@@ -352,8 +349,8 @@ class PipelineEngine final : public StepEngine {
   std::vector<int32_t> y_;
   const bool pipedream_ = config_.pipeline.schedule == "pipedream";
   Status apply_status_;  // PipeDream: the first failed update
-  double loss_sum_ = 0, schedule_seconds_ = 0, busy_seconds_ = 0;
-  uint64_t epoch_bytes_ = 0;
+  double loss_sum_ = 0;
+  pipeline::StepStats epoch_stats_;  // the epoch's steps' measures, summed
 };
 
 // Every rank's int64 `mine`, in rank order (one broadcast per rank: tiny and exact).

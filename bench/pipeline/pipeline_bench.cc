@@ -5,9 +5,9 @@
 // `--micro-batches` micro-batches per mini-batch under
 // `--schedule`, an SGD step after each mini-batch. After --warmup steps it times --steps and rank 0
 // prints one JSON line: samples/s and, per stage, the measured bubble (the share of the schedule's
-// time the stage did not work: passes, and PipeDream's updates between them) beside the ideal (S -
-// 1) / (M + S - 1) of equal stages and the ideal for this cut (the schedule simulated with each
-// stage's measured forward and backward).
+// time the stage did not work: passes, and PipeDream's updates between them) beside the ideal
+// (S - 1) / (M + S - 1) of equal stages and the ideal for this cut (the schedule simulated with
+// each stage's measured forward and backward).
 
 #include <chrono>
 #include <cstdio>
@@ -117,7 +117,7 @@ core::Status run(const Options& o) {
   std::vector<int32_t> y(static_cast<size_t>(o.batch));
   for (int32_t& v : y) v = static_cast<int32_t>(rng.next() % 10);
 
-  double compute = 0, update = 0, forward = 0, schedule = 0;
+  trainer::pipeline::StepStats timed;  // the timed steps' measures, summed
   Clock::time_point start;
   // PipeDream: one stream over every step's micro-batches, an update per micro-batch, drained at
   // the end (inside the timed part: it is work the schedule owes).
@@ -143,12 +143,7 @@ core::Status run(const Options& o) {
       RM_ASSIGN_OR_RETURN(stats, executor.run(batch, step));
       optimizer->step(stage->params(), stage->grads());
     }
-    if (step >= o.warmup) {
-      compute += stats.compute_seconds;
-      update += stats.update_seconds;
-      forward += stats.forward_seconds;
-      schedule += stats.wall_seconds;
-    }
+    if (step >= o.warmup) timed.add(stats);
   }
   RM_RETURN_IF_ERROR(comm->barrier());
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
@@ -157,9 +152,9 @@ core::Status run(const Options& o) {
   std::vector<float> gathered(3 * n, 0.0f);
   const double passes = static_cast<double>(o.steps * micro);
   // PipeDream's update follows each backward, so the simulation counts it in the backward.
-  gathered[me] = static_cast<float>(1.0 - (compute + update) / schedule);
-  gathered[n + me] = static_cast<float>(forward / passes);
-  gathered[2 * n + me] = static_cast<float>((compute + update - forward) / passes);
+  gathered[me] = static_cast<float>(timed.bubble());
+  gathered[n + me] = static_cast<float>(timed.forward_seconds / passes);
+  gathered[2 * n + me] = static_cast<float>((timed.busySeconds() - timed.forward_seconds) / passes);
   RM_RETURN_IF_ERROR(comm->allreduceSum(gathered.data(), gathered.size(), {}));
   const std::vector<float> bubbles(gathered.begin(), gathered.begin() + n);
   if (stage_index == 0) {

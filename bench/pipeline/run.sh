@@ -7,8 +7,8 @@
 # has no PipeDream, so its columns say "-" there). Per row: samples/s of both and their
 # ratio, and the measured bubble (mean over stages of the share of the schedule's time a stage
 # did not work: passes, and PipeDream's updates) beside the ideal (S - 1) / (M + S - 1) of equal
-# stages and the ideal for the cut (the schedule simulated with our stages' measured pass times: a cut of unequal layers is
-# never quite balanced, and no schedule beats its own simulation).
+# stages and the ideal for the cut (the schedule simulated with our stages' measured pass times:
+# a cut of unequal layers is never quite balanced, and no schedule beats its own simulation).
 #   bench/pipeline/run.sh [--stages "2 4"] [--micro "1 2 4 8 16"] [--input I] [--width W]
 #                         [--depth D] [--steps N] [--backend auto|shm|tcp|gloo]
 # --input W (the hidden width) makes every hidden layer the same size, so that a depth that the
