@@ -17,14 +17,14 @@ std::vector<Bucket> planBuckets(const std::vector<model::ParamView>& views, size
   size_t cap = std::max<size_t>(first_cap_bytes / sizeof(float), 1);
   Bucket current;
   for (auto it = views.rbegin(); it != views.rend(); ++it) {
-    if (current.count > 0 && current.count + it->count > cap) {
+    // Walking backwards, each parameter extends the bucket toward lower offsets.
+    current.offset = it->offset;
+    current.count += it->count;
+    if (current.count >= cap) {
       buckets.push_back(current);
       current = {};
       cap = std::max<size_t>(cap_bytes / sizeof(float), 1);
     }
-    // Walking backwards, each parameter extends the bucket toward lower offsets.
-    current.offset = it->offset;
-    current.count += it->count;
   }
   if (current.count > 0) buckets.push_back(current);
   return buckets;

@@ -2,11 +2,12 @@
 // DDP-style gradient bucketing with compute/communication overlap.
 //
 // The model's flat gradient buffer is cut into contiguous buckets along parameter boundaries,
-// starting from the END (the last layer's gradients are ready first during backward). The first
-// bucket is small (firstBucketCapMB, like PyTorch DDP's) so communication starts early; the rest
-// are up to bucketCapMB. As backward reports ready ranges (decreasing offsets), every bucket whose
-// range is complete is handed to a communication thread, which allreduces it and divides by the
-// world size while backward keeps computing earlier layers. finishStep() waits for the rest.
+// starting from the END (the last layer's gradients are ready first during backward). As in
+// PyTorch DDP, a bucket closes as soon as it holds at least its cap: firstBucketCapMB for the
+// first (small, so communication starts early), bucketCapMB for the rest. As backward reports ready
+// ranges (decreasing offsets), every bucket whose range is complete is handed to a communication
+// thread, which allreduces it and divides by the world size while backward keeps computing earlier
+// layers. finishStep() waits for the rest.
 //
 // Overlap accounting per step: comm_seconds is the time the communication thread spent in
 // allreduce; exposed_seconds is the time finishStep() blocked. hidden = comm - exposed is the
@@ -36,7 +37,11 @@ struct Bucket {
 };
 
 // Plans buckets over `views` (forward order, ascending offsets); bucket 0 holds the last
-// parameters. A parameter is never split; one larger than the cap gets a bucket of its own.
+// parameters. Walking back from the last parameter, each joins the open bucket, which closes once
+// it reaches its cap (so it may exceed it by that parameter: never split). Closing after rather
+// than before the cap is what sends a layer's gradients while backward goes on: with the 1 MiB
+// first cap, the 784-512-512-10 MLP's second layer (1 MiB) closes the first bucket instead of
+// waiting in the second one for the first layer, which is ready only when backward ends.
 std::vector<Bucket> planBuckets(const std::vector<model::ParamView>& views, size_t first_cap_bytes,
                                 size_t cap_bytes);
 

@@ -23,41 +23,54 @@ std::vector<model::ParamView> views(std::vector<size_t> counts) {
   return out;
 }
 
-TEST(PlanBuckets, CoversBufferFromTheEndWithoutSplittingParameters) {
-  // 4 params of 100, 200, 300, 50 floats; first cap 1000 bytes (250 floats), then 2000 bytes.
-  auto plan = planBuckets(views({100, 200, 300, 50}), 1000, 2000);
-  ASSERT_EQ(plan.size(), 3u);
-  EXPECT_EQ(plan[0].offset, 600u);  // the last param (50) alone: adding 300 would exceed 250
-  EXPECT_EQ(plan[0].count, 50u);
-  EXPECT_EQ(plan[1].offset, 100u);  // 300 + 200 fill the 500-float cap exactly
-  EXPECT_EQ(plan[1].count, 500u);
-  EXPECT_EQ(plan[2].offset, 0u);
-  EXPECT_EQ(plan[2].count, 100u);
-}
+struct PlanCase {
+  const char* what;
+  std::vector<size_t> params;  // floats per parameter, forward order
+  size_t first_cap_bytes, cap_bytes;
+  std::vector<Bucket> want;  // bucket 0 first: the end of the buffer
+};
 
-TEST(PlanBuckets, OneBucketWhenEverythingFits) {
-  auto plan = planBuckets(views({10, 20, 30}), 1 << 20, 25 << 20);
-  ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].offset, 0u);
-  EXPECT_EQ(plan[0].count, 60u);
-}
-
-TEST(PlanBuckets, OversizedParameterGetsItsOwnBucket) {
-  auto plan = planBuckets(views({1000, 10}), 16, 16);
-  ASSERT_EQ(plan.size(), 2u);
-  EXPECT_EQ(plan[1].count, 1000u);
+TEST(PlanBuckets, ClosesEachBucketOnceItReachesItsCap) {
+  const std::vector<PlanCase> cases = {
+      {"the last param (50) stays open below the first cap (250 floats); the 300 closes it; "
+       "the rest never reaches the next cap (500)",
+       {100, 200, 300, 50},
+       1000,
+       2000,
+       {{300, 350}, {0, 300}}},
+      {"a cap reached exactly closes the bucket",
+       {100, 200, 300, 50},
+       200,
+       2000,
+       {{600, 50}, {100, 500}, {0, 100}}},
+      {"everything under the first cap: one bucket", {10, 20, 30}, 1 << 20, 25 << 20, {{0, 60}}},
+      {"parameters larger than the cap are never split: one bucket each",
+       {1000, 10},
+       16,
+       16,
+       {{1000, 10}, {0, 1000}}},
+      {"a zero cap: every parameter alone", {5, 6}, 0, 0, {{5, 6}, {0, 5}}},
+      {"Fashion-MNIST's 784-512-512-10 MLP at the 1 MiB / 25 MiB defaults: the second layer's "
+       "weight closes the first bucket, so it does not wait for the first layer",
+       {784 * 512, 512, 512 * 512, 512, 512 * 10, 10},
+       1 << 20,
+       25 << 20,
+       {{784 * 512 + 512, 512 * 512 + 512 + 5120 + 10}, {0, 784 * 512 + 512}}},
+  };
+  for (const PlanCase& c : cases) {
+    const auto plan = planBuckets(views(c.params), c.first_cap_bytes, c.cap_bytes);
+    ASSERT_EQ(plan.size(), c.want.size()) << c.what;
+    for (size_t b = 0; b < plan.size(); ++b) {
+      EXPECT_EQ(plan[b].offset, c.want[b].offset) << c.what << ": bucket " << b;
+      EXPECT_EQ(plan[b].count, c.want[b].count) << c.what << ": bucket " << b;
+    }
+  }
 }
 
 TEST(BucketsByReadyLayer, EachBucketLaunchesWhenTheLayerOfItsFirstParameterIsDone) {
-  // Params (weight, bias) of 3 layers: layer offsets 0, 120, 660.
-  auto v = views({100, 20, 500, 40, 50, 10});
-  auto plan = planBuckets(v, 1000, 2000);
-  // First cap 250 floats: bucket 0 = layer 2 (60) and layer 1's bias (40), from 620; cap 500:
-  // bucket 1 = layer 1's weight (120..620); bucket 2 = layer 0 (0..120).
-  ASSERT_EQ(plan.size(), 3u);
-  ASSERT_EQ(plan[0].offset, 620u);
-  ASSERT_EQ(plan[1].offset, 120u);
-  ASSERT_EQ(plan[2].offset, 0u);
+  // Params (weight, bias) of 3 layers: layer offsets 0, 120, 660. Bucket 0 = layer 2 (60) and
+  // layer 1's bias (40), from 620; bucket 1 = layer 1's weight (120..620); bucket 2 = layer 0.
+  const std::vector<Bucket> plan = {{620, 100}, {120, 500}, {0, 120}};
   auto at = bucketsByReadyLayer(plan, {0, 120, 660});
   ASSERT_EQ(at.size(), 3u);
   // Bucket 0 starts inside layer 1 (its bias at 620): it must wait for layer 1, not layer 2.
@@ -109,7 +122,7 @@ TEST(GradientBuckets, LaunchesEachBucketAsSoonAsItsRangeIsReady) {
   RecordingComm comm;
   std::vector<float> grads(650, 1.0f);
   comm.base = grads.data();
-  GradientBuckets buckets(&comm, grads.data(), planBuckets(views({100, 200, 300, 50}), 1000, 2000),
+  GradientBuckets buckets(&comm, grads.data(), planBuckets(views({100, 200, 300, 50}), 200, 2000),
                           {});
   buckets.beginStep();
   // Backward reports the last parameter first; each completed bucket goes out before backward
