@@ -7,7 +7,7 @@
 // prints one JSON line: samples/s and, per stage, the measured bubble (the share of the schedule's
 // time the stage did not work: passes, and PipeDream's updates between them) beside the ideal
 // (S - 1) / (M + S - 1) of equal stages and the ideal for this cut (the schedule simulated with
-// each stage's measured forward and backward).
+// each stage's measured forward and backward, which it prints too: ms per micro-batch).
 
 #include <chrono>
 #include <cstdio>
@@ -170,20 +170,26 @@ core::Status run(const Options& o) {
         all, std::vector<double>(gathered.begin() + n, gathered.begin() + 2 * n),
         std::vector<double>(gathered.begin() + 2 * n, gathered.end()));
     double mean = 0;
-    std::string per_stage;
+    std::string per_stage, pass_ms;
     for (size_t s = 0; s < bubbles.size(); ++s) {
       mean += bubbles[s];
       per_stage += (s ? "," : "") + std::to_string(bubbles[s]);
+      char text[48];
+      std::snprintf(text, sizeof text, "%s[%.3f,%.3f]", s ? "," : "", gathered[n + s] * 1e3,
+                    gathered[2 * n + s] * 1e3);
+      pass_ms += text;
     }
     mean /= static_cast<double>(bubbles.size());
     std::printf(
         "{\"who\": \"ringmaster\", \"backend\": \"%s\", \"schedule\": \"%s\", \"stages\": %d, "
         "\"micro_batches\": %d, "
         "\"samples_per_second\": %.1f, \"bubble\": %.4f, \"bubble_per_stage\": [%s], "
-        "\"ideal_bubble\": %.4f, \"ideal_bubble_for_cut\": %.4f}\n",
+        "\"ideal_bubble\": %.4f, \"ideal_bubble_for_cut\": %.4f, "
+        "\"forward_backward_ms_per_stage\": [%s]}\n",
         comm->backend().c_str(), o.schedule.c_str(), stages, micro,
         static_cast<double>(o.steps * o.batch) / wall, mean, per_stage.c_str(),
-        trainer::pipeline::idealBubbleFraction(stages, micro), cut.bubbleFraction());
+        trainer::pipeline::idealBubbleFraction(stages, micro), cut.bubbleFraction(),
+        pass_ms.c_str());
   }
   return core::Status::Ok();
 }
