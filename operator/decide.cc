@@ -300,7 +300,9 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     // timeout starts once the queue let them go (the pod update that removes a gate wakes us).
     if (scheduled < replicas && oldest && !gated) {
       const int timeout = spec.schedule_timeout_seconds;
-      kube::Time due = plusSeconds(*oldest, timeout);
+      const kube::Time start =
+          observed.released && *oldest < *observed.released ? *observed.released : *oldest;
+      kube::Time due = plusSeconds(start, timeout);
       if (now >= due && spec.elastic && scheduled >= spec.min_replicas) {
         resize(plan, replicas, scheduled,
                std::to_string(scheduled) + "/" + std::to_string(replicas) +

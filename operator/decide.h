@@ -29,6 +29,11 @@ struct Observed {
   // Discovery found the gang scheduler's PodGroup API served (false while unknown): the
   // scheduler, not the operator, then enforces scheduleTimeoutSeconds.
   bool pod_group_served = false;
+  // When the reconciler first saw the current attempt's pods without a scheduling gate, having
+  // seen one hold them (a queue's admission): the gang's scheduleTimeoutSeconds counts from
+  // there, not from the pods' creation. Empty when no gate was seen (or the operator restarted
+  // since: the timeout then counts from creation, as for pods never gated).
+  std::optional<kube::Time> released;
 };
 
 struct DecideOptions {

@@ -112,6 +112,7 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
     expectations_.erase(key);
     ssh_secrets_.erase(key);
     own_writes_.erase(key);
+    gate_releases_.erase(key);
     return Action::done();
   }
   if (cached->metadata.deletion_timestamp) return Action::done();
@@ -238,7 +239,28 @@ Observed Reconciler::observe(Pass& p) {
   // Prunes the expectations with what the cache shows, on every pass.
   o.expectations_met = expectationsSatisfied(p.key, p);
   o.pod_group_served = podGroupServed(p.job);
+  o.released = noteGateRelease(p, o.pods);
   return o;
+}
+
+std::optional<kube::Time> Reconciler::noteGateRelease(
+    const Pass& p, const std::vector<std::shared_ptr<const WorkerPod>>& pods) {
+  const bool gated = std::any_of(pods.begin(), pods.end(), [&](const auto& pod) {
+    return pod && pod->attempt == p.attempt && !pod->scheduling_gate.empty();
+  });
+  std::lock_guard lock(mu_);
+  auto it = gate_releases_.find(p.key);
+  if (gated) {
+    gate_releases_[p.key] = GateRelease{p.attempt, std::nullopt};
+    return std::nullopt;
+  }
+  if (it == gate_releases_.end()) return std::nullopt;  // never gated (as far as we know)
+  if (it->second.attempt != p.attempt) {
+    gate_releases_.erase(it);  // an earlier attempt's gate; this one's pods were never held
+    return std::nullopt;
+  }
+  if (!it->second.released) it->second.released = p.now;
+  return it->second.released;
 }
 
 core::Result<Action> Reconciler::active(Pass& p) {

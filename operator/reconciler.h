@@ -159,6 +159,15 @@ class Reconciler {
     kube::Clock::TimePoint deadline;  // wait no longer than this for the cache
   };
   std::map<std::string, OwnWrite> own_writes_;  // job key -> its last status write
+  // Observed::released, per job key: the attempt whose pods a scheduling gate held, and when
+  // this operator first saw them all without one (empty: still gated).
+  struct GateRelease {
+    int attempt = 0;
+    std::optional<kube::Time> released;
+  };
+  std::map<std::string, GateRelease> gate_releases_;
+  std::optional<kube::Time> noteGateRelease(
+      const Pass& p, const std::vector<std::shared_ptr<const WorkerPod>>& pods);
 };
 
 }  // namespace ringmaster::op

@@ -90,6 +90,7 @@ struct Row {
   std::vector<PodIn> pods{};
   bool expectations_met = true;
   bool pod_group_served = false;
+  std::optional<int> released_ago{};  // Observed::released, seconds before now
   Expect want{};
 };
 
@@ -184,6 +185,7 @@ Observed observedOf(const kube::TrainingJob& spec_job, const Row& row) {
   }
   observed.expectations_met = row.expectations_met;
   observed.pod_group_served = row.pod_group_served;
+  if (row.released_ago) observed.released = ago(*row.released_ago);
   return observed;
 }
 
@@ -447,6 +449,22 @@ const Row kRows[] = {
      .status = {.started_ago = 4000},
      .pods = {gatedByQueue(0, 4000), gatedByQueue(1, 4000)},
      .want = {.phase = "Pending", .condition = "Running=False/SchedulingGated"}},
+    {.name = "ReleasedByItsQueueTheGangTimeoutCountsFromTheRelease",
+     .status = {.started_ago = 4000},
+     .pods = {unscheduled(0, 4000), unscheduled(1, 4000)},
+     .released_ago = 100,
+     .want = {.phase = "Pending",
+              .condition = "Running=False/Unschedulable",
+              .requeue = milliseconds(200'000)}},
+    {.name = "ReleasedByItsQueueLongerThanTheTimeoutAgoTheGangIsReleased",
+     .status = {.started_ago = 4000},
+     .pods = {unscheduled(0, 4000), unscheduled(1, 4000)},
+     .released_ago = 400,
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/Unschedulable",
+              .release = true,
+              .requeue = kSecond,
+              .schedule_retries = 1}},
     {.name = "OneGatedPodHoldsTheGangTimeoutToo",
      .status = {.started_ago = 400},
      .pods = {kRunning0, gatedByQueue(1, 400)},

@@ -6,6 +6,7 @@
 
 #include "fake_api_server.h"
 #include "operator/builders.h"
+#include "operator/queue_admission.h"
 #include "operator/status.h"
 #include "test_jobs.h"
 
@@ -718,6 +719,34 @@ TEST_F(ReconcilerTest, UnschedulableGangIsReleasedAndRetriedWithBackoff) {
   clock_.advance(std::chrono::seconds(11));
   converge(2);
   EXPECT_EQ(podNames().size(), 2u);
+}
+
+TEST_F(ReconcilerTest, AGangAQueueHeldGetsItsWholeScheduleTimeoutOnceReleased) {
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.metadata.labels[kQueueNameLabel] = "team-a";
+  spec.spec.scheduling_policy = kube::SchedulingPolicy{};
+  spec.spec.scheduling_policy->schedule_timeout_seconds = 30;
+  apply(spec);
+  converge(2);
+  ASSERT_EQ(podNames().size(), 2u);
+  for (const kube::Pod& pod : pods()) ASSERT_EQ(pod.spec.scheduling_gates.size(), 1u);
+  clock_.advance(std::chrono::seconds(60));  // the queue holds the gang past its timeout
+  converge(1);
+  EXPECT_EQ(podNames().size(), 2u);
+  // Admission: the gates come off; the pods are not scheduled yet.
+  for (const std::string& name : podNames()) {
+    nlohmann::json p = *api_.get(kPods + "/" + name);
+    p["spec"].erase("schedulingGates");
+    api_.put(kPods, p);
+  }
+  sync();
+  converge(1);
+  EXPECT_EQ(podNames().size(), 2u) << "the timeout counted the time the queue held the pods";
+  EXPECT_EQ(job().status.schedule_retries.value_or(0), 0);
+  clock_.advance(std::chrono::seconds(31));  // now past the timeout from the release
+  ASSERT_TRUE(reconcile().ok());
+  EXPECT_TRUE(podNames().empty());
+  EXPECT_EQ(condition(job(), kRestarting)->reason, "Unschedulable");
 }
 
 TEST_F(ReconcilerTest, ActiveDeadlineFailsTheJobAndStopsItsPods) {
