@@ -56,6 +56,15 @@ class DeviceCollectives {
   virtual core::Status watch(void* stream, const std::string& what) = 0;
   // Ok while healthy; the first asynchronous failure (after which the communicator is aborted).
   virtual core::Status asyncError() const = 0;
+  // Point-to-point on device memory, for pipeline stages: sends `send_bytes` at `send_data` to
+  // rank `send_to` and receives `recv_bytes` into `recv_data` from rank `recv_from` as one
+  // group enqueued on `stream`, so two neighbours sending to each other at once do not wait on
+  // each other (-1 leaves that direction out). Between two ranks, messages arrive in the order
+  // they were enqueued; a receive must be exactly as long as the message. Buffers must stay
+  // valid until the stream has run past the call.
+  virtual core::Status sendRecvAsync(const void* send_data, size_t send_bytes, int send_to,
+                                     void* recv_data, size_t recv_bytes, int recv_from,
+                                     void* stream) = 0;
 };
 
 struct CommStats {
@@ -84,8 +93,9 @@ class Communicator {
   // Point-to-point, for the pipeline schedules (activations forward, gradients back): send()
   // hands `bytes` bytes to rank `peer` and returns once `data` may be reused; recv() takes the
   // next message from `peer`, which must be exactly `bytes` long. Between two ranks messages
-  // arrive in the order they were sent. Backends without it (nccl and single so far) say so
-  // with kInvalidArgument naming the backend.
+  // arrive in the order they were sent. Backends without it (single; nccl, whose messages
+  // are on device memory: DeviceCollectives::sendRecvAsync) say so with kInvalidArgument naming
+  // the backend.
   virtual core::Status send(const void* data, size_t bytes, int peer,
                             const PointToPointOptions& opts) {
     (void)data;

@@ -192,6 +192,41 @@ class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives
 
   Status asyncError() const override { return watchdog_->error(); }
 
+  Status sendRecvAsync(const void* send_data, size_t send_bytes, int send_to, void* recv_data,
+                       size_t recv_bytes, int recv_from, void* stream) override {
+    RM_RETURN_IF_ERROR(asyncError());
+    auto what = [&] {
+      std::string w = name_ + ":";
+      if (send_to >= 0)
+        w += " send of " + std::to_string(send_bytes) + " bytes to rank " + std::to_string(send_to);
+      if (send_to >= 0 && recv_from >= 0) w += " and";
+      if (recv_from >= 0)
+        w += " receive of " + std::to_string(recv_bytes) + " bytes from rank " +
+             std::to_string(recv_from);
+      return w;
+    };
+    for (int peer : {send_to, recv_from}) {
+      if (peer == -1) continue;
+      if (peer < 0 || peer >= size_ || peer == rank_)
+        return core::invalidArgument(what() + ": rank " + std::to_string(peer) +
+                                     " is not another rank of the world of " +
+                                     std::to_string(size_));
+    }
+    if (send_to < 0 && recv_from < 0) return Status::Ok();
+    const auto s = static_cast<cudaStream_t>(stream);
+    // One group: NCCL starts both together, which a send and a receive issued one after the
+    // other on a stream would not (each rank's send would wait for the other's receive).
+    ncclResult_t r = ncclGroupStart();
+    if (r == ncclSuccess && send_to >= 0)
+      r = ncclSend(send_data, send_bytes, ncclUint8, send_to, comm_, s);
+    if (r == ncclSuccess && recv_from >= 0)
+      r = ncclRecv(recv_data, recv_bytes, ncclUint8, recv_from, comm_, s);
+    const ncclResult_t ended = ncclGroupEnd();  // closes the group even after a failed call
+    if (r == ncclSuccess) r = ended;
+    if (r != ncclSuccess) return ncclStatus(r, what(), comm_);
+    return Status::Ok();
+  }
+
  private:
   // Copies `bytes` of host memory to the device, runs `collective` on it, copies the result
   // back and waits (the watchdog bounds the wait).

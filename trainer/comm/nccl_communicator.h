@@ -6,7 +6,8 @@
 // a fresh id); then ncclCommInitRank on the device the caller made current.
 // Gradients: allreduceAverageAsync (ncclAvg) on the caller's stream -- the GPU trainer's
 // communication stream, which waits on events that backward records, so buckets overlap the
-// rest of backward. The host-memory Communicator calls (resume header, initial parameters,
+// rest of backward. Pipeline stages: sendRecvAsync (ncclSend and ncclRecv in one group) on
+// the caller's stream. The host-memory Communicator calls (resume header, initial parameters,
 // epoch totals) stage through a small device buffer on an internal stream and wait.
 // Failure: a CollectiveWatchdog polls ncclCommGetAsyncError and the events watch() records;
 // an NCCL error or `collective_timeout` without progress aborts the communicator
