@@ -249,11 +249,11 @@ std::optional<kube::Time> Reconciler::noteGateRelease(
     return pod && pod->attempt == p.attempt && !pod->scheduling_gate.empty();
   });
   std::lock_guard lock(mu_);
-  auto it = gate_releases_.find(p.key);
   if (gated) {
     gate_releases_[p.key] = GateRelease{p.attempt, std::nullopt};
     return std::nullopt;
   }
+  auto it = gate_releases_.find(p.key);
   if (it == gate_releases_.end()) return std::nullopt;  // never gated (as far as we know)
   if (it->second.attempt != p.attempt) {
     gate_releases_.erase(it);  // an earlier attempt's gate; this one's pods were never held

@@ -206,11 +206,7 @@ class NcclCommunicatorImpl final : public Communicator, public DeviceCollectives
       return w;
     };
     for (int peer : {send_to, recv_from}) {
-      if (peer == -1) continue;
-      if (peer < 0 || peer >= size_ || peer == rank_)
-        return core::invalidArgument(what() + ": rank " + std::to_string(peer) +
-                                     " is not another rank of the world of " +
-                                     std::to_string(size_));
+      if (peer != -1) RM_RETURN_IF_ERROR(checkPeer(peer, what()));
     }
     if (send_to < 0 && recv_from < 0) return Status::Ok();
     const auto s = static_cast<cudaStream_t>(stream);
