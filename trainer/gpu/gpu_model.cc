@@ -13,231 +13,12 @@ namespace {
 
 cudaDataType_t cudaType(Precision p) { return p == Precision::kBf16 ? CUDA_R_16BF : CUDA_R_32F; }
 
-// The alignment cuBLASLt may assume for a pointer: the largest power of two dividing it, at
-// most 256 (its default assumption, which our flat-buffer offsets do not always meet).
-uint32_t alignmentOf(const void* p) {
-  const auto address = reinterpret_cast<uintptr_t>(p);
-  if (address == 0) return 256;
-  return static_cast<uint32_t>(std::min<uintptr_t>(address & (~address + 1), 256));
-}
-
-const char* epilogueName(cublasLtEpilogue_t e) {
-  switch (e) {
-    case CUBLASLT_EPILOGUE_RELU_BIAS:
-      return "relu+bias";
-    case CUBLASLT_EPILOGUE_BIAS:
-      return "bias";
-    case CUBLASLT_EPILOGUE_BGRADB:
-      return "bias-gradient";
-    default:
-      return "none";
-  }
-}
-
 }  // namespace
 
-// One planned GEMM D = op(A) op(B) (column-major, beta = 0) with its chosen algorithm, on the
-// operands it was planned for (the model's buffers never move).
-struct GpuModel::Gemm {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  bool fused = false;  // the requested epilogue runs inside the GEMM
-  const void *a_ptr = nullptr, *b_ptr = nullptr;
-  void* d_ptr = nullptr;
-  std::string name;  // for errors: "layer 2 (512->10, batch 128) forward"
-
-  Gemm() = default;
-  Gemm(const Gemm&) = delete;
-  Gemm& operator=(const Gemm&) = delete;
-  ~Gemm() {
-    if (desc) cublasLtMatmulDescDestroy(desc);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (d) cublasLtMatrixLayoutDestroy(d);
-  }
-
-  struct Spec {
-    cublasOperation_t op_a, op_b;
-    int m, n, k;
-    cudaDataType_t ab_type, d_type;
-    int lda, ldb, ldd;
-    // A, B, D and the bias (or bias-gradient) pointer, fixed for the model's lifetime.
-    const void *a_ptr, *b_ptr;
-    void* d_ptr;
-    const void* bias_ptr;
-    cublasLtEpilogue_t epilogue;
-  };
-
-  // Plans the GEMM with `epilogue`; when cuBLASLt has no algorithm for it, plans it plain
-  // (fused = false) and the caller adds the epilogue's work with a kernel.
-  Status plan(const GemmWorkspace& ws, const Spec& s, const std::string& what) {
-    a_ptr = s.a_ptr;
-    b_ptr = s.b_ptr;
-    d_ptr = s.d_ptr;
-    name = what;
-    // Epilogues read or write the bias vector with vector loads: offer them aligned vectors only.
-    if (s.epilogue != CUBLASLT_EPILOGUE_DEFAULT && alignmentOf(s.bias_ptr) < 16) {
-      fused = false;
-      return planWith(ws, s, CUBLASLT_EPILOGUE_DEFAULT, what);
-    }
-    Status fused_try = planWith(ws, s, s.epilogue, what);
-    if (fused_try.ok()) {
-      fused = s.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
-      return fused_try;
-    }
-    if (s.epilogue == CUBLASLT_EPILOGUE_DEFAULT) return fused_try;
-    fused = false;
-    return planWith(ws, s, CUBLASLT_EPILOGUE_DEFAULT, what);
-  }
-
- private:
-  Status planWith(const GemmWorkspace& ws, const Spec& s, cublasLtEpilogue_t epilogue,
-                  const std::string& what) {
-    if (desc) cublasLtMatmulDescDestroy(desc);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (d) cublasLtMatrixLayoutDestroy(d);
-    desc = nullptr;
-    a = b = d = nullptr;
-    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                              what + ": matmul descriptor");
-    RM_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &s.op_a, sizeof s.op_a),
-        what + ": transa");
-    RM_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &s.op_b, sizeof s.op_b),
-        what + ": transb");
-    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                             &epilogue, sizeof epilogue),
-                              what + ": epilogue");
-    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-      RM_CUBLAS_RETURN_IF_ERROR(
-          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &s.bias_ptr,
-                                         sizeof s.bias_ptr),
-          what + ": bias pointer");
-      // The bias gradient is written in fp32 (the gradient buffer); a forward bias has the
-      // output's type.
-      const cudaDataType_t bias_type = epilogue == CUBLASLT_EPILOGUE_BGRADB ? CUDA_R_32F : s.d_type;
-      RM_CUBLAS_RETURN_IF_ERROR(
-          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                         sizeof bias_type),
-          what + ": bias type");
-    }
-    const int a_rows = s.op_a == CUBLAS_OP_N ? s.m : s.k,
-              a_cols = s.op_a == CUBLAS_OP_N ? s.k : s.m;
-    const int b_rows = s.op_b == CUBLAS_OP_N ? s.k : s.n,
-              b_cols = s.op_b == CUBLAS_OP_N ? s.n : s.k;
-    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&a, s.ab_type, a_rows, a_cols, s.lda),
-                              what + ": layout of A");
-    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&b, s.ab_type, b_rows, b_cols, s.ldb),
-                              what + ": layout of B");
-    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&d, s.d_type, s.m, s.n, s.ldd),
-                              what + ": layout of D");
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref), what + ": preference");
-    const uint64_t ws_bytes = ws.bytes;
-    const uint32_t align_a = alignmentOf(s.a_ptr), align_b = alignmentOf(s.b_ptr),
-                   align_d = alignmentOf(s.d_ptr);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
-                                         sizeof ws_bytes);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
-                                         sizeof align_a);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
-                                         sizeof align_b);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
-                                         sizeof align_d);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
-                                         sizeof align_d);
-    cublasLtMatmulHeuristicResult_t results[kCandidates]{};
-    int found = 0;
-    const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(
-        ws.handle, desc, a, b, d, d, pref, kCandidates, results, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (heuristic != CUBLAS_STATUS_SUCCESS || found == 0) {
-      return cublasStatus(
-          heuristic == CUBLAS_STATUS_SUCCESS ? CUBLAS_STATUS_NOT_SUPPORTED : heuristic,
-          what + ": no cuBLASLt algorithm (epilogue " + epilogueName(epilogue) + ")");
-    }
-    algo = results[0].algo;
-    if (found > 1) RM_RETURN_IF_ERROR(overrideWithFaster(ws, results, found));
-    return Status::Ok();
-  }
-
-  // cuBLASLt's first choice is sometimes far off for skinny shapes (on an H100, a SIMT kernel
-  // took 261 us for the 8192->10 output layer's weight gradient at batch 4096). Each candidate
-  // runs on the planned operands (their contents do not matter: every planned output is
-  // recomputed before it is read); another replaces the first only when clearly faster, so runs
-  // keep the same algorithms and thus the same numerics.
-  Status overrideWithFaster(const GemmWorkspace& ws, const cublasLtMatmulHeuristicResult_t* results,
-                            int found) {
-    // Steps of earlier batch sizes may still be in flight on the model's buffers.
-    RM_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize(), name + ": before timing candidates");
-    cudaStream_t stream = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                            name + ": timing stream");
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    const float alpha = 1.0f, beta = 0.0f;
-    auto timeOne = [&](const cublasLtMatmulAlgo_t& candidate) -> float {
-      auto once = [&] {
-        return cublasLtMatmul(ws.handle, desc, &alpha, a_ptr, a, b_ptr, b, &beta, d_ptr, d, d_ptr,
-                              d, &candidate, ws.data, ws.bytes, stream) == CUBLAS_STATUS_SUCCESS;
-      };
-      if (!once()) return -1;  // warm-up; an algorithm that fails to run is not a candidate
-      cudaEventRecord(start, stream);
-      for (int i = 0; i < kTimedRuns; ++i) once();
-      cudaEventRecord(stop, stream);
-      float ms = -1;
-      if (cudaEventSynchronize(stop) != cudaSuccess ||
-          cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
-        return -1;
-      return ms;
-    };
-    // Timed twice, the first time on a cold GPU, which flatters whoever runs after it.
-    const float cold = timeOne(results[0].algo), warm = timeOne(results[0].algo);
-    const float first = cold > 0 && warm > 0 ? std::min(cold, warm) : -1;
-    float best = first;
-    // Below kWorthTimingUs a run is launch-bound: the differences are noise, the stakes tiny.
-    const bool worth_it = first / kTimedRuns * 1e3f >= kWorthTimingUs;
-    for (int i = 1; i < found && first > 0 && worth_it; ++i) {
-      const float ms = timeOne(results[i].algo);
-      if (ms > 0 && ms * kClearlyFaster < first && ms < best) {
-        best = ms;
-        algo = results[i].algo;
-      }
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    cudaStreamDestroy(stream);
-    if (best < first)
-      RM_LOG(INFO, STEP) << name << ": a cuBLASLt candidate takes " << best / kTimedRuns * 1e3
-                         << " us, its first choice " << first / kTimedRuns * 1e3
-                         << " us: using the candidate";
-    return cudaStatus(cudaGetLastError(), name + ": timing candidates");
-  }
-
-  static constexpr int kCandidates = 8;
-  static constexpr int kTimedRuns = 3;
-  static constexpr float kClearlyFaster = 1.25f;
-  static constexpr float kWorthTimingUs = 50;
-
- public:
-  Status run(const GemmWorkspace& ws, cudaStream_t stream) const {
-    const float alpha = 1.0f, beta = 0.0f;
-    RM_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(ws.handle, desc, &alpha, a_ptr, a, b_ptr, b, &beta,
-                                             d_ptr, d, d_ptr, d, &algo, ws.data, ws.bytes, stream),
-                              name);
-    return Status::Ok();
-  }
-};
-
 struct GpuModel::LayerPlans {
-  Gemm forward;  // Y = W X (+ bias, ReLU)
-  Gemm wgrad;    // dW = X dZ^T (+ bias gradient)
-  Gemm dgrad;    // dX = W dZ (layers after the first)
+  GemmPlan forward;  // Y = W X (+ bias, ReLU)
+  GemmPlan wgrad;    // dW = X dZ^T (+ bias gradient)
+  GemmPlan dgrad;    // dX = W dZ (layers after the first)
 };
 
 GpuModel::~GpuModel() = default;
@@ -415,7 +196,7 @@ Status GpuModel::prepareConvs(int n, std::vector<std::unique_ptr<LayerPlans>>* p
                                         dcols_.data(), nullptr, CUBLASLT_EPILOGUE_DEFAULT},
                                        name + " input gradient"));
     }
-    fused_bias_grad_ += p->wgrad.fused;
+    fused_bias_grad_ += p->wgrad.fused();
     gemms_planned_ += 1;
     plans->push_back(std::move(p));
   }
@@ -463,8 +244,8 @@ Status GpuModel::prepare(int n) {
                          weightsForGemm(i), dz, dx, nullptr, CUBLASLT_EPILOGUE_DEFAULT},
                         name + " input gradient"));
     }
-    fused_forward_ += p->forward.fused;
-    fused_bias_grad_ += p->wgrad.fused;
+    fused_forward_ += p->forward.fused();
+    fused_bias_grad_ += p->wgrad.fused();
     gemms_planned_ += 1;
     plans.push_back(std::move(p));
   }
@@ -497,7 +278,7 @@ Status GpuModel::forwardLoss(int n, bool train, double loss_weight, LossTotals* 
     const LayerPlans& p = *plans[first_dense + i];
     const bool last = i + 1 == denseLayers();
     RM_RETURN_IF_ERROR(p.forward.run(workspace_, stream));
-    if (!p.forward.fused) {
+    if (!p.forward.fused()) {
       const size_t bias = offsets_[i] + static_cast<size_t>(widths_[i]) * widths_[i + 1];
       launchBiasActivation(acts_[i + 1].data(), last ? Precision::kFp32 : precision_,
                            params_.data() + bias, n, widths_[i + 1], !last, stream);
@@ -527,7 +308,7 @@ Status GpuModel::backwardConvs(int n, cudaStream_t stream,
     const LayerPlans& p = *plans[j];
     float* dbias = grads_.data() + block.offset + static_cast<size_t>(sh.cout) * sh.kdim();
     RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, stream));
-    if (!p.wgrad.fused) launchBiasGrad(dz_.data(), precision_, pixels, sh.cout, dbias, stream);
+    if (!p.wgrad.fused()) launchBiasGrad(dz_.data(), precision_, pixels, sh.cout, dbias, stream);
     if (on_ready) on_ready(j);
     if (j > 0) {
       RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, stream));
@@ -550,7 +331,7 @@ Status GpuModel::backward(int n, cudaStream_t stream, const std::function<void(i
     const size_t bias = offsets_[i] + static_cast<size_t>(in) * out;
     void* dz = last ? dlogits_.data() : dacts_[(layers - 1 - i) % 2].data();
     RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, stream));
-    if (!p.wgrad.fused) launchBiasGrad(dz, precision_, n, out, grads_.data() + bias, stream);
+    if (!p.wgrad.fused()) launchBiasGrad(dz, precision_, n, out, grads_.data() + bias, stream);
     if (on_ready) on_ready(first_dense + i);
     // The first dense layer's input gradient only feeds the conv blocks (whose ReLU is in the
     // pool's route); the others' pass the previous layer's ReLU.

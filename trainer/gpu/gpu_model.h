@@ -46,16 +46,11 @@
 #include "ringmaster/core/status.h"
 #include "trainer/gpu/conv_math.h"
 #include "trainer/gpu/device_buffer.h"
+#include "trainer/gpu/gemm_plan.h"
 #include "trainer/gpu/kernels.h"
 #include "trainer/model/model.h"
 
 namespace ringmaster::trainer::gpu {
-
-struct GemmWorkspace {
-  cublasLtHandle_t handle = nullptr;
-  void* data = nullptr;
-  size_t bytes = 0;
-};
 
 class GpuModel {
  public:
@@ -106,7 +101,6 @@ class GpuModel {
   std::string describe() const;
 
  private:
-  struct Gemm;
   struct LayerPlans;
   struct ConvBlock {
     ConvShape shape;
