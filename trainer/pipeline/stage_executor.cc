@@ -38,6 +38,7 @@ StageExecutor::StageExecutor(model::ModelStage& stage, ScheduleKind kind, int st
       stages_(stages),
       micro_batches_(micro_batches),
       links_(links),
+      link_(makeStageLink(*links.comm, links.stream)),
       pending_(2 * static_cast<size_t>(stage.slots())) {}
 
 StageExecutor::~StageExecutor() {
@@ -106,7 +107,7 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
   auto start_send = [&](const float* buffer, size_t floats, int peer, const char* what,
                         size_t index) -> core::Status {
     const size_t bytes = floats * sizeof(float);
-    auto started = links_.comm->startSend(buffer, bytes, peer, options(what));
+    auto started = link_->startSend(buffer, bytes, peer, options(what));
     RM_RETURN_IF_ERROR_CTX(started.status(), where);
     pending_[index] = std::move(*started);
     stats.bytes_sent += bytes;
@@ -115,7 +116,7 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
   auto receive = [&](float* buffer, size_t floats, int peer, const char* what) {
     const size_t bytes = floats * sizeof(float);
     const auto t0 = Clock::now();
-    core::Status s = links_.comm->recv(buffer, bytes, peer, options(what));
+    core::Status s = link_->recv(buffer, bytes, peer, options(what));
     stats.recv_wait_seconds += since(t0);
     stats.bytes_received += bytes;
     return s.withContext(where);
@@ -127,6 +128,7 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
   if (op.kind == PipelineOp::kForward) {
     float* in = stage_.input(slot);
     if (links_.prev < 0) {
+      RM_RETURN_IF_ERROR_CTX(link_->flush(), where);
       std::memcpy(in, data.x, sizeof(float) * rows * in_floats);
     } else {
       RM_RETURN_IF_ERROR(receive(in, rows * in_floats, links_.prev, "activations"));
@@ -152,6 +154,8 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
   if (links_.next >= 0) {
     RM_RETURN_IF_ERROR(
         receive(stage_.outputGrad(slot), rows * out_floats, links_.next, "gradients"));
+  } else {
+    RM_RETURN_IF_ERROR_CTX(link_->flush(), where);
   }
   const auto t0 = Clock::now();
   const float* din = stage_.backward(slot, rows);
@@ -339,8 +343,8 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
     if (links_.prev < 0) {
       std::memcpy(in, x + static_cast<size_t>(first) * in_floats, sizeof(float) * n * in_floats);
     } else {
-      RM_RETURN_IF_ERROR_CTX(
-          links_.comm->recv(in, sizeof(float) * n * in_floats, links_.prev, opts), where);
+      RM_RETURN_IF_ERROR_CTX(link_->recv(in, sizeof(float) * n * in_floats, links_.prev, opts),
+                             where);
     }
     const float* out = stage_.forward(0, n);
     RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(), where);
@@ -351,8 +355,8 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
     } else {
       // Sent before the next chunk overwrites the output: data flows one way, so a plain send
       // cannot wait on a peer that waits on us.
-      RM_RETURN_IF_ERROR_CTX(
-          links_.comm->send(out, sizeof(float) * n * out_floats, links_.next, opts), where);
+      RM_RETURN_IF_ERROR_CTX(link_->send(out, sizeof(float) * n * out_floats, links_.next, opts),
+                             where);
     }
   }
   return stats;

@@ -11,6 +11,9 @@
 // data-parallel replicas and steps its optimizer. PipeDream instead streams (beginStream,
 // runStream, drainStream): no flush between mini-batches, and an update after every micro-batch.
 //
+// Messages travel over a StageLink (stage_link.h) that the executor makes from the communicator:
+// host point-to-point, or NCCL groups on device memory enqueued on the stage's stream.
+//
 // Ownership: borrows the stage and the communicator. Thread-safety: one executor per rank, used
 // by one thread. Failure: the first failed send or receive, with the stage, micro-batch and step
 // in its message; the communicator is then unusable (Communicator contract).
@@ -28,6 +31,7 @@
 #include "trainer/comm/communicator.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/pipeline/schedule.h"
+#include "trainer/pipeline/stage_link.h"
 
 namespace ringmaster::trainer::pipeline {
 
@@ -36,6 +40,7 @@ struct StageLinks {
   int prev = -1;                       // rank of the previous stage; -1 on the first
   int next = -1;                       // rank of the next stage; -1 on the last
   std::chrono::milliseconds timeout{0};
+  void* stream = nullptr;  // device memory (nccl): the cudaStream_t its messages are enqueued on
 };
 
 struct MiniBatch {
@@ -146,6 +151,7 @@ class StageExecutor {
   const ScheduleKind kind_;
   const int stage_index_, stages_, micro_batches_;
   const StageLinks links_;
+  std::unique_ptr<StageLink> link_;  // outlives pending_, whose sends it may still hold
   std::map<int, std::vector<PipelineOp>> schedules_;         // by micro-batch count (short batches)
   std::vector<std::unique_ptr<comm::PendingSend>> pending_;  // per slot: activations, gradients
   // PipeDream's stream: its ops, the next one, the first micro-batch of the next mini-batch,

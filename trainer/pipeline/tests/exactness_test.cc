@@ -2,7 +2,9 @@
 // same mini-batches, S stages with M micro-batches under gpipe and 1f1b, and T tensor-parallel
 // ranks per stage, hold the parameters a single Model holds, to a relative difference of 1e-5
 // (fp32, summation order the only difference). Stages run as threads over inproc and, for one
-// shape, tcp and gloo (real sockets, sends that wait for their receiver).
+// shape, tcp and gloo (real sockets, sends that wait for their receiver); and over a model of
+// NCCL's point-to-point rules (comm/tests/nccl_model.h), where the stages' messages travel as
+// the GPU's do, in groups that must not wait on each other.
 
 #include <gtest/gtest.h>
 
@@ -10,9 +12,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "trainer/comm/inproc_communicator.h"
+#include "trainer/comm/tests/nccl_model.h"
 #include "trainer/comm/tests/rank_threads.h"
 #include "trainer/model/model.h"
 #include "trainer/model/model_stage.h"
@@ -77,7 +81,9 @@ std::vector<float> trainPipeline(const Shape& shape) {
   // Even cut (by layer count): the cut does not change the mathematics.
   StageStarts starts;
   for (int s = 0; s < shape.stages; ++s) starts.push_back(s * layers / shape.stages);
-  auto comms = comm::testing::makeCommunicators(shape.backend, shape.stages);
+  auto comms = std::string(shape.backend) == "nccl-model"
+                   ? comm::testing::makeNcclModelCommunicators(shape.stages)
+                   : comm::testing::makeCommunicators(shape.backend, shape.stages);
   EXPECT_EQ(comms.size(), static_cast<size_t>(shape.stages));
   std::vector<std::vector<float>> params(shape.stages);
   const int micro_rows = (kBatch + shape.micro - 1) / shape.micro;
@@ -316,6 +322,10 @@ std::vector<Shape> shapes() {
     out.push_back({"inproc", kind, 3, 5});  // micro-batches of 4 and 3 rows
     out.push_back({"gloo", kind, 4, 8});
     out.push_back({"tcp", kind, 4, 8});
+    // GPU stages' messages: every schedule's crossing sends must travel in groups.
+    for (int stages : {2, 3, 4}) {
+      for (int micro : {1, 4, 5, 8}) out.push_back({"nccl-model", kind, stages, micro});
+    }
   }
   return out;
 }
@@ -323,7 +333,9 @@ std::vector<Shape> shapes() {
 INSTANTIATE_TEST_SUITE_P(Shapes, PipelineExactness, ::testing::ValuesIn(shapes()),
                          [](const auto& info) {
                            const Shape& s = info.param;
-                           return std::string(s.backend) + "_" +
+                           std::string backend = s.backend;
+                           std::replace(backend.begin(), backend.end(), '-', '_');
+                           return backend + "_" +
                                   (s.kind == ScheduleKind::kGPipe ? "gpipe" : "onefoneb") + "_S" +
                                   std::to_string(s.stages) + "_M" + std::to_string(s.micro);
                          });

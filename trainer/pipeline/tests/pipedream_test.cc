@@ -2,15 +2,18 @@
 // forward used, and the gradient then updates the newest weights. Two stages over inproc run
 // a stream of micro-batches that straddles mini-batches; a one-thread reference that plays the
 // same per-stage orders, stashing by hand, lands on bitwise the same parameters, and the same
-// reference without stashing does not (so the check can tell).
+// reference without stashing does not (so the check can tell). The stream runs over inproc and
+// over the model of NCCL's point-to-point rules (comm/tests/nccl_model.h) that GPU stages meet.
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "trainer/comm/tests/nccl_model.h"
 #include "trainer/comm/tests/rank_threads.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/model/tests/test_util.h"
@@ -53,8 +56,9 @@ std::unique_ptr<model::ModelStage> makeStage(int s, int slots) {
   return std::move(*stage);
 }
 
-std::vector<std::vector<float>> runPipeDream() {
-  auto comms = comm::testing::makeCommunicators("inproc", kStages);
+std::vector<std::vector<float>> runPipeDream(const std::string& backend) {
+  auto comms = backend == "nccl-model" ? comm::testing::makeNcclModelCommunicators(kStages)
+                                       : comm::testing::makeCommunicators(backend, kStages);
   std::vector<std::vector<float>> params(kStages);
   comm::testing::runRanks(kStages, [&](int s) {
     auto stage = makeStage(s, kStages - s);
@@ -151,11 +155,13 @@ std::vector<std::vector<float>> reference(bool stash_weights) {
 }
 
 TEST(PipeDream, BackwardRunsOnTheWeightsItsForwardUsed) {
-  const auto piped = runPipeDream();
   const auto stashed = reference(/*stash_weights=*/true);
   const auto unstashed = reference(/*stash_weights=*/false);
-  ASSERT_EQ(piped.size(), stashed.size());
-  for (int s = 0; s < kStages; ++s) EXPECT_EQ(piped[s], stashed[s]) << "stage " << s;
+  for (const char* backend : {"inproc", "nccl-model"}) {
+    const auto piped = runPipeDream(backend);
+    ASSERT_EQ(piped.size(), stashed.size()) << backend;
+    for (int s = 0; s < kStages; ++s) EXPECT_EQ(piped[s], stashed[s]) << backend << " stage " << s;
+  }
   // Stage 0 runs two forwards before its first backward: without the stash its backward of
   // micro-batch 1 would see the weights micro-batch 0 already moved.
   EXPECT_NE(unstashed[0], stashed[0]) << "the reference cannot tell stashing from not";
