@@ -100,6 +100,12 @@ void ModelStage::useSlotState(Slot& s) {
 
 float* ModelStage::input(int index) { return slot(index).acts[0].data(); }
 
+void ModelStage::loadInput(int index, const float* samples, int rows) {
+  RM_MODEL_CHECK(rows >= 0 && rows <= micro_batch_, "stage input of %d rows outside [0, %d]", rows,
+                 micro_batch_);
+  std::copy(samples, samples + static_cast<size_t>(rows) * input_size_, input(index));
+}
+
 const float* ModelStage::forward(int index, int batch) {
   RM_MODEL_CHECK(batch >= 1 && batch <= micro_batch_, "stage forward batch %d outside [1, %d]",
                  batch, micro_batch_);
@@ -140,6 +146,20 @@ double ModelStage::evaluationLoss(int index, const int32_t* labels, int batch, i
   s.batch = 0;  // nothing to backpropagate
   return softmaxCrossEntropy(s.acts.back().data(), labels, batch, num_classes_, nullptr, correct);
 }
+
+void ModelStage::addLoss(int index, const int32_t* labels, int rows, float grad_scale) {
+  int correct = 0;
+  losses_.loss_sum += loss(index, labels, rows, grad_scale, &correct);
+  losses_.correct += correct;
+}
+
+void ModelStage::addEvaluationLoss(int index, const int32_t* labels, int rows) {
+  int correct = 0;
+  losses_.loss_sum += evaluationLoss(index, labels, rows, &correct);
+  losses_.correct += correct;
+}
+
+StageLosses ModelStage::takeLosses() { return std::exchange(losses_, {}); }
 
 float* ModelStage::outputGrad(int index) { return slot(index).dout.data(); }
 
@@ -225,6 +245,20 @@ void ModelStage::useWeights(std::span<float> weights) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->bind(weights.data() + layer_offset_[i], grads_.data() + layer_offset_[i]);
   }
+}
+
+std::span<float> ModelStage::weightVersion(int version) {
+  RM_MODEL_CHECK(version >= 0, "weight version %d", version);
+  if (version == 0) return params_.span();
+  while (versions_.size() < static_cast<size_t>(version)) versions_.emplace_back(params_.size());
+  return versions_[static_cast<size_t>(version - 1)].span();
+}
+
+void ModelStage::copyWeights(std::span<const float> from, std::span<float> to) {
+  RM_MODEL_CHECK(from.size() == params_.size() && to.size() == params_.size(),
+                 "copyWeights of %zu into %zu floats, the stage has %zu", from.size(), to.size(),
+                 params_.size());
+  std::copy(from.begin(), from.end(), to.begin());
 }
 
 void ModelStage::zeroGrads() { zero_pending_ = true; }

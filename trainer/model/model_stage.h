@@ -31,10 +31,11 @@
 #include "trainer/model/aligned_buffer.h"
 #include "trainer/model/layer.h"
 #include "trainer/model/model.h"
+#include "trainer/model/stage_compute.h"
 
 namespace ringmaster::trainer::model {
 
-class ModelStage {
+class ModelStage final : public StageCompute {
  public:
   // Layers [first_layer, end_layer) of `config`'s network, micro-batches of up to `micro_batch`
   // rows, `slots` micro-batches in flight at most.
@@ -46,27 +47,28 @@ class ModelStage {
                                                           TensorShard shard = {});
   // How many layers `config`'s network has (what a partition splits).
   static core::Result<int> layerCount(const ModelConfig& config);
-  ~ModelStage();
+  ~ModelStage() override;
   ModelStage(const ModelStage&) = delete;
   ModelStage& operator=(const ModelStage&) = delete;
 
   bool isFirst() const { return first_layer_ == 0; }
   bool isLast() const { return last_; }
-  size_t inputSize() const { return input_size_; }    // floats per sample in
-  size_t outputSize() const { return output_size_; }  // floats per sample out
-  int microBatch() const { return micro_batch_; }
+  size_t inputSize() const override { return input_size_; }
+  size_t outputSize() const override { return output_size_; }
+  int microBatch() const override { return micro_batch_; }
   // The whole network's ("mlp:784-512-512-10"), as Model::signature() says it.
   const std::string& networkSignature() const { return signature_; }
-  int slots() const { return static_cast<int>(slots_.size()); }
+  int slots() const override { return static_cast<int>(slots_.size()); }
   std::span<float> params() { return params_.span(); }
   std::span<float> grads();
   // This stage's tensors with offsets into params(); names as in the whole network ("fc3.bias").
   const std::vector<ParamView>& paramViews() const { return views_; }
 
   // Where slot `slot`'s input rows go before forward().
-  float* input(int slot);
+  float* input(int slot) override;
+  void loadInput(int slot, const float* samples, int rows) override;
   // Runs the stage's layers on the slot's input; returns its output rows.
-  const float* forward(int slot, int batch);
+  const float* forward(int slot, int batch) override;
   // Last stage: softmax cross-entropy of the slot's output (logits); returns the summed loss and
   // sets *correct (may be null). Writes d(loss)/d(logits) of the mean loss times `grad_scale`
   // into the slot's dout: with grad_scale = batch / mini-batch the micro-batches' gradients sum
@@ -74,15 +76,21 @@ class ModelStage {
   double loss(int slot, const int32_t* labels, int batch, float grad_scale, int* correct);
   // Last stage, evaluation: the summed loss of the slot's output and *correct, no gradient.
   double evaluationLoss(int slot, const int32_t* labels, int batch, int* correct);
+  // loss() and evaluationLoss() added to the stage's losses (StageCompute).
+  void addLoss(int slot, const int32_t* labels, int rows, float grad_scale) override;
+  void addEvaluationLoss(int slot, const int32_t* labels, int rows) override;
+  StageLosses takeLosses() override;
   // Where slot `slot`'s d(loss)/d(output) rows go before backward() (stages but the last).
-  float* outputGrad(int slot);
+  float* outputGrad(int slot) override;
   // Adds the slot's parameter gradients to grads(); returns d(loss)/d(input), valid until the
   // slot is used again, or nullptr on the first stage (nothing to send back).
-  const float* backward(int slot, int batch);
-  void zeroGrads();
+  const float* backward(int slot, int batch) override;
+  void zeroGrads() override;
   // Makes the layers compute with `weights` (params()' layout) instead of params() until called
   // again with params(): a backward on stashed weights without copying them in and out.
-  void useWeights(std::span<float> weights);
+  void useWeights(std::span<float> weights) override;
+  std::span<float> weightVersion(int version) override;
+  void copyWeights(std::span<const float> from, std::span<float> to) override;
 
   // Seconds of forward plus backward of each of this stage's layers on a full micro-batch, the
   // fastest of `repeats` runs: what a balanced partition weighs layers by. Uses slot 0 and
@@ -96,7 +104,7 @@ class ModelStage {
   void setTensorReducer(TensorReducer reducer) { reducer_ = std::move(reducer); }
   bool tensorParallel() const { return tensor_parallel_; }
   // Ok, or the reducer's first error (the stage's results since then are not to be used).
-  const core::Status& tensorStatus() const { return tensor_status_; }
+  const core::Status& tensorStatus() const override { return tensor_status_; }
 
   // Bytes of activation buffers allocated so far (the peak: slots are never freed).
   size_t activationBytes() const { return activation_bytes_; }
@@ -130,6 +138,8 @@ class ModelStage {
   bool zero_pending_ = false;  // zeroGrads() since the last backward: grads_ hold stale values
   TensorReducer reducer_;
   core::Status tensor_status_;
+  StageLosses losses_;
+  std::vector<AlignedFloats> versions_;  // weight versions 1..n
 };
 
 }  // namespace ringmaster::trainer::model

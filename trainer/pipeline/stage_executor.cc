@@ -1,7 +1,6 @@
 #include "trainer/pipeline/stage_executor.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
@@ -30,7 +29,7 @@ void StepStats::add(const StepStats& o) {
   bytes_received += o.bytes_received;
 }
 
-StageExecutor::StageExecutor(model::ModelStage& stage, ScheduleKind kind, int stage_index,
+StageExecutor::StageExecutor(model::StageCompute& stage, ScheduleKind kind, int stage_index,
                              int stages, int micro_batches, StageLinks links)
     : stage_(stage),
       kind_(kind),
@@ -126,22 +125,17 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
       2 * static_cast<size_t>(slot) + (op.kind == PipelineOp::kForward ? 0 : 1);
   RM_RETURN_IF_ERROR_CTX(waitSend(send_index, stats), where);
   if (op.kind == PipelineOp::kForward) {
-    float* in = stage_.input(slot);
     if (links_.prev < 0) {
       RM_RETURN_IF_ERROR_CTX(link_->flush(), where);
-      std::memcpy(in, data.x, sizeof(float) * rows * in_floats);
+      stage_.loadInput(slot, data.x, rows);
     } else {
-      RM_RETURN_IF_ERROR(receive(in, rows * in_floats, links_.prev, "activations"));
+      RM_RETURN_IF_ERROR(receive(stage_.input(slot), rows * in_floats, links_.prev, "activations"));
     }
     const auto t0 = Clock::now();
     const float* out = stage_.forward(slot, rows);
     RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
                            where + ": forward of micro-batch " + std::to_string(op.micro));
-    if (links_.next < 0) {
-      int correct = 0;
-      stats.loss_sum += stage_.loss(slot, data.labels, rows, data.grad_scale, &correct);
-      stats.correct += correct;
-    }
+    if (links_.next < 0) stage_.addLoss(slot, data.labels, rows, data.grad_scale);
     const double seconds = since(t0);
     stats.compute_seconds += seconds;
     stats.forward_seconds += seconds;
@@ -199,8 +193,15 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
     RM_RETURN_IF_ERROR(doOp(op, data, step, stats));
   }
   for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(waitSend(i, stats), where);
+  takeLosses(stats);
   stats.wall_seconds = since(start);
   return stats;
+}
+
+void StageExecutor::takeLosses(StepStats& stats) {
+  const model::StageLosses losses = stage_.takeLosses();
+  stats.loss_sum += losses.loss_sum;
+  stats.correct += losses.correct;
 }
 
 core::Status StageExecutor::beginStream(int64_t micro_batches) {
@@ -217,24 +218,18 @@ core::Status StageExecutor::beginStream(int64_t micro_batches) {
   slot_rows_.assign(static_cast<size_t>(stage_.slots()), 0);
   slot_version_.assign(static_cast<size_t>(stage_.slots()), -1);
   // A stage with one slot runs each backward right after its forward: one version will do.
-  const size_t extra = stage_.slots() > 1 ? static_cast<size_t>(stage_.slots()) : 0;
-  versions_.resize(extra);
-  for (auto& v : versions_) v.resize(stage_.params().size());
+  extra_versions_ = stage_.slots() > 1 ? stage_.slots() : 0;
+  for (int v = 1; v <= extra_versions_; ++v) (void)stage_.weightVersion(v);  // made up front
   settleVersions();
   return core::Status::Ok();
 }
 
-std::span<float> StageExecutor::version(int v) {
-  return v == 0 ? stage_.params() : std::span<float>(versions_[static_cast<size_t>(v - 1)]);
-}
-
 void StageExecutor::settleVersions() {
   if (newest_ != 0) {
-    const auto newest = version(newest_);
-    std::copy(newest.begin(), newest.end(), stage_.params().begin());
+    stage_.copyWeights(stage_.weightVersion(newest_), stage_.weightVersion(0));
     newest_ = 0;
   }
-  stage_.useWeights(stage_.params());
+  stage_.useWeights(stage_.weightVersion(0));
 }
 
 core::Status StageExecutor::streamOp(const PipelineOp& op, OpData data, int64_t step,
@@ -250,14 +245,14 @@ core::Status StageExecutor::streamOp(const PipelineOp& op, OpData data, int64_t 
   data.rows = slot_rows_[slot];
   const int used = slot_version_[slot];
   slot_version_[slot] = -1;
-  if (used != newest_) stage_.useWeights(version(used));
+  if (used != newest_) stage_.useWeights(stage_.weightVersion(used));
   stage_.zeroGrads();
   RM_RETURN_IF_ERROR(doOp(op, data, step, stats));
   // The stashed weights' gradient, applied to the newest weights, written into a version no
   // micro-batch in flight holds (there is one: slots + 1 versions, at most slots - 1 held
   // besides the newest). With one slot nothing is in flight and the update stays in place.
   int next = newest_;
-  for (int v = 0; !versions_.empty() && v <= static_cast<int>(versions_.size()); ++v) {
+  for (int v = 0; extra_versions_ > 0 && v <= extra_versions_; ++v) {
     if (v != newest_ &&
         std::find(slot_version_.begin(), slot_version_.end(), v) == slot_version_.end()) {
       next = v;
@@ -265,9 +260,9 @@ core::Status StageExecutor::streamOp(const PipelineOp& op, OpData data, int64_t 
     }
   }
   const auto t0 = Clock::now();
-  if (apply(version(newest_), version(next))) newest_ = next;
+  if (apply(stage_.weightVersion(newest_), stage_.weightVersion(next))) newest_ = next;
   stats.update_seconds += since(t0);
-  stage_.useWeights(version(newest_));
+  stage_.useWeights(stage_.weightVersion(newest_));
   return core::Status::Ok();
 }
 
@@ -304,6 +299,7 @@ core::Result<StepStats> StageExecutor::runStream(const MiniBatch& batch, int64_t
   }
   stream_first_micro_ = end;
   if (streamEnded()) settleVersions();
+  takeLosses(stats);
   stats.wall_seconds = since(start);
   return stats;
 }
@@ -324,6 +320,7 @@ core::Result<StepStats> StageExecutor::drainStream(int64_t step, const Apply& ap
   const std::string where =
       "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
   for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(waitSend(i, stats), where);
+  takeLosses(stats);
   stats.wall_seconds = since(start);
   return stats;
 }
@@ -339,19 +336,16 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
   for (int first = 0; first < rows; first += chunk) {
     const int n = std::min(chunk, rows - first);
     opts.tag = "evaluation rows " + std::to_string(first) + "+" + std::to_string(n);
-    float* in = stage_.input(0);
     if (links_.prev < 0) {
-      std::memcpy(in, x + static_cast<size_t>(first) * in_floats, sizeof(float) * n * in_floats);
+      stage_.loadInput(0, x + static_cast<size_t>(first) * in_floats, n);
     } else {
-      RM_RETURN_IF_ERROR_CTX(link_->recv(in, sizeof(float) * n * in_floats, links_.prev, opts),
-                             where);
+      RM_RETURN_IF_ERROR_CTX(
+          link_->recv(stage_.input(0), sizeof(float) * n * in_floats, links_.prev, opts), where);
     }
     const float* out = stage_.forward(0, n);
     RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(), where);
     if (links_.next < 0) {
-      int correct = 0;
-      stats.loss_sum += stage_.evaluationLoss(0, labels + first, n, &correct);
-      stats.correct += correct;
+      stage_.addEvaluationLoss(0, labels + first, n);
     } else {
       // Sent before the next chunk overwrites the output: data flows one way, so a plain send
       // cannot wait on a peer that waits on us.
@@ -359,6 +353,9 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
                              where);
     }
   }
+  const model::StageLosses losses = stage_.takeLosses();
+  stats.loss_sum = losses.loss_sum;
+  stats.correct = losses.correct;
   return stats;
 }
 

@@ -29,7 +29,7 @@
 
 #include "ringmaster/core/status.h"
 #include "trainer/comm/communicator.h"
-#include "trainer/model/model_stage.h"
+#include "trainer/model/stage_compute.h"
 #include "trainer/pipeline/schedule.h"
 #include "trainer/pipeline/stage_link.h"
 
@@ -75,7 +75,7 @@ struct EvaluationStats {
 class StageExecutor {
  public:
   // `stage_index` of `stages`; the stage was created with slots() >= the schedule's peak.
-  StageExecutor(model::ModelStage& stage, ScheduleKind kind, int stage_index, int stages,
+  StageExecutor(model::StageCompute& stage, ScheduleKind kind, int stage_index, int stages,
                 int micro_batches, StageLinks links);
   ~StageExecutor();
 
@@ -92,9 +92,9 @@ class StageExecutor {
   // besides the newest, `apply` writes each update into a free version (Optimizer::stepInto),
   // and a version is free once no micro-batch in flight used it. While a stream runs the
   // newest weights may be in one of those versions; once it has ended (streamEnded) they are
-  // back in the stage's params().
+  // back in the stage's parameters (weight version 0).
   core::Status beginStream(int64_t micro_batches);
-  // Applies the stage's gradients (grads()) to `newest`, writing the result into `next`
+  // Applies the stage's gradients to `newest`, writing the result into `next`
   // (`next` is `newest` on a stage with one slot, which needs no versions); false when it
   // made no update (a failed reduction), so that `newest` stays the newest.
   using Apply = std::function<bool(std::span<const float> newest, std::span<float> next)>;
@@ -132,10 +132,10 @@ class StageExecutor {
   core::Status doOp(const PipelineOp& op, const OpData& data, int64_t step, StepStats& stats);
   core::Status streamOp(const PipelineOp& op, OpData data, int64_t step, const Apply& apply,
                         StepStats& stats);
-  // PipeDream's weight version `v`: 0 is the stage's params(), the others the executor's.
-  std::span<float> version(int v);
-  // Once the stream has ended: the newest weights back into params(), the layers on them.
+  // Once the stream has ended: the newest weights back into version 0, the layers on them.
   void settleVersions();
+  // The stage's losses since the last call, into the stats.
+  void takeLosses(StepStats& stats);
   core::Status waitSend(size_t index, StepStats& stats);
   // No micro-batch between its forward and its backward.
   bool streamIdle() const {
@@ -147,7 +147,7 @@ class StageExecutor {
     return true;
   }
 
-  model::ModelStage& stage_;
+  model::StageCompute& stage_;
   const ScheduleKind kind_;
   const int stage_index_, stages_, micro_batches_;
   const StageLinks links_;
@@ -155,14 +155,14 @@ class StageExecutor {
   std::map<int, std::vector<PipelineOp>> schedules_;         // by micro-batch count (short batches)
   std::vector<std::unique_ptr<comm::PendingSend>> pending_;  // per slot: activations, gradients
   // PipeDream's stream: its ops, the next one, the first micro-batch of the next mini-batch,
-  // each slot's rows and weight version (-1: no micro-batch in flight), the weight versions
-  // beyond params() and which one is the newest.
+  // each slot's rows and weight version (-1: no micro-batch in flight), how many weight
+  // versions the stage keeps beyond its parameters and which one is the newest.
   std::vector<PipelineOp> stream_;
   size_t stream_pos_ = 0;
   int64_t stream_first_micro_ = 0;
   std::vector<int> slot_rows_;
   std::vector<int> slot_version_;
-  std::vector<std::vector<float>> versions_;
+  int extra_versions_ = 0;
   int newest_ = 0;
 };
 

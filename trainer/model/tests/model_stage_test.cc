@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "trainer/model/model.h"
@@ -145,6 +146,45 @@ TEST(ModelStage, GradientsAccumulateUntilZeroed) {
   step();
   s.zeroGrads();  // and no backward after it: grads() reads zeros
   for (float g : s.grads()) ASSERT_EQ(g, 0.0f);
+}
+
+// The StageCompute calls the executor makes: loadInput is the copy into input(), the losses
+// added are loss()'s and evaluationLoss()'s summed until taken, and weight versions beyond 0
+// are buffers of the parameters' size that the layers can be pointed at.
+TEST(ModelStage, StageComputeCallsAreTheStagesOwn) {
+  auto a = cut(mlp(), {0}, 4, 1), b = cut(mlp(), {0}, 4, 1);
+  const auto x = randomFloats(4 * a[0]->inputSize(), 8);
+  const auto y = randomLabels(4, 10, 9);
+  std::memcpy(a[0]->input(0), x.data(), sizeof(float) * x.size());
+  b[0]->loadInput(0, x.data(), 4);
+  EXPECT_EQ(std::memcmp(a[0]->input(0), b[0]->input(0), sizeof(float) * x.size()), 0);
+  a[0]->forward(0, 4);
+  b[0]->forward(0, 4);
+  int hits = 0, eval_hits = 0;
+  const double want = a[0]->loss(0, y.data(), 4, 0.5f, &hits);
+  b[0]->addLoss(0, y.data(), 4, 0.5f);
+  EXPECT_EQ(std::memcmp(a[0]->outputGrad(0), b[0]->outputGrad(0), sizeof(float) * 4 * 10), 0);
+  const double eval = a[0]->evaluationLoss(0, y.data(), 4, &eval_hits);
+  b[0]->addEvaluationLoss(0, y.data(), 4);
+  const StageLosses got = b[0]->takeLosses();
+  EXPECT_EQ(got.loss_sum, want + eval);
+  EXPECT_EQ(got.correct, hits + eval_hits);
+  EXPECT_EQ(b[0]->takeLosses().loss_sum, 0.0) << "taken losses start again from 0";
+
+  ModelStage& s = *b[0];
+  ASSERT_EQ(s.weightVersion(0).data(), s.params().data());
+  const std::span<float> v2 = s.weightVersion(2);
+  ASSERT_EQ(v2.size(), s.params().size());
+  EXPECT_NE(v2.data(), s.weightVersion(1).data());
+  EXPECT_EQ(s.weightVersion(2).data(), v2.data()) << "a version is made once";
+  s.copyWeights(s.params(), v2);
+  EXPECT_TRUE(std::equal(v2.begin(), v2.end(), s.params().begin()));
+  // Layers on a version compute with it: zero weights give every class the same logit.
+  std::fill(v2.begin(), v2.end(), 0.0f);
+  s.useWeights(v2);
+  s.loadInput(0, x.data(), 4);
+  const float* logits = s.forward(0, 4);
+  for (int c = 1; c < 10; ++c) EXPECT_EQ(logits[c], logits[0]);
 }
 
 TEST(ModelStage, ActivationMemoryCountsTheSlotsUsed) {
