@@ -100,11 +100,11 @@ class ModelStage final : public StageCompute {
   // Sums `count` floats over the tensor-parallel group, in place (the caller's communicator).
   using TensorReducer = std::function<core::Status(float* data, size_t count)>;
   // Needed when the stage holds split layers; forward() and backward() call it where a layer
-  // pair needs the group's sum. Its first error is kept: check tensorStatus() after each call.
+  // pair needs the group's sum. Its first error is kept: check status() after each call.
   void setTensorReducer(TensorReducer reducer) { reducer_ = std::move(reducer); }
   bool tensorParallel() const { return tensor_parallel_; }
   // Ok, or the reducer's first error (the stage's results since then are not to be used).
-  const core::Status& tensorStatus() const override { return tensor_status_; }
+  const core::Status& status() const override { return tensor_status_; }
 
   // Bytes of activation buffers allocated so far (the peak: slots are never freed).
   size_t activationBytes() const { return activation_bytes_; }

@@ -9,8 +9,9 @@
 // and a slot's buffers hold that micro-batch's activations from its forward to its backward.
 //
 // Thread-safety: none (one stage per rank). Failure: broken call contracts (a slot or batch out
-// of range, backward before forward) abort with the reason; a tensor group's failed sum is kept
-// in tensorStatus().
+// of range, backward before forward) abort with the reason; a failure of the arithmetic itself
+// (a tensor group's sum, a GPU stage's CUDA or cuBLASLt call) is kept in status(), and the
+// stage's results from then on are not to be used.
 
 #include <cstddef>
 #include <cstdint>
@@ -57,8 +58,8 @@ class StageCompute {
   virtual const float* backward(int slot, int rows) = 0;
   // The next backward starts the gradients afresh.
   virtual void zeroGrads() = 0;
-  // Ok, or the first failed sum of a tensor-parallel group since the stage was made.
-  virtual const core::Status& tensorStatus() const = 0;
+  // Ok, or the stage's first failure since it was made.
+  virtual const core::Status& status() const = 0;
 
   // Weight versions, for PipeDream's stash: version 0 is the stage's parameters, versions
   // 1..n buffers of the same size in the stage's memory, made on first use.

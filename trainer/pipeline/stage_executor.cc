@@ -133,7 +133,7 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
     }
     const auto t0 = Clock::now();
     const float* out = stage_.forward(slot, rows);
-    RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
+    RM_RETURN_IF_ERROR_CTX(stage_.status(),
                            where + ": forward of micro-batch " + std::to_string(op.micro));
     if (links_.next < 0) stage_.addLoss(slot, data.labels, rows, data.grad_scale);
     const double seconds = since(t0);
@@ -153,7 +153,7 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
   }
   const auto t0 = Clock::now();
   const float* din = stage_.backward(slot, rows);
-  RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(),
+  RM_RETURN_IF_ERROR_CTX(stage_.status(),
                          where + ": backward of micro-batch " + std::to_string(op.micro));
   stats.compute_seconds += since(t0);
   if (links_.prev >= 0) {
@@ -193,15 +193,16 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
     RM_RETURN_IF_ERROR(doOp(op, data, step, stats));
   }
   for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(waitSend(i, stats), where);
-  takeLosses(stats);
+  RM_RETURN_IF_ERROR_CTX(takeLosses(stats), where);
   stats.wall_seconds = since(start);
   return stats;
 }
 
-void StageExecutor::takeLosses(StepStats& stats) {
+core::Status StageExecutor::takeLosses(StepStats& stats) {
   const model::StageLosses losses = stage_.takeLosses();
   stats.loss_sum += losses.loss_sum;
   stats.correct += losses.correct;
+  return stage_.status();
 }
 
 core::Status StageExecutor::beginStream(int64_t micro_batches) {
@@ -299,7 +300,7 @@ core::Result<StepStats> StageExecutor::runStream(const MiniBatch& batch, int64_t
   }
   stream_first_micro_ = end;
   if (streamEnded()) settleVersions();
-  takeLosses(stats);
+  RM_RETURN_IF_ERROR_CTX(takeLosses(stats), where);
   stats.wall_seconds = since(start);
   return stats;
 }
@@ -320,7 +321,7 @@ core::Result<StepStats> StageExecutor::drainStream(int64_t step, const Apply& ap
   const std::string where =
       "pipeline stage " + std::to_string(stage_index_) + ", step " + std::to_string(step);
   for (size_t i = 0; i < pending_.size(); ++i) RM_RETURN_IF_ERROR_CTX(waitSend(i, stats), where);
-  takeLosses(stats);
+  RM_RETURN_IF_ERROR_CTX(takeLosses(stats), where);
   stats.wall_seconds = since(start);
   return stats;
 }
@@ -343,7 +344,7 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
           link_->recv(stage_.input(0), sizeof(float) * n * in_floats, links_.prev, opts), where);
     }
     const float* out = stage_.forward(0, n);
-    RM_RETURN_IF_ERROR_CTX(stage_.tensorStatus(), where);
+    RM_RETURN_IF_ERROR_CTX(stage_.status(), where);
     if (links_.next < 0) {
       stage_.addEvaluationLoss(0, labels + first, n);
     } else {
@@ -354,6 +355,7 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
     }
   }
   const model::StageLosses losses = stage_.takeLosses();
+  RM_RETURN_IF_ERROR_CTX(stage_.status(), where);
   stats.loss_sum = losses.loss_sum;
   stats.correct = losses.correct;
   return stats;

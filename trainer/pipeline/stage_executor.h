@@ -134,8 +134,8 @@ class StageExecutor {
                         StepStats& stats);
   // Once the stream has ended: the newest weights back into version 0, the layers on them.
   void settleVersions();
-  // The stage's losses since the last call, into the stats.
-  void takeLosses(StepStats& stats);
+  // The stage's losses since the last call, into the stats; the stage's status after it.
+  core::Status takeLosses(StepStats& stats);
   core::Status waitSend(size_t index, StepStats& stats);
   // No micro-batch between its forward and its backward.
   bool streamIdle() const {
