@@ -44,7 +44,9 @@ void GemmPlan::destroy() {
   a_ = b_ = d_ = nullptr;
 }
 
-Status GemmPlan::plan(const GemmWorkspace& ws, const Spec& s, const std::string& what) {
+Status GemmPlan::plan(const GemmWorkspace& ws, const Spec& s, const std::string& what,
+                      Choice choice) {
+  choice_ = choice;
   a_ptr_ = s.a_ptr;
   b_ptr_ = s.b_ptr;
   d_ptr_ = s.d_ptr;
@@ -126,14 +128,15 @@ Status GemmPlan::planWith(const GemmWorkspace& ws, const Spec& s, cublasLtEpilog
         what + ": no cuBLASLt algorithm (epilogue " + epilogueName(epilogue) + ")");
   }
   algo_ = results[0].algo;
-  if (found > 1) RM_RETURN_IF_ERROR(overrideWithFaster(ws, results, found));
+  if (found > 1 && choice_ == Choice::kTimed)
+    RM_RETURN_IF_ERROR(overrideWithFaster(ws, results, found));
   return Status::Ok();
 }
 
 // cuBLASLt's first choice is sometimes far off for skinny shapes (on an H100, a SIMT kernel
 // took 261 us for the 8192->10 output layer's weight gradient at batch 4096). Each candidate
 // runs on the planned operands (their contents do not matter: every planned output is
-// recomputed before it is read: a caller that accumulates into D plans before it accumulates);
+// recomputed before it is read; a caller that accumulates into D plans with kHeuristic);
 // another replaces the first only when clearly faster, so runs keep the same algorithms and thus
 // the same numerics.
 Status GemmPlan::overrideWithFaster(const GemmWorkspace& ws,

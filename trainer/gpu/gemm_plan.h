@@ -3,7 +3,10 @@
 // with an optional fused epilogue (bias, bias + ReLU, bias gradient), on the operands it was
 // planned for (the callers' buffers never move). Planning picks cuBLASLt's first heuristic
 // choice, replaced by another candidate only when that one runs clearly faster on the planned
-// shapes; where cuBLASLt has no algorithm for the fused epilogue, the GEMM is planned plain
+// shapes (kTimed: it waits for the device and writes the planned output); kHeuristic keeps the
+// first choice and touches no device memory, for callers that plan while their stream may be
+// waiting on a peer (a pipeline stage's NCCL messages) or while the output holds accumulated
+// gradients. Where cuBLASLt has no algorithm for the fused epilogue, the GEMM is planned plain
 // and fused() says so, so that the caller adds the epilogue's work with a kernel.
 //
 // Ownership: owns its cuBLASLt descriptors; borrows the operands and the workspace.
@@ -41,13 +44,16 @@ class GemmPlan {
     cublasLtEpilogue_t epilogue;
   };
 
+  enum class Choice { kTimed, kHeuristic };
+
   GemmPlan() = default;
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;
   ~GemmPlan();
 
   // Plans the GEMM `what` names with the spec's epilogue, or plain where cuBLASLt has none.
-  core::Status plan(const GemmWorkspace& ws, const Spec& spec, const std::string& what);
+  core::Status plan(const GemmWorkspace& ws, const Spec& spec, const std::string& what,
+                    Choice choice = Choice::kTimed);
   // Enqueues the GEMM on `stream`; beta = 1 adds to D (gradient accumulation; an epilogue that
   // writes a bias gradient does not accumulate it).
   core::Status run(const GemmWorkspace& ws, cudaStream_t stream, float beta = 0.0f) const;
@@ -70,6 +76,7 @@ class GemmPlan {
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   bool fused_ = false;
+  Choice choice_ = Choice::kTimed;
   const void *a_ptr_ = nullptr, *b_ptr_ = nullptr;
   void* d_ptr_ = nullptr;
   std::string name_;

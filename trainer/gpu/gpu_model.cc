@@ -285,8 +285,8 @@ Status GpuModel::forwardLoss(int n, bool train, double loss_weight, LossTotals* 
     }
   }
   launchSoftmaxCrossEntropy(logits(), labels_.data(), n, numClasses(),
-                            train ? dlogits_.data() : nullptr, precision_, loss_weight, totals,
-                            stream);
+                            train ? dlogits_.data() : nullptr, precision_, loss_weight, 1.0f,
+                            totals, stream);
   return Status::Ok();
 }
 
@@ -308,7 +308,8 @@ Status GpuModel::backwardConvs(int n, cudaStream_t stream,
     const LayerPlans& p = *plans[j];
     float* dbias = grads_.data() + block.offset + static_cast<size_t>(sh.cout) * sh.kdim();
     RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, stream));
-    if (!p.wgrad.fused()) launchBiasGrad(dz_.data(), precision_, pixels, sh.cout, dbias, stream);
+    if (!p.wgrad.fused())
+      launchBiasGrad(dz_.data(), precision_, pixels, sh.cout, dbias, false, stream);
     if (on_ready) on_ready(j);
     if (j > 0) {
       RM_RETURN_IF_ERROR(p.dgrad.run(workspace_, stream));
@@ -331,7 +332,8 @@ Status GpuModel::backward(int n, cudaStream_t stream, const std::function<void(i
     const size_t bias = offsets_[i] + static_cast<size_t>(in) * out;
     void* dz = last ? dlogits_.data() : dacts_[(layers - 1 - i) % 2].data();
     RM_RETURN_IF_ERROR(p.wgrad.run(workspace_, stream));
-    if (!p.wgrad.fused()) launchBiasGrad(dz, precision_, n, out, grads_.data() + bias, stream);
+    if (!p.wgrad.fused())
+      launchBiasGrad(dz, precision_, n, out, grads_.data() + bias, false, stream);
     if (on_ready) on_ready(first_dense + i);
     // The first dense layer's input gradient only feeds the conv blocks (whose ReLU is in the
     // pool's route); the others' pass the previous layer's ReLU.

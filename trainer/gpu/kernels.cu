@@ -43,14 +43,14 @@ template <typename G>
 __global__ void softmaxCrossEntropyKernel(const float* __restrict__ logits,
                                           const int32_t* __restrict__ labels, int n, int classes,
                                           G* __restrict__ dlogits, double loss_weight,
-                                          LossTotals* totals) {
+                                          float grad_scale, LossTotals* totals) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   float loss = 0.0f;
   int hit = 0;
   if (row < n) {
     G* drow = dlogits != nullptr ? dlogits + static_cast<size_t>(row) * classes : nullptr;
     loss = softmaxCrossEntropyRow(
-        logits + static_cast<size_t>(row) * classes, classes, labels[row], 1.0f / n, drow,
+        logits + static_cast<size_t>(row) * classes, classes, labels[row], grad_scale / n, drow,
         [](float d) {
           G out;
           store(&out, 0, d);
@@ -89,12 +89,12 @@ __global__ void biasActivationKernel(T* __restrict__ y, const float* __restrict_
 
 template <typename T>
 __global__ void biasGradKernel(const T* __restrict__ dz, int n, int width,
-                               float* __restrict__ dbias) {
+                               float* __restrict__ dbias, bool accumulate) {
   const int o = blockIdx.x * blockDim.x + threadIdx.x;
   if (o >= width) return;
   float sum = 0.0f;
   for (int b = 0; b < n; ++b) sum += load(dz, static_cast<size_t>(b) * width + o);
-  dbias[o] = sum;
+  dbias[o] = accumulate ? dbias[o] + sum : sum;
 }
 
 __global__ void sgdKernel(float* __restrict__ params, const float* __restrict__ grads,
@@ -164,15 +164,16 @@ void launchAdamScalars(LrSchedule schedule, AdamHyper hyper, const StepCounters*
 
 void launchSoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n, int classes,
                                void* dlogits, Precision dlogits_precision, double loss_weight,
-                               LossTotals* totals, cudaStream_t stream) {
+                               float grad_scale, LossTotals* totals, cudaStream_t stream) {
   if (n <= 0) return;
   const unsigned blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
   if (dlogits_precision == Precision::kBf16) {
     softmaxCrossEntropyKernel<<<blocks, kThreads, 0, stream>>>(
-        logits, labels, n, classes, static_cast<__nv_bfloat16*>(dlogits), loss_weight, totals);
+        logits, labels, n, classes, static_cast<__nv_bfloat16*>(dlogits), loss_weight, grad_scale,
+        totals);
   } else {
     softmaxCrossEntropyKernel<<<blocks, kThreads, 0, stream>>>(
-        logits, labels, n, classes, static_cast<float*>(dlogits), loss_weight, totals);
+        logits, labels, n, classes, static_cast<float*>(dlogits), loss_weight, grad_scale, totals);
   }
 }
 
@@ -202,14 +203,15 @@ void launchBiasActivation(void* y, Precision precision, const float* bias, int n
 }
 
 void launchBiasGrad(const void* dz, Precision precision, int n, int width, float* dbias,
-                    cudaStream_t stream) {
+                    bool accumulate, cudaStream_t stream) {
   if (width <= 0) return;
   const unsigned blocks = static_cast<unsigned>((width + kThreads - 1) / kThreads);
   if (precision == Precision::kBf16) {
     biasGradKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dz), n, width,
-                                                    dbias);
+                                                    dbias, accumulate);
   } else {
-    biasGradKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(dz), n, width, dbias);
+    biasGradKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(dz), n, width, dbias,
+                                                    accumulate);
   }
 }
 

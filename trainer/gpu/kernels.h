@@ -53,20 +53,21 @@ struct LossTotals {
 };
 
 // Fused softmax + cross-entropy over fp32 logits [n][classes]: adds loss_weight * loss of every
-// row and the hits to *totals, and writes dlogits = (softmax - onehot) / n when dlogits is set.
+// row and the hits to *totals, and writes dlogits = grad_scale * (softmax - onehot) / n when
+// dlogits is set (a pipeline's micro-batch scales its mean loss's gradient by its share).
 void launchSoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n, int classes,
                                void* dlogits, Precision dlogits_precision, double loss_weight,
-                               LossTotals* totals, cudaStream_t stream);
+                               float grad_scale, LossTotals* totals, cudaStream_t stream);
 
 // dact[i] = 0 where act[i] <= 0: the ReLU's gradient taken through its output.
 void launchReluBackward(void* dact, const void* act, size_t count, Precision precision,
                         cudaStream_t stream);
 // Fallbacks for when cuBLASLt offers no fused epilogue: y[b][o] = act(y[b][o] + bias[o]) and
-// dbias[o] = sum_b dz[b][o].
+// dbias[o] = sum_b dz[b][o] (added to dbias when `accumulate`: a pipeline stage's micro-batches).
 void launchBiasActivation(void* y, Precision precision, const float* bias, int n, int width,
                           bool relu, cudaStream_t stream);
 void launchBiasGrad(const void* dz, Precision precision, int n, int width, float* dbias,
-                    cudaStream_t stream);
+                    bool accumulate, cudaStream_t stream);
 
 // The optimizers' per-step scalars (learning rate from the schedule; Adam's bias corrections)
 // computed on the device from *counters into *out, which the update kernels read.

@@ -52,6 +52,7 @@ class ModelStage final : public StageCompute {
   ModelStage& operator=(const ModelStage&) = delete;
 
   bool isFirst() const { return first_layer_ == 0; }
+  int firstLayer() const { return static_cast<int>(first_layer_); }  // in the whole network
   bool isLast() const { return last_; }
   size_t inputSize() const override { return input_size_; }
   size_t outputSize() const override { return output_size_; }
