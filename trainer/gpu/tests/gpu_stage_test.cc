@@ -1,8 +1,8 @@
 // A pipeline stage on the GPU against the host's: the same layers, micro-batches and slots give
 // the host stage's outputs, input gradients, accumulated parameter gradients and losses to GEMM
 // rounding (fp32, no TF32), for the first, a middle, the last and a whole-network stage; and it
-// computes with whichever weight version it is pointed at. Skips without a GPU, except the
-// refusals, which come before any CUDA call.
+// computes with whichever weight version it is pointed at; what it does not run it refuses,
+// naming it. Skips without a GPU (the refusals too, so that this binary reports Skipped there).
 
 #include "trainer/gpu/gpu_stage.h"
 
@@ -187,6 +187,7 @@ TEST(GpuStage, ComputesWithTheWeightVersionInUse) {
 }
 
 TEST(GpuStage, RefusesWhatItDoesNotRunNamingIt) {
+  RM_REQUIRE_GPU();
   model::ModelConfig cnn;
   cnn.type = "cnn";
   auto conv = ModelStage::create(cnn, kSeed, 4, 0, 2, 1);

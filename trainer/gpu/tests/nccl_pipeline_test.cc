@@ -1,0 +1,214 @@
+// A two-stage pipeline on GPUs, as the trainer would run it: each rank a process with a GpuStage
+// of the MLP, the stage executor, its NCCL link (activations and gradients in NCCL groups on the
+// stage's stream) and the fused SGD kernel. After 20 steps of gpipe and 1f1b the two stages
+// hold the parameters one host Model holds after the same 20 steps on the same mini-batches, to
+// a relative difference of 1e-5 (fp32, no TF32: summation order the only difference).
+//
+// Rendezvous and one-GPU sharing as in nccl_point_to_point_test.cc (NCCL_HOSTID per process);
+// the ranks are forked before this process touches CUDA. Skips without a GPU.
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ringmaster/rendezvous/tcp_store.h"
+#include "trainer/comm/nccl_communicator.h"
+#include "trainer/gpu/device_buffer.h"
+#include "trainer/gpu/gpu_stage.h"
+#include "trainer/gpu/kernels.h"
+#include "trainer/model/model.h"
+#include "trainer/model/model_stage.h"
+#include "trainer/model/tests/test_util.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/pipeline/stage_executor.h"
+
+namespace ringmaster::trainer::gpu {
+namespace {
+
+constexpr int kPassed = 0, kFailed = 1, kNoGpu = 77;
+constexpr int kStages = 2, kSteps = 20, kBatch = 16;
+constexpr uint64_t kSeed = 11;
+constexpr double kLearningRate = 0.05, kMomentum = 0.9;
+
+model::ModelConfig network() {
+  model::ModelConfig c;
+  c.hidden = {64, 48, 32};  // four layers: two a stage
+  return c;
+}
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+};
+Batch batchAt(int step) {
+  return {model::testing::randomFloats(kBatch * 784, 100 + step),
+          model::testing::randomLabels(kBatch, 10, 200 + step)};
+}
+
+// The one-process parameters after kSteps.
+std::vector<float> oneProcess() {
+  auto m = model::Model::create(network(), kSeed, kBatch);
+  optim::OptimizerConfig oc;
+  oc.learning_rate = kLearningRate;
+  oc.momentum = kMomentum;
+  auto opt = optim::Optimizer::create(oc, (*m)->params().size());
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batchAt(step);
+    (*m)->forwardLoss(b.x.data(), b.y.data(), kBatch, nullptr);
+    (*m)->backward({});
+    (*opt)->step((*m)->params(), (*m)->grads());
+  }
+  return {(*m)->params().begin(), (*m)->params().end()};
+}
+
+#define RANK_CHECK(cond, ...)                                             \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      std::fprintf(stderr, "stage %d: check failed: %s: ", stage, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                                  \
+      std::fprintf(stderr, "\n");                                         \
+      return kFailed;                                                     \
+    }                                                                     \
+  } while (0)
+
+struct Shape {
+  pipeline::ScheduleKind kind;
+  int micro;
+};
+
+// One stage's run of `shape` from the initial parameters; its relative difference from the
+// reference's layers, or a negative number on failure (reason on stderr).
+double trainStage(int stage, comm::Communicator& comm, GemmWorkspace workspace, cudaStream_t stream,
+                  const Shape& shape, const std::vector<float>& want) {
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "stage %d, %s M=%d: %s\n", stage,
+                 pipeline::scheduleName(shape.kind).c_str(), shape.micro, why.c_str());
+    return -1.0;
+  };
+  const int first = 2 * stage, end = first + 2;
+  auto slots = pipeline::StageExecutor::slotsNeeded(shape.kind, stage, kStages, shape.micro);
+  if (!slots.ok()) return fail(slots.status().toString());
+  const int micro_rows = (kBatch + shape.micro - 1) / shape.micro;
+  auto host = model::ModelStage::create(network(), kSeed, micro_rows, first, end, 1);
+  if (!host.ok()) return fail(host.status().toString());
+  auto made = GpuStage::create(**host, *slots, workspace, stream);
+  if (!made.ok()) return fail(made.status().toString());
+  GpuStage& gpu = **made;
+  DeviceBuffer<float> momentum;
+  DeviceBuffer<StepCounters> counters;
+  DeviceBuffer<SgdScalars> scalars;
+  for (core::Status s : {momentum.allocate(gpu.numParams(), "momentum", true),
+                         counters.allocate(1, "counters", true), scalars.allocate(1, "scalars")})
+    if (!s.ok()) return fail(s.toString());
+  launchSgdScalars({kLearningRate, 0, false}, {0, static_cast<float>(kMomentum), 0.0f, false},
+                   counters.data(), scalars.data(), stream);
+  pipeline::StageLinks links{&comm, stage > 0 ? stage - 1 : -1,
+                             stage + 1 < kStages ? stage + 1 : -1, std::chrono::seconds(60),
+                             stream};
+  pipeline::StageExecutor executor(gpu, shape.kind, stage, kStages, shape.micro, links);
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batchAt(step);
+    auto stats = executor.run({b.x.data(), b.y.data(), kBatch}, step);
+    if (!stats.ok()) return fail(stats.status().toString());
+    launchSgdStep(gpu.params(), gpu.grads(), momentum.data(), gpu.numParams(), scalars.data(),
+                  nullptr, stream);
+  }
+  if (cudaStreamSynchronize(stream) != cudaSuccess) return fail("the stream failed");
+  if (!comm.deviceCollectives()->asyncError().ok())
+    return fail(comm.deviceCollectives()->asyncError().toString());
+  std::vector<float> got(gpu.numParams());
+  cudaMemcpy(got.data(), gpu.params(), got.size() * sizeof(float), cudaMemcpyDeviceToHost);
+  // The stage's layers are a contiguous run of the whole network's parameters.
+  auto whole = model::Model::create(network(), kSeed, 1);
+  size_t offset = 0;
+  for (const auto& v : (*whole)->paramViews())
+    if (v.name == (*host)->paramViews().front().name) offset = v.offset;
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(got[i]) - want[offset + i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(want[offset + i])));
+  }
+  return diff / scale;
+}
+
+int runStage(int stage, int store_port) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return kNoGpu;
+  if (devices < kStages) {
+    const std::string host = "ringmaster-pipeline-test-stage-" + std::to_string(stage);
+    setenv("NCCL_HOSTID", host.c_str(), 1);
+    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  }
+  RANK_CHECK(cudaSetDevice(devices < kStages ? 0 : stage) == cudaSuccess, "cudaSetDevice");
+  auto store =
+      rendezvous::TcpStoreClient::connect("127.0.0.1", store_port, "", std::chrono::seconds(30));
+  RANK_CHECK(store.ok(), "%s", store.status().message().c_str());
+  comm::NcclConfig config;
+  config.rank = stage;
+  config.size = kStages;
+  config.store = store->get();
+  config.timeout = std::chrono::seconds(60);
+  config.collective_timeout = std::chrono::seconds(60);
+  auto comm = comm::makeNcclCommunicator(config);
+  RANK_CHECK(comm.ok(), "%s", comm.status().message().c_str());
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  RANK_CHECK(cudaStreamCreate(&stream) == cudaSuccess, "cudaStreamCreate");
+  RANK_CHECK(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS, "cublasLtCreate");
+  DeviceBuffer<uint8_t> workspace;
+  RANK_CHECK(workspace.allocate(32 << 20, "workspace").ok(), "workspace");
+  const std::vector<float> want = oneProcess();
+  int failed = 0;
+  for (const Shape& shape :
+       {Shape{pipeline::ScheduleKind::kGPipe, 4}, Shape{pipeline::ScheduleKind::kOneFOneB, 4},
+        Shape{pipeline::ScheduleKind::kOneFOneB, 8}}) {
+    const double diff =
+        trainStage(stage, **comm, {lt, workspace.data(), workspace.size()}, stream, shape, want);
+    std::fprintf(stderr, "stage %d, %s M=%d: relative difference %.2e\n", stage,
+                 pipeline::scheduleName(shape.kind).c_str(), shape.micro, diff);
+    if (diff < 0 || diff > 1e-5) ++failed;
+  }
+  workspace.reset();
+  cublasLtDestroy(lt);
+  cudaStreamDestroy(stream);
+  comm->reset();
+  return failed == 0 ? kPassed : kFailed;
+}
+
+TEST(NcclPipeline, TwoGpuStagesTrainWhatOneHostModelTrains) {
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "");
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  const int port = (*server)->port();
+  std::fflush(nullptr);  // the children must not print this process's buffered output again
+  std::vector<pid_t> pids;
+  for (int stage = 0; stage < kStages; ++stage) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0) << "fork";
+    if (pid == 0) {
+      alarm(300);  // a hang ends the stage (SIGALRM) instead of the test binary's whole timeout
+      std::_Exit(runStage(stage, port));
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  if (codes[0] == kNoGpu && codes[1] == kNoGpu) GTEST_SKIP() << "no GPU visible";
+  for (int stage = 0; stage < kStages; ++stage)
+    EXPECT_EQ(codes[stage], kPassed) << "stage " << stage << " (its figures are on stderr above)";
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::gpu
