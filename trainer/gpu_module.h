@@ -42,6 +42,9 @@ class GpuModule {
       const comm::NcclConfig& config) = 0;
   // GPU training (trainer/gpu/gpu_trainer.h); ctx.comm is the nccl backend.
   virtual core::Result<TrainSummary> train(const TrainerConfig& config, TrainerContext ctx) = 0;
+  // A pipeline stage on the current device (TrainerContext::make_device_stage).
+  virtual core::Result<std::unique_ptr<DeviceStage>> makePipelineStage(model::ModelStage& host,
+                                                                       int slots) = 0;
 
  protected:
   ~GpuModule() = default;  // the module owns it for the life of the process
@@ -57,7 +60,7 @@ struct GpuModuleAbi {
   const char* compiler;
 };
 
-inline constexpr int kGpuModuleAbiVersion = 1;
+inline constexpr int kGpuModuleAbiVersion = 2;
 inline constexpr char kGpuModuleEntry[] = "ringmaster_gpu_module";
 inline constexpr char kGpuModuleFile[] = "libringmaster-trainer-cuda.so";
 

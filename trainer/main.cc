@@ -282,7 +282,8 @@ int run(int argc, char** argv) {
   } else if (const std::string note = model::blasKernelsNote(); !note.empty()) {
     RM_LOG(INFO, CONFIG) << note;
   }
-  // A split model trains on the CPU (the contract refuses device cuda with it).
+  // A split model trains on the GPU only when asked (device cuda: pipeline stages of an MLP, which
+  // the contract checks); auto keeps it on the CPU.
   const bool split_model = config.pipeline.stages > 1 || config.tensor > 1;
   if (split_model && config.device == "auto") config.device = "cpu";
   RM_LOG(INFO, CONFIG) << describe(config);
@@ -375,12 +376,20 @@ int run(int argc, char** argv) {
     group.point_to_point = false;  // groups only sum (gradients, tensor-parallel parts)
     return comm::makeCommunicator(group);
   };
+  if (device->cuda && split_model) {
+    ctx.make_device_stage = [module = gpu.module](model::ModelStage& host, int slots) {
+      return module->makePipelineStage(host, slots);
+    };
+  }
   ctx.train = &*train;
   ctx.test = &*test;
   ctx.stop = &stop;
   ctx.metrics = &*trainer_metrics;
   ctx.progress_bar = world->rank == 0 && isatty(STDOUT_FILENO);
-  auto summary = device->cuda ? gpu.module->train(config, ctx) : Trainer(config, ctx).run();
+  // Data parallelism on a GPU is the module's trainer; pipeline stages on one are the CPU
+  // trainer's with a device stage (ctx.make_device_stage).
+  auto summary =
+      device->cuda && !split_model ? gpu.module->train(config, ctx) : Trainer(config, ctx).run();
   if (!summary.ok()) {
     if (summary.status().code() == core::Code::kCancelled) {
       RM_LOG(WARN, CORE) << summary.status().message();

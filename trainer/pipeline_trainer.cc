@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -117,16 +118,19 @@ class PipelineEngine final : public StepEngine {
  public:
   // `group`: the stage's data-parallel replicas (null with one replica). `tensor_sums`: what the
   // stage's tensor-parallel reducer adds up (never null; zero without tensor parallelism).
+  // `device`: the stage's GPU copy that the executor runs (null on the CPU); `stage` then holds
+  // the master weights the optimizer updates.
   PipelineEngine(const TrainerConfig& config, const TrainerContext& ctx, model::ModelStage& stage,
-                 optim::Optimizer& optimizer, pipeline::StageExecutor& executor,
-                 const Layout& layout, comm::Communicator* group, std::string signature,
-                 const TensorSums* tensor_sums)
+                 DeviceStage* device, optim::Optimizer& optimizer,
+                 pipeline::StageExecutor& executor, const Layout& layout, comm::Communicator* group,
+                 std::string signature, const TensorSums* tensor_sums)
       : config_(config),
         tensor_sums_(tensor_sums),
         ctx_(ctx),
         comm_(*ctx.comm),
         group_(group),
         stage_(stage),
+        device_(device),
         optimizer_(optimizer),
         executor_(executor),
         layout_(layout),
@@ -181,8 +185,10 @@ class PipelineEngine final : public StepEngine {
       }
     } else {
       RM_ASSIGN_OR_RETURN(stats, executor_.run({x_.data(), y_.data(), n}, step));
+      if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->downloadGrads(stage_.grads()));
       if (group_ != nullptr) RM_RETURN_IF_ERROR(averageOverReplicas(step));
       optimizer_.step(stage_.params(), stage_.grads());
+      if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->uploadParams(stage_.params()));
     }
     RM_RETURN_IF_ERROR(apply_status_);
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -204,7 +210,7 @@ class PipelineEngine final : public StepEngine {
         p.recv_bytes->Increment(static_cast<double>(stats.bytes_received));
         p.send_wait_seconds->Increment(stats.send_wait_seconds);
         p.recv_wait_seconds->Increment(stats.recv_wait_seconds);
-        p.activation_bytes->Set(static_cast<double>(stage_.activationBytes()));
+        p.activation_bytes->Set(static_cast<double>(activationBytes()));
       }
     }
     if (last_) {
@@ -243,7 +249,7 @@ class PipelineEngine final : public StepEngine {
                   "activations %.1f MiB",
                   stageName(stage_index_, stages_).c_str(), static_cast<long long>(epoch + 1),
                   static_cast<long long>(steps), 100.0 * bubble,
-                  static_cast<double>(stage_.activationBytes()) / (1 << 20));
+                  static_cast<double>(activationBytes()) / (1 << 20));
     RM_LOG(INFO, STEP) << line;
     return m;
   }
@@ -263,6 +269,7 @@ class PipelineEngine final : public StepEngine {
     }
     RM_ASSIGN_OR_RETURN(const pipeline::EvaluationStats stats,
                         executor_.evaluate(x.data(), y.data(), rows, what));
+    if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->wait());
     // Only the last stage scores (its tensor rank 0: the others hold the same numbers); every
     // other rank adds zeros to the sum.
     const bool scores = last_ && layout_.tensor_rank == 0;
@@ -309,6 +316,9 @@ class PipelineEngine final : public StepEngine {
       return true;
     };
   }
+  size_t activationBytes() const {
+    return device_ != nullptr ? device_->activationBytes() : stage_.activationBytes();
+  }
   Result<pipeline::StepStats> drain(int64_t step) {
     return executor_.drainStream(step, applyEach(step));
   }
@@ -334,6 +344,7 @@ class PipelineEngine final : public StepEngine {
   comm::Communicator& comm_;
   comm::Communicator* group_;
   model::ModelStage& stage_;
+  DeviceStage* const device_;
   optim::Optimizer& optimizer_;
   pipeline::StageExecutor& executor_;
   const Layout layout_;
@@ -572,10 +583,17 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
       int slots, pipeline::StageExecutor::slotsNeeded(kind, stage_index, stages, micro_batches));
   // PipeDream's stream keeps one micro-batch per later stage in flight, across mini-batches.
   if (kind == pipeline::ScheduleKind::kPipeDream) slots = stages - stage_index;
+  // On a GPU the host stage keeps the master weights only and never runs a micro-batch.
+  const bool on_device = static_cast<bool>(ctx.make_device_stage);
+  if (on_device && kind == pipeline::ScheduleKind::kPipeDream) {
+    return core::invalidArgument(
+        "parallelism.pipeline.schedule: pipedream stages train on the CPU (their weight versions "
+        "are host memory); use gpipe or 1f1b on the GPU");
+  }
   TensorSums tensor_sums;  // outlives the stage's reducer and the engine, which use it
-  RM_ASSIGN_OR_RETURN(auto stage,
-                      model::ModelStage::create(config.model, config.seed, micro_rows, first, end,
-                                                slots, {layout.tensor_rank, tensor}));
+  RM_ASSIGN_OR_RETURN(
+      auto stage, model::ModelStage::create(config.model, config.seed, micro_rows, first, end,
+                                            on_device ? 1 : slots, {layout.tensor_rank, tensor}));
   if (tensor_group != nullptr) {
     comm::AllreduceOptions opts;
     opts.timeout = std::chrono::seconds(config.comm_timeout_seconds);
@@ -609,12 +627,20 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   RM_RETURN_IF_ERROR(restoreStage(config, comm, group.get(), layout, *stage, *optimizer, signature,
                                   &pos, &summary.resumed_from_step));
 
+  std::unique_ptr<DeviceStage> device;
+  if (on_device) {
+    RM_ASSIGN_OR_RETURN(device, ctx.make_device_stage(*stage, slots));
+    RM_RETURN_IF_ERROR(device->uploadParams(stage->params()));  // what restoreStage left there
+    summary.device = "cuda";
+  }
   pipeline::StageLinks links;
   links.comm = &comm;
   links.prev = layout.first() ? -1 : layout.rank - tensor;
   links.next = layout.last() ? -1 : layout.rank + tensor;
   links.timeout = std::chrono::seconds(config.comm_timeout_seconds);
-  pipeline::StageExecutor executor(*stage, kind, stage_index, stages, micro_batches, links);
+  links.stream = device != nullptr ? device->stream() : nullptr;
+  pipeline::StageExecutor executor(device != nullptr ? device->compute() : *stage, kind,
+                                   stage_index, stages, micro_batches, links);
   RM_LOG(INFO, STEP) << "pipeline " << stageName(stage_index, stages) << ": layers [" << first
                      << ", " << end << ") of " << layers << ", " << stage->params().size()
                      << " parameters, " << micro_batches << " micro-batches of " << micro_rows
@@ -625,10 +651,11 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                                     : std::string())
                      << (layout.replicas > 1 ? ", replica " + std::to_string(layout.replica) +
                                                    " of " + std::to_string(layout.replicas)
-                                             : std::string());
+                                             : std::string())
+                     << (device != nullptr ? "; on the GPU: " + device->describe() : std::string());
 
-  PipelineEngine engine(config, ctx, *stage, *optimizer, executor, layout, group.get(), signature,
-                        &tensor_sums);
+  PipelineEngine engine(config, ctx, *stage, device.get(), *optimizer, executor, layout,
+                        group.get(), signature, &tensor_sums);
   RM_RETURN_IF_ERROR(runTrainingLoop(config,
                                      {.rank = layout.rank,
                                       .world = comm.size(),

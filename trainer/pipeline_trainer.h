@@ -1,9 +1,10 @@
 #pragma once
-// Model-parallel training of one rank on the CPU (spec.trainer.parallelism: pipeline stages and
-// tensor ranks). A world of D x S x T ranks holds D replicas of an S-stage pipeline whose stages
-// are each split over T tensor ranks: rank ((d * S) + s) * T + t runs tensor rank t of stage s
-// (the layers its partition gives it) of replica d, under the same training loop as data
-// parallelism (training_loop.h) with a pipeline step engine (S = 1 is tensor parallelism alone):
+// Model-parallel training of one rank (spec.trainer.parallelism: pipeline stages and tensor
+// ranks), on the CPU, or with its stage on a GPU (TrainerContext::make_device_stage).
+// A world of D x S x T ranks holds D replicas of an S-stage pipeline whose stages are each split
+// over T tensor ranks: rank ((d * S) + s) * T + t runs tensor rank t of stage s (the layers its
+// partition gives it) of replica d, under the same training loop as data parallelism
+// (training_loop.h) with a pipeline step engine (S = 1 is tensor parallelism alone):
 //   - tensor groups: the T ranks of a stage sum their layer pairs' partial results over a group
 //     of their own (model/model_stage.h, dense_layer.h); each sends to and receives from the same
 //     tensor rank of the neighbouring stages;
@@ -26,6 +27,11 @@
 //     On start each finds its newest; the stages agree on the newest step all of them hold (a
 //     crash between two stages' writes leaves one a step ahead), resume there together, and
 //     send what they read to their stage's other replicas.
+//   - on a GPU (an MLP's stages, gpipe or 1f1b, no tensor ranks): the executor runs the device
+//     stage (device_stage.h) and its messages travel in NCCL groups; the host stage keeps the
+//     master weights, so after each mini-batch the gradients come down, the replicas average
+//     them and the optimizer steps on the host, and the parameters go back up (the same code as
+//     on the CPU; a device optimizer would save the two copies).
 //
 // Ownership: borrows everything in TrainerContext. Thread-safety: one per rank; ranks may be
 // threads of one process (tests). Failure: the first error, naming the stage; a world whose

@@ -25,9 +25,14 @@
 #include "trainer/comm/communicator.h"
 #include "trainer/config.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/device_stage.h"
 #include "trainer/trainer_metrics.h"
 
 namespace ringmaster::trainer {
+
+namespace model {
+class ModelStage;
+}
 
 struct TrainSummary {
   int64_t epochs = 0;              // epochs completed (including ones done before a resume)
@@ -63,9 +68,15 @@ struct TrainSummary {
 using GroupFactory = std::function<core::Result<std::unique_ptr<comm::Communicator>>(
     const std::string& name, int rank, int size)>;
 
+// The GPU copy of a host pipeline stage with `slots` micro-batches in flight (DeviceStage).
+using DeviceStageFactory =
+    std::function<core::Result<std::unique_ptr<DeviceStage>>(model::ModelStage& host, int slots)>;
+
 struct TrainerContext {
   comm::Communicator* comm = nullptr;
   GroupFactory make_group;  // needed by pipelines with more than one replica
+  // Set where the rank trains on a GPU: its pipeline stage runs there (pipeline_trainer.h).
+  DeviceStageFactory make_device_stage;
   const data::Dataset* train = nullptr;
   const data::Dataset* test = nullptr;
   const core::StopSource* stop = nullptr;  // optional

@@ -218,11 +218,6 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   }
   if (config.device != "cpu" && config.device != "cuda")
     return core::invalidArgument(what + ": device '" + config.device + "' (cpu or cuda)");
-  if (config.point_to_point && backend == "nccl") {
-    return core::invalidArgument(what +
-                                 ": nccl has no point-to-point messages, which pipeline stages "
-                                 "need; use shm, tcp, gloo, mpi or auto");
-  }
   // Gradients in GPU memory go through NCCL; the host backends cannot read them.
   const bool nccl = backend == "nccl" || (backend == "auto" && config.device == "cuda");
   if (config.device == "cuda" && !nccl)

@@ -1,11 +1,12 @@
 // The entry point of libringmaster-trainer-cuda.so: the GpuModule (trainer/gpu_module.h) over
-// the GPU trainer, the nccl communicator and the CUDA runtime.
+// the GPU trainer, GPU pipeline stages, the nccl communicator and the CUDA runtime.
 #include <cuda_runtime.h>
 
 #include <string>
 
 #include "trainer/comm/nccl_communicator.h"
 #include "trainer/cuda/cuda_status.h"
+#include "trainer/gpu/gpu_device_stage.h"
 #include "trainer/gpu/gpu_trainer.h"
 #include "trainer/gpu_module.h"
 
@@ -25,6 +26,10 @@ class CudaModule final : public GpuModule {
   core::Result<TrainSummary> train(const TrainerConfig& config, TrainerContext ctx) override {
     GpuTrainer trainer(config, ctx);
     return trainer.run();
+  }
+  core::Result<std::unique_ptr<DeviceStage>> makePipelineStage(model::ModelStage& host,
+                                                               int slots) override {
+    return makeGpuDeviceStage(host, slots);
   }
 };
 

@@ -168,9 +168,9 @@ void launchSoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n
   if (n <= 0) return;
   const unsigned blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
   if (dlogits_precision == Precision::kBf16) {
-    softmaxCrossEntropyKernel<<<blocks, kThreads, 0, stream>>>(
-        logits, labels, n, classes, static_cast<__nv_bfloat16*>(dlogits), loss_weight, grad_scale,
-        totals);
+    softmaxCrossEntropyKernel<<<blocks, kThreads, 0, stream>>>(logits, labels, n, classes,
+                                                               static_cast<__nv_bfloat16*>(dlogits),
+                                                               loss_weight, grad_scale, totals);
   } else {
     softmaxCrossEntropyKernel<<<blocks, kThreads, 0, stream>>>(
         logits, labels, n, classes, static_cast<float*>(dlogits), loss_weight, grad_scale, totals);

@@ -52,7 +52,9 @@ class ModelStage final : public StageCompute {
   ModelStage& operator=(const ModelStage&) = delete;
 
   bool isFirst() const { return first_layer_ == 0; }
-  int firstLayer() const { return static_cast<int>(first_layer_); }  // in the whole network
+  // The stage's layers [firstLayer(), endLayer()) of the whole network.
+  int firstLayer() const { return static_cast<int>(first_layer_); }
+  int endLayer() const { return static_cast<int>(first_layer_ + layers_.size()); }
   bool isLast() const { return last_; }
   size_t inputSize() const override { return input_size_; }
   size_t outputSize() const override { return output_size_; }

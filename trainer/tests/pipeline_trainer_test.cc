@@ -1,12 +1,15 @@
 // A pipeline-parallel run is the single-rank run cut into stages: the same parameters after two
 // epochs (fp32 rounding apart), the same test figures, and a resume from per-stage checkpoints
 // that lands where an uninterrupted run does, even when one stage wrote a step the others did
-// not. Ranks are threads over inproc communicators; the data is synthetic.
+// not. Ranks are threads over inproc communicators; the data is synthetic. The GPU path's
+// engine (a device stage runs the executor, the host stage keeps the master weights) runs here
+// over a device stage whose device is a second host stage.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "trainer/comm/inproc_communicator.h"
+#include "trainer/model/model_stage.h"
 #include "trainer/tests/synthetic_data.h"
 #include "trainer/trainer.h"
 #include "trainer/trainer_metrics.h"
@@ -25,6 +29,41 @@ namespace ringmaster::trainer {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A DeviceStage whose device is a second host stage of the same layers: the pipeline trainer's
+// GPU path (gradients down and parameters up around every host update) without a GPU. Counts
+// the copies.
+class HostDeviceStage final : public DeviceStage {
+ public:
+  struct Copies {
+    std::atomic<int> downloads{0}, uploads{0};
+  };
+  HostDeviceStage(std::unique_ptr<model::ModelStage> copy, Copies* copies)
+      : copy_(std::move(copy)), copies_(copies) {}
+  model::StageCompute& compute() override { return *copy_; }
+  void* stream() override { return nullptr; }
+  core::Status downloadGrads(std::span<float> grads) override {
+    ++copies_->downloads;
+    const auto mine = copy_->grads();
+    if (mine.size() != grads.size()) return core::internalError("gradients differ in size");
+    std::copy(mine.begin(), mine.end(), grads.begin());
+    return core::Status::Ok();
+  }
+  core::Status uploadParams(std::span<const float> params) override {
+    ++copies_->uploads;
+    const auto mine = copy_->params();
+    if (mine.size() != params.size()) return core::internalError("parameters differ in size");
+    std::copy(params.begin(), params.end(), mine.begin());
+    return core::Status::Ok();
+  }
+  core::Status wait() override { return copy_->status(); }
+  size_t activationBytes() const override { return copy_->activationBytes(); }
+  std::string describe() const override { return "a host stage standing in for a GPU"; }
+
+ private:
+  std::unique_ptr<model::ModelStage> copy_;
+  Copies* copies_;
+};
 
 struct RunResult {
   std::vector<core::Result<TrainSummary>> summaries;
@@ -59,7 +98,9 @@ class PipelineTrainer : public ::testing::Test {
   // `world` ranks as threads; with more ranks than stages, each stage's replicas get an inproc
   // group of their own through make_group.
   // `metrics`: one per rank, or null.
-  RunResult run(const TrainerConfig& c, int world, std::vector<TrainerMetrics>* metrics = nullptr) {
+  // `copies`: set, every rank's stage runs on a HostDeviceStage that counts its copies there.
+  RunResult run(const TrainerConfig& c, int world, std::vector<TrainerMetrics>* metrics = nullptr,
+                HostDeviceStage::Copies* copies = nullptr) {
     auto group = std::make_shared<comm::InProcGroup>(world);
     std::vector<std::unique_ptr<comm::Communicator>> comms;
     for (int r = 0; r < world; ++r) {
@@ -89,6 +130,16 @@ class PipelineTrainer : public ::testing::Test {
           EXPECT_TRUE(members[rank] != nullptr) << name << " rank " << rank << " asked twice";
           return std::move(members[rank]);
         };
+        if (copies != nullptr) {
+          ctx.make_device_stage = [&c, copies](
+                                      model::ModelStage& host,
+                                      int slots) -> core::Result<std::unique_ptr<DeviceStage>> {
+            RM_ASSIGN_OR_RETURN(
+                auto copy, model::ModelStage::create(c.model, c.seed + 1, host.microBatch(),
+                                                     host.firstLayer(), host.endLayer(), slots));
+            return std::unique_ptr<DeviceStage>(new HostDeviceStage(std::move(copy), copies));
+          };
+        }
         Trainer t(c, ctx);
         out.summaries[r] = t.run();
         out.per_rank[r] = t.parameters();
@@ -158,6 +209,44 @@ TEST_F(PipelineTrainer, ReplicasOfAPipelineTrainAsOneRankOnTheirUnion) {
   ASSERT_TRUE(a.test_accuracy && b.test_accuracy);
   EXPECT_NEAR(*a.test_accuracy, *b.test_accuracy, 1.0 / 300 + 1e-9);
   EXPECT_GT(a.allreduce_calls, 0u) << "the replicas must have averaged their gradients";
+}
+
+// The GPU path's engine: each stage's executor runs on the device stage, the host stage keeps
+// the master weights (gradients down, the host optimizer, parameters up), for gpipe and 1f1b,
+// with and without replicas. The device copy starts from other weights (another seed), so only
+// the upload before the first step makes it land bitwise where the host path lands.
+TEST_F(PipelineTrainer, StagesOnADeviceTrainWhatHostStagesTrain) {
+  for (auto [world, micro, schedule] :
+       {std::tuple{2, 4, "1f1b"}, std::tuple{2, 2, "gpipe"}, std::tuple{4, 4, "1f1b"}}) {
+    SCOPED_TRACE(std::to_string(world) + " ranks, " + std::to_string(micro) + " micro-batches, " +
+                 schedule);
+    const TrainerConfig c = config(2, micro, schedule);
+    const RunResult host = run(c, world);
+    HostDeviceStage::Copies copies;
+    const RunResult device = run(c, world, nullptr, &copies);
+    for (const auto& s : device.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+    for (int r = 0; r < world; ++r) EXPECT_EQ(device.per_rank[r], host.per_rank[r]) << "rank " << r;
+    const TrainSummary& a = *device.summaries[0];
+    EXPECT_EQ(a.device, "cuda");
+    // Every step: one download and one upload per rank, and one upload before the first.
+    EXPECT_EQ(copies.downloads.load(), world * a.steps);
+    EXPECT_EQ(copies.uploads.load(), world * (a.steps + 1));
+    ASSERT_TRUE(a.test_accuracy && host.summaries[0]->test_accuracy);
+    EXPECT_EQ(*a.test_accuracy, *host.summaries[0]->test_accuracy);
+  }
+}
+
+TEST_F(PipelineTrainer, PipeDreamOnADeviceIsRefusedNamingTheSchedule) {
+  HostDeviceStage::Copies copies;
+  const RunResult refused = run(config(2, 2, "pipedream"), 2, nullptr, &copies);
+  for (const auto& s : refused.summaries) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("parallelism.pipeline.schedule: pipedream stages train "
+                                        "on the CPU"),
+              std::string::npos)
+        << s.status().message();
+  }
+  EXPECT_EQ(copies.uploads.load(), 0);
 }
 
 // Tensor parallelism through the trainer: T = 2 alone, and 2 stages x 2 tensor ranks, train what

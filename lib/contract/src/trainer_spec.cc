@@ -279,7 +279,22 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
     if (t.parallelism->pipeline) {
       validatePipeline(t, p + ".parallelism.pipeline", e);
       if (t.parallelism->pipeline->stages.value_or(1) > 1 && t.device == "cuda") {
-        e.add(p + ".device", "pipeline stages train on the CPU; use device cpu or auto");
+        // What a GPU stage runs (trainer/gpu/gpu_stage.h): an MLP's dense layers in fp32, under
+        // a schedule that flushes (PipeDream's weight versions live in host memory).
+        const kube::ModelSpec model = t.model.value_or(kube::ModelSpec{});
+        if (model.type.value_or("mlp") != "mlp") {
+          e.add(p + ".device",
+                "pipeline stages on the GPU run MLPs only; a cnn's stages train "
+                "on the CPU (device cpu or auto)");
+        }
+        if (t.parallelism->pipeline->schedule == "pipedream") {
+          e.add(p + ".parallelism.pipeline.schedule",
+                "pipedream stages train on the CPU (device cpu or auto); the GPU runs gpipe and "
+                "1f1b");
+        }
+        if (t.precision == "bf16") {
+          e.add(p + ".precision", "pipeline stages on the GPU train in fp32");
+        }
       }
     }
     if (t.parallelism->tensor.value_or(1) > 1 && t.device == "cuda") {
