@@ -203,13 +203,17 @@ class PipelineEngine final : public StepEngine {
       metrics->step_seconds->Observe(seconds);
       const TrainerMetrics::Pipeline& p = metrics->pipeline;
       if (p.compute_seconds != nullptr) {
-        p.compute_seconds->Increment(std::max(0.0, stats.busySeconds() - tensor_seconds));
+        // A device stage's calls only enqueue: the host's clock does not see its passes or
+        // waits, so those stay unreported rather than wrong.
+        if (device_ == nullptr) {
+          p.compute_seconds->Increment(std::max(0.0, stats.busySeconds() - tensor_seconds));
+          p.send_wait_seconds->Increment(stats.send_wait_seconds);
+          p.recv_wait_seconds->Increment(stats.recv_wait_seconds);
+        }
         p.tensor_sum_seconds->Increment(tensor_seconds);
         p.tensor_sum_bytes->Increment(static_cast<double>(tensor_bytes));
         p.send_bytes->Increment(static_cast<double>(stats.bytes_sent));
         p.recv_bytes->Increment(static_cast<double>(stats.bytes_received));
-        p.send_wait_seconds->Increment(stats.send_wait_seconds);
-        p.recv_wait_seconds->Increment(stats.recv_wait_seconds);
         p.activation_bytes->Set(static_cast<double>(activationBytes()));
       }
     }
@@ -240,15 +244,22 @@ class PipelineEngine final : public StepEngine {
     m.comm_bytes = epoch_stats_.bytes_sent + epoch_stats_.bytes_received;
     // Of the time inside the schedule: data loading and the optimizer step are not the bubble.
     const double bubble = epoch_stats_.bubble();
-    if (ctx_.metrics != nullptr && ctx_.metrics->pipeline.bubble_ratio != nullptr) {
+    if (device_ == nullptr && ctx_.metrics != nullptr &&
+        ctx_.metrics->pipeline.bubble_ratio != nullptr) {
       ctx_.metrics->pipeline.bubble_ratio->Set(bubble);
     }
-    char line[160];
+    char bubble_text[64];
+    if (device_ == nullptr) {
+      std::snprintf(bubble_text, sizeof bubble_text, "bubble %.1f%% of the schedule's time",
+                    100.0 * bubble);
+    } else {
+      std::snprintf(bubble_text, sizeof bubble_text, "bubble not measured on the GPU");
+    }
+    char line[192];
     std::snprintf(line, sizeof line,
-                  "pipeline %s: epoch %lld, %lld steps, bubble %.1f%% of the schedule's time, "
-                  "activations %.1f MiB",
+                  "pipeline %s: epoch %lld, %lld steps, %s, activations %.1f MiB",
                   stageName(stage_index_, stages_).c_str(), static_cast<long long>(epoch + 1),
-                  static_cast<long long>(steps), 100.0 * bubble,
+                  static_cast<long long>(steps), bubble_text,
                   static_cast<double>(activationBytes()) / (1 << 20));
     RM_LOG(INFO, STEP) << line;
     return m;

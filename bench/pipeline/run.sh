@@ -44,6 +44,8 @@ python=${RM_PYTHON:-/usr/bin/python3}  # Debian's torch imports only there; else
 "$python" -c 'import torch' 2>/dev/null || { echo "bench/pipeline: python3-torch missing (scripts/setup)" >&2; exit 1; }
 # shellcheck source=../lib/blas.sh
 source "$root/bench/lib/blas.sh"
+# shellcheck source=../lib/port.sh
+source "$root/bench/lib/port.sh"
 same_blas_kernels "$bench" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -51,7 +53,8 @@ trap 'rm -rf "$tmp"' EXIT
 # Runs `stages` ranks of a command line (ours or the peer); prints rank 0's JSON line.
 ranks() {
   local stages=$1; shift
-  local port=$(( 30000 + RANDOM % 20000 )) pids=()
+  local port pids=()
+  port=$(free_port "$python")
   for ((rank = stages - 1; rank >= 0; rank--)); do
     RANK=$rank WORLD_SIZE=$stages MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
       RINGMASTER_LOG_LEVEL=warn "$@" > "$tmp/out$rank" &

@@ -34,6 +34,8 @@ dpkg-query -W -f='${Status}' libopenblas0-openmp 2>/dev/null | grep -q 'ok insta
   echo "bench/train: warning: libopenblas0-openmp missing; PyTorch will be ~20x slower" >&2
 # shellcheck source=../lib/blas.sh
 source "$root/bench/lib/blas.sh"
+# shellcheck source=../lib/port.sh
+source "$root/bench/lib/port.sh"
 same_blas_kernels "$trainer" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,7 +59,8 @@ if [[ -n $netns ]]; then
 fi
 
 run_ours() {  # -> prints the summary JSON
-  local port=$(( 30000 + RANDOM % 20000 )) pids=()
+  local port pids=()
+  port=$(free_port "$python")
   for rank in 1 0; do
     on_rank "$rank" env RANK=$rank WORLD_SIZE=2 MASTER_ADDR="$master" MASTER_PORT=$port \
       OMP_NUM_THREADS=1 RINGMASTER_LOG_LEVEL=warn "$trainer" --model mlp --hidden 512,512 \
@@ -68,7 +71,8 @@ run_ours() {  # -> prints the summary JSON
   cat "$tmp/ours0.json"
 }
 run_torch() {
-  local port=$(( 30000 + RANDOM % 20000 )) pids=()
+  local port pids=()
+  port=$(free_port "$python")
   for rank in 1 0; do
     on_rank "$rank" env RANK=$rank WORLD_SIZE=2 MASTER_ADDR="$master" MASTER_PORT=$port \
       OMP_NUM_THREADS=1 "$python" "$root/bench/train/torch_ddp.py" "${common[@]}" \
