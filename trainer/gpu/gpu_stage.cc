@@ -1,26 +1,14 @@
 #include "trainer/gpu/gpu_stage.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
+
+#include "trainer/model/check.h"
 
 namespace ringmaster::trainer::gpu {
 
 using core::Result;
 using core::Status;
-
-namespace {
-
-// A broken call contract (the executor's bug, not a runtime failure): abort with the reason, as
-// the host stage does.
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "GpuStage: %s\n", what);
-  std::abort();
-}
-
-}  // namespace
 
 struct GpuStage::LayerPlans {
   GemmPlan forward;  // Y = W X (+ bias, ReLU)
@@ -109,14 +97,16 @@ bool GpuStage::keepCuda(cudaError_t e, const std::string& what) {
 }
 
 GpuStage::Slot& GpuStage::slot(int index) {
-  require(index >= 0 && index < slots(), "slot outside the stage's slots");
+  RM_MODEL_CHECK(index >= 0 && index < slots(), "GPU stage slot %d outside [0, %d)", index,
+                 slots());
   return slots_[static_cast<size_t>(index)];
 }
 
 float* GpuStage::input(int index) { return slot(index).acts[0].data(); }
 
 void GpuStage::loadInput(int index, const float* samples, int rows) {
-  require(rows >= 0 && rows <= micro_batch_, "input rows outside the stage's micro-batch");
+  RM_MODEL_CHECK(rows >= 0 && rows <= micro_batch_, "GPU stage input of %d rows outside [0, %d]",
+                 rows, micro_batch_);
   // From pageable memory the copy is staged before it returns: the caller may reuse `samples`.
   keepCuda(cudaMemcpyAsync(input(index), samples, sizeof(float) * rows * inputSize(),
                            cudaMemcpyHostToDevice, stream_),
@@ -177,7 +167,8 @@ const std::vector<std::unique_ptr<GpuStage::LayerPlans>>* GpuStage::plansFor(int
 }
 
 const float* GpuStage::forward(int index, int rows) {
-  require(rows >= 1 && rows <= micro_batch_, "forward rows outside the stage's micro-batch");
+  RM_MODEL_CHECK(rows >= 1 && rows <= micro_batch_, "GPU stage forward of %d rows outside [1, %d]",
+                 rows, micro_batch_);
   Slot& s = slot(index);
   const auto* plans = plansFor(index, rows);
   if (plans == nullptr) return nullptr;
@@ -195,9 +186,9 @@ const float* GpuStage::forward(int index, int rows) {
 }
 
 void GpuStage::addLoss(int index, const int32_t* labels, int rows, float grad_scale) {
-  require(ends_network_, "addLoss on a stage that does not end the network");
+  RM_MODEL_CHECK(ends_network_, "addLoss() on a GPU stage that does not end the network");
   Slot& s = slot(index);
-  require(s.rows == rows, "addLoss rows differ from the forward's");
+  RM_MODEL_CHECK(s.rows == rows, "addLoss() of %d rows after a forward of %d", rows, s.rows);
   if (!keepCuda(cudaMemcpyAsync(s.labels.data(), labels, sizeof(int32_t) * rows,
                                 cudaMemcpyHostToDevice, stream_),
                 "uploading labels"))
@@ -208,9 +199,10 @@ void GpuStage::addLoss(int index, const int32_t* labels, int rows, float grad_sc
 }
 
 void GpuStage::addEvaluationLoss(int index, const int32_t* labels, int rows) {
-  require(ends_network_, "addEvaluationLoss on a stage that does not end the network");
+  RM_MODEL_CHECK(ends_network_, "addEvaluationLoss() on a GPU stage that does not end the network");
   Slot& s = slot(index);
-  require(s.rows == rows, "addEvaluationLoss rows differ from the forward's");
+  RM_MODEL_CHECK(s.rows == rows, "addEvaluationLoss() of %d rows after a forward of %d", rows,
+                 s.rows);
   s.rows = 0;  // nothing to backpropagate
   if (!keepCuda(cudaMemcpyAsync(s.labels.data(), labels, sizeof(int32_t) * rows,
                                 cudaMemcpyHostToDevice, stream_),
@@ -234,7 +226,8 @@ float* GpuStage::outputGrad(int index) { return slot(index).dout.data(); }
 
 const float* GpuStage::backward(int index, int rows) {
   Slot& s = slot(index);
-  require(s.rows == rows && rows >= 1, "backward without a forward of the same rows");
+  RM_MODEL_CHECK(s.rows == rows && rows >= 1, "GPU stage backward of %d rows after a forward of %d",
+                 rows, s.rows);
   const auto* plans = plansFor(index, rows);
   if (plans == nullptr) return nullptr;
   // A hidden last layer: what the next stage sent is the gradient after the ReLU.
@@ -266,7 +259,7 @@ void GpuStage::zeroGrads() {
 }
 
 std::span<float> GpuStage::weightVersion(int version) {
-  require(version >= 0, "a negative weight version");
+  RM_MODEL_CHECK(version >= 0, "weight version %d", version);
   if (version == 0) return {params_.data(), params_.size()};
   while (versions_.size() < static_cast<size_t>(version)) {
     DeviceBuffer<float> v;
@@ -279,13 +272,15 @@ std::span<float> GpuStage::weightVersion(int version) {
 }
 
 void GpuStage::useWeights(std::span<float> weights) {
-  require(weights.size() == params_.size(), "useWeights of another size than the stage's");
+  RM_MODEL_CHECK(weights.size() == params_.size(), "useWeights of %zu floats, the stage has %zu",
+                 weights.size(), params_.size());
   weights_ = weights.data();
 }
 
 void GpuStage::copyWeights(std::span<const float> from, std::span<float> to) {
-  require(from.size() == params_.size() && to.size() == params_.size(),
-          "copyWeights of another size than the stage's");
+  RM_MODEL_CHECK(from.size() == params_.size() && to.size() == params_.size(),
+                 "copyWeights of %zu into %zu floats, the stage has %zu", from.size(), to.size(),
+                 params_.size());
   keepCuda(
       cudaMemcpyAsync(to.data(), from.data(), from.size_bytes(), cudaMemcpyDeviceToDevice, stream_),
       "copying a weight version");
