@@ -198,11 +198,17 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
   return stats;
 }
 
-core::Status StageExecutor::takeLosses(StepStats& stats) {
+core::Result<model::StageLosses> StageExecutor::takeLosses() {
   const model::StageLosses losses = stage_.takeLosses();
+  RM_RETURN_IF_ERROR(stage_.status());
+  return losses;
+}
+
+core::Status StageExecutor::takeLosses(StepStats& stats) {
+  RM_ASSIGN_OR_RETURN(const model::StageLosses losses, takeLosses());
   stats.loss_sum += losses.loss_sum;
   stats.correct += losses.correct;
-  return stage_.status();
+  return core::Status::Ok();
 }
 
 core::Status StageExecutor::beginStream(int64_t micro_batches) {
@@ -329,7 +335,6 @@ core::Result<StepStats> StageExecutor::drainStream(int64_t step, const Apply& ap
 core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int32_t* labels,
                                                       int rows, const std::string& what) {
   const std::string where = "pipeline stage " + std::to_string(stage_index_) + ", " + what;
-  EvaluationStats stats;
   const size_t in_floats = stage_.inputSize(), out_floats = stage_.outputSize();
   const int chunk = stage_.microBatch();
   comm::PointToPointOptions opts;
@@ -354,11 +359,9 @@ core::Result<EvaluationStats> StageExecutor::evaluate(const float* x, const int3
                              where);
     }
   }
-  const model::StageLosses losses = stage_.takeLosses();
-  RM_RETURN_IF_ERROR_CTX(stage_.status(), where);
-  stats.loss_sum = losses.loss_sum;
-  stats.correct = losses.correct;
-  return stats;
+  auto losses = takeLosses();
+  if (!losses.ok()) return losses.status().withContext(where);
+  return *losses;
 }
 
 }  // namespace ringmaster::trainer::pipeline

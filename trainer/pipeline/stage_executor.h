@@ -67,10 +67,8 @@ struct StepStats {
   void add(const StepStats& other);
 };
 
-struct EvaluationStats {
-  double loss_sum = 0;  // last stage
-  int correct = 0;      // last stage
-};
+// The last stage's summed loss and hits over the rows it scored (zeros elsewhere).
+using EvaluationStats = model::StageLosses;
 
 class StageExecutor {
  public:
@@ -134,7 +132,9 @@ class StageExecutor {
                         StepStats& stats);
   // Once the stream has ended: the newest weights back into version 0, the layers on them.
   void settleVersions();
-  // The stage's losses since the last call, into the stats; the stage's status after it.
+  // The stage's losses since the last call, or its failure (a GPU stage's surfaces here).
+  core::Result<model::StageLosses> takeLosses();
+  // The same, added to the step's stats.
   core::Status takeLosses(StepStats& stats);
   core::Status waitSend(size_t index, StepStats& stats);
   // No micro-batch between its forward and its backward.
