@@ -4,27 +4,23 @@
 // hold the parameters one host Model holds after the same 20 steps on the same mini-batches, to
 // a relative difference of 1e-5 (fp32, no TF32: summation order the only difference).
 //
-// Rendezvous and one-GPU sharing as in nccl_point_to_point_test.cc (NCCL_HOSTID per process);
-// the ranks are forked before this process touches CUDA. Skips without a GPU.
+// The ranks are processes (nccl_ranks.h: forked, rendezvous through a TCP store this test serves,
+// one GPU shared by naming two hosts to NCCL). Skips without a GPU.
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "ringmaster/rendezvous/tcp_store.h"
-#include "trainer/comm/nccl_communicator.h"
 #include "trainer/gpu/device_buffer.h"
 #include "trainer/gpu/gpu_stage.h"
 #include "trainer/gpu/kernels.h"
+#include "trainer/gpu/tests/nccl_ranks.h"
 #include "trainer/model/model.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/model/tests/test_util.h"
@@ -34,7 +30,9 @@
 namespace ringmaster::trainer::gpu {
 namespace {
 
-constexpr int kPassed = 0, kFailed = 1, kNoGpu = 77;
+using testing::kRankNoGpu;
+using testing::kRankPassed;
+
 constexpr int kStages = 2, kSteps = 20, kBatch = 16;
 constexpr uint64_t kSeed = 11;
 constexpr double kLearningRate = 0.05, kMomentum = 0.9;
@@ -69,16 +67,6 @@ std::vector<float> oneProcess() {
   }
   return {(*m)->params().begin(), (*m)->params().end()};
 }
-
-#define RANK_CHECK(cond, ...)                                             \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "stage %d: check failed: %s: ", stage, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      return kFailed;                                                     \
-    }                                                                     \
-  } while (0)
 
 struct Shape {
   pipeline::ScheduleKind kind;
@@ -140,40 +128,24 @@ double trainStage(int stage, comm::Communicator& comm, GemmWorkspace workspace, 
   return diff / scale;
 }
 
-int runStage(int stage, int store_port) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return kNoGpu;
-  if (devices < kStages) {
-    const std::string host = "ringmaster-pipeline-test-stage-" + std::to_string(stage);
-    setenv("NCCL_HOSTID", host.c_str(), 1);
-    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-  }
-  RANK_CHECK(cudaSetDevice(devices < kStages ? 0 : stage) == cudaSuccess, "cudaSetDevice");
-  auto store =
-      rendezvous::TcpStoreClient::connect("127.0.0.1", store_port, "", std::chrono::seconds(30));
-  RANK_CHECK(store.ok(), "%s", store.status().message().c_str());
-  comm::NcclConfig config;
-  config.rank = stage;
-  config.size = kStages;
-  config.store = store->get();
-  config.timeout = std::chrono::seconds(60);
-  config.collective_timeout = std::chrono::seconds(60);
-  auto comm = comm::makeNcclCommunicator(config);
-  RANK_CHECK(comm.ok(), "%s", comm.status().message().c_str());
+int runStage(int rank, int store_port) {
+  auto comm = testing::joinNcclWorld(rank, kStages, store_port);
+  if (comm.status().code() == core::Code::kNotFound) return kRankNoGpu;
+  RM_RANK_CHECK(comm.ok(), "%s", comm.status().message().c_str());
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
-  RANK_CHECK(cudaStreamCreate(&stream) == cudaSuccess, "cudaStreamCreate");
-  RANK_CHECK(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS, "cublasLtCreate");
+  RM_RANK_CHECK(cudaStreamCreate(&stream) == cudaSuccess, "cudaStreamCreate");
+  RM_RANK_CHECK(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS, "cublasLtCreate");
   DeviceBuffer<uint8_t> workspace;
-  RANK_CHECK(workspace.allocate(32 << 20, "workspace").ok(), "workspace");
+  RM_RANK_CHECK(workspace.allocate(32 << 20, "workspace").ok(), "workspace");
   const std::vector<float> want = oneProcess();
   int failed = 0;
   for (const Shape& shape :
        {Shape{pipeline::ScheduleKind::kGPipe, 4}, Shape{pipeline::ScheduleKind::kOneFOneB, 4},
         Shape{pipeline::ScheduleKind::kOneFOneB, 8}}) {
     const double diff =
-        trainStage(stage, **comm, {lt, workspace.data(), workspace.size()}, stream, shape, want);
-    std::fprintf(stderr, "stage %d, %s M=%d: relative difference %.2e\n", stage,
+        trainStage(rank, **comm, {lt, workspace.data(), workspace.size()}, stream, shape, want);
+    std::fprintf(stderr, "stage %d, %s M=%d: relative difference %.2e\n", rank,
                  pipeline::scheduleName(shape.kind).c_str(), shape.micro, diff);
     if (diff < 0 || diff > 1e-5) ++failed;
   }
@@ -181,33 +153,16 @@ int runStage(int stage, int store_port) {
   cublasLtDestroy(lt);
   cudaStreamDestroy(stream);
   comm->reset();
-  return failed == 0 ? kPassed : kFailed;
+  return failed == 0 ? kRankPassed : testing::kRankFailed;
 }
 
 TEST(NcclPipeline, TwoGpuStagesTrainWhatOneHostModelTrains) {
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", 0, "");
-  ASSERT_TRUE(server.ok()) << server.status().message();
-  const int port = (*server)->port();
-  std::fflush(nullptr);  // the children must not print this process's buffered output again
-  std::vector<pid_t> pids;
-  for (int stage = 0; stage < kStages; ++stage) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0) << "fork";
-    if (pid == 0) {
-      alarm(300);  // a hang ends the stage (SIGALRM) instead of the test binary's whole timeout
-      std::_Exit(runStage(stage, port));
-    }
-    pids.push_back(pid);
-  }
-  std::vector<int> codes;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-  }
-  if (codes[0] == kNoGpu && codes[1] == kNoGpu) GTEST_SKIP() << "no GPU visible";
+  const std::vector<int> codes = testing::runForkedRanks(kStages, 300, runStage);
+  ASSERT_EQ(codes.size(), static_cast<size_t>(kStages));
+  if (testing::noGpuAnywhere(codes)) GTEST_SKIP() << "no GPU visible";
   for (int stage = 0; stage < kStages; ++stage)
-    EXPECT_EQ(codes[stage], kPassed) << "stage " << stage << " (its figures are on stderr above)";
+    EXPECT_EQ(codes[stage], kRankPassed)
+        << "stage " << stage << " (its figures are on stderr above)";
 }
 
 }  // namespace
