@@ -143,7 +143,8 @@ Status GpuStage::plan(int index, int rows, std::vector<std::unique_ptr<LayerPlan
                        s.acts[i].data(), dz(s, i), dw, nullptr, CUBLASLT_EPILOGUE_DEFAULT},
                       name + " weight gradient", GemmPlan::Choice::kHeuristic));
     if (i > 0 || !starts_network_) {
-      float* dx = i > 0 ? scratch_[(layers() - 1 - i) % 2].data() : s.din.data();
+      // Into the layer below's gradient, or what the stage sends back.
+      float* dx = i > 0 ? dz(s, i - 1) : s.din.data();
       RM_RETURN_IF_ERROR(
           p->dgrad.plan(workspace_,
                         {CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, CUDA_R_32F, CUDA_R_32F, in, out, in,
@@ -246,8 +247,8 @@ const float* GpuStage::backward(int index, int rows) {
     // Into the layer below's pre-activation gradient (the stage's own layers only: the
     // previous stage takes its ReLU's gradient itself).
     if (i > 0)
-      launchReluBackward(scratch_[(layers() - 1 - i) % 2].data(), s.acts[i].data(),
-                         static_cast<size_t>(rows) * in, Precision::kFp32, stream_);
+      launchReluBackward(dz(s, i - 1), s.acts[i].data(), static_cast<size_t>(rows) * in,
+                         Precision::kFp32, stream_);
   }
   s.rows = 0;
   if (!keepCuda(cudaGetLastError(), "backward")) return nullptr;

@@ -102,7 +102,7 @@ class GpuStage final : public model::StageCompute {
   const std::vector<std::unique_ptr<LayerPlans>>* plansFor(int slot, int rows);
   core::Status plan(int slot, int rows, std::vector<std::unique_ptr<LayerPlans>>* plans);
   // d(loss)/d(pre-activation) of layer i in backward: the slot's dout for the last, else the
-  // scratch the layer above's input gradient went to.
+  // scratch the layer above's input-gradient GEMM writes (and the ReLU's gradient then fixes).
   float* dz(Slot& s, int layer) const;
   bool relu(int layer) const { return layer + 1 < layers() || !ends_network_; }
   Slot& slot(int index);
