@@ -38,20 +38,15 @@ class GpuDeviceStage final : public DeviceStage {
   void* stream() override { return stream_; }
 
   Status downloadGrads(std::span<float> grads) override {
-    if (grads.size() != stage_->numParams())
-      return core::internalError("pipeline stage on the GPU: " + std::to_string(grads.size()) +
-                                 " host gradients for " + std::to_string(stage_->numParams()));
+    RM_RETURN_IF_ERROR(matchesStage(grads.size(), "gradients"));
     RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(grads.data(), stage_->grads(), grads.size_bytes(),
                                             cudaMemcpyDeviceToHost, stream_),
                             "downloading the stage's gradients");
-    RM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "the stage's step on the GPU");
-    return stage_->status();
+    return wait();
   }
 
   Status uploadParams(std::span<const float> params) override {
-    if (params.size() != stage_->numParams())
-      return core::internalError("pipeline stage on the GPU: " + std::to_string(params.size()) +
-                                 " host parameters for " + std::to_string(stage_->numParams()));
+    RM_RETURN_IF_ERROR(matchesStage(params.size(), "parameters"));
     // From pageable memory the copy is staged before it returns: the caller may change `params`.
     RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(stage_->params(), params.data(), params.size_bytes(),
                                             cudaMemcpyHostToDevice, stream_),
@@ -68,6 +63,13 @@ class GpuDeviceStage final : public DeviceStage {
   std::string describe() const override { return stage_->describe(); }
 
  private:
+  // A host buffer of the stage's layout, or an error naming both sizes.
+  Status matchesStage(size_t host_floats, const char* what) const {
+    if (host_floats == stage_->numParams()) return Status::Ok();
+    return core::internalError("pipeline stage on the GPU: " + std::to_string(host_floats) +
+                               " host " + what + " for " + std::to_string(stage_->numParams()));
+  }
+
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer<uint8_t> workspace_;
