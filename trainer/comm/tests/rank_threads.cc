@@ -8,6 +8,7 @@
 #include "trainer/comm/inproc_communicator.h"
 #include "trainer/comm/shm_communicator.h"
 #include "trainer/comm/tcp_communicator.h"
+#include "trainer/comm/tests/nccl_model.h"
 
 namespace ringmaster::trainer::comm::testing {
 
@@ -68,6 +69,7 @@ std::vector<core::Result<std::unique_ptr<Communicator>>> tryMakeCommunicators(
 
 std::vector<std::unique_ptr<Communicator>> makeCommunicators(const std::string& backend, int n,
                                                              std::chrono::milliseconds timeout) {
+  if (backend == "nccl-model") return makeNcclModelCommunicators(n, timeout);
   auto store = rendezvous::makeInMemoryStore();
   std::vector<int> ranks(n);
   for (int r = 0; r < n; ++r) ranks[r] = r;

@@ -26,7 +26,8 @@ inline void runRanks(int n, const std::function<void(int)>& fn) {
 // slots and no single-synchronization path, so that small inputs take the chunked
 // reduce-scatter path through many pipeline steps, and 4 KiB point-to-point rings, so that
 // messages wrap and are handed over in pieces). Both have point-to-point rings; "shm-no-rings"
-// has none.
+// has none. "nccl-model" (makeCommunicators only): NCCL's point-to-point rules on host memory
+// (nccl_model.h), whose groups give up after `timeout` as a deadlock.
 std::vector<std::string> allBackends();
 
 // Builds one communicator per rank, each created on its own thread (creation is collective).

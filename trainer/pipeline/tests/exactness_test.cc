@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "trainer/comm/inproc_communicator.h"
-#include "trainer/comm/tests/nccl_model.h"
 #include "trainer/comm/tests/rank_threads.h"
 #include "trainer/model/model.h"
 #include "trainer/model/model_stage.h"
@@ -81,9 +80,7 @@ std::vector<float> trainPipeline(const Shape& shape) {
   // Even cut (by layer count): the cut does not change the mathematics.
   StageStarts starts;
   for (int s = 0; s < shape.stages; ++s) starts.push_back(s * layers / shape.stages);
-  auto comms = std::string(shape.backend) == "nccl-model"
-                   ? comm::testing::makeNcclModelCommunicators(shape.stages)
-                   : comm::testing::makeCommunicators(shape.backend, shape.stages);
+  auto comms = comm::testing::makeCommunicators(shape.backend, shape.stages);
   EXPECT_EQ(comms.size(), static_cast<size_t>(shape.stages));
   std::vector<std::vector<float>> params(shape.stages);
   const int micro_rows = (kBatch + shape.micro - 1) / shape.micro;

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "trainer/comm/tests/nccl_model.h"
 #include "trainer/comm/tests/rank_threads.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/model/tests/test_util.h"
@@ -57,8 +56,7 @@ std::unique_ptr<model::ModelStage> makeStage(int s, int slots) {
 }
 
 std::vector<std::vector<float>> runPipeDream(const std::string& backend) {
-  auto comms = backend == "nccl-model" ? comm::testing::makeNcclModelCommunicators(kStages)
-                                       : comm::testing::makeCommunicators(backend, kStages);
+  auto comms = comm::testing::makeCommunicators(backend, kStages);
   std::vector<std::vector<float>> params(kStages);
   comm::testing::runRanks(kStages, [&](int s) {
     auto stage = makeStage(s, kStages - s);
