@@ -263,11 +263,14 @@ void ModelStage::copyWeights(std::span<const float> from, std::span<float> to) {
 
 void ModelStage::zeroGrads() { zero_pending_ = true; }
 
+void ModelStage::clearGrads() {
+  if (!zero_pending_) return;
+  std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
+  zero_pending_ = false;
+}
+
 std::span<float> ModelStage::grads() {
-  if (zero_pending_) {
-    std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
-    zero_pending_ = false;
-  }
+  clearGrads();
   return grads_.span();
 }
 

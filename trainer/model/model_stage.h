@@ -13,7 +13,10 @@
 // Parameter gradients accumulate over micro-batches (+=) until zeroGrads(): one optimizer step
 // per mini-batch, the same as a Model on the whole mini-batch up to float rounding. zeroGrads()
 // costs no pass over memory: the next backward overwrites instead of adding (and grads() zeroes
-// them itself if no backward came in between).
+// them itself if no backward came in between). An overwrite is BLAS's beta = 0, which zeroes the
+// matrix in a pass of its own and then adds: slower than adding by that pass, on the backward
+// that starts every pipeline's drain. clearGrads() writes the zeros earlier, while the stage
+// waits for a neighbour anyway.
 //
 // Ownership: owns parameters, gradients and every slot's buffers. Thread-safety: none (one
 // stage per rank). Failure: create() returns kInvalidArgument naming the field; broken call
@@ -89,6 +92,7 @@ class ModelStage final : public StageCompute {
   // slot is used again, or nullptr on the first stage (nothing to send back).
   const float* backward(int slot, int batch) override;
   void zeroGrads() override;
+  void clearGrads() override;
   // Makes the layers compute with `weights` (params()' layout) instead of params() until called
   // again with params(): a backward on stashed weights without copying them in and out.
   void useWeights(std::span<float> weights) override;

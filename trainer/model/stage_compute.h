@@ -58,6 +58,10 @@ class StageCompute {
   virtual const float* backward(int slot, int rows) = 0;
   // The next backward starts the gradients afresh.
   virtual void zeroGrads() = 0;
+  // Writes now the zeros a zeroGrads() left to the next backward, for a caller about to wait
+  // anyway: a backward that starts the sums afresh can cost more than one that adds. Does
+  // nothing when no zeroGrads() is pending, and on stages where starting afresh costs nothing.
+  virtual void clearGrads() {}
   // Ok, or the stage's first failure since it was made.
   virtual const core::Status& status() const = 0;
 

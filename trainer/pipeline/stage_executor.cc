@@ -25,6 +25,7 @@ void StepStats::add(const StepStats& o) {
   recv_wait_seconds += o.recv_wait_seconds;
   send_wait_seconds += o.send_wait_seconds;
   update_seconds += o.update_seconds;
+  clear_seconds += o.clear_seconds;
   bytes_sent += o.bytes_sent;
   bytes_received += o.bytes_received;
 }
@@ -114,6 +115,14 @@ core::Status StageExecutor::doOp(const PipelineOp& op, const OpData& data, int64
   };
   auto receive = [&](float* buffer, size_t floats, int peer, const char* what) {
     const size_t bytes = floats * sizeof(float);
+    // The step's first receive waits for a neighbour's first pass: zeroing here keeps it off the
+    // backward that starts the drain.
+    if (clear_grads_at_receive_) {
+      const auto c0 = Clock::now();
+      stage_.clearGrads();
+      clear_grads_at_receive_ = false;
+      stats.clear_seconds += since(c0);
+    }
     const auto t0 = Clock::now();
     core::Status s = link_->recv(buffer, bytes, peer, options(what));
     stats.recv_wait_seconds += since(t0);
@@ -181,6 +190,7 @@ core::Result<StepStats> StageExecutor::run(const MiniBatch& batch, int64_t step)
   const auto start = Clock::now();
   StepStats stats;
   stage_.zeroGrads();
+  clear_grads_at_receive_ = true;
   const size_t in_floats = stage_.inputSize();
   for (const PipelineOp& op : *ops) {
     const int m = op.micro;

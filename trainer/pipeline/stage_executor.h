@@ -59,8 +59,10 @@ struct StepStats {
   double send_wait_seconds = 0;  // waiting for started sends to finish
   // PipeDream: the updates (`apply`) after each backward inside the stream; work, not bubble.
   double update_seconds = 0;
+  // Zeroing the stage's gradients while its first receive of the step waits; work, not bubble.
+  double clear_seconds = 0;
   uint64_t bytes_sent = 0, bytes_received = 0;
-  double busySeconds() const { return compute_seconds + update_seconds; }
+  double busySeconds() const { return compute_seconds + update_seconds + clear_seconds; }
   // The share of run() this stage did not work: the pipeline's bubble as this stage saw it.
   double bubble() const { return wall_seconds > 0 ? 1.0 - busySeconds() / wall_seconds : 0; }
   // Adds another call's measures (a PipeDream drain to its step's stream).
@@ -160,6 +162,7 @@ class StageExecutor {
   std::vector<PipelineOp> stream_;
   size_t stream_pos_ = 0;
   int64_t stream_first_micro_ = 0;
+  bool clear_grads_at_receive_ = false;  // run(): the stage's gradients still to be zeroed
   std::vector<int> slot_rows_;
   std::vector<int> slot_version_;
   int extra_versions_ = 0;

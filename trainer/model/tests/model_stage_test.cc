@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(Cuts, ModelStageCut,
                                            CutCase{"cnn_3_stages", cnn(), {0, 1, 3}, 2}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ModelStage, GradientsAccumulateUntilZeroed) {
+TEST(ModelStage, GradientsAccumulateUntilZeroedAndClearingEarlyChangesNothing) {
   auto stages = cut(mlp(), {0}, 4, 1);
   ModelStage& s = *stages[0];
   const auto x = randomFloats(4 * s.inputSize(), 5);
@@ -146,6 +146,14 @@ TEST(ModelStage, GradientsAccumulateUntilZeroed) {
   step();
   s.zeroGrads();  // and no backward after it: grads() reads zeros
   for (float g : s.grads()) ASSERT_EQ(g, 0.0f);
+  // Zeros written early (clearGrads) and then added to: the gradients the overwrite gives.
+  step();
+  s.zeroGrads();
+  s.clearGrads();
+  step();
+  EXPECT_EQ(std::vector<float>(s.grads().begin(), s.grads().end()), once);
+  s.clearGrads();  // nothing pending: keeps them
+  EXPECT_EQ(std::vector<float>(s.grads().begin(), s.grads().end()), once);
 }
 
 // The StageCompute calls the executor makes: loadInput is the copy into input(), the losses
