@@ -149,12 +149,16 @@ core::Status run(const Options& o) {
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   // Every stage's bubble and pass times to rank 0: each fills its own slots of a sum.
   const size_t n = static_cast<size_t>(stages), me = static_cast<size_t>(stage_index);
-  std::vector<float> gathered(3 * n, 0.0f);
+  std::vector<float> gathered(6 * n, 0.0f);
   const double passes = static_cast<double>(o.steps * micro);
   // PipeDream's update follows each backward, so the simulation counts it in the backward.
   gathered[me] = static_cast<float>(timed.bubble());
   gathered[n + me] = static_cast<float>(timed.forward_seconds / passes);
-  gathered[2 * n + me] = static_cast<float>((timed.busySeconds() - timed.forward_seconds) / passes);
+  gathered[2 * n + me] = static_cast<float>(
+      (timed.busySeconds() - timed.forward_seconds - timed.clear_seconds) / passes);
+  gathered[3 * n + me] = static_cast<float>(timed.recv_wait_seconds / timed.wall_seconds);
+  gathered[4 * n + me] = static_cast<float>(timed.send_wait_seconds / timed.wall_seconds);
+  gathered[5 * n + me] = static_cast<float>(timed.clear_seconds / timed.wall_seconds);
   RM_RETURN_IF_ERROR(comm->allreduceSum(gathered.data(), gathered.size(), {}));
   const std::vector<float> bubbles(gathered.begin(), gathered.begin() + n);
   if (stage_index == 0) {
@@ -168,28 +172,35 @@ core::Status run(const Options& o) {
     }
     const auto cut = trainer::pipeline::simulate(
         all, std::vector<double>(gathered.begin() + n, gathered.begin() + 2 * n),
-        std::vector<double>(gathered.begin() + 2 * n, gathered.end()));
-    double mean = 0;
-    std::string per_stage, pass_ms;
+        std::vector<double>(gathered.begin() + 2 * n, gathered.begin() + 3 * n));
+    double mean = 0, clear = 0;
+    std::string per_stage, pass_ms, waits;
     for (size_t s = 0; s < bubbles.size(); ++s) {
       mean += bubbles[s];
+      clear += gathered[5 * n + s];
       per_stage += (s ? "," : "") + std::to_string(bubbles[s]);
       char text[48];
       std::snprintf(text, sizeof text, "%s[%.3f,%.3f]", s ? "," : "", gathered[n + s] * 1e3,
                     gathered[2 * n + s] * 1e3);
       pass_ms += text;
+      std::snprintf(text, sizeof text, "%s[%.4f,%.4f,%.4f]", s ? "," : "", gathered[3 * n + s],
+                    gathered[4 * n + s], gathered[5 * n + s]);
+      waits += text;
     }
     mean /= static_cast<double>(bubbles.size());
+    clear /= static_cast<double>(bubbles.size());
     std::printf(
         "{\"who\": \"ringmaster\", \"backend\": \"%s\", \"schedule\": \"%s\", \"stages\": %d, "
         "\"micro_batches\": %d, "
-        "\"samples_per_second\": %.1f, \"bubble\": %.4f, \"bubble_per_stage\": [%s], "
+        "\"samples_per_second\": %.1f, \"bubble\": %.4f, \"clear_share\": %.4f, "
+        "\"bubble_per_stage\": [%s], "
         "\"ideal_bubble\": %.4f, \"ideal_bubble_for_cut\": %.4f, "
-        "\"forward_backward_ms_per_stage\": [%s]}\n",
+        "\"forward_backward_ms_per_stage\": [%s], "
+        "\"recv_wait_send_wait_clear_share_per_stage\": [%s]}\n",
         comm->backend().c_str(), o.schedule.c_str(), stages, micro,
-        static_cast<double>(o.steps * o.batch) / wall, mean, per_stage.c_str(),
+        static_cast<double>(o.steps * o.batch) / wall, mean, clear, per_stage.c_str(),
         trainer::pipeline::idealBubbleFraction(stages, micro), cut.bubbleFraction(),
-        pass_ms.c_str());
+        pass_ms.c_str(), waits.c_str());
   }
   return core::Status::Ok();
 }
