@@ -71,8 +71,8 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
   RM_ASSIGN_OR_RETURN(auto compute,
                       r.counter("ringmaster_trainer_pipeline_compute_seconds_total",
                                 "Forward, backward and loss time of this stage (and "
-                                "PipeDream's updates between them), less its tensor-parallel "
-                                "sums"));
+                                "PipeDream's updates between them, and the zeroing of its "
+                                "gradients), less its tensor-parallel sums"));
   m.pipeline.compute_seconds = &compute->Add(stage);
   RM_ASSIGN_OR_RETURN(auto sent, r.counter("ringmaster_trainer_pipeline_send_bytes_total",
                                            "Activation and gradient bytes this stage sent"));

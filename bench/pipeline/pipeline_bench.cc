@@ -5,9 +5,11 @@
 // `--micro-batches` micro-batches per mini-batch under
 // `--schedule`, an SGD step after each mini-batch. After --warmup steps it times --steps and rank 0
 // prints one JSON line: samples/s and, per stage, the measured bubble (the share of the schedule's
-// time the stage did not work: passes, and PipeDream's updates between them) beside the ideal
-// (S - 1) / (M + S - 1) of equal stages and the ideal for this cut (the schedule simulated with
-// each stage's measured forward and backward, which it prints too: ms per micro-batch).
+// time the stage did not work: passes, PipeDream's updates between them, and the zeroing of
+// its gradients, whose share it prints apart) beside the ideal (S - 1) / (M + S - 1) of equal
+// stages and the ideal for this cut (the schedule simulated with each stage's measured forward
+// and backward, which it prints too: ms per micro-batch), and each stage's shares of time
+// waiting in receives, waiting for sends and zeroing.
 
 #include <chrono>
 #include <cstdio>
