@@ -13,10 +13,10 @@
 // Parameter gradients accumulate over micro-batches (+=) until zeroGrads(): one optimizer step
 // per mini-batch, the same as a Model on the whole mini-batch up to float rounding. zeroGrads()
 // costs no pass over memory: the next backward overwrites instead of adding (and grads() zeroes
-// them itself if no backward came in between). An overwrite is BLAS's beta = 0, which zeroes the
-// matrix in a pass of its own and then adds: slower than adding by that pass, on the backward
-// that starts every pipeline's drain. clearGrads() writes the zeros earlier, while the stage
-// waits for a neighbour anyway.
+// them itself if no backward came in between). An overwrite is a GEMM with beta = 0, which
+// OpenBLAS runs as a zeroing pass over the matrix and then an add: slower than adding by that
+// pass, on the backward that starts every pipeline's drain. clearGrads() writes the zeros
+// earlier, while the stage waits for a neighbour anyway.
 //
 // Ownership: owns parameters, gradients and every slot's buffers. Thread-safety: none (one
 // stage per rank). Failure: create() returns kInvalidArgument naming the field; broken call
