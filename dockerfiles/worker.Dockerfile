@@ -87,6 +87,7 @@ ENV OMPI_MCA_btl_vader_single_copy_mechanism=none \
     OMPI_MCA_plm_rsh_agent=ssh
 USER 1000:1000
 WORKDIR /home/ringmaster
-# 2222 sshd (MPI mode), 8080 launcher health, 9090 trainer metrics, 29500 rendezvous.
-EXPOSE 2222 8080 9090 29500
+# 2222 sshd (MPI mode), 8080 launcher health, 9090 trainer metrics, 29510 the launcher's
+# rendezvous store, 29500 MASTER_PORT (a user's program binds it on pod 0, e.g. torch's store).
+EXPOSE 2222 8080 9090 29500 29510
 ENTRYPOINT ["/usr/local/bin/ringmaster-launcher"]

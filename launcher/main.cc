@@ -37,6 +37,7 @@
 #include <optional>
 #include <thread>
 
+#include "launcher/first_failure.h"
 #include "launcher/hang_detector.h"
 #include "launcher/mpi_mode.h"
 #include "launcher/rank_processes.h"
@@ -45,6 +46,7 @@
 #include "launcher/termination_message.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/store_secret.h"
+#include "ringmaster/contract/tf_config.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
@@ -337,8 +339,15 @@ int run(int argc, char** argv) {
   const bool mpi_mode = env->mode == contract::LauncherMode::kMpi;
   auto program = programArgv(*env, flags, command);
   if (!program.ok()) return fail(program.status());
+  // The pod's TF_CONFIG (the operator's, for a user's program): each process gets its own task.
+  std::optional<contract::TfConfig> tf_config;
+  if (const char* tf = std::getenv(contract::kTfConfigEnv); tf != nullptr && *tf != '\0') {
+    auto parsed = contract::parseTfConfig(tf);
+    if (!parsed.ok()) return fail(parsed.status());
+    tf_config = std::move(parsed).value();
+  }
   std::vector<ProcessSpec> specs =
-      rankProcesses(*env, *program, heartbeatMs(flags), flags.gpus || env->has_gpus);
+      rankProcesses(*env, *program, heartbeatMs(flags), flags.gpus || env->has_gpus, tf_config);
   // Rank 0 of the built-in trainer writes its summary: the termination message on success.
   // Under mpirun every rank has one command line, so all get the flag and only rank 0 writes;
   // mpirun places rank 0 on this pod, the first of the hostfile.
@@ -353,7 +362,7 @@ int run(int argc, char** argv) {
   RM_LOG(INFO, CONFIG) << contract::launcherModeName(env->mode) << " mode, attempt " << env->attempt
                        << ", pod " << env->node_rank << " of " << env->nnodes << ", "
                        << env->local_world_size << " process(es) of " << env->world_size
-                       << ", store " << env->master_addr << ":" << env->master_port << ", running "
+                       << ", store " << env->master_addr << ":" << env->store_port << ", running "
                        << (*program)[0] << ", rendezvous timeout " << flags.rdzv_timeout_seconds
                        << " s, hang timeout " << flags.hang_timeout_seconds << " s";
 
@@ -490,12 +499,19 @@ int run(int argc, char** argv) {
   // Processes that failed because another pod stopped a hung gang (they exit 142 themselves when
   // their peers vanish), or this pod deleted by the operator's gang restart before its own
   // monitor reached the verdict: name the hung rank too.
+  bool hang_reported = own_verdict;
   if (outcome.exit_code != 0 && !own_verdict) {
     if (std::optional<std::string> hang = publishedHang((*store)->store())) {
       RM_LOG(ERROR, LAUNCH) << *hang << " (published by another pod; " << outcome.reason << ")";
+      hang_reported = true;
       // A signal's exit code stays: it says how this pod ended.
       if (!signals.stop()->stopRequested()) outcome = {kHangExitCode, "hang: " + *hang};
     }
+  }
+  std::string failure = failureMessage(outcome.reason, error_line);
+  if (outcome.exit_code != 0 && !hang_reported && !signals.stop()->stopRequested()) {
+    // This pod's own process failed: the gang's first failure is the one to report.
+    failure = failureMessage(reportFailure((*store)->store(), failure, seconds(2)), "");
   }
   finishGang((*store)->store(), env->node_rank, env->nnodes, rdzv_timeout,
              seconds(flags.grace_seconds), signals.stop());
@@ -507,8 +523,7 @@ int run(int argc, char** argv) {
     if (message) leaveTerminationMessage(flags.termination_message_path, *message);
   } else {
     RM_LOG(WARN, LAUNCH) << outcome.reason << "; exiting " << outcome.exit_code;
-    leaveTerminationMessage(flags.termination_message_path,
-                            failureMessage(outcome.reason, error_line));
+    leaveTerminationMessage(flags.termination_message_path, failure);
   }
   return outcome.exit_code;
 }

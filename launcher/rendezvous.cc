@@ -172,10 +172,10 @@ Result<std::unique_ptr<AttemptStore>> AttemptStore::open(const contract::PodEnvi
   const Clock::time_point deadline = Clock::now() + timeout;
   std::unique_ptr<rendezvous::TcpStoreServer> server;
   std::string host = env.master_addr;
-  int port = env.master_port;
+  int port = env.store_port;
   if (env.node_rank == 0) {
     Result<std::unique_ptr<rendezvous::TcpStoreServer>> started =
-        rendezvous::TcpStoreServer::start(env.bindHost(), env.master_port, env.store_secret);
+        rendezvous::TcpStoreServer::start(env.bindHost(), env.store_port, env.store_secret);
     if (!started.ok()) return started.status().withContext(context + ": host it");
     server = std::move(started).value();
     // Pod 0 talks to its own store locally: its service name may not resolve yet.

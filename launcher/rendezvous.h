@@ -4,11 +4,13 @@
 // Protocol (all keys under "<job>/attempt-<A>/", so nothing an earlier attempt wrote can be
 // read by this one; a restarted gang starts from an empty key space even on a store that
 // survived):
-//   1. Pod 0 hosts the TCP store on $POD_IP-or-0.0.0.0:MASTER_PORT for the whole attempt and
+//   1. Pod 0 hosts the TCP store on $POD_IP-or-0.0.0.0:RINGMASTER_STORE_PORT (never MASTER_PORT,
+//      which belongs to the training program) for the whole attempt and
 //      sets "launcher/store-host" = its description. Every connection authenticates with the
 //      attempt's RINGMASTER_STORE_SECRET, so a stranger reads and writes nothing, and a store
 //      of another attempt (a different secret) is refused like one without that key.
-//   2. Every pod connects to MASTER_ADDR:MASTER_PORT, retrying with backoff until the deadline
+//   2. Every pod connects to MASTER_ADDR:RINGMASTER_STORE_PORT, retrying with backoff until the
+//   deadline
 //      (start order never matters), and reads "launcher/store-host". A store without that key
 //      is not this attempt's (e.g. the last attempt's pod 0, still terminating, answers on the
 //      same name): the pod drops the connection and tries again.

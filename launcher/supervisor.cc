@@ -171,8 +171,8 @@ void writeAll(int fd, std::string_view text) {
 }
 
 // Forwards each complete line of `s.partial` (all of it at end of stream, or when one line grows
-// past 64 KiB) and remembers the last error line.
-void forwardLines(std::string& partial, std::string& last_error, bool flush_all) {
+// past 64 KiB) and feeds each to `errors`.
+void forwardLines(std::string& partial, ErrorLines& errors, bool flush_all) {
   size_t start = 0;
   for (;;) {
     size_t nl = partial.find('\n', start);
@@ -183,7 +183,7 @@ void forwardLines(std::string& partial, std::string& last_error, bool flush_all)
     }
     std::string_view line(partial.data() + start, nl + 1 - start);
     writeAll(STDERR_FILENO, line);  // one write per line: lines of ranks never interleave
-    if (std::optional<std::string> error = errorLineText(line)) last_error = std::move(*error);
+    errors.feed(line);
     start = nl + 1;
   }
   partial.erase(0, start);
@@ -215,12 +215,12 @@ void Supervisor::relay() {
         const ssize_t n = read(s.fd, buf, sizeof(buf));
         if (n > 0) {
           s.partial.append(buf, static_cast<size_t>(n));
-          forwardLines(s.partial, s.last_error, false);
+          forwardLines(s.partial, s.errors, false);
           continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n == 0 || (n < 0 && errno != EAGAIN) || last_round) {
-          forwardLines(s.partial, s.last_error, n == 0 || last_round);
+          forwardLines(s.partial, s.errors, n == 0 || last_round);
         }
         if (n == 0 || (n < 0 && errno != EAGAIN)) {
           close(s.fd);
@@ -394,7 +394,7 @@ SupervisorOutcome Supervisor::wait() {
 std::string Supervisor::failureErrorLine() const {
   std::lock_guard lock(mu_);
   if (stop_requested_ || !first_failure_seen_ || relay_thread_.joinable()) return {};
-  return first_failure_index_ < streams_.size() ? streams_[first_failure_index_].last_error : "";
+  return first_failure_index_ < streams_.size() ? streams_[first_failure_index_].errors.best() : "";
 }
 
 }  // namespace ringmaster::launcher

@@ -10,8 +10,8 @@
 //   - the outcome: the code given to the first requestStop() if there was one, else the first
 //     failing process's code (128+N when killed by signal N), else 0;
 //   - Options::capture_errors: each process's stderr goes through a pipe that a relay thread
-//     copies line by line to the launcher's stderr, remembering the process's last error line
-//     (core log format, termination_message.h): failureErrorLine() after wait().
+//     copies line by line to the launcher's stderr, remembering what its lines say went wrong
+//     (termination_message.h's ErrorLines): failureErrorLine() after wait().
 //
 // Ownership: owns the child processes (reaps every one before wait() returns; the destructor
 // kills and reaps any still running) and their pidfds. Thread-safety: requestStop() and
@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/termination_message.h"
 #include "ringmaster/core/status.h"
 
 namespace ringmaster::launcher {
@@ -93,7 +94,7 @@ class Supervisor {
   struct Stream {
     int fd = -1;  // read end, non-blocking; -1 once closed
     std::string partial;
-    std::string last_error;
+    ErrorLines errors;
   };
   Supervisor(Options options, int wake_read, int wake_write);
   void signalAll(int sig);  // requires mu_

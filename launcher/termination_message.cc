@@ -52,6 +52,30 @@ std::optional<std::string> errorLineText(std::string_view line) {
   return out;
 }
 
+void ErrorLines::feed(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (std::optional<std::string> error = errorLineText(line)) {
+    core_error_ = capped(std::move(*error), kMaxLineBytes);
+    return;
+  }
+  const size_t first = line.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return;
+  const std::string text = capped(std::string(line), kMaxLineBytes);
+  if (line.starts_with("Traceback (most recent call last):")) {
+    in_traceback_ = true;
+  } else if (in_traceback_ && first == 0) {
+    exception_ = text;
+    in_traceback_ = false;
+  }
+  last_ = text;
+}
+
+std::string ErrorLines::best() const {
+  if (!core_error_.empty()) return core_error_;
+  if (!exception_.empty()) return exception_;
+  return last_;
+}
+
 std::string failureMessage(std::string_view reason, std::string_view error_line) {
   std::string out(reason);
   if (!error_line.empty()) out += ": " + std::string(error_line);

@@ -2,7 +2,8 @@
 // What the launcher leaves in its container's termination message (the file at
 // terminationMessagePath, see ringmaster/kube/termination_message.h), for the operator to show:
 //   - on failure: the outcome and the failing process's own last error line,
-//     "rank 1 exited with code 1: E CORE [fmnist rank 1/2] dataset: open /nope/...: No such file";
+//     "rank 1 exited with code 1: E CORE [fmnist rank 1/2] dataset: open /nope/...: No such file",
+//     or for a user's program "rank 3 exited with code 1: ValueError: bad shard" (ErrorLines);
 //   - on success (rank 0's pod): rank 0's trainer summary JSON (--summary-json), compacted.
 // The path is the launcher's --termination-message-path (default /dev/termination-log); outside
 // a pod it usually does not exist, which is not an error (logged at debug).
@@ -21,6 +22,28 @@ namespace ringmaster::launcher {
 // An error line of the core log format ("<time> E <SUBSYSTEM> [prefix] text") without its
 // timestamp and with the subsystem's padding collapsed; nullopt for other lines.
 std::optional<std::string> errorLineText(std::string_view line);
+
+// What a process's stderr says went wrong, fed one line at a time. The most telling line wins:
+//   1. the last error line of the core log format (the built-in trainer's; errorLineText);
+//   2. else the exception line that ends a Python traceback ("ValueError: bad shard": the first
+//      line after "Traceback (most recent call last):" that is not indented; with chained
+//      exceptions the last traceback's);
+//   3. else the last line that is not blank (a C++ program's "terminate called after ...", an
+//      MPI abort, a shell's "command not found").
+// Lines are cut to kMaxLineBytes. Thread-safety: none (one relay thread owns one).
+class ErrorLines {
+ public:
+  static constexpr size_t kMaxLineBytes = 1024;
+  void feed(std::string_view line);
+  // "" when nothing was fed but blank lines.
+  std::string best() const;
+
+ private:
+  std::string core_error_;
+  std::string exception_;
+  std::string last_;
+  bool in_traceback_ = false;
+};
 
 // "<reason>: <error line>" (just the reason without one), capped to the kubelet's limit.
 std::string failureMessage(std::string_view reason, std::string_view error_line);

@@ -13,6 +13,7 @@
 #include "operator/validate.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/store_secret.h"
+#include "ringmaster/contract/tf_config.h"
 #include "ringmaster/core/base64.h"
 #include "ringmaster/kube/termination_message.h"
 #include "ringmaster/rendezvous/tcp_store.h"
@@ -160,12 +161,15 @@ kube::Service buildService(const kube::TrainingJob& job) {
   svc.spec.cluster_ip = "None";
   svc.spec.selector = jobLabels(job);
   svc.spec.publish_not_ready_addresses = true;
-  kube::ServicePort p;
-  p.name = "rendezvous";
-  p.port = kRendezvousPort;
-  p.target_port = kube::IntOrString(kRendezvousPort);
-  p.protocol = "TCP";
-  svc.spec.ports.push_back(p);
+  for (auto [name, number] :
+       {std::pair{"master", kMasterPortDefault}, std::pair{"rendezvous", kRendezvousPort}}) {
+    kube::ServicePort p;
+    p.name = name;
+    p.port = number;
+    p.target_port = kube::IntOrString(number);
+    p.protocol = "TCP";
+    svc.spec.ports.push_back(p);
+  }
   return svc;
 }
 
@@ -284,7 +288,8 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   worker_env.local_world_size = procs;
   worker_env.world_size = settings.worldSize();
   worker_env.master_addr = workerHost(name, ns, 0);
-  worker_env.master_port = kRendezvousPort;
+  worker_env.master_port = kMasterPortDefault;
+  worker_env.store_port = kRendezvousPort;
   worker_env.job = name;
   worker_env.attempt = attempt;
   worker_env.backend = op::name(settings.backend);
@@ -296,14 +301,22 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   for (auto& [var, value] : contract::encode(worker_env)) {
     c.env.push_back(env(std::move(var), std::move(value)));
   }
+  if (!s.command.empty() && !mpi) {
+    // A user's program may be TensorFlow's: its cluster as TFJob gives it, one task per process
+    // (the launcher sets each process's index).
+    std::vector<std::string> hosts;
+    for (int i = 0; i < replicas; ++i) hosts.push_back(workerHost(name, ns, i));
+    c.env.push_back(env(contract::kTfConfigEnv, contract::encodeTfConfig(contract::workerTfConfig(
+                                                    hosts, procs, index * procs))));
+  }
   c.env.push_back(fieldEnv(contract::pod_env::kPodIp, contract::pod_env::kPodIpField));
   c.env.push_back(fieldEnv(contract::pod_env::kPodName, contract::pod_env::kPodNameField));
   c.env.push_back(env("TMPDIR", kTmpMountPath));
   const WorkerAdditions additions = workerAdditions(s);
   // Last, so that the user's variables may refer to ours as $(NAME).
   for (const auto& given : additions.env) c.env.push_back(*given.item);
-  c.ports = {port("rendezvous", kRendezvousPort), port("health", kHealthPort),
-             port("metrics", metricsPort(job))};
+  c.ports = {port("master", kMasterPortDefault), port("rendezvous", kRendezvousPort),
+             port("health", kHealthPort), port("metrics", metricsPort(job))};
   if (additions.resources.item) c.resources = *additions.resources.item;
 
   kube::VolumeMount config_mount;

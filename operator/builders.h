@@ -39,6 +39,7 @@ inline constexpr const char* kStandbyLabel = "ringmaster.dev/standby";
 inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
 inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
 using contract::pod_env::kHealthPort;
+using contract::pod_env::kMasterPortDefault;
 using contract::pod_env::kRendezvousPort;
 using contract::pod_env::kSshPort;
 inline constexpr const char* kWorkerContainer = "worker";

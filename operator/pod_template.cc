@@ -65,7 +65,7 @@ void validateMetadata(const kube::ObjectMeta& m, FieldErrors& e) {
 
 // Ports the worker container listens on; another container of the pod shares its network.
 std::set<int32_t> workerPorts(int32_t metrics_port) {
-  std::set<int32_t> ports = {kRendezvousPort, kHealthPort, kSshPort};
+  std::set<int32_t> ports = {kMasterPortDefault, kRendezvousPort, kHealthPort, kSshPort};
   if (metrics_port > 0) ports.insert(metrics_port);
   return ports;
 }

@@ -24,21 +24,13 @@ static_assert(kMaxProcsPerReplica <= contract::pod_env::kMaxLocalWorldSize);
 // trainer), and the ranks' own variables the launcher sets; a user may not override it.
 const std::set<std::string>& reservedEnv() {
   namespace pod_env = contract::pod_env;
-  static const std::set<std::string> kNames = {pod_env::kNodeRank,
-                                               pod_env::kWorldSize,
-                                               pod_env::kLocalWorldSize,
-                                               pod_env::kNnodes,
-                                               pod_env::kMasterAddr,
-                                               pod_env::kMasterPort,
-                                               pod_env::kJob,
-                                               pod_env::kAttempt,
-                                               pod_env::kBackend,
-                                               pod_env::kLauncherMode,
-                                               pod_env::kStoreSecret,
-                                               pod_env::kPodIp,
-                                               pod_env::kPodName,
-                                               "RANK",
-                                               "LOCAL_RANK"};
+  static const std::set<std::string> kNames = {
+      pod_env::kNodeRank,  pod_env::kWorldSize,    pod_env::kLocalWorldSize,
+      pod_env::kNnodes,    pod_env::kMasterAddr,   pod_env::kMasterPort,
+      pod_env::kStorePort, pod_env::kJob,          pod_env::kAttempt,
+      pod_env::kBackend,   pod_env::kLauncherMode, pod_env::kStoreSecret,
+      pod_env::kPodIp,     pod_env::kPodName,      "RANK",
+      "LOCAL_RANK"};
   return kNames;
 }
 

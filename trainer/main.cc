@@ -311,7 +311,7 @@ int run(int argc, char** argv) {
   comm_config.rank = world->rank;
   comm_config.world_size = world->world_size;
   comm_config.master_addr = world->master_addr;
-  comm_config.master_port = world->master_port;
+  comm_config.master_port = world->store_port;
   comm_config.store_secret = world->store_secret;
   comm_config.key_prefix = world->attemptPrefix() + "/trainer";
   comm_config.host_store = !world->use_agent_store;
@@ -351,7 +351,7 @@ int run(int argc, char** argv) {
   if (world->use_agent_store) {
     // Its own connection: a heartbeat must never queue behind a store call of the communicator.
     auto client = rendezvous::TcpStoreClient::connect(
-        world->master_addr, world->master_port, world->store_secret,
+        world->master_addr, world->store_port, world->store_secret,
         std::chrono::seconds(cl.rdzv_timeout_seconds));
     if (!client.ok()) return fail(client.status().withContext("heartbeat"));
     prometheus::Counter* steps = trainer_metrics->steps;

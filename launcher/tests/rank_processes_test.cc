@@ -98,6 +98,7 @@ TEST(RankProcesses, WritesTorchrunsVariables) {
                                                        {"NNODES", "3"},
                                                        {"MASTER_ADDR", "j-worker-0.j.ns.svc"},
                                                        {"MASTER_PORT", "29600"},
+                                                       {"RINGMASTER_STORE_PORT", "29510"},
                                                        {"RINGMASTER_JOB", "j"},
                                                        {"RINGMASTER_ATTEMPT", "4"},
                                                        {"RINGMASTER_USE_AGENT_STORE", "1"},
@@ -111,6 +112,54 @@ TEST(RankProcesses, GpuProcessesGetOneDeviceEach) {
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(specs[0].env.at("CUDA_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(specs[1].env.at("CUDA_VISIBLE_DEVICES"), "1");
+}
+
+TEST(RankProcesses, TorchrunIsTheOneProcessOfItsPodWithPyTorchJobsVariables) {
+  struct Case {
+    std::vector<std::string> argv;
+    bool torchrun;
+  };
+  const Case cases[] = {
+      {{"/usr/bin/torchrun", "--nnodes=2", "train.py"}, true},
+      {{"torchrun", "train.py"}, true},
+      {{"/usr/bin/python3", "-m", "torch.distributed.run", "train.py"}, true},
+      {{"/usr/bin/python3", "-u", "-m", "torch.distributed.run", "train.py"}, true},
+      {{"/usr/bin/python3", "train.py", "-m", "torch.distributed.run"}, false},
+      {{"/usr/bin/python3", "-m", "torch.distributed.launch", "train.py"}, false},
+      {{"/usr/bin/python3", "/app/train.py"}, false},
+      {{"/opt/torchrun.sh"}, false},
+  };
+  for (const Case& c : cases) EXPECT_EQ(runsTorchrun(c.argv), c.torchrun) << c.argv[0];
+
+  const std::vector<ProcessSpec> specs =
+      rankProcesses(pod(), {"/usr/bin/torchrun", "train.py"}, 125, true);
+  ASSERT_EQ(specs.size(), 1u);
+  const std::map<std::string, std::string> want = {{"PET_NNODES", "3"},
+                                                   {"PET_NPROC_PER_NODE", "2"},
+                                                   {"PET_NODE_RANK", "1"},
+                                                   {"PET_MASTER_ADDR", "j-worker-0.j.ns.svc"},
+                                                   {"PET_MASTER_PORT", "29600"}};
+  EXPECT_EQ(specs[0].env, want);  // no RANK, no GPU choice: torchrun gives its ranks those
+}
+
+TEST(RankProcesses, EachProcessIsItsOwnTensorFlowTask) {
+  const contract::TfConfig cluster = contract::workerTfConfig(
+      {"j-worker-0.j.ns.svc", "j-worker-1.j.ns.svc", "j-worker-2.j.ns.svc"}, 2, 2);
+  const std::vector<ProcessSpec> specs =
+      rankProcesses(pod(), {"/usr/bin/python3", "tf.py"}, 125, false, cluster);
+  ASSERT_EQ(specs.size(), 2u);
+  for (size_t local = 0; local < specs.size(); ++local) {
+    auto parsed = contract::parseTfConfig(specs[local].env.at("TF_CONFIG"));
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(parsed->task_index, 2 + static_cast<int>(local));
+    EXPECT_EQ(parsed->cluster, cluster.cluster);
+    // Its own address is on its own pod, one port per process.
+    EXPECT_EQ(parsed->cluster.at("worker")[static_cast<size_t>(parsed->task_index)],
+              "j-worker-1.j.ns.svc:" + std::to_string(2222 + local));
+  }
+  EXPECT_EQ(
+      rankProcesses(pod(), {"/usr/bin/python3", "tf.py"}, 125, false)[0].env.count("TF_CONFIG"),
+      0u);
 }
 
 }  // namespace

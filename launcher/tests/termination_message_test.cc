@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "ringmaster/kube/termination_message.h"
 
@@ -29,6 +30,44 @@ TEST(ErrorLineText, Table) {
       {"2026-11-22T10:00:00.123Z E", std::nullopt},
   };
   for (const Case& c : cases) EXPECT_EQ(errorLineText(c.line), c.want) << c.line;
+}
+
+TEST(ErrorLines, TheMostTellingLineOfAProcesssStderrWins) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> lines;
+    std::string want;
+  };
+  const Case cases[] = {
+      {"nothing", {}, ""},
+      {"blank lines only", {"\n", "   \n"}, ""},
+      {"last line",
+       {"starting\n", "terminate called after throwing 'std::bad_alloc'\n", "\n"},
+       "terminate called after throwing 'std::bad_alloc'"},
+      {"python traceback",
+       {"Traceback (most recent call last):\n", "  File \"/app/train.py\", line 9, in <module>\n",
+        "    raise ValueError(\"bad shard\")\n", "ValueError: bad shard\n",
+        "[W ProcessGroupGloo.cpp:1] Warning: shutting down\n"},
+       "ValueError: bad shard"},
+      {"chained tracebacks: the last",
+       {"Traceback (most recent call last):\n", "  File \"a.py\", line 1\n", "KeyError: 'x'\n",
+        "\n", "During handling of the above exception, another exception occurred:\n", "\n",
+        "Traceback (most recent call last):\n", "  File \"a.py\", line 3\n",
+        "RuntimeError: no x\n"},
+       "RuntimeError: no x"},
+      {"the core format wins",
+       {"2026-11-22T10:00:00.123Z E CORE    [j rank 0/2] dataset: no such file\n",
+        "Traceback (most recent call last):\n", "  File \"a.py\"\n", "ValueError: later\n"},
+       "E CORE [j rank 0/2] dataset: no such file"},
+  };
+  for (const Case& c : cases) {
+    ErrorLines errors;
+    for (const std::string& line : c.lines) errors.feed(line);
+    EXPECT_EQ(errors.best(), c.want) << c.name;
+  }
+  ErrorLines long_line;
+  long_line.feed(std::string(5000, 'x') + "\n");
+  EXPECT_EQ(long_line.best().size(), ErrorLines::kMaxLineBytes);
 }
 
 TEST(FailureMessage, ReasonAndErrorLineCappedToTheKubeletsLimit) {

@@ -65,6 +65,7 @@ std::vector<ApiResource> builtinResources() {
                                    "reportingComponent",
                                    "source",
                                    "type"};
+  events.printer = TablePrinter::kEvent;
   out.push_back(events);
 
   auto namespaces = builtin("", "namespaces", "Namespace", false, {"ns"});

@@ -1,5 +1,7 @@
 #include "local/apiserver/table.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "ringmaster/kube/time.h"
@@ -195,7 +197,87 @@ nlohmann::json evalJsonPath(const nlohmann::json& obj, const std::string& path) 
   return *cur;
 }
 
+// kube-apiserver's event printer: what `kubectl get events` shows (LAST SEEN, TYPE, REASON,
+// OBJECT, MESSAGE), the rest with -o wide.
+ordered eventColumns() {
+  ordered cols = ordered::array();
+  cols.push_back(
+      column("Last Seen", "string",
+             "The time at which the most recent occurrence of this event was recorded."));
+  cols.push_back(
+      column("Type", "string",
+             "Type of this event (Normal, Warning), new types could be added in the future"));
+  cols.push_back(column("Reason", "string",
+                        "This should be a short, machine understandable string that gives the "
+                        "reason for the transition into the object's current status."));
+  cols.push_back(column("Object", "string", "The object that this event is about."));
+  cols.push_back(column("Subobject", "string",
+                        "If referring to a piece of an object instead of an entire object, this "
+                        "string should contain a valid JSON/Go field access statement, such as "
+                        "desiredState.manifest.containers[2].",
+                        1));
+  cols.push_back(column("Source", "string",
+                        "The component reporting this event. Should be a short machine "
+                        "understandable string.",
+                        1));
+  cols.push_back(
+      column("Message", "string", "A human-readable description of the status of this operation."));
+  cols.push_back(column("First Seen", "string",
+                        "The time at which the event was first recorded. (Time of server receipt "
+                        "is in TypeMeta.)",
+                        1));
+  cols.push_back(column("Count", "string", "The number of times this event has occurred.", 1));
+  cols.push_back(column("Name", "string", kNameDescription, 1, "name"));
+  return cols;
+}
+
+// printEvent's cells: ages of the last and first time seen (a series' last observation wins;
+// eventTime stands in for a missing firstTimestamp), "kind/name" of the object, the source as
+// "component, host" (the reporting controller and instance when the source is empty).
+ordered eventCells(const nlohmann::json& obj, std::chrono::system_clock::time_point now) {
+  auto set = [&](const char* path) {
+    const auto v = evalJsonPath(obj, path);
+    return v.is_string() && !v.get<std::string>().empty() ? v : nlohmann::json();
+  };
+  const nlohmann::json first_ts = set(".firstTimestamp");
+  std::string first = ageOf(first_ts.is_null() ? set(".eventTime") : first_ts, now);
+  std::string last = set(".lastTimestamp").is_null() ? first : ageOf(set(".lastTimestamp"), now);
+  int64_t count = intAt(obj, ".count");
+  if (evalJsonPath(obj, ".series").is_object()) {
+    last = ageOf(set(".series.lastObservedTime"), now);
+    count = intAt(obj, ".series.count");
+  } else if (count == 0) {
+    count = 1;
+  }
+  std::string kind = str(obj, ".involvedObject.kind", "");
+  std::transform(kind.begin(), kind.end(), kind.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string name = str(obj, ".involvedObject.name", "");
+  const std::string component = str(obj, ".source.component", str(obj, ".reportingComponent", ""));
+  const std::string instance = str(obj, ".source.host", str(obj, ".reportingInstance", ""));
+  std::string source = component;
+  if (!component.empty() && !instance.empty()) source += ", " + instance;
+  std::string message = str(obj, ".message", "");
+  const size_t begin = message.find_first_not_of(" \t\r\n");
+  message = begin == std::string::npos
+                ? ""
+                : message.substr(begin, message.find_last_not_of(" \t\r\n") - begin + 1);
+  ordered cells = ordered::array();
+  cells.push_back(last);
+  cells.push_back(str(obj, ".type", ""));
+  cells.push_back(str(obj, ".reason", ""));
+  cells.push_back(name.empty() ? kind : kind + "/" + name);
+  cells.push_back(str(obj, ".involvedObject.fieldPath", ""));
+  cells.push_back(source);
+  cells.push_back(message);
+  cells.push_back(first);
+  cells.push_back(count);
+  cells.push_back(str(obj, ".metadata.name", ""));
+  return cells;
+}
+
 nlohmann::ordered_json tableColumns(const ApiResource& r) {
+  if (r.printer == TablePrinter::kEvent) return eventColumns();
   ordered cols = ordered::array();
   cols.push_back(column("Name", "string", kNameDescription, 0, "name"));
   switch (r.printer) {
@@ -266,6 +348,7 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
       cols.push_back(column("Age", "string", kCreationDescription));
       break;
     case TablePrinter::kDefault:
+    case TablePrinter::kEvent:
       cols.push_back(column("Created At", "date", kCreationDescription));
       break;
   }
@@ -275,7 +358,7 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
 nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
                                 IncludeObject include, std::chrono::system_clock::time_point now) {
   ordered cells = ordered::array();
-  cells.push_back(str(obj, ".metadata.name", ""));
+  if (r.printer != TablePrinter::kEvent) cells.push_back(str(obj, ".metadata.name", ""));
   const auto created = evalJsonPath(obj, ".metadata.creationTimestamp");
   switch (r.printer) {
     case TablePrinter::kColumns:
@@ -340,6 +423,9 @@ nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
       break;
     case TablePrinter::kDefault:
       cells.push_back(created.is_string() ? ordered(created.get<std::string>()) : ordered());
+      break;
+    case TablePrinter::kEvent:
+      cells = eventCells(obj, now);
       break;
   }
   ordered row;

@@ -91,6 +91,10 @@ struct PodRuntime {
   fs::path dir;
   std::string ip;
   std::string netns;  // the pod network's namespace its containers join ("" -> the host's)
+  // The pod's own /etc/hosts (with mount namespaces; "" before the pod has an IP) and what it
+  // holds now.
+  fs::path etc_hosts;
+  std::string etc_hosts_text;
   std::optional<kube::Time> start_time;
   std::vector<ContainerRuntime> containers;  // init containers first
   bool prepared = false;
@@ -110,6 +114,12 @@ struct PodRuntime {
   Resources requests;
   bool terminal = false;
 };
+
+// How the pod's names resolve: its IP, namespace, name, hostname and subdomain.
+HostsEntry hostsEntryOf(const PodRuntime& rt) {
+  const auto& m = rt.pod->metadata;
+  return {rt.ip, m.namespace_name, m.name, rt.pod->spec.hostname, rt.pod->spec.subdomain};
+}
 
 }  // namespace
 
@@ -148,6 +158,10 @@ class Kubelet::Impl {
   bool finishTermination(PodRuntime& rt);  // true when the runtime can go
   void writeStatus(PodRuntime& rt);
   void writeHosts();
+  // The names of every pod of the cluster with an IP, this node's and the others'.
+  std::vector<HostsEntry> clusterHosts() const;
+  // Writes `rt`'s own /etc/hosts when what it should hold changed.
+  core::Status writePodHosts(PodRuntime& rt, const std::vector<HostsEntry>& cluster);
   // Keeps remote_hosts_ up to date with `pod` (nullptr: gone), a pod of another node.
   void noteRemotePod(const std::string& key, const kube::Pod* pod);
   void restoreFromStatus(PodRuntime& rt);
@@ -413,19 +427,18 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
           << "mount namespaces are not permitted here: pods with volumeMounts "
              "will not start (condition message says so); see local/kubelet/README.md";
     }
-    if (options_.nss_wrapper_library.empty()) {
+    if (!use_mounts_ && options_.nss_wrapper_library.empty()) {
       RM_LOG(WARN, LOCAL) << "libnss_wrapper.so not found: pods cannot resolve each other by name";
     }
     BaseEnvOptions base;
     base.self_dir = options_.self_dir;
-    const char* path = getenv("PATH");
-    base.inherited_path = path ? path : "";
     const char* home = getenv("HOME");
     base.home = home ? home : "/root";
     for (const auto& name : passthroughNames()) {
       if (const char* v = getenv(name.c_str())) base.passthrough.emplace_back(name, v);
     }
-    base.nss_wrapper_library = options_.nss_wrapper_library;
+    // With mount namespaces every pod has its own /etc/hosts; the preload is the fallback.
+    if (!use_mounts_) base.nss_wrapper_library = options_.nss_wrapper_library;
     base.hosts_file = (options_.root_dir / "hosts").string();
     base_env_ = baseEnv(base);
   }
@@ -957,6 +970,21 @@ bool Kubelet::Impl::prepare(PodRuntime& rt) {
     rt.netns = address->netns;
     hosts_dirty_ = true;
   }
+  if (use_mounts_ && rt.etc_hosts.empty()) {
+    // Before any container starts: its peers' names may be missing yet, never its own.
+    rt.etc_hosts = rt.dir / "etc-hosts";
+    if (core::Status s = writePodHosts(rt, clusterHosts()); !s.ok()) {
+      rt.etc_hosts.clear();
+      rt.prepare_error = s.message();
+      return false;
+    }
+    core::Status s =
+        writeFileAtomically(rt.dir / "etc-hostname", podHostname(hostsEntryOf(rt)) + "\n");
+    if (!s.ok()) {
+      rt.prepare_error = s.message();
+      return false;
+    }
+  }
   if (!rt.start_time) rt.start_time = wallNow();
   bool any_mounts = false;
   for (const auto& c : rt.containers) any_mounts = any_mounts || !c.spec.volume_mounts.empty();
@@ -1060,6 +1088,17 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
                         << " needs a directory the host lacks; the container gets no file there";
   } else {
     spec.mounts.push_back({message_file.string(), message_path, false});
+  }
+  if (!rt.etc_hosts.empty()) {
+    // As a kubelet does: the pod's hostname in a UTS namespace, its /etc/hosts and
+    // /etc/hostname, unless the container mounts a file of its own there.
+    spec.hostname = podHostname(hostsEntryOf(rt));
+    for (const auto& [file, target] : {std::pair{rt.etc_hosts, "/etc/hosts"},
+                                       std::pair{rt.dir / "etc-hostname", "/etc/hostname"}}) {
+      const bool own = std::any_of(spec.mounts.begin(), spec.mounts.end(),
+                                   [&](const Mount& m) { return m.target == target; });
+      if (!own && canMountFileAt(target)) spec.mounts.push_back({file.string(), target, false});
+    }
   }
   if (c.spec.working_dir.empty()) {
     std::error_code ec;
@@ -1328,18 +1367,36 @@ void Kubelet::Impl::noteRemotePod(const std::string& key, const kube::Pod* pod) 
   hosts_dirty_ = true;
 }
 
-void Kubelet::Impl::writeHosts() {
-  hosts_dirty_ = false;
-  if (options_.simulate) return;
+std::vector<HostsEntry> Kubelet::Impl::clusterHosts() const {
   std::vector<HostsEntry> entries;
   for (const auto& [key, entry] : remote_hosts_) entries.push_back(entry);
   for (const auto& [key, rt] : pods_) {
     if (rt.ip.empty() || rt.terminal || rt.gone) continue;
-    const auto& m = rt.pod->metadata;
-    entries.push_back(
-        {rt.ip, m.namespace_name, m.name, rt.pod->spec.hostname, rt.pod->spec.subdomain});
+    entries.push_back(hostsEntryOf(rt));
   }
-  std::string text = renderHosts(std::move(entries));
+  return entries;
+}
+
+core::Status Kubelet::Impl::writePodHosts(PodRuntime& rt, const std::vector<HostsEntry>& cluster) {
+  std::string text = renderPodHosts(hostsEntryOf(rt), cluster);
+  if (text == rt.etc_hosts_text) return core::Status::Ok();
+  RM_RETURN_IF_ERROR(writeFileInPlace(rt.etc_hosts, text));
+  rt.etc_hosts_text = std::move(text);
+  return core::Status::Ok();
+}
+
+void Kubelet::Impl::writeHosts() {
+  hosts_dirty_ = false;
+  if (options_.simulate) return;
+  const std::vector<HostsEntry> cluster = clusterHosts();
+  for (auto& [key, rt] : pods_) {
+    if (rt.etc_hosts.empty() || rt.terminal || rt.gone) continue;
+    if (core::Status s = writePodHosts(rt, cluster); !s.ok()) {
+      RM_LOG(WARN, LOCAL) << "pod " << key << " /etc/hosts: " << s.toString();
+      hosts_dirty_ = true;
+    }
+  }
+  std::string text = renderHosts(cluster);
   if (text == hosts_text_) return;
   if (auto s = writeFileAtomically(options_.root_dir / "hosts", text); !s.ok()) {
     RM_LOG(WARN, LOCAL) << "hosts file: " << s.toString();

@@ -155,7 +155,7 @@ EnvList baseEnv(const BaseEnvOptions& options) {
   std::string path = options.self_dir;
   if (!path.empty()) path += ':';
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string here.
-  path += options.inherited_path.empty() ? std::string_view("/usr/local/bin:/usr/bin:/bin")
+  path += options.inherited_path.empty() ? std::string_view(kImagePath)
                                          : std::string_view(options.inherited_path);
   env.emplace_back("PATH", path);
   env.emplace_back("HOME", options.home.empty() ? "/root" : options.home);

@@ -1,8 +1,11 @@
 #pragma once
 // A container's environment and command line, as the kubelet computes them:
-//   base     PATH (the directory of the `ringmaster` binary first), HOME, LANG, the sanitizer and
-//            OMP_NUM_THREADS variables passed through from the kubelet's own environment, and
-//            the name-resolution preload (LD_PRELOAD=libnss_wrapper.so, NSS_WRAPPER_HOSTS).
+//   base     PATH (the directory of the `ringmaster` binary first, then kImagePath: what a
+//            Debian image's PATH holds, never the PATH of whoever started the kubelet, so that
+//            `python3` is the system's as in the image), HOME, LANG, the sanitizer and
+//            OMP_NUM_THREADS variables passed through from the kubelet's own environment, and,
+//            only where the kubelet may not give pods their own /etc/hosts, the
+//            name-resolution preload (LD_PRELOAD=libnss_wrapper.so, NSS_WRAPPER_HOSTS).
 //   pod env  spec.containers[].env in order: value with $(VAR) expansion against the variables
 //            defined before it ($$(VAR) is a literal $(VAR); unknown $(VAR) stays as written),
 //            valueFrom.fieldRef / configMapKeyRef / secretKeyRef.
@@ -54,9 +57,12 @@ using KeyLookup = std::function<core::Result<std::optional<std::string>>(
 // which ~20 pods fill: each pod has up to six names). 32768 holds well over 1,000 pods' names.
 inline constexpr int kNssWrapperMaxHostEntries = 32768;
 
+// The PATH of Debian's (and Docker's default) images.
+inline constexpr char kImagePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 struct BaseEnvOptions {
   std::string self_dir;             // directory of the running ringmaster binary
-  std::string inherited_path;       // the kubelet's PATH
+  std::string inherited_path;       // PATH after self_dir ("" -> kImagePath)
   std::string home;                 // HOME for containers
   EnvList passthrough;              // ASAN_OPTIONS, ... as found in the kubelet's environment
   std::string nss_wrapper_library;  // "" disables the preload

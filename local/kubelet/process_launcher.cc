@@ -37,10 +37,14 @@ constexpr const char* kSteps[] = {"setsid",
                                   "execve",
                                   "shadow directory",
                                   "write session file",
-                                  "setns(CLONE_NEWNET)"};
+                                  "setns(CLONE_NEWNET)",
+                                  "unshare(CLONE_NEWUTS)",
+                                  "sethostname"};
 constexpr int kShadowStep = 9;
 constexpr int kSessionFileStep = 10;
 constexpr int kNetnsStep = 11;
+constexpr int kUtsStep = 12;
+constexpr int kHostnameStep = 13;
 
 [[noreturn]] void childFail(int fd, int step, int mount = -1) {
   ChildError e{step, errno, mount};
@@ -241,6 +245,12 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
       childFail(efd, kSessionFileStep);
     }
     if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) childFail(efd, kNetnsStep);
+    if (!spec.hostname.empty()) {
+      if (unshare(CLONE_NEWUTS) != 0) childFail(efd, kUtsStep);
+      if (sethostname(spec.hostname.data(), spec.hostname.size()) != 0) {
+        childFail(efd, kHostnameStep);
+      }
+    }
     if (!spec.mounts.empty()) {
       if (unshare(CLONE_NEWNS) != 0) childFail(efd, 1);
       if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) childFail(efd, 2);
@@ -293,6 +303,8 @@ core::Result<pid_t> launch(const LaunchSpec& spec) {
       what += " " + spec.working_dir;
     } else if (e.step == kSessionFileStep) {
       what += " " + spec.session_file;
+    } else if (e.step == kHostnameStep) {
+      what += " " + spec.hostname;
     }
     return core::errnoError(what, e.err);
   }

@@ -2,6 +2,8 @@
 // Starts a container as a local process and controls it:
 //   - the child joins the pod's network namespace when it has one (setns), so that every
 //     container of a pod shares its address and ports;
+//   - with a hostname: a UTS namespace of its own, named so (as a pod's containers are; MPI
+//     libraries tell nodes apart by it);
 //   - the child leads its own session and process group (SIGTERM goes to the group; the end of
 //     the container kills the whole session, session.h), with the signal mask and SIGPIPE reset
 //     and no inherited descriptors;
@@ -50,6 +52,8 @@ struct LaunchSpec {
   // A network namespace the child joins first (the pod's, e.g. /run/netns/NAME); "" -> the
   // kubelet's own.
   std::string netns;
+  // The hostname the child sees, in a UTS namespace of its own; "" -> the host's.
+  std::string hostname;
 };
 
 // Whether a file can be bind-mounted at `target` without creating anything on the host: it

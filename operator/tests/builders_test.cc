@@ -41,6 +41,27 @@ TEST(Builders, WorkerPodEnvCountsProcessesInWorldSize) {
   EXPECT_EQ(env["POD_IP"], "<status.podIP>");
   EXPECT_EQ(env["POD_NAME"], "<metadata.name>");
   EXPECT_EQ(env.count("RINGMASTER_LAUNCHER_MODE"), 0u);
+  EXPECT_EQ(env["RINGMASTER_STORE_PORT"], "29510");
+  EXPECT_EQ(env.count("TF_CONFIG"), 0u);  // the built-in trainer needs none
+}
+
+// A user's program gets TFJob's TF_CONFIG: every process a task through the headless Service,
+// this pod's first task its own (the launcher gives each process its index).
+TEST(Builders, UserProgramsGetTfJobsTfConfig) {
+  kube::TrainingJob job = makeJob("tf", 2);
+  job.spec.procs_per_replica = 1;
+  job.spec.command = {"python3", "train.py"};
+  job.metadata.namespace_name = "ml";
+  std::map<std::string, std::string> env =
+      plainEnv(buildWorkerPod(defaulted(job), 1, 0, "s").spec.containers[0]);
+  EXPECT_EQ(nlohmann::json::parse(env["TF_CONFIG"]),
+            nlohmann::json::parse(R"({"cluster": {"worker": ["tf-worker-0.tf.ml.svc:2222",
+                "tf-worker-1.tf.ml.svc:2222"]}, "task": {"type": "worker", "index": 1},
+                "environment": "cloud"})"));
+  job.spec.launcher = "mpi";
+  EXPECT_EQ(
+      plainEnv(buildWorkerPod(defaulted(job), 1, 0, "s").spec.containers[0]).count("TF_CONFIG"),
+      0u);  // MPI programs find each other through mpirun
 }
 
 // An elastic job that shrank to 3 of its 4 pods: ranks count the current world, and the pod
@@ -79,11 +100,10 @@ std::vector<std::string> envNames(const kube::Container& c) {
 TEST(Builders, WorkerPodEnvOrder) {
   kube::TrainingJob job = makeJob("fmnist", 2);
   job.spec.env.push_back(kube::EnvVar{"OMP_NUM_THREADS", "1", {}, {}});
-  const std::vector<std::string> head = {"NODE_RANK",          "WORLD_SIZE",
-                                         "LOCAL_WORLD_SIZE",   "NNODES",
-                                         "MASTER_ADDR",        "MASTER_PORT",
-                                         "RINGMASTER_JOB",     "RINGMASTER_ATTEMPT",
-                                         "RINGMASTER_BACKEND", "RINGMASTER_STORE_SECRET"};
+  const std::vector<std::string> head = {
+      "NODE_RANK",          "WORLD_SIZE",         "LOCAL_WORLD_SIZE",       "NNODES",
+      "MASTER_ADDR",        "MASTER_PORT",        "RINGMASTER_STORE_PORT",  "RINGMASTER_JOB",
+      "RINGMASTER_ATTEMPT", "RINGMASTER_BACKEND", "RINGMASTER_STORE_SECRET"};
   const std::vector<std::string> tail = {"POD_IP", "POD_NAME", "TMPDIR", "OMP_NUM_THREADS"};
   std::vector<std::string> native = head;
   native.insert(native.end(), tail.begin(), tail.end());
@@ -114,7 +134,8 @@ TEST(Builders, WorkerPodEnvParsesAsTheLaunchersPodEnvironment) {
   EXPECT_EQ(parsed->local_world_size, 4);
   EXPECT_EQ(parsed->world_size, 12);
   EXPECT_EQ(parsed->master_addr, "hpc-worker-0.hpc.default.svc");
-  EXPECT_EQ(parsed->master_port, kRendezvousPort);
+  EXPECT_EQ(parsed->master_port, kMasterPortDefault);
+  EXPECT_EQ(parsed->store_port, kRendezvousPort);
   EXPECT_EQ(parsed->attemptPrefix(), "hpc/attempt-7");
   EXPECT_EQ(parsed->backend, "auto");
   EXPECT_EQ(parsed->mode, contract::LauncherMode::kMpi);
@@ -261,9 +282,11 @@ TEST(Builders, HeadlessServicePublishesNotReadyAddresses) {
   EXPECT_EQ(svc.spec.cluster_ip, "None");
   EXPECT_EQ(svc.spec.publish_not_ready_addresses, true);
   EXPECT_EQ(svc.spec.selector, (std::map<std::string, std::string>{{kJobNameLabel, "fmnist"}}));
-  ASSERT_EQ(svc.spec.ports.size(), 1u);
-  EXPECT_EQ(svc.spec.ports[0].name, "rendezvous");
+  ASSERT_EQ(svc.spec.ports.size(), 2u);
+  EXPECT_EQ(svc.spec.ports[0].name, "master");  // the program's MASTER_PORT
   EXPECT_EQ(svc.spec.ports[0].port, 29500);
+  EXPECT_EQ(svc.spec.ports[1].name, "rendezvous");  // the launcher's store
+  EXPECT_EQ(svc.spec.ports[1].port, 29510);
   EXPECT_EQ(svc.metadata.owner_references.at(0).controller, true);
 }
 

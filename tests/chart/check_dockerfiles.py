@@ -238,6 +238,7 @@ def expected_ports(root, name):
         return {source_constant(root, env, r"kSshPort = (\d+)"),
                 source_constant(root, env, r"kHealthPort = (\d+)"),
                 source_constant(root, env, r"kRendezvousPort = (\d+)"),
+                source_constant(root, env, r"kMasterPortDefault = (\d+)"),
                 source_constant(root, spec, r"kDefaultMetricsPort = (\d+)")}
     if name == "operator.Dockerfile":
         main = "operator/main.cc"

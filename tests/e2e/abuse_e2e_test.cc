@@ -375,7 +375,7 @@ TEST_P(AbuseE2e, RendezvousStoreRefusesAFloodOfStrangersAndTheJobStillSucceeds) 
   nlohmann::json pod = cluster_.get("pod", "flooded-worker-0");
   const std::string ip = pod.value("/status/podIP"_json_pointer, std::string());
   ASSERT_FALSE(ip.empty()) << pod.dump(2);
-  constexpr int kStorePort = 29500;
+  constexpr int kStorePort = 29510;  // the launcher's rendezvous store
   const long rss_before = rssMiB(launcher);
 
   std::vector<int> strangers;

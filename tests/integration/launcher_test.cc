@@ -1,5 +1,6 @@
 // Drives real ringmaster-launcher binaries as the pods of a job, without Kubernetes: each
-// "pod" is a launcher process on 127.0.0.1 with its own health port, sharing MASTER_PORT.
+// "pod" is a launcher process on 127.0.0.1 with its own health port, sharing MASTER_PORT and
+// the store's port.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -48,6 +49,7 @@ struct Job {
   int procs = 2;
   int attempt = 0;
   int master_port = freePort();
+  int store_port = freePort();  // the launcher's rendezvous store, apart from the program's
   std::string name = "ljob";
   std::vector<int> health_ports;
 
@@ -68,6 +70,7 @@ struct Job {
                   {"WORLD_SIZE", std::to_string(nnodes * procs)},
                   {"MASTER_ADDR", "127.0.0.1"},
                   {"MASTER_PORT", std::to_string(master_port)},
+                  {"RINGMASTER_STORE_PORT", std::to_string(store_port)},
                   {"RINGMASTER_JOB", name},
                   {"RINGMASTER_ATTEMPT", std::to_string(attempt)},
                   {"RINGMASTER_BACKEND", "gloo"},
@@ -189,11 +192,11 @@ TEST(Launcher, StaleKeysFromAttemptZeroDoNotPassAttemptOnesBarrier) {
   TempDir dir;
   Job job(2, 1);
   job.attempt = 1;
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port,
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.store_port,
                                                   "integration-test-secret-0123456789abcdef");
   ASSERT_TRUE(server.ok()) << server.status().toString();
   auto client = rendezvous::TcpStoreClient::connect(
-      "127.0.0.1", job.master_port, "integration-test-secret-0123456789abcdef", 10s);
+      "127.0.0.1", job.store_port, "integration-test-secret-0123456789abcdef", 10s);
   ASSERT_TRUE(client.ok()) << client.status().toString();
   for (const char* key :
        {"ljob/attempt-0/launcher/store-host", "ljob/attempt-1/launcher/store-host"})
@@ -256,11 +259,11 @@ TEST(Launcher, ProcessFailureAfterAnotherPodsHangVerdictReportsTheHang) {
   TempDir dir;
   Job job(2, 1);
   // The test plays pod 0: it hosts the store and registers pod 0.
-  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.master_port,
+  auto server = rendezvous::TcpStoreServer::start("127.0.0.1", job.store_port,
                                                   "integration-test-secret-0123456789abcdef");
   ASSERT_TRUE(server.ok()) << server.status().toString();
   auto client = rendezvous::TcpStoreClient::connect(
-      "127.0.0.1", job.master_port, "integration-test-secret-0123456789abcdef", 10s);
+      "127.0.0.1", job.store_port, "integration-test-secret-0123456789abcdef", 10s);
   ASSERT_TRUE(client.ok()) << client.status().toString();
   ASSERT_TRUE(
       (*client)->set("ljob/attempt-0/launcher/store-host", rendezvous::toBytes("pod 0")).ok());
@@ -396,6 +399,7 @@ class LauncherMpi : public ::testing::Test {
                   {"WORLD_SIZE", "2"},
                   {"MASTER_ADDR", host(0)},
                   {"MASTER_PORT", std::to_string(job_.master_port)},
+                  {"RINGMASTER_STORE_PORT", std::to_string(job_.store_port)},
                   {"RINGMASTER_JOB", job_.name},
                   {"RINGMASTER_ATTEMPT", "0"},
                   {"RINGMASTER_BACKEND", "auto"},

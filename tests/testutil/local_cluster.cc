@@ -208,7 +208,15 @@ long residentKiB(pid_t pid) {
 
 std::map<std::string, std::string> LocalCluster::ownPodsEnv(
     std::map<std::string, std::string> env) const {
-  env["NSS_WRAPPER_HOSTS"] = dataDir() + "/kubelet/hosts";
+  // Where the pods reach the API server: the port of this cluster's (the twin's differs).
+  std::ifstream config(kubeconfig());
+  for (std::string line; std::getline(config, line);) {
+    const auto server = line.find("server:");
+    if (server == std::string::npos) continue;
+    const auto colon = line.rfind(':');
+    if (colon > server + 7) env["KUBERNETES_SERVICE_PORT"] = line.substr(colon + 1);
+    break;
+  }
   return env;
 }
 

@@ -72,15 +72,15 @@ class LocalCluster {
   // 5 s, and a short run may take less than that twice.
   std::string waitForClaimFiles(const std::string& claim, const std::string& job,
                                 std::chrono::seconds limit) const;
-  // testutil::findProcess(es) among this cluster's pods only: each of their processes names
-  // this cluster's kubelet hosts file in NSS_WRAPPER_HOSTS (orphans keep it too). A test's twin
+  // testutil::findProcess(es) among this cluster's pods only: each of their processes carries
+  // this cluster's API server port in KUBERNETES_SERVICE_PORT (orphans keep it too). A test's twin
   // on the other control plane runs at the same time with the same job names.
   pid_t findProcess(const std::string& program, std::map<std::string, std::string> env) const;
   std::vector<pid_t> findProcesses(const std::string& program,
                                    std::map<std::string, std::string> env) const;
 
  private:
-  // `env` plus this cluster's kubelet hosts file, which every process of its pods carries.
+  // `env` plus this cluster's API server port, which every process of its pods carries.
   std::map<std::string, std::string> ownPodsEnv(std::map<std::string, std::string> env) const;
 
   ControlPlane plane_;

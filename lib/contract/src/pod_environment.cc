@@ -53,6 +53,7 @@ std::vector<std::pair<std::string, std::string>> encode(const PodEnvironment& en
       {kNnodes, std::to_string(env.nnodes)},
       {kMasterAddr, env.master_addr},
       {kMasterPort, std::to_string(env.master_port)},
+      {kStorePort, std::to_string(env.store_port)},
       {kJob, env.job},
       {kAttempt, std::to_string(env.attempt)},
       {kBackend, env.backend},
@@ -72,6 +73,12 @@ Result<PodEnvironment> parsePodEnvironment(const EnvLookup& lookup) {
   RM_ASSIGN_OR_RETURN(int64_t local, intVar(lookup, kLocalWorldSize, 1, 1, kMaxLocalWorldSize));
   RM_ASSIGN_OR_RETURN(int64_t world, intVar(lookup, kWorldSize, nnodes * local, 1, kMaxWorldSize));
   RM_ASSIGN_OR_RETURN(int64_t port, intVar(lookup, kMasterPort, e.master_port, 1, 65535));
+  RM_ASSIGN_OR_RETURN(int64_t store_port, intVar(lookup, kStorePort, e.store_port, 1, 65535));
+  if (store_port == port) {
+    return core::invalidArgument(std::string(kStorePort) + "=" + std::to_string(store_port) +
+                                 " must differ from " + kMasterPort +
+                                 ": the training program binds MASTER_PORT on pod 0");
+  }
   RM_ASSIGN_OR_RETURN(e.attempt, intVar(lookup, kAttempt, 0, 0, INT64_MAX));
   if (node_rank >= nnodes) {
     return core::invalidArgument(std::string(kNodeRank) + "=" + std::to_string(node_rank) +
@@ -88,6 +95,7 @@ Result<PodEnvironment> parsePodEnvironment(const EnvLookup& lookup) {
   e.local_world_size = static_cast<int>(local);
   e.world_size = static_cast<int>(world);
   e.master_port = static_cast<int>(port);
+  e.store_port = static_cast<int>(store_port);
   e.master_addr = env_var::string(lookup, kMasterAddr, e.master_addr);
   e.job = env_var::string(lookup, kJob, e.job);
   if (e.job.find('/') != std::string::npos) {

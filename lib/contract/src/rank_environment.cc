@@ -39,6 +39,7 @@ RankEnvironment launchedRank(const PodEnvironment& pod, int local_rank, int64_t 
   e.nnodes = pod.nnodes;
   e.master_addr = pod.master_addr;
   e.master_port = pod.master_port;
+  e.store_port = pod.store_port;
   e.job = pod.job;
   e.attempt = pod.attempt;
   e.use_agent_store = true;
@@ -59,6 +60,7 @@ std::vector<std::pair<std::string, std::string>> encode(const RankEnvironment& e
       {kNnodes, std::to_string(env.nnodes)},
       {kMasterAddr, env.master_addr},
       {kMasterPort, std::to_string(env.master_port)},
+      {kStorePort, std::to_string(env.store_port)},
       {kJob, env.job},
       {kAttempt, std::to_string(env.attempt)},
       {kUseAgentStore, env.use_agent_store ? "1" : "0"},
@@ -66,6 +68,15 @@ std::vector<std::pair<std::string, std::string>> encode(const RankEnvironment& e
       {kHeartbeatMs, std::to_string(env.heartbeat_ms)}};
   if (!env.backend.empty()) vars.emplace_back(kBackend, env.backend);
   return vars;
+}
+
+std::vector<std::pair<std::string, std::string>> encodeTorchrunAgent(const PodEnvironment& pod) {
+  using namespace rank_env;
+  return {{kPetNnodes, std::to_string(pod.nnodes)},
+          {kPetNprocPerNode, std::to_string(pod.local_world_size)},
+          {kPetNodeRank, std::to_string(pod.node_rank)},
+          {kPetMasterAddr, pod.master_addr},
+          {kPetMasterPort, std::to_string(pod.master_port)}};
 }
 
 std::vector<std::pair<std::string, std::string>> encodeForMpirun(const RankEnvironment& env) {
@@ -76,7 +87,8 @@ std::vector<std::pair<std::string, std::string>> encodeForMpirun(const RankEnvir
   vars.insert(vars.end(), {{kUseAgentStore, env.use_agent_store ? "1" : "0"},
                            {kHeartbeatMs, std::to_string(env.heartbeat_ms)},
                            {kMasterAddr, env.master_addr},
-                           {kMasterPort, std::to_string(env.master_port)}});
+                           {kMasterPort, std::to_string(env.master_port)},
+                           {kStorePort, std::to_string(env.store_port)}});
   return vars;
 }
 
@@ -97,6 +109,7 @@ Result<RankEnvironment> parseRankEnvironment(const EnvLookup& lookup) {
   RM_ASSIGN_OR_RETURN(int64_t size, env_var::integer(lookup, size_name, e.world_size));
   RM_ASSIGN_OR_RETURN(int64_t local, env_var::integer(lookup, local_name, e.local_rank));
   RM_ASSIGN_OR_RETURN(int64_t port, env_var::integer(lookup, kMasterPort, e.master_port));
+  RM_ASSIGN_OR_RETURN(int64_t store_port, env_var::integer(lookup, kStorePort, port));
   RM_ASSIGN_OR_RETURN(e.attempt, env_var::integer(lookup, kAttempt, e.attempt));
   RM_ASSIGN_OR_RETURN(int64_t agent, env_var::integer(lookup, kUseAgentStore, 0));
   RM_ASSIGN_OR_RETURN(e.heartbeat_ms, env_var::integer(lookup, kHeartbeatMs, e.heartbeat_ms));
@@ -115,11 +128,15 @@ Result<RankEnvironment> parseRankEnvironment(const EnvLookup& lookup) {
                   "must be in [0, " + std::string(size_name) + "=" + std::to_string(size) + ")");
   }
   if (port < 1 || port > 65535) return refuse(kMasterPort, port, "is not a TCP port");
+  if (store_port < 1 || store_port > 65535) {
+    return refuse(kStorePort, store_port, "is not a TCP port");
+  }
   e.use_agent_store = agent == 1;
   e.rank = static_cast<int>(rank);
   e.world_size = static_cast<int>(size);
   e.local_rank = static_cast<int>(local);
   e.master_port = static_cast<int>(port);
+  e.store_port = static_cast<int>(store_port);
   RM_ASSIGN_OR_RETURN(e.node_rank,
                       podShapeVar(lookup, kNodeRank, e.node_rank, 0, pod_env::kMaxNodes - 1));
   RM_ASSIGN_OR_RETURN(e.nnodes, podShapeVar(lookup, kNnodes, e.nnodes, 1, pod_env::kMaxNodes));

@@ -259,6 +259,7 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
   // The worker container's other ports: a second listener on one of them cannot bind.
   for (auto [port, what] : {std::pair{pod_env::kHealthPort, "the launcher's health port"},
                             std::pair{pod_env::kRendezvousPort, "the rendezvous port"},
+                            std::pair{pod_env::kMasterPortDefault, "MASTER_PORT"},
                             std::pair{pod_env::kSshPort, "the MPI launcher's sshd port"}}) {
     if (t.metrics_port == port) {
       e.add(p + ".metricsPort", invalidValue(std::to_string(port), std::string("is ") + what));

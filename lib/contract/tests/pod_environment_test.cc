@@ -112,6 +112,7 @@ TEST(PodEnvironment, EncodeWritesTheOperatorsVariablesInItsOrder) {
       {"NNODES", "2"},
       {"MASTER_ADDR", "j-worker-0.j.ns.svc"},
       {"MASTER_PORT", "29500"},
+      {"RINGMASTER_STORE_PORT", "29510"},
       {"RINGMASTER_JOB", "j"},
       {"RINGMASTER_ATTEMPT", "5"},
       {"RINGMASTER_BACKEND", "auto"},
@@ -122,8 +123,25 @@ TEST(PodEnvironment, EncodeWritesTheOperatorsVariablesInItsOrder) {
   // Native is the default: its pods do not name a mode.
   PodEnvironment native = gang(1, 2, 4);
   std::vector<std::pair<std::string, std::string>> vars = encode(native);
-  ASSERT_EQ(vars.size(), 10u);
+  ASSERT_EQ(vars.size(), 11u);
   EXPECT_EQ(vars.back().first, "RINGMASTER_STORE_SECRET");
+}
+
+TEST(PodEnvironment, TheLaunchersStoreStaysOffTheProgramsMasterPort) {
+  // PyTorchJob gives MASTER_PORT to the program (torch.distributed's store on rank 0 binds it).
+  auto defaults = parsePodEnvironment(Env{});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->master_port, 29500);
+  EXPECT_EQ(defaults->store_port, 29510);
+  auto moved =
+      parsePodEnvironment(Env{{"MASTER_PORT", "23456"}, {"RINGMASTER_STORE_PORT", "23457"}});
+  ASSERT_TRUE(moved.ok()) << moved.status().message();
+  EXPECT_EQ(moved->store_port, 23457);
+  auto same = parsePodEnvironment(Env{{"RINGMASTER_STORE_PORT", "29500"}});
+  ASSERT_FALSE(same.ok());
+  EXPECT_EQ(same.status().message(),
+            "RINGMASTER_STORE_PORT=29500 must differ from MASTER_PORT: the training program binds "
+            "MASTER_PORT on pod 0");
 }
 
 // A valid two-pod environment, as the operator writes it for pod 1.

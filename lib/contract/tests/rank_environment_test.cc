@@ -126,6 +126,7 @@ TEST(RankEnvironment, EncodeWritesTheLaunchersVariablesInItsOrder) {
                          {"NNODES", "2"},
                          {"MASTER_ADDR", "j-worker-0.j.ns.svc"},
                          {"MASTER_PORT", "29500"},
+                         {"RINGMASTER_STORE_PORT", "29510"},
                          {"RINGMASTER_JOB", "j"},
                          {"RINGMASTER_ATTEMPT", "3"},
                          {"RINGMASTER_USE_AGENT_STORE", "1"},
@@ -147,8 +148,32 @@ TEST(RankEnvironment, MpirunPassesOnWhatEveryRankSharesButNotTheSecret) {
                          {"RINGMASTER_USE_AGENT_STORE", "1"},
                          {"RINGMASTER_HEARTBEAT_MS", "125"},
                          {"MASTER_ADDR", "j-worker-0.j.ns.svc"},
-                         {"MASTER_PORT", "29500"}};
+                         {"MASTER_PORT", "29500"},
+                         {"RINGMASTER_STORE_PORT", "29510"}};
   EXPECT_EQ(encodeForMpirun(r), expected);
+}
+
+TEST(RankEnvironment, TorchrunGetsPyTorchJobsVariables) {
+  const Vars expected = {{"PET_NNODES", "2"},
+                         {"PET_NPROC_PER_NODE", "4"},
+                         {"PET_NODE_RANK", "1"},
+                         {"PET_MASTER_ADDR", "j-worker-0.j.ns.svc"},
+                         {"PET_MASTER_PORT", "29500"}};
+  EXPECT_EQ(encodeTorchrunAgent(pod(1, 2, 4)), expected);
+}
+
+TEST(RankEnvironment, TheStoreIsAtMasterPortUnlessSetApart) {
+  // A trainer outside the launcher hosts its own store at MASTER_PORT.
+  auto bare = parseRankEnvironment(Env{{"MASTER_PORT", "23456"}});
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->store_port, 23456);
+  auto launched = parseRankEnvironment(Env{{"RINGMASTER_STORE_PORT", "29510"}});
+  ASSERT_TRUE(launched.ok());
+  EXPECT_EQ(launched->master_port, 29500);
+  EXPECT_EQ(launched->store_port, 29510);
+  auto bad = parseRankEnvironment(Env{{"RINGMASTER_STORE_PORT", "0"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "RINGMASTER_STORE_PORT=0 is not a TCP port");
 }
 
 // What a rank of a two-pod MPI gang sees on pod 1: mpirun's variables and the ones it passed

@@ -106,6 +106,22 @@ TEST(Table, BuiltinWorkloadServiceAndAccountRowsAsKubectlPrintsThem) {
       {TablePrinter::kService, "{" + created + R"(,"spec":{"clusterIP":"None"}})",
        R"(["x","ClusterIP","None","<none>","<none>","90s"])", 6},
       {TablePrinter::kServiceAccount, "{" + created + "}", R"(["x","0","90s"])", 3},
+      // Events: kubectl shows LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; Name comes last.
+      {TablePrinter::kEvent,
+       "{" + created +
+           R"(,"involvedObject":{"kind":"TrainingJob","name":"ddp"},"type":"Warning",)"
+           R"("reason":"Failed","message":" rank 3: ValueError: bad shard\n",)"
+           R"("firstTimestamp":"2026-11-22T01:55:51Z","lastTimestamp":"2026-11-22T01:56:51Z",)"
+           R"("count":2,"source":{"component":"ringmaster-operator"}})",
+       R"(["30s","Warning","Failed","trainingjob/ddp","","ringmaster-operator",)"
+       R"("rank 3: ValueError: bad shard","90s",2,"x"])",
+       10},
+      {TablePrinter::kEvent,
+       "{" + created +
+           R"(,"involvedObject":{"kind":"Pod","name":"p","fieldPath":"spec.containers{w}"},)"
+           R"("reason":"Started","firstTimestamp":"2026-11-22T01:55:51Z",)"
+           R"("source":{"component":"kubelet","host":"local"}})",
+       R"(["90s","","Started","pod/p","spec.containers{w}","kubelet, local","","90s",1,"x"])", 10},
   };
   for (const auto& c : cases) {
     ApiResource r;
@@ -114,6 +130,13 @@ TEST(Table, BuiltinWorkloadServiceAndAccountRowsAsKubectlPrintsThem) {
               c.cells);
     EXPECT_EQ(tableColumns(r).size(), c.columns);
   }
+  ApiResource events;
+  events.printer = TablePrinter::kEvent;
+  std::string shown;  // the columns kubectl prints without -o wide
+  for (const auto& c : tableColumns(events)) {
+    if (c["priority"] == 0) shown += c["name"].get<std::string>() + ",";
+  }
+  EXPECT_EQ(shown, "Last Seen,Type,Reason,Object,Message,");
 }
 
 TEST(Crd, MissingGroupIsInvalid) {

@@ -70,6 +70,52 @@ TEST(RenderHosts, ThousandPodsResolveThroughThePodsOwnPreload) {
   std::filesystem::remove_all(tmpl);
 }
 
+TEST(RenderPodHosts, APodsOwnFileNamesItselfFirstThenTheCluster) {
+  const HostsEntry self{"10.244.0.3", "ns", "job-worker-0", "job-worker-0", "job"};
+  const std::vector<HostsEntry> cluster = {
+      self,
+      {"10.244.0.4", "ns", "job-worker-1", "job-worker-1", "job"},
+      {"10.244.0.9", "other", "x-worker-0", "x-worker-0", "x"}};
+  const std::string text = renderPodHosts(self, cluster);
+  EXPECT_EQ(text.rfind("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n", 0), 0u) << text;
+  const size_t own = text.find("10.244.0.3\tjob-worker-0.job.ns.svc.cluster.local\tjob-worker-0\n");
+  ASSERT_NE(own, std::string::npos) << text;
+  EXPECT_LT(own, text.find("10.244.0.4"));
+  // Pods of its own namespace also by <hostname>.<subdomain>, as the DNS search path gives them.
+  EXPECT_NE(text.find("job-worker-1.job.ns.svc job-worker-1.job.ns job-worker-1.job\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("10.244.0.9 x-worker-0.x.other.svc.cluster.local x-worker-0.x.other.svc "
+                      "x-worker-0.x.other\n"),
+            std::string::npos)
+      << text;
+  // Without spec.hostname a pod is called by its name.
+  const std::string bare = renderPodHosts({"10.244.0.5", "ns", "lonely", "", ""}, {});
+  EXPECT_NE(bare.find("10.244.0.5\tlonely\n"), std::string::npos) << bare;
+  EXPECT_EQ(podHostname({"", "ns", std::string(80, 'p'), "", ""}), std::string(63, 'p'));
+}
+
+TEST(WriteFileInPlace, KeepsTheInodeAndLeavesNoOldTail) {
+  char tmpl[] = "/tmp/hosts_inplace.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/etc-hosts";
+  ASSERT_TRUE(writeFileInPlace(path, "10.0.0.1 a-long-name-of-a-pod\n10.0.0.2 b\n").ok());
+  struct stat before {};
+  ASSERT_EQ(stat(path.c_str(), &before), 0);
+  ASSERT_TRUE(writeFileInPlace(path, "10.0.0.3 c\n").ok());
+  struct stat after {};
+  ASSERT_EQ(stat(path.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);  // a bind mount of the file sees the new text
+  std::stringstream content;
+  content << std::ifstream(path).rdbuf();
+  std::string text = content.str();
+  EXPECT_EQ(text.rfind("10.0.0.3 c\n", 0), 0u) << text;
+  // The rest is one blank line: nothing of the old names is left to resolve.
+  EXPECT_EQ(text.find_first_not_of(" \n", 11), std::string::npos) << text;
+  EXPECT_EQ(text.size(), static_cast<size_t>(before.st_size));
+  std::filesystem::remove_all(tmpl);
+}
+
 TEST(WriteFileAtomically, ReplacesContentWithMode) {
   char tmpl[] = "/tmp/hosts_test.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -144,6 +144,15 @@ TEST(BaseEnv, PutsSelfDirFirstAndPreloadsNssWrapperForSanitizers) {
   EXPECT_EQ(*findEnv(plain, "ASAN_OPTIONS"), "detect_leaks=1");
 }
 
+TEST(BaseEnv, PathIsAnImagesNotTheCallersByDefault) {
+  // `python3` in a pod is the image's (Debian's /usr/bin/python3), never one the user who
+  // started the kubelet has first on their PATH (a virtualenv, pyenv).
+  BaseEnvOptions o;
+  o.self_dir = "/build/bin";
+  EXPECT_EQ(*findEnv(baseEnv(o), "PATH"),
+            "/build/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+}
+
 TEST(ResolveExecutable, SearchesPathInOrder) {
   EXPECT_EQ(resolveExecutable("sh", "/nonexistent:/bin:/usr/bin"), "/bin/sh");
   EXPECT_EQ(resolveExecutable("no-such-program-xyz", "/bin:/usr/bin"), "");

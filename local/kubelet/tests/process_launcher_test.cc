@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "local/kubelet/tests/temp_dir.h"
@@ -41,6 +43,32 @@ TEST(Launch, AnUnwritableSessionFileFailsTheLaunch) {
   ASSERT_FALSE(pid.ok());
   EXPECT_NE(pid.status().message().find("write session file"), std::string::npos)
       << pid.status().toString();
+}
+
+// A pod's containers see its hostname and its own /etc/hosts, not the host's (what MPI
+// libraries tell nodes apart by, and what torch.distributed's Gloo resolves to find its address).
+TEST(Launch, TheChildSeesThePodsHostnameAndHostsFile) {
+  if (!mountNamespacesAvailable()) GTEST_SKIP() << "needs mount and UTS namespaces (root)";
+  test_support::TempDir dir;
+  const std::string hosts = (dir.path() / "etc-hosts").string();
+  std::ofstream(hosts) << "10.244.0.7\tjob-worker-3\n";
+  LaunchSpec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", "test \"$(hostname)\" = job-worker-3 && getent hosts job-worker-3"};
+  spec.hostname = "job-worker-3";
+  spec.mounts = {{hosts, "/etc/hosts", false}};
+  spec.log_path = (dir.path() / "log").string();
+  core::Result<pid_t> pid = launch(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status().toString();
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  std::stringstream log;
+  log << std::ifstream(spec.log_path).rdbuf();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log.str();
+  EXPECT_NE(log.str().find("10.244.0.7"), std::string::npos) << log.str();
+  char own[256] = {};
+  ASSERT_EQ(gethostname(own, sizeof own - 1), 0);
+  EXPECT_STRNE(own, "job-worker-3");  // the host keeps its name
 }
 
 }  // namespace

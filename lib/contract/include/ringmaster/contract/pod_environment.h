@@ -8,8 +8,13 @@
 //   LOCAL_WORLD_SIZE   processes per pod (procsPerReplica)                   default 1
 //   WORLD_SIZE         processes in the gang; must equal NNODES * LOCAL_WORLD_SIZE
 //                      (torchrun's meaning: processes, not pods)              default the product
-//   MASTER_ADDR        where pod 0 hosts the rendezvous store                default 127.0.0.1
-//   MASTER_PORT        its port                                              default 29500
+//   MASTER_ADDR        pod 0's address: the launcher's store and the program's rank 0
+//                                                                            default 127.0.0.1
+//   MASTER_PORT        the training program's own port on pod 0 (torch.distributed's
+//                      TCPStore on rank 0, as under PyTorchJob); the launcher never binds it
+//                                                                            default 29500
+//   RINGMASTER_STORE_PORT  where pod 0's launcher hosts the rendezvous store; must differ
+//                      from MASTER_PORT                                      default 29510
 //   RINGMASTER_JOB     job name (key prefix)                                 default "local"
 //   RINGMASTER_ATTEMPT the gang's attempt (status.restarts)                  default 0
 //   RINGMASTER_BACKEND passed through to the trainer                         optional
@@ -47,6 +52,7 @@ inline constexpr char kLocalWorldSize[] = "LOCAL_WORLD_SIZE";
 inline constexpr char kWorldSize[] = "WORLD_SIZE";
 inline constexpr char kMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kMasterPort[] = "MASTER_PORT";
+inline constexpr char kStorePort[] = "RINGMASTER_STORE_PORT";
 inline constexpr char kJob[] = "RINGMASTER_JOB";
 inline constexpr char kAttempt[] = "RINGMASTER_ATTEMPT";
 inline constexpr char kBackend[] = "RINGMASTER_BACKEND";
@@ -61,9 +67,12 @@ inline constexpr char kPodNameField[] = "metadata.name";
 // Set by the NVIDIA container runtime, not by the operator.
 inline constexpr char kNvidiaVisibleDevices[] = "NVIDIA_VISIBLE_DEVICES";
 
-// The worker container's own ports: the launcher's rendezvous store (MASTER_PORT), its /healthz,
-// its sshd in MPI mode (the launcher's --ssh-port default). A user's listener may not take them.
-inline constexpr int32_t kRendezvousPort = 29500;
+// The worker container's own ports: the training program's MASTER_PORT (given to it, never bound
+// by the launcher, so that torch.distributed's store on rank 0 can take it), the launcher's
+// rendezvous store, its /healthz, its sshd in MPI mode (the launcher's --ssh-port default). A
+// user's other listeners may not take them.
+inline constexpr int32_t kMasterPortDefault = 29500;
+inline constexpr int32_t kRendezvousPort = 29510;
 inline constexpr int32_t kHealthPort = 8080;
 inline constexpr int32_t kSshPort = 2222;
 
@@ -92,7 +101,8 @@ struct PodEnvironment {
   int local_world_size = 1;
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
-  int master_port = pod_env::kRendezvousPort;
+  int master_port = pod_env::kMasterPortDefault;
+  int store_port = pod_env::kRendezvousPort;
   std::string job = "local";
   int64_t attempt = 0;
   std::string backend;  // "" when unset

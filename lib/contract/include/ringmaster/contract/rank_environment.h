@@ -12,8 +12,10 @@
 //   WORLD_SIZE         processes in the world, in [1, kMaxWorldSize]         default 1
 //   LOCAL_WORLD_SIZE   processes per pod (pod_environment.h's bounds)        default 1
 //   NNODES             pods in the gang (pod_environment.h's bounds)         default 1
-//   MASTER_ADDR        where the rendezvous store is                         default 127.0.0.1
-//   MASTER_PORT        its port, in [1, 65535]                               default 29500
+//   MASTER_ADDR        pod 0's address (the store's host)                    default 127.0.0.1
+//   MASTER_PORT        the program's own port on pod 0, in [1, 65535]        default 29500
+//   RINGMASTER_STORE_PORT  the rendezvous store's port, in [1, 65535]; unset: MASTER_PORT (a
+//                      trainer outside the launcher hosts its own store there)
 //   RINGMASTER_JOB     job name (key prefix)                                 default "local"
 //   RINGMASTER_ATTEMPT the gang's attempt (not negative)                     default 0
 //   RINGMASTER_USE_AGENT_STORE  1: the launcher hosts the store, rank 0 only connects to it and
@@ -56,6 +58,7 @@ inline constexpr const char* kLocalWorldSize = pod_env::kLocalWorldSize;
 inline constexpr const char* kNnodes = pod_env::kNnodes;
 inline constexpr const char* kMasterAddr = pod_env::kMasterAddr;
 inline constexpr const char* kMasterPort = pod_env::kMasterPort;
+inline constexpr const char* kStorePort = pod_env::kStorePort;
 inline constexpr const char* kJob = pod_env::kJob;
 inline constexpr const char* kAttempt = pod_env::kAttempt;
 inline constexpr const char* kStoreSecret = pod_env::kStoreSecret;
@@ -63,6 +66,13 @@ inline constexpr const char* kBackend = pod_env::kBackend;
 inline constexpr const char* kPodIp = pod_env::kPodIp;
 inline constexpr char kUseAgentStore[] = "RINGMASTER_USE_AGENT_STORE";
 inline constexpr char kHeartbeatMs[] = "RINGMASTER_HEARTBEAT_MS";
+// What torchrun (torch's elastic agent) reads, as PyTorchJob sets them: torchrun then starts
+// PET_NPROC_PER_NODE ranks itself and gives them RANK, LOCAL_RANK, WORLD_SIZE, ...
+inline constexpr char kPetNnodes[] = "PET_NNODES";
+inline constexpr char kPetNprocPerNode[] = "PET_NPROC_PER_NODE";
+inline constexpr char kPetNodeRank[] = "PET_NODE_RANK";
+inline constexpr char kPetMasterAddr[] = "PET_MASTER_ADDR";
+inline constexpr char kPetMasterPort[] = "PET_MASTER_PORT";
 // Set by mpirun, not by the launcher.
 inline constexpr char kMpiRank[] = "OMPI_COMM_WORLD_RANK";
 inline constexpr char kMpiWorldSize[] = "OMPI_COMM_WORLD_SIZE";
@@ -82,7 +92,8 @@ struct RankEnvironment {
   int local_world_size = 1;
   int nnodes = 1;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
+  int master_port = pod_env::kMasterPortDefault;
+  int store_port = pod_env::kMasterPortDefault;  // MASTER_PORT unless set apart
   std::string job = "local";
   int64_t attempt = 0;
   bool use_agent_store = false;
@@ -105,14 +116,21 @@ struct RankEnvironment {
 RankEnvironment launchedRank(const PodEnvironment& pod, int local_rank, int64_t heartbeat_ms);
 
 // The variables the launcher sets for one process, in the order it sets them: every one from
-// RANK to RINGMASTER_HEARTBEAT_MS (GROUP_RANK and NODE_RANK both node_rank), then
+// RANK to RINGMASTER_HEARTBEAT_MS (GROUP_RANK and NODE_RANK both node_rank; RINGMASTER_STORE_PORT
+// after MASTER_PORT), then
 // RINGMASTER_BACKEND when set. pod_ip is not among them: Kubernetes sets it.
 std::vector<std::pair<std::string, std::string>> encode(const RankEnvironment& env);
 
+// What the launcher gives torchrun when it is the pod's program (one process per pod, which
+// starts the pod's LOCAL_WORLD_SIZE ranks): PET_NNODES, PET_NPROC_PER_NODE (LOCAL_WORLD_SIZE),
+// PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT (the program's MASTER_PORT, which torchrun's
+// static rendezvous binds on pod 0), in that order.
+std::vector<std::pair<std::string, std::string>> encodeTorchrunAgent(const PodEnvironment& pod);
+
 // What mpirun passes to every rank (-x), in the launcher's order: RINGMASTER_JOB,
 // RINGMASTER_ATTEMPT, RINGMASTER_BACKEND (when set), RINGMASTER_USE_AGENT_STORE,
-// RINGMASTER_HEARTBEAT_MS, MASTER_ADDR, MASTER_PORT. Not the ranks (mpirun sets
-// OMPI_COMM_WORLD_*), not the pod's shape (every rank sees its pod's through sshd), not the
+// RINGMASTER_HEARTBEAT_MS, MASTER_ADDR, MASTER_PORT, RINGMASTER_STORE_PORT. Not the ranks (mpirun
+// sets OMPI_COMM_WORLD_*), not the pod's shape (every rank sees its pod's through sshd), not the
 // store secret (forwarded by name, so that its value stays off mpirun's command line).
 std::vector<std::pair<std::string, std::string>> encodeForMpirun(const RankEnvironment& env);
 

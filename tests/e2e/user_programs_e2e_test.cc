@@ -1,0 +1,159 @@
+// e2e, what users bring: their own programs, in the real frameworks, as TrainingJobs applied by
+// real kubectl to `ringmaster local` (the examples under examples/, each program delivered in a
+// ConfigMap volume as on a cluster):
+//   - a PyTorch DDP program (Debian's python3-torch, gloo, init_method="env://") of 2 pods x 2
+//     processes: every rank's allreduce is right, training ends with equal replicas, and
+//     `kubectl logs` shows each rank's lines; rank 0's torch store takes MASTER_PORT itself;
+//   - the same program under torchrun, from PyTorchJob's PET_ variables;
+//   - the same program raising ValueError on rank 3: the job fails with that line in its Failed
+//     condition and Event, whichever pod the operator reads;
+//   - an mpi4py program under `launcher: mpi` (mpirun over the job's sshd, the Horovod shape):
+//     both pods' ranks report their own pod as their node;
+//   - a program that reads TF_CONFIG as TensorFlow does and reaches every task's address.
+// On both control planes. Skipped, saying why, where python3-torch or python3-mpi4py is missing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "control_plane.h"
+#include "local_cluster.h"
+#include "process.h"
+
+namespace ringmaster {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string example(const std::string& name) {
+  return std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/" + name;
+}
+
+// What the machine lacks to run the frameworks' programs ("" when nothing).
+std::string frameworksMissing() {
+  auto r = testutil::run({"/usr/bin/python3", "-c", "import torch, mpi4py, numpy"}, {}, 120s);
+  if (r.exit_code != 0) {
+    return "needs Debian's python3-torch and python3-mpi4py (scripts/setup installs them): " +
+           r.stderr_text;
+  }
+  return "";
+}
+
+std::string conditionMessage(const nlohmann::json& job, const std::string& type) {
+  for (const auto& c : job.value("/status/conditions"_json_pointer, nlohmann::json::array())) {
+    if (c.value("type", "") == type) return c.value("message", "");
+  }
+  return "";
+}
+
+class UserProgramsE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
+ protected:
+  void SetUp() override {
+    if (std::string why = testutil::controlPlaneMissing(GetParam()); !why.empty())
+      GTEST_SKIP() << why;
+    if (std::string why = frameworksMissing(); !why.empty()) GTEST_SKIP() << why;
+    cluster_ = std::make_unique<testutil::LocalCluster>(GetParam());
+    ASSERT_EQ(cluster_->start(), "");
+  }
+
+  // Applies `path` and waits for TrainingJob `name` to end; the job as it ended.
+  nlohmann::json run(const std::string& path, const std::string& name) {
+    auto applied = cluster_->kubectl({"apply", "-f", path});
+    EXPECT_EQ(applied.exit_code, 0) << applied.stderr_text;
+    return cluster_->waitForJob(name, 300s, testutil::jobFinished);
+  }
+
+  std::string logs(const std::string& job, int pods) const {
+    std::string all;
+    for (int i = 0; i < pods; ++i) {
+      const std::string pod = job + "-worker-" + std::to_string(i);
+      all += "--- " + pod + "\n" + cluster_->podLog(pod);
+    }
+    return all;
+  }
+
+  std::unique_ptr<testutil::LocalCluster> cluster_;
+};
+
+TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs) {
+  // PyTorch DDP, init_method="env://".
+  nlohmann::json ddp = run(example("pytorch-ddp.yaml"), "ddp");
+  EXPECT_EQ(testutil::jobPhase(ddp), "Succeeded") << ddp.dump(2) << logs("ddp", 2);
+  for (int pod = 0; pod < 2; ++pod) {
+    const std::string log = cluster_->podLog("ddp-worker-" + std::to_string(pod));
+    for (int rank = 2 * pod; rank < 2 * pod + 2; ++rank) {
+      const std::string r = "rank " + std::to_string(rank);
+      EXPECT_NE(log.find(r + "/4: allreduce 10 ok"), std::string::npos) << log;
+      EXPECT_NE(log.find(r + ": done, replicas equal"), std::string::npos) << log;
+    }
+  }
+
+  // The same program under torchrun: one agent per pod starts the pod's two ranks.
+  nlohmann::json torchrun = run(example("pytorch-torchrun.yaml"), "ddp-torchrun");
+  EXPECT_EQ(testutil::jobPhase(torchrun), "Succeeded")
+      << torchrun.dump(2) << logs("ddp-torchrun", 2);
+  const std::string agent_logs = logs("ddp-torchrun", 2);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(agent_logs.find("rank " + std::to_string(rank) + ": done, replicas equal"),
+              std::string::npos)
+        << agent_logs;
+  }
+  EXPECT_NE(agent_logs.find("started torchrun (pod 1)"), std::string::npos) << agent_logs;
+
+  // One rank raises: its own error line is the job's reason, on the condition and the Event.
+  std::string failing = testutil::readFile(example("pytorch-ddp.yaml"));
+  failing = failing.substr(failing.find("apiVersion: ringmaster.dev/v1alpha1"));
+  failing.replace(failing.find("name: ddp\n"), 10, "name: ddp-fail\n");
+  const std::string threads = "  - {name: OMP_NUM_THREADS, value: \"1\"}\n";
+  failing.replace(failing.find(threads), threads.size(),
+                  threads + "  - {name: FAIL_RANK, value: \"3\"}\n");
+  const std::string failing_path = cluster_->dataDir() + "/ddp-fail.yaml";
+  std::ofstream(failing_path) << failing;
+  nlohmann::json failed = run(failing_path, "ddp-fail");
+  const std::string error = "ValueError: rank 3 cannot read its shard";
+  EXPECT_EQ(testutil::jobPhase(failed), "Failed") << failed.dump(2);
+  EXPECT_NE(conditionMessage(failed, "Failed").find(error), std::string::npos) << failed.dump(2);
+  std::string events;
+  EXPECT_TRUE(testutil::eventually(60s, [&] {
+    events = cluster_
+                 ->kubectl({"get", "events", "--field-selector", "involvedObject.name=ddp-fail",
+                            "-o", "json"})
+                 .stdout_text;
+    return events.find(error) != std::string::npos;
+  })) << events;
+
+  // mpi4py under mpirun: each pod is a node of its own.
+  nlohmann::json mpi = run(example("mpi4py-allreduce.yaml"), "mpi4py");
+  EXPECT_EQ(testutil::jobPhase(mpi), "Succeeded") << mpi.dump(2) << logs("mpi4py", 2);
+  const std::string mpi_logs = logs("mpi4py", 2);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string node = "mpi4py-worker-" + std::to_string(rank / 2);
+    EXPECT_NE(mpi_logs.find("rank " + std::to_string(rank) + "/4 on " + node + ": allreduce 10 ok"),
+              std::string::npos)
+        << mpi_logs;
+  }
+
+  // TF_CONFIG: every task reaches every other at the address its cluster names.
+  nlohmann::json tf = run(example("tensorflow-tf-config.yaml"), "tf-config");
+  EXPECT_EQ(testutil::jobPhase(tf), "Succeeded") << tf.dump(2) << logs("tf-config", 2);
+  const std::string tf_logs = logs("tf-config", 2);
+  for (int task = 0; task < 4; ++task) {
+    const std::string address = "tf-config-worker-" + std::to_string(task / 2) +
+                                ".tf-config.default.svc:" + std::to_string(2222 + task % 2);
+    EXPECT_NE(tf_logs.find("task " + std::to_string(task) + " of 4 at " + address +
+                           ": reached every task"),
+              std::string::npos)
+        << tf_logs;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, UserProgramsE2e,
+                         ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
+
+}  // namespace
+}  // namespace ringmaster
