@@ -216,8 +216,14 @@ core::Status ApiServer::init() {
     } else if (r.type.resource == "services" && r.type.group.empty()) {
       r.type.admit = [this](json& obj, const json* old,
                             AdmitContext&) -> std::optional<StatusError> {
+        if (auto error = serviceError(obj)) return error;
         assignClusterIp(obj, old);
         defaultService(obj);
+        return std::nullopt;
+      };
+    } else if (r.type.resource == "events" && r.type.group.empty()) {
+      r.type.admit = [](json& obj, const json*, AdmitContext&) -> std::optional<StatusError> {
+        defaultEvent(obj);
         return std::nullopt;
       };
     } else if (r.type.group == "apps") {

@@ -236,6 +236,32 @@ void defaultService(json& service) {
   fill(status, "loadBalancer", json::object());
 }
 
+std::optional<StatusError> serviceError(const json& service) {
+  if (!service.is_object() || !service.contains("spec") || !service["spec"].is_object()) {
+    return std::nullopt;
+  }
+  const json& ports = service["spec"].value("ports", json::array());
+  if (!ports.is_array() || ports.size() < 2) return std::nullopt;
+  std::vector<StatusCause> causes;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    if (!ports[i].is_object() || ports[i].value("name", "").empty()) {
+      causes.push_back(
+          {"FieldValueRequired", "Required value", "spec.ports[" + std::to_string(i) + "].name"});
+    }
+  }
+  if (causes.empty()) return std::nullopt;
+  const json& meta = service.value("metadata", json::object());
+  return invalidError("Service", "", meta.is_object() ? meta.value("name", "") : "",
+                      std::move(causes));
+}
+
+void defaultEvent(json& event) {
+  if (!event.is_object()) return;
+  fill(event, "eventTime", nullptr);
+  fill(event, "reportingComponent", "");
+  fill(event, "reportingInstance", "");
+}
+
 void defaultNamespace(json& ns, bool creating) {
   if (!ns.is_object()) return;
   json& meta = ns["metadata"];

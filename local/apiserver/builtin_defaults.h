@@ -27,6 +27,12 @@ std::string podQosClass(const nlohmann::json& pod);
 std::optional<StatusError> podQuantityError(const nlohmann::json& pod);
 
 void defaultService(nlohmann::json& service);
+// The 422 kube-apiserver's validation gives a Service with more than one port when one of them
+// has no name ("spec.ports[0].name: Required value"); only that rule of its many.
+std::optional<StatusError> serviceError(const nlohmann::json& service);
+// core/v1 Events as kube-apiserver writes them back: eventTime (null), reportingComponent and
+// reportingInstance ("") are present even when unset (their Go fields are not omitempty).
+void defaultEvent(nlohmann::json& event);
 // apps/v1 Deployments and ReplicaSets: replicas 1; a Deployment's strategy RollingUpdate with
 // 25% maxUnavailable and maxSurge, revisionHistoryLimit 10, progressDeadlineSeconds 600.
 void defaultWorkload(nlohmann::json& workload);

@@ -58,6 +58,34 @@ int64_t intAt(const nlohmann::json& obj, const std::string& path, int64_t dflt =
 }
 
 // kubectl's Service PORT(S): "80/TCP", "80:30080/TCP", comma-separated; "<none>" without ports.
+// labels.FormatLabels: "k=v,k2=v2" sorted by key, "<none>" when empty.
+std::string formatLabels(const nlohmann::json& labels) {
+  if (!labels.is_object() || labels.empty()) return "<none>";
+  std::string out;
+  for (const auto& [key, value] : labels.items()) {  // nlohmann::json keeps keys sorted
+    if (!out.empty()) out += ",";
+    out += key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return out;
+}
+
+// printPod's readiness gates cell: "<true>/<gates>", "<none>" without gates.
+std::string readinessGates(const nlohmann::json& pod) {
+  const auto gates = evalJsonPath(pod, ".spec.readinessGates");
+  if (!gates.is_array() || gates.empty()) return "<none>";
+  const auto conditions = evalJsonPath(pod, ".status.conditions");
+  int ready = 0;
+  for (const auto& gate : gates) {
+    if (!conditions.is_array()) break;
+    for (const auto& c : conditions) {
+      if (c.value("type", "") != gate.value("conditionType", "")) continue;
+      if (c.value("status", "") == "True") ++ready;
+      break;
+    }
+  }
+  return std::to_string(ready) + "/" + std::to_string(gates.size());
+}
+
 std::string servicePorts(const nlohmann::json& service) {
   const auto ports = evalJsonPath(service, ".spec.ports");
   if (!ports.is_array() || ports.empty()) return "<none>";
@@ -305,6 +333,15 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
                             1));
       cols.push_back(column("Node", "string",
                             "NodeName is a request to schedule this pod onto a specific node.", 1));
+      cols.push_back(column("Nominated Node", "string",
+                            "nominatedNodeName is set only when this pod preempts other pods on "
+                            "the node, but it cannot be scheduled right away as preemption "
+                            "victims receive their graceful termination periods.",
+                            1));
+      cols.push_back(column("Readiness Gates", "string",
+                            "If specified, all readiness gates will be evaluated for pod "
+                            "readiness.",
+                            1));
       break;
     case TablePrinter::kConfigMap:
       cols.push_back(column("Data", "integer", "Data contains the configuration data."));
@@ -325,6 +362,10 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
       cols.push_back(column("External-IP", "string", "The external IPs of the service."));
       cols.push_back(column("Port(s)", "string", "The ports of the service."));
       cols.push_back(column("Age", "string", kCreationDescription));
+      cols.push_back(column("Selector", "string",
+                            "Route service traffic to pods with label keys and values matching "
+                            "this selector.",
+                            1));
       break;
     case TablePrinter::kServiceAccount:
       cols.push_back(column("Secrets", "string", "The number of secrets of the service account."));
@@ -382,6 +423,8 @@ nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
       cells.push_back(ageOf(created, now));
       cells.push_back(str(obj, ".status.podIP", "<none>"));
       cells.push_back(str(obj, ".spec.nodeName", "<none>"));
+      cells.push_back(str(obj, ".status.nominatedNodeName", "<none>"));
+      cells.push_back(readinessGates(obj));
       break;
     case TablePrinter::kConfigMap:
       cells.push_back(sizeOf(obj, "data") + sizeOf(obj, "binaryData"));
@@ -402,6 +445,7 @@ nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
       cells.push_back("<none>");
       cells.push_back(servicePorts(obj));
       cells.push_back(ageOf(created, now));
+      cells.push_back(formatLabels(evalJsonPath(obj, ".spec.selector")));
       break;
     case TablePrinter::kServiceAccount:
       cells.push_back(std::to_string(

@@ -7,7 +7,8 @@
 // in-cluster: KUBERNETES_SERVICE_HOST and a ServiceAccount token from the TokenRequest API. The
 // server authorizes that token by the chart's RBAC objects: what the chart grants works, the rest
 // is 403 in RBAC's words. A TrainingJob applied then runs to Succeeded under that operator, `helm
-// test` passes (its pod runs kubectl in-cluster under its own ServiceAccount), `helm upgrade` rolls
+// test` passes (its pod runs kubectl in-cluster under its own ServiceAccount) and, with a data set
+// path its job cannot read, fails as soon as that job fails, naming why; `helm upgrade` rolls
 // the Deployment to a new ReplicaSet, `helm rollback` back to the first, and `helm uninstall`
 // leaves nothing behind.
 #include <gtest/gtest.h>
@@ -264,6 +265,28 @@ TEST_F(HelmLocalE2e, InstallRunTestUpgradeRollbackUninstall) {
   auto test = helm({"test", "rm", "--timeout=300s"});
   EXPECT_EQ(test.exit_code, 0) << test.stdout_text << test.stderr_text;
 
+  // A test job that fails fails `helm test` when it ends, not at the timeout, and is kept with
+  // its reason. (An upgrade of the test's values only: the operator's pods stay as they are.)
+  auto no_data =
+      helm({"upgrade", "rm", chart_, "--reuse-values",
+            "--set=helmTest.datasetPath=/nonexistent/fashion-mnist", "--wait", "--timeout=240s"});
+  ASSERT_EQ(no_data.exit_code, 0) << no_data.stdout_text << no_data.stderr_text;
+  const auto test_start = std::chrono::steady_clock::now();
+  auto failing = helm({"test", "rm", "--timeout=300s"});
+  const auto test_took = std::chrono::steady_clock::now() - test_start;
+  EXPECT_NE(failing.exit_code, 0) << failing.stdout_text << failing.stderr_text;
+  EXPECT_LT(test_took, 240s) << "helm test waited for its timeout: " << failing.stderr_text;
+  auto why = cluster_.kubectl({"get", "tj", "rm-ringmaster-test", "-n", kNamespace, "-o",
+                               "jsonpath={.status.conditions[?(@.type==\"Failed\")].message}"});
+  EXPECT_NE(why.stdout_text.find("/nonexistent/fashion-mnist"), std::string::npos)
+      << why.stdout_text << why.stderr_text;
+  // Helm keeps a failed test's hooks for the user to read; having read them, the user removes
+  // them (uninstall does not).
+  auto removed =
+      cluster_.kubectl({"delete", "trainingjob,pod,role,rolebinding,serviceaccount", "-n",
+                        kNamespace, "-l", "app.kubernetes.io/component=test", "--wait=true"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.stderr_text;
+
   // An upgrade that changes the pod template rolls to a second ReplicaSet.
   auto upgrade = helm({"upgrade", "rm", chart_, "--reuse-values", "--set=logLevel=debug", "--wait",
                        "--timeout=240s"});
@@ -288,12 +311,18 @@ TEST_F(HelmLocalE2e, InstallRunTestUpgradeRollbackUninstall) {
 
   auto uninstall = helm({"uninstall", "rm", "--wait", "--timeout=240s"});
   ASSERT_EQ(uninstall.exit_code, 0) << uninstall.stdout_text << uninstall.stderr_text;
-  EXPECT_TRUE(testutil::eventually(60s, [&] {
-    const auto left =
-        cluster_.kubectl({"get", "deployments,replicasets,pods,services,roles,rolebindings,secrets",
-                          "-n", kNamespace, "-o", "name"});
-    return left.exit_code == 0 && left.stdout_text.empty();
-  })) << cluster_.kubectl({"get", "all", "-n", kNamespace}).stdout_text;
+  EXPECT_TRUE(testutil::eventually(
+      60s,
+      [&] {
+        const auto left = cluster_.kubectl(
+            {"get", "deployments,replicasets,pods,services,roles,rolebindings,secrets", "-n",
+             kNamespace, "-o", "name"});
+        return left.exit_code == 0 && left.stdout_text.empty();
+      }))
+      << cluster_
+             .kubectl({"get", "deployments,replicasets,pods,services,roles,rolebindings,secrets",
+                       "-n", kNamespace, "-o", "name"})
+             .stdout_text;
   const auto cluster_scoped = cluster_.kubectl({"get", "clusterroles,clusterrolebindings", "-l",
                                                 "app.kubernetes.io/instance=rm", "-o", "name"});
   EXPECT_EQ(cluster_scoped.stdout_text, "");

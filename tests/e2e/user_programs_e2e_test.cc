@@ -9,7 +9,8 @@
 //     condition and Event, whichever pod the operator reads;
 //   - an mpi4py program under `launcher: mpi` (mpirun over the job's sshd, the Horovod shape):
 //     both pods' ranks report their own pod as their node;
-//   - a program that reads TF_CONFIG as TensorFlow does and reaches every task's address.
+//   - a program that reads TF_CONFIG as TensorFlow does and reaches every task's address;
+//   - a command the image does not have: Failed at once, naming it.
 // On both control planes. Skipped, saying why, where python3-torch or python3-mpi4py is missing.
 #include <gtest/gtest.h>
 
@@ -149,6 +150,20 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
               std::string::npos)
         << tf_logs;
   }
+
+  // A command the image lacks: the job fails at once, naming it, and nothing stays running.
+  const std::string missing_path = cluster_->dataDir() + "/missing.yaml";
+  std::ofstream(missing_path) << "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
+                                 "metadata: {name: missing}\nspec:\n  replicas: 2\n"
+                                 "  command: [no-such-program, --epochs, '1']\n"
+                                 "  restartPolicy: Never\n";
+  nlohmann::json missing = run(missing_path, "missing");
+  EXPECT_EQ(testutil::jobPhase(missing), "Failed") << missing.dump(2);
+  EXPECT_NE(conditionMessage(missing, "Failed").find("no-such-program"), std::string::npos)
+      << missing.dump(2);
+  EXPECT_TRUE(testutil::eventually(60s, [&] {
+    return cluster_->findProcesses("", {{"RINGMASTER_JOB", "missing"}}).empty();
+  }));
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, UserProgramsE2e,

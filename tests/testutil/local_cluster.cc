@@ -214,7 +214,10 @@ std::map<std::string, std::string> LocalCluster::ownPodsEnv(
     const auto server = line.find("server:");
     if (server == std::string::npos) continue;
     const auto colon = line.rfind(':');
-    if (colon > server + 7) env["KUBERNETES_SERVICE_PORT"] = line.substr(colon + 1);
+    if (colon == std::string::npos || colon <= server + 7) break;
+    std::string port = line.substr(colon + 1);  // the URL may be quoted
+    port.resize(std::min(port.size(), port.find_first_not_of("0123456789")));
+    env["KUBERNETES_SERVICE_PORT"] = port;
     break;
   }
   return env;

@@ -505,6 +505,24 @@ TEST_P(KubectlTest, DescribeShowsEventsForPodsNodesAndCustomResources) {
   auto selected =
       kubectl({"get", "events", "--field-selector", "reason=WorkerRestarted", "-o", "name"});
   EXPECT_EQ(selected.stdout_text, "event/mnist.restart\n") << selected.stderr_text;
+  // `kubectl get events`, where users look first: kube-apiserver's columns, on both servers.
+  auto table = kubectl({"get", "events", "--field-selector", "reason=WorkerRestarted"});
+  ASSERT_EQ(table.exit_code, 0) << table.stderr_text;
+  EXPECT_TRUE(hasRow(table.stdout_text, {"LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}))
+      << table.stdout_text;
+  EXPECT_TRUE(hasRow(table.stdout_text,
+                     {"*", "Warning", "WorkerRestarted", "trainingjob/mnist", "Worker", "exited"}))
+      << table.stdout_text;
+  auto wide =
+      kubectl({"get", "events", "--field-selector", "reason=WorkerRestarted", "-o", "wide"});
+  ASSERT_EQ(wide.exit_code, 0) << wide.stderr_text;
+  EXPECT_TRUE(hasRow(wide.stdout_text, {"LAST", "SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT",
+                                        "SOURCE", "MESSAGE", "FIRST", "SEEN", "COUNT", "NAME"}))
+      << wide.stdout_text;
+  EXPECT_TRUE(hasRow(wide.stdout_text,
+                     {"*", "Warning", "WorkerRestarted", "trainingjob/mnist", "ringmaster-operator",
+                      "Worker", "exited", "*", "1", "mnist.restart"}))
+      << wide.stdout_text;
 }
 
 TEST_P(KubectlTest, LabelSelectorsFilterPods) {

@@ -78,6 +78,21 @@ TEST(Table, PodRowsShowReadyStatusRestarts) {
   EXPECT_EQ(
       tableRow(pods, gated, IncludeObject::kNone, std::chrono::system_clock::now())["cells"][2],
       "SchedulingGated");
+
+  // -o wide: IP, node, nominated node, readiness gates ("<true>/<gates>").
+  json wide = json::parse(R"({"metadata":{"name":"w"},"spec":{"nodeName":"n1",
+    "containers":[{"name":"c"}],"readinessGates":[{"conditionType":"example.com/a"},
+    {"conditionType":"example.com/b"}]},"status":{"phase":"Running","podIP":"10.244.0.9",
+    "conditions":[{"type":"example.com/a","status":"True"},{"type":"example.com/b",
+    "status":"False"}]}})");
+  auto cells =
+      tableRow(pods, wide, IncludeObject::kNone, std::chrono::system_clock::now())["cells"];
+  ASSERT_EQ(cells.size(), 9u);
+  EXPECT_EQ(cells[5], "10.244.0.9");
+  EXPECT_EQ(cells[6], "n1");
+  EXPECT_EQ(cells[7], "<none>");
+  EXPECT_EQ(cells[8], "1/2");
+  EXPECT_EQ(tableColumns(pods).size(), 9u);
 }
 
 TEST(Table, BuiltinWorkloadServiceAndAccountRowsAsKubectlPrintsThem) {
@@ -102,9 +117,10 @@ TEST(Table, BuiltinWorkloadServiceAndAccountRowsAsKubectlPrintsThem) {
       {TablePrinter::kService,
        "{" + created +
            R"(,"spec":{"type":"ClusterIP","clusterIP":"10.96.0.7","ports":[{"port":80,"protocol":"TCP"},{"port":53,"protocol":"UDP"}]}})",
-       R"(["x","ClusterIP","10.96.0.7","<none>","80/TCP,53/UDP","90s"])", 6},
-      {TablePrinter::kService, "{" + created + R"(,"spec":{"clusterIP":"None"}})",
-       R"(["x","ClusterIP","None","<none>","<none>","90s"])", 6},
+       R"(["x","ClusterIP","10.96.0.7","<none>","80/TCP,53/UDP","90s","<none>"])", 7},
+      {TablePrinter::kService,
+       "{" + created + R"(,"spec":{"clusterIP":"None","selector":{"b":"2","a":"1"}}})",
+       R"(["x","ClusterIP","None","<none>","<none>","90s","a=1,b=2"])", 7},
       {TablePrinter::kServiceAccount, "{" + created + "}", R"(["x","0","90s"])", 3},
       // Events: kubectl shows LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; Name comes last.
       {TablePrinter::kEvent,
