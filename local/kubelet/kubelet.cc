@@ -1093,11 +1093,14 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
     // As a kubelet does: the pod's hostname in a UTS namespace, its /etc/hosts and
     // /etc/hostname, unless the container mounts a file of its own there.
     spec.hostname = podHostname(hostsEntryOf(rt));
-    for (const auto& [file, target] : {std::pair{rt.etc_hosts, "/etc/hosts"},
-                                       std::pair{rt.dir / "etc-hostname", "/etc/hostname"}}) {
+    const std::pair<fs::path, std::string> files_of_pod[] = {
+        {rt.etc_hosts, "/etc/hosts"}, {rt.dir / "etc-hostname", "/etc/hostname"}};
+    for (const auto& file : files_of_pod) {
       const bool own = std::any_of(spec.mounts.begin(), spec.mounts.end(),
-                                   [&](const Mount& m) { return m.target == target; });
-      if (!own && canMountFileAt(target)) spec.mounts.push_back({file.string(), target, false});
+                                   [&](const Mount& m) { return m.target == file.second; });
+      if (!own && canMountFileAt(file.second)) {
+        spec.mounts.push_back({file.first.string(), file.second, false});
+      }
     }
   }
   if (c.spec.working_dir.empty()) {

@@ -369,9 +369,15 @@ class Checker:
             if {"key": "ringmaster.dev/job-name", "operator": "Exists"} not in exprs:
                 self.fail("PodMonitor does not select pods with label ringmaster.dev/job-name")
             eps = pm["spec"]["podMetricsEndpoints"]
-            if [e.get("port") for e in eps] != ["metrics"] or eps[0].get("honorLabels"):
-                self.fail("PodMonitor must scrape port metrics with honorLabels off (the "
-                          "trainers' labels clash with none of Prometheus's)")
+            if [e.get("port") for e in eps] != ["metrics"] or not eps[0].get("honorLabels"):
+                self.fail("PodMonitor must scrape port metrics with honorLabels (a trainer's "
+                          "trainingjob and rank are its own)")
+            labelled = {(tuple(r.get("sourceLabels", [])), r.get("targetLabel"))
+                        for r in eps[0].get("relabelings", [])}
+            if (("__meta_kubernetes_pod_label_ringmaster_dev_job_name",), "trainingjob") \
+                    not in labelled:
+                self.fail("PodMonitor must label every series trainingjob from the pod's "
+                          "ringmaster.dev/job-name (a user program's series are the job's too)")
         dashboards = [c for c in self.of_kind("ConfigMap")
                       if (c["metadata"].get("labels") or {}).get("grafana_dashboard") == "1"]
         if bool(dashboards) != v["dashboard"]["enabled"]:
@@ -401,6 +407,13 @@ class Checker:
         if "wait" not in cmd or "--for=jsonpath={.status.phase}=Succeeded" not in cmd or \
                 f"trainingjob/{name}" not in cmd:
             self.fail(f"helm-test pod does not wait for {name} to succeed: {cmd}")
+        # A job that fails must fail the test when it ends, not at the test's timeout: the pod
+        # first waits for the end (completionTime, set on success and failure), then checks.
+        inits = pod["spec"].get("initContainers", [])
+        first = (inits[0].get("command", []) + inits[0].get("args", [])) if inits else []
+        if "--for=jsonpath={.status.completionTime}" not in first or "--timeout=0s" not in cmd:
+            self.fail(f"helm-test pod must wait for {name} to end, then check its phase at once: "
+                      f"init {first}, main {cmd}")
         weights = {d["kind"]: int(d["metadata"]["annotations"].get("helm.sh/hook-weight", "0"))
                    for d in tests}
         if not weights["TrainingJob"] < weights["Pod"]:

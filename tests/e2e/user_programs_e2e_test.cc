@@ -10,6 +10,7 @@
 //   - an mpi4py program under `launcher: mpi` (mpirun over the job's sshd, the Horovod shape):
 //     both pods' ranks report their own pod as their node;
 //   - a program that reads TF_CONFIG as TensorFlow does and reaches every task's address;
+//   - a program serving its own /metrics on the pod's declared metrics port, reachable there;
 //   - a command the image does not have: Failed at once, naming it.
 // On both control planes. Skipped, saying why, where python3-torch or python3-mpi4py is missing.
 #include <gtest/gtest.h>
@@ -150,6 +151,64 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
               std::string::npos)
         << tf_logs;
   }
+
+  // A program's own /metrics on the pod's declared `metrics` port (9090 + LOCAL_RANK), where the
+  // chart's PodMonitor scrapes every worker pod, reachable at the pod's address.
+  const std::string serving_path = cluster_->dataDir() + "/serving.yaml";
+  std::ofstream(serving_path) << R"(apiVersion: v1
+kind: ConfigMap
+metadata: {name: serving-program}
+data:
+  serve.py: |
+    import http.server, os, time
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(f'user_steps_total{{rank="{os.environ["RANK"]}"}} 7\n'.encode())
+    server = http.server.HTTPServer(("", 9090 + int(os.environ["LOCAL_RANK"])), Metrics)
+    server.timeout = 0.2
+    end = time.time() + 60
+    while time.time() < end:
+        server.handle_request()
+---
+apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: serving}
+spec:
+  replicas: 1
+  procsPerReplica: 2
+  restartPolicy: Never
+  command: [python3, /app/serve.py]
+  volumes:
+  - {name: program, configMap: {name: serving-program}}
+  volumeMounts:
+  - {name: program, mountPath: /app, readOnly: true}
+)";
+  auto served = cluster_->kubectl({"apply", "-f", serving_path});
+  ASSERT_EQ(served.exit_code, 0) << served.stderr_text;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string body;
+    EXPECT_TRUE(testutil::eventually(
+        60s,
+        [&] {
+          const nlohmann::json pod = cluster_->get("pod", "serving-worker-0");
+          const std::string ip = pod.value("/status/podIP"_json_pointer, std::string());
+          int port = 0;
+          for (const auto& p :
+               pod.value("/spec/containers/0/ports"_json_pointer, nlohmann::json())) {
+            if (p.value("name", "") == "metrics") port = p.value("containerPort", 0);
+          }
+          if (ip.empty() || port == 0) return false;
+          body = testutil::httpGet(ip, port + rank, "/metrics").body;
+          return body.find("user_steps_total") != std::string::npos;
+        }))
+        << "rank " << rank << ": " << body;
+    EXPECT_NE(body.find("user_steps_total{rank=\"" + std::to_string(rank) + "\"} 7"),
+              std::string::npos)
+        << body;
+  }
+  cluster_->kubectl({"delete", "tj", "serving", "--wait=false"});
 
   // A command the image lacks: the job fails at once, naming it, and nothing stays running.
   const std::string missing_path = cluster_->dataDir() + "/missing.yaml";

@@ -228,7 +228,7 @@ class PrometheusDashboard : public ::testing::Test {
   // The job's trainer ranks as the chart's PodMonitor finds them: every pod with the job-name
   // label, its `metrics` container port (+ local rank), and the target labels the Prometheus
   // Operator adds (namespace, pod, container, endpoint) plus the PodMonitor's relabelings
-  // (attempt, replica_index). Empty until every pod runs with an IP.
+  // (trainingjob, attempt, replica_index). Empty until every pod runs with an IP.
   std::vector<Target> trainerTargets(const std::string& job) {
     json pods = kubectlJson({"get", "pods", "-l", std::string("ringmaster.dev/job-name=") + job});
     std::vector<Target> targets;
@@ -255,6 +255,7 @@ class PrometheusDashboard : public ::testing::Test {
                 {"pod", meta.value("name", "")},
                 {"container", c.value("name", "")},
                 {"endpoint", "metrics"},
+                {"trainingjob", labels.value("ringmaster.dev/job-name", "")},
                 {"attempt", labels.value("ringmaster.dev/attempt", "")},
                 {"replica_index", labels.value("ringmaster.dev/replica-index", "")}}});
         }
@@ -381,8 +382,9 @@ spec:
   trainers.insert(trainers.end(), pipeline_trainers.begin(), pipeline_trainers.end());
 
   // The chart's ServiceMonitor (operator) and PodMonitor (trainers), as static targets with the
-  // chart's honorLabels: on for the operator (its job counters' namespace is the TrainingJob's),
-  // off for the trainers (their trainingjob/rank clash with no target label). JSON is YAML.
+  // chart's honorLabels: on for the operator (its job counters' namespace is the TrainingJob's)
+  // and for the trainers (the PodMonitor's `trainingjob` is what they say themselves). JSON is
+  // YAML.
   json trainer_configs = json::array();
   for (const Target& t : trainers) {
     trainer_configs.push_back(
@@ -402,6 +404,7 @@ spec:
                                  {"honor_labels", true},
                                  {"static_configs", json::array({operator_config})}}),
                    json::object({{"job_name", "default/ringmaster-trainers"},
+                                 {"honor_labels", true},
                                  {"static_configs", trainer_configs}})});
   const std::string config_path = cluster_.dataDir() + "/prometheus.yml";
   std::ofstream(config_path) << config.dump(2);
