@@ -482,7 +482,7 @@ int run(int argc, char** argv) {
     }
   }
   SupervisorOutcome outcome;
-  std::string error_line;  // the failing rank's own last error line
+  FailureCause cause;  // what the failing ranks' stderr says
   if (mpi != nullptr) {
     StopHooks hooks;
     hooks.stop = signals.stop();
@@ -491,7 +491,7 @@ int run(int argc, char** argv) {
     outcome = mpi->run((*store)->store(), rdzv_deadline, hooks);
   } else {
     outcome = supervisor->wait();
-    error_line = supervisor->failureErrorLine();
+    cause = supervisor->failureCause();
     signals.attach(nullptr);
   }
   monitor.reset();
@@ -508,10 +508,22 @@ int run(int argc, char** argv) {
       if (!signals.stop()->stopRequested()) outcome = {kHangExitCode, "hang: " + *hang};
     }
   }
-  std::string failure = failureMessage(outcome.reason, error_line);
+  // The rank whose error came first, when it is not the one that exited first.
+  std::string reason = outcome.reason;
+  if (!cause.name.empty() && reason.rfind(cause.name + " ", 0) != 0) {
+    reason += "; " + cause.name + "'s error came first";
+  }
+  std::string failure = failureMessage(reason, cause.error_line);
   if (outcome.exit_code != 0 && !hang_reported && !signals.stop()->stopRequested()) {
     // This pod's own process failed: the gang's first failure is the one to report.
-    failure = failureMessage(reportFailure((*store)->store(), failure, seconds(2)), "");
+    const int64_t failed_ms = cause.error_unix_ms != 0
+                                  ? cause.error_unix_ms
+                                  : std::chrono::duration_cast<milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
+    failure = failureMessage(reportFailure((*store)->store(), env->node_rank, env->nnodes, failure,
+                                           failed_ms, seconds(2)),
+                             "");
   }
   finishGang((*store)->store(), env->node_rank, env->nnodes, rdzv_timeout,
              seconds(flags.grace_seconds), signals.stop());

@@ -173,6 +173,9 @@ void writeAll(int fd, std::string_view text) {
 // Forwards each complete line of `s.partial` (all of it at end of stream, or when one line grows
 // past 64 KiB) and feeds each to `errors`.
 void forwardLines(std::string& partial, ErrorLines& errors, bool flush_all) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   size_t start = 0;
   for (;;) {
     size_t nl = partial.find('\n', start);
@@ -183,7 +186,7 @@ void forwardLines(std::string& partial, ErrorLines& errors, bool flush_all) {
     }
     std::string_view line(partial.data() + start, nl + 1 - start);
     writeAll(STDERR_FILENO, line);  // one write per line: lines of ranks never interleave
-    errors.feed(line);
+    errors.feed(line, now_ms);
     start = nl + 1;
   }
   partial.erase(0, start);
@@ -391,10 +394,21 @@ SupervisorOutcome Supervisor::wait() {
   return {0, "all " + std::to_string(children_.size()) + " process(es) succeeded"};
 }
 
-std::string Supervisor::failureErrorLine() const {
+FailureCause Supervisor::failureCause() const {
   std::lock_guard lock(mu_);
   if (stop_requested_ || !first_failure_seen_ || relay_thread_.joinable()) return {};
-  return first_failure_index_ < streams_.size() ? streams_[first_failure_index_].errors.best() : "";
+  if (first_failure_index_ >= streams_.size()) return {};
+  size_t cause = first_failure_index_;
+  int64_t earliest = streams_[cause].errors.firstErrorUnixMs();
+  for (size_t i = 0; i < children_.size() && i < streams_.size(); ++i) {
+    const int64_t at = streams_[i].errors.firstErrorUnixMs();
+    const bool failed = children_[i].reaped && children_[i].wait_status != 0;
+    if (failed && at != 0 && (earliest == 0 || at < earliest)) {
+      cause = i;
+      earliest = at;
+    }
+  }
+  return {children_[cause].name, streams_[cause].errors.best(), earliest};
 }
 
 }  // namespace ringmaster::launcher

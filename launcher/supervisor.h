@@ -47,6 +47,13 @@ struct SupervisorOutcome {
   std::string reason;  // "all 2 processes succeeded", "rank 3 exited with code 7", ...
 };
 
+// What made the processes fail, as their stderr tells it (Options::capture_errors).
+struct FailureCause {
+  std::string name;           // "rank 3"; "" when the outcome is no failure of a process
+  std::string error_line;     // its most telling line (ErrorLines::best); "" when none
+  int64_t error_unix_ms = 0;  // when its first error began; 0 when unknown
+};
+
 // 128+N for a signal, the exit status otherwise (a waitpid status).
 int exitCodeOf(int wait_status);
 // "exited with code 3" / "killed by signal 9 (Killed)".
@@ -73,9 +80,13 @@ class Supervisor {
 
   // Blocks until every process has exited.
   SupervisorOutcome wait();
-  // After wait(): the last error line of the process whose failure is the outcome ("" when the
-  // outcome is no such failure, nothing was captured or it logged no error line).
-  std::string failureErrorLine() const;
+  // After wait(): of the processes that did not succeed, the one whose first error began first
+  // (a rank whose peer raised may exit before it, "Connection closed by peer"); without error
+  // lines, the first to fail. Empty when the outcome is no failure of a process (success, a stop
+  // request) or nothing was captured.
+  FailureCause failureCause() const;
+  // failureCause().error_line.
+  std::string failureErrorLine() const { return failureCause().error_line; }
   void requestStop(int exit_code, std::string reason);
   // Whether local process `index` is still running (not yet reaped).
   bool running(size_t index) const;

@@ -52,10 +52,11 @@ std::optional<std::string> errorLineText(std::string_view line) {
   return out;
 }
 
-void ErrorLines::feed(std::string_view line) {
+void ErrorLines::feed(std::string_view line, int64_t unix_ms) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   if (std::optional<std::string> error = errorLineText(line)) {
     core_error_ = capped(std::move(*error), kMaxLineBytes);
+    if (first_error_ms_ == 0) first_error_ms_ = unix_ms;
     return;
   }
   const size_t first = line.find_first_not_of(" \t");
@@ -63,6 +64,7 @@ void ErrorLines::feed(std::string_view line) {
   const std::string text = capped(std::string(line), kMaxLineBytes);
   if (line.starts_with("Traceback (most recent call last):")) {
     in_traceback_ = true;
+    if (first_error_ms_ == 0) first_error_ms_ = unix_ms;
   } else if (in_traceback_ && first == 0) {
     exception_ = text;
     in_traceback_ = false;

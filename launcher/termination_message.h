@@ -11,6 +11,7 @@
 // Thread-safety: pure functions plus one file write. Failure: writeTerminationMessage returns
 // the errno error naming the path; callers log it and carry on.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,19 +31,26 @@ std::optional<std::string> errorLineText(std::string_view line);
 //      exceptions the last traceback's);
 //   3. else the last line that is not blank (a C++ program's "terminate called after ...", an
 //      MPI abort, a shell's "command not found").
-// Lines are cut to kMaxLineBytes. Thread-safety: none (one relay thread owns one).
+// Lines are cut to kMaxLineBytes. It also keeps when the first error began (a core error line
+// or a traceback's first line), the time `feed` was given with it: a process that fails because
+// its peer did prints its error after the peer's, even when it exits first. Thread-safety: none
+// (one relay thread owns one).
 class ErrorLines {
  public:
   static constexpr size_t kMaxLineBytes = 1024;
-  void feed(std::string_view line);
+  // `unix_ms`: when the line was read (milliseconds since the epoch; 0: unknown).
+  void feed(std::string_view line, int64_t unix_ms = 0);
   // "" when nothing was fed but blank lines.
   std::string best() const;
+  // When the first error began; 0 when none did (or its time was unknown).
+  int64_t firstErrorUnixMs() const { return first_error_ms_; }
 
  private:
   std::string core_error_;
   std::string exception_;
   std::string last_;
   bool in_traceback_ = false;
+  int64_t first_error_ms_ = 0;
 };
 
 // "<reason>: <error line>" (just the reason without one), capped to the kubelet's limit.

@@ -84,6 +84,19 @@ void foldFinalSummary(Plan& plan, const WorkerPod& rank0) {
   plan.status.progress = mergeProgress(plan.status.progress, *summary);
 }
 
+// The worker that succeeded first and when (nullptr: none yet, or none says when).
+std::pair<const WorkerPod*, int> firstSucceeded(const std::vector<const WorkerPod*>& pods) {
+  std::pair<const WorkerPod*, int> first{nullptr, -1};
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const WorkerPod* pod = pods[i];
+    if (pod == nullptr || pod->phase != "Succeeded" || !pod->finished_at) continue;
+    if (first.first == nullptr || *pod->finished_at < *first.first->finished_at) {
+      first = {pod, static_cast<int>(i)};
+    }
+  }
+  return first;
+}
+
 // Why the failed pod failed, in its own words where it left some, on one bounded line.
 std::string describeFailure(const WorkerPod& pod, int index) {
   const std::optional<int32_t>& code = pod.exit_code;
@@ -237,6 +250,31 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
     s.phase = phaseOf(s);
     plan.requeue = milliseconds(0);  // cleanPodPolicy, ttl
     return plan;
+  }
+
+  // A rank that succeeded while others still run: they get finishTimeoutSeconds to follow.
+  if (const auto [done, done_index] = firstSucceeded(current);
+      done != nullptr && spec.finish_timeout_seconds > 0) {
+    const kube::Time due = plusSeconds(*done->finished_at, spec.finish_timeout_seconds);
+    if (now >= due) {
+      std::string running;
+      for (size_t i = 0; i < current.size(); ++i) {
+        if (current[i] == nullptr || current[i]->finished()) continue;
+        running += (running.empty() ? "pod " : ", pod ") + current[i]->metadata.name +
+                   " (replica " + std::to_string(i) + ")";
+      }
+      failJob(s, "RanksDidNotFinish",
+              (running.empty() ? std::string("a worker pod") : running) + " still running " +
+                  std::to_string(spec.finish_timeout_seconds) + " s after pod " +
+                  done->metadata.name + " (replica " + std::to_string(done_index) +
+                  ") succeeded (finishTimeoutSeconds): a rank that ends while others run "
+                  "usually means they hang",
+              generation, now);
+      plan.status_on_error = s;
+      plan.requeue = milliseconds(0);  // the finished pass stops the pods (cleanPodPolicy)
+      return plan;
+    }
+    minDelay(requeue, timeUntil(now, due));
   }
 
   // Capacity came back for an elastic job's standby pods: the world grows by those scheduled.

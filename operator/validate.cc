@@ -281,6 +281,7 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
       contract::parseSpelling(spec.restart_policy, kRestartPolicies, d.restart_policy);
   s.backoff_limit = spec.backoff_limit.value_or(d.backoff_limit);
   s.active_deadline_seconds = spec.active_deadline_seconds;
+  s.finish_timeout_seconds = spec.finish_timeout_seconds.value_or(d.finish_timeout_seconds);
   s.ttl_seconds_after_finished = spec.ttl_seconds_after_finished;
   s.clean_pod_policy =
       contract::parseSpelling(spec.clean_pod_policy, kCleanPodPolicies, d.clean_pod_policy);
@@ -323,6 +324,7 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
   }
   if (!s.restart_policy) s.restart_policy = name(d.restart_policy);
   if (!s.backoff_limit) s.backoff_limit = d.backoff_limit;
+  if (!s.finish_timeout_seconds) s.finish_timeout_seconds = d.finish_timeout_seconds;
   if (!s.clean_pod_policy) s.clean_pod_policy = name(d.clean_pod_policy);
   if (!s.suspend) s.suspend = d.suspend;
   if (!s.scheduling_policy) s.scheduling_policy = kube::SchedulingPolicy{};
@@ -393,6 +395,7 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
   e.oneOf("spec.cleanPodPolicy", s.clean_pod_policy, contract::spellings(kCleanPodPolicies));
   e.atLeast("spec.backoffLimit", s.backoff_limit, 0);
   e.atLeast("spec.activeDeadlineSeconds", s.active_deadline_seconds, int64_t{1});
+  e.atLeast("spec.finishTimeoutSeconds", s.finish_timeout_seconds, 0);
   e.atLeast("spec.ttlSecondsAfterFinished", s.ttl_seconds_after_finished, 0);
   if (s.scheduling_policy) {
     e.unknownFields("spec.schedulingPolicy", s.scheduling_policy->extra);

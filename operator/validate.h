@@ -24,6 +24,7 @@ inline constexpr int32_t kMaxWorldSize = 4096;
 inline constexpr int32_t kMaxProcsPerReplica = 64;
 inline constexpr int32_t kDefaultScheduleTimeoutSeconds = 300;
 inline constexpr int32_t kDefaultBackoffLimit = 3;
+inline constexpr int32_t kDefaultFinishTimeoutSeconds = 600;
 // spec.managedBy naming this operator (the same as leaving it unset).
 inline constexpr const char* kControllerName = "ringmaster.dev/trainingjob-controller";
 inline constexpr size_t kMaxManagedByLength = 63;
@@ -56,7 +57,9 @@ struct JobSettings {
   Backend backend = Backend::kAuto;
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   int32_t backoff_limit = kDefaultBackoffLimit;
-  std::optional<int64_t> active_deadline_seconds;     // none: no deadline
+  std::optional<int64_t> active_deadline_seconds;  // none: no deadline
+  // Once a worker succeeded, the others must finish within this (0: no bound).
+  int32_t finish_timeout_seconds = kDefaultFinishTimeoutSeconds;
   std::optional<int32_t> ttl_seconds_after_finished;  // none: kept
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
   bool suspend = false;

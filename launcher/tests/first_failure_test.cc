@@ -7,21 +7,29 @@ namespace {
 
 using std::chrono::milliseconds;
 
-TEST(FirstFailure, TheFirstPodToFailIsTheCauseEveryOtherPodNames) {
+// Two pods failed: the one whose error began first is named first by both, whichever reports
+// first.
+TEST(FirstFailure, TheEarliestErrorIsTheCauseEveryPodNames) {
   std::unique_ptr<rendezvous::Store> store = rendezvous::makeInMemoryStore();
   const std::string cause = "rank 3 exited with code 1: ValueError: rank 3 cannot read its shard";
-  EXPECT_EQ(reportFailure(*store, cause, milliseconds(100)), cause);
   const std::string consequence =
       "rank 1 exited with code 1: RuntimeError: Connection closed by peer";
-  EXPECT_EQ(reportFailure(*store, consequence, milliseconds(100)),
+  // Pod 0 (the consequence) reports first, before pod 1 published; its wait sees pod 1's.
+  ASSERT_TRUE(store->set(failureKey(1), rendezvous::toBytes("1000 " + cause)).ok());
+  EXPECT_EQ(reportFailure(*store, 0, 2, consequence, 1050, milliseconds(100)),
             cause + "; then on this pod: " + consequence);
+  EXPECT_EQ(reportFailure(*store, 1, 2, cause, 1000, milliseconds(100)), cause);
 }
 
-TEST(FirstFailure, ACauseWhoseTextNeverCameLeavesThePodsOwnMessage) {
-  std::unique_ptr<rendezvous::Store> store = rendezvous::makeInMemoryStore();
-  ASSERT_TRUE(store->add(kFailureCountKey, 1).ok());  // counted, then gone before setting it
-  EXPECT_EQ(reportFailure(*store, "rank 0 exited with code 2", milliseconds(50)),
-            "rank 0 exited with code 2");
+TEST(FirstFailure, ALonePodFailureIsItsOwnAndTiesGoToTheLowerPod) {
+  std::unique_ptr<rendezvous::Store> alone = rendezvous::makeInMemoryStore();
+  // No other pod publishes: the wait runs out and the pod's own message stands.
+  EXPECT_EQ(reportFailure(*alone, 2, 3, "rank 4 exited with code 2", 500, milliseconds(100)),
+            "rank 4 exited with code 2");
+  std::unique_ptr<rendezvous::Store> tied = rendezvous::makeInMemoryStore();
+  ASSERT_TRUE(tied->set(failureKey(0), rendezvous::toBytes("700 rank 0 failed")).ok());
+  EXPECT_EQ(reportFailure(*tied, 1, 2, "rank 1 failed", 700, milliseconds(100)),
+            "rank 0 failed; then on this pod: rank 1 failed");
 }
 
 }  // namespace

@@ -119,6 +119,28 @@ TEST(Supervisor, CapturedStderrGivesTheFailingProcesssLastErrorLine) {
   EXPECT_EQ((*sup)->failureErrorLine(), "E CORE [j rank 1/2] dataset: not found");
 }
 
+// A rank whose peer raised may exit before it ("Connection closed by peer" as the peer's
+// interpreter tears down): the cause is the rank whose error began first, not the first to exit.
+TEST(Supervisor, TheCauseIsTheRankWhoseErrorBeganFirst) {
+  Supervisor::Options o = grace(10s);
+  o.capture_errors = true;
+  auto sup = Supervisor::start(
+      {shell("rank 0",
+             "printf 'Traceback (most recent call last):\\n  File \"a.py\"\\n"
+             "ValueError: bad shard\\n' >&2; sleep 1; exit 1"),
+       shell("rank 1",
+             "sleep 0.3; printf 'Traceback (most recent call last):\\n  File \"b.py\"\\n"
+             "RuntimeError: Connection closed by peer\\n' >&2; exit 1")},
+      o);
+  ASSERT_TRUE(sup.ok());
+  SupervisorOutcome out = (*sup)->wait();
+  EXPECT_THAT(out.reason, HasSubstr("rank 1 exited with code 1"));  // rank 1 exited first
+  const FailureCause cause = (*sup)->failureCause();
+  EXPECT_EQ(cause.name, "rank 0");
+  EXPECT_EQ(cause.error_line, "ValueError: bad shard");
+  EXPECT_GT(cause.error_unix_ms, 0);
+}
+
 TEST(Supervisor, NoErrorLineWithoutCaptureOrOnAStopRequest) {
   auto plain = Supervisor::start({shell("rank 0",
                                         "echo '2026-11-22T10:00:00.123Z E CORE x' >&2; "

@@ -27,6 +27,7 @@ struct Spec {
   std::string restart_policy{};  // "" = the default
   std::optional<int32_t> backoff_limit{};
   std::optional<int64_t> active_deadline_seconds{};
+  std::optional<int32_t> finish_timeout_seconds{};
   std::string launcher{};                 // "" = the default
   std::optional<int32_t> min_replicas{};  // set: spec.elastic
   std::optional<int32_t> max_replicas{};
@@ -58,8 +59,9 @@ struct PodIn {
   std::string pod_ip{};
   int created_ago = 10;
   bool foreign = false;
-  bool gated = false;             // held by a queue's scheduling gate (implies not scheduled)
-  std::optional<bool> standby{};  // its standby label, when not what its index implies
+  bool gated = false;                 // held by a queue's scheduling gate (implies not scheduled)
+  std::optional<bool> standby{};      // its standby label, when not what its index implies
+  std::optional<int> finished_ago{};  // its container's finishedAt, seconds before now
 };
 
 // The plan's essentials.
@@ -103,6 +105,7 @@ kube::TrainingJob jobOf(const Spec& spec) {
   if (spec.backoff_limit) job.spec.backoff_limit = *spec.backoff_limit;
   if (spec.active_deadline_seconds)
     job.spec.active_deadline_seconds = *spec.active_deadline_seconds;
+  if (spec.finish_timeout_seconds) job.spec.finish_timeout_seconds = *spec.finish_timeout_seconds;
   if (!spec.launcher.empty()) job.spec.launcher = spec.launcher;
   if (spec.min_replicas) {
     job.spec.elastic = kube::ElasticPolicy{};
@@ -166,6 +169,7 @@ kube::Pod podOf(const kube::TrainingJob& job, const PodIn& in) {
     cs.state = kube::ContainerState{};
     cs.state->terminated = kube::ContainerStateTerminated{};
     cs.state->terminated->exit_code = *in.exit_code;
+    if (in.finished_ago) cs.state->terminated->finished_at = ago(*in.finished_ago);
     pod.status.container_statuses.push_back(cs);
   }
   return pod;
@@ -380,6 +384,33 @@ const Row kRows[] = {
      .status = {.started_ago = 100, .conditions = {{"Running", true, "AllRanksJoined"}}},
      .pods = {succeeded(0), kRunning1},
      .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined", .world = "1/2"}},
+    // A rank that ended while others run: they get finishTimeoutSeconds (600 by default) to
+    // follow, then the job fails naming them (cleanPodPolicy stops them).
+    {.name = "ARankThatSucceededGivesTheOthersTheFinishTimeout",
+     .status = {.started_ago = 1000, .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods =
+         {{.index = 0, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 100},
+          kRunning1},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .requeue = milliseconds(500'000),
+              .world = "1/2"}},
+    {.name = "RanksStillRunningAfterTheFinishTimeoutFailTheJob",
+     .status = {.started_ago = 1000, .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods =
+         {{.index = 0, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 700},
+          kRunning1},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/RanksDidNotFinish",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "FinishTimeoutZeroWaitsWithoutBound",
+     .spec = {.finish_timeout_seconds = 0},
+     .status = {.started_ago = 9000, .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods =
+         {{.index = 0, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 5000},
+          kRunning1},
+     .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined", .world = "1/2"}},
     {.name = "AMissingPodWaitsWhileExpectationsAreUnmet",
      .status = {.started_ago = 5},
      .pods = {kRunning0},
@@ -577,6 +608,24 @@ TEST(DecideTest, MpiJobsAlsoEnsureTheirSshSecret) {
   row.spec.launcher = "";
   const kube::TrainingJob plain = jobOf(row.spec);
   EXPECT_FALSE(decide(plain, {}, observedOf(plain, row), kNow, {}).ensure_ssh_secret);
+}
+
+TEST(DecideTest, RanksThatDidNotFinishAreNamed) {
+  kube::TrainingJob job = defaulted(makeJob("fmnist", 3));
+  job.spec.finish_timeout_seconds = 60;
+  Row row;
+  row.spec.replicas = 3;
+  row.pods = {
+      {.index = 0, .phase = "Running"},
+      {.index = 1, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 61},
+      {.index = 2, .phase = "Running"}};
+  const Plan plan = decide(job, statusOf(row.status), observedOf(job, row), kNow, DecideOptions{});
+  const kube::Condition* failed = findCondition(plan.status, kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->message.value_or(""),
+            "pod fmnist-worker-0 (replica 0), pod fmnist-worker-2 (replica 2) still running 60 s "
+            "after pod fmnist-worker-1 (replica 1) succeeded (finishTimeoutSeconds): a rank that "
+            "ends while others run usually means they hang");
 }
 
 TEST(DecideTest, TheFailedRanksMessageNamesItsExitCode) {

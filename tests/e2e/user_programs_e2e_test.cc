@@ -11,6 +11,8 @@
 //     both pods' ranks report their own pod as their node;
 //   - a program that reads TF_CONFIG as TensorFlow does and reaches every task's address;
 //   - a program serving its own /metrics on the pod's declared metrics port, reachable there;
+//   - a program that exits 0 on one rank and hangs on another: Failed after finishTimeoutSeconds,
+//     naming the rank that did not finish;
 //   - a command the image does not have: Failed at once, naming it.
 // On both control planes. Skipped, saying why, where python3-torch or python3-mpi4py is missing.
 #include <gtest/gtest.h>
@@ -209,6 +211,24 @@ spec:
         << body;
   }
   cluster_->kubectl({"delete", "tj", "serving", "--wait=false"});
+
+  // A program that exits 0 on one rank and hangs on another: the job fails when the others have
+  // not followed within finishTimeoutSeconds, naming them, and nothing stays running.
+  const std::string straggler_path = cluster_->dataDir() + "/straggler.yaml";
+  std::ofstream(straggler_path) << "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
+                                   "metadata: {name: straggler}\nspec:\n  replicas: 2\n"
+                                   "  finishTimeoutSeconds: 5\n  restartPolicy: Never\n"
+                                   "  command: [sh, -c, 'test \"$RANK\" = 0 || sleep 3600']\n";
+  nlohmann::json straggler = run(straggler_path, "straggler");
+  EXPECT_EQ(testutil::jobPhase(straggler), "Failed") << straggler.dump(2);
+  EXPECT_NE(conditionMessage(straggler, "Failed")
+                .find("pod straggler-worker-1 (replica 1) still running 5 s after pod "
+                      "straggler-worker-0 (replica 0) succeeded"),
+            std::string::npos)
+      << straggler.dump(2);
+  EXPECT_TRUE(testutil::eventually(60s, [&] {
+    return cluster_->findProcesses("", {{"RINGMASTER_JOB", "straggler"}}).empty();
+  })) << "the straggler's processes outlived its job";
 
   // A command the image lacks: the job fails at once, naming it, and nothing stays running.
   const std::string missing_path = cluster_->dataDir() + "/missing.yaml";

@@ -102,6 +102,7 @@ void visitTrainingJobSpec(V& v, S& s) {
   v("restartPolicy", s.restart_policy);
   v("backoffLimit", s.backoff_limit);
   v("activeDeadlineSeconds", s.active_deadline_seconds);
+  v("finishTimeoutSeconds", s.finish_timeout_seconds);
   v("ttlSecondsAfterFinished", s.ttl_seconds_after_finished);
   v("cleanPodPolicy", s.clean_pod_policy);
   v("suspend", s.suspend);

@@ -137,6 +137,8 @@ struct TrainingJobSpec {
   std::optional<std::string> restart_policy;  // Never | OnFailure | ExitCode
   std::optional<int32_t> backoff_limit;
   std::optional<int64_t> active_deadline_seconds;
+  // Seconds the other workers have to finish once one succeeded (0: no bound).
+  std::optional<int32_t> finish_timeout_seconds;
   std::optional<int32_t> ttl_seconds_after_finished;
   std::optional<std::string> clean_pod_policy;  // None | Running | All
   std::optional<bool> suspend;
