@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,6 +21,7 @@
 #include <thread>
 
 #include "control_plane.h"
+#include "local_cluster.h"
 #include "process.h"
 #include "ringmaster/kube/api_client.h"
 #include "ringmaster/kube/client_factory.h"
@@ -481,8 +484,29 @@ TEST_F(ApiDifferentialTest, KubectlGetPrintsTheSameTables) {
       "a Service of two ports, one without a name", Verb::kPost, ns_ + "/services",
       R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"unnamed"},"spec":{"ports":[{"port":80},{"name":"b","port":81}]}})"});
   const std::string kubectl = testutil::findKubectl();
-  for (const char* resource :
-       {"configmaps", "secrets", "services", "serviceaccounts", "pods", "events"}) {
+  // The TrainingJob CRD and a job, applied by kubectl to both: its printer columns are ours.
+  const std::string source = std::getenv("RM_SOURCE_DIR") ? std::getenv("RM_SOURCE_DIR") : ".";
+  const std::string job_yaml =
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
+      "metadata: {name: tj, namespace: " +
+      ns + "}\nspec: {replicas: 2, image: img}\n";
+  for (const testutil::ApiServer* server : {&servers()->real, &servers()->local}) {
+    const std::map<std::string, std::string> env = {{"KUBECONFIG", server->kubeconfig()}};
+    auto crd = testutil::run({kubectl, "apply", "-f", source + "/crds/trainingjob.yaml"}, env,
+                             std::chrono::seconds(60));
+    ASSERT_EQ(crd.exit_code, 0) << crd.stderr_text;
+    ASSERT_TRUE(testutil::eventually(std::chrono::seconds(30), [&] {
+      testutil::TempDir dir;
+      std::ofstream(dir.path() + "/tj.yaml") << job_yaml;
+      return testutil::run({kubectl, "apply", "-f", dir.path() + "/tj.yaml"}, env,
+                           std::chrono::seconds(60))
+                 .exit_code == 0;
+    })) << "the TrainingJob CRD was not served";
+  }
+  const std::vector<std::string> resources = {"configmaps",      "secrets",        "services",
+                                              "serviceaccounts", "pods",           "events",
+                                              "trainingjobs",    "namespace/" + ns};
+  for (const std::string& resource : resources) {
     for (const char* format : {"", "wide"}) {
       std::vector<std::string> argv = {kubectl, "get", resource,
                                        "-n",    ns,    "--sort-by=.metadata.name"};
@@ -494,6 +518,8 @@ TEST_F(ApiDifferentialTest, KubectlGetPrintsTheSameTables) {
       const auto local = on(servers()->local);
       ASSERT_EQ(real.exit_code, 0) << real.stderr_text;
       ASSERT_EQ(local.exit_code, 0) << local.stderr_text;
+      // Every kind holds an object of ours: an empty table on both would compare nothing.
+      EXPECT_NE(real.stdout_text.find("\n"), real.stdout_text.rfind("\n")) << resource;
       EXPECT_EQ(normalizedTable(local.stdout_text), normalizedTable(real.stdout_text))
           << "kubectl get " << resource << (*format ? " -o wide" : "") << "\nreal:\n"
           << real.stdout_text << "local:\n"
