@@ -36,6 +36,11 @@ std::string failureKey(int node_rank) { return "launcher/failure/" + std::to_str
 
 std::string reportFailure(rendezvous::Store& attempt_store, int node_rank, int nnodes,
                           const std::string& message, int64_t unix_ms, milliseconds wait) {
+  if (unix_ms == 0) {
+    unix_ms = std::chrono::duration_cast<milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  }
   if (core::Status s = attempt_store.set(
           failureKey(node_rank), rendezvous::toBytes(std::to_string(unix_ms) + " " + message));
       !s.ok()) {

@@ -23,7 +23,8 @@ namespace ringmaster::launcher {
 // "launcher/failure/<node_rank>".
 std::string failureKey(int node_rank);
 
-// Publishes this pod's failure (`message`, begun at `unix_ms`), waits until every pod of
+// Publishes this pod's failure (`message`, begun at `unix_ms`; 0: now, for a failure whose
+// beginning nobody saw, e.g. mpirun's), waits until every pod of
 // `nnodes` published one or `wait` ends, and returns what the pod should report: `message` when
 // it came first, else "<first>; then on this pod: <message>".
 std::string reportFailure(rendezvous::Store& attempt_store, int node_rank, int nnodes,

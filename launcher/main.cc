@@ -510,19 +510,12 @@ int run(int argc, char** argv) {
   }
   // The rank whose error came first, when it is not the one that exited first.
   std::string reason = outcome.reason;
-  if (!cause.name.empty() && reason.rfind(cause.name + " ", 0) != 0) {
-    reason += "; " + cause.name + "'s error came first";
-  }
+  if (!cause.exited_first) reason += "; " + cause.name + "'s error came first";
   std::string failure = failureMessage(reason, cause.error_line);
   if (outcome.exit_code != 0 && !hang_reported && !signals.stop()->stopRequested()) {
     // This pod's own process failed: the gang's first failure is the one to report.
-    const int64_t failed_ms = cause.error_unix_ms != 0
-                                  ? cause.error_unix_ms
-                                  : std::chrono::duration_cast<milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count();
     failure = failureMessage(reportFailure((*store)->store(), env->node_rank, env->nnodes, failure,
-                                           failed_ms, seconds(2)),
+                                           cause.unix_ms, seconds(2)),
                              "");
   }
   finishGang((*store)->store(), env->node_rank, env->nnodes, rdzv_timeout,

@@ -161,6 +161,12 @@ core::Result<std::unique_ptr<Supervisor>> Supervisor::start(std::vector<ProcessS
 
 namespace {
 
+int64_t unixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 void writeAll(int fd, std::string_view text) {
   while (!text.empty()) {
     const ssize_t n = write(fd, text.data(), text.size());
@@ -173,9 +179,7 @@ void writeAll(int fd, std::string_view text) {
 // Forwards each complete line of `s.partial` (all of it at end of stream, or when one line grows
 // past 64 KiB) and feeds each to `errors`.
 void forwardLines(std::string& partial, ErrorLines& errors, bool flush_all) {
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ms = unixMillisNow();
   size_t start = 0;
   for (;;) {
     size_t nl = partial.find('\n', start);
@@ -317,6 +321,7 @@ void Supervisor::reap(Child& child, int wait_status) {
   if (!first_failure_seen_) {
     first_failure_seen_ = true;
     first_failure_index_ = static_cast<size_t>(&child - children_.data());
+    first_failure_unix_ms_ = unixMillisNow();
     first_failure_ = {code, child.name + " " + describeWaitStatus(wait_status)};
   }
 }
@@ -399,7 +404,7 @@ FailureCause Supervisor::failureCause() const {
   if (stop_requested_ || !first_failure_seen_ || relay_thread_.joinable()) return {};
   if (first_failure_index_ >= streams_.size()) return {};
   size_t cause = first_failure_index_;
-  int64_t earliest = streams_[cause].errors.firstErrorUnixMs();
+  int64_t earliest = streams_[cause].errors.firstErrorUnixMs();  // 0: no error line
   for (size_t i = 0; i < children_.size() && i < streams_.size(); ++i) {
     const int64_t at = streams_[i].errors.firstErrorUnixMs();
     const bool failed = children_[i].reaped && children_[i].wait_status != 0;
@@ -408,7 +413,8 @@ FailureCause Supervisor::failureCause() const {
       earliest = at;
     }
   }
-  return {children_[cause].name, streams_[cause].errors.best(), earliest};
+  return {children_[cause].name, streams_[cause].errors.best(),
+          earliest != 0 ? earliest : first_failure_unix_ms_, cause == first_failure_index_};
 }
 
 }  // namespace ringmaster::launcher

@@ -49,9 +49,11 @@ struct SupervisorOutcome {
 
 // What made the processes fail, as their stderr tells it (Options::capture_errors).
 struct FailureCause {
-  std::string name;           // "rank 3"; "" when the outcome is no failure of a process
-  std::string error_line;     // its most telling line (ErrorLines::best); "" when none
-  int64_t error_unix_ms = 0;  // when its first error began; 0 when unknown
+  std::string name;        // "rank 3"; "" when the outcome is no failure of a process
+  std::string error_line;  // its most telling line (ErrorLines::best); "" when none
+  // When its first error began, else when the first failing process exited (ms since the epoch).
+  int64_t unix_ms = 0;
+  bool exited_first = true;  // it is the process whose exit is the outcome's reason
 };
 
 // 128+N for a signal, the exit status otherwise (a waitpid status).
@@ -122,6 +124,7 @@ class Supervisor {
   std::string stop_reason_;
   bool first_failure_seen_ = false;
   size_t first_failure_index_ = 0;
+  int64_t first_failure_unix_ms_ = 0;
   SupervisorOutcome first_failure_;
   std::vector<Stream> streams_;  // per child when capture_errors, else empty
   int relay_wake_[2] = {-1, -1};

@@ -30,6 +30,11 @@ TEST(FirstFailure, ALonePodFailureIsItsOwnAndTiesGoToTheLowerPod) {
   ASSERT_TRUE(tied->set(failureKey(0), rendezvous::toBytes("700 rank 0 failed")).ok());
   EXPECT_EQ(reportFailure(*tied, 1, 2, "rank 1 failed", 700, milliseconds(100)),
             "rank 0 failed; then on this pod: rank 1 failed");
+  // A failure whose beginning nobody saw (mpirun's) counts from now: after any seen earlier.
+  std::unique_ptr<rendezvous::Store> unseen = rendezvous::makeInMemoryStore();
+  ASSERT_TRUE(unseen->set(failureKey(1), rendezvous::toBytes("1000 rank 2 failed")).ok());
+  EXPECT_EQ(reportFailure(*unseen, 0, 2, "mpirun exited with code 1", 0, milliseconds(100)),
+            "rank 2 failed; then on this pod: mpirun exited with code 1");
 }
 
 }  // namespace

@@ -117,6 +117,7 @@ TEST(Supervisor, CapturedStderrGivesTheFailingProcesssLastErrorLine) {
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_THAT(out.reason, HasSubstr("rank 1 exited with code 1"));
   EXPECT_EQ((*sup)->failureErrorLine(), "E CORE [j rank 1/2] dataset: not found");
+  EXPECT_TRUE((*sup)->failureCause().exited_first);
 }
 
 // A rank whose peer raised may exit before it ("Connection closed by peer" as the peer's
@@ -138,7 +139,8 @@ TEST(Supervisor, TheCauseIsTheRankWhoseErrorBeganFirst) {
   const FailureCause cause = (*sup)->failureCause();
   EXPECT_EQ(cause.name, "rank 0");
   EXPECT_EQ(cause.error_line, "ValueError: bad shard");
-  EXPECT_GT(cause.error_unix_ms, 0);
+  EXPECT_GT(cause.unix_ms, 0);
+  EXPECT_FALSE(cause.exited_first);
 }
 
 TEST(Supervisor, NoErrorLineWithoutCaptureOrOnAStopRequest) {
