@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "ringmaster/kube/kubeconfig.h"
+
 namespace ringmaster::testutil {
 
 using namespace std::chrono_literals;
@@ -209,16 +211,9 @@ long residentKiB(pid_t pid) {
 std::map<std::string, std::string> LocalCluster::ownPodsEnv(
     std::map<std::string, std::string> env) const {
   // Where the pods reach the API server: the port of this cluster's (the twin's differs).
-  std::ifstream config(kubeconfig());
-  for (std::string line; std::getline(config, line);) {
-    const auto server = line.find("server:");
-    if (server == std::string::npos) continue;
-    const auto colon = line.rfind(':');
-    if (colon == std::string::npos || colon <= server + 7) break;
-    std::string port = line.substr(colon + 1);  // the URL may be quoted
-    port.resize(std::min(port.size(), port.find_first_not_of("0123456789")));
-    env["KUBERNETES_SERVICE_PORT"] = port;
-    break;
+  if (core::Result<kube::KubeConfig> config = kube::loadKubeConfigFile(kubeconfig()); config.ok()) {
+    const std::string& server = config->server;  // "https://127.0.0.1:46575"
+    env["KUBERNETES_SERVICE_PORT"] = server.substr(server.rfind(':') + 1);
   }
   return env;
 }
