@@ -57,7 +57,6 @@ int64_t intAt(const nlohmann::json& obj, const std::string& path, int64_t dflt =
   return v.is_number_integer() ? v.get<int64_t>() : dflt;
 }
 
-// kubectl's Service PORT(S): "80/TCP", "80:30080/TCP", comma-separated; "<none>" without ports.
 // labels.FormatLabels: "k=v,k2=v2" sorted by key, "<none>" when empty.
 std::string formatLabels(const nlohmann::json& labels) {
   if (!labels.is_object() || labels.empty()) return "<none>";
@@ -86,6 +85,7 @@ std::string readinessGates(const nlohmann::json& pod) {
   return std::to_string(ready) + "/" + std::to_string(gates.size());
 }
 
+// kubectl's Service PORT(S): "80/TCP", "80:30080/TCP", comma-separated; "<none>" without ports.
 std::string servicePorts(const nlohmann::json& service) {
   const auto ports = evalJsonPath(service, ".spec.ports");
   if (!ports.is_array() || ports.empty()) return "<none>";

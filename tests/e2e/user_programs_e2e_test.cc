@@ -19,7 +19,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -64,9 +63,15 @@ class UserProgramsE2e : public ::testing::TestWithParam<testutil::ControlPlane> 
     ASSERT_EQ(cluster_->start(), "");
   }
 
-  // Applies `path` and waits for TrainingJob `name` to end; the job as it ended.
+  // Applies the file at `path` and waits for TrainingJob `name` to end; the job as it ended.
   nlohmann::json run(const std::string& path, const std::string& name) {
-    auto applied = cluster_->kubectl({"apply", "-f", path});
+    return ended(cluster_->kubectl({"apply", "-f", path}), name);
+  }
+  // The same for a manifest given as text.
+  nlohmann::json runManifest(const std::string& yaml, const std::string& name) {
+    return ended(cluster_->apply(yaml), name);
+  }
+  nlohmann::json ended(const testutil::ProcessResult& applied, const std::string& name) {
     EXPECT_EQ(applied.exit_code, 0) << applied.stderr_text;
     return cluster_->waitForJob(name, 300s, testutil::jobFinished);
   }
@@ -115,9 +120,7 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
   const std::string threads = "  - {name: OMP_NUM_THREADS, value: \"1\"}\n";
   failing.replace(failing.find(threads), threads.size(),
                   threads + "  - {name: FAIL_RANK, value: \"3\"}\n");
-  const std::string failing_path = cluster_->dataDir() + "/ddp-fail.yaml";
-  std::ofstream(failing_path) << failing;
-  nlohmann::json failed = run(failing_path, "ddp-fail");
+  nlohmann::json failed = runManifest(failing, "ddp-fail");
   const std::string error = "ValueError: rank 3 cannot read its shard";
   EXPECT_EQ(testutil::jobPhase(failed), "Failed") << failed.dump(2);
   EXPECT_NE(conditionMessage(failed, "Failed").find(error), std::string::npos) << failed.dump(2);
@@ -156,8 +159,7 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
 
   // A program's own /metrics on the pod's declared `metrics` port (9090 + LOCAL_RANK), where the
   // chart's PodMonitor scrapes every worker pod, reachable at the pod's address.
-  const std::string serving_path = cluster_->dataDir() + "/serving.yaml";
-  std::ofstream(serving_path) << R"(apiVersion: v1
+  auto served = cluster_->apply(R"(apiVersion: v1
 kind: ConfigMap
 metadata: {name: serving-program}
 data:
@@ -186,8 +188,7 @@ spec:
   - {name: program, configMap: {name: serving-program}}
   volumeMounts:
   - {name: program, mountPath: /app, readOnly: true}
-)";
-  auto served = cluster_->kubectl({"apply", "-f", serving_path});
+)");
   ASSERT_EQ(served.exit_code, 0) << served.stderr_text;
   for (int rank = 0; rank < 2; ++rank) {
     std::string body;
@@ -214,12 +215,12 @@ spec:
 
   // A program that exits 0 on one rank and hangs on another: the job fails when the others have
   // not followed within finishTimeoutSeconds, naming them, and nothing stays running.
-  const std::string straggler_path = cluster_->dataDir() + "/straggler.yaml";
-  std::ofstream(straggler_path) << "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
-                                   "metadata: {name: straggler}\nspec:\n  replicas: 2\n"
-                                   "  finishTimeoutSeconds: 5\n  restartPolicy: Never\n"
-                                   "  command: [sh, -c, 'test \"$RANK\" = 0 || sleep 3600']\n";
-  nlohmann::json straggler = run(straggler_path, "straggler");
+  nlohmann::json straggler = runManifest(
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
+      "metadata: {name: straggler}\nspec:\n  replicas: 2\n"
+      "  finishTimeoutSeconds: 5\n  restartPolicy: Never\n"
+      "  command: [sh, -c, 'test \"$RANK\" = 0 || sleep 3600']\n",
+      "straggler");
   EXPECT_EQ(testutil::jobPhase(straggler), "Failed") << straggler.dump(2);
   EXPECT_NE(conditionMessage(straggler, "Failed")
                 .find("pod straggler-worker-1 (replica 1) still running 5 s after pod "
@@ -231,12 +232,12 @@ spec:
   })) << "the straggler's processes outlived its job";
 
   // A command the image lacks: the job fails at once, naming it, and nothing stays running.
-  const std::string missing_path = cluster_->dataDir() + "/missing.yaml";
-  std::ofstream(missing_path) << "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
-                                 "metadata: {name: missing}\nspec:\n  replicas: 2\n"
-                                 "  command: [no-such-program, --epochs, '1']\n"
-                                 "  restartPolicy: Never\n";
-  nlohmann::json missing = run(missing_path, "missing");
+  nlohmann::json missing = runManifest(
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
+      "metadata: {name: missing}\nspec:\n  replicas: 2\n"
+      "  command: [no-such-program, --epochs, '1']\n"
+      "  restartPolicy: Never\n",
+      "missing");
   EXPECT_EQ(testutil::jobPhase(missing), "Failed") << missing.dump(2);
   EXPECT_NE(conditionMessage(missing, "Failed").find("no-such-program"), std::string::npos)
       << missing.dump(2);
