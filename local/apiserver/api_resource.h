@@ -36,6 +36,7 @@ enum class TablePrinter {
   kServiceAccount,
   kDeployment,
   kReplicaSet,
+  kNode,
   kEvent,  // kube-apiserver's event columns: Name is the last one (wide only), not the first
 };
 

@@ -227,9 +227,14 @@ core::Status ApiServer::init() {
         return std::nullopt;
       };
     } else if (r.type.group == "apps") {
-      r.type.admit = [](json& obj, const json*,
+      r.type.admit = [](json& obj, const json* old,
                         AdmitContext& context) -> std::optional<StatusError> {
-        if (!context.status_write) defaultWorkload(obj);
+        if (!context.status_write) defaultWorkload(obj, old == nullptr);
+        return std::nullopt;
+      };
+    } else if (r.type.resource == "nodes" && r.type.group.empty()) {
+      r.type.admit = [](json& obj, const json*, AdmitContext&) -> std::optional<StatusError> {
+        defaultNode(obj);
         return std::nullopt;
       };
     }

@@ -134,22 +134,27 @@ std::optional<int64_t> milli(const json& q) {
   return parsed->milliValue();
 }
 
+// SetDefaults_PodSpec: what a pod spec gets wherever it appears, a workload's template included.
+void defaultPodSpec(json& spec) {
+  fill(spec, "dnsPolicy", "ClusterFirst");
+  fill(spec, "restartPolicy", "Always");
+  fill(spec, "terminationGracePeriodSeconds", 30);
+  fill(spec, "securityContext", json::object());
+  fill(spec, "schedulerName", "default-scheduler");
+  forEachContainer(spec, defaultContainer);
+  if (json* volumes = array(spec, "volumes")) {
+    for (auto& v : *volumes) defaultVolume(v);
+  }
+}
+
 }  // namespace
 
 void defaultPod(json& pod, bool creating) {
   if (!pod.is_object()) return;
   json& spec = pod["spec"];
   if (!spec.is_object()) return;
-  fill(spec, "dnsPolicy", "ClusterFirst");
-  fill(spec, "restartPolicy", "Always");
-  fill(spec, "terminationGracePeriodSeconds", 30);
-  fill(spec, "securityContext", json::object());
-  fill(spec, "schedulerName", "default-scheduler");
-  fill(spec, "enableServiceLinks", true);
-  forEachContainer(spec, defaultContainer);
-  if (json* volumes = array(spec, "volumes")) {
-    for (auto& v : *volumes) defaultVolume(v);
-  }
+  defaultPodSpec(spec);
+  fill(spec, "enableServiceLinks", true);  // SetDefaults_Pod's, not the spec's: templates lack it
   if (!creating) return;
   // Admission, on create only.
   fill(spec, "serviceAccountName", "default");
@@ -278,11 +283,26 @@ void defaultNamespace(json& ns, bool creating) {
   }
 }
 
-void defaultWorkload(json& workload) {
+void defaultWorkload(json& workload, bool creating) {
   if (!workload.is_object()) return;
   json& spec = workload["spec"];
   if (!spec.is_object()) return;
+  if (creating) fill(workload, "status", json::object());
+  // A ReplicaSet's status.replicas is not omitempty: its zero reads back.
+  if (workload.value("kind", "") == "ReplicaSet" && workload.contains("status") &&
+      workload["status"].is_object())
+    fill(workload["status"], "replicas", 0);
   fill(spec, "replicas", 1);
+  if (auto pod_template = spec.find("template");
+      pod_template != spec.end() && pod_template->is_object()) {
+    // A template's metadata is an ObjectMeta, whose zero creationTimestamp reads back as null.
+    json& meta = (*pod_template)["metadata"];
+    if (!meta.is_object()) meta = json::object();
+    fill(meta, "creationTimestamp", nullptr);
+    if (auto pod_spec = pod_template->find("spec");
+        pod_spec != pod_template->end() && pod_spec->is_object())
+      defaultPodSpec(*pod_spec);
+  }
   if (workload.value("kind", "") != "Deployment") return;
   fill(spec, "revisionHistoryLimit", 10);
   fill(spec, "progressDeadlineSeconds", 600);
@@ -330,6 +350,31 @@ void addServiceAccountVolume(json& pod, const std::string& suffix) {
     if (!mounts.is_array()) mounts = json::array();
     mounts.push_back({{"name", name}, {"readOnly", true}, {"mountPath", kServiceAccountMountPath}});
   });
+}
+
+void defaultNode(json& node) {
+  if (!node.is_object()) return;
+  fill(node, "spec", json::object());
+  json& status = node["status"];
+  if (!status.is_object()) status = json::object();
+  if (json* conditions = array(status, "conditions")) {
+    for (auto& c : *conditions) {
+      if (!c.is_object()) continue;
+      fill(c, "lastHeartbeatTime", nullptr);
+      fill(c, "lastTransitionTime", nullptr);
+    }
+  }
+  json& endpoints = status["daemonEndpoints"];
+  if (!endpoints.is_object()) endpoints = json::object();
+  json& kubelet = endpoints["kubeletEndpoint"];
+  if (!kubelet.is_object()) kubelet = json::object();
+  fill(kubelet, "Port", 0);
+  json& info = status["nodeInfo"];
+  if (!info.is_object()) info = json::object();
+  for (const char* field :
+       {"architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion",
+        "kubeletVersion", "machineID", "operatingSystem", "osImage", "systemUUID"})
+    fill(info, field, "");
 }
 
 }  // namespace ringmaster::local

@@ -33,9 +33,16 @@ std::optional<StatusError> serviceError(const nlohmann::json& service);
 // core/v1 Events as kube-apiserver writes them back: eventTime (null), reportingComponent and
 // reportingInstance ("") are present even when unset (their Go fields are not omitempty).
 void defaultEvent(nlohmann::json& event);
-// apps/v1 Deployments and ReplicaSets: replicas 1; a Deployment's strategy RollingUpdate with
-// 25% maxUnavailable and maxSurge, revisionHistoryLimit 10, progressDeadlineSeconds 600.
-void defaultWorkload(nlohmann::json& workload);
+// apps/v1 Deployments and ReplicaSets: replicas 1; the pod template's spec defaulted as a pod's
+// is (without the pod-only enableServiceLinks and admission); a Deployment's strategy
+// RollingUpdate with 25% maxUnavailable and maxSurge, revisionHistoryLimit 10,
+// progressDeadlineSeconds 600; an empty status when `creating` (a ReplicaSet's with `replicas: 0`).
+void defaultWorkload(nlohmann::json& workload, bool creating);
+// core/v1 Nodes as kube-apiserver writes them back: spec {}, the zero values of the status'
+// non-omitempty fields (conditions' heartbeat and transition times null, daemonEndpoints' port 0,
+// every nodeInfo string ""). Not the NotReady taint its TaintNodesByCondition admission adds on
+// create: no node lifecycle controller runs here to take it off again.
+void defaultNode(nlohmann::json& node);
 
 inline constexpr const char* kServiceAccountMountPath =
     "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -77,6 +77,7 @@ std::vector<ApiResource> builtinResources() {
 
   auto nodes = builtin("", "nodes", "Node", false, {"no"});
   nodes.type.has_status_subresource = true;
+  nodes.printer = TablePrinter::kNode;
   out.push_back(nodes);
 
   auto accounts = builtin("", "serviceaccounts", "ServiceAccount", true, {"sa"});

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <set>
+#include <utility>
 
 #include "ringmaster/kube/time.h"
 
@@ -17,6 +19,9 @@ constexpr const char* kNameDescription =
     "automatically. Name is primarily intended for creation idempotence and configuration "
     "definition. Cannot be updated. More info: "
     "http://kubernetes.io/docs/user-guide/identifiers#names";
+constexpr const char* kSelectorDescription =
+    "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the "
+    "ones affected by this deployment.";
 constexpr const char* kCreationDescription =
     "CreationTimestamp is a timestamp representing the server time when this object was "
     "created. It is not guaranteed to be set in happens-before order across separate "
@@ -66,6 +71,97 @@ std::string formatLabels(const nlohmann::json& labels) {
     out += key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
   }
   return out;
+}
+
+// metav1.LabelSelectorAsSelector(...).String(): requirements sorted by key, matchLabels as
+// "k=v", expressions as "k in (a,b)", "k notin (a,b)", "k", "!k"; "" for an empty selector.
+std::string formatSelector(const nlohmann::json& selector) {
+  std::vector<std::pair<std::string, std::string>> requirements;  // key, text
+  if (auto labels = selector.find("matchLabels"); labels != selector.end() && labels->is_object()) {
+    for (const auto& [key, value] : labels->items())
+      requirements.emplace_back(key,
+                                key + "=" + (value.is_string() ? value.get<std::string>() : ""));
+  }
+  if (auto expressions = selector.find("matchExpressions");
+      expressions != selector.end() && expressions->is_array()) {
+    for (const auto& e : *expressions) {
+      const std::string key = e.value("key", "");
+      const std::string op = e.value("operator", "");
+      std::vector<std::string> values;
+      if (auto v = e.find("values"); v != e.end() && v->is_array())
+        for (const auto& item : *v)
+          if (item.is_string()) values.push_back(item.get<std::string>());
+      std::sort(values.begin(), values.end());
+      std::string joined;
+      for (const auto& v : values) joined += (joined.empty() ? "" : ",") + v;
+      if (op == "In") requirements.emplace_back(key, key + " in (" + joined + ")");
+      if (op == "NotIn") requirements.emplace_back(key, key + " notin (" + joined + ")");
+      if (op == "Exists") requirements.emplace_back(key, key);
+      if (op == "DoesNotExist") requirements.emplace_back(key, "!" + key);
+    }
+  }
+  std::stable_sort(requirements.begin(), requirements.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  for (const auto& r : requirements) out += (out.empty() ? "" : ",") + r.second;
+  return out;
+}
+
+// layoutContainerCells: the template's container names and images, each joined by ",".
+std::pair<std::string, std::string> templateContainers(const nlohmann::json& workload) {
+  std::string names, images;
+  const auto containers = evalJsonPath(workload, ".spec.template.spec.containers");
+  if (containers.is_array()) {
+    for (const auto& c : containers) {
+      if (!names.empty()) names += ',', images += ',';
+      names += c.value("name", "");
+      images += c.value("image", "");
+    }
+  }
+  return {names, images};
+}
+
+// printNode's Status: Ready / NotReady (Unknown without a Ready condition), then
+// SchedulingDisabled for a cordoned node.
+std::string nodeStatus(const nlohmann::json& node) {
+  std::string status = "Unknown";
+  const auto conditions = evalJsonPath(node, ".status.conditions");
+  if (conditions.is_array()) {
+    for (const auto& c : conditions) {
+      if (c.value("type", "") == "Ready")
+        status = c.value("status", "") == "True" ? "Ready" : "NotReady";
+    }
+  }
+  if (evalJsonPath(node, ".spec.unschedulable") == true) status += ",SchedulingDisabled";
+  return status;
+}
+
+// findNodeRoles: node-role.kubernetes.io/<role> labels and kubernetes.io/role's value, sorted
+// and unique, "<none>" without any.
+std::string nodeRoles(const nlohmann::json& node) {
+  std::set<std::string> roles;
+  const auto labels = evalJsonPath(node, ".metadata.labels");
+  if (labels.is_object()) {
+    const std::string prefix = "node-role.kubernetes.io/";
+    for (const auto& [key, value] : labels.items()) {
+      if (key.rfind(prefix, 0) == 0 && key.size() > prefix.size())
+        roles.insert(key.substr(prefix.size()));
+      if (key == "kubernetes.io/role" && value.is_string() && !value.get<std::string>().empty())
+        roles.insert(value.get<std::string>());
+    }
+  }
+  std::string out;
+  for (const auto& r : roles) out += (out.empty() ? "" : ",") + r;
+  return out.empty() ? "<none>" : out;
+}
+
+// The node's first address of `type` ("<none>" without one).
+std::string nodeAddress(const nlohmann::json& node, const std::string& type) {
+  const auto addresses = evalJsonPath(node, ".status.addresses");
+  if (addresses.is_array())
+    for (const auto& a : addresses)
+      if (a.value("type", "") == type) return a.value("address", "");
+  return "<none>";
 }
 
 // printPod's readiness gates cell: "<true>/<gates>", "<none>" without gates.
@@ -381,12 +477,40 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
                             "Total number of available pods (ready for at least minReadySeconds) "
                             "targeted by this deployment."));
       cols.push_back(column("Age", "string", kCreationDescription));
+      cols.push_back(column("Containers", "string", "Names of each container in the template.", 1));
+      cols.push_back(
+          column("Images", "string", "Images referenced by each container in the template.", 1));
+      cols.push_back(column("Selector", "string", kSelectorDescription, 1));
       break;
     case TablePrinter::kReplicaSet:
       cols.push_back(column("Desired", "integer", "Number of desired pods."));
       cols.push_back(column("Current", "integer", "The number of replicas of the replica set."));
       cols.push_back(column("Ready", "integer", "The number of ready replicas."));
       cols.push_back(column("Age", "string", kCreationDescription));
+      cols.push_back(column("Containers", "string", "Names of each container in the template.", 1));
+      cols.push_back(
+          column("Images", "string", "Images referenced by each container in the template.", 1));
+      cols.push_back(column("Selector", "string", kSelectorDescription, 1));
+      break;
+    case TablePrinter::kNode:
+      cols.push_back(column("Status", "string", "The status of the node"));
+      cols.push_back(column("Roles", "string", "The roles of the node"));
+      cols.push_back(column("Age", "string", kCreationDescription));
+      cols.push_back(column("Version", "string", "Kubelet Version reported by the node."));
+      cols.push_back(column("Internal-IP", "string", "The node's internal address.", 1));
+      cols.push_back(column("External-IP", "string", "The node's external address.", 1));
+      cols.push_back(column("OS-Image", "string",
+                            "OS Image reported by the node from /etc/os-release (e.g. Debian "
+                            "GNU/Linux 7 (wheezy)).",
+                            1));
+      cols.push_back(column("Kernel-Version", "string",
+                            "Kernel Version reported by the node from 'uname -r' (e.g. "
+                            "3.16.0-0.bpo.4-amd64).",
+                            1));
+      cols.push_back(column("Container-Runtime", "string",
+                            "ContainerRuntime Version reported by the node through runtime remote "
+                            "API (e.g. containerd://1.4.2).",
+                            1));
       break;
     case TablePrinter::kDefault:
     case TablePrinter::kEvent:
@@ -458,13 +582,41 @@ nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
       cells.push_back(std::to_string(intAt(obj, ".status.updatedReplicas")));
       cells.push_back(std::to_string(intAt(obj, ".status.availableReplicas")));
       cells.push_back(ageOf(created, now));
+      {
+        auto [names, images] = templateContainers(obj);
+        cells.push_back(names);
+        cells.push_back(images);
+        cells.push_back(formatSelector(evalJsonPath(obj, ".spec.selector")));
+      }
       break;
     case TablePrinter::kReplicaSet:
       cells.push_back(intAt(obj, ".spec.replicas", 1));
       cells.push_back(intAt(obj, ".status.replicas"));
       cells.push_back(intAt(obj, ".status.readyReplicas"));
       cells.push_back(ageOf(created, now));
+      {
+        auto [names, images] = templateContainers(obj);
+        cells.push_back(names);
+        cells.push_back(images);
+        cells.push_back(formatSelector(evalJsonPath(obj, ".spec.selector")));
+      }
       break;
+    case TablePrinter::kNode: {
+      auto info = [&](const std::string& field) {
+        const std::string v = str(obj, ".status.nodeInfo." + field, "");
+        return v.empty() ? std::string("<unknown>") : v;
+      };
+      cells.push_back(nodeStatus(obj));
+      cells.push_back(nodeRoles(obj));
+      cells.push_back(ageOf(created, now));
+      cells.push_back(str(obj, ".status.nodeInfo.kubeletVersion", ""));
+      cells.push_back(nodeAddress(obj, "InternalIP"));
+      cells.push_back(nodeAddress(obj, "ExternalIP"));
+      cells.push_back(info("osImage"));
+      cells.push_back(info("kernelVersion"));
+      cells.push_back(info("containerRuntimeVersion"));
+      break;
+    }
     case TablePrinter::kDefault:
       cells.push_back(created.is_string() ? ordered(created.get<std::string>()) : ordered());
       break;

@@ -480,6 +480,31 @@ TEST_F(ApiDifferentialTest, KubectlGetPrintsTheSameTables) {
     const std::string kind = json::parse(object)["kind"];
     compare(Case{"create a " + kind, Verb::kPost, ns_ + "/" + paths.at(kind), object});
   }
+  // Workloads of no replicas: kube-controller-manager's status for them is the empty one, so the
+  // tables match whether or not a controller has looked yet.
+  const std::string pod_template =
+      R"("template":{"metadata":{"labels":{"app":"w","tier":"t"}},"spec":{"containers":[{"name":"a","image":"img-a"},{"name":"b","image":"img-b"}]}})";
+  compare(Case{
+      "create a Deployment", Verb::kPost, "/apis/apps/v1/namespaces/" + ns + "/deployments",
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"dep"},"spec":{"replicas":0,"selector":{"matchLabels":{"app":"w"},"matchExpressions":[{"key":"tier","operator":"In","values":["t","s"]}]},)" +
+          pod_template + "}}"});
+  compare(Case{
+      "create a ReplicaSet", Verb::kPost, "/apis/apps/v1/namespaces/" + ns + "/replicasets",
+      R"({"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"rs"},"spec":{"replicas":0,"selector":{"matchLabels":{"app":"w","tier":"t"}},)" +
+          pod_template + "}}"});
+  // Nodes are cluster-wide: named after the test's namespace so that runs do not meet. One is
+  // Ready with roles and every wide field; one is NotReady, cordoned and reports nothing.
+  const std::string ready_node = ns + "-ready", cordoned_node = ns + "-cordoned";
+  compare(Case{
+      "create a Ready node", Verb::kPost, "/api/v1/nodes",
+      R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + ready_node +
+          R"json(","labels":{"node-role.kubernetes.io/worker":"","node-role.kubernetes.io/gpu":"","kubernetes.io/role":"edge"}},"status":{"conditions":[{"type":"MemoryPressure","status":"False"},{"type":"Ready","status":"True"}],"addresses":[{"type":"Hostname","address":"h"},{"type":"ExternalIP","address":"203.0.113.7"},{"type":"InternalIP","address":"10.1.2.3"}],"nodeInfo":{"kubeletVersion":"v1.26.1","osImage":"Debian GNU/Linux 12 (bookworm)","kernelVersion":"6.1.0-13-amd64","containerRuntimeVersion":"containerd://1.6.20","machineID":"","systemUUID":"","bootID":"","kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}})json"}
+              .gaps({"/object/spec/taints"}));
+  compare(Case{
+      "create a cordoned node that is not ready", Verb::kPost, "/api/v1/nodes",
+      R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + cordoned_node +
+          R"("},"spec":{"unschedulable":true},"status":{"conditions":[{"type":"Ready","status":"Unknown"}]}})"}
+              .gaps({"/object/spec/taints"}));
   compare(Case{
       "a Service of two ports, one without a name", Verb::kPost, ns_ + "/services",
       R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"unnamed"},"spec":{"ports":[{"port":80},{"name":"b","port":81}]}})"});
@@ -503,9 +528,12 @@ TEST_F(ApiDifferentialTest, KubectlGetPrintsTheSameTables) {
                  .exit_code == 0;
     })) << "the TrainingJob CRD was not served";
   }
-  const std::vector<std::string> resources = {"configmaps",      "secrets",        "services",
-                                              "serviceaccounts", "pods",           "events",
-                                              "trainingjobs",    "namespace/" + ns};
+  // The workloads and nodes by name: kube-controller-manager adds a ReplicaSet of its own to the
+  // Deployment, and each server has nodes of its own.
+  const std::vector<std::string> resources = {
+      "configmaps",     "secrets",       "services",           "serviceaccounts",
+      "pods",           "events",        "trainingjobs",       "namespace/" + ns,
+      "deployment/dep", "replicaset/rs", "node/" + ready_node, "node/" + cordoned_node};
   for (const std::string& resource : resources) {
     for (const char* format : {"", "wide"}) {
       std::vector<std::string> argv = {kubectl, "get", resource,
@@ -526,6 +554,8 @@ TEST_F(ApiDifferentialTest, KubectlGetPrintsTheSameTables) {
           << local.stdout_text;
     }
   }
+  for (const std::string& node : {ready_node, cordoned_node})
+    compare(Case{"delete node " + node, Verb::kDelete, "/api/v1/nodes/" + node, ""});
 }
 
 }  // namespace

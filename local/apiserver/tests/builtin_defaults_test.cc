@@ -202,20 +202,61 @@ TEST(BuiltinDefaults, ServiceAccountAdmissionMountsATokenVolumeUnlessTheyOptOut)
 
 TEST(BuiltinDefaults, WorkloadsGetReplicasAndADeploymentItsStrategy) {
   json d = {{"kind", "Deployment"}, {"spec", json::object()}};
-  defaultWorkload(d);
+  defaultWorkload(d, true);
   EXPECT_EQ(d["spec"]["replicas"], 1);
   EXPECT_EQ(d["spec"]["revisionHistoryLimit"], 10);
   EXPECT_EQ(d["spec"]["progressDeadlineSeconds"], 600);
   EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
   json recreate = {{"kind", "Deployment"},
                    {"spec", {{"replicas", 3}, {"strategy", {{"type", "Recreate"}}}}}};
-  defaultWorkload(recreate);
+  defaultWorkload(recreate, true);
   EXPECT_EQ(recreate["spec"]["replicas"], 3);
   EXPECT_FALSE(recreate["spec"]["strategy"].contains("rollingUpdate"));
   json rs = {{"kind", "ReplicaSet"}, {"spec", json::object()}};
-  defaultWorkload(rs);
+  defaultWorkload(rs, false);
   EXPECT_EQ(rs["spec"]["replicas"], 1);
   EXPECT_FALSE(rs["spec"].contains("strategy"));
+  EXPECT_EQ(d["status"], json::object()) << "created with an empty status";
+  EXPECT_FALSE(rs.contains("status")) << "an update keeps the status it has";
+}
+
+TEST(BuiltinDefaults, AWorkloadsTemplateIsDefaultedAsAPodSpecIsButNotAdmitted) {
+  json rs = {{"kind", "ReplicaSet"},
+             {"spec",
+              {{"template",
+                {{"spec", {{"containers", json::array({{{"name", "c"}, {"image", "x"}}})}}}}}}}};
+  defaultWorkload(rs, true);
+  const json& tmpl = rs["spec"]["template"];
+  EXPECT_TRUE(tmpl["metadata"]["creationTimestamp"].is_null());
+  EXPECT_EQ(tmpl["spec"]["restartPolicy"], "Always");
+  EXPECT_EQ(tmpl["spec"]["schedulerName"], "default-scheduler");
+  EXPECT_EQ(tmpl["spec"]["containers"][0]["imagePullPolicy"], "Always");
+  EXPECT_EQ(tmpl["spec"]["containers"][0]["terminationMessagePath"], "/dev/termination-log");
+  EXPECT_FALSE(tmpl["spec"].contains("enableServiceLinks")) << "SetDefaults_Pod's, not the spec's";
+  EXPECT_FALSE(tmpl["spec"].contains("serviceAccountName")) << "admission is for pods";
+  json bare = {{"kind", "ReplicaSet"}, {"spec", json::object()}};
+  defaultWorkload(bare, true);
+  EXPECT_FALSE(bare["spec"].contains("template")) << "nothing invented";
+  EXPECT_EQ(bare["status"], json({{"replicas", 0}})) << "a ReplicaSet's replicas is not omitempty";
+}
+
+TEST(BuiltinDefaults, NodesReadBackWithTheirStatusZeroValues) {
+  json node = {{"kind", "Node"},
+               {"status",
+                {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})},
+                 {"nodeInfo", {{"kubeletVersion", "v1.26.1"}}}}}};
+  defaultNode(node);
+  EXPECT_EQ(node["spec"], json::object());
+  EXPECT_TRUE(node["status"]["conditions"][0]["lastHeartbeatTime"].is_null());
+  EXPECT_TRUE(node["status"]["conditions"][0].contains("lastTransitionTime"));
+  EXPECT_EQ(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"], 0);
+  EXPECT_EQ(node["status"]["nodeInfo"]["kubeletVersion"], "v1.26.1") << "kept";
+  EXPECT_EQ(node["status"]["nodeInfo"]["osImage"], "");
+  EXPECT_EQ(node["status"]["nodeInfo"].size(), 10u);
+  json registered = node;
+  registered["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = 10250;
+  defaultNode(registered);
+  EXPECT_EQ(registered["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"], 10250);
 }
 
 }  // namespace

@@ -106,14 +106,43 @@ TEST(Table, BuiltinWorkloadServiceAndAccountRowsAsKubectlPrintsThem) {
     size_t columns;
   };
   const Case cases[] = {
+      // Workloads' wide cells: the template's containers and images, the selector as
+      // LabelSelectorAsSelector prints it (sorted by key; sets sorted too).
       {TablePrinter::kDeployment,
        "{" + created +
-           R"(,"spec":{"replicas":2},"status":{"readyReplicas":1,"updatedReplicas":2,"availableReplicas":1}})",
-       R"(["x","1/2","2","1","90s"])", 5},
-      {TablePrinter::kDeployment, "{" + created + "}", R"(["x","0/1","0","0","90s"])", 5},
+           R"(,"spec":{"replicas":2,"selector":{"matchLabels":{"z":"1","a":"2"},)"
+           R"("matchExpressions":[{"key":"m","operator":"NotIn","values":["y","x"]},)"
+           R"({"key":"b","operator":"Exists"},{"key":"c","operator":"DoesNotExist"}]},)"
+           R"("template":{"spec":{"containers":[{"name":"w","image":"i:1"},{"name":"s","image":"j"}]}}},)"
+           R"("status":{"readyReplicas":1,"updatedReplicas":2,"availableReplicas":1}})",
+       R"j(["x","1/2","2","1","90s","w,s","i:1,j","a=2,b,!c,m notin (x,y),z=1"])j", 8},
+      {TablePrinter::kDeployment, "{" + created + "}", R"(["x","0/1","0","0","90s","","",""])", 8},
       {TablePrinter::kReplicaSet,
-       "{" + created + R"(,"spec":{"replicas":3},"status":{"replicas":3,"readyReplicas":2}})",
-       R"(["x",3,3,2,"90s"])", 5},
+       "{" + created +
+           R"(,"spec":{"replicas":3,"selector":{"matchExpressions":[{"key":"k","operator":"In","values":["b","a"]}]}},)"
+           R"("status":{"replicas":3,"readyReplicas":2}})",
+       R"j(["x",3,3,2,"90s","","","k in (a,b)"])j", 8},
+      // Nodes: Ready/NotReady/Unknown from the Ready condition, SchedulingDisabled when
+      // cordoned, roles from both label styles, the first address of each type.
+      {TablePrinter::kNode,
+       std::string("{") +
+           R"("metadata":{"name":"x","creationTimestamp":"2026-11-22T01:55:51Z",)"
+           R"("labels":{"node-role.kubernetes.io/worker":"","kubernetes.io/role":"gpu",)"
+           R"("node-role.kubernetes.io/":""}},"spec":{"unschedulable":true},)"
+           R"("status":{"conditions":[{"type":"Ready","status":"True"}],)"
+           R"("addresses":[{"type":"Hostname","address":"h"},{"type":"InternalIP","address":"10.0.0.2"},)"
+           R"({"type":"InternalIP","address":"10.0.0.3"}],)"
+           R"("nodeInfo":{"kubeletVersion":"v1.26.1","osImage":"Debian","kernelVersion":"6.1"}}})",
+       R"(["x","Ready,SchedulingDisabled","gpu,worker","90s","v1.26.1","10.0.0.2","<none>",)"
+       R"("Debian","6.1","<unknown>"])",
+       10},
+      {TablePrinter::kNode,
+       "{" + created + R"(,"status":{"conditions":[{"type":"Ready","status":"Unknown"}]}})",
+       R"(["x","NotReady","<none>","90s","","<none>","<none>","<unknown>","<unknown>","<unknown>"])",
+       10},
+      {TablePrinter::kNode, "{" + created + "}",
+       R"(["x","Unknown","<none>","90s","","<none>","<none>","<unknown>","<unknown>","<unknown>"])",
+       10},
       {TablePrinter::kService,
        "{" + created +
            R"(,"spec":{"type":"ClusterIP","clusterIP":"10.96.0.7","ports":[{"port":80,"protocol":"TCP"},{"port":53,"protocol":"UDP"}]}})",
