@@ -30,7 +30,50 @@ core::Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::create(metrics::
   RM_ASSIGN_OR_RETURN(auto leader, r.gauge("ringmaster_operator_leader",
                                            "1 while this operator holds the leader Lease"));
   m->leader_ = &leader->Add({});
+  RM_ASSIGN_OR_RETURN(m->job_phase_,
+                      r.gauge("ringmaster_operator_job_phase",
+                              "1 for the TrainingJob's current phase (status.phase)"));
+  RM_ASSIGN_OR_RETURN(m->job_world_size_,
+                      r.gauge("ringmaster_operator_job_world_size",
+                              "Ranks in the TrainingJob's world (status.worldSize)"));
+  RM_ASSIGN_OR_RETURN(m->job_restarts_,
+                      r.gauge("ringmaster_operator_job_restarts",
+                              "Gang restarts of the TrainingJob so far (status.restarts)"));
   return m;
+}
+
+void OperatorMetrics::jobObserved(const std::string& key, const kube::TrainingJobStatus& status) {
+  const size_t slash = key.find('/');
+  const prometheus::Labels labels{{"namespace", key.substr(0, slash)},
+                                  {"trainingjob", key.substr(slash + 1)}};
+  const std::string phase = status.phase.value_or("Pending");
+  std::lock_guard lock(jobs_mu_);
+  JobSeries& series = jobs_[key];
+  if (series.phase != nullptr && series.phase_name != phase) {
+    job_phase_->Remove(series.phase);
+    series.phase = nullptr;
+  }
+  if (series.phase == nullptr) {
+    prometheus::Labels with_phase = labels;
+    with_phase["phase"] = phase;
+    series.phase = &job_phase_->Add(with_phase);
+    series.phase->Set(1);
+    series.phase_name = phase;
+  }
+  if (series.world_size == nullptr) series.world_size = &job_world_size_->Add(labels);
+  series.world_size->Set(status.world_size.value_or(0));
+  if (series.restarts == nullptr) series.restarts = &job_restarts_->Add(labels);
+  series.restarts->Set(status.restarts.value_or(0));
+}
+
+void OperatorMetrics::jobForgotten(const std::string& key) {
+  std::lock_guard lock(jobs_mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  if (it->second.phase) job_phase_->Remove(it->second.phase);
+  if (it->second.world_size) job_world_size_->Remove(it->second.world_size);
+  if (it->second.restarts) job_restarts_->Remove(it->second.restarts);
+  jobs_.erase(it);
 }
 
 OperatorMetrics::JobCounters OperatorMetrics::jobCounters(const std::string& ns) {

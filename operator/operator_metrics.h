@@ -11,16 +11,25 @@
 //   ringmaster_operator_api_requests_total{verb,code} (code "error" for transport failures)
 //   ringmaster_operator_watch_restarts_total        every watch (re)opened
 //   ringmaster_operator_leader                      1 while this replica leads
+//   ringmaster_operator_job_phase{namespace,trainingjob,phase}   1, for the job's current phase
+//   ringmaster_operator_job_world_size{namespace,trainingjob}    ranks in its world
+//   ringmaster_operator_job_restarts{namespace,trainingjob}      gang restarts so far
+//       What the operator knows of every job it manages, whatever program its pods run (a
+//       user's own program serves no trainer metrics): a dashboard lists jobs from these. A
+//       job's series go when it is deleted.
 //
 // Ownership: the Registry owns the metric families; OperatorMetrics holds pointers into them
 // and must not outlive it. Thread-safety: every method is thread-safe (prometheus-cpp metrics and
 // Family::Add are). Failure: create() fails on a bad name.
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "ringmaster/core/status.h"
+#include "ringmaster/kube/training_job.h"
 #include "ringmaster/metrics/metrics.h"
 
 namespace ringmaster::op {
@@ -41,6 +50,10 @@ class OperatorMetrics {
   void apiRequest(std::string_view verb, int code);  // code 0: transport error
   void watchStarted() { watch_restarts_->Increment(); }
   void leader(bool is_leader) { leader_->Set(is_leader ? 1 : 0); }
+  // The job `key` ("<namespace>/<name>") as its status now says.
+  void jobObserved(const std::string& key, const kube::TrainingJobStatus& status);
+  // The job `key` is gone: its series are removed.
+  void jobForgotten(const std::string& key);
 
  private:
   struct JobCounters {
@@ -60,6 +73,18 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Counter>* api_requests_ = nullptr;
   prometheus::Counter* watch_restarts_ = nullptr;
   prometheus::Gauge* leader_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* job_phase_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* job_world_size_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* job_restarts_ = nullptr;
+  // Each job's series, so that a new phase or a deletion removes the old ones.
+  struct JobSeries {
+    prometheus::Gauge* phase = nullptr;
+    std::string phase_name;
+    prometheus::Gauge* world_size = nullptr;
+    prometheus::Gauge* restarts = nullptr;
+  };
+  std::mutex jobs_mu_;
+  std::map<std::string, JobSeries> jobs_;  // guarded by jobs_mu_
 };
 
 }  // namespace ringmaster::op

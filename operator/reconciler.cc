@@ -113,6 +113,7 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
     ssh_secrets_.erase(key);
     own_writes_.erase(key);
     gate_releases_.erase(key);
+    if (metrics_ != nullptr) metrics_->jobForgotten(key);
     return Action::done();
   }
   if (cached->metadata.deletion_timestamp) return Action::done();
@@ -524,6 +525,7 @@ void Reconciler::stampStatus(Pass& p) {
 
 core::Status Reconciler::writeStatus(Pass& p) {
   stampStatus(p);
+  if (metrics_ != nullptr) metrics_->jobObserved(p.key, p.status);
   if (p.status == p.original.status) return core::Status::Ok();
   kube::TrainingJob updated = p.original;
   updated.status = p.status;

@@ -205,8 +205,9 @@ core::Status startDaemon(const fs::path& dir, const std::string& name,
 }
 
 // What `up` runs next to the API server: the built-in CRD, the kubelet (contracts: --root-dir
-// <data-dir>/kubelet, --node-name local) and the operator (when ringmaster-operator was built
-// next to this binary), all talking to the server through the kubeconfig.
+// <data-dir>/kubelet, --node-name local, its containers' metrics on any free port) and the operator
+// (when ringmaster-operator was built next to this binary), all talking to the server through the
+// kubeconfig.
 core::Status startAgents(const fs::path& dir, const std::string& self,
                          const std::string& kubelet_flags, bool start_operator) {
   const std::string kubeconfig = (dir / "kubeconfig").string();
@@ -219,7 +220,9 @@ core::Status startAgents(const fs::path& dir, const std::string& self,
                                    "--root-dir",
                                    (dir / "kubelet").string(),
                                    "--node-name",
-                                   "local"};
+                                   "local",
+                                   "--metrics-port",
+                                   "0"};
   std::istringstream extra(kubelet_flags);
   for (std::string flag; extra >> flag;) kubelet.push_back(flag);
   RM_RETURN_IF_ERROR(startDaemon(dir, "kubelet", kubelet));

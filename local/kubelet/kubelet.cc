@@ -26,6 +26,7 @@
 #include "local/kubelet/resources.h"
 #include "local/kubelet/session.h"
 #include "local/kubelet/termination_message.h"
+#include "local/kubelet/usage_metrics.h"
 #include "local/kubelet/volumes.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/kube/binding.h"
@@ -37,6 +38,7 @@
 #include "ringmaster/kube/pod.h"
 #include "ringmaster/kube/reflector.h"
 #include "ringmaster/kube/secret.h"
+#include "ringmaster/metrics/metrics.h"
 
 namespace ringmaster::local::kubelet {
 namespace {
@@ -167,6 +169,8 @@ class Kubelet::Impl {
   void restoreFromStatus(PodRuntime& rt);
   PodView viewOf(const PodRuntime& rt) const;
   bool hasLiveProcess(const PodRuntime& rt) const;
+  // Hands the running containers to the metrics endpoint when they changed.
+  void publishRunningContainers();
   void release(PodRuntime& rt);
   void stopAll();
   // A configMap's or secret's data; nullopt when it does not exist.
@@ -190,6 +194,9 @@ class Kubelet::Impl {
   std::shared_ptr<const kube::Store<kube::Pod>> store_;
   std::shared_ptr<const kube::Store<kube::RawObject>> undecodable_;  // pods that do not decode
   std::unique_ptr<LogServer> log_server_;
+  std::shared_ptr<UsageMetrics> usage_metrics_;
+  std::unique_ptr<metrics::Exposer> metrics_exposer_;  // serves usage_metrics_
+  std::vector<RunningContainer> published_;            // what usage_metrics_ was last given
   EnvList base_env_;
   bool use_mounts_ = true;
 
@@ -279,6 +286,8 @@ kube::Node Kubelet::Impl::desiredNode() const {
                           {"kubernetes.io/arch", "amd64"},
                           {"node.kubernetes.io/instance-type", "ringmaster-local"}};
   node.metadata.annotations[kRootAnnotation] = options_.root_dir.string();
+  if (metrics_exposer_)
+    node.metadata.annotations[kMetricsPortAnnotation] = std::to_string(metrics_exposer_->port());
   auto& st = node.status;
   st.capacity = {{"cpu", kube::Quantity::fromMilli(options_.cpu_milli)},
                  {"memory", kube::Quantity(options_.memory_bytes)},
@@ -466,6 +475,14 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
                                            return pods->get(ns, name);
                                          }));
   }
+  if (options_.metrics_port >= 0 && !options_.simulate) {
+    usage_metrics_ = std::make_shared<UsageMetrics>();
+    RM_ASSIGN_OR_RETURN(metrics_exposer_,
+                        metrics::Exposer::start("127.0.0.1", options_.metrics_port, usage_metrics_,
+                                                "/metrics/cadvisor"));
+    RM_LOG(INFO, LOCAL) << "kubelet metrics port " << metrics_exposer_->port()
+                        << ": containers' CPU and memory at /metrics/cadvisor";
+  }
   // An API server that is down (restarting, or killed a moment after `local up`) is waited for,
   // as a real kubelet does: the kubelet is the one process that must outlive it.
   for (milliseconds wait{200};; wait = std::min(wait * 2, milliseconds(5'000))) {
@@ -527,6 +544,7 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
       busy = busy || hasLiveProcess(rt) || (!rt.terminal && !options_.simulate);
     }
     if (hosts_dirty_) writeHosts();
+    if (usage_metrics_) publishRunningContainers();
     if (Clock::now() >= next_heartbeat_) {
       heartbeat();
       next_heartbeat_ = Clock::now() + options_.heartbeat;
@@ -796,6 +814,20 @@ bool Kubelet::Impl::hasLiveProcess(const PodRuntime& rt) const {
     if (c.pid > 0) return true;
   }
   return false;
+}
+
+void Kubelet::Impl::publishRunningContainers() {
+  std::vector<RunningContainer> running;
+  for (const auto& [key, rt] : pods_) {
+    for (const ContainerRuntime& c : rt.containers) {
+      if (c.pid <= 0) continue;
+      running.push_back({rt.pod->metadata.namespace_name, rt.pod->metadata.name, c.spec.name,
+                         c.spec.image, c.pid});
+    }
+  }
+  if (running == published_) return;
+  published_ = running;
+  usage_metrics_->setContainers(std::move(running));
 }
 
 void Kubelet::Impl::release(PodRuntime& rt) {

@@ -23,6 +23,7 @@
 //              Failed/Terminated).
 //   simulate   no processes: bound pods are marked Running/Ready with a pod IP; deletion
 //              completes at once.
+//   metrics    with a metrics port: every running container's CPU and memory, as cAdvisor's.
 // Files under the root dir R: R/pods/<ns>/<pod>_<uid>/ (logs, work/, volumes/, <container>.pid),
 // R/volumes/<ns>/<claim>/, R/hosts (see README.md).
 //
@@ -46,6 +47,8 @@
 namespace ringmaster::local::kubelet {
 
 inline constexpr const char* kRootAnnotation = "local.ringmaster.dev/kubelet-root";
+// The port of the node's container metrics (usage_metrics.h), when it serves them.
+inline constexpr const char* kMetricsPortAnnotation = "local.ringmaster.dev/metrics-port";
 
 // Holds back the containers of pods whose name matches the shell pattern `pod_name` (fnmatch)
 // for `delay` after they are assigned to this node: tests use it to fix a start order.
@@ -76,6 +79,10 @@ struct KubeletOptions {
   // Serve container logs to a kube-apiserver (log_server.h) on this port; 0 any free one, -1
   // none (the embedded API server reads the files itself).
   int log_port = -1;
+  // Serve the containers' CPU and memory as cAdvisor's series (usage_metrics.h) over HTTP at
+  // 127.0.0.1:<port>/metrics/cadvisor, advertised in the Node's kMetricsPortAnnotation; 0 any
+  // free port, -1 none.
+  int metrics_port = -1;
   // How pods get their addresses (pod_network.h); a simulating kubelet uses loopback ones.
   PodNetworkMode pod_network = PodNetworkMode::kLoopback;
   std::string pod_cidr = kDefaultPodCidr;  // the cni network's addresses

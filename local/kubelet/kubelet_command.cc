@@ -60,7 +60,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string claims_dir;
   std::string pod_network = "auto", pod_cidr = kDefaultPodCidr;
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
-  int64_t gpus = machineGpus(), max_pods = 110, log_port = -1;
+  int64_t gpus = machineGpus(), max_pods = 110, log_port = -1, metrics_port = -1;
   double max_backoff = 10, heartbeat = 10, shutdown_grace = 0;
   bool simulate = false;
   core::FlagSet flags("ringmaster local kubelet",
@@ -89,6 +89,11 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
                "serve container logs to a kube-apiserver on 127.0.0.1 at this port, advertised in "
                "the Node (0: any free port; -1: none, for the embedded API server, which reads "
                "the files itself)");
+  flags.addInt("metrics-port", &metrics_port,
+               "serve the containers' CPU and memory as a kubelet's cAdvisor series "
+               "(container_cpu_usage_seconds_total, container_memory_working_set_bytes) at "
+               "http://127.0.0.1:PORT/metrics/cadvisor, advertised in the Node's annotation "
+               "local.ringmaster.dev/metrics-port (0: any free port; -1: none)");
   flags.addString("pod-network", &pod_network,
                   "how pods get addresses: cni (a network namespace per pod on a host bridge, "
                   "through the CNI plugins in /usr/lib/cni; needs root), loopback (127.1.x.y in "
@@ -115,6 +120,9 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   if (kubeconfig.empty()) return core::usageError("--kubeconfig is required");
   if (node_name.empty()) return core::usageError("--node-name must not be empty");
   if (log_port < -1 || log_port > 65535) return core::usageError("--log-port must be -1..65535");
+  if (metrics_port < -1 || metrics_port > 65535) {
+    return core::usageError("--metrics-port must be -1..65535");
+  }
   if (cpu < 0 || gpus < 0 || max_pods < 0) {
     return core::usageError("--cpu, --gpus and --max-pods must not be negative");
   }
@@ -145,6 +153,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   RM_ASSIGN_OR_RETURN(options.pod_network, parsePodNetworkMode(pod_network));
   options.pod_cidr = pod_cidr;
   options.log_port = static_cast<int>(log_port);
+  options.metrics_port = static_cast<int>(metrics_port);
   options.backoff.max = std::chrono::milliseconds(static_cast<int64_t>(max_backoff * 1000));
   options.backoff.initial = std::min(options.backoff.initial, options.backoff.max);
   options.heartbeat = std::chrono::milliseconds(static_cast<int64_t>(heartbeat * 1000));

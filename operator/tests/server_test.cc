@@ -39,5 +39,42 @@ TEST(OperatorMetrics, RegistersItsMetricsUnderOurNamingRules) {
   }
 }
 
+// Every managed job has its phase, world size and restarts, whatever its pods run; a new phase
+// replaces the old one's series and a deleted job leaves none.
+TEST(OperatorMetrics, EachJobsPhaseWorldAndRestartsFollowItsStatus) {
+  metrics::Registry registry;
+  auto m = OperatorMetrics::create(registry);
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  kube::TrainingJobStatus status;
+  (*m)->jobObserved("team-a/ddp", status);
+  std::string text = registry.serialize();
+  EXPECT_NE(
+      text.find(
+          R"(ringmaster_operator_job_phase{namespace="team-a",phase="Pending",trainingjob="ddp"} 1)"),
+      std::string::npos)
+      << "no phase yet reads as Pending\n"
+      << text;
+  status.phase = "Running";
+  status.world_size = 4;
+  status.restarts = 2;
+  (*m)->jobObserved("team-a/ddp", status);
+  (*m)->jobObserved("team-b/own", status);
+  text = registry.serialize();
+  for (
+      const char* line :
+      {R"(ringmaster_operator_job_phase{namespace="team-a",phase="Running",trainingjob="ddp"} 1)",
+       R"(ringmaster_operator_job_world_size{namespace="team-a",trainingjob="ddp"} 4)",
+       R"(ringmaster_operator_job_restarts{namespace="team-a",trainingjob="ddp"} 2)",
+       R"(ringmaster_operator_job_phase{namespace="team-b",phase="Running",trainingjob="own"} 1)"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " missing in\n" << text;
+  }
+  EXPECT_EQ(text.find("phase=\"Pending\""), std::string::npos) << "the old phase stays\n" << text;
+  (*m)->jobForgotten("team-a/ddp");
+  (*m)->jobForgotten("team-a/never-seen");
+  text = registry.serialize();
+  EXPECT_EQ(text.find("trainingjob=\"ddp\""), std::string::npos) << text;
+  EXPECT_NE(text.find("trainingjob=\"own\""), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace ringmaster::op

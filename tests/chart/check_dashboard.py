@@ -2,9 +2,10 @@
 """dashboard_check_test: helm/ringmaster/dashboards/ringmaster.json is a Grafana dashboard
 (schemaVersion 39; datasource, namespace and trainingjob variables) whose every panel has a datasource
 and at least one PromQL target; every metric an expression names is registered by the code
-(trainer/ and operator/ sources: r.counter/gauge/histogram("ringmaster_...")), rate() and
+(trainer/ and operator/ sources: r.counter/gauge/histogram("ringmaster_..."); the kubelet's
+cAdvisor families in local/kubelet), rate() and
 increase() only take counters or histogram series, trainer queries honour $namespace and
-$trainingjob and never use the label `job` (Prometheus's own: the scrape job),
+$trainingjob (pod queries its worker pods) and never use the label `job` (Prometheus's own: the scrape job),
 and, when promtool is on PATH, every expression parses as PromQL. It catches typos before the
 Prometheus integration test does.
 
@@ -18,9 +19,12 @@ import subprocess
 import sys
 import tempfile
 
-METRIC = re.compile(r"\bringmaster_[a-z0-9_]+")
+METRIC = re.compile(r"\b(?:ringmaster|container)_[a-z0-9_]+")
+# The local kubelet's cAdvisor families (local/kubelet): MetricFamily{"name", "help", Type, ...}.
+CADVISOR = re.compile(r"MetricFamily\s*\w*\{\s*\"(container_[a-z0-9_]+)\",\s*\"[^\"]*\",\s*"
+                      r"prometheus::MetricType::(Counter|Gauge)", re.S)
 REGISTERED = re.compile(r"\.(counter|gauge|histogram|summary)\(\s*\"(ringmaster_[a-z0-9_]+)\"", re.S)
-RATE_ARG = re.compile(r"\b(rate|irate|increase)\(\s*(ringmaster_[a-z0-9_]+)")
+RATE_ARG = re.compile(r"\b(rate|irate|increase)\(\s*((?:ringmaster|container)_[a-z0-9_]+)")
 # What Grafana substitutes, for promtool.
 GRAFANA_VARS = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "30s",
                 "$namespace": ".*", "$trainingjob": ".*"}
@@ -42,6 +46,14 @@ def exported_metrics(root):
                                 out[name + suffix] = kind
                         else:
                             out[name] = kind
+    # The pods' CPU and memory: a kubelet's cAdvisor series, which the local kubelet serves too.
+    for dirpath, dirnames, files in os.walk(os.path.join(root, "local", "kubelet")):
+        dirnames[:] = [d for d in dirnames if d != "tests"]
+        for f in files:
+            if f.endswith((".cc", ".h")):
+                with open(os.path.join(dirpath, f), encoding="utf-8", errors="replace") as fh:
+                    for name, kind in CADVISOR.findall(fh.read()):
+                        out[name] = kind.lower()
     return out
 
 
@@ -111,7 +123,8 @@ def main():
     for title, expr in exprs:
         names = METRIC.findall(expr)
         if not names:
-            failures.append(f"panel '{title}': expr names no ringmaster_ metric: {expr}")
+            failures.append(f"panel '{title}': expr names no ringmaster_ or container_ metric: "
+                            f"{expr}")
         for name in names:
             if name not in exported:
                 failures.append(f"panel '{title}': metric {name} is not exported by the code")
@@ -123,6 +136,11 @@ def main():
         if any(n.startswith("ringmaster_trainer_") for n in names) and \
                 ('trainingjob=~"$trainingjob"' not in expr or 'namespace=~"$namespace"' not in expr):
             failures.append(f"panel '{title}': trainer query ignores $namespace/$trainingjob: {expr}")
+        if any(n.startswith("container_") for n in names) and \
+                ('pod=~"($trainingjob)-worker-[0-9]+"' not in expr or
+                 'namespace=~"$namespace"' not in expr):
+            failures.append(f"panel '{title}': pod query ignores $namespace/$trainingjob's worker "
+                            f"pods: {expr}")
         if any(n.startswith("ringmaster_operator_jobs_") for n in names) and \
                 'namespace=~"$namespace"' not in expr:
             failures.append(f"panel '{title}': job counter query ignores $namespace: {expr}")

@@ -1,8 +1,11 @@
 // The Grafana dashboard against a real Prometheus. The embedded cluster runs
-// a 2-replica Fashion-MNIST TrainingJob and a 2-stage pipeline one; Debian's prometheus scrapes the
-// operator and every trainer rank with the target labels the chart's ServiceMonitor/PodMonitor
-// would add; every panel and variable query of helm/ringmaster/dashboards/ringmaster.json must
-// return series, and promtool must accept both exporters' exposition.
+// a 2-replica Fashion-MNIST TrainingJob, a 2-stage pipeline one and a job of a program of the
+// user's own that exports nothing; Debian's prometheus scrapes the operator and every trainer rank
+// with the target labels the chart's ServiceMonitor/PodMonitor would add, and the kubelet's
+// cAdvisor series as kube-prometheus-stack's kubelet ServiceMonitor does; every panel and
+// variable query of helm/ringmaster/dashboards/ringmaster.json must return series, the user's job
+// must show in the variable and the Jobs and pods row, and promtool must accept every exporter's
+// exposition.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -41,6 +44,7 @@ const char* kPrometheus = "/usr/bin/prometheus";
 const char* kPromtool = "/usr/bin/promtool";
 const char* kJob = "dash";               // metadata.name of the data-parallel job
 const char* kPipelineJob = "dash-pipe";  // and of the pipeline-parallel one
+const char* kOwnJob = "dash-own";        // and of a program of the user's own, with no metrics
 // Grafana's $__rate_interval is max($__interval + scrape interval, 4 x scrape interval); with the
 // 1 s scrapes here anything that spans several samples behaves the same.
 const char* kRateInterval = "10s";
@@ -284,9 +288,10 @@ class PrometheusDashboard : public ::testing::Test {
   }
 
   // promtool check metrics on one exporter's exposition; "" when it passes, else why not.
-  std::string promtoolCheck(const std::string& name, const std::string& host, int port) {
-    auto [code, body] = httpGet(host, port, "/metrics");
-    if (code != 200) return name + ": GET /metrics answered " + std::to_string(code);
+  std::string promtoolCheck(const std::string& name, const std::string& host, int port,
+                            const std::string& url_path = "/metrics") {
+    auto [code, body] = httpGet(host, port, url_path);
+    if (code != 200) return name + ": GET " + url_path + " answered " + std::to_string(code);
     const std::string path = cluster_.dataDir() + "/" + name + ".prom";
     std::ofstream(path) << body;
     auto r = testutil::run(
@@ -345,6 +350,20 @@ spec:
 )");
     ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   }
+  // A program of the user's own: no trainer metrics, yet its phase, world and pods' CPU and
+  // memory reach the dashboard.
+  {
+    auto r = cluster_.apply(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: dash-own}
+spec:
+  replicas: 1
+  image: ringmaster/trainer:0.1.0
+  command: [/bin/sh, -c, 'while :; do :; done']
+  restartPolicy: Never
+)");
+    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  }
   // The pipeline panels' job: two stages, one per pod, as long-lived as the first.
   {
     auto r = cluster_.apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
@@ -396,6 +415,16 @@ spec:
                                              {"service", "ringmaster-metrics"},
                                              {"pod", "ringmaster-operator"},
                                              {"endpoint", "metrics"}})}});
+  // The kubelet's cAdvisor endpoint, which the Node advertises.
+  const std::string kubelet_port =
+      cluster_
+          .kubectl({"get", "node", "local", "-o",
+                    "jsonpath={.metadata.annotations.local\\.ringmaster\\.dev/metrics-port}"})
+          .stdout_text;
+  ASSERT_FALSE(kubelet_port.empty()) << "the local Node advertises no metrics port";
+  json kubelet_config = json::object(
+      {{"targets", json::array({"127.0.0.1:" + kubelet_port})},
+       {"labels", json::object({{"node", "local"}, {"metrics_path", "/metrics/cadvisor"}})}});
   json config = json::object();
   config["global"] = json::object(
       {{"scrape_interval", "1s"}, {"scrape_timeout", "1s"}, {"evaluation_interval", "1s"}});
@@ -405,7 +434,11 @@ spec:
                                  {"static_configs", json::array({operator_config})}}),
                    json::object({{"job_name", "default/ringmaster-trainers"},
                                  {"honor_labels", true},
-                                 {"static_configs", trainer_configs}})});
+                                 {"static_configs", trainer_configs}}),
+                   json::object({{"job_name", "kubelet"},
+                                 {"honor_labels", true},
+                                 {"metrics_path", "/metrics/cadvisor"},
+                                 {"static_configs", json::array({kubelet_config})}})});
   const std::string config_path = cluster_.dataDir() + "/prometheus.yml";
   std::ofstream(config_path) << config.dump(2);
   prom_port_ = testutil::freePort();
@@ -417,7 +450,7 @@ spec:
   const double prom_start = unixNow();
 
   // Every target up.
-  const size_t want_targets = trainers.size() + 1;
+  const size_t want_targets = trainers.size() + 2;
   json targets;
   auto upCount = [](const json& t) {
     size_t up = 0;
@@ -484,7 +517,33 @@ spec:
     vars[name] = values.size() == 1 ? joined : "(" + joined + ")";
   }
   EXPECT_EQ(vars["namespace"], "default");
-  EXPECT_EQ(vars["trainingjob"], std::string("(") + kJob + "|" + kPipelineJob + ")");
+  EXPECT_EQ(vars["trainingjob"],
+            std::string("(") + kJob + "|" + kOwnJob + "|" + kPipelineJob + ")");
+  // The user's own program, known without its help: Running, one rank, and its pod's CPU (a
+  // busy loop) and memory.
+  {
+    const std::string own = std::string("{namespace=\"default\", trainingjob=\"") + kOwnJob + "\"}";
+    json phase = query("ringmaster_operator_job_phase" + own, at);
+    const json& res = phase["data"]["result"];
+    ASSERT_TRUE(res.is_array() && res.size() == 1) << phase.dump();
+    EXPECT_EQ(res[0]["metric"].value("phase", ""), "Running") << phase.dump();
+    json world = query("ringmaster_operator_job_world_size" + own, at);
+    ASSERT_FALSE(world["data"]["result"].empty()) << world.dump();
+    EXPECT_EQ(world["data"]["result"][0]["value"][1], "1") << world.dump();
+    const std::string pod =
+        std::string("{namespace=\"default\", pod=\"") + kOwnJob + "-worker-0\"}";
+    json cpu = query(std::string("sum(rate(container_cpu_usage_seconds_total") + pod + "[" +
+                         kRateInterval + "]))",
+                     at);
+    ASSERT_FALSE(cpu["data"]["result"].empty()) << cpu.dump();
+    // Its share of 2 cores beside five busy ranks (and CI's compiler) is small, never none.
+    EXPECT_GT(std::stod(cpu["data"]["result"][0]["value"][1].get<std::string>()), 0.01)
+        << "a busy loop's CPU: " << cpu.dump();
+    json memory = query("sum(container_memory_working_set_bytes" + pod + ")", at);
+    ASSERT_FALSE(memory["data"]["result"].empty()) << memory.dump();
+    EXPECT_GT(std::stod(memory["data"]["result"][0]["value"][1].get<std::string>()), 0)
+        << memory.dump();
+  }
   // Prometheus keeps its own `job` (the scrape job) beside the trainers' `trainingjob`: nothing
   // was renamed to exported_job, and every rank's series carries both.
   {
@@ -501,8 +560,8 @@ spec:
     json r = query("ringmaster_operator_jobs_created_total{namespace=\"default\"}", at);
     const json& res = r["data"]["result"];
     ASSERT_TRUE(res.is_array() && res.size() == 1) << r.dump();
-    EXPECT_EQ(res[0]["value"][1], "2")
-        << "the two jobs created, in namespace default: " << r.dump();
+    EXPECT_EQ(res[0]["value"][1], "3")
+        << "the three jobs created, in namespace default: " << r.dump();
   }
 
   collectPanels(dashboard.value("panels", json::array()), &queries);
@@ -530,6 +589,8 @@ spec:
 
   // Both exporters' exposition, as scraped, passes promtool's parser and linter.
   EXPECT_EQ(promtoolCheck("operator", "127.0.0.1", operator_port), "");
+  EXPECT_EQ(promtoolCheck("kubelet", "127.0.0.1", std::stoi(kubelet_port), "/metrics/cadvisor"),
+            "");
   const std::string rank0 = trainers[0].address;
   const size_t colon = rank0.rfind(':');
   EXPECT_EQ(promtoolCheck("trainer", rank0.substr(0, colon), std::stoi(rank0.substr(colon + 1))),

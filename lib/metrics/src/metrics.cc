@@ -84,6 +84,12 @@ Exposer::~Exposer() = default;
 
 core::Result<std::unique_ptr<Exposer>> Exposer::start(const std::string& bind_host, int port,
                                                       const Registry& registry) {
+  return start(bind_host, port, registry.prometheusRegistry(), "/metrics");
+}
+
+core::Result<std::unique_ptr<Exposer>> Exposer::start(
+    const std::string& bind_host, int port,
+    const std::shared_ptr<prometheus::Collectable>& collectable, const std::string& path) {
   const std::string address = bind_host + ":" + std::to_string(port);
   auto impl = std::make_unique<Impl>();
   try {
@@ -92,7 +98,7 @@ core::Result<std::unique_ptr<Exposer>> Exposer::start(const std::string& bind_ho
   } catch (const std::exception& e) {
     return core::unavailable("metrics endpoint: cannot listen on " + address + ": " + e.what());
   }
-  impl->exposer->RegisterCollectable(registry.prometheusRegistry());
+  impl->exposer->RegisterCollectable(collectable, path);
   auto ports = impl->exposer->GetListeningPorts();
   if (ports.empty()) return core::internalError("metrics endpoint " + address + ": no port bound");
   const int bound = ports.front();

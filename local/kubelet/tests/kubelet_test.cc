@@ -143,9 +143,9 @@ class KubeletTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (findKubectl().empty()) return;
-    cluster_ =
-        new Cluster(findKubectl(), {"--cpu", "4", "--memory", "8Gi", "--gpus", "1",
-                                    "--max-backoff-seconds", "1", "--heartbeat-seconds", "2"});
+    cluster_ = new Cluster(findKubectl(),
+                           {"--cpu", "4", "--memory", "8Gi", "--gpus", "1", "--max-backoff-seconds",
+                            "1", "--heartbeat-seconds", "2", "--metrics-port", "0"});
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -168,6 +168,55 @@ TEST_F(KubeletTest, NodeIsRegisteredWithCapacityAndRootAnnotation) {
   EXPECT_EQ(
       c.jsonpath("node/local", "{.metadata.annotations.local\\.ringmaster\\.dev/kubelet-root}"),
       fs::absolute(c.root()).string());
+}
+
+// The node's metrics endpoint, found through the Node's annotation, reports a busy pod's CPU
+// and memory under cAdvisor's names; a pod that ended leaves no series behind.
+TEST_F(KubeletTest, ContainersCpuAndMemoryAreServedAsCadvisorsSeries) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: burner}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: spin
+    image: busybox
+    command: [sh, -c, 'while :; do :; done']
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/burner", "jsonpath={.status.phase}=Running").exit_code, 0)
+      << c.describe("burner");
+  const std::string port_text =
+      c.jsonpath("node/local", "{.metadata.annotations.local\\.ringmaster\\.dev/metrics-port}");
+  ASSERT_FALSE(port_text.empty()) << "the Node does not advertise its metrics port";
+  const int port = std::stoi(port_text);
+  const std::string series =
+      R"(container_cpu_usage_seconds_total{container="spin",image="busybox",namespace="default",pod="burner"} )";
+  double cpu = 0;
+  std::string body;
+  EXPECT_TRUE(testutil::eventually(std::chrono::seconds(30),
+                                   [&] {
+                                     body = testutil::httpGet(port, "/metrics/cadvisor").body;
+                                     const size_t at = body.find(series);
+                                     cpu = at == std::string::npos
+                                               ? 0
+                                               : std::stod(body.substr(at + series.size()));
+                                     return cpu >= 0.5;
+                                   }))
+      << "cpu " << cpu << "\n"
+      << body;
+  EXPECT_NE(
+      body.find(
+          R"(container_memory_working_set_bytes{container="spin",image="busybox",namespace="default",pod="burner"} )"),
+      std::string::npos)
+      << body;
+  ASSERT_EQ(c.kubectl({"delete", "pod", "burner", "--grace-period=1"}).exit_code, 0);
+  EXPECT_TRUE(testutil::eventually(std::chrono::seconds(30), [&] {
+    return testutil::httpGet(port, "/metrics/cadvisor").body.find("pod=\"burner\"") ==
+           std::string::npos;
+  })) << testutil::httpGet(port, "/metrics/cadvisor").body;
 }
 
 TEST_F(KubeletTest, PodExitingWithThreeEndsFailedWithItsOutputLogged) {

@@ -9,6 +9,7 @@
 // from one thread before training starts). Failure: family registration with a bad name, and an
 // exposer that cannot bind, return a Status naming the metric or the address.
 
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -60,6 +61,12 @@ class Exposer {
   // Serves `registry` at http://<bind_host>:<port>/metrics; port 0 picks a free port.
   static core::Result<std::unique_ptr<Exposer>> start(const std::string& bind_host, int port,
                                                       const Registry& registry);
+  // Serves a collectable of its own at http://<bind_host>:<port><path>: series whose names are
+  // another exporter's (the kubelet's cAdvisor ones), computed when scraped. The exposer holds
+  // a weak reference: the caller keeps `collectable` alive while it serves.
+  static core::Result<std::unique_ptr<Exposer>> start(
+      const std::string& bind_host, int port,
+      const std::shared_ptr<prometheus::Collectable>& collectable, const std::string& path);
   ~Exposer();
   int port() const { return port_; }
 
