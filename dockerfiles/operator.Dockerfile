@@ -4,9 +4,15 @@
 # scripts/setup's package list), running as uid 65532 (the chart's restricted securityContext).
 # Build from the repository root:
 #   docker build -f dockerfiles/operator.Dockerfile -t ringmaster/operator:0.1.0 .
+# The bases are Debian's dated bookworm images; BUILD_IMAGE and RUNTIME_IMAGE name others (CI
+# builds on a base it made itself with debootstrap: scripts/build-images). A build given a
+# build context named `binaries` (a directory holding src/build/bin/ringmaster-operator) takes
+# the binary from it instead of compiling: the runtime stage is the same either way.
+ARG BUILD_IMAGE=debian:bookworm-20250520
+ARG RUNTIME_IMAGE=debian:bookworm-20250520-slim
 
-# --- build: Debian packages from scripts/setup that the CMake configure and the operator need.
-FROM debian:bookworm AS build
+# --- binaries: Debian packages from scripts/setup that the CMake configure and the operator need.
+FROM ${BUILD_IMAGE} AS binaries
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
@@ -30,13 +36,13 @@ RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=OFF -D
 
 # --- runtime: the binary and the packages of the libraries it loads (OpenSSL,
 # prometheus-cpp, libcurl, yaml-cpp); no shell tools are added.
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libssl3 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcurl4 \
       libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=build /src/build/bin/ringmaster-operator /usr/local/bin/ringmaster-operator
+COPY --from=binaries /src/build/bin/ringmaster-operator /usr/local/bin/ringmaster-operator
 USER 65532:65532
 # The operator's default /metrics and /healthz ports (--metrics-port, --health-port; the chart
 # passes its own).

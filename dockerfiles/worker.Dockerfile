@@ -9,18 +9,26 @@
 # The GPU module is compiled for Ampere (sm_80, sm_86), Ada (sm_89) and Hopper (sm_90, with its
 # PTX, which newer GPUs compile at load); --build-arg CUDA_ARCHITECTURES=... names others.
 # On a node without a GPU driver the trainer never loads the module and trains on the CPU.
+# The bases are Debian's dated bookworm images; BUILD_IMAGE and RUNTIME_IMAGE name others. A
+# build context named `binaries` (src/build/bin/ringmaster-{launcher,trainer} and
+# src/build/lib/ringmaster/libringmaster-trainer-cuda.so, tmp/cuda-keyring.deb) replaces the
+# compile.
+# dockerfiles/worker-cpu.Dockerfile is the same worker without CUDA.
+ARG BUILD_IMAGE=debian:bookworm-20250520
+ARG RUNTIME_IMAGE=debian:bookworm-20250520-slim
 ARG CUDA_VERSION=13.0
 ARG CUDA_PACKAGES_VERSION=13-0
 ARG CUDA_ARCHITECTURES=80-real;86-real;89-real;90
 
 # --- data: Debian's packaged Fashion-MNIST (the IDX .gz files the trainer reads).
-FROM debian:bookworm-slim AS data
+FROM ${RUNTIME_IMAGE} AS data
 RUN apt-get update \
  && apt-get install -y --no-install-recommends dataset-fashion-mnist \
  && rm -rf /var/lib/apt/lists/*
 
-# --- build: scripts/setup's libraries, CUDA's compiler and libraries; launcher and trainer only.
-FROM debian:bookworm AS build
+# --- binaries: scripts/setup's libraries, CUDA's compiler and libraries; launcher and trainer
+# only.
+FROM ${BUILD_IMAGE} AS binaries
 ARG CUDA_VERSION
 ARG CUDA_PACKAGES_VERSION
 ARG CUDA_ARCHITECTURES
@@ -56,10 +64,10 @@ RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=ON -DR
       /src/build/lib/ringmaster/libringmaster-trainer-cuda.so
 
 # --- runtime: the binaries and the packages that hold every library they load.
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 ARG CUDA_PACKAGES_VERSION
 ENV DEBIAN_FRONTEND=noninteractive
-COPY --from=build /tmp/cuda-keyring.deb /tmp/cuda-keyring.deb
+COPY --from=binaries /tmp/cuda-keyring.deb /tmp/cuda-keyring.deb
 # The trainer's libraries (prometheus-cpp, yaml-cpp, OpenSSL, Gloo, Open MPI, OpenBLAS, zlib,
 # xz), the GPU module's (CUDA runtime, cuBLAS, NCCL), mpirun, and OpenSSH for mpirun's remote
 # starts.
@@ -73,9 +81,9 @@ RUN dpkg -i /tmp/cuda-keyring.deb \
       openmpi-bin openssh-server openssh-client ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # The trainer loads its GPU module from ../lib/ringmaster, i.e. /usr/local/lib/ringmaster.
-COPY --from=build /src/build/lib/ringmaster/libringmaster-trainer-cuda.so /usr/local/lib/ringmaster/
-COPY --from=build /src/build/bin/ringmaster-launcher /usr/local/bin/ringmaster-launcher
-COPY --from=build /src/build/bin/ringmaster-trainer /usr/local/bin/ringmaster-trainer
+COPY --from=binaries /src/build/lib/ringmaster/libringmaster-trainer-cuda.so /usr/local/lib/ringmaster/
+COPY --from=binaries /src/build/bin/ringmaster-launcher /usr/local/bin/ringmaster-launcher
+COPY --from=binaries /src/build/bin/ringmaster-trainer /usr/local/bin/ringmaster-trainer
 COPY --from=data /usr/share/datasets/fashion-mnist/ /data/fashion-mnist/
 # `ringmaster` is the user worker pods run as (the operator sets runAsUser 1000 and fsGroup 1000).
 # In MPI mode the launcher starts sshd as that user on port 2222 with a config and host key of

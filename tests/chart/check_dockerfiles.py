@@ -19,7 +19,8 @@
 - the final stage EXPOSEs exactly the ports its binaries use by default (lib/contract's and the
   operator's flag defaults);
 - ENTRYPOINT/CMD run a binary the final stage COPYs from a build and that is an rm_app target;
-- the final stage's USER is a numeric non-root uid (runAsNonRoot needs a number).
+- the final stage's USER is a numeric non-root uid (runAsNonRoot needs a number);
+- the CPU worker (worker-cpu.Dockerfile) names no CUDA, NCCL, cuBLAS or NVIDIA package or file.
 Not checked: base images pinned by digest (no registry can be reached here to read one).
 
 Usage: RM_BINARY_DIR=<build tree> check_dockerfiles.py REPO_ROOT
@@ -58,7 +59,10 @@ CUDA_PACKAGES = {
 }
 # In every Debian image: glibc, libgcc and libstdc++ (apt itself needs them).
 BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6"}
-EXPECTED_USER = {"operator.Dockerfile": "65532", "worker.Dockerfile": "1000"}
+EXPECTED_USER = {"operator.Dockerfile": "65532", "worker.Dockerfile": "1000",
+                 "worker-cpu.Dockerfile": "1000"}
+# The Dockerfiles dockerfiles/ holds: the operator, the GPU worker and the CPU worker.
+DOCKERFILES = ["operator.Dockerfile", "worker-cpu.Dockerfile", "worker.Dockerfile"]
 
 
 def logical_lines(text):
@@ -232,7 +236,7 @@ def source_constant(root, rel, pattern):
 
 def expected_ports(root, name):
     """The ports the final stage's binaries listen on by default, read from the sources."""
-    if name == "worker.Dockerfile":
+    if name in ("worker.Dockerfile", "worker-cpu.Dockerfile"):
         env = "lib/contract/include/ringmaster/contract/pod_environment.h"
         spec = "lib/contract/include/ringmaster/contract/trainer_spec.h"
         return {source_constant(root, env, r"kSshPort = (\d+)"),
@@ -315,6 +319,14 @@ def check(root, path, apps, subdirs, packages, ignore, binary_dir):
     name = os.path.basename(path)
     stages, args = parse(path)
     version = args.get("CUDA_PACKAGES_VERSION", "")
+    if name == "worker-cpu.Dockerfile":
+        # The CPU worker is a first-class image, not the GPU one minus a driver: no CUDA at all.
+        text = open(path, encoding="utf-8").read()
+        for word in ("cuda", "nccl", "cublas", "nvidia"):
+            for line in logical_lines(text):
+                if word in line.lower().replace("-drm_with_cuda=off", ""):
+                    fails.append(f"{name}: names {word} ({line[:80]}...): the CPU image holds "
+                                 "no CUDA library")
     build_extras = {k.format(v=version) for k in EXTRA_BUILD_PACKAGES}
     by_name = {}
     final = stages[-1]
@@ -334,7 +346,7 @@ def check(root, path, apps, subdirs, packages, ignore, binary_dir):
         for m in re.finditer(r"--target ((?:[\w.+-]+ ?)+)", runs):
             built.update(m.group(1).split())
         st.build_dir, st.built = build_dir, built
-        if not re.match(r"debian:bookworm(-slim)?(@sha256:[0-9a-f]{64})?$", st.base):
+        if not re.match(r"debian:bookworm(-\d{8})?(-slim)?(@sha256:[0-9a-f]{64})?$", st.base):
             fails.append(f"{where}: not Debian bookworm, the distribution scripts/setup's "
                          "package list is written for")
         if "cudnn" in st.base.lower() or "cudnn" in runs.lower():
@@ -429,8 +441,8 @@ def main():
     packages, ignore = setup_packages(root), dockerignore(root)
     files = sorted(glob.glob(os.path.join(root, "dockerfiles", "*.Dockerfile")))
     failures = []
-    if [os.path.basename(f) for f in files] != ["operator.Dockerfile", "worker.Dockerfile"]:
-        failures.append(f"dockerfiles/ holds {files}, want operator and worker Dockerfiles")
+    if [os.path.basename(f) for f in files] != DOCKERFILES:
+        failures.append(f"dockerfiles/ holds {files}, want {DOCKERFILES}")
     for f in files:
         found, stages = check(root, f, apps, subdirs, packages, ignore, binary_dir)
         print(f"{os.path.basename(f)}: {len(stages)} stages, final {stages[-1].base} user "
