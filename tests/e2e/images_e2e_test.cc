@@ -2,8 +2,10 @@
 // (the Dockerfiles' runtime stages unchanged) and run by podman with runc: what they contain
 // starts as the image's non-root user on a read-only root filesystem, the CPU worker holds no
 // CUDA library, and two worker containers train the README's job together over the tcp
-// transport, checkpointing to a volume. Skipped where podman is not installed (scripts/setup
-// installs it).
+// transport, checkpointing to a volume. On a real control plane (envtest), the operator image
+// runs in-cluster as the chart deploys it: its ServiceAccount's token, the chart's RBAC, leader
+// election, a job reconciled, a clean SIGTERM. Skipped where podman is not installed
+// (scripts/setup installs it).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,11 +14,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "control_plane.h"
+#include "local_cluster.h"
 #include "process.h"
+#include "ringmaster/core/base64.h"
 
 namespace ringmaster {
 namespace {
@@ -63,38 +70,39 @@ testutil::ProcessResult runReadOnly(const std::string& image, std::vector<std::s
   return podman(argv);
 }
 
-class ImagesTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+// Builds the images of this tree's binaries once per process: "" when they are ready, "skip: ..."
+// where podman is missing, else why the build failed.
+const std::string& imagesReady() {
+  static const std::string why = []() -> std::string {
     if (podmanPath().empty() ||
         testutil::run({"/bin/sh", "-c", "command -v debootstrap"}).exit_code != 0) {
-      skip_ = "podman or debootstrap is not installed (scripts/setup installs both)";
-      return;
+      return "skip: podman or debootstrap is not installed (scripts/setup installs both)";
     }
-    // The images of this tree's binaries: layers podman already has make this seconds.
+    // Layers podman already has make this seconds.
     const char* binaries = std::getenv("RM_BINARY_DIR");
-    ASSERT_NE(binaries, nullptr) << "RM_BINARY_DIR is not set (run through ctest)";
+    if (binaries == nullptr) return "RM_BINARY_DIR is not set (run through ctest)";
     const auto started = std::chrono::steady_clock::now();
     auto built = testutil::run(
         {sourceDir() + "/scripts/build-images", "--binaries", binaries, "operator", "worker-cpu"},
         {}, 1200s);
-    build_output_ = built.stdout_text + built.stderr_text;
-    std::cout << build_output_ << "images ready in "
+    std::cout << built.stdout_text << built.stderr_text << "images ready in "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
               << " s" << std::endl;
-    built_ = built.exit_code == 0;
-  }
+    if (built.exit_code != 0)
+      return "scripts/build-images failed:\n" + built.stdout_text + built.stderr_text;
+    return "";
+  }();
+  return why;
+}
+
+class ImagesTest : public ::testing::Test {
+ protected:
   void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    ASSERT_TRUE(built_) << "scripts/build-images failed:\n" << build_output_;
+    const std::string& why = imagesReady();
+    if (why.rfind("skip: ", 0) == 0) GTEST_SKIP() << why.substr(6);
+    ASSERT_EQ(why, "");
   }
-  static std::string skip_;
-  static std::string build_output_;
-  static bool built_;
 };
-std::string ImagesTest::skip_;
-std::string ImagesTest::build_output_;
-bool ImagesTest::built_ = false;
 
 TEST_F(ImagesTest, BinariesStartAsTheImagesNonRootUserOnAReadOnlyRoot) {
   struct Case {
@@ -216,6 +224,171 @@ checkpoint: {path: /ckpt, everySteps: 200}
   }
   EXPECT_TRUE(checkpointed) << "no checkpoint in rank 0's volume:\n" << logs[0];
 }
+
+// The operator image in-cluster on a real control plane, as the chart deploys it: the chart's
+// ServiceAccount, RBAC and arguments (its Deployment scaled to 0, so that this container is the
+// operator), the ServiceAccount's token where a pod finds it, leader election, a TrainingJob
+// reconciled, and SIGTERM releasing the Lease.
+class OperatorImageTest : public ::testing::TestWithParam<testutil::ControlPlane> {
+ protected:
+  void SetUp() override {
+    if (std::string why = testutil::controlPlaneMissing(GetParam()); !why.empty())
+      GTEST_SKIP() << why;
+    const std::string& why = imagesReady();
+    if (why.rfind("skip: ", 0) == 0) GTEST_SKIP() << why.substr(6);
+    ASSERT_EQ(why, "");
+    ASSERT_EQ(server_.start(), "");
+  }
+  void TearDown() override {
+    if (!container_.empty()) {
+      if (HasFailure()) std::cout << podman({"logs", container_}).stderr_text << std::endl;
+      podman({"rm", "-f", container_});
+    }
+  }
+
+  testutil::ProcessResult kubectl(std::vector<std::string> args) {
+    args.insert(args.begin(), testutil::findKubectl());
+    return testutil::run(args, {{"KUBECONFIG", server_.kubeconfig()}}, 120s);
+  }
+  std::string jsonpath(const std::vector<std::string>& what, const std::string& path) {
+    std::vector<std::string> args = {"get"};
+    args.insert(args.end(), what.begin(), what.end());
+    args.insert(args.end(), {"-o", "jsonpath=" + path});
+    return kubectl(args).stdout_text;
+  }
+
+  testutil::ApiServer server_{GetParam()};
+  std::string container_;
+};
+
+TEST_P(OperatorImageTest, RunsInClusterWithTheChartsRbacTokenAndLeaderElection) {
+  const std::string ns = "ringmaster-system", release = "rm", fullname = "rm-ringmaster";
+  testutil::TempDir dir;
+  ASSERT_EQ(kubectl({"apply", "-f", sourceDir() + "/crds/trainingjob.yaml"}).exit_code, 0);
+  ASSERT_EQ(kubectl({"create", "namespace", ns}).exit_code, 0);
+  const int metrics_port = testutil::freePort(), health_port = testutil::freePort();
+  const char* helm = std::getenv("RM_HELM");
+  const std::string helm_path = helm && *helm ? helm : "/usr/local/bin/helm";
+  ASSERT_EQ(access(helm_path.c_str(), X_OK), 0) << "helm is not installed (scripts/install-helm)";
+  auto rendered = testutil::run({helm_path, "template", release, sourceDir() + "/helm/ringmaster",
+                                 "--namespace", ns, "--no-hooks", "--set", "replicaCount=0",
+                                 "--set", "metricsPort=" + std::to_string(metrics_port), "--set",
+                                 "healthPort=" + std::to_string(health_port)});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.stderr_text;
+  std::ofstream(dir.path() + "/chart.yaml") << rendered.stdout_text;
+  auto applied = kubectl({"apply", "-n", ns, "-f", dir.path() + "/chart.yaml"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.stderr_text;
+
+  // What the kubelet would give the operator's pod: its ServiceAccount's token, the cluster's
+  // CA and its namespace at the in-cluster path, and the API server's address.
+  const fs::path sa = dir.path() + "/serviceaccount";
+  fs::create_directories(sa);
+  auto token = kubectl({"create", "token", fullname, "-n", ns, "--duration=1h"});
+  ASSERT_EQ(token.exit_code, 0) << token.stderr_text;
+  std::ofstream(sa / "token") << token.stdout_text.substr(0, token.stdout_text.find('\n'));
+  const std::string ca_data =
+      kubectl({"config", "view", "--raw", "--minify", "-o",
+               "jsonpath={.clusters[0].cluster.certificate-authority-data}"})
+          .stdout_text;
+  if (!ca_data.empty()) {
+    auto ca = core::base64Decode(ca_data);
+    ASSERT_TRUE(ca.has_value());
+    std::ofstream(sa / "ca.crt") << *ca;
+  } else {
+    const std::string ca_file = kubectl({"config", "view", "--raw", "--minify", "-o",
+                                         "jsonpath={.clusters[0].cluster.certificate-authority}"})
+                                    .stdout_text;
+    ASSERT_FALSE(ca_file.empty()) << "the kubeconfig names no CA";
+    fs::copy_file(ca_file, sa / "ca.crt");
+  }
+  std::ofstream(sa / "namespace") << ns;
+  for (const auto& f : fs::directory_iterator(sa))
+    fs::permissions(f.path(),
+                    fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string url =
+      kubectl({"config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"})
+          .stdout_text;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(https://([0-9.]+):(\d+)/?)"))) << url;
+
+  // The chart's container arguments, run by the operator image.
+  const auto args = nlohmann::json::parse(
+      jsonpath({"deployment", fullname, "-n", ns}, "{.spec.template.spec.containers[0].args}"));
+  ASSERT_TRUE(args.is_array() && !args.empty()) << args.dump();
+  container_ = "rm-operator-image-test-" + std::to_string(getpid());
+  std::vector<std::string> run = {"run",
+                                  "-d",
+                                  "--name",
+                                  container_,
+                                  "--read-only",
+                                  "--network",
+                                  "host",
+                                  "-v",
+                                  sa.string() + ":/var/run/secrets/kubernetes.io/serviceaccount:ro",
+                                  "-e",
+                                  "KUBERNETES_SERVICE_HOST=" + m[1].str(),
+                                  "-e",
+                                  "KUBERNETES_SERVICE_PORT=" + m[2].str(),
+                                  "-e",
+                                  "POD_NAMESPACE=" + ns,
+                                  "-e",
+                                  "POD_IP=127.0.0.1",
+                                  kOperatorImage};
+  for (const auto& a : args) run.push_back(a.get<std::string>());
+  auto started = podman(run);
+  ASSERT_EQ(started.exit_code, 0) << started.stderr_text;
+
+  // It leads, through the Lease the chart's Role lets it hold.
+  std::string holder;
+  EXPECT_TRUE(testutil::eventually(60s, [&] {
+    holder = jsonpath({"lease", fullname, "-n", ns}, "{.spec.holderIdentity}");
+    return !holder.empty();
+  })) << podman({"logs", container_}).stderr_text;
+  EXPECT_EQ(testutil::httpGet(health_port, "/healthz").status, 200);
+
+  // It reconciles a job: the headless Service, the worker pods (Pending: no node runs them
+  // here) and the job's status.
+  std::ofstream(dir.path() + "/job.yaml") << R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: in-cluster, namespace: default}
+spec:
+  replicas: 2
+  image: ringmaster/trainer-cpu:0.1.0
+  trainer:
+    model: {type: mlp, hidden: [64]}
+    dataset: {name: fashion-mnist, path: /data/fashion-mnist}
+)";
+  ASSERT_EQ(kubectl({"apply", "-f", dir.path() + "/job.yaml"}).exit_code, 0);
+  EXPECT_TRUE(testutil::eventually(
+      60s,
+      [&] {
+        return jsonpath({"pods", "-n", "default", "-l", "ringmaster.dev/job-name=in-cluster"},
+                        "{.items[*].metadata.name}") == "in-cluster-worker-0 in-cluster-worker-1" &&
+               !jsonpath({"service", "in-cluster", "-n", "default"}, "{.metadata.name}").empty() &&
+               jsonpath({"trainingjob", "in-cluster", "-n", "default"}, "{.status.phase}") ==
+                   "Pending";
+      }))
+      << kubectl({"get", "tj,pods,svc", "-n", "default"}).stdout_text
+      << podman({"logs", container_}).stderr_text;
+  const std::string metrics = testutil::httpGet(metrics_port, "/metrics").body;
+  EXPECT_NE(
+      metrics.find(
+          R"(ringmaster_operator_job_phase{namespace="default",phase="Pending",trainingjob="in-cluster"} 1)"),
+      std::string::npos)
+      << metrics;
+
+  // SIGTERM: it exits 0 and gives the Lease up.
+  auto stopped = podman({"stop", "-t", "30", container_});
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.stderr_text;
+  EXPECT_EQ(podman({"inspect", "--format", "{{.State.ExitCode}}", container_}).stdout_text, "0\n")
+      << podman({"logs", container_}).stderr_text;
+  EXPECT_EQ(jsonpath({"lease", fullname, "-n", ns}, "{.spec.holderIdentity}"), "")
+      << "the Lease was not released";
+}
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, OperatorImageTest,
+                         ::testing::Values(testutil::ControlPlane::kEnvtest),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
 
 }  // namespace
 }  // namespace ringmaster
