@@ -171,6 +171,13 @@ class Kubelet::Impl {
   bool hasLiveProcess(const PodRuntime& rt) const;
   // Hands the running containers to the metrics endpoint when they changed.
   void publishRunningContainers();
+  // Whether `rt`'s containers run in their images (through podman).
+  bool inImages() const { return options_.engine == ContainerEngine::kPodman; }
+  // Removes `c`'s container from podman (its `podman run` was killed, so nothing else will).
+  void removeImageContainer(const PodRuntime& rt, const ContainerRuntime& c);
+  // The LaunchSpec that runs `c` in its image; `host` is what a host process would run.
+  core::Result<LaunchSpec> imageLaunchSpec(PodRuntime& rt, ContainerRuntime& c,
+                                           const LaunchSpec& host, const std::string& message_path);
   void release(PodRuntime& rt);
   void stopAll();
   // A configMap's or secret's data; nullopt when it does not exist.
@@ -261,6 +268,27 @@ core::Status Kubelet::Impl::choosePodNetwork() {
 }
 
 void Kubelet::Impl::killLeftovers() {
+  if (inImages()) {
+    // Containers a killed kubelet of this root left running: conmon keeps them out of any
+    // session the .pid files below name.
+    const std::string out = (options_.root_dir / "podman.out").string();
+    auto left =
+        runPodman(options_.podman, options_.containers_conf,
+                  {"ps", "-aq", "--filter",
+                   std::string("label=") + kKubeletRootLabel + "=" + options_.root_dir.string()},
+                  out);
+    if (left.ok() && !left->empty()) {
+      std::vector<std::string> args = {"rm", "-f", "--time", "0"};
+      std::istringstream ids(*left);
+      for (std::string id; ids >> id;) args.push_back(id);
+      auto removed = runPodman(options_.podman, options_.containers_conf, args, out);
+      RM_LOG(WARN, LOCAL) << "removed " << args.size() - 4
+                          << " container(s) left over from a previous kubelet"
+                          << (removed.ok() ? "" : ": " + removed.status().message());
+    } else if (!left.ok()) {
+      RM_LOG(WARN, LOCAL) << "listing leftover containers: " << left.status().message();
+    }
+  }
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(options_.root_dir / "pods", ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -859,6 +887,7 @@ void Kubelet::Impl::beginTermination(PodRuntime& rt, const std::string& why) {
       signalGroup(c.pid, SIGTERM);
     } else {
       killSession(c.pid);
+      removeImageContainer(rt, c);
     }
     if (!rt.gone) {
       event(*rt.pod, kube::kEventNormal, "Killing", "Stopping container " + c.spec.name);
@@ -879,6 +908,7 @@ bool Kubelet::Impl::finishTermination(PodRuntime& rt) {
         RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name
                             << ": grace period over, SIGKILL to session " << c.pid;
         killSession(c.pid);
+        removeImageContainer(rt, c);
       }
       rt.sigkilled = true;
     }
@@ -1073,7 +1103,8 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   KeyLookup lookup = [&](bool secret, const std::string& name, const std::string& key) {
     return lookupKey(pod.metadata.namespace_name, secret, name, key);
   };
-  EnvList base = base_env_;
+  // In an image the container has the image's environment, none of the kubelet's.
+  EnvList base = inImages() ? EnvList{} : base_env_;
   for (auto& [name, value] :
        apiServerEnv(options_.api_server_url, !rt.netns.empty(), gatewayOf(options_.pod_cidr))) {
     setEnv(base, name, std::move(value));
@@ -1084,7 +1115,7 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   if (!mounts.ok()) return fail("CreateContainerConfigError", mounts.status().message(), true);
   LaunchSpec spec;
   spec.argv = containerArgv(c.spec, *env);
-  if (spec.argv.empty()) {
+  if (spec.argv.empty() && !inImages()) {
     return fail("CreateContainerConfigError",
                 "container " + c.spec.name + " has no command, and image " + c.spec.image +
                     " is not one whose entrypoint ringmaster local knows (images are not run "
@@ -1092,8 +1123,8 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
                 true);
   }
   const std::string* path = findEnv(*env, "PATH");
-  spec.executable = resolveExecutable(spec.argv[0], path ? *path : "");
-  if (spec.executable.empty()) {
+  if (!inImages()) spec.executable = resolveExecutable(spec.argv[0], path ? *path : "");
+  if (spec.executable.empty() && !inImages()) {
     return fail("StartError", "exec: \"" + spec.argv[0] + "\": executable file not found in $PATH",
                 false);
   }
@@ -1110,6 +1141,12 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
                   "create termination message file " + message_file.string(), true);
     }
   }
+  // World-writable, as a kubelet makes it: a container of any uid writes its message there.
+  std::error_code perm_ec;
+  fs::permissions(message_file,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                      fs::perms::group_write | fs::perms::others_read | fs::perms::others_write,
+                  perm_ec);
   const std::string message_path = terminationMessagePath(c.spec);
   if (!use_mounts_) {
     RM_LOG(DEBUG, LOCAL) << "pod " << rt.key << " container " << c.spec.name
@@ -1149,6 +1186,13 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   spec.log_path = files.log.string();
   spec.session_file = files.pid.string();
   spec.netns = rt.netns;
+  if (inImages()) {
+    core::Result<LaunchSpec> in_image = imageLaunchSpec(rt, c, spec, message_path);
+    if (!in_image.ok()) {
+      return fail("CreateContainerConfigError", in_image.status().message(), true);
+    }
+    spec = std::move(*in_image);
+  }
   core::Result<pid_t> pid = launch(spec);
   if (!pid.ok()) {
     std::error_code ec;
@@ -1157,7 +1201,8 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   }
   c.pid = *pid;
   c.started_mono = Clock::now();
-  c.container_id = "local://" + std::to_string(c.pid);
+  c.container_id = inImages() ? "podman://" + containerName(rt.pod->metadata.uid, c.spec.name)
+                              : "local://" + std::to_string(c.pid);
   c.state = {};
   c.state.running = kube::ContainerStateRunning{wallNow(), {}};
   RM_LOG(INFO, LOCAL) << "pod " << rt.key << " container " << c.spec.name << " started: pid "
@@ -1184,12 +1229,86 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   }
 }
 
+core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, ContainerRuntime& c,
+                                                        const LaunchSpec& host,
+                                                        const std::string& message_path) {
+  const kube::Pod& pod = *rt.pod;
+  ImageRun run;
+  run.podman = options_.podman;
+  run.containers_conf = options_.containers_conf;
+  run.name = containerName(pod.metadata.uid, c.spec.name);
+  run.pod_uid = pod.metadata.uid;
+  run.image = c.spec.image;
+  EnvList env = host.env;
+  auto lookup = [&](const std::string& name) { return findEnv(env, name); };
+  for (const auto& a : c.spec.command) run.command.push_back(expandVars(a, lookup));
+  for (const auto& a : c.spec.args) run.args.push_back(expandVars(a, lookup));
+  run.netns = rt.netns;
+  if (!rt.netns.empty()) run.hostname = podHostname(hostsEntryOf(rt));
+  run.working_dir = c.spec.working_dir;
+  // The pod's volumes, and the files a kubelet gives every container: its termination message
+  // file, the pod's /etc/hosts (podman makes any mountpoint inside the image).
+  for (const Mount& m : host.mounts) {
+    if (m.target != "/etc/hostname" && m.target != "/etc/hosts" && m.target != message_path)
+      run.mounts.push_back(m);
+  }
+  run.mounts.push_back(
+      {containerFiles(rt.dir, c.spec.name).termination_log.string(), message_path, false});
+  if (!rt.etc_hosts.empty()) run.mounts.push_back({rt.etc_hosts.string(), "/etc/hosts", false});
+  applySecurityContext(pod.spec, c.spec, run);
+  std::string image_user;
+  const bool non_root =
+      (pod.spec.security_context && pod.spec.security_context->run_as_non_root.value_or(false)) ||
+      (c.spec.security_context && c.spec.security_context->run_as_non_root.value_or(false));
+  if (non_root && !run.run_as_user) {
+    RM_ASSIGN_OR_RETURN(image_user,
+                        runPodman(options_.podman, options_.containers_conf,
+                                  {"image", "inspect", "--format", "{{.Config.User}}", run.image},
+                                  (rt.dir / (c.spec.name + ".podman.out")).string()));
+    while (!image_user.empty() && image_user.back() == '\n') image_user.pop_back();
+  }
+  if (std::string why = imageRunError(pod.spec, c.spec, run, image_user); !why.empty()) {
+    return core::invalidArgument(why);
+  }
+  run.env = std::move(env);
+  run.env_file = (rt.dir / (c.spec.name + ".env")).string();
+  {
+    std::ofstream out(run.env_file, std::ios::trunc);
+    out << envFileText(run.env);
+    if (!out) return core::internalError("write " + run.env_file);
+  }
+  fs::permissions(run.env_file, fs::perms::owner_read | fs::perms::owner_write);
+  run.log_path = host.log_path;
+  run.session_file = host.session_file;
+  RM_LOG(DEBUG, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": in image "
+                       << run.image << " as " << run.name;
+  LaunchSpec spec = podmanLaunchSpec(run);
+  // Scoped to this kubelet's root, so that another kubelet of the host keeps its own.
+  spec.argv.insert(spec.argv.begin() + 2,
+                   {"--label", std::string(kKubeletRootLabel) + "=" + options_.root_dir.string()});
+  return spec;
+}
+
+void Kubelet::Impl::removeImageContainer(const PodRuntime& rt, const ContainerRuntime& c) {
+  if (!inImages() || !rt.pod) return;
+  const std::string name = containerName(rt.pod->metadata.uid, c.spec.name);
+  auto removed = runPodman(options_.podman, options_.containers_conf,
+                           {"rm", "-f", "--ignore", "--time", "0", name},
+                           (options_.root_dir / "podman.out").string());
+  if (!removed.ok()) {
+    RM_LOG(WARN, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": "
+                        << removed.status().message();
+  }
+}
+
 void Kubelet::Impl::onExit(PodRuntime& rt, ContainerRuntime& c, const ExitInfo& exit) {
   const bool was_running = c.pid > 0;
   if (was_running) {
     // What the container left running (`sh -c "worker &"`, a rank in its own process group)
     // ends with it, as a container's processes end with its init on a real node.
     killSession(c.pid);
+    // `podman run` killed by a signal left its container behind.
+    if (exit.signal) removeImageContainer(rt, c);
     std::error_code ec;
     fs::remove(containerFiles(rt.dir, c.spec.name).pid, ec);
   }
@@ -1472,7 +1591,11 @@ void Kubelet::Impl::stopAll() {
     if (!live) break;
     if (!killed && Clock::now() >= deadline) {
       for (auto& [key, rt] : pods_) {
-        for (auto& c : rt.containers) killSession(c.pid);
+        for (auto& c : rt.containers) {
+          if (c.pid <= 0) continue;
+          killSession(c.pid);
+          removeImageContainer(rt, c);
+        }
       }
       killed = true;
     }

@@ -14,7 +14,8 @@
 //              event, retried when capacity frees.
 //   network    each pod's address (and network namespace) from the pod network (pod_network.h):
 //              CNI's bridge when the host allows it, loopback addresses otherwise.
-//   run        pods bound to the node: per container a process group (process_launcher.h) with
+//   run        pods bound to the node: per container a process group (process_launcher.h), or a
+//              container in its image through podman (image_runtime.h), with
 //              the pod's env (pod_env.h), volumes (volumes.h), log file, restart policy with
 //              back-off, readiness probes; status patched only when it changed; a deleted pod's
 //              processes get SIGTERM, SIGKILL after the grace period, then the pod is deleted
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "local/https/local_network.h"
+#include "local/kubelet/image_runtime.h"
 #include "local/kubelet/pod_network.h"
 #include "local/kubelet/restart_backoff.h"
 #include "ringmaster/core/status.h"
@@ -83,6 +85,11 @@ struct KubeletOptions {
   // 127.0.0.1:<port>/metrics/cadvisor, advertised in the Node's kMetricsPortAnnotation; 0 any
   // free port, -1 none.
   int metrics_port = -1;
+  // How containers run (image_runtime.h): host processes, or each in its image through podman
+  // (`podman` its path, `containers_conf` the CONTAINERS_CONF podman gets, "" none).
+  ContainerEngine engine = ContainerEngine::kHost;
+  std::string podman;
+  std::string containers_conf;
   // How pods get their addresses (pod_network.h); a simulating kubelet uses loopback ones.
   PodNetworkMode pod_network = PodNetworkMode::kLoopback;
   std::string pod_cidr = kDefaultPodCidr;  // the cni network's addresses

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "local/kubelet/kubelet.h"
+#include "local/kubelet/pod_env.h"
 #include "local/kubelet/resources.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
@@ -58,7 +59,7 @@ std::string defaultRootDir() {
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
   std::string claims_dir;
-  std::string pod_network = "auto", pod_cidr = kDefaultPodCidr;
+  std::string pod_network = "auto", pod_cidr = kDefaultPodCidr, container_runtime = "host";
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
   int64_t gpus = machineGpus(), max_pods = 110, log_port = -1, metrics_port = -1;
   double max_backoff = 10, heartbeat = 10, shutdown_grace = 0;
@@ -94,6 +95,12 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
                "(container_cpu_usage_seconds_total, container_memory_working_set_bytes) at "
                "http://127.0.0.1:PORT/metrics/cadvisor, advertised in the Node's annotation "
                "local.ringmaster.dev/metrics-port (0: any free port; -1: none)");
+  flags.addString("container-runtime", &container_runtime,
+                  "how containers run: host (a process on the host, in the pod's network "
+                  "namespace, whatever the image) or podman (each in its image, through podman "
+                  "and runc, with the pod's network, hostname, /etc/hosts, volumes and "
+                  "securityContext; images must be in podman's storage: none is pulled; podman "
+                  "reads $CONTAINERS_CONF)");
   flags.addString("pod-network", &pod_network,
                   "how pods get addresses: cni (a network namespace per pod on a host bridge, "
                   "through the CNI plugins in /usr/lib/cni; needs root), loopback (127.1.x.y in "
@@ -152,6 +159,17 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   options.simulate = simulate;
   RM_ASSIGN_OR_RETURN(options.pod_network, parsePodNetworkMode(pod_network));
   options.pod_cidr = pod_cidr;
+  RM_ASSIGN_OR_RETURN(options.engine, parseContainerEngine(container_runtime));
+  if (options.engine == ContainerEngine::kPodman) {
+    const char* path = getenv("PATH");
+    options.podman = resolveExecutable("podman", path ? path : "");
+    if (options.podman.empty()) {
+      return core::usageError("--container-runtime podman: podman is not on PATH");
+    }
+    if (const char* conf = getenv("CONTAINERS_CONF")) options.containers_conf = conf;
+    if (simulate)
+      return core::usageError("--container-runtime podman and --simulate exclude each other");
+  }
   options.log_port = static_cast<int>(log_port);
   options.metrics_port = static_cast<int>(metrics_port);
   options.backoff.max = std::chrono::milliseconds(static_cast<int64_t>(max_backoff * 1000));

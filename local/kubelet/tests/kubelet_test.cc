@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -633,6 +635,162 @@ void startLoopingPod(Cluster& c, const std::string& name, const std::string& res
                 .exit_code,
             0);
   ASSERT_EQ(c.wait("pod/" + name, "condition=Ready").exit_code, 0) << c.describe(name);
+}
+
+// --container-runtime podman: each container runs in its image (the Debian base that
+// scripts/build-images makes), with the pod's network, hostname and /etc/hosts, its volumes, its
+// environment, its securityContext enforced, and exit code, logs and termination message as a
+// host process has them. Skipped where podman is not installed.
+class KubeletImageTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto podman = testutil::run({"/bin/sh", "-c", "command -v podman && command -v debootstrap"});
+    if (findKubectl().empty() || podman.exit_code != 0) return;
+    const std::string source = std::getenv("RM_SOURCE_DIR") ? std::getenv("RM_SOURCE_DIR") : ".";
+    setenv("CONTAINERS_CONF", (source + "/scripts/containers.conf").c_str(), 1);
+    auto base =
+        testutil::run({source + "/scripts/build-images", "base"}, {}, std::chrono::seconds(600));
+    base_error_ = base.exit_code == 0 ? "" : base.stdout_text + base.stderr_text;
+    cluster_ = new Cluster(findKubectl(), {"--container-runtime", "podman", "--max-backoff-seconds",
+                                           "1", "--heartbeat-seconds", "2"});
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (!cluster_) GTEST_SKIP() << "kubectl, podman or debootstrap is not installed";
+    ASSERT_EQ(base_error_, "");
+    ASSERT_EQ(cluster_->error(), "");
+  }
+  static Cluster* cluster_;
+  static std::string base_error_;
+};
+Cluster* KubeletImageTest::cluster_ = nullptr;
+std::string KubeletImageTest::base_error_;
+
+TEST_F(KubeletImageTest, APodRunsInItsImageWithItsNamesVolumesAndSecurityContext) {
+  Cluster& c = *cluster_;
+  // A file only the host has: the container sees the image's filesystem, not the host's.
+  const std::string marker = "/tmp/rm-host-only-" + std::to_string(getpid());
+  std::ofstream(marker) << "host";
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: ConfigMap
+metadata: {name: in-image-cfg}
+data: {x: from-a-configmap}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: in-image}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000}
+  containers:
+  - name: main
+    image: localhost/ringmaster-base:bookworm
+    command: [/bin/sh, -c]
+    args:
+    - |
+      echo "uid=$(id -u) groups=$(id -G) host=$(hostname)"
+      grep -c "in-image$" /etc/hosts | sed 's/^/hosts-lines=/'
+      cat /etc/debian_version | sed 's/^/debian=/'
+      cat /etc/shadow 2>/dev/null || echo shadow=denied
+      touch /probe 2>/dev/null || echo root=read-only
+      test -e $(MARKER) && echo marker=seen || echo marker=absent
+      echo "greeting=$GREETING" "data=$(cat /data/x)"
+      echo bye > /dev/termination-log
+      exit 3
+    env:
+    - {name: GREETING, value: hello world}
+    - {name: MARKER, value: )yaml" +
+                    marker + R"yaml(}
+    securityContext:
+      readOnlyRootFilesystem: true
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+    volumeMounts: [{name: cfg, mountPath: /data}]
+  volumes: [{name: cfg, configMap: {name: in-image-cfg}}]
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/in-image", "jsonpath={.status.phase}=Failed", 120).exit_code, 0)
+      << c.describe("in-image");
+  std::remove(marker.c_str());
+  EXPECT_EQ(c.jsonpath("pod/in-image", "{.status.containerStatuses[0].state.terminated.exitCode}"),
+            "3");
+  EXPECT_EQ(c.jsonpath("pod/in-image", "{.status.containerStatuses[0].state.terminated.message}"),
+            "bye\n");
+  const std::string logs = c.kubectl({"logs", "in-image"}).stdout_text;
+  for (const char* line :
+       {"uid=1000 groups=1000 2000 host=in-image", "hosts-lines=1", "debian=12", "shadow=denied",
+        "root=read-only", "marker=absent", "greeting=hello world data=from-a-configmap"}) {
+    EXPECT_NE(logs.find(line), std::string::npos) << line << " not in:\n" << logs;
+  }
+  // Its container is gone with it.
+  auto left = testutil::run({"/bin/sh", "-c",
+                             "podman ps -a --filter label=local.ringmaster.dev/pod-uid=" +
+                                 c.jsonpath("pod/in-image", "{.metadata.uid}") + " -q"});
+  EXPECT_EQ(left.stdout_text, "") << "a container outlived its pod";
+}
+
+// Deleting a pod whose container runs in an image: SIGTERM reaches the container's process
+// through podman (the pod goes long before its 60 s grace period), and the container goes too.
+TEST_F(KubeletImageTest, DeletingThePodStopsItsContainerWithSigterm) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: in-image-term}
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+  - name: main
+    image: localhost/ringmaster-base:bookworm
+    command: [/bin/sh, -c, 'trap "exit 0" TERM; echo up; while :; do sleep 0.2; done']
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/in-image-term", "jsonpath={.status.phase}=Running", 120).exit_code, 0)
+      << c.describe("in-image-term");
+  const std::string uid = c.jsonpath("pod/in-image-term", "{.metadata.uid}");
+  ASSERT_TRUE(testutil::eventually(std::chrono::seconds(30), [&] {
+    return c.kubectl({"logs", "in-image-term"}).stdout_text.find("up") != std::string::npos;
+  })) << c.describe("in-image-term");
+  const auto deleted =
+      c.kubectl({"delete", "pod", "in-image-term", "--timeout=30s"}, std::chrono::seconds(60));
+  EXPECT_EQ(deleted.exit_code, 0) << "not gone within 30 s of a 60 s grace period: "
+                                  << deleted.stderr_text << c.describe("in-image-term");
+  auto left = testutil::run(
+      {"/bin/sh", "-c", "podman ps -a --filter label=local.ringmaster.dev/pod-uid=" + uid + " -q"});
+  EXPECT_EQ(left.stdout_text, "") << "a container outlived its pod";
+}
+
+// runAsNonRoot over an image whose user is root: the kubelet refuses to start it, as a real one
+// does, and says why.
+TEST_F(KubeletImageTest, RunAsNonRootRefusesAnImageThatRunsAsRoot) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: wants-non-root}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - {name: main, image: localhost/ringmaster-base:bookworm, command: [id]}
+)yaml")
+                .exit_code,
+            0);
+  EXPECT_EQ(c.wait("pod/wants-non-root",
+                   "jsonpath={.status.containerStatuses[0].state.waiting.reason}="
+                   "CreateContainerConfigError",
+                   60)
+                .exit_code,
+            0)
+      << c.describe("wants-non-root");
+  EXPECT_NE(c.jsonpath("pod/wants-non-root", "{.status.containerStatuses[0].state.waiting.message}")
+                .find("runAsNonRoot and image will run as root"),
+            std::string::npos)
+      << c.describe("wants-non-root");
+  EXPECT_EQ(c.kubectl({"delete", "pod", "wants-non-root", "--wait=false"}).exit_code, 0);
 }
 
 TEST(KubeletRestartTest, LostContainersEndOrRestartPerRestartPolicy) {

@@ -1,0 +1,100 @@
+#pragma once
+// Running a container in its image: the kubelet's second way to run a container, beside a host
+// process. The container's process is then `podman run` in the foreground (runc underneath), so
+// the kubelet's machinery stays as it is: the process' session, its log file (podman copies the
+// container's stdout and stderr to its own), its exit code (the container's; 125 when podman
+// could not start it, 126/127 when the command cannot run), SIGTERM (podman passes it to the
+// container). What a host process gets from process_launcher.h, podman gives the container: the
+// pod's network namespace, the pod's hostname, the pod's /etc/hosts, its volumes and termination
+// message file bind-mounted, and the securityContext enforced (runAsUser/runAsGroup, fsGroup and
+// supplemental groups, readOnlyRootFilesystem, capabilities, allowPrivilegeEscalation,
+// privileged), in the image's root filesystem, not the host's.
+//
+// Thread-safety: pure functions but runPodman (a child process). Failure: imageRunError() says
+// why a container may not run; runPodman returns podman's error.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "local/kubelet/pod_env.h"
+#include "local/kubelet/process_launcher.h"
+#include "local/kubelet/volumes.h"
+#include "ringmaster/core/status.h"
+#include "ringmaster/kube/pod.h"
+
+namespace ringmaster::local::kubelet {
+
+// How the kubelet runs containers: host processes, or each in its image through podman.
+enum class ContainerEngine { kHost, kPodman };
+// "host" | "podman".
+core::Result<ContainerEngine> parseContainerEngine(const std::string& text);
+
+// The label every container the kubelet runs in an image carries: its pod's uid, so that a
+// kubelet finds the containers a previous one left running.
+inline constexpr const char* kPodUidLabel = "local.ringmaster.dev/pod-uid";
+// And the root directory of the kubelet that runs it: kubelets of one host share podman.
+inline constexpr const char* kKubeletRootLabel = "local.ringmaster.dev/kubelet-root";
+
+// One container to run in its image.
+struct ImageRun {
+  std::string podman;           // podman's path
+  std::string containers_conf;  // CONTAINERS_CONF for podman ("" none)
+  std::string name;             // the container's name (containerName())
+  std::string pod_uid;
+  std::string image;
+  std::vector<std::string> command;  // spec.command, $(VAR)s expanded; empty: the image's
+  std::vector<std::string> args;     // spec.args, expanded
+  std::string netns;                 // the pod's network namespace; "": the host's
+  std::string hostname;              // the pod's hostname (with its own network namespace)
+  std::string working_dir;           // spec.workingDir; "": the image's
+  EnvList env;                       // the container's environment, none of the kubelet's
+  std::string env_file;              // where envFileText(env) is written (the pod's directory)
+  std::vector<Mount> mounts;         // volumes, /etc/hosts, the termination message file
+  // The effective securityContext (the container's over the pod's).
+  std::optional<int64_t> run_as_user;
+  std::optional<int64_t> run_as_group;
+  std::vector<int64_t> extra_groups;  // fsGroup and supplementalGroups
+  bool read_only_root = false;
+  bool no_new_privileges = false;
+  bool privileged = false;
+  std::vector<std::string> cap_add, cap_drop;
+  std::string log_path;
+  std::string session_file;
+};
+
+// The name podman knows the container by: rm-<pod uid>-<container name>.
+std::string containerName(const std::string& pod_uid, const std::string& container);
+
+// Fills `run`'s securityContext fields from the pod's and the container's (the container's
+// wins, as on a kubelet).
+void applySecurityContext(const kube::PodSpec& pod, const kube::Container& container,
+                          ImageRun& run);
+
+// Why the container may not run (kubelet's CreateContainerConfigError message), or "": with
+// runAsNonRoot it must run as a non-zero uid, given by runAsUser or by the image's numeric USER
+// (`image_user`, as the image's config says it; "" is root).
+std::string imageRunError(const kube::PodSpec& pod, const kube::Container& container,
+                          const ImageRun& run, const std::string& image_user);
+
+// The environment as podman's --env-file reads it: NAME=value lines. A value that holds a line
+// break cannot be written so: it goes on podman's command line instead (podmanLaunchSpec).
+std::string envFileText(const EnvList& env);
+
+// The host process that runs `run`: `podman run` in the foreground, removed when it exits, its
+// environment read from run.env_file (values stay off the command line, where any local user
+// could read them). podman itself gets only PATH and CONTAINERS_CONF: nothing of the container's
+// environment (LD_PRELOAD, say) reaches it.
+LaunchSpec podmanLaunchSpec(const ImageRun& run);
+
+// Runs `podman args...` to its end (at most `limit`), its output going to `output_file`; its
+// output when it exits 0, else an error with the output's end. For the kubelet's few calls
+// beside the containers (removing one, inspecting an image), from its sync thread.
+core::Result<std::string> runPodman(const std::string& podman, const std::string& containers_conf,
+                                    const std::vector<std::string>& args,
+                                    const std::string& output_file,
+                                    std::chrono::seconds limit = std::chrono::seconds(60));
+
+}  // namespace ringmaster::local::kubelet
