@@ -89,7 +89,10 @@ COPY --from=data /usr/share/datasets/fashion-mnist/ /data/fashion-mnist/
 # In MPI mode the launcher starts sshd as that user on port 2222 with a config and host key of
 # its own (no privilege separation, no root) and reads the job's key pair from the Secret
 # mounted at /etc/ringmaster-ssh.
-RUN useradd --uid 1000 --user-group --create-home --shell /bin/bash ringmaster
+# The dataset is also where Debian's package puts it, the path jobs written for a host name.
+RUN useradd --uid 1000 --user-group --create-home --shell /bin/bash ringmaster \
+ && mkdir -p /usr/share/datasets \
+ && ln -s /data/fashion-mnist /usr/share/datasets/fashion-mnist
 # Containers cannot use cross-memory attach between ranks; shared memory copies still work.
 ENV OMPI_MCA_btl_vader_single_copy_mechanism=none \
     OMPI_MCA_plm_rsh_agent=ssh

@@ -1068,6 +1068,13 @@ bool Kubelet::Impl::prepare(PodRuntime& rt) {
       rt.prepare_error = dir.status().message();
       return false;
     }
+    if (pod.spec.security_context && pod.spec.security_context->fs_group) {
+      core::Status owned = applyFsGroup(v, *dir, *pod.spec.security_context->fs_group);
+      if (!owned.ok()) {
+        rt.prepare_error = "volume " + v.name + ": " + owned.message();
+        return false;
+      }
+    }
     rt.volume_dirs[v.name] = *dir;
   }
   rt.prepared = true;

@@ -1,5 +1,11 @@
 #include "local/kubelet/volumes.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "local/kubelet/hosts_file.h"
 #include "local/kubelet/pod_paths.h"
 #include "ringmaster/kube/names.h"
@@ -177,6 +183,32 @@ core::Result<std::vector<ProjectedFile>> projectedFiles(const kube::ProjectedVol
 }
 
 }  // namespace
+
+core::Status applyFsGroup(const kube::Volume& volume, const VolumeDir& dir, int64_t fs_group) {
+  if (volume.host_path || fs_group < 0) return core::Status::Ok();
+  const bool writable = !volume.config_map && !volume.secret && !dir.read_only;
+  auto own = [&](const fs::path& path, bool is_dir) -> core::Status {
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return core::Status::Ok();
+    if (lchown(path.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(fs_group)) != 0) {
+      return core::internalError("fsGroup: chown " + path.string() + ": " + std::strerror(errno));
+    }
+    mode_t mode = st.st_mode & 07777;
+    mode |= S_IRGRP | (is_dir ? S_IXGRP | S_ISGID : 0) | (writable ? S_IWGRP : 0);
+    if (chmod(path.c_str(), mode) != 0) {
+      return core::internalError("fsGroup: chmod " + path.string() + ": " + std::strerror(errno));
+    }
+    return core::Status::Ok();
+  };
+  std::error_code ec;
+  if (!fs::is_directory(dir.path, ec)) return core::Status::Ok();
+  RM_RETURN_IF_ERROR(own(dir.path, true));
+  for (auto it = fs::recursive_directory_iterator(dir.path, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    RM_RETURN_IF_ERROR(own(it->path(), it->is_directory(ec) && !it->is_symlink(ec)));
+  }
+  return core::Status::Ok();
+}
 
 core::Result<VolumeDir> setUpVolume(const kube::Volume& v, const std::string& ns,
                                     const fs::path& pod_dir, const fs::path& claims_dir,

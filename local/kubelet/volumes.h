@@ -95,6 +95,12 @@ core::Result<VolumeDir> setUpVolume(const kube::Volume& volume, const std::strin
                                     const std::filesystem::path& claims_dir,
                                     const PodSources& sources);
 
+// What a kubelet does for a pod with securityContext.fsGroup: every volume but a hostPath is
+// made the group's, recursively: group `fs_group`, group-readable (and group-writable unless
+// the volume is read-only: configMap, secret), directories setgid so that new files inherit the
+// group. So a container running as another uid in that group can use it.
+core::Status applyFsGroup(const kube::Volume& volume, const VolumeDir& dir, int64_t fs_group);
+
 // The bind mounts of `container`: its volumeMounts resolved through `dirs` (volume name ->
 // dir), subPath appended; InvalidArgument for an unknown volume or a relative mountPath.
 core::Result<std::vector<Mount>> containerMounts(const kube::Container& container,

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -223,6 +224,52 @@ checkpoint: {path: /ckpt, everySteps: 200}
     }
   }
   EXPECT_TRUE(checkpointed) << "no checkpoint in rank 0's volume:\n" << logs[0];
+}
+
+// README command 1's job in containers: `ringmaster local run` with the kubelet running each
+// container in its image (--container-runtime podman), the job's image the CPU worker. It
+// succeeds at the README's accuracy, its pods' containers are podman's, running as the image's
+// user the operator asks for, and its checkpoints land in its claim as that user.
+TEST_F(ImagesTest, TheReadmeJobRunsInContainersThroughLocalRun) {
+  testutil::TempDir dir;
+  std::string job = testutil::readFile(sourceDir() + "/examples/fashion-mnist-mlp.yaml");
+  const std::string image = "image: ringmaster/trainer:0.1.0";
+  ASSERT_NE(job.find(image), std::string::npos) << "the README's job names its image";
+  job.replace(job.find(image), image.size(), std::string("image: ") + kWorkerImage);
+  std::ofstream(dir.path() + "/job.yaml") << job;
+  const std::string data = dir.path() + "/local";
+  const std::string ringmaster = testutil::binaryPath("bin/ringmaster");
+  const std::map<std::string, std::string> env = {
+      {"CONTAINERS_CONF", sourceDir() + "/scripts/containers.conf"}};
+  auto ran =
+      testutil::run({ringmaster, "local", "run", dir.path() + "/job.yaml", "--data-dir", data,
+                     "--kubelet-flags", "--container-runtime podman", "--timeout-seconds", "900"},
+                    env, 1000s);
+  const std::string kubeconfig = data + "/kubeconfig";
+  auto pod = testutil::run({testutil::findKubectl(), "--kubeconfig", kubeconfig, "get", "pod",
+                            "fmnist-worker-0", "-o",
+                            "jsonpath={.status.containerStatuses[0].containerID} "
+                            "{.spec.securityContext.runAsUser}"});
+  auto down = testutil::run({ringmaster, "local", "down", "--data-dir", data}, env, 120s);
+  EXPECT_EQ(ran.exit_code, 0) << ran.stdout_text << ran.stderr_text;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(ran.stdout_text, m, std::regex(R"(test accuracy (\d+\.\d+)%)")))
+      << ran.stdout_text;
+  EXPECT_GT(std::stod(m[1]), 85.0) << ran.stdout_text;
+  EXPECT_EQ(pod.stdout_text.rfind("podman://rm-", 0), 0u) << pod.stdout_text << pod.stderr_text;
+  EXPECT_NE(pod.stdout_text.find(" 1000"), std::string::npos) << pod.stdout_text;
+  bool checkpointed = false;
+  std::error_code ec;
+  for (const auto& entry :
+       fs::directory_iterator(data + "/kubelet/volumes/default/fmnist-ckpt", ec)) {
+    struct stat st {};
+    if (stat(entry.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      checkpointed = true;
+      EXPECT_EQ(st.st_uid, 1000u) << entry.path();
+    }
+  }
+  EXPECT_TRUE(checkpointed) << "no checkpoint in the job's claim";
+  EXPECT_EQ(down.exit_code, 0) << down.stderr_text;
 }
 
 // The operator image in-cluster on a real control plane, as the chart deploys it: the chart's

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -51,6 +52,50 @@ TEST(WriteProjection, WritesFilesWithModesAndDropsOldOnes) {
   ASSERT_EQ(stat((dir / "sub/key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0400u);
   fs::remove_all(tmpl);
+}
+
+// fsGroup: a claim's and an emptyDir's tree become the group's, writable and setgid; a
+// configMap's only readable by it; a hostPath is the node's and stays as it is.
+TEST(ApplyFsGroup, GivesEveryVolumeButAHostPathToTheGroup) {
+  if (geteuid() != 0) GTEST_SKIP() << "changing a file's group to another needs root";
+  char tmpl[] = "/tmp/volumes_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const fs::path root(tmpl);
+  struct Row {
+    const char* what;
+    kube::Volume volume;
+    bool changed;
+    bool group_writable;
+  };
+  kube::Volume claim, cm, host;
+  claim.name = "ckpt";
+  claim.persistent_volume_claim = kube::PersistentVolumeClaimVolumeSource{};
+  cm.name = "cfg";
+  cm.config_map = kube::ConfigMapVolumeSource{};
+  host.name = "host";
+  host.host_path = kube::HostPathVolumeSource{};
+  const Row rows[] = {{"claim", claim, true, true},
+                      {"configMap", cm, true, false},
+                      {"hostPath", host, false, false}};
+  for (const Row& row : rows) {
+    const fs::path dir = root / row.what;
+    fs::create_directories(dir / "sub");
+    std::ofstream(dir / "sub" / "file") << "x";
+    fs::permissions(dir / "sub" / "file", fs::perms::owner_read | fs::perms::owner_write);
+    ASSERT_TRUE(applyFsGroup(row.volume, VolumeDir{dir, false}, 4321).ok()) << row.what;
+    for (const fs::path& p : {dir, dir / "sub", dir / "sub" / "file"}) {
+      struct stat st {};
+      ASSERT_EQ(stat(p.c_str(), &st), 0);
+      EXPECT_EQ(st.st_gid == 4321u, row.changed) << row.what << " " << p;
+      if (!row.changed) continue;
+      EXPECT_TRUE(st.st_mode & S_IRGRP) << p;
+      EXPECT_EQ((st.st_mode & S_IWGRP) != 0, row.group_writable) << row.what << " " << p;
+      if (S_ISDIR(st.st_mode)) {
+        EXPECT_TRUE(st.st_mode & S_ISGID) << "new files inherit the group";
+      }
+    }
+  }
+  fs::remove_all(root);
 }
 
 TEST(VolumeDir, MapsEachSourceToItsDirectory) {
