@@ -226,50 +226,111 @@ checkpoint: {path: /ckpt, everySteps: 200}
   EXPECT_TRUE(checkpointed) << "no checkpoint in rank 0's volume:\n" << logs[0];
 }
 
-// README command 1's job in containers: `ringmaster local run` with the kubelet running each
-// container in its image (--container-runtime podman), the job's image the CPU worker. It
-// succeeds at the README's accuracy, its pods' containers are podman's, running as the image's
+// README command 1's job and the pipeline example in containers: `ringmaster local run` with the
+// kubelet running each container in its image (--container-runtime podman), the job's image the
+// CPU worker. Each succeeds at its accuracy, its pods' containers are podman's, running as the
 // user the operator asks for, and its checkpoints land in its claim as that user.
-TEST_F(ImagesTest, TheReadmeJobRunsInContainersThroughLocalRun) {
-  testutil::TempDir dir;
-  std::string job = testutil::readFile(sourceDir() + "/examples/fashion-mnist-mlp.yaml");
-  const std::string image = "image: ringmaster/trainer:0.1.0";
-  ASSERT_NE(job.find(image), std::string::npos) << "the README's job names its image";
-  job.replace(job.find(image), image.size(), std::string("image: ") + kWorkerImage);
-  std::ofstream(dir.path() + "/job.yaml") << job;
-  const std::string data = dir.path() + "/local";
-  const std::string ringmaster = testutil::binaryPath("bin/ringmaster");
-  const std::map<std::string, std::string> env = {
-      {"CONTAINERS_CONF", sourceDir() + "/scripts/containers.conf"}};
-  auto ran =
-      testutil::run({ringmaster, "local", "run", dir.path() + "/job.yaml", "--data-dir", data,
-                     "--kubelet-flags", "--container-runtime podman", "--timeout-seconds", "900"},
-                    env, 1000s);
-  const std::string kubeconfig = data + "/kubeconfig";
-  auto pod = testutil::run({testutil::findKubectl(), "--kubeconfig", kubeconfig, "get", "pod",
-                            "fmnist-worker-0", "-o",
-                            "jsonpath={.status.containerStatuses[0].containerID} "
-                            "{.spec.securityContext.runAsUser}"});
-  auto down = testutil::run({ringmaster, "local", "down", "--data-dir", data}, env, 120s);
-  EXPECT_EQ(ran.exit_code, 0) << ran.stdout_text << ran.stderr_text;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(ran.stdout_text, m, std::regex(R"(test accuracy (\d+\.\d+)%)")))
-      << ran.stdout_text;
-  EXPECT_GT(std::stod(m[1]), 85.0) << ran.stdout_text;
-  EXPECT_EQ(pod.stdout_text.rfind("podman://rm-", 0), 0u) << pod.stdout_text << pod.stderr_text;
-  EXPECT_NE(pod.stdout_text.find(" 1000"), std::string::npos) << pod.stdout_text;
-  bool checkpointed = false;
-  std::error_code ec;
-  for (const auto& entry :
-       fs::directory_iterator(data + "/kubelet/volumes/default/fmnist-ckpt", ec)) {
-    struct stat st {};
-    if (stat(entry.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      checkpointed = true;
-      EXPECT_EQ(st.st_uid, 1000u) << entry.path();
+TEST_F(ImagesTest, TheReadmeJobAndThePipelineExampleRunInContainersThroughLocalRun) {
+  struct Example {
+    const char* file;
+    const char* job;
+    double min_accuracy;
+  };
+  for (const Example& example : {Example{"fashion-mnist-mlp.yaml", "fmnist", 85.0},
+                                 Example{"fashion-mnist-pipeline.yaml", "fmnist-pipeline", 80.0}}) {
+    SCOPED_TRACE(example.file);
+    testutil::TempDir dir;
+    std::string job = testutil::readFile(sourceDir() + "/examples/" + example.file);
+    const std::string image = "image: ringmaster/trainer:0.1.0";
+    ASSERT_NE(job.find(image), std::string::npos) << "the example names its image";
+    job.replace(job.find(image), image.size(), std::string("image: ") + kWorkerImage);
+    std::ofstream(dir.path() + "/job.yaml") << job;
+    const std::string data = dir.path() + "/local";
+    const std::string ringmaster = testutil::binaryPath("bin/ringmaster");
+    const std::map<std::string, std::string> env = {
+        {"CONTAINERS_CONF", sourceDir() + "/scripts/containers.conf"}};
+    auto ran =
+        testutil::run({ringmaster, "local", "run", dir.path() + "/job.yaml", "--data-dir", data,
+                       "--kubelet-flags", "--container-runtime podman", "--timeout-seconds", "900"},
+                      env, 1000s);
+    auto pod = testutil::run({testutil::findKubectl(), "--kubeconfig", data + "/kubeconfig", "get",
+                              "pod", std::string(example.job) + "-worker-0", "-o",
+                              "jsonpath={.status.containerStatuses[0].containerID} "
+                              "{.spec.securityContext.runAsUser}"});
+    auto down = testutil::run({ringmaster, "local", "down", "--data-dir", data}, env, 120s);
+    EXPECT_EQ(ran.exit_code, 0) << ran.stdout_text << ran.stderr_text;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(ran.stdout_text, m, std::regex(R"(test accuracy (\d+\.\d+)%)")))
+        << ran.stdout_text;
+    EXPECT_GT(std::stod(m[1]), example.min_accuracy) << ran.stdout_text;
+    EXPECT_EQ(pod.stdout_text.rfind("podman://rm-", 0), 0u) << pod.stdout_text << pod.stderr_text;
+    EXPECT_NE(pod.stdout_text.find(" 1000"), std::string::npos) << pod.stdout_text;
+    bool checkpointed = false;
+    std::error_code ec;
+    for (const auto& entry : fs::recursive_directory_iterator(
+             data + "/kubelet/volumes/default/" + example.job + "-ckpt", ec)) {
+      struct stat st {};
+      if (stat(entry.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        checkpointed = true;
+        EXPECT_EQ(st.st_uid, 1000u) << entry.path();
+      }
     }
+    EXPECT_TRUE(checkpointed) << "no checkpoint in the job's claim";
+    EXPECT_EQ(down.exit_code, 0) << down.stderr_text;
   }
-  EXPECT_TRUE(checkpointed) << "no checkpoint in the job's claim";
-  EXPECT_EQ(down.exit_code, 0) << down.stderr_text;
+}
+
+// The chart installed into `ringmaster local` whose kubelet runs containers in their images:
+// the operator's pods run the operator image (its ServiceAccount token through the projected
+// volume, the API server through the pod network), and a job it runs has its workers in the CPU
+// worker image, the chart's trainerImage.
+TEST_F(ImagesTest, TheChartAndItsJobRunInContainers) {
+  const char* helm_env = std::getenv("RM_HELM");
+  const std::string helm = helm_env && *helm_env ? helm_env : "/usr/local/bin/helm";
+  ASSERT_EQ(access(helm.c_str(), X_OK), 0) << "helm is not installed (scripts/install-helm)";
+  setenv("CONTAINERS_CONF", (sourceDir() + "/scripts/containers.conf").c_str(), 1);
+  testutil::LocalCluster cluster;
+  if (auto why = cluster.missing(); !why.empty()) GTEST_SKIP() << why;
+  ASSERT_EQ(cluster.start({"--no-operator", "--kubelet-flags", "--container-runtime podman"}), "");
+  auto install =
+      testutil::run({helm, "install", "rm", sourceDir() + "/helm/ringmaster", "--namespace",
+                     "ringmaster-system", "--create-namespace", "--wait", "--timeout=240s", "--set",
+                     std::string("trainerImage=") + kWorkerImage},
+                    {{"KUBECONFIG", cluster.kubeconfig()}, {"HOME", cluster.dataDir()}}, 300s);
+  ASSERT_EQ(install.exit_code, 0)
+      << install.stdout_text << install.stderr_text
+      << cluster.kubectl({"get", "pods", "-A", "-o", "wide"}).stdout_text;
+  const std::string operator_ids =
+      cluster
+          .kubectl({"get", "pods", "-n", "ringmaster-system", "-l",
+                    "app.kubernetes.io/component=operator", "-o",
+                    "jsonpath={.items[*].status.containerStatuses[0].containerID}"})
+          .stdout_text;
+  EXPECT_EQ(operator_ids.rfind("podman://", 0), 0u) << operator_ids;
+  auto applied = cluster.apply(R"(apiVersion: ringmaster.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: chart-job}
+spec:
+  replicas: 2
+  backend: tcp
+  trainer:
+    model: {type: mlp, hidden: [64]}
+    dataset: {name: fashion-mnist, path: /data/fashion-mnist}
+    epochs: 1
+    maxSteps: 60
+    batchSize: 64
+  restartPolicy: Never
+)");
+  ASSERT_EQ(applied.exit_code, 0) << applied.stderr_text;
+  const auto job = cluster.waitForJob("chart-job", 300s, testutil::jobFinished);
+  EXPECT_EQ(job["status"].value("phase", ""), "Succeeded")
+      << job.dump(2) << cluster.kubectl({"logs", "chart-job-worker-0"}).stdout_text;
+  const std::string worker_id = cluster
+                                    .kubectl({"get", "pod", "chart-job-worker-0", "-o",
+                                              "jsonpath={.spec.containers[0].image} "
+                                              "{.status.containerStatuses[0].containerID}"})
+                                    .stdout_text;
+  EXPECT_EQ(worker_id.rfind(std::string(kWorkerImage) + " podman://", 0), 0u) << worker_id;
 }
 
 // The operator image in-cluster on a real control plane, as the chart deploys it: the chart's
