@@ -20,7 +20,17 @@ std::string containerName(const std::string& pod_uid, const std::string& contain
 }
 
 void applySecurityContext(const kube::PodSpec& pod, const kube::Container& container,
-                          ImageRun& run) {
+                          const std::string& seccomp_dir, ImageRun& run) {
+  std::optional<kube::SeccompProfile> seccomp;
+  if (pod.security_context) seccomp = pod.security_context->seccomp_profile;
+  if (container.security_context && container.security_context->seccomp_profile) {
+    seccomp = container.security_context->seccomp_profile;
+  }
+  run.seccomp = "unconfined";
+  if (seccomp && seccomp->type == "RuntimeDefault") run.seccomp = "";
+  if (seccomp && seccomp->type == "Localhost") {
+    run.seccomp = seccomp_dir + "/" + seccomp->localhost_profile.value_or("");
+  }
   if (const auto& p = pod.security_context) {
     run.run_as_user = p->run_as_user;
     run.run_as_group = p->run_as_group;
@@ -115,6 +125,9 @@ LaunchSpec podmanLaunchSpec(const ImageRun& run) {
   if (run.read_only_root) a.push_back("--read-only");
   if (run.privileged) a.push_back("--privileged");
   if (run.no_new_privileges) a.insert(a.end(), {"--security-opt", "no-new-privileges"});
+  if (!run.seccomp.empty() && !run.privileged) {
+    a.insert(a.end(), {"--security-opt", "seccomp=" + run.seccomp});
+  }
   for (const auto& c : run.cap_drop) a.insert(a.end(), {"--cap-drop", c});
   for (const auto& c : run.cap_add) a.insert(a.end(), {"--cap-add", c});
   if (!run.command.empty()) {

@@ -61,6 +61,10 @@ struct ImageRun {
   bool no_new_privileges = false;
   bool privileged = false;
   std::vector<std::string> cap_add, cap_drop;
+  // seccomp: "" the runtime's default profile (RuntimeDefault), "unconfined" none (Unconfined,
+  // and no profile at all: a kubelet's default without --seccomp-default), else a profile file
+  // (Localhost: <kubelet root>/seccomp/<localhostProfile>, as under /var/lib/kubelet/seccomp).
+  std::string seccomp = "unconfined";
   std::string log_path;
   std::string session_file;
 };
@@ -69,9 +73,9 @@ struct ImageRun {
 std::string containerName(const std::string& pod_uid, const std::string& container);
 
 // Fills `run`'s securityContext fields from the pod's and the container's (the container's
-// wins, as on a kubelet).
+// wins, as on a kubelet); `seccomp_dir` holds Localhost profiles.
 void applySecurityContext(const kube::PodSpec& pod, const kube::Container& container,
-                          ImageRun& run);
+                          const std::string& seccomp_dir, ImageRun& run);
 
 // Why the container may not run (kubelet's CreateContainerConfigError message), or "": with
 // runAsNonRoot it must run as a non-zero uid, given by runAsUser or by the image's numeric USER

@@ -1262,7 +1262,7 @@ core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, Containe
   run.mounts.push_back(
       {containerFiles(rt.dir, c.spec.name).termination_log.string(), message_path, false});
   if (!rt.etc_hosts.empty()) run.mounts.push_back({rt.etc_hosts.string(), "/etc/hosts", false});
-  applySecurityContext(pod.spec, c.spec, run);
+  applySecurityContext(pod.spec, c.spec, (options_.root_dir / "seccomp").string(), run);
   std::string image_user;
   const bool non_root =
       (pod.spec.security_context && pod.spec.security_context->run_as_non_root.value_or(false)) ||

@@ -141,12 +141,47 @@ TEST(ImageRuntime, SecurityContextBecomesPodmansFlagsTheContainersOverThePods) {
     container.name = "main";
     container.security_context = row.container;
     ImageRun run = baseRun();
-    applySecurityContext(pod, container, run);
+    applySecurityContext(pod, container, "/kubelet/seccomp", run);
     const auto a = podmanLaunchSpec(run).argv;
     for (const auto& [flag, value] : row.pairs)
       EXPECT_TRUE(hasPair(a, flag, value)) << row.what << ": " << flag << " " << value;
     for (const auto& flag : row.flags) EXPECT_TRUE(has(a, flag)) << row.what << ": " << flag;
     for (const auto& flag : row.absent) EXPECT_FALSE(has(a, flag)) << row.what << ": " << flag;
+  }
+}
+
+TEST(ImageRuntime, SeccompFollowsTheProfileTypeAsAKubeletWithoutSeccompDefault) {
+  struct Row {
+    std::optional<std::string> pod_type, container_type;
+    std::string want;  // the --security-opt seccomp= value, "" none
+  };
+  const Row rows[] = {
+      {std::nullopt, std::nullopt, "seccomp=unconfined"},
+      {"RuntimeDefault", std::nullopt, ""},
+      {"RuntimeDefault", "Unconfined", "seccomp=unconfined"},
+      {"Unconfined", "RuntimeDefault", ""},
+      {std::nullopt, "Localhost", "seccomp=/kubelet/seccomp/profiles/audit.json"},
+  };
+  for (const Row& row : rows) {
+    kube::PodSpec pod;
+    if (row.pod_type) {
+      pod.security_context = kube::PodSecurityContext{};
+      pod.security_context->seccomp_profile = kube::SeccompProfile{*row.pod_type, {}, {}};
+    }
+    kube::Container container;
+    if (row.container_type) {
+      container.security_context = kube::SecurityContext{};
+      container.security_context->seccomp_profile =
+          kube::SeccompProfile{*row.container_type, "profiles/audit.json", {}};
+    }
+    ImageRun run = baseRun();
+    applySecurityContext(pod, container, "/kubelet/seccomp", run);
+    const auto a = podmanLaunchSpec(run).argv;
+    std::string got;
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] == "--security-opt" && a[i + 1].rfind("seccomp=", 0) == 0) got = a[i + 1];
+    EXPECT_EQ(got, row.want) << row.pod_type.value_or("-") << "/"
+                             << row.container_type.value_or("-");
   }
 }
 
