@@ -764,6 +764,50 @@ spec:
   EXPECT_EQ(left.stdout_text, "") << "a container outlived its pod";
 }
 
+// A pod that asks for root gets root of its container only: the /etc/shadow it reads is its
+// image's, not the host's; and with runAsNonRoot, runAsUser 0 is refused.
+TEST_F(KubeletImageTest, RootInAContainerIsNotRootOfTheHost) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: asks-for-root}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 0}
+  containers:
+  - {name: main, image: localhost/ringmaster-base:bookworm, command: [cat, /etc/shadow]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: root-and-non-root}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 0, runAsNonRoot: true}
+  containers:
+  - {name: main, image: localhost/ringmaster-base:bookworm, command: [id]}
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/asks-for-root", "jsonpath={.status.phase}=Succeeded", 120).exit_code, 0)
+      << c.describe("asks-for-root");
+  const std::string in_container = c.kubectl({"logs", "asks-for-root"}).stdout_text;
+  EXPECT_NE(in_container.find("root:"), std::string::npos) << "root reads a shadow file";
+  EXPECT_NE(in_container, testutil::readFile("/etc/shadow")) << "the host's own";
+  EXPECT_EQ(c.wait("pod/root-and-non-root",
+                   "jsonpath={.status.containerStatuses[0].state.waiting.reason}="
+                   "CreateContainerConfigError",
+                   60)
+                .exit_code,
+            0)
+      << c.describe("root-and-non-root");
+  EXPECT_NE(
+      c.jsonpath("pod/root-and-non-root", "{.status.containerStatuses[0].state.waiting.message}")
+          .find("runAsUser breaks non-root policy"),
+      std::string::npos)
+      << c.describe("root-and-non-root");
+  c.kubectl({"delete", "pod", "asks-for-root", "root-and-non-root", "--wait=false"});
+}
+
 // runAsNonRoot over an image whose user is root: the kubelet refuses to start it, as a real one
 // does, and says why.
 TEST_F(KubeletImageTest, RunAsNonRootRefusesAnImageThatRunsAsRoot) {
