@@ -107,8 +107,17 @@ std::string formatSelector(const nlohmann::json& selector) {
   return out;
 }
 
-// layoutContainerCells: the template's container names and images, each joined by ",".
-std::pair<std::string, std::string> templateContainers(const nlohmann::json& workload) {
+// The -o wide columns Deployments and ReplicaSets share: their template's containers and
+// images, and their selector.
+void addWorkloadWideColumns(ordered& cols) {
+  cols.push_back(column("Containers", "string", "Names of each container in the template.", 1));
+  cols.push_back(
+      column("Images", "string", "Images referenced by each container in the template.", 1));
+  cols.push_back(column("Selector", "string", kSelectorDescription, 1));
+}
+
+// Their cells: layoutContainerCells' names and images, each joined by ",", then the selector.
+void addWorkloadWideCells(const nlohmann::json& workload, ordered& cells) {
   std::string names, images;
   const auto containers = evalJsonPath(workload, ".spec.template.spec.containers");
   if (containers.is_array()) {
@@ -118,7 +127,9 @@ std::pair<std::string, std::string> templateContainers(const nlohmann::json& wor
       images += c.value("image", "");
     }
   }
-  return {names, images};
+  cells.push_back(names);
+  cells.push_back(images);
+  cells.push_back(formatSelector(evalJsonPath(workload, ".spec.selector")));
 }
 
 // printNode's Status: Ready / NotReady (Unknown without a Ready condition), then
@@ -477,20 +488,14 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
                             "Total number of available pods (ready for at least minReadySeconds) "
                             "targeted by this deployment."));
       cols.push_back(column("Age", "string", kCreationDescription));
-      cols.push_back(column("Containers", "string", "Names of each container in the template.", 1));
-      cols.push_back(
-          column("Images", "string", "Images referenced by each container in the template.", 1));
-      cols.push_back(column("Selector", "string", kSelectorDescription, 1));
+      addWorkloadWideColumns(cols);
       break;
     case TablePrinter::kReplicaSet:
       cols.push_back(column("Desired", "integer", "Number of desired pods."));
       cols.push_back(column("Current", "integer", "The number of replicas of the replica set."));
       cols.push_back(column("Ready", "integer", "The number of ready replicas."));
       cols.push_back(column("Age", "string", kCreationDescription));
-      cols.push_back(column("Containers", "string", "Names of each container in the template.", 1));
-      cols.push_back(
-          column("Images", "string", "Images referenced by each container in the template.", 1));
-      cols.push_back(column("Selector", "string", kSelectorDescription, 1));
+      addWorkloadWideColumns(cols);
       break;
     case TablePrinter::kNode:
       cols.push_back(column("Status", "string", "The status of the node"));
@@ -582,24 +587,14 @@ nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
       cells.push_back(std::to_string(intAt(obj, ".status.updatedReplicas")));
       cells.push_back(std::to_string(intAt(obj, ".status.availableReplicas")));
       cells.push_back(ageOf(created, now));
-      {
-        auto [names, images] = templateContainers(obj);
-        cells.push_back(names);
-        cells.push_back(images);
-        cells.push_back(formatSelector(evalJsonPath(obj, ".spec.selector")));
-      }
+      addWorkloadWideCells(obj, cells);
       break;
     case TablePrinter::kReplicaSet:
       cells.push_back(intAt(obj, ".spec.replicas", 1));
       cells.push_back(intAt(obj, ".status.replicas"));
       cells.push_back(intAt(obj, ".status.readyReplicas"));
       cells.push_back(ageOf(created, now));
-      {
-        auto [names, images] = templateContainers(obj);
-        cells.push_back(names);
-        cells.push_back(images);
-        cells.push_back(formatSelector(evalJsonPath(obj, ".spec.selector")));
-      }
+      addWorkloadWideCells(obj, cells);
       break;
     case TablePrinter::kNode: {
       auto info = [&](const std::string& field) {

@@ -52,13 +52,16 @@ void applySecurityContext(const kube::PodSpec& pod, const kube::Container& conta
   }
 }
 
+bool runsAsNonRoot(const kube::PodSpec& pod, const kube::Container& container) {
+  if (container.security_context && container.security_context->run_as_non_root) {
+    return *container.security_context->run_as_non_root;
+  }
+  return pod.security_context && pod.security_context->run_as_non_root.value_or(false);
+}
+
 std::string imageRunError(const kube::PodSpec& pod, const kube::Container& container,
                           const ImageRun& run, const std::string& image_user) {
-  bool non_root = pod.security_context && pod.security_context->run_as_non_root.value_or(false);
-  if (container.security_context && container.security_context->run_as_non_root) {
-    non_root = *container.security_context->run_as_non_root;
-  }
-  if (!non_root) return "";
+  if (!runsAsNonRoot(pod, container)) return "";
   if (run.run_as_user) {
     return *run.run_as_user == 0
                ? "container's runAsUser breaks non-root policy (container: " + container.name + ")"
@@ -86,12 +89,24 @@ std::string envFileText(const EnvList& env) {
   return text;
 }
 
+namespace {
+
+// podman's own environment: where its helpers (conmon, runc) are, and its settings.
+EnvList podmanEnv(const std::string& containers_conf) {
+  EnvList env = {{"PATH", kImagePath}};
+  if (!containers_conf.empty()) env.emplace_back("CONTAINERS_CONF", containers_conf);
+  return env;
+}
+
+}  // namespace
+
 LaunchSpec podmanLaunchSpec(const ImageRun& run) {
   LaunchSpec spec;
   spec.executable = run.podman;
   std::vector<std::string>& a = spec.argv;
   a = {run.podman, "run", "--rm", "--name", run.name, "--label",
-       std::string(kPodUidLabel) + "=" + run.pod_uid,
+       std::string(kPodUidLabel) + "=" + run.pod_uid, "--label",
+       std::string(kKubeletRootLabel) + "=" + run.kubelet_root,
        // The kubelet writes the pod's /etc/hosts (a mount below); the image's DNS settings stay.
        "--no-hosts", "--pull", "never", "--log-driver", "none"};
   if (run.netns.empty()) {
@@ -136,8 +151,7 @@ LaunchSpec podmanLaunchSpec(const ImageRun& run) {
   }
   a.push_back(run.image);
   a.insert(a.end(), run.args.begin(), run.args.end());
-  spec.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}};
-  if (!run.containers_conf.empty()) spec.env.emplace_back("CONTAINERS_CONF", run.containers_conf);
+  spec.env = podmanEnv(run.containers_conf);
   spec.log_path = run.log_path;
   spec.session_file = run.session_file;
   return spec;
@@ -150,8 +164,7 @@ core::Result<std::string> runPodman(const std::string& podman, const std::string
   spec.executable = podman;
   spec.argv = {podman};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}};
-  if (!containers_conf.empty()) spec.env.emplace_back("CONTAINERS_CONF", containers_conf);
+  spec.env = podmanEnv(containers_conf);
   spec.log_path = output_file;
   { std::ofstream truncate(output_file, std::ios::trunc); }
   RM_ASSIGN_OR_RETURN(pid_t pid, launch(spec));

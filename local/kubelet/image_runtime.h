@@ -44,6 +44,7 @@ struct ImageRun {
   std::string containers_conf;  // CONTAINERS_CONF for podman ("" none)
   std::string name;             // the container's name (containerName())
   std::string pod_uid;
+  std::string kubelet_root;  // the root directory of the kubelet that runs it
   std::string image;
   std::vector<std::string> command;  // spec.command, $(VAR)s expanded; empty: the image's
   std::vector<std::string> args;     // spec.args, expanded
@@ -76,6 +77,9 @@ std::string containerName(const std::string& pod_uid, const std::string& contain
 // wins, as on a kubelet); `seccomp_dir` holds Localhost profiles.
 void applySecurityContext(const kube::PodSpec& pod, const kube::Container& container,
                           const std::string& seccomp_dir, ImageRun& run);
+
+// Whether the container must not run as root: its runAsNonRoot, else its pod's.
+bool runsAsNonRoot(const kube::PodSpec& pod, const kube::Container& container);
 
 // Why the container may not run (kubelet's CreateContainerConfigError message), or "": with
 // runAsNonRoot it must run as a non-zero uid, given by runAsUser or by the image's numeric USER

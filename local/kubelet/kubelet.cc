@@ -171,13 +171,16 @@ class Kubelet::Impl {
   bool hasLiveProcess(const PodRuntime& rt) const;
   // Hands the running containers to the metrics endpoint when they changed.
   void publishRunningContainers();
-  // Whether `rt`'s containers run in their images (through podman).
+  // Whether containers run in their images (through podman).
   bool inImages() const { return options_.engine == ContainerEngine::kPodman; }
   // Removes `c`'s container from podman (its `podman run` was killed, so nothing else will).
   void removeImageContainer(const PodRuntime& rt, const ContainerRuntime& c);
-  // The LaunchSpec that runs `c` in its image; `host` is what a host process would run.
+  // The LaunchSpec that runs `c` in its image; `host` is what a host process would run,
+  // `volume_mounts` its volumes alone.
   core::Result<LaunchSpec> imageLaunchSpec(PodRuntime& rt, ContainerRuntime& c,
-                                           const LaunchSpec& host, const std::string& message_path);
+                                           const LaunchSpec& host,
+                                           const std::vector<Mount>& volume_mounts,
+                                           const std::string& message_path);
   void release(PodRuntime& rt);
   void stopAll();
   // A configMap's or secret's data; nullopt when it does not exist.
@@ -1136,7 +1139,7 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
                 false);
   }
   spec.env = std::move(*env);
-  spec.mounts = std::move(*mounts);
+  spec.mounts = *mounts;
   spec.scratch_dir = rt.dir.string();
   // The termination message: a fresh file per run, seen at terminationMessagePath.
   const ContainerFiles files = containerFiles(rt.dir, c.spec.name);
@@ -1194,7 +1197,7 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
   spec.session_file = files.pid.string();
   spec.netns = rt.netns;
   if (inImages()) {
-    core::Result<LaunchSpec> in_image = imageLaunchSpec(rt, c, spec, message_path);
+    core::Result<LaunchSpec> in_image = imageLaunchSpec(rt, c, spec, *mounts, message_path);
     if (!in_image.ok()) {
       return fail("CreateContainerConfigError", in_image.status().message(), true);
     }
@@ -1238,6 +1241,7 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
 
 core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, ContainerRuntime& c,
                                                         const LaunchSpec& host,
+                                                        const std::vector<Mount>& volume_mounts,
                                                         const std::string& message_path) {
   const kube::Pod& pod = *rt.pod;
   ImageRun run;
@@ -1245,29 +1249,23 @@ core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, Containe
   run.containers_conf = options_.containers_conf;
   run.name = containerName(pod.metadata.uid, c.spec.name);
   run.pod_uid = pod.metadata.uid;
+  run.kubelet_root = options_.root_dir.string();
   run.image = c.spec.image;
-  EnvList env = host.env;
-  auto lookup = [&](const std::string& name) { return findEnv(env, name); };
-  for (const auto& a : c.spec.command) run.command.push_back(expandVars(a, lookup));
-  for (const auto& a : c.spec.args) run.args.push_back(expandVars(a, lookup));
+  run.command = expandEach(c.spec.command, host.env);
+  run.args = expandEach(c.spec.args, host.env);
   run.netns = rt.netns;
   if (!rt.netns.empty()) run.hostname = podHostname(hostsEntryOf(rt));
   run.working_dir = c.spec.working_dir;
   // The pod's volumes, and the files a kubelet gives every container: its termination message
-  // file, the pod's /etc/hosts (podman makes any mountpoint inside the image).
-  for (const Mount& m : host.mounts) {
-    if (m.target != "/etc/hostname" && m.target != "/etc/hosts" && m.target != message_path)
-      run.mounts.push_back(m);
-  }
+  // file, the pod's /etc/hosts (podman makes any mountpoint inside the image; the host
+  // process' checks of where a file can be mounted do not apply).
+  run.mounts = volume_mounts;
   run.mounts.push_back(
       {containerFiles(rt.dir, c.spec.name).termination_log.string(), message_path, false});
   if (!rt.etc_hosts.empty()) run.mounts.push_back({rt.etc_hosts.string(), "/etc/hosts", false});
   applySecurityContext(pod.spec, c.spec, (options_.root_dir / "seccomp").string(), run);
   std::string image_user;
-  const bool non_root =
-      (pod.spec.security_context && pod.spec.security_context->run_as_non_root.value_or(false)) ||
-      (c.spec.security_context && c.spec.security_context->run_as_non_root.value_or(false));
-  if (non_root && !run.run_as_user) {
+  if (runsAsNonRoot(pod.spec, c.spec) && !run.run_as_user) {
     RM_ASSIGN_OR_RETURN(image_user,
                         runPodman(options_.podman, options_.containers_conf,
                                   {"image", "inspect", "--format", "{{.Config.User}}", run.image},
@@ -1277,7 +1275,7 @@ core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, Containe
   if (std::string why = imageRunError(pod.spec, c.spec, run, image_user); !why.empty()) {
     return core::invalidArgument(why);
   }
-  run.env = std::move(env);
+  run.env = host.env;
   run.env_file = (rt.dir / (c.spec.name + ".env")).string();
   {
     std::ofstream out(run.env_file, std::ios::trunc);
@@ -1289,11 +1287,7 @@ core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, Containe
   run.session_file = host.session_file;
   RM_LOG(DEBUG, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": in image "
                        << run.image << " as " << run.name;
-  LaunchSpec spec = podmanLaunchSpec(run);
-  // Scoped to this kubelet's root, so that another kubelet of the host keeps its own.
-  spec.argv.insert(spec.argv.begin() + 2,
-                   {"--label", std::string(kKubeletRootLabel) + "=" + options_.root_dir.string()});
-  return spec;
+  return podmanLaunchSpec(run);
 }
 
 void Kubelet::Impl::removeImageContainer(const PodRuntime& rt, const ContainerRuntime& c) {

@@ -277,12 +277,18 @@ std::vector<std::string> imageEntrypoint(const std::string& image) {
   return {};
 }
 
-std::vector<std::string> containerArgv(const kube::Container& container, const EnvList& env) {
+std::vector<std::string> expandEach(const std::vector<std::string>& words, const EnvList& env) {
   auto lookup = [&](const std::string& name) { return findEnv(env, name); };
-  std::vector<std::string> argv;
-  for (const auto& c : container.command) argv.push_back(expandVars(c, lookup));
-  if (container.command.empty()) argv = imageEntrypoint(container.image);
-  for (const auto& a : container.args) argv.push_back(expandVars(a, lookup));
+  std::vector<std::string> out;
+  for (const auto& w : words) out.push_back(expandVars(w, lookup));
+  return out;
+}
+
+std::vector<std::string> containerArgv(const kube::Container& container, const EnvList& env) {
+  std::vector<std::string> argv = container.command.empty() ? imageEntrypoint(container.image)
+                                                            : expandEach(container.command, env);
+  const std::vector<std::string> args = expandEach(container.args, env);
+  argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
 

@@ -100,6 +100,8 @@ std::vector<std::string> imageEntrypoint(const std::string& image);
 
 // command + args with $(VAR) expanded against `env`; without a command, the image's entrypoint.
 std::vector<std::string> containerArgv(const kube::Container& container, const EnvList& env);
+// Each of `words` (a container's command or args) with its $(VAR)s expanded from `env`.
+std::vector<std::string> expandEach(const std::vector<std::string>& words, const EnvList& env);
 
 // The first executable called `name` in the ':'-separated `path` ("" when none); a name with a
 // '/' is returned as is.

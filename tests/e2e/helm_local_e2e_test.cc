@@ -38,15 +38,6 @@ using json = nlohmann::json;
 constexpr const char* kNamespace = "ringmaster-system";
 constexpr const char* kDeployment = "rm-ringmaster";
 
-std::string findHelm() {
-  if (const char* h = std::getenv("RM_HELM"); h && *h) return h;
-  for (const char* dir : {"/usr/local/bin", "/usr/bin"}) {
-    const std::string path = std::string(dir) + "/helm";
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  return "";
-}
-
 std::string jobYaml() {
   return std::string(R"(apiVersion: ringmaster.dev/v1alpha1
 kind: TrainingJob
@@ -72,7 +63,7 @@ class HelmLocalE2e : public ::testing::Test {
   void SetUp() override {
     if (auto why = cluster_.missing(); !why.empty()) GTEST_SKIP() << why;
     if (!testutil::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-    helm_ = findHelm();
+    helm_ = testutil::findHelm();
     ASSERT_FALSE(helm_.empty()) << "helm is not installed (scripts/install-helm installs it)";
     const std::string why = cluster_.start({"--no-operator"});
     ASSERT_EQ(why, "") << why;

@@ -285,9 +285,8 @@ TEST_F(ImagesTest, TheReadmeJobAndThePipelineExampleRunInContainersThroughLocalR
 // volume, the API server through the pod network), and a job it runs has its workers in the CPU
 // worker image, the chart's trainerImage.
 TEST_F(ImagesTest, TheChartAndItsJobRunInContainers) {
-  const char* helm_env = std::getenv("RM_HELM");
-  const std::string helm = helm_env && *helm_env ? helm_env : "/usr/local/bin/helm";
-  ASSERT_EQ(access(helm.c_str(), X_OK), 0) << "helm is not installed (scripts/install-helm)";
+  const std::string helm = testutil::findHelm();
+  ASSERT_FALSE(helm.empty()) << "helm is not installed (scripts/install-helm)";
   setenv("CONTAINERS_CONF", (sourceDir() + "/scripts/containers.conf").c_str(), 1);
   testutil::LocalCluster cluster;
   if (auto why = cluster.missing(); !why.empty()) GTEST_SKIP() << why;
@@ -375,9 +374,8 @@ TEST_P(OperatorImageTest, RunsInClusterWithTheChartsRbacTokenAndLeaderElection) 
   ASSERT_EQ(kubectl({"apply", "-f", sourceDir() + "/crds/trainingjob.yaml"}).exit_code, 0);
   ASSERT_EQ(kubectl({"create", "namespace", ns}).exit_code, 0);
   const int metrics_port = testutil::freePort(), health_port = testutil::freePort();
-  const char* helm = std::getenv("RM_HELM");
-  const std::string helm_path = helm && *helm ? helm : "/usr/local/bin/helm";
-  ASSERT_EQ(access(helm_path.c_str(), X_OK), 0) << "helm is not installed (scripts/install-helm)";
+  const std::string helm_path = testutil::findHelm();
+  ASSERT_FALSE(helm_path.empty()) << "helm is not installed (scripts/install-helm)";
   auto rendered = testutil::run({helm_path, "template", release, sourceDir() + "/helm/ringmaster",
                                  "--namespace", ns, "--no-hooks", "--set", "replicaCount=0",
                                  "--set", "metricsPort=" + std::to_string(metrics_port), "--set",

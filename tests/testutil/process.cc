@@ -70,6 +70,15 @@ int freePort() {
   return port;
 }
 
+std::string findHelm() {
+  if (const char* h = std::getenv("RM_HELM"); h && *h) return h;
+  for (const char* dir : {"/usr/local/bin", "/usr/bin"}) {
+    const std::string path = std::string(dir) + "/helm";
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
 std::string findKubectl() {
   for (const char* p : {"/usr/lib/google-cloud-sdk/bin/kubectl.1.32", "/usr/local/bin/kubectl",
                         "/usr/bin/kubectl"}) {

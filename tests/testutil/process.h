@@ -76,6 +76,8 @@ int freePort();
 // kubectl 1.32, preferring the Cloud SDK's versioned binary over its dispatcher (which picks a
 // bundled kubectl by server version); "" when none is installed.
 std::string findKubectl();
+// The official helm ($RM_HELM, else where scripts/install-helm puts it); "" when none is installed.
+std::string findHelm();
 
 // Debian's dataset-fashion-mnist, which the training tests read.
 inline const std::string kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

@@ -24,6 +24,7 @@ ImageRun baseRun() {
   run.containers_conf = "/etc/rm/containers.conf";
   run.name = containerName("uid-1", "main");
   run.pod_uid = "uid-1";
+  run.kubelet_root = "/var/lib/rm-kubelet";
   run.image = "ringmaster/trainer-cpu:0.1.0";
   run.env = {{"RANK", "0"}, {"TF_CONFIG", "{\"a\": 1}"}, {"MULTI", "line1\nline2"}};
   run.env_file = "/pods/p/main.env";
@@ -48,6 +49,8 @@ TEST(ImageRuntime, PodmanRunsTheImageInTheForegroundWithThePodsNetworkAndFiles) 
             (std::vector<std::string>{"/usr/bin/podman", "run", "--rm"}));
   EXPECT_TRUE(hasPair(a, "--name", "rm-uid-1-main"));
   EXPECT_TRUE(hasPair(a, "--label", "local.ringmaster.dev/pod-uid=uid-1"));
+  EXPECT_TRUE(hasPair(a, "--label", "local.ringmaster.dev/kubelet-root=/var/lib/rm-kubelet"))
+      << "another kubelet of the host leaves it alone";
   EXPECT_TRUE(hasPair(a, "--network", "ns:/run/netns/rm-1"));
   EXPECT_TRUE(hasPair(a, "--hostname", "job-worker-0"));
   EXPECT_TRUE(has(a, "--no-hosts")) << "the kubelet's /etc/hosts, not podman's";

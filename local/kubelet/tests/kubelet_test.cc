@@ -641,6 +641,29 @@ void startLoopingPod(Cluster& c, const std::string& name, const std::string& res
 // scripts/build-images makes), with the pod's network, hostname and /etc/hosts, its volumes, its
 // environment, its securityContext enforced, and exit code, logs and termination message as a
 // host process has them. Skipped where podman is not installed.
+// podman's containers of the pod with uid `uid`, one id a line ("" when none is left).
+std::string imageContainersOf(const std::string& uid) {
+  return testutil::run({"/bin/sh", "-c",
+                        "podman ps -a --filter label=local.ringmaster.dev/pod-uid=" + uid + " -q"})
+      .stdout_text;
+}
+
+// The kubelet refuses to start `pod`'s container: it waits with CreateContainerConfigError,
+// its message holding `why`.
+void expectRefused(Cluster& c, const std::string& pod, const std::string& why) {
+  EXPECT_EQ(c.wait("pod/" + pod,
+                   "jsonpath={.status.containerStatuses[0].state.waiting.reason}="
+                   "CreateContainerConfigError",
+                   60)
+                .exit_code,
+            0)
+      << c.describe(pod);
+  EXPECT_NE(
+      c.jsonpath("pod/" + pod, "{.status.containerStatuses[0].state.waiting.message}").find(why),
+      std::string::npos)
+      << c.describe(pod);
+}
+
 class KubeletImageTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -727,10 +750,8 @@ spec:
     EXPECT_NE(logs.find(line), std::string::npos) << line << " not in:\n" << logs;
   }
   // Its container is gone with it.
-  auto left = testutil::run({"/bin/sh", "-c",
-                             "podman ps -a --filter label=local.ringmaster.dev/pod-uid=" +
-                                 c.jsonpath("pod/in-image", "{.metadata.uid}") + " -q"});
-  EXPECT_EQ(left.stdout_text, "") << "a container outlived its pod";
+  EXPECT_EQ(imageContainersOf(c.jsonpath("pod/in-image", "{.metadata.uid}")), "")
+      << "a container outlived its pod";
 }
 
 // Deleting a pod whose container runs in an image: SIGTERM reaches the container's process
@@ -759,9 +780,7 @@ spec:
       c.kubectl({"delete", "pod", "in-image-term", "--timeout=30s"}, std::chrono::seconds(60));
   EXPECT_EQ(deleted.exit_code, 0) << "not gone within 30 s of a 60 s grace period: "
                                   << deleted.stderr_text << c.describe("in-image-term");
-  auto left = testutil::run(
-      {"/bin/sh", "-c", "podman ps -a --filter label=local.ringmaster.dev/pod-uid=" + uid + " -q"});
-  EXPECT_EQ(left.stdout_text, "") << "a container outlived its pod";
+  EXPECT_EQ(imageContainersOf(uid), "") << "a container outlived its pod";
 }
 
 // A pod that asks for root gets root of its container only: the /etc/shadow it reads is its
@@ -793,18 +812,7 @@ spec:
   const std::string in_container = c.kubectl({"logs", "asks-for-root"}).stdout_text;
   EXPECT_NE(in_container.find("root:"), std::string::npos) << "root reads a shadow file";
   EXPECT_NE(in_container, testutil::readFile("/etc/shadow")) << "the host's own";
-  EXPECT_EQ(c.wait("pod/root-and-non-root",
-                   "jsonpath={.status.containerStatuses[0].state.waiting.reason}="
-                   "CreateContainerConfigError",
-                   60)
-                .exit_code,
-            0)
-      << c.describe("root-and-non-root");
-  EXPECT_NE(
-      c.jsonpath("pod/root-and-non-root", "{.status.containerStatuses[0].state.waiting.message}")
-          .find("runAsUser breaks non-root policy"),
-      std::string::npos)
-      << c.describe("root-and-non-root");
+  expectRefused(c, "root-and-non-root", "runAsUser breaks non-root policy");
   c.kubectl({"delete", "pod", "asks-for-root", "root-and-non-root", "--wait=false"});
 }
 
@@ -823,17 +831,7 @@ spec:
 )yaml")
                 .exit_code,
             0);
-  EXPECT_EQ(c.wait("pod/wants-non-root",
-                   "jsonpath={.status.containerStatuses[0].state.waiting.reason}="
-                   "CreateContainerConfigError",
-                   60)
-                .exit_code,
-            0)
-      << c.describe("wants-non-root");
-  EXPECT_NE(c.jsonpath("pod/wants-non-root", "{.status.containerStatuses[0].state.waiting.message}")
-                .find("runAsNonRoot and image will run as root"),
-            std::string::npos)
-      << c.describe("wants-non-root");
+  expectRefused(c, "wants-non-root", "runAsNonRoot and image will run as root");
   EXPECT_EQ(c.kubectl({"delete", "pod", "wants-non-root", "--wait=false"}).exit_code, 0);
 }
 
