@@ -22,6 +22,7 @@
 #include "ringmaster/core/log.h"
 #include "trainer/comm/rank_keys.h"
 #include "trainer/comm/sum_kernel.h"
+#include "trainer/comm/tcp_congestion.h"
 
 namespace ringmaster::trainer::comm {
 namespace {
@@ -104,21 +105,6 @@ core::Status tune(int fd) {
       ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
     return core::unavailable("socket options: " + errnoText(errno));
   }
-  // CUBIC rather than a host default of BBR, which paces every flow at its bandwidth estimate:
-  // collectives are bursts between hosts a few microseconds apart, and pacing halved the ring
-  // from 512 KiB up (2 ranks in network namespaces: 1.9 GB/s under BBR, 4.2 under CUBIC). A
-  // kernel without CUBIC, or one that does not allow it, keeps its default: this is tuning, not
-  // a requirement, so a refusal is not an error.
-  static constexpr char kCongestionControl[] = "cubic";
-  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, kCongestionControl,
-                   sizeof(kCongestionControl) - 1) != 0) {
-    static std::once_flag logged;
-    const int err = errno;
-    std::call_once(logged, [err] {
-      RM_LOG(DEBUG, COMM) << "tcp: keeping the kernel's congestion control (" << kCongestionControl
-                          << ": " << errnoText(err) << ")";
-    });
-  }
   return core::Status::Ok();
 }
 
@@ -198,6 +184,7 @@ core::Result<OwnedFd> dial(const sockaddr_in& addr, Clock::time_point deadline) 
     OwnedFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) return core::unavailable("socket: " + errnoText(errno));
     RM_RETURN_IF_ERROR(tune(fd.get()));
+    preferUnpacedCongestionControl(fd.get());
     int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
     int err = rc == 0 ? 0 : errno;
     if (err == EINPROGRESS) {
@@ -283,6 +270,7 @@ core::Result<std::unique_ptr<TcpCommunicator>> TcpCommunicator::create(const Tcp
   self.sin_port = 0;
   OwnedFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (listener.get() < 0) return core::unavailable(what + ": socket: " + errnoText(errno));
+  preferUnpacedCongestionControl(listener.get());
   socklen_t len = sizeof(self);
   if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&self), sizeof(self)) != 0 ||
       ::listen(listener.get(), config.size + 16) != 0 ||
