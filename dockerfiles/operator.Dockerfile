@@ -42,6 +42,10 @@ RUN apt-get update \
       libssl3 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcurl4 \
       libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
+# Which binaries: a build that feeds this stage its own (scripts/build-images --binaries) names
+# their digest, so that no cached layer keeps older ones.
+ARG BINARIES=compiled
+LABEL dev.ringmaster.binaries=${BINARIES}
 COPY --from=binaries /src/build/bin/ringmaster-operator /usr/local/bin/ringmaster-operator
 USER 65532:65532
 # The operator's default /metrics and /healthz ports (--metrics-port, --health-port; the chart

@@ -51,6 +51,10 @@ RUN apt-get update \
       libopenmpi3 libopenblas0-pthread zlib1g liblzma5 \
       openmpi-bin openssh-server openssh-client ca-certificates \
  && rm -rf /var/lib/apt/lists/*
+# Which binaries: a build that feeds this stage its own (scripts/build-images --binaries) names
+# their digest, so that no cached layer keeps older ones.
+ARG BINARIES=compiled
+LABEL dev.ringmaster.binaries=${BINARIES}
 COPY --from=binaries /src/build/bin/ringmaster-launcher /usr/local/bin/ringmaster-launcher
 COPY --from=binaries /src/build/bin/ringmaster-trainer /usr/local/bin/ringmaster-trainer
 COPY --from=data /usr/share/datasets/fashion-mnist/ /data/fashion-mnist/

@@ -81,6 +81,10 @@ RUN dpkg -i /tmp/cuda-keyring.deb \
       openmpi-bin openssh-server openssh-client ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # The trainer loads its GPU module from ../lib/ringmaster, i.e. /usr/local/lib/ringmaster.
+# Which binaries: a build that feeds this stage its own (scripts/build-images --binaries) names
+# their digest, so that no cached layer keeps older ones.
+ARG BINARIES=compiled
+LABEL dev.ringmaster.binaries=${BINARIES}
 COPY --from=binaries /src/build/lib/ringmaster/libringmaster-trainer-cuda.so /usr/local/lib/ringmaster/
 COPY --from=binaries /src/build/bin/ringmaster-launcher /usr/local/bin/ringmaster-launcher
 COPY --from=binaries /src/build/bin/ringmaster-trainer /usr/local/bin/ringmaster-trainer
