@@ -12,7 +12,31 @@ namespace ringmaster::local::kubelet {
 core::Result<ContainerEngine> parseContainerEngine(const std::string& text) {
   if (text == "host") return ContainerEngine::kHost;
   if (text == "podman") return ContainerEngine::kPodman;
-  return core::usageError("--container-runtime: '" + text + "' is not host or podman");
+  if (text == "auto") return ContainerEngine::kAuto;
+  return core::usageError("--container-runtime: '" + text + "' is not host, podman or auto");
+}
+
+core::Result<EngineChoice> chooseContainerEngine(ContainerEngine requested, bool simulate,
+                                                 const std::string& podman,
+                                                 const std::string& probe_error) {
+  if (requested == ContainerEngine::kHost) return EngineChoice{requested, "asked for"};
+  if (requested == ContainerEngine::kPodman) {
+    if (simulate) {
+      return core::usageError("--container-runtime podman and --simulate exclude each other");
+    }
+    if (podman.empty()) return core::usageError("--container-runtime podman: podman is not on PATH");
+    if (!probe_error.empty()) {
+      return core::unavailable("--container-runtime podman: podman does not work here: " +
+                               probe_error);
+    }
+    return EngineChoice{requested, "asked for"};
+  }
+  if (simulate) return EngineChoice{ContainerEngine::kHost, "auto: simulated pods start nothing"};
+  if (podman.empty()) return EngineChoice{ContainerEngine::kHost, "auto: podman is not on PATH"};
+  if (!probe_error.empty()) {
+    return EngineChoice{ContainerEngine::kHost, "auto: podman does not work here: " + probe_error};
+  }
+  return EngineChoice{ContainerEngine::kPodman, "auto: podman works here (" + podman + ")"};
 }
 
 std::string containerName(const std::string& pod_uid, const std::string& container) {

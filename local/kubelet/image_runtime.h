@@ -27,10 +27,25 @@
 
 namespace ringmaster::local::kubelet {
 
-// How the kubelet runs containers: host processes, or each in its image through podman.
-enum class ContainerEngine { kHost, kPodman };
-// "host" | "podman".
+// How the kubelet runs containers: host processes, or each in its image through podman; kAuto
+// is a request only, which chooseContainerEngine turns into one of the two.
+enum class ContainerEngine { kHost, kPodman, kAuto };
+// "host" | "podman" | "auto".
 core::Result<ContainerEngine> parseContainerEngine(const std::string& text);
+
+// The engine a kubelet runs with, and why, for its start-up log line.
+struct EngineChoice {
+  ContainerEngine engine = ContainerEngine::kHost;
+  std::string reason;
+};
+
+// What `requested` means on this machine: podman where it runs here (`podman` its path, ""
+// when not on PATH; `probe_error` what `podman info` said when it failed, "" when it worked),
+// else host processes; a simulating kubelet starts nothing, so it stays host. An explicit
+// podman that cannot run is an error, not a quiet fallback.
+core::Result<EngineChoice> chooseContainerEngine(ContainerEngine requested, bool simulate,
+                                                 const std::string& podman,
+                                                 const std::string& probe_error);
 
 // The label every container the kubelet runs in an image carries: its pod's uid, so that a
 // kubelet finds the containers a previous one left running.

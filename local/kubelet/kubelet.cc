@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "local/kubelet/hosts_file.h"
+#include "local/kubelet/resolv_conf.h"
 #include "local/kubelet/log_server.h"
 #include "local/kubelet/placement.h"
 #include "local/kubelet/pod_env.h"
@@ -162,6 +163,8 @@ class Kubelet::Impl {
   void writeHosts();
   // The names of every pod of the cluster with an IP, this node's and the others'.
   std::vector<HostsEntry> clusterHosts() const;
+  // The resolv.conf `pod`'s containers get: the node's resolver under the pod's DNS settings.
+  std::string podResolvConfText(const kube::Pod& pod) const;
   // Writes `rt`'s own /etc/hosts when what it should hold changed.
   core::Status writePodHosts(PodRuntime& rt, const std::vector<HostsEntry>& cluster);
   // Keeps remote_hosts_ up to date with `pod` (nullptr: gone), a pod of another node.
@@ -1045,6 +1048,7 @@ bool Kubelet::Impl::prepare(PodRuntime& rt) {
     }
     core::Status s =
         writeFileAtomically(rt.dir / "etc-hostname", podHostname(hostsEntryOf(rt)) + "\n");
+    if (s.ok()) s = writeFileAtomically(rt.dir / "resolv.conf", podResolvConfText(pod));
     if (!s.ok()) {
       rt.prepare_error = s.message();
       return false;
@@ -1173,7 +1177,9 @@ void Kubelet::Impl::startContainer(PodRuntime& rt, ContainerRuntime& c) {
     // /etc/hostname, unless the container mounts a file of its own there.
     spec.hostname = podHostname(hostsEntryOf(rt));
     const std::pair<fs::path, std::string> files_of_pod[] = {
-        {rt.etc_hosts, "/etc/hosts"}, {rt.dir / "etc-hostname", "/etc/hostname"}};
+        {rt.etc_hosts, "/etc/hosts"},
+        {rt.dir / "etc-hostname", "/etc/hostname"},
+        {rt.dir / "resolv.conf", "/etc/resolv.conf"}};
     for (const auto& file : files_of_pod) {
       const bool own = std::any_of(spec.mounts.begin(), spec.mounts.end(),
                                    [&](const Mount& m) { return m.target == file.second; });
@@ -1257,12 +1263,15 @@ core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, Containe
   if (!rt.netns.empty()) run.hostname = podHostname(hostsEntryOf(rt));
   run.working_dir = c.spec.working_dir;
   // The pod's volumes, and the files a kubelet gives every container: its termination message
-  // file, the pod's /etc/hosts (podman makes any mountpoint inside the image; the host
-  // process' checks of where a file can be mounted do not apply).
+  // file, the pod's /etc/hosts and resolv.conf (podman makes any mountpoint inside the image;
+  // the host process' checks of where a file can be mounted do not apply).
   run.mounts = volume_mounts;
   run.mounts.push_back(
       {containerFiles(rt.dir, c.spec.name).termination_log.string(), message_path, false});
-  if (!rt.etc_hosts.empty()) run.mounts.push_back({rt.etc_hosts.string(), "/etc/hosts", false});
+  if (!rt.etc_hosts.empty()) {
+    run.mounts.push_back({rt.etc_hosts.string(), "/etc/hosts", false});
+    run.mounts.push_back({(rt.dir / "resolv.conf").string(), "/etc/resolv.conf", false});
+  }
   applySecurityContext(pod.spec, c.spec, (options_.root_dir / "seccomp").string(), run);
   std::string image_user;
   if (runsAsNonRoot(pod.spec, c.spec) && !run.run_as_user) {
@@ -1530,6 +1539,18 @@ std::vector<HostsEntry> Kubelet::Impl::clusterHosts() const {
     entries.push_back(hostsEntryOf(rt));
   }
   return entries;
+}
+
+std::string Kubelet::Impl::podResolvConfText(const kube::Pod& pod) const {
+  std::ifstream in(options_.resolv_conf);
+  std::stringstream host;
+  host << in.rdbuf();
+  const nlohmann::json& extra = pod.spec.extra;
+  const auto field = [&extra](const char* name) {
+    return extra.is_object() && extra.contains(name) ? extra[name] : nlohmann::json();
+  };
+  return renderResolvConf(
+      podResolvConf(parseResolvConf(host.str()), field("dnsPolicy"), field("dnsConfig")));
 }
 
 core::Status Kubelet::Impl::writePodHosts(PodRuntime& rt, const std::vector<HostsEntry>& cluster) {

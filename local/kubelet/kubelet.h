@@ -101,6 +101,9 @@ struct KubeletOptions {
   // get SIGTERM and at most this long before SIGKILL, and every pod ends Failed with reason
   // Terminated. Off, the pods are left as the API server has them, for the next kubelet.
   std::chrono::milliseconds shutdown_grace{0};
+  // The node's resolver (a kubelet's --resolv-conf), the base of each pod's resolv.conf
+  // (resolv_conf.h).
+  std::filesystem::path resolv_conf = "/etc/resolv.conf";
 };
 
 class Kubelet {

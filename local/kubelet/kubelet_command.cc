@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "local/kubelet/image_runtime.h"
 #include "local/kubelet/kubelet.h"
 #include "local/kubelet/pod_env.h"
 #include "local/kubelet/resources.h"
@@ -49,6 +50,19 @@ std::string selfDir() {
   return ec ? "" : self.parent_path().string();
 }
 
+// Whether podman works on this machine: "" when `podman info` succeeds, else its words (its
+// storage, its runtime and its settings are read then; a host that cannot run runc fails here).
+std::string probePodman(const KubeletOptions& options, const std::string& root_dir) {
+  std::error_code ec;
+  fs::create_directories(root_dir, ec);
+  if (ec) return "cannot create " + root_dir + ": " + ec.message();
+  core::Result<std::string> info = runPodman(options.podman, options.containers_conf,
+                                             {"info", "--format", "{{.Host.OCIRuntime.Path}}"},
+                                             root_dir + "/podman-info.log",
+                                             std::chrono::seconds(30));
+  return info.ok() ? "" : info.status().message();
+}
+
 std::string defaultRootDir() {
   const char* home = getenv("HOME");
   return std::string(home && *home ? home : ".") + "/.ringmaster/local/kubelet";
@@ -58,7 +72,7 @@ std::string defaultRootDir() {
 
 core::Status runKubeletCommand(const std::vector<std::string>& args) {
   std::string kubeconfig, node_name = "local", root_dir = defaultRootDir(), memory, start_delay;
-  std::string claims_dir;
+  std::string claims_dir, resolv_conf = "/etc/resolv.conf";
   std::string pod_network = "auto", pod_cidr = kDefaultPodCidr, container_runtime = "host";
   int64_t cpu = std::max(1u, std::thread::hardware_concurrency());
   int64_t gpus = machineGpus(), max_pods = 110, log_port = -1, metrics_port = -1;
@@ -97,10 +111,14 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
                "local.ringmaster.dev/metrics-port (0: any free port; -1: none)");
   flags.addString("container-runtime", &container_runtime,
                   "how containers run: host (a process on the host, in the pod's network "
-                  "namespace, whatever the image) or podman (each in its image, through podman "
-                  "and runc, with the pod's network, hostname, /etc/hosts, volumes and "
-                  "securityContext; images must be in podman's storage: none is pulled; podman "
-                  "reads $CONTAINERS_CONF)");
+                  "namespace, whatever the image), podman (each in its image, through podman "
+                  "and runc, with the pod's network, hostname, /etc/hosts, resolv.conf, volumes "
+                  "and securityContext; images must be in podman's storage: none is pulled; "
+                  "podman reads $CONTAINERS_CONF) or auto (podman where `podman info` works "
+                  "here, else host)");
+  flags.addString("resolv-conf", &resolv_conf,
+                  "the node's resolver file, the base of each pod's /etc/resolv.conf (there is no "
+                  "cluster DNS: cluster names are in the pod's /etc/hosts)");
   flags.addString("pod-network", &pod_network,
                   "how pods get addresses: cni (a network namespace per pod on a host bridge, "
                   "through the CNI plugins in /usr/lib/cni; needs root), loopback (127.1.x.y in "
@@ -159,17 +177,19 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   options.simulate = simulate;
   RM_ASSIGN_OR_RETURN(options.pod_network, parsePodNetworkMode(pod_network));
   options.pod_cidr = pod_cidr;
-  RM_ASSIGN_OR_RETURN(options.engine, parseContainerEngine(container_runtime));
-  if (options.engine == ContainerEngine::kPodman) {
+  options.resolv_conf = resolv_conf;
+  RM_ASSIGN_OR_RETURN(const ContainerEngine requested, parseContainerEngine(container_runtime));
+  std::string probe_error;
+  if (requested != ContainerEngine::kHost && !simulate) {
     const char* path = getenv("PATH");
     options.podman = resolveExecutable("podman", path ? path : "");
-    if (options.podman.empty()) {
-      return core::usageError("--container-runtime podman: podman is not on PATH");
-    }
     if (const char* conf = getenv("CONTAINERS_CONF")) options.containers_conf = conf;
-    if (simulate)
-      return core::usageError("--container-runtime podman and --simulate exclude each other");
+    if (!options.podman.empty()) probe_error = probePodman(options, root_dir);
   }
+  RM_ASSIGN_OR_RETURN(const EngineChoice engine,
+                      chooseContainerEngine(requested, simulate, options.podman, probe_error));
+  options.engine = engine.engine;
+  if (options.engine != ContainerEngine::kPodman) options.podman.clear();
   options.log_port = static_cast<int>(log_port);
   options.metrics_port = static_cast<int>(metrics_port);
   options.backoff.max = std::chrono::milliseconds(static_cast<int64_t>(max_backoff * 1000));
@@ -186,7 +206,10 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
   RM_ASSIGN_OR_RETURN(auto client, kube::makeApiClient(config));
   RM_LOG(INFO, LOCAL) << "kubelet for node " << node_name << " against " << config.server
                       << ", root " << fs::absolute(root_dir).string()
-                      << (simulate ? ", simulated pods" : "");
+                      << (simulate ? ", simulated pods" : "") << ", containers as "
+                      << (options.engine == ContainerEngine::kPodman ? "podman containers"
+                                                                       : "host processes")
+                      << " (" << engine.reason << ")";
   Kubelet kubelet(*client, options);
   return kubelet.run(stop);
 }

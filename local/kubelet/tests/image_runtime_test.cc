@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace ringmaster::local::kubelet {
 namespace {
@@ -232,7 +233,46 @@ TEST(ImageRuntime, RunAsNonRootNeedsANonZeroUidFromTheSpecOrTheImage) {
 TEST(ImageRuntime, ParsesTheRuntimeFlag) {
   EXPECT_EQ(*parseContainerEngine("host"), ContainerEngine::kHost);
   EXPECT_EQ(*parseContainerEngine("podman"), ContainerEngine::kPodman);
+  EXPECT_EQ(*parseContainerEngine("auto"), ContainerEngine::kAuto);
   EXPECT_FALSE(parseContainerEngine("docker").ok());
+}
+
+TEST(ImageRuntime, AutoChoosesPodmanWhereItWorksAndAnExplicitPodmanMustWork) {
+  using E = ContainerEngine;
+  struct Row {
+    E requested;
+    bool simulate;
+    std::string podman, probe_error;
+    std::optional<E> chosen;  // nullopt: an error
+    std::string words;        // in the reason or the error
+  };
+  const std::string p = "/usr/bin/podman";
+  const std::vector<Row> rows = {
+      {E::kHost, false, p, "", E::kHost, "asked for"},
+      {E::kHost, true, "", "", E::kHost, "asked for"},
+      {E::kPodman, false, p, "", E::kPodman, "asked for"},
+      {E::kPodman, false, "", "", std::nullopt, "not on PATH"},
+      {E::kPodman, false, p, "runc: not found", std::nullopt, "runc: not found"},
+      {E::kPodman, true, p, "", std::nullopt, "--simulate"},
+      {E::kAuto, false, p, "", E::kPodman, "podman works here"},
+      {E::kAuto, false, "", "", E::kHost, "not on PATH"},
+      {E::kAuto, false, p, "cannot set up cgroups", E::kHost, "cannot set up cgroups"},
+      {E::kAuto, true, p, "", E::kHost, "simulated"},
+  };
+  for (const Row& row : rows) {
+    const auto choice = chooseContainerEngine(row.requested, row.simulate, row.podman,
+                                              row.probe_error);
+    const std::string label = "requested " + std::to_string(static_cast<int>(row.requested)) +
+                              " podman '" + row.podman + "' probe '" + row.probe_error + "'";
+    ASSERT_EQ(choice.ok(), row.chosen.has_value()) << label;
+    if (choice.ok()) {
+      EXPECT_EQ(choice->engine, *row.chosen) << label;
+      EXPECT_NE(choice->reason.find(row.words), std::string::npos) << label << ": " << choice->reason;
+    } else {
+      EXPECT_NE(choice.status().message().find(row.words), std::string::npos)
+          << label << ": " << choice.status().message();
+    }
+  }
 }
 
 }  // namespace

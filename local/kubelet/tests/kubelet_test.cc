@@ -74,6 +74,9 @@ class Cluster {
     }
   }
 
+  // What the running kubelet has logged.
+  std::string kubeletLog() const { return kubelet_->stderrSoFar(); }
+
   // SIGTERM to the kubelet, then a new one with the same flags; the old one's exit result.
   ProcessResult restartKubelet() {
     ProcessResult result = stopKubelet();
@@ -449,6 +452,9 @@ spec:
   hostname: client
   subdomain: peers
   restartPolicy: OnFailure
+  dnsConfig:
+    searches: [example.test]
+    options: [{name: ndots, value: "5"}]
   containers:
   - name: main
     image: python
@@ -456,6 +462,7 @@ spec:
     - sh
     - -c
     - >-
+      sed 's/^/resolv: /' /etc/resolv.conf &&
       getent hosts server.peers.default.svc &&
       python3 -c "import urllib.request; print('status', urllib.request.urlopen('http://server.peers.default.svc:8080/', timeout=5).status)"
 
@@ -473,6 +480,12 @@ spec:
   const std::string log = c.kubectl({"logs", "client"}).stdout_text;
   EXPECT_NE(log.find(server_ip + " "), std::string::npos) << log;
   EXPECT_NE(log.find("status 200"), std::string::npos) << log;
+  if (server_ip.rfind("10.244.", 0) == 0) {
+    // With namespaces (root, as cni needs), the pod's own resolv.conf: the node's resolver with
+    // the pod's dnsConfig appended.
+    EXPECT_NE(log.find("resolv: search example.test"), std::string::npos) << log;
+    EXPECT_NE(log.find("ndots:5"), std::string::npos) << log;
+  }
   EXPECT_EQ(c.kubectl({"delete", "pod", "server", "client"}).exit_code, 0);
 }
 
@@ -674,7 +687,8 @@ class KubeletImageTest : public ::testing::Test {
     auto base =
         testutil::run({source + "/scripts/build-images", "base"}, {}, std::chrono::seconds(600));
     base_error_ = base.exit_code == 0 ? "" : base.stdout_text + base.stderr_text;
-    cluster_ = new Cluster(findKubectl(), {"--container-runtime", "podman", "--max-backoff-seconds",
+    // auto: podman works on a machine with it, so every test below runs containers in images.
+    cluster_ = new Cluster(findKubectl(), {"--container-runtime", "auto", "--max-backoff-seconds",
                                            "1", "--heartbeat-seconds", "2"});
   }
   static void TearDownTestSuite() {
@@ -694,6 +708,9 @@ std::string KubeletImageTest::base_error_;
 
 TEST_F(KubeletImageTest, APodRunsInItsImageWithItsNamesVolumesAndSecurityContext) {
   Cluster& c = *cluster_;
+  EXPECT_NE(c.kubeletLog().find("containers as podman containers (auto: podman works here"),
+            std::string::npos)
+      << c.kubeletLog();
   // A file only the host has: the container sees the image's filesystem, not the host's.
   const std::string marker = "/tmp/rm-host-only-" + std::to_string(getpid());
   std::ofstream(marker) << "host";
@@ -708,6 +725,7 @@ metadata: {name: in-image}
 spec:
   restartPolicy: Never
   securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000}
+  dnsConfig: {searches: [example.test]}
   containers:
   - name: main
     image: localhost/ringmaster-base:bookworm
@@ -716,6 +734,7 @@ spec:
     - |
       echo "uid=$(id -u) groups=$(id -G) host=$(hostname)"
       grep -c "in-image$" /etc/hosts | sed 's/^/hosts-lines=/'
+      grep -q "^search .*example.test" /etc/resolv.conf && echo resolv=the-pods
       cat /etc/debian_version | sed 's/^/debian=/'
       cat /etc/shadow 2>/dev/null || echo shadow=denied
       touch /probe 2>/dev/null || echo root=read-only
@@ -745,7 +764,8 @@ spec:
             "bye\n");
   const std::string logs = c.kubectl({"logs", "in-image"}).stdout_text;
   for (const char* line :
-       {"uid=1000 groups=1000 2000 host=in-image", "hosts-lines=1", "debian=12", "shadow=denied",
+       {"uid=1000 groups=1000 2000 host=in-image", "hosts-lines=1", "resolv=the-pods", "debian=12",
+        "shadow=denied",
         "root=read-only", "marker=absent", "greeting=hello world data=from-a-configmap"}) {
     EXPECT_NE(logs.find(line), std::string::npos) << line << " not in:\n" << logs;
   }
