@@ -131,8 +131,9 @@ LaunchSpec podmanLaunchSpec(const ImageRun& run) {
   a = {run.podman, "run", "--rm", "--name", run.name, "--label",
        std::string(kPodUidLabel) + "=" + run.pod_uid, "--label",
        std::string(kKubeletRootLabel) + "=" + run.kubelet_root,
-       // The kubelet writes the pod's /etc/hosts (a mount below); the image's DNS settings stay.
+       // The kubelet writes the pod's /etc/hosts and resolv.conf (mounts below).
        "--no-hosts", "--pull", "never", "--log-driver", "none"};
+  if (!run.conmon_pidfile.empty()) a.insert(a.end(), {"--conmon-pidfile", run.conmon_pidfile});
   if (run.netns.empty()) {
     a.insert(a.end(), {"--network", "host"});
   } else {

@@ -83,6 +83,7 @@ struct ImageRun {
   std::string seccomp = "unconfined";
   std::string log_path;
   std::string session_file;
+  std::string conmon_pidfile;  // where podman's conmon writes its pid (cgroup_usage.h reads it)
 };
 
 // The name podman knows the container by: rm-<pod uid>-<container name>.

@@ -855,8 +855,9 @@ void Kubelet::Impl::publishRunningContainers() {
   for (const auto& [key, rt] : pods_) {
     for (const ContainerRuntime& c : rt.containers) {
       if (c.pid <= 0) continue;
-      running.push_back({rt.pod->metadata.namespace_name, rt.pod->metadata.name, c.spec.name,
-                         c.spec.image, c.pid});
+      running.push_back(
+          {rt.pod->metadata.namespace_name, rt.pod->metadata.name, c.spec.name, c.spec.image, c.pid,
+           inImages() ? containerFiles(rt.dir, c.spec.name).conmon_pid.string() : std::string()});
     }
   }
   if (running == published_) return;
@@ -1294,6 +1295,7 @@ core::Result<LaunchSpec> Kubelet::Impl::imageLaunchSpec(PodRuntime& rt, Containe
   fs::permissions(run.env_file, fs::perms::owner_read | fs::perms::owner_write);
   run.log_path = host.log_path;
   run.session_file = host.session_file;
+  run.conmon_pidfile = containerFiles(rt.dir, c.spec.name).conmon_pid.string();
   RM_LOG(DEBUG, LOCAL) << "pod " << rt.key << " container " << c.spec.name << ": in image "
                        << run.image << " as " << run.name;
   return podmanLaunchSpec(run);

@@ -45,7 +45,7 @@ fs::path podDir(const fs::path& root_dir, const kube::ObjectMeta& meta) {
 
 ContainerFiles containerFiles(const fs::path& pod_dir, const std::string& name) {
   return {pod_dir / (name + ".log"), pod_dir / (name + ".previous.log"), pod_dir / (name + ".pid"),
-          messageFile(pod_dir, name), pod_dir / "work" / name};
+          messageFile(pod_dir, name), pod_dir / "work" / name, pod_dir / (name + ".conmon.pid")};
 }
 
 namespace {
@@ -65,7 +65,7 @@ core::Status checkContainers(const std::vector<kube::Container>& list, const std
     const std::string at = field + "[" + std::to_string(i) + "]";
     RM_RETURN_IF_ERROR(oneEntry(list[i].name, at + ".name"));
     const ContainerFiles f = containerFiles(dir, list[i].name);
-    for (const fs::path& p : {f.log, f.previous_log, f.pid, f.termination_log}) {
+    for (const fs::path& p : {f.log, f.previous_log, f.pid, f.termination_log, f.conmon_pid}) {
       RM_RETURN_IF_ERROR(checkInside(dir, p, at + ".name"));
     }
     RM_RETURN_IF_ERROR(checkInside(dir / "work", f.work_dir, at + ".name"));

@@ -37,6 +37,7 @@ struct ContainerFiles {
   std::filesystem::path pid;              // <dir>/<name>.pid
   std::filesystem::path termination_log;  // <dir>/<name>.termination-log
   std::filesystem::path work_dir;         // <dir>/work/<name>
+  std::filesystem::path conmon_pid;       // <dir>/<name>.conmon.pid (in an image: podman's)
 };
 ContainerFiles containerFiles(const std::filesystem::path& pod_dir, const std::string& name);
 

@@ -1,5 +1,7 @@
 #include "local/kubelet/usage_metrics.h"
 
+#include "local/kubelet/cgroup_usage.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,8 +57,18 @@ std::vector<prometheus::MetricFamily> UsageMetrics::Collect() const {
   }
   std::set<pid_t> sessions;
   for (const auto& c : containers) sessions.insert(c.session);
-  const auto usage =
+  auto usage =
       sessionUsage(liveProcesses(), sessions, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE));
+  for (const auto& c : containers) {
+    if (c.conmon_pidfile.empty()) continue;
+    // A container without a readable cgroup (starting, or just ended) has no series rather than
+    // podman's own figures.
+    if (auto in_cgroup = conmonContainerUsage(c.conmon_pidfile)) {
+      usage[c.session] = *in_cgroup;
+    } else {
+      usage.erase(c.session);
+    }
+  }
   std::lock_guard lock(mu_);
   return usageFamilies(containers, usage, cpu_floor_);
 }

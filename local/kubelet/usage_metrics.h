@@ -3,7 +3,8 @@
 // /metrics/cadvisor: container_cpu_usage_seconds_total and container_memory_working_set_bytes
 // with the namespace, pod, container and image labels, so that a dashboard written for a real
 // cluster's kubelets reads a local node's too. A local container is a session (session.h), not a
-// cgroup: the figures are its processes' CPU time and resident sets, measured when scraped.
+// cgroup: the figures are its processes' CPU time and resident sets, measured when scraped; a
+// container in its image is read from its cgroup, as cAdvisor reads it.
 //
 // Ownership: the kubelet owns it and serves it through a metrics::Exposer. Thread-safety:
 // setContainers() from the sync thread, Collect() from the exposer's; both lock. Failure: none
@@ -30,6 +31,9 @@ struct RunningContainer {
   std::string container;
   std::string image;
   pid_t session = 0;
+  // In an image (image_runtime.h): where podman's conmon writes its pid; the container's figures
+  // then come from its cgroup (cgroup_usage.h), not from the session (podman's own process).
+  std::string conmon_pidfile;
   bool operator==(const RunningContainer&) const = default;
 };
 

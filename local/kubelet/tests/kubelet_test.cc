@@ -688,7 +688,8 @@ class KubeletImageTest : public ::testing::Test {
         testutil::run({source + "/scripts/build-images", "base"}, {}, std::chrono::seconds(600));
     base_error_ = base.exit_code == 0 ? "" : base.stdout_text + base.stderr_text;
     // auto: podman works on a machine with it, so every test below runs containers in images.
-    cluster_ = new Cluster(findKubectl(), {"--container-runtime", "auto", "--max-backoff-seconds",
+    cluster_ = new Cluster(findKubectl(), {"--container-runtime", "auto", "--metrics-port", "0",
+                                           "--max-backoff-seconds",
                                            "1", "--heartbeat-seconds", "2"});
   }
   static void TearDownTestSuite() {
@@ -772,6 +773,48 @@ spec:
   // Its container is gone with it.
   EXPECT_EQ(imageContainersOf(c.jsonpath("pod/in-image", "{.metadata.uid}")), "")
       << "a container outlived its pod";
+}
+
+// A container in its image is measured from its cgroup: the spinning process' CPU time and
+// memory, not those of podman, which only waits for it.
+TEST_F(KubeletImageTest, AContainersCpuAndMemoryComeFromItsCgroup) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(c.apply(R"yaml(apiVersion: v1
+kind: Pod
+metadata: {name: burner-in-image}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: spin
+    image: localhost/ringmaster-base:bookworm
+    command: [/bin/sh, -c, 'while :; do :; done']
+)yaml")
+                .exit_code,
+            0);
+  ASSERT_EQ(c.wait("pod/burner-in-image", "jsonpath={.status.phase}=Running").exit_code, 0)
+      << c.describe("burner-in-image");
+  const int port = std::stoi(
+      c.jsonpath("node/local", "{.metadata.annotations.local\\.ringmaster\\.dev/metrics-port}"));
+  const std::string labels =
+      R"({container="spin",image="localhost/ringmaster-base:bookworm",namespace="default",pod="burner-in-image"} )";
+  double cpu = 0;
+  std::string body;
+  // podman's own process uses a few hundredths of a second; the spinning shell a second a second.
+  EXPECT_TRUE(testutil::eventually(std::chrono::seconds(30),
+                                   [&] {
+                                     body = testutil::httpGet(port, "/metrics/cadvisor").body;
+                                     const std::string series =
+                                         "container_cpu_usage_seconds_total" + labels;
+                                     const size_t at = body.find(series);
+                                     cpu = at == std::string::npos
+                                               ? 0
+                                               : std::stod(body.substr(at + series.size()));
+                                     return cpu >= 1.0;
+                                   }))
+      << "cpu " << cpu << "\n"
+      << body;
+  EXPECT_NE(body.find("container_memory_working_set_bytes" + labels), std::string::npos) << body;
+  ASSERT_EQ(c.kubectl({"delete", "pod", "burner-in-image", "--grace-period=1"}).exit_code, 0);
 }
 
 // Deleting a pod whose container runs in an image: SIGTERM reaches the container's process

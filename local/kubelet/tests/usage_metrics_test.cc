@@ -21,9 +21,9 @@ const prometheus::ClientMetric* find(const prometheus::MetricFamily& family,
 }
 
 TEST(UsageFamilies, OneSeriesPerLiveContainerWithCadvisorsNamesAndLabels) {
-  const std::vector<RunningContainer> containers = {{"ns", "job-worker-0", "worker", "img", 10},
-                                                    {"ns", "job-worker-0", "sidecar", "s", 11},
-                                                    {"ns", "job-worker-1", "worker", "img", 12}};
+  const std::vector<RunningContainer> containers = {{"ns", "job-worker-0", "worker", "img", 10, ""},
+                                                    {"ns", "job-worker-0", "sidecar", "s", 11, ""},
+                                                    {"ns", "job-worker-1", "worker", "img", 12, ""}};
   std::map<pid_t, SessionUsage> usage = {{10, {2.5, 1000}}, {12, {1.0, 64}}};
   std::map<pid_t, double> floor;
   auto families = usageFamilies(containers, usage, floor);
@@ -41,7 +41,7 @@ TEST(UsageFamilies, OneSeriesPerLiveContainerWithCadvisorsNamesAndLabels) {
 }
 
 TEST(UsageFamilies, TheCpuCounterNeverFallsWithinASessionAndForgetsEndedOnes) {
-  const std::vector<RunningContainer> containers = {{"ns", "p", "c", "i", 10}};
+  const std::vector<RunningContainer> containers = {{"ns", "p", "c", "i", 10, ""}};
   std::map<pid_t, double> floor;
   usageFamilies(containers, {{10, {5.0, 1}}}, floor);
   // An orphan the session did not reap took its time with it: the counter holds at 5.
@@ -50,7 +50,7 @@ TEST(UsageFamilies, TheCpuCounterNeverFallsWithinASessionAndForgetsEndedOnes) {
   families = usageFamilies(containers, {{10, {6.0, 1}}}, floor);
   EXPECT_DOUBLE_EQ(find(families[0], "c")->counter.value, 6.0);
   // A restarted container is a new session, whose counter starts from its own figure.
-  families = usageFamilies({{"ns", "p", "c", "i", 20}}, {{20, {0.5, 1}}}, floor);
+  families = usageFamilies({{"ns", "p", "c", "i", 20, ""}}, {{20, {0.5, 1}}}, floor);
   EXPECT_DOUBLE_EQ(find(families[0], "c")->counter.value, 0.5);
   EXPECT_EQ(floor.count(10), 0u);
 }
@@ -65,7 +65,7 @@ TEST(UsageMetrics, CollectMeasuresALiveSessionFromProc) {
     for (;;) spin = spin + 1;
   }
   UsageMetrics metrics;
-  metrics.setContainers({{"default", "burner", "main", "busybox", child}});
+  metrics.setContainers({{"default", "burner", "main", "busybox", child, ""}});
   double cpu = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::vector<prometheus::MetricFamily> families;
