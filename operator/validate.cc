@@ -9,6 +9,7 @@
 #include "operator/builders.h"
 #include "operator/pod_template.h"
 #include "operator/queue_admission.h"
+#include "ringmaster/contract/backend_rules.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/spelling.h"
 #include "ringmaster/kube/names.h"
@@ -129,9 +130,24 @@ constexpr CleanPodPolicy kCleanPodPolicies[] = {CleanPodPolicy::kNone, CleanPodP
 constexpr contract::LauncherMode kLaunchers[] = {contract::LauncherMode::kNative,
                                                  contract::LauncherMode::kMpi};
 
+// The job's backend as the contract's rules see it: the trainer's device and split (defaults
+// where unset; a job of the user's own program has no trainer, so only the launcher matters).
+contract::BackendUse backendUse(const kube::TrainingJobSpec& s) {
+  contract::BackendUse use;
+  use.backend = s.backend.value_or("auto");
+  use.launcher = s.launcher.value_or("native");
+  if (s.trainer) {
+    const contract::TrainerSettings t = contract::trainerSettings(*s.trainer);
+    use.device = name(t.device);
+    use.pipeline_stages = t.pipeline.stages;
+    use.tensor = t.tensor;
+    use.pipeline_schedule = name(t.pipeline.schedule);
+  }
+  return use;
+}
+
 // A model split into pipeline stages and tensor ranks: the world must hold whole replicas of it
-// (stages x tensor ranks each), and the ranks must be able to pass activations to each other
-// (nccl's are GPU collectives only).
+// (stages x tensor ranks each).
 void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
   const contract::TrainerSettings settings = contract::trainerSettings(*s.trainer);
   const int64_t stages = settings.pipeline.stages, tensor = settings.tensor;
@@ -154,9 +170,6 @@ void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
                                  std::to_string(world / model_ranks) +
                                  " of them; use the native launcher");
     }
-  }
-  if (s.backend == "nccl") {
-    e.add("spec.backend", "a split model's ranks talk over tcp, gloo or mpi, not nccl");
   }
 }
 
@@ -384,10 +397,6 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
   }
   e.oneOf("spec.launcher", s.launcher, contract::spellings(kLaunchers));
   e.oneOf("spec.backend", s.backend, contract::spellings(kBackends));
-  if (s.launcher == "mpi" && s.backend && *s.backend != "auto" && *s.backend != "mpi") {
-    e.add("spec.backend",
-          "must be auto or mpi when spec.launcher is mpi, got \"" + *s.backend + "\"");
-  }
   if (!s.image || s.image->empty()) {
     e.add("spec.image", "required: the operator has no default image (--trainer-image)");
   }
@@ -424,11 +433,11 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
     for (FieldError& error : contract::validateTrainer(*s.trainer, "spec.trainer")) {
       e.add(std::move(error.field), std::move(error.message));
     }
-    // The trainer's backend must be able to read where its gradients live.
-    if (s.backend == "nccl" && s.trainer->device == "cpu") {
-      e.add("spec.backend", "nccl needs the GPU, and spec.trainer.device is cpu");
-    }
     validateParallelism(s, e);
+  }
+  // The backend must be able to read where the gradients live (the contract's rules).
+  if (std::string why = contract::backendError(backendUse(s)); !why.empty()) {
+    e.add("spec.backend", std::move(why));
   }
   return e.take();
 }

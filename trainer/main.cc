@@ -26,6 +26,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "ringmaster/contract/backend_rules.h"
 #include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
@@ -282,10 +283,19 @@ int run(int argc, char** argv) {
   } else if (const std::string note = model::blasKernelsNote(); !note.empty()) {
     RM_LOG(INFO, CONFIG) << note;
   }
-  // A split model trains on the GPU only when asked (device cuda: pipeline stages of an MLP, which
-  // the contract checks); auto keeps it on the CPU.
+  // The backend pins the device (nccl the GPU, a host backend the CPU), and a split model with
+  // both on auto stays on the CPU: the contract's rules, which the operator admitted the job by.
   const bool split_model = config.pipeline.stages > 1 || config.tensor > 1;
-  if (split_model && config.device == "auto") config.device = "cpu";
+  contract::BackendUse backend_use;
+  backend_use.backend = config.backend;
+  backend_use.device = config.device;
+  backend_use.pipeline_stages = config.pipeline.stages;
+  backend_use.tensor = config.tensor;
+  backend_use.pipeline_schedule = config.pipeline.schedule;
+  if (std::string why = contract::backendError(backend_use); !why.empty()) {
+    return fail(core::invalidArgument("backend " + config.backend + ": " + why));
+  }
+  config.device = contract::deviceRequest(backend_use);
   RM_LOG(INFO, CONFIG) << describe(config);
   const LoadedGpu gpu = loadGpuModule(config.device);
   auto device = resolveDevice(config.device, gpu.availability, world->local_rank);

@@ -126,10 +126,32 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                      j.spec.trainer = pipelineTrainer(2, 4);
                                                    },
                                                    "spec.launcher"},
-                                           BadSpec{"a pipeline over nccl",
+                                           BadSpec{"a PipeDream pipeline over nccl",
                                                    [](auto& j) {
                                                      j.spec.trainer = pipelineTrainer(2, 4);
+                                                     j.spec.trainer->parallelism->pipeline
+                                                         ->schedule = "pipedream";
                                                      j.spec.backend = "nccl";
+                                                   },
+                                                   "spec.backend"},
+                                           BadSpec{"tensor ranks over nccl",
+                                                   [](auto& j) {
+                                                     j.spec.trainer.emplace()
+                                                         .parallelism.emplace()
+                                                         .tensor = 2;
+                                                     j.spec.backend = "nccl";
+                                                   },
+                                                   "spec.backend"},
+                                           BadSpec{"tcp with the gradients on the GPU",
+                                                   [](auto& j) {
+                                                     j.spec.trainer.emplace().device = "cuda";
+                                                     j.spec.backend = "tcp";
+                                                   },
+                                                   "spec.backend"},
+                                           BadSpec{"gloo with the gradients on the GPU",
+                                                   [](auto& j) {
+                                                     j.spec.trainer.emplace().device = "cuda";
+                                                     j.spec.backend = "gloo";
                                                    },
                                                    "spec.backend"},
                                            BadSpec{"two tensor ranks on three",
@@ -372,6 +394,20 @@ TEST(Validate, AcceptsTheDesignExampleAndFillsDefaults) {
   EXPECT_EQ(spec->suspend, false);
   EXPECT_EQ(spec->scheduling_policy->schedule_timeout_seconds, 300);
   EXPECT_TRUE(spec->trainer.has_value());
+}
+
+// GPU pipeline stages pass activations over NCCL: a split model may ask for it, with device
+// cuda or auto (nccl puts auto on the GPU).
+TEST(Validate, APipelineOverNcclIsAccepted) {
+  for (const char* device : {"cuda", "auto"}) {
+    kube::TrainingJob job = makeJob("pipe", 1);
+    job.spec.procs_per_replica = 2;
+    job.spec.trainer = pipelineTrainer(2, 4);
+    job.spec.trainer->device = device;
+    job.spec.backend = "nccl";
+    core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+    EXPECT_TRUE(spec.ok()) << device << ": " << spec.status().toString();
+  }
 }
 
 TEST(Validate, WholeReplicasOfAPipelineAreAccepted) {

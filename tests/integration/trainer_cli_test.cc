@@ -119,6 +119,15 @@ TEST(TrainerCli, FlagsMeetTheSpecsLimitsNamedAsItsFields) {
       << r.stderr_text;
 }
 
+// The contract's backend rules, before any data is read: a host backend cannot read GPU memory,
+// nccl cannot run on the CPU.
+TEST(TrainerCli, ABackendThatCannotReadTheGradientsIsRefusedAtStart) {
+  expectCleanFailure(run({trainer(), "--backend", "tcp", "--device", "cuda"}), 1,
+                     "tcp reads host memory");
+  expectCleanFailure(run({trainer(), "--backend", "nccl", "--device", "cpu"}), 1,
+                     "nccl needs the GPU");
+}
+
 TEST(TrainerCli, RankNotBelowWorldSizeIsRejected) {
   auto r = run({trainer()}, {{"RANK", "2"}, {"WORLD_SIZE", "2"}});
   expectCleanFailure(r, 1, "RANK=2 must be in [0, WORLD_SIZE=2)");

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "ringmaster/contract/backend_rules.h"
 #include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/tcp_store.h"
@@ -218,14 +219,18 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   }
   if (config.device != "cpu" && config.device != "cuda")
     return core::invalidArgument(what + ": device '" + config.device + "' (cpu or cuda)");
-  // Gradients in GPU memory go through NCCL; the host backends cannot read them.
-  const bool nccl = backend == "nccl" || (backend == "auto" && config.device == "cuda");
-  if (config.device == "cuda" && !nccl)
-    return core::invalidArgument(what + ": device cuda needs backend nccl (or auto)");
-  if (nccl && config.device != "cuda")
-    return core::invalidArgument(what + ": backend nccl needs device cuda");
-  if (backend == "mpi" ||
-      (backend == "auto" && !nccl && runningUnderMpirun() && mpiBackendBuilt())) {
+  // The contract's rules: gradients in GPU memory go through NCCL, host memory through the rest.
+  contract::BackendUse use;
+  use.backend = backend;
+  use.device = config.device;
+  if (std::string why = contract::backendError(use); !why.empty()) {
+    return core::invalidArgument(what + ": " + why);
+  }
+  const bool cuda = config.device == "cuda";
+  const contract::AutoBackend automatic =
+      contract::autoBackend(cuda, runningUnderMpirun() && mpiBackendBuilt(), config.world_size);
+  const bool nccl = backend == "nccl" || (backend == "auto" && cuda);
+  if (backend == "mpi" || (backend == "auto" && automatic == contract::AutoBackend::kMpi)) {
     return makeMpi(config, what);
   }
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size) {
@@ -243,7 +248,7 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
     std::unique_ptr<rendezvous::Store> own = rendezvous::makeInMemoryStore();
     return makeNccl(config, own.get(), what);
   }
-  if (backend == "auto" && config.world_size == 1) {
+  if (backend == "auto" && automatic == contract::AutoBackend::kSingleRank) {
     return std::unique_ptr<Communicator>(std::make_unique<SingleRankCommunicator>());
   }
 
