@@ -283,6 +283,17 @@ core::Status ApiServer::init() {
   spec.ca_pem = pki.ca_cert_pem;
   spec.token = token;
   RM_RETURN_IF_ERROR(writeKubeconfig(kubeconfigPath(), spec));
+  // The workload controllers follow their objects' changes, as kube-controller-manager's informers
+  // do; mu_ is a leaf lock (the housekeeper never holds it while it reads the store).
+  store_.setCommitListener([this](const ResourceKey& key) {
+    const bool workload = (key.group == "apps" && (key.resource == "deployments" ||
+                                                   key.resource == "replicasets")) ||
+                          (key.group.empty() && key.resource == "pods");
+    if (!workload) return;
+    std::lock_guard lock(mu_);
+    workloads_due_ = true;
+    cv_.notify_all();
+  });
   housekeeper_ = std::thread([this] { housekeeping(); });
   RM_LOG(INFO, LOCAL) << "api server listening on " << server_->url() << " (data " << dir.string()
                       << ")";
@@ -299,6 +310,7 @@ core::Status ApiServer::stop() {
   cv_.notify_all();
   if (server_) server_->stop();
   if (housekeeper_.joinable()) housekeeper_.join();
+  store_.setCommitListener(nullptr);
   if (!server_) return core::Status::Ok();
   return store_.snapshot().withContext("api server: final snapshot");
 }
@@ -323,19 +335,33 @@ void ApiServer::assignClusterIp(json& service, const json* old) {
 }
 
 void ApiServer::housekeeping() {
+  // Every second: garbage collection, the namespace defaults and a level-triggered pass of the
+  // workload controllers (what a change's wake-up missed). Between ticks the workload controllers
+  // run on their objects' changes, at most every kWorkloadSpacing: one pod's status writes must
+  // not turn into a pass per write.
+  constexpr auto kTick = std::chrono::seconds(1);
+  constexpr auto kWorkloadSpacing = std::chrono::milliseconds(20);
+  using Steady = std::chrono::steady_clock;
   std::unique_lock lock(mu_);
   auto next_bookmark = SysClock::now() + std::chrono::minutes(1);
+  auto next_tick = Steady::now() + kTick;
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::seconds(1));
+    cv_.wait_until(lock, next_tick, [this] { return stopping_ || workloads_due_; });
     if (stopping_) break;
+    const bool tick = Steady::now() >= next_tick;
+    workloads_due_ = false;
     lock.unlock();
-    store_.collectGarbage();
-    workloads_.sync();
-    if (namespace_defaults_) namespace_defaults_->sync();
-    if (SysClock::now() >= next_bookmark) {
-      store_.sendBookmarks();
-      next_bookmark = SysClock::now() + std::chrono::minutes(1);
+    if (tick) {
+      store_.collectGarbage();
+      if (namespace_defaults_) namespace_defaults_->sync();
+      if (SysClock::now() >= next_bookmark) {
+        store_.sendBookmarks();
+        next_bookmark = SysClock::now() + std::chrono::minutes(1);
+      }
+      next_tick = Steady::now() + kTick;
     }
+    workloads_.sync();
+    if (!tick) std::this_thread::sleep_for(kWorkloadSpacing);
     lock.lock();
   }
 }

@@ -98,6 +98,9 @@ class ApiServer {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool stopped_ = false;
+  // A Deployment, ReplicaSet or Pod changed since the workload controllers' last pass (guarded
+  // by mu_): the housekeeper runs them now rather than at its next tick.
+  bool workloads_due_ = false;
   std::thread housekeeper_;
 };
 

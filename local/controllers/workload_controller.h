@@ -1,8 +1,9 @@
 #pragma once
 // The local cluster's Deployment and ReplicaSet controllers: each pass reads every Deployment,
 // ReplicaSet and the pods they control from the store and applies what workload_plan.h decides
-// (create, scale, delete, status). The API server runs a pass each second with its garbage
-// collector; the passes are level-triggered, so a missed change is caught on the next one.
+// (create, scale, delete, status). The API server runs a pass when a Deployment, ReplicaSet or
+// Pod changes (its store's commit listener) and each second with its garbage collector; the
+// passes are level-triggered, so a missed change is caught on the next one.
 // A Deployment's ReplicaSets and a ReplicaSet's pods are found by their controller owner
 // reference; deleting the owner leaves them to the garbage collector.
 //

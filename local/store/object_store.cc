@@ -179,6 +179,11 @@ size_t ObjectStore::objectCount() const {
 
 // ---------------------------------------------------------------- writes
 
+void ObjectStore::setCommitListener(std::function<void(const ResourceKey&)> listener) {
+  std::lock_guard lock(mu_);
+  commit_listener_ = std::move(listener);
+}
+
 ObjectPtr ObjectStore::commitLocked(const ResourceKey& key, const std::string& storage_key,
                                     json obj, WatchEventType type, ObjectPtr prev) {
   uint64_t rv = rv_ + 1;
@@ -209,6 +214,7 @@ ObjectPtr ObjectStore::commitLocked(const ResourceKey& key, const std::string& s
   }
   if (!gc_due_) gc_due_ = type == WatchEventType::kDeleted || mayMakeGarbageLocked(stored->object);
   history_.push_back(HistoryEntry{rv, type, key, storage_key, stored, prev});
+  if (commit_listener_) commit_listener_(key);
   history_bytes_ += historyBytes(history_.back().object);
   while (history_.size() > options_.history_length ||
          (history_bytes_ > options_.history_bytes && history_.size() > 1)) {

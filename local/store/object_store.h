@@ -117,6 +117,10 @@ class ObjectStore {
   // Removes the type and all its objects (DELETED events); its watches end.
   void unregisterType(const ResourceKey& key);
 
+  // Called with the type of each committed write, under the store's lock: it must not call back
+  // in (it wakes a controller that then reads). nullptr removes it.
+  void setCommitListener(std::function<void(const ResourceKey&)> listener);
+
   // ---- objects (namespace "" for cluster-scoped types; for list/watch "" = all) ----
   ApiResult<ObjectPtr> create(const ResourceKey& key, const std::string& ns, nlohmann::json obj,
                               const WriteOptions& options = {});
@@ -245,6 +249,7 @@ class ObjectStore {
   uint64_t history_floor_ = 0;  // every event with rv > floor is in history_
   size_t history_bytes_ = 0;    // serialized bytes of the objects in history_
   std::vector<Registration> watchers_;
+  std::function<void(const ResourceKey&)> commit_listener_;  // guarded by mu_
   // persistence
   std::filesystem::path dir_;
   AppendLog log_;

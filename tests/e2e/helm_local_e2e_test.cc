@@ -216,10 +216,13 @@ TEST_F(HelmLocalE2e, InstallRunTestUpgradeRollbackUninstall) {
       helm({"install", "rm", chart_, "--create-namespace", "--wait", "--timeout=240s", dataset});
   ASSERT_EQ(install.exit_code, 0) << install.stdout_text << install.stderr_text;
 
-  // --wait meant something: the Deployment is Available with both pods of one ReplicaSet, which
-  // the Deployment controls, running the operator in-cluster.
-  const json d = deployment();
-  EXPECT_EQ(d["status"].value("availableReplicas", 0), 2) << d.dump();
+  // --wait meant something. Helm waited for the Deployment's newest ReplicaSet to have both its
+  // pods ready, which it must show now; the Deployment's own status follows from the ReplicaSet's
+  // (its controller's next pass, driven by the ReplicaSet's change), so that one is waited for.
+  const json sets = getJson({"get", "replicasets", "-n", kNamespace});
+  ASSERT_EQ(sets["items"].size(), 1u) << sets.dump();
+  EXPECT_EQ(sets["items"][0]["status"].value("readyReplicas", 0), 2) << sets.dump();
+  EXPECT_TRUE(testutil::eventually(30s, [&] { return available(1); })) << deployment().dump();
   const auto pods = runningPods();
   ASSERT_EQ(pods.size(), 2u) << cluster_.kubectl({"get", "pods", "-A", "-o", "wide"}).stdout_text;
   const auto first_sets = replicaSets();

@@ -82,6 +82,23 @@ TEST_F(ObjectStoreTest, CreateSetsUidTimestampGenerationAndResourceVersion) {
   EXPECT_EQ(store_.resourceVersion(), 3u);
 }
 
+// The commit listener hears the type of every write that lands (a controller's wake-up), not of
+// a refused one, and nothing once removed.
+TEST_F(ObjectStoreTest, TheCommitListenerHearsEveryCommittedWrite) {
+  std::vector<std::string> heard;
+  store_.setCommitListener([&](const ResourceKey& key) { heard.push_back(key.qualified()); });
+  mustCreate(kTj, tj("mnist"));
+  mustCreate(kCm, cm("c"));
+  ASSERT_TRUE(store_.update(kTj, "default", "mnist", tj("mnist", 2)).ok());
+  EXPECT_FALSE(store_.create(kTj, "default", tj("mnist")).ok());  // already exists
+  ASSERT_TRUE(store_.remove(kCm, "default", "c", {}).ok());
+  EXPECT_EQ(heard, (std::vector<std::string>{"trainingjobs.ringmaster.dev", "configmaps",
+                                             "trainingjobs.ringmaster.dev", "configmaps"}));
+  store_.setCommitListener(nullptr);
+  mustCreate(kCm, cm("d"));
+  EXPECT_EQ(heard.size(), 4u);
+}
+
 TEST_F(ObjectStoreTest, CreateOfAnExistingNameIsAlreadyExistsExactlyAsTheApiserver) {
   mustCreate(kTj, tj("resnet"));
   auto r = store_.create(kTj, "default", tj("resnet"));
