@@ -415,15 +415,14 @@ std::optional<PodGroupKind> podGroupKindFor(const kube::TrainingJob& job) {
 
 std::string networkPolicyName(const std::string& job) { return job + "-workers"; }
 
-nlohmann::json buildNetworkPolicy(const kube::TrainingJob& job) {
+kube::NetworkPolicy buildNetworkPolicy(const kube::TrainingJob& job) {
   const nlohmann::json job_pods = {{"matchLabels", jobLabels(job)}};
-  nlohmann::json np;
-  np["apiVersion"] = "networking.k8s.io/v1";
-  np["kind"] = "NetworkPolicy";
-  np["metadata"] = kube::encode(childMeta(job, networkPolicyName(job.metadata.name)));
-  np["spec"]["podSelector"] = job_pods;
-  np["spec"]["policyTypes"] = {"Ingress"};
-  np["spec"]["ingress"] =
+  kube::NetworkPolicy np;
+  kube::setTypeMeta(np);
+  np.metadata = childMeta(job, networkPolicyName(job.metadata.name));
+  np.spec["podSelector"] = job_pods;
+  np.spec["policyTypes"] = {"Ingress"};
+  np.spec["ingress"] =
       nlohmann::json::array({{{"from", {{{"podSelector", job_pods}}}}},
                              {{"ports", {{{"protocol", "TCP"}, {"port", metricsPort(job)}}}}}});
   return np;

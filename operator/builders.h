@@ -20,6 +20,7 @@
 #include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/config_map.h"
+#include "ringmaster/kube/network_policy.h"
 #include "ringmaster/kube/pod.h"
 #include "ringmaster/kube/pod_group.h"
 #include "ringmaster/kube/secret.h"
@@ -114,6 +115,6 @@ kube::PodGroup buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& k
 // (Prometheus, the operator's progress scrape). Kubelet probes come from the node, which
 // NetworkPolicies always admit.
 std::string networkPolicyName(const std::string& job);  // "<job>-workers"
-nlohmann::json buildNetworkPolicy(const kube::TrainingJob& job);
+kube::NetworkPolicy buildNetworkPolicy(const kube::TrainingJob& job);
 
 }  // namespace ringmaster::op

@@ -33,6 +33,10 @@ const kube::ResourceType& secretsResource() {
   static const kube::ResourceType kType{"", "v1", "secrets", true};
   return kType;
 }
+const kube::ResourceType& networkPoliciesResource() {
+  static const kube::ResourceType kType{"networking.k8s.io", "v1", "networkpolicies", true};
+  return kType;
+}
 
 struct Reconciler::Pass {
   std::string key;
@@ -67,23 +71,6 @@ bool ownedBy(const kube::ObjectMeta& meta, const kube::TrainingJob& job) {
 // A cached child (a WorkerPod is one too).
 bool ownedBy(const OwnedChild& child, const kube::TrainingJob& job) {
   return !child.controller_uid.empty() && child.controller_uid == job.metadata.uid;
-}
-
-// The job's NetworkPolicy, before any of its pods exist: their store and training ports are
-// never open to strangers. One POST per gang start; the one already there is kept.
-core::Status ensureNetworkPolicy(kube::ApiClient& client, const kube::TrainingJob& job,
-                                 const std::string& key) {
-  kube::ApiRequest request;
-  request.verb = kube::Verb::kPost;
-  request.path =
-      "/apis/networking.k8s.io/v1/namespaces/" + job.metadata.namespace_name + "/networkpolicies";
-  request.body = kube::dumpJson(buildNetworkPolicy(job));
-  kube::ApiResult<kube::ApiResponse> response = kube::callApi(client, request);
-  if (!response.ok() && !response.error().isAlreadyExists()) {
-    return response.status().withContext("job " + key + ": create networkpolicy " +
-                                         networkPolicyName(job.metadata.name));
-  }
-  return core::Status::Ok();
 }
 
 }  // namespace
@@ -320,6 +307,7 @@ core::Status Reconciler::refused(Pass& p, const std::string& what) {
   const std::string message =
       what + " exists and is not controlled by this TrainingJob; not adopting it";
   RM_LOG(WARN, RECONCILE) << "job " << p.key << ": " << message;
+  setCondition(p.status, kCreated, false, "NotOwned", message, p.generation, p.now);
   core::Status s = events_.record(p.original, kube::kEventWarning, "NotOwned", message);
   if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
   return core::Status(core::Code::kAlreadyExists, "job " + p.key + ": " + message);
@@ -452,13 +440,18 @@ core::Status Reconciler::ensurePodGroup(Pass& p) {
     }
     return core::Status::Ok();
   }
-  kube::ResourceClient<kube::PodGroup> groups(
-      client_, kube::ResourceType{kind->group, kind->version, kind->plural, true}, p.ns);
-  kube::ApiResult<kube::PodGroup> created = groups.create(buildPodGroup(p.job, *kind));
-  if (!created.ok() && !created.error().isAlreadyExists()) {
-    return created.status().withContext("job " + p.key + ": create PodGroup");
-  }
-  return core::Status::Ok();
+  const kube::PodGroup group = buildPodGroup(p.job, *kind);
+  return createOwned(p, kube::ResourceType{kind->group, kind->version, kind->plural, true}, group,
+                     "podgroup " + group.metadata.name)
+      .status();
+}
+
+// The job's NetworkPolicy, before any of its pods exist: their store and training ports are
+// never open to strangers. One POST per gang start; the one already there is kept if it is ours.
+core::Status Reconciler::ensureNetworkPolicy(Pass& p) {
+  return createOwned(p, networkPoliciesResource(), buildNetworkPolicy(p.job),
+                     "networkpolicy " + networkPolicyName(p.job.metadata.name))
+      .status();
 }
 
 core::Status Reconciler::deletePods(Pass& p, const std::function<bool(const WorkerPod&)>& which,
@@ -482,7 +475,7 @@ core::Status Reconciler::deletePods(Pass& p, const std::function<bool(const Work
 core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
   std::vector<std::string> created;
   core::Status first_error;
-  RM_RETURN_IF_ERROR(ensureNetworkPolicy(client_, p.job, p.key));
+  RM_RETURN_IF_ERROR(ensureNetworkPolicy(p));
   std::optional<std::string> secret = storeSecretForAttempt(p.pods, p.attempt);
   if (!secret) {
     core::Result<std::string> fresh = newStoreSecret();

@@ -67,6 +67,7 @@ const kube::ResourceType& podsResource();
 const kube::ResourceType& servicesResource();
 const kube::ResourceType& configMapsResource();
 const kube::ResourceType& secretsResource();
+const kube::ResourceType& networkPoliciesResource();
 
 // Read-only informer caches.
 struct Listers {
@@ -115,6 +116,7 @@ class Reconciler {
   core::Status ensureConfigMap(Pass& p);
   core::Status ensureSecret(Pass& p);
   core::Status ensurePodGroup(Pass& p);
+  core::Status ensureNetworkPolicy(Pass& p);
   core::Status deletePods(Pass& p, const std::function<bool(const WorkerPod&)>& which,
                           const std::string& why);
   bool podGroupServed(const kube::TrainingJob& job);

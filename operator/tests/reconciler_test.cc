@@ -209,7 +209,7 @@ TEST_F(ReconcilerTest, TheJobsNetworkPolicyExistsBeforeItsPods) {
       "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies";
   std::vector<nlohmann::json> policies = api_.list(kNetworkPolicies);
   ASSERT_EQ(policies.size(), 1u);
-  EXPECT_EQ(policies[0]["spec"], buildNetworkPolicy(testing::defaulted(job()))["spec"]);
+  EXPECT_EQ(policies[0]["spec"], buildNetworkPolicy(testing::defaulted(job())).spec);
   // Created first: no pod is ever reachable without it.
   const std::vector<kube::ApiRequest> calls = api_.calls();
   auto first = [&](const std::string& prefix) {
@@ -816,6 +816,48 @@ TEST_F(ReconcilerTest, GangSchedulerWithItsApiGetsAPodGroup) {
   ASSERT_TRUE(pg.has_value());
   EXPECT_EQ((*pg)["spec"]["minMember"], 2);
   EXPECT_FALSE(hasEvent("PodGroupUnavailable"));
+}
+
+// Every child is created through the one owned-create: an object of the child's name that the
+// job does not control is refused (an Event, the Created condition), never taken as the job's.
+TEST_F(ReconcilerTest, DoesNotAdoptANetworkPolicyItDoesNotOwn) {
+  apply(makeJob("fmnist", 2));
+  kube::NetworkPolicy stranger = buildNetworkPolicy(testing::defaulted(job()));
+  stranger.metadata.owner_references.clear();
+  stranger.spec = {{"podSelector", nlohmann::json::object()}};  // open to everyone
+  api_.put("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+           kube::encode(stranger));
+  sync();
+  EXPECT_FALSE(reconcile().ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
+  EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
+  const kube::TrainingJob refused = job();
+  const kube::Condition* created = findCondition(refused.status, kCreated);
+  ASSERT_NE(created, nullptr);
+  EXPECT_EQ(created->status, "False");
+  EXPECT_EQ(created->reason, "NotOwned");
+  EXPECT_NE(created->message.value_or("").find("networkpolicy"), std::string::npos)
+      << created->message.value_or("");
+}
+
+TEST_F(ReconcilerTest, DoesNotAdoptAPodGroupOfAnotherJob) {
+  api_.serveGroup("scheduling.volcano.sh/v1beta1");
+  kube::TrainingJob spec = makeJob("fmnist", 2);
+  spec.spec.scheduling_policy = kube::SchedulingPolicy{};
+  spec.spec.scheduling_policy->scheduler_name = "volcano";
+  apply(spec);
+  kube::TrainingJob other = testing::defaulted(job());
+  other.metadata.uid = "someone-else";
+  api_.put("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups",
+           kube::encode(buildPodGroup(other, *podGroupKindFor(other))));
+  sync();
+  EXPECT_FALSE(reconcile().ok());
+  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
+  EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
+  const kube::TrainingJob refused = job();
+  const kube::Condition* created = findCondition(refused.status, kCreated);
+  ASSERT_NE(created, nullptr);
+  EXPECT_EQ(created->reason, "NotOwned");
 }
 
 // A pod the API server refuses (a quota, an admission policy) is the job's news: a condition

@@ -60,7 +60,7 @@ TEST(StoreSecret, TheWorkerPodCarriesItInItsEnvironment) {
 
 TEST(NetworkPolicy, AdmitsTheJobsOwnPodsAndTheMetricsPortOnly) {
   kube::TrainingJob job = testing::defaulted(testing::makeJob("fmnist", 2));
-  const nlohmann::json np = buildNetworkPolicy(job);
+  const nlohmann::json np = kube::encode(buildNetworkPolicy(job));
   EXPECT_EQ(np["apiVersion"], "networking.k8s.io/v1");
   EXPECT_EQ(np["kind"], "NetworkPolicy");
   EXPECT_EQ(np["metadata"]["name"], "fmnist-workers");
