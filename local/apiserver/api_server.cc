@@ -286,9 +286,9 @@ core::Status ApiServer::init() {
   // The workload controllers follow their objects' changes, as kube-controller-manager's informers
   // do; mu_ is a leaf lock (the housekeeper never holds it while it reads the store).
   store_.setCommitListener([this](const ResourceKey& key) {
-    const bool workload = (key.group == "apps" && (key.resource == "deployments" ||
-                                                   key.resource == "replicasets")) ||
-                          (key.group.empty() && key.resource == "pods");
+    const bool workload =
+        (key.group == "apps" && (key.resource == "deployments" || key.resource == "replicasets")) ||
+        (key.group.empty() && key.resource == "pods");
     if (!workload) return;
     std::lock_guard lock(mu_);
     workloads_due_ = true;

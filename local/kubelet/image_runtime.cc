@@ -24,7 +24,8 @@ core::Result<EngineChoice> chooseContainerEngine(ContainerEngine requested, bool
     if (simulate) {
       return core::usageError("--container-runtime podman and --simulate exclude each other");
     }
-    if (podman.empty()) return core::usageError("--container-runtime podman: podman is not on PATH");
+    if (podman.empty())
+      return core::usageError("--container-runtime podman: podman is not on PATH");
     if (!probe_error.empty()) {
       return core::unavailable("--container-runtime podman: podman does not work here: " +
                                probe_error);

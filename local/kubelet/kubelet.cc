@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "local/kubelet/hosts_file.h"
-#include "local/kubelet/resolv_conf.h"
 #include "local/kubelet/log_server.h"
 #include "local/kubelet/placement.h"
 #include "local/kubelet/pod_env.h"
@@ -24,6 +23,7 @@
 #include "local/kubelet/pod_status.h"
 #include "local/kubelet/probe.h"
 #include "local/kubelet/process_launcher.h"
+#include "local/kubelet/resolv_conf.h"
 #include "local/kubelet/resources.h"
 #include "local/kubelet/session.h"
 #include "local/kubelet/termination_message.h"

@@ -56,10 +56,9 @@ std::string probePodman(const KubeletOptions& options, const std::string& root_d
   std::error_code ec;
   fs::create_directories(root_dir, ec);
   if (ec) return "cannot create " + root_dir + ": " + ec.message();
-  core::Result<std::string> info = runPodman(options.podman, options.containers_conf,
-                                             {"info", "--format", "{{.Host.OCIRuntime.Path}}"},
-                                             root_dir + "/podman-info.log",
-                                             std::chrono::seconds(30));
+  core::Result<std::string> info = runPodman(
+      options.podman, options.containers_conf, {"info", "--format", "{{.Host.OCIRuntime.Path}}"},
+      root_dir + "/podman-info.log", std::chrono::seconds(30));
   return info.ok() ? "" : info.status().message();
 }
 
@@ -208,7 +207,7 @@ core::Status runKubeletCommand(const std::vector<std::string>& args) {
                       << ", root " << fs::absolute(root_dir).string()
                       << (simulate ? ", simulated pods" : "") << ", containers as "
                       << (options.engine == ContainerEngine::kPodman ? "podman containers"
-                                                                       : "host processes")
+                                                                     : "host processes")
                       << " (" << engine.reason << ")";
   Kubelet kubelet(*client, options);
   return kubelet.run(stop);

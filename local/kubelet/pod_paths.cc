@@ -44,8 +44,9 @@ fs::path podDir(const fs::path& root_dir, const kube::ObjectMeta& meta) {
 }
 
 ContainerFiles containerFiles(const fs::path& pod_dir, const std::string& name) {
-  return {pod_dir / (name + ".log"), pod_dir / (name + ".previous.log"), pod_dir / (name + ".pid"),
-          messageFile(pod_dir, name), pod_dir / "work" / name, pod_dir / (name + ".conmon.pid")};
+  return {pod_dir / (name + ".log"), pod_dir / (name + ".previous.log"),
+          pod_dir / (name + ".pid"), messageFile(pod_dir, name),
+          pod_dir / "work" / name,   pod_dir / (name + ".conmon.pid")};
 }
 
 namespace {

@@ -9,10 +9,9 @@
 //
 // Thread-safety: pure functions. Failure: none; a malformed host file yields what parses.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ringmaster::local::kubelet {
 

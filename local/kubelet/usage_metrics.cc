@@ -1,11 +1,11 @@
 #include "local/kubelet/usage_metrics.h"
 
-#include "local/kubelet/cgroup_usage.h"
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <set>
+
+#include "local/kubelet/cgroup_usage.h"
 
 namespace ringmaster::local::kubelet {
 
@@ -57,8 +57,7 @@ std::vector<prometheus::MetricFamily> UsageMetrics::Collect() const {
   }
   std::set<pid_t> sessions;
   for (const auto& c : containers) sessions.insert(c.session);
-  auto usage =
-      sessionUsage(liveProcesses(), sessions, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE));
+  auto usage = sessionUsage(liveProcesses(), sessions, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE));
   for (const auto& c : containers) {
     if (c.conmon_pidfile.empty()) continue;
     // A container without a readable cgroup (starting, or just ended) has no series rather than

@@ -825,8 +825,7 @@ TEST_F(ReconcilerTest, DoesNotAdoptANetworkPolicyItDoesNotOwn) {
   kube::NetworkPolicy stranger = buildNetworkPolicy(testing::defaulted(job()));
   stranger.metadata.owner_references.clear();
   stranger.spec = {{"podSelector", nlohmann::json::object()}};  // open to everyone
-  api_.put("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
-           kube::encode(stranger));
+  api_.put("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", kube::encode(stranger));
   sync();
   EXPECT_FALSE(reconcile().ok());
   EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);

@@ -38,11 +38,12 @@ ALLOWED = {
     # Never read: the operator creates an MPI job's <job>-ssh and takes AlreadyExists as its own.
     ("", "secrets"): {"create"},
     ("", "events"): {"create", "patch"},
-    # A job's NetworkPolicy, created with its pods; garbage collection deletes it.
-    ("networking.k8s.io", "networkpolicies"): {"create"},
+    # A job's NetworkPolicy, created with its pods (read when one of its name exists: only the
+    # job's own is kept); garbage collection deletes it.
+    ("networking.k8s.io", "networkpolicies"): {"create", "get"},
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
-    ("scheduling.volcano.sh", "podgroups"): {"create"},
-    ("scheduling.x-k8s.io", "podgroups"): {"create"},
+    ("scheduling.volcano.sh", "podgroups"): {"create", "get"},
+    ("scheduling.x-k8s.io", "podgroups"): {"create", "get"},
 }
 SECRET_WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 REQUIRED_LABELS = ["app.kubernetes.io/name", "app.kubernetes.io/instance",

@@ -25,8 +25,8 @@ std::string preferUnpacedCongestionControl(int fd) {
   if (refused != 0) {
     static std::once_flag logged;
     std::call_once(logged, [&] {
-      RM_LOG(INFO, COMM) << "tcp: cubic refused (" << std::strerror(refused) << "); connections run "
-                         << chosen;
+      RM_LOG(INFO, COMM) << "tcp: cubic refused (" << std::strerror(refused)
+                         << "); connections run " << chosen;
     });
   }
   return chosen;

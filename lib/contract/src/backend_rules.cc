@@ -24,8 +24,9 @@ std::string backendError(const BackendUse& use) {
     }
   }
   if (isHostBackend(b) && use.device == "cuda") {
-    return b + " reads host memory, and spec.trainer.device cuda keeps the gradients on the GPU; "
-               "use nccl or auto";
+    return b +
+           " reads host memory, and spec.trainer.device cuda keeps the gradients on the GPU; "
+           "use nccl or auto";
   }
   return "";
 }

@@ -260,14 +260,15 @@ TEST(ImageRuntime, AutoChoosesPodmanWhereItWorksAndAnExplicitPodmanMustWork) {
       {E::kAuto, true, p, "", E::kHost, "simulated"},
   };
   for (const Row& row : rows) {
-    const auto choice = chooseContainerEngine(row.requested, row.simulate, row.podman,
-                                              row.probe_error);
+    const auto choice =
+        chooseContainerEngine(row.requested, row.simulate, row.podman, row.probe_error);
     const std::string label = "requested " + std::to_string(static_cast<int>(row.requested)) +
                               " podman '" + row.podman + "' probe '" + row.probe_error + "'";
     ASSERT_EQ(choice.ok(), row.chosen.has_value()) << label;
     if (choice.ok()) {
       EXPECT_EQ(choice->engine, *row.chosen) << label;
-      EXPECT_NE(choice->reason.find(row.words), std::string::npos) << label << ": " << choice->reason;
+      EXPECT_NE(choice->reason.find(row.words), std::string::npos)
+          << label << ": " << choice->reason;
     } else {
       EXPECT_NE(choice.status().message().find(row.words), std::string::npos)
           << label << ": " << choice.status().message();

@@ -688,9 +688,9 @@ class KubeletImageTest : public ::testing::Test {
         testutil::run({source + "/scripts/build-images", "base"}, {}, std::chrono::seconds(600));
     base_error_ = base.exit_code == 0 ? "" : base.stdout_text + base.stderr_text;
     // auto: podman works on a machine with it, so every test below runs containers in images.
-    cluster_ = new Cluster(findKubectl(), {"--container-runtime", "auto", "--metrics-port", "0",
-                                           "--max-backoff-seconds",
-                                           "1", "--heartbeat-seconds", "2"});
+    cluster_ =
+        new Cluster(findKubectl(), {"--container-runtime", "auto", "--metrics-port", "0",
+                                    "--max-backoff-seconds", "1", "--heartbeat-seconds", "2"});
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -764,10 +764,9 @@ spec:
   EXPECT_EQ(c.jsonpath("pod/in-image", "{.status.containerStatuses[0].state.terminated.message}"),
             "bye\n");
   const std::string logs = c.kubectl({"logs", "in-image"}).stdout_text;
-  for (const char* line :
-       {"uid=1000 groups=1000 2000 host=in-image", "hosts-lines=1", "resolv=the-pods", "debian=12",
-        "shadow=denied",
-        "root=read-only", "marker=absent", "greeting=hello world data=from-a-configmap"}) {
+  for (const char* line : {"uid=1000 groups=1000 2000 host=in-image", "hosts-lines=1",
+                           "resolv=the-pods", "debian=12", "shadow=denied", "root=read-only",
+                           "marker=absent", "greeting=hello world data=from-a-configmap"}) {
     EXPECT_NE(logs.find(line), std::string::npos) << line << " not in:\n" << logs;
   }
   // Its container is gone with it.
@@ -800,17 +799,15 @@ spec:
   double cpu = 0;
   std::string body;
   // podman's own process uses a few hundredths of a second; the spinning shell a second a second.
-  EXPECT_TRUE(testutil::eventually(std::chrono::seconds(30),
-                                   [&] {
-                                     body = testutil::httpGet(port, "/metrics/cadvisor").body;
-                                     const std::string series =
-                                         "container_cpu_usage_seconds_total" + labels;
-                                     const size_t at = body.find(series);
-                                     cpu = at == std::string::npos
-                                               ? 0
-                                               : std::stod(body.substr(at + series.size()));
-                                     return cpu >= 1.0;
-                                   }))
+  EXPECT_TRUE(testutil::eventually(
+      std::chrono::seconds(30),
+      [&] {
+        body = testutil::httpGet(port, "/metrics/cadvisor").body;
+        const std::string series = "container_cpu_usage_seconds_total" + labels;
+        const size_t at = body.find(series);
+        cpu = at == std::string::npos ? 0 : std::stod(body.substr(at + series.size()));
+        return cpu >= 1.0;
+      }))
       << "cpu " << cpu << "\n"
       << body;
   EXPECT_NE(body.find("container_memory_working_set_bytes" + labels), std::string::npos) << body;

@@ -21,9 +21,10 @@ const prometheus::ClientMetric* find(const prometheus::MetricFamily& family,
 }
 
 TEST(UsageFamilies, OneSeriesPerLiveContainerWithCadvisorsNamesAndLabels) {
-  const std::vector<RunningContainer> containers = {{"ns", "job-worker-0", "worker", "img", 10, ""},
-                                                    {"ns", "job-worker-0", "sidecar", "s", 11, ""},
-                                                    {"ns", "job-worker-1", "worker", "img", 12, ""}};
+  const std::vector<RunningContainer> containers = {
+      {"ns", "job-worker-0", "worker", "img", 10, ""},
+      {"ns", "job-worker-0", "sidecar", "s", 11, ""},
+      {"ns", "job-worker-1", "worker", "img", 12, ""}};
   std::map<pid_t, SessionUsage> usage = {{10, {2.5, 1000}}, {12, {1.0, 64}}};
   std::map<pid_t, double> floor;
   auto families = usageFamilies(containers, usage, floor);

@@ -30,8 +30,8 @@ inline constexpr const char* kBackendDescription =
 
 // A rank's backend as asked for, with what constrains it. Spellings as the spec has them.
 struct BackendUse {
-  std::string backend = "auto";   // auto | nccl | shm | tcp | gloo | mpi | inproc
-  std::string device = "auto";    // auto | cpu | cuda (the request, or the resolved device)
+  std::string backend = "auto";     // auto | nccl | shm | tcp | gloo | mpi | inproc
+  std::string device = "auto";      // auto | cpu | cuda (the request, or the resolved device)
   std::string launcher = "native";  // native | mpi
   int64_t pipeline_stages = 1;
   int64_t tensor = 1;
