@@ -17,10 +17,6 @@
 namespace ringmaster::op {
 namespace {
 
-// Every pod the operator may build must parse in the launcher.
-static_assert(kMaxWorldSize <= contract::pod_env::kMaxNodes);
-static_assert(kMaxProcsPerReplica <= contract::pod_env::kMaxLocalWorldSize);
-
 // Environment the operator sets on every worker (builders.cc, read by the launcher and the
 // trainer), and the ranks' own variables the launcher sets; a user may not override it.
 const std::set<std::string>& reservedEnv() {

@@ -15,13 +15,15 @@
 
 #include "ringmaster/contract/field_errors.h"
 #include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/contract/world_limits.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/training_job.h"
 
 namespace ringmaster::op {
 
-inline constexpr int32_t kMaxWorldSize = 4096;
-inline constexpr int32_t kMaxProcsPerReplica = 64;
+// The world limits every component shares (world_limits.h), as the spec's int32 fields hold them.
+inline constexpr int32_t kMaxWorldSize = static_cast<int32_t>(contract::kMaxWorldSize);
+inline constexpr int32_t kMaxProcsPerReplica = static_cast<int32_t>(contract::kMaxProcsPerPod);
 inline constexpr int32_t kDefaultScheduleTimeoutSeconds = 300;
 inline constexpr int32_t kDefaultBackoffLimit = 3;
 inline constexpr int32_t kDefaultFinishTimeoutSeconds = 600;

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "ringmaster/contract/store_secret.h"
+#include "ringmaster/contract/world_limits.h"
 #include "ringmaster/core/status.h"
 
 namespace ringmaster::contract {
@@ -76,10 +77,9 @@ inline constexpr int32_t kRendezvousPort = 29510;
 inline constexpr int32_t kHealthPort = 8080;
 inline constexpr int32_t kSshPort = 2222;
 
-// What the launcher accepts; the operator's own limits must stay inside them.
-inline constexpr int64_t kMaxNodes = 65536;
-inline constexpr int64_t kMaxLocalWorldSize = 1024;
-inline constexpr int64_t kMaxWorldSize = kMaxNodes * kMaxLocalWorldSize;
+// What the launcher accepts (world_limits.h): pods of a world, processes of a pod, the world.
+inline constexpr int64_t kMaxNodes = kMaxWorldSize;
+inline constexpr int64_t kMaxLocalWorldSize = kMaxProcsPerPod;
 
 }  // namespace pod_env
 

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/contract/world_limits.h"
 #include "ringmaster/core/status.h"
 
 namespace ringmaster::contract {
@@ -78,9 +79,8 @@ inline constexpr char kMpiRank[] = "OMPI_COMM_WORLD_RANK";
 inline constexpr char kMpiWorldSize[] = "OMPI_COMM_WORLD_SIZE";
 inline constexpr char kMpiLocalRank[] = "OMPI_COMM_WORLD_LOCAL_RANK";
 
-// What the trainer accepts. Below pod_env::kMaxWorldSize: a gang the launcher accepts may still
-// be too large for the built-in trainer.
-inline constexpr int64_t kMaxWorldSize = 65536;
+// What the trainer accepts: world_limits.h's, as the launcher.
+using contract::kMaxWorldSize;
 
 }  // namespace rank_env
 
