@@ -23,10 +23,10 @@ void failJob(kube::TrainingJobStatus& status, const std::string& reason, const s
              int64_t generation, kube::Time now) {
   setCondition(status, kFailed, true, reason, message, generation, now);
   if (isTrue(status, kRunning)) {
-    setCondition(status, kRunning, false, "JobFailed", "the job failed", generation, now);
+    setCondition(status, kRunning, false, reason::kJobFailed, "the job failed", generation, now);
   }
   if (isTrue(status, kRestarting)) {
-    setCondition(status, kRestarting, false, "JobFailed", "the job failed", generation, now);
+    setCondition(status, kRestarting, false, reason::kJobFailed, "the job failed", generation, now);
   }
   if (!status.completion_time) status.completion_time = now;
   status.phase = phaseOf(status);
@@ -60,8 +60,8 @@ void resize(Plan& plan, int from, int world, const std::string& why, int attempt
   const std::string message = std::to_string(from) + " -> " + std::to_string(world) +
                               " worker pods: " + why + "; restarting from the newest checkpoint";
   plan.status.current_replicas = world;
-  setCondition(plan.status, kResized, true, down ? "ScaledDown" : "ScaledUp", message, generation,
-               now);
+  setCondition(plan.status, kResized, true, down ? reason::kScaledDown : reason::kScaledUp, message,
+               generation, now);
   gangRestart(plan, kResized, message, false, attempt, generation, now);
 }
 
@@ -111,281 +111,344 @@ std::string describeFailure(const WorkerPod& pod, int index) {
   return what;
 }
 
+// One decision in progress: what every phase reads, and the plan they write. A phase returns
+// true when the plan is final and the later phases must not run.
+struct Decision {
+  Decision(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
+           const Observed& seen, kube::Time at_time, const DecideOptions& opts)
+      : spec(settingsOf(job.spec)),
+        replicas(currentReplicas(spec, status)),
+        slots(spec.podSlots()),
+        generation(job.metadata.generation.value_or(0)),
+        attempt(status.restarts.value_or(0)),
+        now(at_time),
+        observed(seen),
+        options(opts) {
+    plan.status = status;
+    plan.status.current_replicas = replicas;
+    if (!plan.status.restarts) plan.status.restarts = 0;
+    at = atCurrentWorld(job, plan.status);
+  }
+  const WorkerPod* podAt(int i) const {
+    const auto index = static_cast<size_t>(i);
+    return index < observed.pods.size() ? observed.pods[index].get() : nullptr;
+  }
+  // The plan's final requeue: the soonest of what the phases asked for.
+  Plan finish() {
+    plan.requeue = requeue;
+    return std::move(plan);
+  }
+
+  const JobSettings spec;
+  const int replicas;  // the current world's worker pods
+  const int slots;     // pod indices the job may use (an elastic job's standby pods too)
+  const int64_t generation;
+  const int attempt;
+  const kube::Time now;
+  const Observed& observed;
+  const DecideOptions& options;
+  kube::TrainingJob at;  // the job at its current world
+  Plan plan;
+  std::optional<milliseconds> requeue;
+  // Pods of the current attempt in their role (sortPods), and whether any pod is stale.
+  std::vector<const WorkerPod*> current, standby;
+  bool stale = false;
+  bool have_pod_group = false;  // the gang scheduler's PodGroup holds the gang (schedule)
+};
+
+// A suspended job: every pod goes, the status is kept.
+bool suspend(Decision& d) {
+  kube::TrainingJobStatus& s = d.plan.status;
+  if (!d.spec.suspend) {
+    if (isTrue(s, kSuspended)) {
+      setCondition(s, kSuspended, false, reason::kJobResumed, "the job was resumed", d.generation,
+                   d.now);
+    }
+    return false;
+  }
+  d.plan.status_on_error = s;  // the deletions come first
+  d.plan.delete_pods = PodDeletion::kAll;
+  d.plan.delete_reason = "job suspended";
+  setCondition(s, kSuspended, true, reason::kJobSuspended,
+               "the job is suspended: its pods are deleted, its status kept", d.generation, d.now);
+  // No rank runs while suspended, whatever the deleted pods still show as they terminate.
+  kube::ReplicaStatus none;
+  none.active = 0;
+  none.ready = 0;
+  none.succeeded = 0;
+  none.failed = 0;
+  setReplicaCounts(d.at, none, s);
+  if (findCondition(s, kRunning) != nullptr) {
+    setCondition(s, kRunning, false, reason::kJobSuspended, "the job is suspended", d.generation,
+                 d.now);
+  }
+  return true;
+}
+
+// activeDeadlineSeconds: past it the job fails; before it the pass looks again when it falls.
+bool deadline(Decision& d) {
+  kube::TrainingJobStatus& s = d.plan.status;
+  if (!d.spec.active_deadline_seconds || !s.start_time) return false;
+  const kube::Time due = plusSeconds(*s.start_time, *d.spec.active_deadline_seconds);
+  if (d.now < due) {
+    minDelay(d.requeue, timeUntil(d.now, due));
+    return false;
+  }
+  failJob(s, reason::kDeadlineExceeded,
+          "the job ran longer than activeDeadlineSeconds (" +
+              std::to_string(*d.spec.active_deadline_seconds) + " s)",
+          d.generation, d.now);
+  d.plan.status_on_error = s;
+  d.plan.requeue = milliseconds(0);  // the finished pass stops the pods
+  return true;
+}
+
+// A pod with a worker's name that another owner controls: the job is refused, no call made.
+bool foreignPods(Decision& d) {
+  d.plan.status_on_error = d.plan.status;
+  if (d.observed.foreign.empty()) return false;
+  d.plan.refusal = "pod " + d.observed.foreign.front();
+  return true;
+}
+
+// Pods of the current attempt in their role: workers inside the world, an elastic job's standby
+// pods beyond it. Anything else (older attempt, being deleted, wrong role, a standby pod that
+// ended) is stale, and deleted.
+void sortPods(Decision& d) {
+  d.current.assign(static_cast<size_t>(d.replicas), nullptr);
+  for (int i = 0; i < d.slots; ++i) {
+    const WorkerPod* pod = d.podAt(i);
+    if (pod == nullptr) continue;
+    const bool beyond = i >= d.replicas;
+    if (pod->terminating) {
+      d.stale = true;
+    } else if (pod->attempt == d.attempt && pod->standby == beyond &&
+               !(beyond && pod->finished())) {
+      if (beyond) {
+        d.standby.push_back(pod);
+      } else {
+        d.current[static_cast<size_t>(i)] = pod;
+      }
+    } else {
+      d.stale = true;
+      d.plan.stale.push_back(pod->metadata.name);
+    }
+  }
+  if (!d.plan.stale.empty()) {
+    d.plan.delete_pods = PodDeletion::kStale;
+    d.plan.delete_reason = "left from an older attempt or world";
+  }
+}
+
+// The failure policy: a failed rank fails or restarts the whole gang; the message names the one
+// that failed first.
+bool failurePolicy(Decision& d) {
+  const int i = firstFailedReplica(d.current);
+  if (i < 0) return false;
+  kube::TrainingJobStatus& s = d.plan.status;
+  const WorkerPod* pod = d.current[static_cast<size_t>(i)];
+  const std::optional<int32_t> code = pod->exit_code;
+  const std::string what = describeFailure(*pod, i);
+  if (d.spec.restart_policy == RestartPolicy::kNever) {
+    failJob(s, reason::kRankFailed, what + "; restartPolicy is Never", d.generation, d.now);
+  } else if (d.spec.restart_policy == RestartPolicy::kExitCode && code && *code >= 1 &&
+             *code <= 127) {
+    failJob(s, reason::kRankFailed,
+            what + "; exit codes 1-127 are permanent under restartPolicy ExitCode", d.generation,
+            d.now);
+  } else if (d.attempt >= d.spec.backoff_limit) {
+    failJob(s, reason::kBackoffLimitExceeded,
+            what + "; the gang was restarted " + std::to_string(d.attempt) +
+                " times (backoffLimit " + std::to_string(d.spec.backoff_limit) + ")",
+            d.generation, d.now);
+  } else {
+    gangRestart(d.plan, reason::kRankFailed,
+                what + "; restarting all " + std::to_string(d.replicas) + " pods as attempt " +
+                    std::to_string(d.attempt + 1),
+                true, d.attempt, d.generation, d.now);
+  }
+  d.plan.requeue = milliseconds(0);
+  return true;
+}
+
+// Success: every rank succeeded; or one did and the others get finishTimeoutSeconds to follow.
+bool success(Decision& d) {
+  kube::TrainingJobStatus& s = d.plan.status;
+  // Rank 0's final summary is the run's final progress, not the last scrape of its metrics.
+  if (const WorkerPod* rank0 = d.current.empty() ? nullptr : d.current[0];
+      rank0 != nullptr && rank0->phase == "Succeeded") {
+    foldFinalSummary(d.plan, *rank0);
+  }
+  d.plan.status_on_error = s;
+  const bool all_succeeded =
+      std::all_of(d.current.begin(), d.current.end(),
+                  [](const WorkerPod* pod) { return pod != nullptr && pod->phase == "Succeeded"; });
+  if (all_succeeded) {
+    observePods(d.at, d.current, d.now, s);
+    setCondition(s, kSucceeded, true, reason::kAllRanksSucceeded,
+                 "all " + std::to_string(d.replicas) + " worker pods succeeded", d.generation,
+                 d.now);
+    setCondition(s, kRunning, false, reason::kJobSucceeded, "the job succeeded", d.generation,
+                 d.now);
+    s.completion_time = d.now;
+    s.phase = phaseOf(s);
+    d.plan.requeue = milliseconds(0);  // cleanPodPolicy, ttl
+    return true;
+  }
+  const auto [done, done_index] = firstSucceeded(d.current);
+  if (done == nullptr || d.spec.finish_timeout_seconds <= 0) return false;
+  const kube::Time due = plusSeconds(*done->finished_at, d.spec.finish_timeout_seconds);
+  if (d.now < due) {
+    minDelay(d.requeue, timeUntil(d.now, due));
+    return false;
+  }
+  std::string running;
+  for (size_t i = 0; i < d.current.size(); ++i) {
+    if (d.current[i] == nullptr || d.current[i]->finished()) continue;
+    running += (running.empty() ? "pod " : ", pod ") + d.current[i]->metadata.name + " (replica " +
+               std::to_string(i) + ")";
+  }
+  failJob(s, reason::kRanksDidNotFinish,
+          (running.empty() ? std::string("a worker pod") : running) + " still running " +
+              std::to_string(d.spec.finish_timeout_seconds) + " s after pod " +
+              done->metadata.name + " (replica " + std::to_string(done_index) +
+              ") succeeded (finishTimeoutSeconds): a rank that ends while others run "
+              "usually means they hang",
+          d.generation, d.now);
+  d.plan.status_on_error = s;
+  d.plan.requeue = milliseconds(0);  // the finished pass stops the pods (cleanPodPolicy)
+  return true;
+}
+
+// Resize up: capacity came back for an elastic job's standby pods, and the world grows by those
+// scheduled.
+bool growElastic(Decision& d) {
+  if (!d.spec.elastic || d.stale || d.replicas >= d.spec.max_replicas) return false;
+  const int returned = static_cast<int>(std::count_if(
+      d.standby.begin(), d.standby.end(), [](const WorkerPod* pod) { return pod->scheduled; }));
+  if (returned == 0) return false;
+  resize(d.plan, d.replicas, std::min(d.spec.max_replicas, d.replicas + returned),
+         std::to_string(returned) + " standby pod" + (returned == 1 ? "" : "s") +
+             " found room on a node",
+         d.attempt, d.generation, d.now);
+  d.plan.requeue = milliseconds(0);
+  return true;
+}
+
+// Creation: the missing pods are created once nothing holds them back (an old attempt's pods
+// still going, the Unschedulable back-off, creations not yet seen).
+void createMissing(Decision& d) {
+  kube::TrainingJobStatus& s = d.plan.status;
+  std::vector<int> missing;
+  for (int i = 0; i < d.slots; ++i) {
+    if (d.podAt(i) == nullptr) missing.push_back(i);
+  }
+  if (missing.empty()) {
+    d.have_pod_group = d.observed.pod_group_served;
+    return;
+  }
+  std::optional<milliseconds> wait;
+  if (d.stale) {
+    wait = milliseconds(1'000);  // the old attempt's pods must be gone first (their names)
+  } else if (const kube::Condition* r = findCondition(s, kRestarting);
+             r != nullptr && r->status == "True" && r->reason == reason::kUnschedulable &&
+             s.last_restart_time) {
+    const int retries = std::max(1, s.schedule_retries.value_or(1));
+    auto backoff = d.options.unschedulable_backoff * (int64_t{1} << std::min(retries - 1, 20));
+    backoff = std::min<std::chrono::seconds>(backoff, d.options.max_unschedulable_backoff);
+    const kube::Time due = plusSeconds(*s.last_restart_time, backoff.count());
+    if (d.now < due) wait = timeUntil(d.now, due);
+  }
+  if (!wait && !d.observed.expectations_met) wait = milliseconds(1'000);
+  if (wait) {
+    minDelay(d.requeue, *wait);
+    return;
+  }
+  d.plan.ensure_pod_group = true;
+  d.plan.create = std::move(missing);
+  if (!s.start_time) s.start_time = d.now;
+  minDelay(d.requeue, milliseconds(1'000));
+}
+
+// Gang scheduling without a gang scheduler: all pods scheduled within scheduleTimeoutSeconds,
+// or none held (an elastic job shrinks to what was scheduled, when that is enough).
+bool scheduleTimeout(Decision& d) {
+  const bool all_exist =
+      std::all_of(d.current.begin(), d.current.end(), [](const WorkerPod* pod) { return pod; });
+  if (!all_exist || d.have_pod_group) return false;
+  kube::TrainingJobStatus& s = d.plan.status;
+  int scheduled = 0;
+  std::optional<kube::Time> oldest;
+  bool gated = false;
+  for (const WorkerPod* pod : d.current) {
+    if (pod->scheduled || pod->finished()) ++scheduled;
+    if (pod->created && (!oldest || *pod->created < *oldest)) oldest = pod->created;
+    if (!pod->scheduling_gate.empty()) gated = true;
+  }
+  // Gated pods wait for a queue's admission, which may rightly take hours: the gang's timeout
+  // starts once the queue let them go (the pod update that removes a gate wakes us).
+  if (scheduled >= d.replicas || !oldest || gated) return false;
+  const int timeout = d.spec.schedule_timeout_seconds;
+  const kube::Time start =
+      d.observed.released && *oldest < *d.observed.released ? *d.observed.released : *oldest;
+  const kube::Time due = plusSeconds(start, timeout);
+  if (d.now < due) {
+    minDelay(d.requeue, timeUntil(d.now, due));
+    return false;
+  }
+  const std::string within = std::to_string(scheduled) + "/" + std::to_string(d.replicas) +
+                             " pods scheduled within scheduleTimeoutSeconds (" +
+                             std::to_string(timeout) + " s)";
+  if (d.spec.elastic && scheduled >= d.spec.min_replicas) {
+    resize(d.plan, d.replicas, scheduled, within, d.attempt, d.generation, d.now);
+  } else {
+    const int retries = s.schedule_retries.value_or(0) + 1;
+    s.schedule_retries = retries;
+    gangRestart(d.plan, reason::kUnschedulable,
+                within + ": released the gang, retry " + std::to_string(retries) + " after backoff",
+                false, d.attempt, d.generation, d.now);
+  }
+  d.plan.requeue = milliseconds(1'000);
+  return true;
+}
+
+// The counts and conditions the pods give, and rank 0's progress while it runs.
+void countPods(Decision& d) {
+  // The status to write once the creations succeeded counts the pods they made (Pending, as the
+  // API server returns a new pod), so a job's first status already says its workers exist and
+  // the next pass, seeing them in the cache, has nothing new to write.
+  std::vector<const WorkerPod*> counted = d.current;
+  WorkerPod placeholder;
+  placeholder.phase = "Pending";
+  placeholder.attempt = d.attempt;
+  placeholder.created = d.now;
+  for (int i : d.plan.create) {
+    if (i < d.replicas) counted[static_cast<size_t>(i)] = &placeholder;
+  }
+  observePods(d.at, counted, d.now, d.plan.status);
+  const WorkerPod* rank0 = d.current.empty() ? nullptr : d.current[0];
+  if (d.options.read_progress && rank0 != nullptr && rank0->phase == "Running" &&
+      !rank0->pod_ip.empty()) {
+    d.plan.read_progress = true;
+    minDelay(d.requeue, d.options.progress_interval);
+  }
+}
+
 }  // namespace
 
 Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
             const Observed& observed, kube::Time now, const DecideOptions& options) {
-  Plan plan;
-  plan.status = status;
-  kube::TrainingJobStatus& s = plan.status;
-  const JobSettings spec = settingsOf(job.spec);
-  const int replicas = currentReplicas(spec, status);
-  s.current_replicas = replicas;
-  const kube::TrainingJob at = atCurrentWorld(job, s);
-  const int slots = spec.podSlots();
-  const int64_t generation = job.metadata.generation.value_or(0);
-  const int attempt = status.restarts.value_or(0);
-  if (!s.restarts) s.restarts = 0;
-  auto podAt = [&](int i) -> const WorkerPod* {
-    const auto index = static_cast<size_t>(i);
-    return index < observed.pods.size() ? observed.pods[index].get() : nullptr;
-  };
-
-  if (spec.suspend) {
-    plan.status_on_error = s;  // the deletions come first
-    plan.delete_pods = PodDeletion::kAll;
-    plan.delete_reason = "job suspended";
-    setCondition(s, kSuspended, true, "JobSuspended",
-                 "the job is suspended: its pods are deleted, its status kept", generation, now);
-    // No rank runs while suspended, whatever the deleted pods still show as they terminate.
-    kube::ReplicaStatus none;
-    none.active = 0;
-    none.ready = 0;
-    none.succeeded = 0;
-    none.failed = 0;
-    setReplicaCounts(at, none, s);
-    if (findCondition(s, kRunning) != nullptr) {
-      setCondition(s, kRunning, false, "JobSuspended", "the job is suspended", generation, now);
-    }
-    return plan;
-  }
-  if (isTrue(s, kSuspended)) {
-    setCondition(s, kSuspended, false, "JobResumed", "the job was resumed", generation, now);
-  }
-
-  std::optional<milliseconds> requeue;
-  if (spec.active_deadline_seconds && s.start_time) {
-    kube::Time due = plusSeconds(*s.start_time, *spec.active_deadline_seconds);
-    if (now >= due) {
-      failJob(s, "DeadlineExceeded",
-              "the job ran longer than activeDeadlineSeconds (" +
-                  std::to_string(*spec.active_deadline_seconds) + " s)",
-              generation, now);
-      plan.status_on_error = s;
-      plan.requeue = milliseconds(0);  // the finished pass stops the pods
-      return plan;
-    }
-    minDelay(requeue, timeUntil(now, due));
-  }
-
-  plan.status_on_error = s;
-  if (!observed.foreign.empty()) {
-    plan.refusal = "pod " + observed.foreign.front();
-    return plan;
-  }
-  plan.ensure_children = true;
-  plan.ensure_ssh_secret = spec.launcher == contract::LauncherMode::kMpi;
-
-  // Pods of the current attempt in their role: workers inside the world, an elastic job's
-  // standby pods beyond it. Anything else (older attempt, being deleted, wrong role, a standby
-  // pod that ended) is stale.
-  std::vector<const WorkerPod*> current(static_cast<size_t>(replicas), nullptr);
-  std::vector<const WorkerPod*> standby;
-  bool stale = false;
-  for (int i = 0; i < slots; ++i) {
-    const WorkerPod* pod = podAt(i);
-    if (pod == nullptr) continue;
-    const bool beyond = i >= replicas;
-    if (pod->terminating) {
-      stale = true;
-    } else if (pod->attempt == attempt && pod->standby == beyond && !(beyond && pod->finished())) {
-      if (beyond) {
-        standby.push_back(pod);
-      } else {
-        current[static_cast<size_t>(i)] = pod;
-      }
-    } else {
-      stale = true;
-      plan.stale.push_back(pod->metadata.name);
-    }
-  }
-  if (!plan.stale.empty()) {
-    plan.delete_pods = PodDeletion::kStale;
-    plan.delete_reason = "left from an older attempt or world";
-  }
-
-  // A failed rank fails or restarts the whole gang; the message names the one that failed first.
-  if (const int i = firstFailedReplica(current); i >= 0) {
-    const WorkerPod* pod = current[static_cast<size_t>(i)];
-    const std::optional<int32_t> code = pod->exit_code;
-    const std::string what = describeFailure(*pod, i);
-    if (spec.restart_policy == RestartPolicy::kNever) {
-      failJob(s, "RankFailed", what + "; restartPolicy is Never", generation, now);
-    } else if (spec.restart_policy == RestartPolicy::kExitCode && code && *code >= 1 &&
-               *code <= 127) {
-      failJob(s, "RankFailed",
-              what + "; exit codes 1-127 are permanent under restartPolicy ExitCode", generation,
-              now);
-    } else if (attempt >= spec.backoff_limit) {
-      failJob(s, "BackoffLimitExceeded",
-              what + "; the gang was restarted " + std::to_string(attempt) +
-                  " times (backoffLimit " + std::to_string(spec.backoff_limit) + ")",
-              generation, now);
-    } else {
-      gangRestart(plan, "RankFailed",
-                  what + "; restarting all " + std::to_string(replicas) + " pods as attempt " +
-                      std::to_string(attempt + 1),
-                  true, attempt, generation, now);
-    }
-    plan.requeue = milliseconds(0);
-    return plan;
-  }
-
-  // Rank 0's final summary is the run's final progress, not the last scrape of its metrics.
-  if (const WorkerPod* rank0 = current.empty() ? nullptr : current[0];
-      rank0 != nullptr && rank0->phase == "Succeeded") {
-    foldFinalSummary(plan, *rank0);
-  }
-  plan.status_on_error = s;
-
-  const bool all_succeeded = std::all_of(current.begin(), current.end(), [](const WorkerPod* pod) {
-    return pod != nullptr && pod->phase == "Succeeded";
-  });
-  if (all_succeeded) {
-    observePods(at, current, now, s);
-    setCondition(s, kSucceeded, true, "AllRanksSucceeded",
-                 "all " + std::to_string(replicas) + " worker pods succeeded", generation, now);
-    setCondition(s, kRunning, false, "JobSucceeded", "the job succeeded", generation, now);
-    s.completion_time = now;
-    s.phase = phaseOf(s);
-    plan.requeue = milliseconds(0);  // cleanPodPolicy, ttl
-    return plan;
-  }
-
-  // A rank that succeeded while others still run: they get finishTimeoutSeconds to follow.
-  if (const auto [done, done_index] = firstSucceeded(current);
-      done != nullptr && spec.finish_timeout_seconds > 0) {
-    const kube::Time due = plusSeconds(*done->finished_at, spec.finish_timeout_seconds);
-    if (now >= due) {
-      std::string running;
-      for (size_t i = 0; i < current.size(); ++i) {
-        if (current[i] == nullptr || current[i]->finished()) continue;
-        running += (running.empty() ? "pod " : ", pod ") + current[i]->metadata.name +
-                   " (replica " + std::to_string(i) + ")";
-      }
-      failJob(s, "RanksDidNotFinish",
-              (running.empty() ? std::string("a worker pod") : running) + " still running " +
-                  std::to_string(spec.finish_timeout_seconds) + " s after pod " +
-                  done->metadata.name + " (replica " + std::to_string(done_index) +
-                  ") succeeded (finishTimeoutSeconds): a rank that ends while others run "
-                  "usually means they hang",
-              generation, now);
-      plan.status_on_error = s;
-      plan.requeue = milliseconds(0);  // the finished pass stops the pods (cleanPodPolicy)
-      return plan;
-    }
-    minDelay(requeue, timeUntil(now, due));
-  }
-
-  // Capacity came back for an elastic job's standby pods: the world grows by those scheduled.
-  if (spec.elastic && !stale && replicas < spec.max_replicas) {
-    const int returned = static_cast<int>(std::count_if(
-        standby.begin(), standby.end(), [](const WorkerPod* pod) { return pod->scheduled; }));
-    if (returned > 0) {
-      resize(plan, replicas, std::min(spec.max_replicas, replicas + returned),
-             std::to_string(returned) + " standby pod" + (returned == 1 ? "" : "s") +
-                 " found room on a node",
-             attempt, generation, now);
-      plan.requeue = milliseconds(0);
-      return plan;
-    }
-  }
-
-  std::vector<int> missing;
-  for (int i = 0; i < slots; ++i) {
-    if (podAt(i) == nullptr) missing.push_back(i);
-  }
-  bool have_pod_group = false;
-  if (!missing.empty()) {
-    std::optional<milliseconds> wait;
-    if (stale) {
-      wait = milliseconds(1'000);  // the old attempt's pods must be gone first (their names)
-    } else if (const kube::Condition* r = findCondition(s, kRestarting);
-               r != nullptr && r->status == "True" && r->reason == "Unschedulable" &&
-               s.last_restart_time) {
-      int retries = std::max(1, s.schedule_retries.value_or(1));
-      auto backoff = options.unschedulable_backoff * (int64_t{1} << std::min(retries - 1, 20));
-      backoff = std::min<std::chrono::seconds>(backoff, options.max_unschedulable_backoff);
-      kube::Time due = plusSeconds(*s.last_restart_time, backoff.count());
-      if (now < due) wait = timeUntil(now, due);
-    }
-    if (!wait && !observed.expectations_met) wait = milliseconds(1'000);
-    if (wait) {
-      minDelay(requeue, *wait);
-    } else {
-      plan.ensure_pod_group = true;
-      plan.create = std::move(missing);
-      if (!s.start_time) s.start_time = now;
-      minDelay(requeue, milliseconds(1'000));
-    }
-  } else {
-    have_pod_group = observed.pod_group_served;
-  }
-
-  // Gang scheduling without a gang scheduler: all pods scheduled in time, or none held.
-  const bool all_exist =
-      std::all_of(current.begin(), current.end(), [](const WorkerPod* pod) { return pod; });
-  if (all_exist && !have_pod_group) {
-    int scheduled = 0;
-    std::optional<kube::Time> oldest;
-    bool gated = false;
-    for (const WorkerPod* pod : current) {
-      if (pod->scheduled || pod->finished()) ++scheduled;
-      if (pod->created && (!oldest || *pod->created < *oldest)) oldest = pod->created;
-      if (!pod->scheduling_gate.empty()) gated = true;
-    }
-    // Gated pods wait for a queue's admission, which may rightly take hours: the gang's
-    // timeout starts once the queue let them go (the pod update that removes a gate wakes us).
-    if (scheduled < replicas && oldest && !gated) {
-      const int timeout = spec.schedule_timeout_seconds;
-      const kube::Time start =
-          observed.released && *oldest < *observed.released ? *observed.released : *oldest;
-      kube::Time due = plusSeconds(start, timeout);
-      if (now >= due && spec.elastic && scheduled >= spec.min_replicas) {
-        resize(plan, replicas, scheduled,
-               std::to_string(scheduled) + "/" + std::to_string(replicas) +
-                   " pods scheduled within scheduleTimeoutSeconds (" + std::to_string(timeout) +
-                   " s)",
-               attempt, generation, now);
-        plan.requeue = milliseconds(1'000);
-        return plan;
-      }
-      if (now >= due) {
-        const int retries = s.schedule_retries.value_or(0) + 1;
-        s.schedule_retries = retries;
-        gangRestart(plan, "Unschedulable",
-                    std::to_string(scheduled) + "/" + std::to_string(replicas) +
-                        " pods scheduled within scheduleTimeoutSeconds (" +
-                        std::to_string(timeout) + " s): released the gang, retry " +
-                        std::to_string(retries) + " after backoff",
-                    false, attempt, generation, now);
-        plan.requeue = milliseconds(1'000);
-        return plan;
-      }
-      minDelay(requeue, timeUntil(now, due));
-    }
-  }
-
-  // The status to write once the creations succeeded counts the pods they made (Pending, as the
-  // API server returns a new pod), so a job's first status already says its workers exist and
-  // the next pass, seeing them in the cache, has nothing new to write.
-  std::vector<const WorkerPod*> counted = current;
-  WorkerPod placeholder;
-  placeholder.phase = "Pending";
-  placeholder.attempt = attempt;
-  placeholder.created = now;
-  for (int i : plan.create) {
-    if (i < replicas) counted[static_cast<size_t>(i)] = &placeholder;
-  }
-  observePods(at, counted, now, s);
-  const WorkerPod* rank0 = current.empty() ? nullptr : current[0];
-  if (options.read_progress && rank0 != nullptr && rank0->phase == "Running" &&
-      !rank0->pod_ip.empty()) {
-    plan.read_progress = true;
-    minDelay(requeue, options.progress_interval);
-  }
-  plan.requeue = requeue;
-  return plan;
+  Decision d(job, status, observed, now, options);
+  if (suspend(d)) return std::move(d.plan);
+  if (deadline(d) || foreignPods(d)) return std::move(d.plan);
+  d.plan.ensure_children = true;
+  d.plan.ensure_ssh_secret = d.spec.launcher == contract::LauncherMode::kMpi;
+  sortPods(d);
+  if (failurePolicy(d) || success(d) || growElastic(d)) return std::move(d.plan);
+  createMissing(d);
+  if (scheduleTimeout(d)) return std::move(d.plan);
+  countPods(d);
+  return d.finish();
 }
 
 }  // namespace ringmaster::op

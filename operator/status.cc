@@ -180,7 +180,8 @@ std::optional<std::string> reasonOf(const kube::TrainingJobStatus& status) {
   const kube::Condition* created = findCondition(status, kCreated);
   if (created != nullptr && created->status == "False") return created->reason;
   const kube::Condition* running = findCondition(status, kRunning);
-  if (running != nullptr && running->status == "False" && running->reason != "RanksNotReady") {
+  if (running != nullptr && running->status == "False" &&
+      running->reason != reason::kRanksNotReady) {
     return running->reason;
   }
   return std::nullopt;
@@ -246,7 +247,7 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
   if (!status.restarts) status.restarts = 0;
   // Every pod, not some: a quota that admitted only part of the gang leaves Created False.
   if (existing == replicas && !isTrue(status, kCreated)) {
-    setCondition(status, kCreated, true, "WorkersCreated",
+    setCondition(status, kCreated, true, reason::kWorkersCreated,
                  "created " + std::to_string(replicas) + " worker pods", generation, now);
   }
   // A rank that finished first still joined: the job stays Running while the others finish
@@ -255,11 +256,11 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
       *counts.ready == replicas || (isTrue(status, kRunning) && *counts.failed == 0 &&
                                     *counts.ready + *counts.succeeded == replicas);
   if (all_ready) {
-    setCondition(status, kRunning, true, "AllRanksJoined",
+    setCondition(status, kRunning, true, reason::kAllRanksJoined,
                  "all " + std::to_string(replicas * procs) + " ranks joined the rendezvous",
                  generation, now);
     if (isTrue(status, kRestarting)) {
-      setCondition(status, kRestarting, false, "AllRanksJoined",
+      setCondition(status, kRestarting, false, reason::kAllRanksJoined,
                    "attempt " + std::to_string(*status.restarts) + " is running", generation, now);
     }
   } else if (findCondition(status, kRunning) != nullptr || existing > 0) {
@@ -276,13 +277,13 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
     if (problem) {
       setCondition(status, kRunning, false, problem->reason, problem->message, generation, now);
     } else if (gated > 0) {
-      setCondition(status, kRunning, false, "SchedulingGated",
+      setCondition(status, kRunning, false, reason::kSchedulingGated,
                    std::to_string(gated) + "/" + std::to_string(replicas) +
                        " pods wait for their scheduling gates to be removed (" + gate +
                        "): a queue has not admitted the job yet",
                    generation, now);
     } else {
-      setCondition(status, kRunning, false, "RanksNotReady",
+      setCondition(status, kRunning, false, reason::kRanksNotReady,
                    std::to_string(*counts.ready * procs) + "/" + std::to_string(replicas * procs) +
                        " ranks joined the rendezvous",
                    generation, now);

@@ -18,22 +18,12 @@
 #include <string_view>
 #include <vector>
 
+#include "operator/conditions.h"
 #include "operator/worker_pod.h"
 #include "ringmaster/kube/pod.h"
 #include "ringmaster/kube/training_job.h"
 
 namespace ringmaster::op {
-
-inline constexpr const char* kCreated = "Created";
-inline constexpr const char* kRunning = "Running";
-inline constexpr const char* kRestarting = "Restarting";
-inline constexpr const char* kSucceeded = "Succeeded";
-inline constexpr const char* kFailed = "Failed";
-inline constexpr const char* kSuspended = "Suspended";
-// An elastic job changed its world (reason ScaledDown or ScaledUp; the message says from what
-// to what, and why). Each resize is an Event. Restarting and Running give it as their reason
-// while the new world starts.
-inline constexpr const char* kResized = "Resized";
 
 // What a pod says, read once as it enters the cache (worker_pod.h): the rest of the operator
 // reads WorkerPods.
