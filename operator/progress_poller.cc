@@ -1,6 +1,14 @@
 #include "operator/progress_poller.h"
 
+#include <algorithm>
+
 namespace ringmaster::op {
+
+std::chrono::milliseconds progressInterval(std::chrono::milliseconds base, size_t running) {
+  const auto spread = std::chrono::milliseconds(1000 * static_cast<int64_t>(running) /
+                                                static_cast<int64_t>(kProgressReadsPerSecond));
+  return std::max(base, spread);
+}
 
 ProgressPoller::ProgressPoller(ProgressSource& source, std::chrono::milliseconds interval, int keep)
     : source_(source),
@@ -39,8 +47,9 @@ void ProgressPoller::poll(std::stop_token stop) {
   while (!stop.stop_requested()) {
     fresh_ = false;
     const Clock::time_point now = Clock::now();
+    const std::chrono::milliseconds interval = progressInterval(interval_, targets_.size());
     if (schedule_.empty() || schedule_.begin()->first > now) {
-      const Clock::time_point next = schedule_.empty() ? now + interval_ : schedule_.begin()->first;
+      const Clock::time_point next = schedule_.empty() ? now + interval : schedule_.begin()->first;
       asked_.wait_until(lock, stop, next, [&] { return fresh_; });
       continue;
     }
@@ -48,7 +57,7 @@ void ProgressPoller::poll(std::stop_token stop) {
     schedule_.erase(schedule_.begin());
     auto target = targets_.find(address);
     if (target == targets_.end()) continue;
-    if (target->second.asked < now - keep_ * interval_) {
+    if (target->second.asked < now - keep_ * interval) {
       targets_.erase(target);
       continue;
     }
@@ -58,7 +67,7 @@ void ProgressPoller::poll(std::stop_token stop) {
     core::Result<kube::TrainingProgress> reading = source_.read(address.first, address.second);
     lock.lock();
     target->second.last = std::move(reading);
-    schedule_.emplace(Clock::now() + interval_, address);
+    schedule_.emplace(Clock::now() + interval, address);
   }
 }
 

@@ -27,9 +27,17 @@
 
 namespace ringmaster::op {
 
+// Progress reads a second the operator spends on all Running jobs together, at most: each job's
+// rank 0 is read every `base`, or less often once `running` jobs would need more reads than
+// that (1000 jobs: every 20 s; 3000: every 60 s), so that an idle operator's CPU stays bounded
+// however many jobs run.
+inline constexpr size_t kProgressReadsPerSecond = 50;
+std::chrono::milliseconds progressInterval(std::chrono::milliseconds base, size_t running);
+
 class ProgressPoller : public ProgressSource {
  public:
-  // Reads each address every `interval`; forgets one not asked for within `keep` intervals.
+  // Reads each address every progressInterval(interval, addresses); forgets one not asked for
+  // within `keep` such intervals.
   ProgressPoller(ProgressSource& source, std::chrono::milliseconds interval, int keep = 3);
   ~ProgressPoller() override;
   ProgressPoller(const ProgressPoller&) = delete;

@@ -6,6 +6,7 @@
 
 #include "operator/builders.h"
 #include "operator/decide.h"
+#include "operator/progress_poller.h"
 #include "operator/status.h"
 #include "ringmaster/core/log.h"
 
@@ -99,6 +100,7 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
     expectations_.erase(key);
     ssh_secrets_.erase(key);
     own_writes_.erase(key);
+    progress_jobs_.erase(key);
     gate_releases_.erase(key);
     if (metrics_ != nullptr) metrics_->jobForgotten(key);
     return Action::done();
@@ -129,7 +131,7 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
   } else {
     core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(p.job, options_.validate);
     if (!spec.ok()) {
-      failJob(p.status, "InvalidSpec", spec.status().message(), p.generation, p.now);
+      failJob(p.status, reason::kInvalidSpec, spec.status().message(), p.generation, p.now);
     } else {
       p.job.spec = std::move(spec).value();
       result = active(p);
@@ -158,8 +160,8 @@ core::Result<Action> Reconciler::undecodable(const std::string& key, const kube:
   p.status = p.original.status;
   p.now = kube::Time(clock_.wallNow());
   p.generation = raw.metadata.generation.value_or(0);
-  failJob(p.status, "InvalidSpec", "the spec cannot be read: " + raw.error.message(), p.generation,
-          p.now);
+  failJob(p.status, reason::kInvalidSpec, "the spec cannot be read: " + raw.error.message(),
+          p.generation, p.now);
   stampStatus(p);
   // A merge patch: the object as a whole cannot be encoded back. The resourceVersion makes it
   // fail on a newer object, which the next pass sees.
@@ -258,7 +260,11 @@ core::Result<Action> Reconciler::active(Pass& p) {
   DecideOptions decide_options;
   decide_options.unschedulable_backoff = options_.unschedulable_backoff;
   decide_options.max_unschedulable_backoff = options_.max_unschedulable_backoff;
-  decide_options.progress_interval = options_.progress_interval;
+  {
+    std::lock_guard lock(mu_);
+    decide_options.progress_interval =
+        progressInterval(options_.progress_interval, progress_jobs_.size());
+  }
   decide_options.read_progress = options_.read_progress;
   Plan plan = decide(p.job, p.status, observed, p.now, decide_options);
 
@@ -290,6 +296,14 @@ core::Result<Action> Reconciler::active(Pass& p) {
 
   p.status = std::move(plan.status);
   p.release_pods = plan.release_pods;
+  {
+    std::lock_guard lock(mu_);
+    if (plan.read_progress) {
+      progress_jobs_.insert(p.key);
+    } else {
+      progress_jobs_.erase(p.key);
+    }
+  }
   if (plan.read_progress) {
     const WorkerPod& rank0 = *observed.pods.front();
     core::Result<kube::TrainingProgress> progress =
@@ -307,8 +321,8 @@ core::Status Reconciler::refused(Pass& p, const std::string& what) {
   const std::string message =
       what + " exists and is not controlled by this TrainingJob; not adopting it";
   RM_LOG(WARN, RECONCILE) << "job " << p.key << ": " << message;
-  setCondition(p.status, kCreated, false, "NotOwned", message, p.generation, p.now);
-  core::Status s = events_.record(p.original, kube::kEventWarning, "NotOwned", message);
+  setCondition(p.status, kCreated, false, reason::kNotOwned, message, p.generation, p.now);
+  core::Status s = events_.record(p.original, kube::kEventWarning, reason::kNotOwned, message);
   if (!s.ok()) RM_LOG(WARN, RECONCILE) << "job " << p.key << ": event: " << s.toString();
   return core::Status(core::Code::kAlreadyExists, "job " + p.key + ": " + message);
 }
@@ -496,7 +510,7 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
   }
   expectCreations(p.key, created);
   if (p.pod_refused) {
-    setCondition(p.status, kCreated, false, "FailedCreatePod", foldMessage(*p.pod_refused),
+    setCondition(p.status, kCreated, false, reason::kFailedCreatePod, foldMessage(*p.pod_refused),
                  p.generation, p.now);
   }
   if (!created.empty()) {

@@ -156,6 +156,9 @@ class Reconciler {
   std::map<std::string, Expectation> expectations_;        // job key -> pods created, not yet seen
   std::map<std::string, std::optional<bool>> api_exists_;  // "group/version" -> served?
   std::map<std::string, std::string> ssh_secrets_;         // job key -> uid whose <job>-ssh exists
+  // Jobs whose last pass read rank 0's progress: their number stretches the progress interval
+  // (progressInterval).
+  std::set<std::string> progress_jobs_;
   struct OwnWrite {
     uint64_t resource_version = 0;
     kube::Clock::TimePoint deadline;  // wait no longer than this for the cache

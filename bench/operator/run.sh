@@ -5,17 +5,19 @@
 #   - seconds until every pod exists and until every job is Running,
 #   - CPU seconds (utime+stime from /proc/<pid>/stat) of the operator, the API server and the
 #     simulating kubelet, each on its own line (they share this machine's cores: who is slow),
-#   - the CPU the operator and the API server spend over 10 idle s once every job runs,
+#   - the CPU the operator and the API server spend idle once every job runs (over
+#     --idle-seconds, default 60), and the operator's as a share of a core per 1000 Running jobs,
 #   - the operator's peak RSS (VmHWM) and its RSS once every job runs (VmRSS),
 #   - API requests per job (the operator's ringmaster_operator_api_requests_total, all verbs).
 #   bench/operator/run.sh [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S]
+#                         [--idle-seconds S]
 # The operator's client is rate limited (--qps, default 50): at ~11 requests per job that bound,
 # not CPU, sets the time to Running; --qps 0 lifts it.
 # Needs build/bin/ringmaster and build/bin/ringmaster-operator built optimized:
 #   RM_BUILD_TYPE=Release RM_BUILD_TARGETS="ringmaster ringmaster-operator" scripts/build build
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-jobs=1000 replicas=4 workers="" qps="" batch=""
+jobs=1000 replicas=4 workers="" qps="" batch="" idle_seconds=60
 while [[ $# -gt 0 ]]; do
   case $1 in
     --jobs) jobs=$2; shift 2 ;;
@@ -23,7 +25,8 @@ while [[ $# -gt 0 ]]; do
     --workers) workers=$2; shift 2 ;;
     --qps) qps=$2; shift 2 ;;
     --pod-batch) batch=$2; shift 2 ;;
-    *) echo "usage: $0 [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S]" >&2; exit 2 ;;
+    --idle-seconds) idle_seconds=$2; shift 2 ;;
+    *) echo "usage: $0 [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S] [--idle-seconds S]" >&2; exit 2 ;;
   esac
 done
 bin=${RM_BIN_DIR:-$root/build/bin}
@@ -143,10 +146,15 @@ echo "operator CPU:                   $(delta "$cpu_before" "$cpu_after") s (tot
 echo "API server CPU:                 $(delta "$server_cpu_before" "$server_cpu_after") s"
 echo "kubelet (simulating) CPU:       $(delta "$kubelet_cpu_before" "$kubelet_cpu_after") s"
 # Nothing changes any more: what each process spends idle with these objects (the API server's
-# housekeeping, the operator's resyncs and progress polls), over 10 s.
-idle_before=$(cpu) idle_server_before=$(cpu "$server_pid")
+# housekeeping, the operator's resyncs and progress polls), over --idle-seconds (default 60: at
+# least one progress interval, which grows with the number of Running jobs), after 10 s for the
+# first round of progress reads to settle.
 sleep 10
-echo "idle 10 s, CPU:                 operator $(delta "$idle_before" "$(cpu)") s, API server $(delta "$idle_server_before" "$(cpu "$server_pid")") s"
+idle_before=$(cpu) idle_server_before=$(cpu "$server_pid")
+sleep "$idle_seconds"
+idle_operator=$(delta "$idle_before" "$(cpu)")
+echo "idle $idle_seconds s, CPU:                 operator $idle_operator s, API server $(delta "$idle_server_before" "$(cpu "$server_pid")") s"
+echo "idle operator per 1000 Running jobs: $(awk "BEGIN{printf \"%.2f\", 100 * $idle_operator / $idle_seconds * 1000 / $jobs}")% of a core"
 echo "operator peak RSS (VmHWM):      $(hwm)"
 echo "operator RSS now (VmRSS):       $(rss)  (every job Running: what the caches hold)"
 echo "operator API requests:          $((requests_after - requests_before)) ($(awk "BEGIN{printf \"%.1f\", ($requests_after - $requests_before) / $jobs}") per job)"

@@ -136,3 +136,33 @@ TEST(ProgressPoller, StopsWhileAScrapeIsOutstandingOnceItReturns) {
 
 }  // namespace
 }  // namespace ringmaster::op
+
+namespace ringmaster::op {
+namespace {
+
+// Reads of all Running jobs together stay within kProgressReadsPerSecond: the base interval
+// while that holds, then an interval that grows with the number of jobs.
+TEST(ProgressInterval, StretchesSoThatAllJobsTogetherStayWithinTheReadBudget) {
+  using std::chrono::milliseconds;
+  struct Row {
+    size_t running;
+    milliseconds want;
+  };
+  for (const Row& row : std::vector<Row>{{0, milliseconds(5'000)},
+                                         {1, milliseconds(5'000)},
+                                         {250, milliseconds(5'000)},
+                                         {251, milliseconds(5'020)},
+                                         {1000, milliseconds(20'000)},
+                                         {3000, milliseconds(60'000)}}) {
+    const milliseconds got = progressInterval(milliseconds(5'000), row.running);
+    EXPECT_EQ(got, row.want) << row.running << " running jobs";
+    // Never more reads a second than the budget (beyond what the base interval already allows).
+    if (got > milliseconds(5'000)) {
+      EXPECT_LE(static_cast<double>(row.running) * 1000.0 / static_cast<double>(got.count()),
+                static_cast<double>(kProgressReadsPerSecond));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster::op
