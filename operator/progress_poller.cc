@@ -5,8 +5,10 @@
 namespace ringmaster::op {
 
 std::chrono::milliseconds progressInterval(std::chrono::milliseconds base, size_t running) {
-  const auto spread = std::chrono::milliseconds(1000 * static_cast<int64_t>(running) /
-                                                static_cast<int64_t>(kProgressReadsPerSecond));
+  // Rounded up: never a read more a second than the budget.
+  const auto reads = static_cast<int64_t>(kProgressReadsPerSecond);
+  const auto spread =
+      std::chrono::milliseconds((1000 * static_cast<int64_t>(running) + reads - 1) / reads);
   return std::max(base, spread);
 }
 

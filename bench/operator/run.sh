@@ -6,7 +6,7 @@
 #   - CPU seconds (utime+stime from /proc/<pid>/stat) of the operator, the API server and the
 #     simulating kubelet, each on its own line (they share this machine's cores: who is slow),
 #   - the CPU the operator and the API server spend idle once every job runs (over
-#     --idle-seconds, default 60), and the operator's as a share of a core per 1000 Running jobs,
+#     --idle-seconds, default 120), and the operator's as a share of a core per 1000 Running jobs,
 #   - the operator's peak RSS (VmHWM) and its RSS once every job runs (VmRSS),
 #   - API requests per job (the operator's ringmaster_operator_api_requests_total, all verbs).
 #   bench/operator/run.sh [--jobs N] [--replicas R] [--workers W] [--qps Q] [--pod-batch S]
@@ -17,7 +17,7 @@
 #   RM_BUILD_TYPE=Release RM_BUILD_TARGETS="ringmaster ringmaster-operator" scripts/build build
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-jobs=1000 replicas=4 workers="" qps="" batch="" idle_seconds=60
+jobs=1000 replicas=4 workers="" qps="" batch="" idle_seconds=120
 while [[ $# -gt 0 ]]; do
   case $1 in
     --jobs) jobs=$2; shift 2 ;;
@@ -146,7 +146,7 @@ echo "operator CPU:                   $(delta "$cpu_before" "$cpu_after") s (tot
 echo "API server CPU:                 $(delta "$server_cpu_before" "$server_cpu_after") s"
 echo "kubelet (simulating) CPU:       $(delta "$kubelet_cpu_before" "$kubelet_cpu_after") s"
 # Nothing changes any more: what each process spends idle with these objects (the API server's
-# housekeeping, the operator's resyncs and progress polls), over --idle-seconds (default 60: at
+# housekeeping, the operator's resyncs and progress polls), over --idle-seconds (default 120: at
 # least one progress interval, which grows with the number of Running jobs), after 10 s for the
 # first round of progress reads to settle.
 sleep 10

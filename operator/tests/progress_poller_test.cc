@@ -150,10 +150,10 @@ TEST(ProgressInterval, StretchesSoThatAllJobsTogetherStayWithinTheReadBudget) {
   };
   for (const Row& row : std::vector<Row>{{0, milliseconds(5'000)},
                                          {1, milliseconds(5'000)},
-                                         {250, milliseconds(5'000)},
-                                         {251, milliseconds(5'020)},
-                                         {1000, milliseconds(20'000)},
-                                         {3000, milliseconds(60'000)}}) {
+                                         {75, milliseconds(5'000)},
+                                         {76, milliseconds(5'067)},
+                                         {1000, milliseconds(66'667)},
+                                         {3000, milliseconds(200'000)}}) {
     const milliseconds got = progressInterval(milliseconds(5'000), row.running);
     EXPECT_EQ(got, row.want) << row.running << " running jobs";
     // Never more reads a second than the budget (beyond what the base interval already allows).
