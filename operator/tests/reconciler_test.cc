@@ -139,6 +139,20 @@ class ReconcilerTest : public ::testing::Test {
   const kube::Condition* condition(const kube::TrainingJob& j, const std::string& type) {
     return findCondition(j.status, type);
   }
+  // A pass that finds `what` ("podgroup fmnist") of the job's name controlled by someone else:
+  // it fails, creates no pod, and says why in a Warning Event and the Created condition.
+  void expectRefusedAsNotOwned(const std::string& what) {
+    EXPECT_FALSE(reconcile().ok());
+    EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
+    EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
+    const kube::TrainingJob refused = job();
+    const kube::Condition* created = condition(refused, kCreated);
+    ASSERT_NE(created, nullptr);
+    EXPECT_EQ(created->status, "False");
+    EXPECT_EQ(created->reason, "NotOwned");
+    EXPECT_NE(created->message.value_or("").find(what + " exists"), std::string::npos)
+        << created->message.value_or("");
+  }
 
   ManualClock clock_;
   FakeApiServer api_{clock_};
@@ -827,16 +841,7 @@ TEST_F(ReconcilerTest, DoesNotAdoptANetworkPolicyItDoesNotOwn) {
   stranger.spec = {{"podSelector", nlohmann::json::object()}};  // open to everyone
   api_.put("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", kube::encode(stranger));
   sync();
-  EXPECT_FALSE(reconcile().ok());
-  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
-  EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
-  const kube::TrainingJob refused = job();
-  const kube::Condition* created = findCondition(refused.status, kCreated);
-  ASSERT_NE(created, nullptr);
-  EXPECT_EQ(created->status, "False");
-  EXPECT_EQ(created->reason, "NotOwned");
-  EXPECT_NE(created->message.value_or("").find("networkpolicy"), std::string::npos)
-      << created->message.value_or("");
+  expectRefusedAsNotOwned("networkpolicy fmnist-workers");
 }
 
 TEST_F(ReconcilerTest, DoesNotAdoptAPodGroupOfAnotherJob) {
@@ -850,13 +855,7 @@ TEST_F(ReconcilerTest, DoesNotAdoptAPodGroupOfAnotherJob) {
   api_.put("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups",
            kube::encode(buildPodGroup(other, *podGroupKindFor(other))));
   sync();
-  EXPECT_FALSE(reconcile().ok());
-  EXPECT_EQ(api_.count(kube::Verb::kPost, kPods), 0);
-  EXPECT_TRUE(hasEvent("NotOwned", "Warning"));
-  const kube::TrainingJob refused = job();
-  const kube::Condition* created = findCondition(refused.status, kCreated);
-  ASSERT_NE(created, nullptr);
-  EXPECT_EQ(created->reason, "NotOwned");
+  expectRefusedAsNotOwned("podgroup fmnist");
 }
 
 // A pod the API server refuses (a quota, an admission policy) is the job's news: a condition

@@ -229,7 +229,8 @@ core::Result<std::unique_ptr<Communicator>> makeCommunicator(const CommConfig& c
   const bool cuda = config.device == "cuda";
   const contract::AutoBackend automatic =
       contract::autoBackend(cuda, runningUnderMpirun() && mpiBackendBuilt(), config.world_size);
-  const bool nccl = backend == "nccl" || (backend == "auto" && cuda);
+  const bool nccl =
+      backend == "nccl" || (backend == "auto" && automatic == contract::AutoBackend::kNccl);
   if (backend == "mpi" || (backend == "auto" && automatic == contract::AutoBackend::kMpi)) {
     return makeMpi(config, what);
   }

@@ -175,6 +175,24 @@ TEST_F(KubeletTest, NodeIsRegisteredWithCapacityAndRootAnnotation) {
       fs::absolute(c.root()).string());
 }
 
+// The node's /metrics/cadvisor at `port`, read until the CPU series with `labels` ("{container=
+// ...} ") shows at least `seconds` (30 s at most): the last value read and the body it came from.
+struct CadvisorReading {
+  double cpu = 0;
+  std::string body;
+};
+CadvisorReading waitForCpuSeconds(int port, const std::string& labels, double seconds) {
+  CadvisorReading r;
+  const std::string series = "container_cpu_usage_seconds_total" + labels;
+  testutil::eventually(std::chrono::seconds(30), [&] {
+    r.body = testutil::httpGet(port, "/metrics/cadvisor").body;
+    const size_t at = r.body.find(series);
+    r.cpu = at == std::string::npos ? 0 : std::stod(r.body.substr(at + series.size()));
+    return r.cpu >= seconds;
+  });
+  return r;
+}
+
 // The node's metrics endpoint, found through the Node's annotation, reports a busy pod's CPU
 // and memory under cAdvisor's names; a pod that ended leaves no series behind.
 TEST_F(KubeletTest, ContainersCpuAndMemoryAreServedAsCadvisorsSeries) {
@@ -197,26 +215,12 @@ spec:
       c.jsonpath("node/local", "{.metadata.annotations.local\\.ringmaster\\.dev/metrics-port}");
   ASSERT_FALSE(port_text.empty()) << "the Node does not advertise its metrics port";
   const int port = std::stoi(port_text);
-  const std::string series =
-      R"(container_cpu_usage_seconds_total{container="spin",image="busybox",namespace="default",pod="burner"} )";
-  double cpu = 0;
-  std::string body;
-  EXPECT_TRUE(testutil::eventually(std::chrono::seconds(30),
-                                   [&] {
-                                     body = testutil::httpGet(port, "/metrics/cadvisor").body;
-                                     const size_t at = body.find(series);
-                                     cpu = at == std::string::npos
-                                               ? 0
-                                               : std::stod(body.substr(at + series.size()));
-                                     return cpu >= 0.5;
-                                   }))
-      << "cpu " << cpu << "\n"
-      << body;
-  EXPECT_NE(
-      body.find(
-          R"(container_memory_working_set_bytes{container="spin",image="busybox",namespace="default",pod="burner"} )"),
-      std::string::npos)
-      << body;
+  const std::string labels =
+      R"({container="spin",image="busybox",namespace="default",pod="burner"} )";
+  const CadvisorReading r = waitForCpuSeconds(port, labels, 0.5);
+  EXPECT_GE(r.cpu, 0.5) << r.body;
+  EXPECT_NE(r.body.find("container_memory_working_set_bytes" + labels), std::string::npos)
+      << r.body;
   ASSERT_EQ(c.kubectl({"delete", "pod", "burner", "--grace-period=1"}).exit_code, 0);
   EXPECT_TRUE(testutil::eventually(std::chrono::seconds(30), [&] {
     return testutil::httpGet(port, "/metrics/cadvisor").body.find("pod=\"burner\"") ==
@@ -796,21 +800,11 @@ spec:
       c.jsonpath("node/local", "{.metadata.annotations.local\\.ringmaster\\.dev/metrics-port}"));
   const std::string labels =
       R"({container="spin",image="localhost/ringmaster-base:bookworm",namespace="default",pod="burner-in-image"} )";
-  double cpu = 0;
-  std::string body;
   // podman's own process uses a few hundredths of a second; the spinning shell a second a second.
-  EXPECT_TRUE(testutil::eventually(
-      std::chrono::seconds(30),
-      [&] {
-        body = testutil::httpGet(port, "/metrics/cadvisor").body;
-        const std::string series = "container_cpu_usage_seconds_total" + labels;
-        const size_t at = body.find(series);
-        cpu = at == std::string::npos ? 0 : std::stod(body.substr(at + series.size()));
-        return cpu >= 1.0;
-      }))
-      << "cpu " << cpu << "\n"
-      << body;
-  EXPECT_NE(body.find("container_memory_working_set_bytes" + labels), std::string::npos) << body;
+  const CadvisorReading r = waitForCpuSeconds(port, labels, 1.0);
+  EXPECT_GE(r.cpu, 1.0) << r.body;
+  EXPECT_NE(r.body.find("container_memory_working_set_bytes" + labels), std::string::npos)
+      << r.body;
   ASSERT_EQ(c.kubectl({"delete", "pod", "burner-in-image", "--grace-period=1"}).exit_code, 0);
 }
 
