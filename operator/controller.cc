@@ -47,6 +47,9 @@ Controller::Controller(kube::ApiClient& client, kube::EventRecorder& events, kub
   // No Secret informer: the operator's RBAC grants no get/list/watch on Secrets.
   Listers listers{jobs_->store(), pods_->store(), services_->store(), config_maps_->store(),
                   jobs_->undecodable()};
+  // Progress that moved brings its job back to the queue; unmoved progress costs no pass. The
+  // reconciler goes before the queue (declared after it), taking its listener with it.
+  options_.reconciler.progress_changed = [this](const std::string& key) { queue_.add(key); };
   reconciler_ = std::make_unique<Reconciler>(client_, listers, events, clock_, progress, metrics_,
                                              options_.reconciler);
 }

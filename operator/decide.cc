@@ -430,7 +430,7 @@ void countPods(Decision& d) {
   if (d.options.read_progress && rank0 != nullptr && rank0->phase == "Running" &&
       !rank0->pod_ip.empty()) {
     d.plan.read_progress = true;
-    minDelay(d.requeue, d.options.progress_interval);
+    if (d.options.progress_interval.count() > 0) minDelay(d.requeue, d.options.progress_interval);
   }
 }
 

@@ -39,7 +39,9 @@ struct Observed {
 struct DecideOptions {
   std::chrono::seconds unschedulable_backoff{10};  // doubles per retry
   std::chrono::seconds max_unschedulable_backoff{300};
-  std::chrono::milliseconds progress_interval{5'000};  // status refresh while running
+  // Status refresh while running: a requeue this long; 0 when the progress source says when a
+  // reading changed (ProgressSource::onChange) and a timer would only repeat unchanged passes.
+  std::chrono::milliseconds progress_interval{5'000};
   bool read_progress = true;
 };
 

@@ -17,20 +17,36 @@
 // address on connect/timeout/HTTP errors; a body without any trainer metric is NotFound.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ringmaster/core/status.h"
 #include "ringmaster/kube/training_job.h"
 
 namespace ringmaster::op {
 
+// Where rank 0's metrics are served: pod IP and port.
+using ProgressAddress = std::pair<std::string, int>;
+
 class ProgressSource {
  public:
+  using ChangeListener = std::function<void(const ProgressAddress&)>;
+
   virtual ~ProgressSource() = default;
+  // The newest reading of host:port. A source that reads in the background (ProgressPoller)
+  // watches the address from the first call on, until forget().
   virtual core::Result<kube::TrainingProgress> read(const std::string& host, int port) = 0;
+  // No reader wants host:port any more.
+  virtual void forget(const std::string& /*host*/, int /*port*/) {}
+  // A background source calls `listener` with each address whose successful reading differs
+  // from the one before, so that a reader need not ask again and again to notice a change, and
+  // says so by returning true; the others return false (ask read() for a fresh reading).
+  // nullptr unsubscribes, and returns once a call in progress has.
+  virtual bool onChange(ChangeListener /*listener*/) { return false; }
 };
 
 // The trainer metrics found in `text` (absent ones stay unset); NotFound when there are none.

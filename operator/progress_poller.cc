@@ -12,11 +12,8 @@ std::chrono::milliseconds progressInterval(std::chrono::milliseconds base, size_
   return std::max(base, spread);
 }
 
-ProgressPoller::ProgressPoller(ProgressSource& source, std::chrono::milliseconds interval, int keep)
-    : source_(source),
-      interval_(interval),
-      keep_(keep),
-      thread_([this](std::stop_token stop) { poll(stop); }) {}
+ProgressPoller::ProgressPoller(ProgressSource& source, std::chrono::milliseconds interval)
+    : source_(source), interval_(interval), thread_([this](std::stop_token stop) { poll(stop); }) {}
 
 ProgressPoller::~ProgressPoller() {
   thread_.request_stop();
@@ -27,8 +24,8 @@ core::Result<kube::TrainingProgress> ProgressPoller::read(const std::string& hos
   std::lock_guard lock(mu_);
   const Clock::time_point now = Clock::now();
   auto [it, added] = targets_.try_emplace(Address{host, port});
-  it->second.asked = now;
   if (added) {
+    it->second.due = now;
     schedule_.emplace(now, it->first);
     fresh_ = true;
     asked_.notify_all();
@@ -39,9 +36,33 @@ core::Result<kube::TrainingProgress> ProgressPoller::read(const std::string& hos
   return *it->second.last;
 }
 
+void ProgressPoller::forget(const std::string& host, int port) {
+  std::lock_guard lock(mu_);
+  auto it = targets_.find(Address{host, port});
+  if (it == targets_.end()) return;
+  if (it->second.due) schedule_.erase({*it->second.due, it->first});
+  targets_.erase(it);
+}
+
+bool ProgressPoller::onChange(ChangeListener listener) {
+  std::lock_guard lock(listener_mu_);
+  listener_ = std::move(listener);
+  return true;
+}
+
+void ProgressPoller::tell(const Address& address) {
+  std::lock_guard lock(listener_mu_);
+  if (listener_) listener_(address);
+}
+
 size_t ProgressPoller::watched() const {
   std::lock_guard lock(mu_);
   return targets_.size();
+}
+
+size_t ProgressPoller::scheduled() const {
+  std::lock_guard lock(mu_);
+  return schedule_.size();
 }
 
 void ProgressPoller::poll(std::stop_token stop) {
@@ -57,19 +78,27 @@ void ProgressPoller::poll(std::stop_token stop) {
     }
     const Address address = schedule_.begin()->second;
     schedule_.erase(schedule_.begin());
-    auto target = targets_.find(address);
-    if (target == targets_.end()) continue;
-    if (target->second.asked < now - keep_ * interval) {
-      targets_.erase(target);
-      continue;
-    }
-    // The read runs unlocked: read() answers from the last reading meanwhile. Only this thread
-    // erases targets, so the entry is still there afterwards.
+    targets_.at(address).due.reset();  // being read
+    // The read runs unlocked: read() answers from the last reading meanwhile.
     lock.unlock();
     core::Result<kube::TrainingProgress> reading = source_.read(address.first, address.second);
     lock.lock();
-    target->second.last = std::move(reading);
-    schedule_.emplace(Clock::now() + interval, address);
+    auto target = targets_.find(address);
+    if (target == targets_.end()) continue;  // forgotten meanwhile
+    // Only a successful reading that differs reaches the status; an error keeps the last one.
+    std::optional<core::Result<kube::TrainingProgress>>& last = target->second.last;
+    const bool changed = reading.ok() && (!last || !last->ok() || **last != *reading);
+    last = std::move(reading);
+    // Forgotten and asked for again meanwhile, it is scheduled already.
+    if (!target->second.due) {
+      target->second.due = Clock::now() + interval;
+      schedule_.emplace(*target->second.due, address);
+    }
+    if (changed) {
+      lock.unlock();
+      tell(address);
+      lock.lock();
+    }
   }
 }
 

@@ -85,7 +85,51 @@ Reconciler::Reconciler(kube::ApiClient& client, Listers listers, kube::EventReco
       clock_(clock),
       progress_(progress),
       metrics_(metrics),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (!options_.progress_changed) return;
+  progress_pushed_ = progress_.onChange([this](const ProgressAddress& address) {
+    std::set<std::string> readers;
+    {
+      std::lock_guard lock(mu_);
+      auto it = progress_readers_.find(address);
+      if (it != progress_readers_.end()) readers = it->second;
+    }
+    for (const std::string& key : readers) options_.progress_changed(key);
+  });
+}
+
+Reconciler::~Reconciler() {
+  if (progress_pushed_) progress_.onChange(nullptr);
+  // The source outlives this reconciler (a new leader term makes a new one): it stops reading
+  // what only this one wanted.
+  for (const auto& [address, readers] : progress_readers_) {
+    progress_.forget(address.first, address.second);
+  }
+}
+
+void Reconciler::trackProgress(const std::string& key, std::optional<ProgressAddress> address) {
+  std::optional<ProgressAddress> unread;
+  {
+    std::lock_guard lock(mu_);
+    auto it = progress_jobs_.find(key);
+    if (it != progress_jobs_.end()) {
+      if (address && it->second == *address) return;
+      auto readers = progress_readers_.find(it->second);
+      readers->second.erase(key);
+      if (readers->second.empty()) {
+        unread = it->second;
+        progress_readers_.erase(readers);
+      }
+      progress_jobs_.erase(it);
+    }
+    if (address) {
+      progress_jobs_.emplace(key, *address);
+      progress_readers_[*address].insert(key);
+      if (unread == address) unread.reset();
+    }
+  }
+  if (unread) progress_.forget(unread->first, unread->second);
+}
 
 core::Result<Action> Reconciler::reconcile(const std::string& key) {
   std::shared_ptr<const kube::TrainingJob> cached = listers_.jobs->get(key);
@@ -96,14 +140,17 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
   }
   if (!cached) {
     // Deleted: garbage collection removes the children through their ownerReferences.
+    trackProgress(key, std::nullopt);
     std::lock_guard lock(mu_);
     expectations_.erase(key);
     ssh_secrets_.erase(key);
     own_writes_.erase(key);
-    progress_jobs_.erase(key);
     gate_releases_.erase(key);
     if (metrics_ != nullptr) metrics_->jobForgotten(key);
     return Action::done();
+  }
+  if (cached->metadata.deletion_timestamp || !managedByUs(cached->spec)) {
+    trackProgress(key, std::nullopt);
   }
   if (cached->metadata.deletion_timestamp) return Action::done();
   if (!managedByUs(cached->spec)) {
@@ -126,11 +173,13 @@ core::Result<Action> Reconciler::reconcile(const std::string& key) {
 
   core::Result<Action> result = Action::done();
   if (isFinished(p.status)) {
+    trackProgress(key, std::nullopt);
     p.job.spec = withDefaults(p.job.spec, options_.validate);
     result = finished(p);
   } else {
     core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(p.job, options_.validate);
     if (!spec.ok()) {
+      trackProgress(key, std::nullopt);
       failJob(p.status, reason::kInvalidSpec, spec.status().message(), p.generation, p.now);
     } else {
       p.job.spec = std::move(spec).value();
@@ -260,7 +309,9 @@ core::Result<Action> Reconciler::active(Pass& p) {
   DecideOptions decide_options;
   decide_options.unschedulable_backoff = options_.unschedulable_backoff;
   decide_options.max_unschedulable_backoff = options_.max_unschedulable_backoff;
-  {
+  if (progress_pushed_) {
+    decide_options.progress_interval = std::chrono::milliseconds(0);
+  } else {
     std::lock_guard lock(mu_);
     decide_options.progress_interval =
         progressInterval(options_.progress_interval, progress_jobs_.size());
@@ -296,18 +347,13 @@ core::Result<Action> Reconciler::active(Pass& p) {
 
   p.status = std::move(plan.status);
   p.release_pods = plan.release_pods;
-  {
-    std::lock_guard lock(mu_);
-    if (plan.read_progress) {
-      progress_jobs_.insert(p.key);
-    } else {
-      progress_jobs_.erase(p.key);
-    }
-  }
-  if (plan.read_progress) {
-    const WorkerPod& rank0 = *observed.pods.front();
+  const WorkerPod* rank0 = plan.read_progress ? observed.pods.front().get() : nullptr;
+  trackProgress(p.key, rank0 == nullptr
+                           ? std::nullopt
+                           : std::optional(ProgressAddress(rank0->pod_ip, metricsPort(p.job))));
+  if (rank0 != nullptr) {
     core::Result<kube::TrainingProgress> progress =
-        progress_.read(rank0.pod_ip, metricsPort(p.job));
+        progress_.read(rank0->pod_ip, metricsPort(p.job));
     if (progress.ok()) {
       p.status.progress = *progress;
     } else {

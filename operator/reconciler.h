@@ -97,11 +97,18 @@ class Reconciler {
     std::chrono::seconds unschedulable_backoff{10};  // doubles per retry
     std::chrono::seconds max_unschedulable_backoff{300};
     bool read_progress = true;
+    // Called with a job's key when its rank 0's progress changed, where the progress source
+    // tells (ProgressSource::onChange): the job then needs no timed refresh.
+    std::function<void(const std::string& key)> progress_changed;
   };
 
   Reconciler(kube::ApiClient& client, Listers listers, kube::EventRecorder& events,
              kube::Clock& clock, ProgressSource& progress, OperatorMetrics* metrics,
              Options options);
+
+  ~Reconciler();
+  Reconciler(const Reconciler&) = delete;
+  Reconciler& operator=(const Reconciler&) = delete;
 
   core::Result<Action> reconcile(const std::string& key);
 
@@ -156,9 +163,14 @@ class Reconciler {
   std::map<std::string, Expectation> expectations_;        // job key -> pods created, not yet seen
   std::map<std::string, std::optional<bool>> api_exists_;  // "group/version" -> served?
   std::map<std::string, std::string> ssh_secrets_;         // job key -> uid whose <job>-ssh exists
-  // Jobs whose last pass read rank 0's progress: their number stretches the progress interval
-  // (progressInterval).
-  std::set<std::string> progress_jobs_;
+  // Jobs whose last pass read rank 0's progress, and where: their number stretches the progress
+  // interval (progressInterval), and a change at an address is news for its readers.
+  std::map<std::string, ProgressAddress> progress_jobs_;
+  std::map<ProgressAddress, std::set<std::string>> progress_readers_;
+  bool progress_pushed_ = false;  // the source tells of changes (options_.progress_changed)
+  // Records that `key` reads progress at `address` (none: no longer), and tells the source when
+  // nobody reads an address any more.
+  void trackProgress(const std::string& key, std::optional<ProgressAddress> address);
   struct OwnWrite {
     uint64_t resource_version = 0;
     kube::Clock::TimePoint deadline;  // wait no longer than this for the cache

@@ -664,6 +664,19 @@ TEST(DecideTest, ProgressIsNotReadWhenTheOptionIsOff) {
   EXPECT_EQ(plan.requeue, std::nullopt);
 }
 
+// A source that tells of changes (progress_interval 0) needs no timer to refresh progress.
+TEST(DecideTest, ProgressIsReadWithoutARequeueWhenTheSourceTellsOfChanges) {
+  Row row{.name = "pushed",
+          .status = {.started_ago = 100},
+          .pods = {{.index = 0, .pod_ip = "10.0.0.7"}, kRunning1}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  DecideOptions options;
+  options.progress_interval = milliseconds(0);
+  const Plan plan = decide(job, statusOf(row.status), observedOf(job, row), kNow, options);
+  EXPECT_TRUE(plan.read_progress);
+  EXPECT_EQ(plan.requeue, std::nullopt);
+}
+
 TEST(DecideTest, AFailedCallWritesNeitherStartTimeNorNewCounts) {
   Row row{.name = "fresh", .status = {.conditions = {{"Suspended", true, "JobSuspended"}}}};
   const kube::TrainingJob job = jobOf(row.spec);

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace ringmaster::op {
 namespace {
@@ -80,22 +81,73 @@ TEST(ProgressPoller, AnswersAtOnceWhileTheTrainerHangsAndLaterWithItsReading) {
   }));
 }
 
-TEST(ProgressPoller, ReadsAgainEveryIntervalAndForgetsAnAddressNobodyAsksFor) {
+TEST(ProgressPoller, ReadsAgainEveryIntervalUntilForgotten) {
   GatedSource source;
   source.release(1);
-  ProgressPoller poller(source, 20ms, /*keep=*/2);
+  ProgressPoller poller(source, 20ms);
   ASSERT_FALSE(poller.read("10.244.0.8", 9090).ok());
-  // While the reconciler keeps asking (a running job), the address is read again and again.
-  ASSERT_TRUE(eventually([&] {
-    (void)poller.read("10.244.0.8", 9090);
-    return source.calls() >= 3;
-  }));
+  // Asked once, the address is read again and again (a running job).
+  ASSERT_TRUE(eventually([&] { return source.calls() >= 3; }));
   EXPECT_EQ(poller.watched(), 1u);
-  // Nobody asks any more (the job finished): the address is dropped and no longer read.
-  ASSERT_TRUE(eventually([&] { return poller.watched() == 0; }));
+  // Nobody wants it any more (the job finished): it is no longer read.
+  poller.forget("10.244.0.8", 9090);
+  EXPECT_EQ(poller.watched(), 0u);
+  std::this_thread::sleep_for(50ms);  // a read under way when forgotten ends meanwhile
   const int calls = source.calls();
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(source.calls(), calls);
+}
+
+// Forgotten while its read is under way and asked for again at once, an address keeps one
+// schedule: it is read once per interval, not twice.
+TEST(ProgressPoller, AnAddressForgottenAndAskedAgainDuringItsReadIsScheduledOnce) {
+  GatedSource source;
+  source.hold();
+  ProgressPoller poller(source, 10s);
+  (void)poller.read("10.244.0.10", 9090);
+  ASSERT_TRUE(eventually([&] { return source.calls() == 1; }));
+  poller.forget("10.244.0.10", 9090);
+  (void)poller.read("10.244.0.10", 9090);  // due at once
+  source.release(1);
+  ASSERT_TRUE(eventually([&] { return source.calls() == 2 && poller.scheduled() == 1; }));
+  std::this_thread::sleep_for(200ms);  // nothing else is due for 10 s
+  EXPECT_EQ(poller.scheduled(), 1u);
+  EXPECT_EQ(source.calls(), 2);
+  EXPECT_EQ(poller.watched(), 1u);
+}
+
+// The listener hears of an address when its reading changed, not at every reading: an idle
+// job's unchanged progress costs no reconcile pass.
+TEST(ProgressPoller, TellsTheListenerOnlyWhenAReadingChanged) {
+  GatedSource source;
+  source.release(7);
+  ProgressPoller poller(source, 10ms);
+  std::mutex mu;
+  std::vector<ProgressAddress> told;
+  EXPECT_TRUE(poller.onChange([&](const ProgressAddress& address) {
+    std::lock_guard lock(mu);
+    told.push_back(address);
+  }));
+  auto toldCount = [&] {
+    std::lock_guard lock(mu);
+    return told.size();
+  };
+  (void)poller.read("10.244.0.11", 9090);
+  ASSERT_TRUE(eventually([&] { return toldCount() == 1; }));  // the first reading is news
+  ASSERT_TRUE(eventually([&] { return source.calls() >= 5; }));
+  EXPECT_EQ(toldCount(), 1u);  // four more readings of step 7: nothing new
+  source.release(8);
+  ASSERT_TRUE(eventually([&] { return toldCount() == 2; }));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(told[1], ProgressAddress("10.244.0.11", 9090));
+  }
+  // Unsubscribed, it hears nothing more.
+  EXPECT_TRUE(poller.onChange(nullptr));
+  source.release(9);
+  const int calls = source.calls();
+  ASSERT_TRUE(eventually([&] { return source.calls() >= calls + 3; }));
+  EXPECT_EQ(toldCount(), 2u);
 }
 
 // Jobs turn Running one after another: each new address is read at once, and the others keep

@@ -346,6 +346,63 @@ TEST_F(ReconcilerTest, RunningOnlyWhenEveryRankJoinedAndProgressFromRankZero) {
   EXPECT_EQ(progress_.last_port, contract::kDefaultMetricsPort);
 }
 
+// A progress source that tells of changes, as ProgressPoller does.
+class PushingProgress : public FakeProgress {
+ public:
+  bool onChange(ChangeListener l) override {
+    listener = std::move(l);
+    return true;
+  }
+  void forget(const std::string& host, int port) override { forgotten.emplace_back(host, port); }
+  ChangeListener listener;
+  std::vector<ProgressAddress> forgotten;
+};
+
+// With a source that says when progress moved, a Running job is not requeued to refresh it:
+// the change brings the job back, and a job that no longer runs is forgotten by the source.
+TEST_F(ReconcilerTest, ProgressThatMovedBringsTheJobBackInsteadOfATimer) {
+  PushingProgress pushing;
+  std::vector<std::string> woken;
+  Reconciler::Options options;
+  options.progress_changed = [&](const std::string& key) { woken.push_back(key); };
+  Listers listers{jobs_, pods_, services_, config_maps_, nullptr};
+  auto reconciler =
+      std::make_unique<Reconciler>(api_, listers, events_, clock_, pushing, nullptr, options);
+  ASSERT_TRUE(pushing.listener);
+  apply(makeJob("fmnist", 2));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(reconciler->reconcile("default/fmnist").ok());
+    sync();
+  }
+  setAllPods("Running", true);
+  sync();
+  pushing.progress = kube::TrainingProgress{};
+  pushing.progress->step = 10;
+  core::Result<Action> a = reconciler->reconcile("default/fmnist");
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->requeue_after.has_value()) << a->requeue_after->count() << " ms";
+  EXPECT_EQ(job().status.progress->step, 10);
+
+  pushing.listener({"127.1.0.1", contract::kDefaultMetricsPort});  // rank 0's reading moved
+  EXPECT_EQ(woken, std::vector<std::string>{"default/fmnist"});
+  pushing.listener({"127.1.0.2", contract::kDefaultMetricsPort});  // nobody reads rank 1
+  EXPECT_EQ(woken.size(), 1u);
+
+  setAllPods("Succeeded", false);
+  sync();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(reconciler->reconcile("default/fmnist").ok());
+    sync();
+  }
+  EXPECT_EQ(job().status.phase, "Succeeded");
+  const std::vector<ProgressAddress> rank0{{"127.1.0.1", contract::kDefaultMetricsPort}};
+  EXPECT_EQ(pushing.forgotten, rank0);
+  pushing.listener({"127.1.0.1", contract::kDefaultMetricsPort});
+  EXPECT_EQ(woken.size(), 1u);
+  reconciler.reset();
+  EXPECT_FALSE(pushing.listener);  // unsubscribed
+}
+
 TEST_F(ReconcilerTest, StatusIsWrittenOnlyWhenItChanged) {
   apply(makeJob("fmnist", 2));
   converge(2);
