@@ -19,6 +19,11 @@
 //   142   128+SIGALRM: a hang was detected, or the rendezvous did not complete in time
 //         (retryable: the operator restarts the gang)
 //   143   stopped by SIGTERM (130 for SIGINT), forwarded to the processes first
+//
+// This file does the I/O (flags, signals, the probe server, processes, the store, the
+// termination message) in that order; what it decides comes from pure functions: the command
+// line (launcher/command_line.h), what the pod runs and for how long (launcher/launch_plan.h),
+// and how it ends (launcher/pod_outcome.h).
 
 #include <signal.h>
 #include <unistd.h>
@@ -37,10 +42,12 @@
 #include <optional>
 #include <thread>
 
+#include "launcher/command_line.h"
 #include "launcher/first_failure.h"
 #include "launcher/hang_detector.h"
+#include "launcher/launch_plan.h"
 #include "launcher/mpi_mode.h"
-#include "launcher/rank_processes.h"
+#include "launcher/pod_outcome.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervisor.h"
 #include "launcher/termination_message.h"
@@ -51,7 +58,6 @@
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
 #include "ringmaster/http/probe_server.h"
-#include "ringmaster/kube/termination_message.h"
 
 namespace ringmaster::launcher {
 namespace {
@@ -59,78 +65,6 @@ namespace {
 using core::Status;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-struct Flags {
-  std::string trainer_config;
-  std::string trainer = "ringmaster-trainer";
-  int64_t health_port = 8080;
-  int64_t rdzv_timeout_seconds = 300;
-  int64_t hang_timeout_seconds = 120;
-  int64_t grace_seconds = 30;
-  bool gpus = false;
-  std::string log_level;
-  std::string mode;  // overrides RINGMASTER_LAUNCHER_MODE
-  std::string termination_message_path{kube::kDefaultTerminationMessagePath};
-  // MPI mode
-  int64_t ssh_port = 2222;
-  std::string ssh_dir = "/etc/ringmaster-ssh";
-  std::string hostfile = "/etc/ringmaster/hostfile";
-  std::string work_dir;
-  std::string sshd = "/usr/sbin/sshd";
-  std::string mpirun = "mpirun";
-  bool standby = false;
-};
-
-constexpr char kSummary[] =
-    "Runs LOCAL_WORLD_SIZE training processes in this pod after every pod of the job joined the "
-    "rendezvous.\nUsage: ringmaster-launcher [flags] [-- PROGRAM ARGS...]\nEnvironment: NODE_RANK, "
-    "NNODES, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGMASTER_JOB, "
-    "RINGMASTER_ATTEMPT, RINGMASTER_STORE_SECRET, RINGMASTER_LAUNCHER_MODE, POD_IP, "
-    "POD_NAME.\nExit "
-    "codes: 0 ok, 1 bad "
-    "input, 2 usage, the first failing process's code, 142 hang or rendezvous timeout, 143 "
-    "SIGTERM.";
-
-void declareFlags(core::FlagSet& f, Flags* fl) {
-  f.addString("trainer-config", &fl->trainer_config,
-              "trainer YAML passed as --config to ringmaster-trainer (spec.trainer)");
-  f.addString("trainer", &fl->trainer, "trainer program, resolved through PATH",
-              "RINGMASTER_TRAINER");
-  f.addInt("health-port", &fl->health_port, "port of /healthz and /readyz (0: any)",
-           "RINGMASTER_HEALTH_PORT");
-  f.addInt("rendezvous-timeout-seconds", &fl->rdzv_timeout_seconds,
-           "how long to wait for the store and every pod to join",
-           "RINGMASTER_RDZV_TIMEOUT_SECONDS");
-  f.addInt("hang-timeout-seconds", &fl->hang_timeout_seconds,
-           "a rank without progress this long is a hang (0: off); keep it below the trainer's "
-           "comm timeout (300 s)",
-           "RINGMASTER_HANG_TIMEOUT_SECONDS");
-  f.addInt("grace-seconds", &fl->grace_seconds, "SIGTERM to SIGKILL delay for the processes",
-           "RINGMASTER_GRACE_SECONDS");
-  f.addBool("gpus", &fl->gpus,
-            "give each process one GPU (CUDA_VISIBLE_DEVICES=<local rank>); implied by "
-            "NVIDIA_VISIBLE_DEVICES");
-  f.addString("log-level", &fl->log_level, "error | warn | info | debug | trace");
-  f.addString("mode", &fl->mode, "native | mpi (default: RINGMASTER_LAUNCHER_MODE, else native)");
-  f.addString("termination-message-path", &fl->termination_message_path,
-              "where the outcome goes for Kubernetes (the container's terminationMessagePath; "
-              "an existing file, else nothing is written)",
-              "RINGMASTER_TERMINATION_MESSAGE_PATH");
-  f.addInt("ssh-port", &fl->ssh_port, "MPI mode: port of this pod's sshd", "RINGMASTER_SSH_PORT");
-  f.addString("ssh-dir", &fl->ssh_dir,
-              "MPI mode: the job's SSH Secret (authorized_keys; id_ecdsa on pod 0)",
-              "RINGMASTER_SSH_DIR");
-  f.addString("hostfile", &fl->hostfile, "MPI mode: Open MPI hostfile (\"HOST slots=N\" lines)",
-              "RINGMASTER_HOSTFILE");
-  f.addString("work-dir", &fl->work_dir,
-              "MPI mode: where sshd's config and host key go (default: RINGMASTER_WORK_DIR, else "
-              "a new directory in /tmp)");
-  f.addString("sshd", &fl->sshd, "MPI mode: sshd, an absolute path", "RINGMASTER_SSHD");
-  f.addString("mpirun", &fl->mpirun, "MPI mode: mpirun, resolved through PATH",
-              "RINGMASTER_MPIRUN");
-  f.addBool("standby", &fl->standby,
-            "hold an elastic job's place on a node without a rank: wait for SIGTERM, exit 0");
-}
 
 // SIGTERM/SIGINT arrive here (they are blocked in every thread, read by sigwait) and go to
 // whatever runs now: the rendezvous (through `stop`) or the supervisor.
@@ -190,33 +124,16 @@ std::string hostName() {
   return gethostname(buf, sizeof(buf)) == 0 ? buf : "unknown";
 }
 
-// Heartbeats many times per hang timeout: the step a verdict names lags by one interval.
-int64_t heartbeatMs(const Flags& flags) {
-  return std::clamp<int64_t>(flags.hang_timeout_seconds * 1000 / 8, 50, 250);
-}
-
-// What every process runs: the user's command, or the trainer (with the MPI backend under
-// mpirun). argv[0] resolved to an absolute path: in MPI mode it starts through sshd's PATH.
-core::Result<std::vector<std::string>> programArgv(const contract::PodEnvironment& env,
-                                                   const Flags& flags,
-                                                   const std::vector<std::string>& command) {
-  std::vector<std::string> argv = command;
-  if (argv.empty()) {
-    argv = {flags.trainer};
-    if (!flags.trainer_config.empty()) argv.insert(argv.end(), {"--config", flags.trainer_config});
-    if (env.mode == contract::LauncherMode::kMpi) argv.insert(argv.end(), {"--backend", "mpi"});
+// Leaves the exit's termination message, if any, and returns its code. A path that does not
+// exist (outside a pod) is expected.
+int finish(const std::string& termination_message_path, const PodExit& pod_exit) {
+  if (pod_exit.termination_message) {
+    if (Status s = writeTerminationMessage(termination_message_path, *pod_exit.termination_message);
+        !s.ok()) {
+      RM_LOG(DEBUG, LAUNCH) << s.message();
+    }
   }
-  const char* path = std::getenv("PATH");
-  RM_ASSIGN_OR_RETURN(argv[0], resolveProgram(argv[0], path ? path : "", selfDirectory()));
-  return argv;
-}
-
-// Leaves `message` at the termination message path; a path that does not exist (outside a pod)
-// is expected.
-void leaveTerminationMessage(const std::string& path, std::string_view message) {
-  if (Status s = writeTerminationMessage(path, message); !s.ok()) {
-    RM_LOG(DEBUG, LAUNCH) << s.message();
-  }
+  return pod_exit.exit_code;
 }
 
 // Rank 0's trainer writes its summary into a directory of its own, which the launcher removes.
@@ -259,25 +176,18 @@ int run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   core::log::initFromEnv();
 
-  // Everything after the first "--" is the user's command, untouched by flag parsing.
-  std::vector<const char*> own_args;
-  std::vector<std::string> command;
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0 && std::string(argv[i]) == "--") {
-      command.assign(argv + i + 1, argv + argc);
-      if (command.empty()) {
-        std::fprintf(stderr, "ringmaster-launcher: '--' must be followed by a program\n");
-        return 2;
-      }
-      break;
-    }
-    own_args.push_back(argv[i]);
+  auto line = splitCommandLine(argc, argv);
+  if (!line.ok()) {
+    std::fprintf(stderr, "ringmaster-launcher: %s\n", line.status().message().c_str());
+    return line.status().exitCode();
   }
-  Flags flags;
-  core::FlagSet flag_set("ringmaster-launcher", kSummary);
-  declareFlags(flag_set, &flags);
+  const std::vector<std::string>& command = line->command;
+  LauncherFlags flags;
+  core::FlagSet flag_set("ringmaster-launcher", kLauncherSummary);
+  declareLauncherFlags(flag_set, &flags);
   bool help = false;
-  if (Status s = flag_set.parse(static_cast<int>(own_args.size()), own_args.data(), &help);
+  if (Status s =
+          flag_set.parse(static_cast<int>(line->own_args.size()), line->own_args.data(), &help);
       !s.ok()) {
     std::fprintf(stderr, "ringmaster-launcher: %s\n", s.message().c_str());
     return 2;
@@ -307,17 +217,9 @@ int run(int argc, char** argv) {
   }
   auto fail = [&flags](const Status& status) {
     RM_LOG(ERROR, LAUNCH) << status.message();
-    leaveTerminationMessage(flags.termination_message_path,
-                            failureMessage("launcher: " + status.message(), ""));
-    return status.exitCode();
+    return finish(flags.termination_message_path, badInputExit(status));
   };
-  if (flags.health_port < 0 || flags.health_port > 65535)
-    return fail(core::invalidArgument("--health-port=" + std::to_string(flags.health_port) +
-                                      " is not a TCP port"));
-  if (flags.rdzv_timeout_seconds < 1 || flags.hang_timeout_seconds < 0 || flags.grace_seconds < 0)
-    return fail(core::invalidArgument(
-        "--rendezvous-timeout-seconds must be positive, --hang-timeout-seconds and "
-        "--grace-seconds not negative"));
+  if (Status s = checkFlagValues(flags); !s.ok()) return fail(s);
 
   auto env = contract::parsePodEnvironment([](const char* name) { return std::getenv(name); });
   if (!env.ok()) return fail(env.status());
@@ -330,60 +232,34 @@ int run(int argc, char** argv) {
     ::setenv(contract::store_secret::kEnv, env->store_secret.c_str(), 1);
   }
   core::log::setDefaultPrefix(env->job + " " + env->describePod());
-  if (!flags.mode.empty()) {
-    std::optional<contract::LauncherMode> mode = contract::parseLauncherMode(flags.mode);
-    if (!mode)
-      return fail(core::invalidArgument("--mode=" + flags.mode + " must be native or mpi"));
-    env->mode = *mode;
-  }
-  const bool mpi_mode = env->mode == contract::LauncherMode::kMpi;
-  auto program = programArgv(*env, flags, command);
-  if (!program.ok()) return fail(program.status());
-  // The pod's TF_CONFIG (the operator's, for a user's program): each process gets its own task.
-  std::optional<contract::TfConfig> tf_config;
-  if (const char* tf = std::getenv(contract::kTfConfigEnv); tf != nullptr && *tf != '\0') {
-    auto parsed = contract::parseTfConfig(tf);
-    if (!parsed.ok()) return fail(parsed.status());
-    tf_config = std::move(parsed).value();
-  }
-  std::vector<ProcessSpec> specs =
-      rankProcesses(*env, *program, heartbeatMs(flags), flags.gpus || env->has_gpus, tf_config);
-  // Rank 0 of the built-in trainer writes its summary: the termination message on success.
-  // Under mpirun every rank has one command line, so all get the flag and only rank 0 writes;
-  // mpirun places rank 0 on this pod, the first of the hostfile.
+  // Programs resolve through PATH, then this binary's directory (a build tree's trainer).
+  const char* path = std::getenv("PATH");
+  const std::string path_env = path ? path : "";
+  const std::string self_dir = selfDirectory();
+  const char* tf_config = std::getenv(contract::kTfConfigEnv);
+  auto plan =
+      planLaunch(flags, *env, command, tf_config ? tf_config : "",
+                 [&](const std::string& name) { return resolveProgram(name, path_env, self_dir); });
+  if (!plan.ok()) return fail(plan.status());
+  env->mode = plan->mode;
   std::unique_ptr<SummaryFile> summary;
-  if (command.empty() && env->firstRank() == 0 && (mpi_mode || !specs.empty())) {
+  if (plan->wants_summary) {
     summary = std::make_unique<SummaryFile>();
-    if (summary->ok()) {
-      std::vector<std::string>& argv = mpi_mode ? *program : specs.front().argv;
-      argv.insert(argv.end(), {"--summary-json", summary->path()});
-    }
+    if (summary->ok()) addSummaryPath(*plan, summary->path());
   }
   RM_LOG(INFO, CONFIG) << contract::launcherModeName(env->mode) << " mode, attempt " << env->attempt
                        << ", pod " << env->node_rank << " of " << env->nnodes << ", "
                        << env->local_world_size << " process(es) of " << env->world_size
                        << ", store " << env->master_addr << ":" << env->store_port << ", running "
-                       << (*program)[0] << ", rendezvous timeout " << flags.rdzv_timeout_seconds
+                       << plan->program[0] << ", rendezvous timeout " << flags.rdzv_timeout_seconds
                        << " s, hang timeout " << flags.hang_timeout_seconds << " s";
 
   // MPI mode: sshd up before anything listens, so that bad input fails fast.
   std::unique_ptr<MpiPod> mpi;
-  if (mpi_mode) {
-    if (flags.ssh_port < 1 || flags.ssh_port > 65535)
-      return fail(core::invalidArgument("--ssh-port=" + std::to_string(flags.ssh_port) +
-                                        " is not a TCP port"));
-    MpiOptions options;
-    options.work_dir = flags.work_dir.empty() ? env->work_dir : flags.work_dir;
-    options.ssh_dir = flags.ssh_dir;
-    options.hostfile = flags.hostfile;
-    options.ssh_port = static_cast<int>(flags.ssh_port);
-    options.sshd = flags.sshd;
-    options.mpirun = flags.mpirun;
-    options.program = *program;
-    options.grace = seconds(flags.grace_seconds);
-    // Ranks heartbeat into this attempt's store, as in native mode (hang detection).
-    options.heartbeat_ms = heartbeatMs(flags);
-    auto started = MpiPod::start(*env, std::move(options));
+  if (env->mode == contract::LauncherMode::kMpi) {
+    auto options = mpiOptions(flags, *env, *plan);
+    if (!options.ok()) return fail(options.status());
+    auto started = MpiPod::start(*env, std::move(options).value());
     if (!started.ok()) return fail(started.status());
     mpi = std::move(started).value();
   }
@@ -411,19 +287,20 @@ int run(int argc, char** argv) {
 
   // The rendezvous: a deadline that runs out is retryable (the gang restarts), bad input not.
   auto rdzv_failed = [&](const Status& status) {
-    if (status.code() == core::Code::kCancelled) {
-      RM_LOG(WARN, RDZV) << status.message();
-      return signals.exitCode();
+    switch (classifyRendezvousFailure(status)) {
+      case RendezvousFailure::kStopped:
+        RM_LOG(WARN, RDZV) << status.message();
+        break;
+      case RendezvousFailure::kRetryable:
+        RM_LOG(ERROR, RDZV) << status.message() << " (exit " << kHangExitCode << ", retryable)";
+        break;
+      case RendezvousFailure::kBadInput:
+        RM_LOG(ERROR, LAUNCH) << status.message();
+        break;
     }
-    if (status.code() == core::Code::kTimeout || status.code() == core::Code::kUnavailable) {
-      RM_LOG(ERROR, RDZV) << status.message() << " (exit " << kHangExitCode << ", retryable)";
-      leaveTerminationMessage(flags.termination_message_path,
-                              failureMessage("rendezvous: " + status.message(), ""));
-      return kHangExitCode;
-    }
-    return fail(status);
+    return finish(flags.termination_message_path, rendezvousExit(status, signals.exitCode()));
   };
-  const milliseconds rdzv_timeout = seconds(flags.rdzv_timeout_seconds);
+  const milliseconds rdzv_timeout = plan->rendezvous_timeout;
   const auto rdzv_start = std::chrono::steady_clock::now();
   auto store = AttemptStore::open(*env, rdzv_timeout, signals.stop());
   if (!store.ok()) return rdzv_failed(store.status());
@@ -448,9 +325,9 @@ int run(int argc, char** argv) {
   std::function<void(int, const std::string&)> stop_for_hang;
   if (mpi == nullptr) {
     Supervisor::Options options;
-    options.grace = seconds(flags.grace_seconds);
+    options.grace = plan->grace;
     options.capture_errors = true;
-    auto started = Supervisor::start(std::move(specs), options);
+    auto started = Supervisor::start(std::move(plan->processes), options);
     if (!started.ok()) return fail(started.status());
     supervisor = std::move(started).value();
     signals.attach(supervisor.get());
@@ -463,16 +340,14 @@ int run(int argc, char** argv) {
 
   std::unique_ptr<HangMonitor> monitor;
   std::atomic<bool> own_verdict{false};  // this pod's monitor judged a hang (outlives monitor)
-  if (flags.hang_timeout_seconds > 0) {
+  if (plan->hang_timeout > milliseconds(0)) {
     auto client = (*store)->connectAnother(seconds(10));
     if (!client.ok()) {
       RM_LOG(WARN, LAUNCH) << "hang detection off: " << client.status().message();
     } else {
-      const milliseconds timeout = seconds(flags.hang_timeout_seconds);
       monitor = std::make_unique<HangMonitor>(
           std::move(client).value(), env->attemptPrefix(),
-          HangJudge(env->world_size, env->local_world_size, timeout),
-          std::clamp(timeout / 8, milliseconds(50), milliseconds(250)),
+          HangJudge(env->world_size, env->local_world_size, plan->hang_timeout), plan->hang_poll,
           [stop_for_hang, &own_verdict](const Hang& hang) {
             own_verdict = true;
             RM_LOG(ERROR, LAUNCH) << hang.message() << "; stopping this pod (exit " << kHangExitCode
@@ -496,41 +371,34 @@ int run(int argc, char** argv) {
   }
   monitor.reset();
   mpi.reset();  // MPI mode: sshd stopped, what its sessions left behind killed
-  // Processes that failed because another pod stopped a hung gang (they exit 142 themselves when
-  // their peers vanish), or this pod deleted by the operator's gang restart before its own
-  // monitor reached the verdict: name the hung rank too.
-  bool hang_reported = own_verdict;
-  if (outcome.exit_code != 0 && !own_verdict) {
-    if (std::optional<std::string> hang = publishedHang((*store)->store())) {
-      RM_LOG(ERROR, LAUNCH) << *hang << " (published by another pod; " << outcome.reason << ")";
-      hang_reported = true;
-      // A signal's exit code stays: it says how this pod ended.
-      if (!signals.stop()->stopRequested()) outcome = {kHangExitCode, "hang: " + *hang};
-    }
+  // A failure may be another pod's hang seen from here (it stopped the gang, or the operator's
+  // restart deleted this pod first): the verdict then names the hung rank too.
+  PodVerdict verdict = podVerdict(outcome, cause, own_verdict, signals.stop()->stopRequested(),
+                                  [&store] { return publishedHang((*store)->store()); });
+  if (verdict.published_hang) {
+    RM_LOG(ERROR, LAUNCH) << *verdict.published_hang << " (published by another pod; "
+                          << outcome.reason << ")";
   }
-  // The rank whose error came first, when it is not the one that exited first.
-  std::string reason = outcome.reason;
-  if (!cause.exited_first) reason += "; " + cause.name + "'s error came first";
-  std::string failure = failureMessage(reason, cause.error_line);
-  if (outcome.exit_code != 0 && !hang_reported && !signals.stop()->stopRequested()) {
+  std::string failure = verdict.failure;
+  if (verdict.report_to_gang) {
     // This pod's own process failed: the gang's first failure is the one to report.
     failure = failureMessage(reportFailure((*store)->store(), env->node_rank, env->nnodes, failure,
                                            cause.unix_ms, seconds(2)),
                              "");
   }
-  finishGang((*store)->store(), env->node_rank, env->nnodes, rdzv_timeout,
-             seconds(flags.grace_seconds), signals.stop());
-  if (outcome.exit_code == 0) {
-    RM_LOG(INFO, LAUNCH) << outcome.reason << "; exiting 0";
-    std::optional<std::string> text = summary && summary->ok() ? summary->read() : std::nullopt;
-    std::optional<std::string> message = text ? summaryMessage(*text) : std::nullopt;
-    if (text && !message) RM_LOG(WARN, LAUNCH) << "rank 0's summary is not a small JSON object";
-    if (message) leaveTerminationMessage(flags.termination_message_path, *message);
+  finishGang((*store)->store(), env->node_rank, env->nnodes, rdzv_timeout, plan->grace,
+             signals.stop());
+  const std::optional<std::string> summary_json =
+      summary && summary->ok() ? summary->read() : std::nullopt;
+  const PodExit pod_exit = processesExit(verdict.outcome, failure, summary_json);
+  if (pod_exit.exit_code == 0) {
+    RM_LOG(INFO, LAUNCH) << verdict.outcome.reason << "; exiting 0";
+    if (summary_json && !pod_exit.termination_message)
+      RM_LOG(WARN, LAUNCH) << "rank 0's summary is not a small JSON object";
   } else {
-    RM_LOG(WARN, LAUNCH) << outcome.reason << "; exiting " << outcome.exit_code;
-    leaveTerminationMessage(flags.termination_message_path, failure);
+    RM_LOG(WARN, LAUNCH) << verdict.outcome.reason << "; exiting " << pod_exit.exit_code;
   }
-  return outcome.exit_code;
+  return finish(flags.termination_message_path, pod_exit);
 }
 
 }  // namespace
