@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "ringmaster/kube/yaml_documents.h"
 
@@ -39,42 +40,9 @@ core::Result<TrainerConfig> trainerConfig(const kube::TrainerSpec& spec) {
       !errors.empty()) {
     return core::invalidArgument(contract::describe(errors));
   }
-  const contract::TrainerSettings s = contract::trainerSettings(spec);
-  TrainerConfig c;
-  c.model.type = contract::name(s.model.type);
-  c.model.hidden.assign(s.model.hidden.begin(), s.model.hidden.end());
-  c.model.conv_channels.assign(s.model.channels.begin(), s.model.channels.end());
-  c.model.cnn_hidden = s.model.cnn_hidden;
-  c.dataset = {s.dataset.name, s.dataset.path};
-  c.epochs = s.epochs;
-  c.batch_size = s.batch_size;
-  c.global_batch_size = s.global_batch_size;
-  c.optimizer.type = contract::name(s.optimizer.type);
-  c.optimizer.learning_rate = s.optimizer.learning_rate;
-  c.optimizer.momentum = s.optimizer.momentum;
-  c.optimizer.weight_decay = s.optimizer.weight_decay;
-  c.optimizer.nesterov = s.optimizer.nesterov;
-  c.optimizer.beta1 = s.optimizer.beta1;
-  c.optimizer.beta2 = s.optimizer.beta2;
-  c.optimizer.epsilon = s.optimizer.epsilon;
-  c.lr_schedule = contract::name(s.optimizer.schedule);
-  c.bucket_cap_mb = s.bucket_cap_mb;
-  c.first_bucket_cap_mb = s.first_bucket_cap_mb;
-  c.checkpoint = {s.checkpoint.path, s.checkpoint.every_steps, s.checkpoint.keep};
-  c.seed = s.seed;
-  c.device = contract::name(s.device);
-  c.precision = contract::name(s.precision);
-  c.cuda_graph = s.cuda_graph;
-  c.blas_threads = s.blas_threads;
-  c.max_steps = s.max_steps;
-  c.log_every_steps = s.log_every_steps;
-  c.comm_timeout_seconds = s.comm_timeout_seconds;
-  c.pipeline.stages = s.pipeline.stages;
-  c.pipeline.micro_batches = s.pipeline.micro_batches;
-  c.pipeline.schedule = contract::name(s.pipeline.schedule);
-  c.pipeline.partition.assign(s.pipeline.partition.begin(), s.pipeline.partition.end());
-  c.tensor = s.tensor;
-  return c;
+  TrainerConfig config;
+  config.settings = contract::trainerSettings(spec);
+  return config;
 }
 
 core::Result<TrainerConfig> parseTrainerConfig(const std::string& yaml_text,
@@ -85,44 +53,82 @@ core::Result<TrainerConfig> parseTrainerConfig(const std::string& yaml_text,
   return config;
 }
 
-TrainerConfig defaultTrainerConfig() { return *trainerConfig({}); }
+contract::TrainerSettings defaultTrainerSettings() { return trainerConfig({})->settings; }
 
-core::Status resolveBatchSize(TrainerConfig& config, int world) {
-  if (config.global_batch_size <= 0) return core::Status::Ok();
-  if (world < 1 || config.global_batch_size % world != 0) {
+core::Status resolveBatchSize(contract::TrainerSettings& settings, int world) {
+  if (settings.global_batch_size <= 0) return core::Status::Ok();
+  if (world < 1 || settings.global_batch_size % world != 0) {
     return core::invalidArgument(
-        "trainer.globalBatchSize: " + std::to_string(config.global_batch_size) +
+        "trainer.globalBatchSize: " + std::to_string(settings.global_batch_size) +
         " samples do not split evenly among " + std::to_string(world) +
         " ranks; choose a multiple of every world size the job may run at");
   }
-  config.batch_size = config.global_batch_size / world;
+  settings.batch_size = settings.global_batch_size / world;
   return core::Status::Ok();
 }
 
-std::string describe(const TrainerConfig& c) {
+std::string describe(const TrainerConfig& config) {
+  const contract::TrainerSettings& s = config.settings;
   std::ostringstream out;
-  out << "model=" << c.model.type;
-  if (c.model.type == "mlp") {
+  out << "model=" << contract::name(s.model.type);
+  if (s.model.type == contract::ModelType::kMlp) {
     out << " hidden=[";
-    for (size_t i = 0; i < c.model.hidden.size(); ++i) out << (i ? "," : "") << c.model.hidden[i];
+    for (size_t i = 0; i < s.model.hidden.size(); ++i) out << (i ? "," : "") << s.model.hidden[i];
     out << "]";
   } else {
-    out << " channels=[" << c.model.conv_channels[0] << "," << c.model.conv_channels[1] << "]";
+    out << " channels=[" << s.model.channels[0] << "," << s.model.channels[1] << "]";
   }
-  out << " epochs=" << c.epochs << " batchSize=" << c.batch_size;
-  if (c.global_batch_size > 0) out << " globalBatchSize=" << c.global_batch_size;
-  out << " optimizer=" << c.optimizer.type << " lr=" << c.optimizer.learning_rate
-      << " schedule=" << c.lr_schedule << " momentum=" << c.optimizer.momentum
-      << " weightDecay=" << c.optimizer.weight_decay << " bucketCapMB=" << c.bucket_cap_mb
-      << " backend=" << c.backend << " device=" << c.device << " precision=" << c.precision
-      << " seed=" << c.seed << " blasThreads=" << c.blas_threads << " data=" << c.dataset.path
-      << " checkpoint=" << (c.checkpoint.path.empty() ? "off" : c.checkpoint.path);
-  if (c.pipeline.stages > 1) {
-    out << " pipeline=" << c.pipeline.stages << " stages x " << c.pipeline.micro_batches
-        << " micro-batches (" << c.pipeline.schedule << ")";
+  out << " epochs=" << s.epochs << " batchSize=" << s.batch_size;
+  if (s.global_batch_size > 0) out << " globalBatchSize=" << s.global_batch_size;
+  out << " optimizer=" << contract::name(s.optimizer.type) << " lr=" << s.optimizer.learning_rate
+      << " schedule=" << contract::name(s.optimizer.schedule)
+      << " momentum=" << s.optimizer.momentum << " weightDecay=" << s.optimizer.weight_decay
+      << " bucketCapMB=" << s.bucket_cap_mb << " backend=" << config.backend
+      << " device=" << contract::name(s.device) << " precision=" << contract::name(s.precision)
+      << " seed=" << s.seed << " blasThreads=" << s.blas_threads << " data=" << s.dataset.path
+      << " checkpoint=" << (s.checkpoint.path.empty() ? "off" : s.checkpoint.path);
+  if (s.pipeline.stages > 1) {
+    out << " pipeline=" << s.pipeline.stages << " stages x " << s.pipeline.micro_batches
+        << " micro-batches (" << contract::name(s.pipeline.schedule) << ")";
   }
-  if (c.tensor > 1) out << " tensor=" << c.tensor;
+  if (s.tensor > 1) out << " tensor=" << s.tensor;
   return out.str();
+}
+
+model::ModelConfig modelConfig(const contract::TrainerSettings::Model& model) {
+  model::ModelConfig config;
+  switch (model.type) {
+    case contract::ModelType::kMlp:
+      config.type = model::ModelKind::kMlp;
+      break;
+    case contract::ModelType::kCnn:
+      config.type = model::ModelKind::kCnn;
+      break;
+  }
+  config.hidden.assign(model.hidden.begin(), model.hidden.end());
+  config.conv_channels.assign(model.channels.begin(), model.channels.end());
+  config.cnn_hidden = model.cnn_hidden;
+  return config;
+}
+
+optim::OptimizerConfig optimizerConfig(const contract::TrainerSettings::Optimizer& optimizer) {
+  optim::OptimizerConfig config;
+  switch (optimizer.type) {
+    case contract::OptimizerType::kSgd:
+      config.type = optim::OptimizerKind::kSgd;
+      break;
+    case contract::OptimizerType::kAdam:
+      config.type = optim::OptimizerKind::kAdam;
+      break;
+  }
+  config.learning_rate = optimizer.learning_rate;
+  config.momentum = optimizer.momentum;
+  config.weight_decay = optimizer.weight_decay;
+  config.nesterov = optimizer.nesterov;
+  config.beta1 = optimizer.beta1;
+  config.beta2 = optimizer.beta2;
+  config.epsilon = optimizer.epsilon;
+  return config;
 }
 
 }  // namespace ringmaster::trainer

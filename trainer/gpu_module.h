@@ -41,7 +41,8 @@ class GpuModule {
   virtual core::Result<std::unique_ptr<comm::Communicator>> makeNcclCommunicator(
       const comm::NcclConfig& config) = 0;
   // GPU training (trainer/gpu/gpu_trainer.h); ctx.comm is the nccl backend.
-  virtual core::Result<TrainSummary> train(const TrainerConfig& config, TrainerContext ctx) = 0;
+  virtual core::Result<TrainSummary> train(const contract::TrainerSettings& settings,
+                                           TrainerContext ctx) = 0;
   // A pipeline stage on the current device (TrainerContext::make_device_stage).
   virtual core::Result<std::unique_ptr<DeviceStage>> makePipelineStage(model::ModelStage& host,
                                                                        int slots) = 0;
@@ -53,23 +54,23 @@ class GpuModule {
 // What the trainer and the module must agree on: the module's entry returns null on mismatch.
 struct GpuModuleAbi {
   int version;
-  size_t trainer_config_size;
+  size_t trainer_settings_size;
   size_t trainer_context_size;
   size_t train_summary_size;
   size_t nccl_config_size;
   const char* compiler;
 };
 
-inline constexpr int kGpuModuleAbiVersion = 2;
+inline constexpr int kGpuModuleAbiVersion = 3;
 inline constexpr char kGpuModuleEntry[] = "ringmaster_gpu_module";
 inline constexpr char kGpuModuleFile[] = "libringmaster-trainer-cuda.so";
 
 inline GpuModuleAbi thisGpuModuleAbi() {
-  return {kGpuModuleAbiVersion, sizeof(TrainerConfig),    sizeof(TrainerContext),
-          sizeof(TrainSummary), sizeof(comm::NcclConfig), __VERSION__};
+  return {kGpuModuleAbiVersion, sizeof(contract::TrainerSettings), sizeof(TrainerContext),
+          sizeof(TrainSummary), sizeof(comm::NcclConfig),          __VERSION__};
 }
 inline bool sameGpuModuleAbi(const GpuModuleAbi& a, const GpuModuleAbi& b) {
-  return a.version == b.version && a.trainer_config_size == b.trainer_config_size &&
+  return a.version == b.version && a.trainer_settings_size == b.trainer_settings_size &&
          a.trainer_context_size == b.trainer_context_size &&
          a.train_summary_size == b.train_summary_size && a.nccl_config_size == b.nccl_config_size &&
          std::string(a.compiler) == b.compiler;
@@ -82,10 +83,10 @@ struct LoadedGpu {
   GpuModule* module = nullptr;  // set when availability.module_loaded
 };
 
-// device "cpu": loads nothing. "auto": looks for the CUDA driver first (libcuda.so.1) and loads
-// nothing without one. "cuda": always tries the module, so the user learns exactly what is
+// device cpu: loads nothing. auto: looks for the CUDA driver first (libcuda.so.1) and loads
+// nothing without one. cuda: always tries the module, so the user learns exactly what is
 // missing. The module, once loaded, stays for the life of the process.
-LoadedGpu loadGpuModule(const std::string& device);
+LoadedGpu loadGpuModule(contract::Device device);
 
 // Where loadGpuModule looks for the module.
 std::string gpuModulePath();

@@ -35,9 +35,9 @@ std::string gpuModulePath() {
   return (exe.parent_path().parent_path() / "lib" / "ringmaster" / kGpuModuleFile).string();
 }
 
-LoadedGpu loadGpuModule(const std::string& device) {
-  if (device == "cpu") return unavailable("device cpu");
-  if (device == "auto") {
+LoadedGpu loadGpuModule(contract::Device device) {
+  if (device == contract::Device::kCpu) return unavailable("device cpu");
+  if (device == contract::Device::kAuto) {
     // The driver comes with the GPU (the container runtime mounts it in); without it there is
     // no GPU to find, and a CPU machine need not have the CUDA runtime at all.
     void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);

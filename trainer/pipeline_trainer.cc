@@ -34,6 +34,19 @@ using core::Status;
 // Forward + backward timings are noisy; the fastest of a few runs is what the layer costs.
 constexpr int kProfileRepeats = 3;
 
+// The pipeline library's name for the contract's schedule.
+pipeline::ScheduleKind scheduleKind(contract::PipelineSchedule schedule) {
+  switch (schedule) {
+    case contract::PipelineSchedule::kGPipe:
+      return pipeline::ScheduleKind::kGPipe;
+    case contract::PipelineSchedule::kOneFOneB:
+      return pipeline::ScheduleKind::kOneFOneB;
+    case contract::PipelineSchedule::kPipeDream:
+      return pipeline::ScheduleKind::kPipeDream;
+  }
+  return pipeline::ScheduleKind::kOneFOneB;  // not reached: every schedule is above
+}
+
 std::string stageName(int stage, int stages) {
   return "stage " + std::to_string(stage) + " of " + std::to_string(stages);
 }
@@ -50,8 +63,8 @@ struct Layout {
   bool last() const { return stage + 1 == stages; }
 };
 
-std::string stageDirectory(const TrainerConfig& config, const Layout& layout) {
-  std::string dir = config.checkpoint.path + "/stage-" + std::to_string(layout.stage) + "-of-" +
+std::string stageDirectory(const contract::TrainerSettings& settings, const Layout& layout) {
+  std::string dir = settings.checkpoint.path + "/stage-" + std::to_string(layout.stage) + "-of-" +
                     std::to_string(layout.stages);
   if (layout.tensor > 1) {
     dir += "-tensor-" + std::to_string(layout.tensor_rank) + "-of-" + std::to_string(layout.tensor);
@@ -61,13 +74,14 @@ std::string stageDirectory(const TrainerConfig& config, const Layout& layout) {
 
 // The first layer of every stage: the user's cut, or rank 0's measured and balanced one,
 // broadcast so that every stage builds from the same numbers.
-Result<pipeline::StageStarts> choosePartition(const TrainerConfig& config, comm::Communicator& comm,
-                                              int micro_rows) {
-  const int stages = config.pipeline.stages;
-  RM_ASSIGN_OR_RETURN(const int layers, model::ModelStage::layerCount(config.model));
-  if (!config.pipeline.partition.empty()) {
-    pipeline::StageStarts starts(config.pipeline.partition.begin(),
-                                 config.pipeline.partition.end());
+Result<pipeline::StageStarts> choosePartition(const contract::TrainerSettings& settings,
+                                              const model::ModelConfig& model_config,
+                                              comm::Communicator& comm, int micro_rows) {
+  const int stages = settings.pipeline.stages;
+  RM_ASSIGN_OR_RETURN(const int layers, model::ModelStage::layerCount(model_config));
+  if (!settings.pipeline.partition.empty()) {
+    pipeline::StageStarts starts(settings.pipeline.partition.begin(),
+                                 settings.pipeline.partition.end());
     RM_RETURN_IF_ERROR(pipeline::checkPartition(starts, layers));
     if (static_cast<int>(starts.size()) != stages) {
       return core::invalidArgument(
@@ -79,12 +93,12 @@ Result<pipeline::StageStarts> choosePartition(const TrainerConfig& config, comm:
   if (stages == 1) return pipeline::StageStarts{0};  // tensor parallelism alone: nothing to cut
   std::vector<int32_t> cut(stages, 0);
   if (comm.rank() == 0) {
-    RM_ASSIGN_OR_RETURN(auto whole,
-                        model::ModelStage::create(config.model, config.seed, micro_rows, 0, layers,
-                                                  /*slots=*/1));
+    RM_ASSIGN_OR_RETURN(
+        auto whole, model::ModelStage::create(model_config, settings.seed, micro_rows, 0, layers,
+                                              /*slots=*/1));
     const std::vector<double> seconds = whole->measureLayerSeconds(kProfileRepeats);
     // With tensor parallelism a stage holds whole layer pairs: cut the pairs, then map back.
-    const size_t unit = config.tensor > 1 ? 2 : 1;
+    const size_t unit = settings.tensor > 1 ? 2 : 1;
     std::vector<double> unit_seconds((seconds.size() + unit - 1) / unit, 0.0);
     for (size_t i = 0; i < seconds.size(); ++i) unit_seconds[i / unit] += seconds[i];
     RM_ASSIGN_OR_RETURN(pipeline::StageStarts starts,
@@ -120,11 +134,11 @@ class PipelineEngine final : public StepEngine {
   // stage's tensor-parallel reducer adds up (never null; zero without tensor parallelism).
   // `device`: the stage's GPU copy that the executor runs (null on the CPU); `stage` then holds
   // the master weights the optimizer updates.
-  PipelineEngine(const TrainerConfig& config, const TrainerContext& ctx, model::ModelStage& stage,
-                 DeviceStage* device, optim::Optimizer& optimizer,
+  PipelineEngine(const contract::TrainerSettings& settings, const TrainerContext& ctx,
+                 model::ModelStage& stage, DeviceStage* device, optim::Optimizer& optimizer,
                  pipeline::StageExecutor& executor, const Layout& layout, comm::Communicator* group,
                  std::string signature, const TensorSums* tensor_sums)
-      : config_(config),
+      : settings_(settings),
         tensor_sums_(tensor_sums),
         ctx_(ctx),
         comm_(*ctx.comm),
@@ -140,11 +154,11 @@ class PipelineEngine final : public StepEngine {
         signature_(std::move(signature)),
         train_(*ctx.train),
         test_(*ctx.test),
-        batch_(static_cast<int>(config.batch_size)),
+        batch_(static_cast<int>(settings.batch_size)),
         // One sampler per replica, the same for all of its stages: every stage of a replica takes
         // the same mini-batch, and the replicas take the strided shards data parallelism takes.
-        sampler_(train_.size(), layout.replica, layout.replicas, config.seed),
-        total_steps_(static_cast<double>(config.epochs) *
+        sampler_(train_.size(), layout.replica, layout.replicas, settings.seed),
+        total_steps_(static_cast<double>(settings.epochs) *
                      static_cast<double>(sampler_.numBatches(batch_))),
         x_(static_cast<size_t>(batch_) * train_.featureSize()),
         y_(static_cast<size_t>(batch_)) {}
@@ -163,7 +177,7 @@ class PipelineEngine final : public StepEngine {
     int64_t micro_batches = 0;
     for (int64_t b = first_batch; b < batchesPerEpoch(); ++b) {
       const int64_t rows = std::min<int64_t>(batch_, shard - b * batch_);
-      micro_batches += std::min<int64_t>(config_.pipeline.micro_batches, rows);
+      micro_batches += std::min<int64_t>(settings_.pipeline.micro_batches, rows);
     }
     return executor_.beginStream(micro_batches);
   }
@@ -174,7 +188,7 @@ class PipelineEngine final : public StepEngine {
 
     const auto t0 = Clock::now();
     const TensorSums tensor_before = *tensor_sums_;
-    optimizer_.setLearningRate(learningRateAt(config_, steps_done, total_steps_));
+    optimizer_.setLearningRate(learningRateAt(settings_.optimizer, steps_done, total_steps_));
     pipeline::StepStats stats;
     if (pipedream_) {
       RM_ASSIGN_OR_RETURN(stats,
@@ -224,9 +238,9 @@ class PipelineEngine final : public StepEngine {
         return core::invalidArgument(
             "pipeline " + stageName(stage_index_, stages_) + ": loss became " +
             std::to_string(loss) + " at step " + std::to_string(step) + " (learning rate " +
-            std::to_string(config_.optimizer.learning_rate) + " too high?)");
+            std::to_string(settings_.optimizer.learning_rate) + " too high?)");
       }
-      if (config_.log_every_steps > 0 && step % config_.log_every_steps == 0) {
+      if (settings_.log_every_steps > 0 && step % settings_.log_every_steps == 0) {
         RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << step << " loss " << loss;
       }
     }
@@ -287,7 +301,7 @@ class PipelineEngine final : public StepEngine {
     EpochTotals totals(scores ? stats.correct : 0, scores ? stats.loss_sum : 0, scores ? rows : 0,
                        scores ? train_loss_sum : 0, scores ? static_cast<double>(train_steps) : 0);
     comm::AllreduceOptions opts;
-    opts.timeout = std::chrono::seconds(config_.comm_timeout_seconds);
+    opts.timeout = std::chrono::seconds(settings_.comm_timeout_seconds);
     opts.tag = "epoch totals";
     RM_RETURN_IF_ERROR_CTX(comm_.allreduceSum(totals.values, EpochTotals::kCount, opts),
                            "pipeline " + stageName(stage_index_, stages_) + ": " + what);
@@ -302,7 +316,7 @@ class PipelineEngine final : public StepEngine {
                          << "epoch ends)";
       return Status::Ok();
     }
-    return writeTrainingCheckpoint(config_, stageDirectory(config_, layout_), signature_,
+    return writeTrainingCheckpoint(settings_, stageDirectory(settings_, layout_), signature_,
                                    stage_.params(), optimizer_, at, ctx_.metrics)
         .withContext("pipeline " + stageName(stage_index_, stages_));
   }
@@ -338,7 +352,7 @@ class PipelineEngine final : public StepEngine {
   // mean, so the average is the mean over all of them, as one rank with their union would have.
   Status averageOverReplicas(int64_t step) {
     comm::AllreduceOptions opts;
-    opts.timeout = std::chrono::seconds(config_.comm_timeout_seconds);
+    opts.timeout = std::chrono::seconds(settings_.comm_timeout_seconds);
     opts.tag = "stage " + std::to_string(stage_index_) + " gradients";
     auto grads = stage_.grads();
     RM_RETURN_IF_ERROR_CTX(group_->allreduceSum(grads.data(), grads.size(), opts),
@@ -349,7 +363,7 @@ class PipelineEngine final : public StepEngine {
     return Status::Ok();
   }
 
-  const TrainerConfig& config_;
+  const contract::TrainerSettings& settings_;
   const TensorSums* tensor_sums_;
   const TrainerContext& ctx_;
   comm::Communicator& comm_;
@@ -369,7 +383,7 @@ class PipelineEngine final : public StepEngine {
   const double total_steps_;
   std::vector<float> x_;
   std::vector<int32_t> y_;
-  const bool pipedream_ = config_.pipeline.schedule == "pipedream";
+  const bool pipedream_ = settings_.pipeline.schedule == contract::PipelineSchedule::kPipeDream;
   Status apply_status_;  // PipeDream: the first failed update
   double loss_sum_ = 0;
   pipeline::StepStats epoch_stats_;  // the epoch's steps' measures, summed
@@ -428,12 +442,13 @@ Status markRun(comm::Communicator& comm, bool reads, const std::string& dir, Sta
 // Replica 0's stage `layout.stage` loads its checkpoint at the newest step every stage holds;
 // nothing when no stage has one, or when a stage of this run never saved one (then the others'
 // are dropped and the run starts over). Sets *found.
-Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const Layout& layout,
-                 const std::string& signature, std::optional<checkpoint::Checkpoint>* found) {
+Status loadStage(const contract::TrainerSettings& settings, comm::Communicator& comm,
+                 const Layout& layout, const std::string& signature,
+                 std::optional<checkpoint::Checkpoint>* found) {
   std::optional<checkpoint::Checkpoint> newest;
   std::optional<uint64_t> run;
-  const std::string dir = stageDirectory(config, layout);
-  const bool reads = layout.replica == 0 && !config.checkpoint.path.empty();
+  const std::string dir = stageDirectory(settings, layout);
+  const bool reads = layout.replica == 0 && !settings.checkpoint.path.empty();
   if (reads) {
     RM_ASSIGN_OR_RETURN(newest, checkpoint::loadNewestCheckpoint(dir, signature));
     RM_ASSIGN_OR_RETURN(run, checkpoint::readRunMarker(dir));
@@ -444,7 +459,7 @@ Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const La
                                                          : kNoCheckpoint));
   RM_ASSIGN_OR_RETURN(const std::vector<int64_t> runs,
                       gatherFromEveryRank(comm, run ? static_cast<int64_t>(*run) : kNoRunMarker));
-  if (config.checkpoint.path.empty()) return Status::Ok();
+  if (settings.checkpoint.path.empty()) return Status::Ok();
 
   std::vector<pipeline::StageCheckpoints> stages;  // replica 0's, in rank order
   for (int r = 0; r < comm.size(); ++r) {
@@ -454,7 +469,7 @@ Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const La
                       runs[r] != kNoRunMarker ? std::optional<uint64_t>(runs[r]) : std::nullopt});
   }
   RM_ASSIGN_OR_RETURN(const pipeline::ResumePlan plan,
-                      pipeline::planResume(stages, config.checkpoint.path));
+                      pipeline::planResume(stages, settings.checkpoint.path));
   const std::string who = "pipeline " + stageName(layout.stage, layout.stages);
   switch (plan.action) {
     case pipeline::ResumeAction::kStartOver: {
@@ -488,18 +503,18 @@ Status loadStage(const TrainerConfig& config, comm::Communicator& comm, const La
 // (the same on every replica: they come from the seed) when there is none. Replica 0 reads;
 // its stage's other replicas receive what it read over `group`. Sets *pos and *resumed_from
 // after a resume.
-Status restoreStage(const TrainerConfig& config, comm::Communicator& comm,
+Status restoreStage(const contract::TrainerSettings& settings, comm::Communicator& comm,
                     comm::Communicator* group, const Layout& layout, model::ModelStage& stage,
                     optim::Optimizer& optimizer, const std::string& signature, Position* pos,
                     int64_t* resumed_from) {
   std::optional<checkpoint::Checkpoint> ck;
-  RM_RETURN_IF_ERROR(loadStage(config, comm, layout, signature, &ck));
+  RM_RETURN_IF_ERROR(loadStage(settings, comm, layout, signature, &ck));
   const std::string who = "pipeline " + stageName(layout.stage, layout.stages);
   auto state = optimizer.state();
   if (ck) {
     if (ck->model_signature != signature ||
         !checkpointFits(*ck, stage.params().size(), optimizer)) {
-      return core::invalidArgument(who + ": checkpoint " + stageDirectory(config, layout) +
+      return core::invalidArgument(who + ": checkpoint " + stageDirectory(settings, layout) +
                                    " step " + std::to_string(ck->step) + " was written for '" +
                                    ck->model_signature + "' with optimizer '" + ck->optimizer_type +
                                    "' and cannot resume '" + signature + "' with '" +
@@ -538,11 +553,21 @@ Status restoreStage(const TrainerConfig& config, comm::Communicator& comm,
 
 }  // namespace
 
-Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const TrainerContext& ctx,
+bool splitsModel(const contract::TrainerSettings& settings) {
+  return settings.pipeline.stages > 1 || settings.tensor > 1;
+}
+
+int pipelineStageOf(const contract::TrainerSettings& settings, int rank) {
+  if (!splitsModel(settings)) return -1;
+  return rank / settings.tensor % settings.pipeline.stages;
+}
+
+Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& settings,
+                                        const TrainerContext& ctx,
                                         std::vector<float>* stage_params) {
   _mm_setcsr(_mm_getcsr() | 0x8040);  // flush denormals, as the data-parallel trainer does
   comm::Communicator& comm = *ctx.comm;
-  const int stages = config.pipeline.stages, tensor = config.tensor;
+  const int stages = settings.pipeline.stages, tensor = settings.tensor;
   if (stages < 1 || tensor < 1 || comm.size() % (stages * tensor) != 0) {
     return core::invalidArgument(
         "parallelism: " + std::to_string(stages) + " stages x " + std::to_string(tensor) +
@@ -576,18 +601,18 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                                            "-stage-" + std::to_string(stage_index),
                                        layout.tensor_rank, tensor));
   }
-  const int micro_batches = config.pipeline.micro_batches;
-  if (micro_batches < 1 || config.batch_size % micro_batches != 0) {
+  const int micro_batches = settings.pipeline.micro_batches;
+  if (micro_batches < 1 || settings.batch_size % micro_batches != 0) {
     return core::invalidArgument(
         "parallelism.pipeline.microBatches: " + std::to_string(micro_batches) +
-        " must divide batchSize " + std::to_string(config.batch_size));
+        " must divide batchSize " + std::to_string(settings.batch_size));
   }
-  const int micro_rows = static_cast<int>(config.batch_size / micro_batches);
-  RM_ASSIGN_OR_RETURN(const pipeline::ScheduleKind kind,
-                      pipeline::parseScheduleKind(config.pipeline.schedule));
+  const int micro_rows = static_cast<int>(settings.batch_size / micro_batches);
+  const pipeline::ScheduleKind kind = scheduleKind(settings.pipeline.schedule);
+  const model::ModelConfig model_config = modelConfig(settings.model);
   RM_ASSIGN_OR_RETURN(const pipeline::StageStarts starts,
-                      choosePartition(config, comm, micro_rows));
-  RM_ASSIGN_OR_RETURN(const int layers, model::ModelStage::layerCount(config.model));
+                      choosePartition(settings, model_config, comm, micro_rows));
+  RM_ASSIGN_OR_RETURN(const int layers, model::ModelStage::layerCount(model_config));
   const int first = starts[stage_index];
   const int end = stage_index + 1 < stages ? starts[stage_index + 1] : layers;
   RM_ASSIGN_OR_RETURN(
@@ -603,11 +628,11 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   }
   TensorSums tensor_sums;  // outlives the stage's reducer and the engine, which use it
   RM_ASSIGN_OR_RETURN(
-      auto stage, model::ModelStage::create(config.model, config.seed, micro_rows, first, end,
+      auto stage, model::ModelStage::create(model_config, settings.seed, micro_rows, first, end,
                                             on_device ? 1 : slots, {layout.tensor_rank, tensor}));
   if (tensor_group != nullptr) {
     comm::AllreduceOptions opts;
-    opts.timeout = std::chrono::seconds(config.comm_timeout_seconds);
+    opts.timeout = std::chrono::seconds(settings.comm_timeout_seconds);
     opts.tag = "tensor-parallel sum";
     stage->setTensorReducer(
         [group = tensor_group.get(), opts, &tensor_sums](float* data, size_t count) {
@@ -623,8 +648,8 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                                  " input features, data set has " +
                                  std::to_string(ctx.train->featureSize()));
   }
-  RM_ASSIGN_OR_RETURN(auto optimizer,
-                      optim::Optimizer::create(config.optimizer, stage->params().size()));
+  RM_ASSIGN_OR_RETURN(auto optimizer, optim::Optimizer::create(optimizerConfig(settings.optimizer),
+                                                               stage->params().size()));
 
   // A stage's checkpoint holds its layers only: its signature names them.
   const std::string signature = stage->networkSignature() + " layers [" + std::to_string(first) +
@@ -635,8 +660,8 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   summary.backend = comm.backend();
   summary.model_signature = signature;
   Position pos;
-  RM_RETURN_IF_ERROR(restoreStage(config, comm, group.get(), layout, *stage, *optimizer, signature,
-                                  &pos, &summary.resumed_from_step));
+  RM_RETURN_IF_ERROR(restoreStage(settings, comm, group.get(), layout, *stage, *optimizer,
+                                  signature, &pos, &summary.resumed_from_step));
 
   std::unique_ptr<DeviceStage> device;
   if (on_device) {
@@ -648,15 +673,15 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
   links.comm = &comm;
   links.prev = layout.first() ? -1 : layout.rank - tensor;
   links.next = layout.last() ? -1 : layout.rank + tensor;
-  links.timeout = std::chrono::seconds(config.comm_timeout_seconds);
+  links.timeout = std::chrono::seconds(settings.comm_timeout_seconds);
   links.stream = device != nullptr ? device->stream() : nullptr;
   pipeline::StageExecutor executor(device != nullptr ? device->compute() : *stage, kind,
                                    stage_index, stages, micro_batches, links);
   RM_LOG(INFO, STEP) << "pipeline " << stageName(stage_index, stages) << ": layers [" << first
                      << ", " << end << ") of " << layers << ", " << stage->params().size()
                      << " parameters, " << micro_batches << " micro-batches of " << micro_rows
-                     << " (" << config.pipeline.schedule << ", " << slots << " in flight), backend "
-                     << comm.backend()
+                     << " (" << contract::name(settings.pipeline.schedule) << ", " << slots
+                     << " in flight), backend " << comm.backend()
                      << (tensor > 1 ? ", tensor rank " + std::to_string(layout.tensor_rank) +
                                           " of " + std::to_string(tensor)
                                     : std::string())
@@ -665,9 +690,9 @@ Result<TrainSummary> trainPipelineStage(const TrainerConfig& config, const Train
                                              : std::string())
                      << (device != nullptr ? "; on the GPU: " + device->describe() : std::string());
 
-  PipelineEngine engine(config, ctx, *stage, device.get(), *optimizer, executor, layout,
+  PipelineEngine engine(settings, ctx, *stage, device.get(), *optimizer, executor, layout,
                         group.get(), signature, &tensor_sums);
-  RM_RETURN_IF_ERROR(runTrainingLoop(config,
+  RM_RETURN_IF_ERROR(runTrainingLoop(settings,
                                      {.rank = layout.rank,
                                       .world = comm.size(),
                                       .data_replicas = layout.replicas,

@@ -45,8 +45,16 @@
 
 namespace ringmaster::trainer {
 
+// Whether `settings` split the model (pipeline stages or tensor ranks): every rank then trains
+// its part with trainPipelineStage.
+bool splitsModel(const contract::TrainerSettings& settings);
+
+// The pipeline stage that rank `rank` of the world runs (the layout above); -1 when the model is
+// not split.
+int pipelineStageOf(const contract::TrainerSettings& settings, int rank);
+
 // Trains this rank's stage; its final parameters go to *stage_params when non-null.
-core::Result<TrainSummary> trainPipelineStage(const TrainerConfig& config,
+core::Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& settings,
                                               const TrainerContext& ctx,
                                               std::vector<float>* stage_params);
 

@@ -11,18 +11,19 @@ namespace ringmaster::trainer {
 using Clock = std::chrono::steady_clock;
 using core::Status;
 
-bool trainingComplete(const TrainerConfig& config, const Position& pos) {
-  return pos.epoch >= config.epochs || (config.max_steps > 0 && pos.step >= config.max_steps);
+bool trainingComplete(const contract::TrainerSettings& settings, const Position& pos) {
+  return pos.epoch >= settings.epochs || (settings.max_steps > 0 && pos.step >= settings.max_steps);
 }
 
-Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, model::Model& model,
-                     optim::Optimizer& optimizer, Position* pos, int64_t* resumed_from) {
+Status restoreOrSync(const contract::TrainerSettings& settings, comm::Communicator& comm,
+                     model::Model& model, optim::Optimizer& optimizer, Position* pos,
+                     int64_t* resumed_from) {
   const int rank = comm.rank();
   // header: ok(1)/error(-1), found, epoch, step, step_in_epoch, optimizer_step
   int64_t header[6] = {1, 0, 0, 0, 0, 0};
   Status rank0_error;
-  if (rank == 0 && !config.checkpoint.path.empty()) {
-    auto loaded = checkpoint::loadNewestCheckpoint(config.checkpoint.path, model.signature());
+  if (rank == 0 && !settings.checkpoint.path.empty()) {
+    auto loaded = checkpoint::loadNewestCheckpoint(settings.checkpoint.path, model.signature());
     if (!loaded.ok()) {
       rank0_error = loaded.status();
       header[0] = -1;
@@ -31,7 +32,7 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
       auto state = optimizer.state();
       if (!checkpointFits(ck, model.params().size(), optimizer)) {
         rank0_error = core::invalidArgument(
-            "checkpoint in " + config.checkpoint.path + " (step " + std::to_string(ck.step) +
+            "checkpoint in " + settings.checkpoint.path + " (step " + std::to_string(ck.step) +
             ") was written with optimizer '" + ck.optimizer_type + "' and cannot resume '" +
             optimizer.type() + "': use another checkpoint.path");
         header[0] = -1;
@@ -71,9 +72,9 @@ Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm, mode
     *resumed_from = pos->step;
     // A checkpoint at the end of training has no epoch to resume in; the training loop's
     // report says what the run then does (RunReport::endRestored).
-    if (trainingComplete(config, *pos)) {
+    if (trainingComplete(settings, *pos)) {
       RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (" << pos->epoch
-                         << " of " << config.epochs << " epochs done)";
+                         << " of " << settings.epochs << " epochs done)";
     } else {
       RM_LOG(INFO, CKPT) << "resumed from checkpoint at step " << pos->step << " (epoch "
                          << pos->epoch + 1 << ", step " << pos->step_in_epoch << " of the epoch)";
@@ -93,7 +94,7 @@ bool checkpointFits(const checkpoint::Checkpoint& ck, size_t params_count,
   return fits;
 }
 
-Status writeTrainingCheckpoint(const TrainerConfig& config, const std::string& dir,
+Status writeTrainingCheckpoint(const contract::TrainerSettings& settings, const std::string& dir,
                                const std::string& signature, std::span<const float> params,
                                optim::Optimizer& optimizer, const Position& pos,
                                TrainerMetrics* metrics) {
@@ -108,7 +109,7 @@ Status writeTrainingCheckpoint(const TrainerConfig& config, const std::string& d
   for (auto* buffer : optimizer.state()) ck.optimizer_state.push_back(*buffer);
   const auto t0 = Clock::now();
   RM_RETURN_IF_ERROR_CTX(
-      checkpoint::writeCheckpoint(dir, ck, static_cast<int>(config.checkpoint.keep)),
+      checkpoint::writeCheckpoint(dir, ck, static_cast<int>(settings.checkpoint.keep)),
       "writing checkpoint at step " + std::to_string(pos.step));
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (metrics) {
@@ -120,10 +121,10 @@ Status writeTrainingCheckpoint(const TrainerConfig& config, const std::string& d
   return Status::Ok();
 }
 
-Status saveCheckpoint(const TrainerConfig& config, model::Model& model, optim::Optimizer& optimizer,
-                      const Position& pos, TrainerMetrics* metrics) {
-  return writeTrainingCheckpoint(config, config.checkpoint.path, model.signature(), model.params(),
-                                 optimizer, pos, metrics);
+Status saveCheckpoint(const contract::TrainerSettings& settings, model::Model& model,
+                      optim::Optimizer& optimizer, const Position& pos, TrainerMetrics* metrics) {
+  return writeTrainingCheckpoint(settings, settings.checkpoint.path, model.signature(),
+                                 model.params(), optimizer, pos, metrics);
 }
 
 }  // namespace ringmaster::trainer

@@ -31,27 +31,27 @@ struct Position {
 // True when `pos` leaves no step to train: every epoch done, or max_steps reached. A run that
 // resumes there (a job re-created over the checkpoint volume of a finished one) evaluates the
 // restored model instead of reporting an empty run.
-bool trainingComplete(const TrainerConfig& config, const Position& pos);
+bool trainingComplete(const contract::TrainerSettings& settings, const Position& pos);
 
 // Rank 0 loads the newest valid checkpoint (if any) and every rank receives its contents, or
 // rank 0's freshly initialized parameters when there is none. Sets *pos and *resumed_from (the
 // step resumed at) after a resume.
-core::Status restoreOrSync(const TrainerConfig& config, comm::Communicator& comm,
+core::Status restoreOrSync(const contract::TrainerSettings& settings, comm::Communicator& comm,
                            model::Model& model, optim::Optimizer& optimizer, Position* pos,
                            int64_t* resumed_from);
 
-// Writes model and optimizer at `pos` to config.checkpoint.path (rank 0 calls it).
-core::Status saveCheckpoint(const TrainerConfig& config, model::Model& model,
+// Writes model and optimizer at `pos` to settings.checkpoint.path (rank 0 calls it).
+core::Status saveCheckpoint(const contract::TrainerSettings& settings, model::Model& model,
                             optim::Optimizer& optimizer, const Position& pos,
                             TrainerMetrics* metrics);
 
 // The same for any parameters: `params` (of the model `signature` names) and the optimizer's
-// state at `pos`, into `dir`, keeping config.checkpoint.keep files. Counts the write in
+// state at `pos`, into `dir`, keeping settings.checkpoint.keep files. Counts the write in
 // `metrics` (optional). A pipeline stage writes its layers this way.
-core::Status writeTrainingCheckpoint(const TrainerConfig& config, const std::string& dir,
-                                     const std::string& signature, std::span<const float> params,
-                                     optim::Optimizer& optimizer, const Position& pos,
-                                     TrainerMetrics* metrics);
+core::Status writeTrainingCheckpoint(const contract::TrainerSettings& settings,
+                                     const std::string& dir, const std::string& signature,
+                                     std::span<const float> params, optim::Optimizer& optimizer,
+                                     const Position& pos, TrainerMetrics* metrics);
 
 // Whether `ck` holds as many parameters as `params_count` and state of `optimizer`'s type and
 // shape, so that it can resume them.

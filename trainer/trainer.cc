@@ -54,25 +54,25 @@ namespace {
 // gradient buckets allreduced as they fill, one optimizer step.
 class CpuEngine final : public StepEngine {
  public:
-  CpuEngine(const TrainerConfig& config, const TrainerContext& ctx, model::Model& model,
-            optim::Optimizer& optimizer, GradientBuckets& buckets,
+  CpuEngine(const contract::TrainerSettings& settings, const TrainerContext& ctx,
+            model::Model& model, optim::Optimizer& optimizer, GradientBuckets& buckets,
             const comm::AllreduceOptions& ar_options)
-      : config_(config),
+      : settings_(settings),
         ctx_(ctx),
         comm_(*ctx.comm),
         rank_(comm_.rank()),
         world_(comm_.size()),
         train_(*ctx.train),
         test_(*ctx.test),
-        batch_(static_cast<int>(config.batch_size)),
+        batch_(static_cast<int>(settings.batch_size)),
         model_(model),
         optimizer_(optimizer),
         buckets_(buckets),
         ar_options_(ar_options),
-        sampler_(train_.size(), rank_, world_, config.seed),
+        sampler_(train_.size(), rank_, world_, settings.seed),
         // Every epoch has the same number of steps, so the schedule is a function of the step
         // alone and a resumed run follows it exactly.
-        total_steps_(static_cast<double>(config.epochs) *
+        total_steps_(static_cast<double>(settings.epochs) *
                      static_cast<double>(sampler_.numBatches(batch_))),
         x_(static_cast<size_t>(batch_) * train_.featureSize()),
         y_(static_cast<size_t>(batch_)) {
@@ -110,7 +110,7 @@ class CpuEngine final : public StepEngine {
     model_.backward([&](size_t offset, size_t count) { buckets_.onGradsReady(offset, count); });
     RM_RETURN_IF_ERROR_CTX(buckets_.finishStep(), "rank " + std::to_string(rank_) + ": step " +
                                                       std::to_string(steps_done + 1));
-    optimizer_.setLearningRate(learningRateAt(config_, steps_done, total_steps_));
+    optimizer_.setLearningRate(learningRateAt(settings_.optimizer, steps_done, total_steps_));
     optimizer_.step(model_.params(), model_.grads());
     const auto t1 = Clock::now();
     const double step_seconds = secondsBetween(t0, t1);
@@ -137,16 +137,16 @@ class CpuEngine final : public StepEngine {
       }
     }
     if (!std::isfinite(loss))
-      return core::invalidArgument("rank " + std::to_string(rank_) + ": loss became " +
-                                   std::to_string(loss) + " at step " + std::to_string(step) +
-                                   " (learning rate " +
-                                   std::to_string(config_.optimizer.learning_rate) + " too high?)");
-    if (config_.log_every_steps > 0 && step % config_.log_every_steps == 0 && rank_ == 0)
+      return core::invalidArgument(
+          "rank " + std::to_string(rank_) + ": loss became " + std::to_string(loss) + " at step " +
+          std::to_string(step) + " (learning rate " +
+          std::to_string(settings_.optimizer.learning_rate) + " too high?)");
+    if (settings_.log_every_steps > 0 && step % settings_.log_every_steps == 0 && rank_ == 0)
       RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << step << " loss " << loss;
     if (ctx_.progress_bar && rank_ == 0 && secondsBetween(last_bar_, t1) > 0.2) {
       last_bar_ = t1;
       const double elapsed = secondsBetween(epoch_start_, t1);
-      drawProgressBar(epoch + 1, config_.epochs, b + 1, batchesPerEpoch(),
+      drawProgressBar(epoch + 1, settings_.epochs, b + 1, batchesPerEpoch(),
                       loss_sum_ / static_cast<double>(loss_count_),
                       elapsed > 0 ? (b + 1 - first_batch_) * batch_ * world_ / elapsed : 0);
     }
@@ -186,7 +186,7 @@ class CpuEngine final : public StepEngine {
   }
 
   Status saveCheckpoint(const Position& at) override {
-    return trainer::saveCheckpoint(config_, model_, optimizer_, at, ctx_.metrics);
+    return trainer::saveCheckpoint(settings_, model_, optimizer_, at, ctx_.metrics);
   }
 
   uint64_t allreduceCalls() const override { return comm_calls_; }
@@ -200,7 +200,7 @@ class CpuEngine final : public StepEngine {
   }
 
  private:
-  const TrainerConfig& config_;
+  const contract::TrainerSettings& settings_;
   const TrainerContext& ctx_;
   comm::Communicator& comm_;
   const int rank_, world_;
@@ -236,8 +236,8 @@ struct Trainer::State {
   std::vector<float> stage_params;  // a pipeline stage's, after run()
 };
 
-Trainer::Trainer(TrainerConfig config, TrainerContext context)
-    : config_(std::move(config)), ctx_(context), state_(std::make_unique<State>()) {}
+Trainer::Trainer(contract::TrainerSettings settings, TrainerContext context)
+    : settings_(std::move(settings)), ctx_(context), state_(std::make_unique<State>()) {}
 Trainer::~Trainer() = default;
 
 std::vector<float> Trainer::parameters() const {
@@ -247,8 +247,8 @@ std::vector<float> Trainer::parameters() const {
 }
 
 Result<TrainSummary> Trainer::run() {
-  if (config_.pipeline.stages > 1 || config_.tensor > 1) {
-    return trainPipelineStage(config_, ctx_, &state_->stage_params);
+  if (splitsModel(settings_)) {
+    return trainPipelineStage(settings_, ctx_, &state_->stage_params);
   }
   // Flush denormals to zero (FTZ | DAZ, per thread): late in training tiny gradients otherwise
   // slow steps by ~25%.
@@ -257,17 +257,19 @@ Result<TrainSummary> Trainer::run() {
   const int rank = comm.rank();
   const int world = comm.size();
   const data::Dataset& train = *ctx_.train;
-  RM_RETURN_IF_ERROR(resolveBatchSize(config_, world));
-  const auto batch = static_cast<int>(config_.batch_size);
+  RM_RETURN_IF_ERROR(resolveBatchSize(settings_, world));
+  const auto batch = static_cast<int>(settings_.batch_size);
 
-  RM_ASSIGN_OR_RETURN(state_->model, model::Model::create(config_.model, config_.seed, batch));
+  RM_ASSIGN_OR_RETURN(state_->model,
+                      model::Model::create(modelConfig(settings_.model), settings_.seed, batch));
   model::Model& model = *state_->model;
   if (model.inputSize() != train.featureSize())
     return core::invalidArgument("model expects " + std::to_string(model.inputSize()) +
                                  " input features, data set has " +
                                  std::to_string(train.featureSize()));
-  RM_ASSIGN_OR_RETURN(state_->optimizer,
-                      optim::Optimizer::create(config_.optimizer, model.params().size()));
+  RM_ASSIGN_OR_RETURN(
+      state_->optimizer,
+      optim::Optimizer::create(optimizerConfig(settings_.optimizer), model.params().size()));
   optim::Optimizer& optimizer = *state_->optimizer;
 
   TrainSummary summary;
@@ -276,23 +278,24 @@ Result<TrainSummary> Trainer::run() {
   summary.model_signature = model.signature();
   Position pos;
   RM_RETURN_IF_ERROR(
-      restoreOrSync(config_, comm, model, optimizer, &pos, &summary.resumed_from_step));
+      restoreOrSync(settings_, comm, model, optimizer, &pos, &summary.resumed_from_step));
 
   comm::AllreduceOptions ar_options;
-  ar_options.timeout = std::chrono::seconds(config_.comm_timeout_seconds);
+  ar_options.timeout = std::chrono::seconds(settings_.comm_timeout_seconds);
   GradientBuckets buckets(
       &comm, model.grads().data(),
-      planBuckets(model.paramViews(), static_cast<size_t>(config_.first_bucket_cap_mb * (1 << 20)),
-                  static_cast<size_t>(config_.bucket_cap_mb * (1 << 20))),
+      planBuckets(model.paramViews(),
+                  static_cast<size_t>(settings_.first_bucket_cap_mb * (1 << 20)),
+                  static_cast<size_t>(settings_.bucket_cap_mb * (1 << 20))),
       ar_options);
   if (rank == 0)
     RM_LOG(INFO, STEP) << model.signature() << ": " << model.params().size() << " parameters in "
                        << buckets.buckets().size() << " gradient bucket(s); world size " << world
                        << ", backend " << comm.backend();
 
-  CpuEngine engine(config_, ctx_, model, optimizer, buckets, ar_options);
+  CpuEngine engine(settings_, ctx_, model, optimizer, buckets, ar_options);
   RM_RETURN_IF_ERROR(
-      runTrainingLoop(config_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
+      runTrainingLoop(settings_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
                       engine, pos, &summary));
   return summary;
 }

@@ -86,7 +86,7 @@ struct TrainerContext {
 
 class Trainer {
  public:
-  Trainer(TrainerConfig config, TrainerContext context);
+  Trainer(contract::TrainerSettings settings, TrainerContext context);
   ~Trainer();
   core::Result<TrainSummary> run();
   // Final parameters (after run()); tests compare them across world sizes.
@@ -94,7 +94,7 @@ class Trainer {
 
  private:
   struct State;
-  TrainerConfig config_;
+  contract::TrainerSettings settings_;
   TrainerContext ctx_;
   std::unique_ptr<State> state_;
 };

@@ -9,28 +9,29 @@ namespace ringmaster::trainer {
 
 using Clock = std::chrono::steady_clock;
 
-double learningRateAt(const TrainerConfig& config, int64_t step, double total_steps) {
-  const double base = config.optimizer.learning_rate;
-  if (config.lr_schedule != "cosine" || total_steps <= 0) return base;
+double learningRateAt(const contract::TrainerSettings::Optimizer& optimizer, int64_t step,
+                      double total_steps) {
+  const double base = optimizer.learning_rate;
+  if (optimizer.schedule != contract::LrSchedule::kCosine || total_steps <= 0) return base;
   return base * 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / total_steps));
 }
 
-core::Status runTrainingLoop(const TrainerConfig& config, const LoopContext& context,
+core::Status runTrainingLoop(const contract::TrainerSettings& settings, const LoopContext& context,
                              StepEngine& engine, Position pos, TrainSummary* summary) {
-  const bool checkpoints = !config.checkpoint.path.empty();
+  const bool checkpoints = !settings.checkpoint.path.empty();
   const bool writer = context.checkpoint_writer && checkpoints;
   const int data_replicas = context.data_replicas > 0 ? context.data_replicas : context.world;
-  const int64_t max_steps = config.max_steps;
+  const int64_t max_steps = settings.max_steps;
   const int64_t num_batches = engine.batchesPerEpoch();
-  RunReport report(context.rank, context.world, config.epochs, pos.epoch, context.metrics);
+  RunReport report(context.rank, context.world, settings.epochs, pos.epoch, context.metrics);
   bool reached_max_steps = false;  // in this run: the position then needs a checkpoint
 
-  if (trainingComplete(config, pos)) {
+  if (trainingComplete(settings, pos)) {
     RM_ASSIGN_OR_RETURN(EpochTotals totals, engine.evaluate(0, 0, "evaluating the restored model"));
     report.endRestored(pos, totals, summary);
   }
 
-  for (int64_t epoch = pos.epoch; !trainingComplete(config, pos); ++epoch) {
+  for (int64_t epoch = pos.epoch; !trainingComplete(settings, pos); ++epoch) {
     const int64_t first_batch = epoch == pos.epoch ? pos.step_in_epoch : 0;
     if (context.metrics) context.metrics->epoch->Set(static_cast<double>(epoch + 1));
     RM_RETURN_IF_ERROR(engine.beginEpoch(epoch, first_batch));
@@ -56,8 +57,8 @@ core::Status runTrainingLoop(const TrainerConfig& config, const LoopContext& con
       pos.step_in_epoch = b + 1;
       ++steps;
       epoch_samples += static_cast<int64_t>(samples) * data_replicas;
-      if (writer && config.checkpoint.every_steps > 0 &&
-          pos.step % config.checkpoint.every_steps == 0 && b + 1 < num_batches) {
+      if (writer && settings.checkpoint.every_steps > 0 &&
+          pos.step % settings.checkpoint.every_steps == 0 && b + 1 < num_batches) {
         RM_RETURN_IF_ERROR(engine.saveCheckpoint({epoch, pos.step, b + 1}));
       }
     }

@@ -80,11 +80,12 @@ struct LoopContext {
 
 // The learning rate of step `step` (0-based) of a run of `total_steps` steps: the optimizer's,
 // or its cosine decay to 0 at the last step (optimizer.schedule).
-double learningRateAt(const TrainerConfig& config, int64_t step, double total_steps);
+double learningRateAt(const contract::TrainerSettings::Optimizer& optimizer, int64_t step,
+                      double total_steps);
 
 // Trains from `pos` (restored, or the start) until training is complete; the summary's epochs,
 // test figures, throughput and allreduce figures are filled in on the way.
-core::Status runTrainingLoop(const TrainerConfig& config, const LoopContext& context,
+core::Status runTrainingLoop(const contract::TrainerSettings& settings, const LoopContext& context,
                              StepEngine& engine, Position pos, TrainSummary* summary);
 
 }  // namespace ringmaster::trainer

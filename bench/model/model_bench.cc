@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("openblas", openblas_get_config());
   model::ModelConfig mlp;
   model::ModelConfig cnn;
-  cnn.type = "cnn";
+  cnn.type = model::ModelKind::kCnn;
   registerModel("mlp", mlp);
   registerModel("cnn", cnn);
   benchmark::RunSpecifiedBenchmarks();

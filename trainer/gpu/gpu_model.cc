@@ -38,8 +38,6 @@ Result<std::unique_ptr<GpuModel>> GpuModel::create(model::Model& host_model,
                                                    const model::ModelConfig& config,
                                                    Precision precision, int max_batch,
                                                    GemmWorkspace workspace, cudaStream_t stream) {
-  if (config.type != "mlp" && config.type != "cnn")
-    return core::invalidArgument("model.type " + config.type + ": not a model the GPU path has");
   if (max_batch < 1) return core::invalidArgument("batch size must be >= 1");
   std::unique_ptr<GpuModel> m(new GpuModel());
   m->precision_ = precision;
@@ -51,7 +49,7 @@ Result<std::unique_ptr<GpuModel>> GpuModel::create(model::Model& host_model,
 
   // Conv blocks: shapes from the config, offsets (and the kernel size) from the host model.
   int dense_in = static_cast<int>(host_model.inputSize());
-  if (config.type == "cnn") {
+  if (config.type == model::ModelKind::kCnn) {
     int c = config.input_channels, h = config.input_height, w = config.input_width;
     for (size_t j = 0; j < config.conv_channels.size(); ++j) {
       if (views.size() < 2 * (j + 1)) return core::internalError(drifted);

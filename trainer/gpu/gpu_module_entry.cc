@@ -23,8 +23,9 @@ class CudaModule final : public GpuModule {
       const comm::NcclConfig& config) override {
     return comm::makeNcclCommunicator(config);
   }
-  core::Result<TrainSummary> train(const TrainerConfig& config, TrainerContext ctx) override {
-    GpuTrainer trainer(config, ctx);
+  core::Result<TrainSummary> train(const contract::TrainerSettings& settings,
+                                   TrainerContext ctx) override {
+    GpuTrainer trainer(settings, ctx);
     return trainer.run();
   }
   core::Result<std::unique_ptr<DeviceStage>> makePipelineStage(model::ModelStage& host,

@@ -109,8 +109,8 @@ struct GpuTrainer::State {
   }
 };
 
-GpuTrainer::GpuTrainer(TrainerConfig config, TrainerContext context)
-    : config_(std::move(config)), ctx_(context), state_(std::make_unique<State>()) {}
+GpuTrainer::GpuTrainer(contract::TrainerSettings settings, TrainerContext context)
+    : settings_(std::move(settings)), ctx_(context), state_(std::make_unique<State>()) {}
 GpuTrainer::~GpuTrainer() = default;
 
 std::vector<float> GpuTrainer::parameters() const {
@@ -138,9 +138,9 @@ namespace {
 // optimizer update; full batches replayed from a CUDA graph, every 50th step eager and timed.
 class GpuEngine final : public StepEngine {
  public:
-  GpuEngine(const TrainerConfig& config, const TrainerContext& ctx, GpuTrainer::State& st,
-            Precision precision, size_t shard)
-      : config_(config),
+  GpuEngine(const contract::TrainerSettings& settings, const TrainerContext& ctx,
+            GpuTrainer::State& st, Precision precision, size_t shard)
+      : settings_(settings),
         ctx_(ctx),
         st_(st),
         comm_(*ctx.comm),
@@ -149,18 +149,18 @@ class GpuEngine final : public StepEngine {
         world_(comm_.size()),
         who_("rank " + std::to_string(rank_)),
         precision_(precision),
-        batch_(static_cast<int>(config.batch_size)),
+        batch_(static_cast<int>(settings.batch_size)),
         shard_(shard),
         num_batches_(static_cast<int64_t>((shard + batch_ - 1) / batch_)),
-        schedule_{config.optimizer.learning_rate,
-                  static_cast<double>(config.epochs) * static_cast<double>(num_batches_),
-                  config.lr_schedule == "cosine"},
-        adam_(st.host_optimizer->type() == "adam"),
-        sgd_base_{0.0f, static_cast<float>(config.optimizer.momentum),
-                  static_cast<float>(config.optimizer.weight_decay), config.optimizer.nesterov},
-        adam_hyper_{config.optimizer.beta1, config.optimizer.beta2, config.optimizer.weight_decay,
-                    config.optimizer.epsilon},
-        use_graph_(config.cuda_graph) {
+        schedule_{settings.optimizer.learning_rate,
+                  static_cast<double>(settings.epochs) * static_cast<double>(num_batches_),
+                  settings.optimizer.schedule == contract::LrSchedule::kCosine},
+        adam_(settings.optimizer.type == contract::OptimizerType::kAdam),
+        sgd_base_{0.0f, static_cast<float>(settings.optimizer.momentum),
+                  static_cast<float>(settings.optimizer.weight_decay), settings.optimizer.nesterov},
+        adam_hyper_{settings.optimizer.beta1, settings.optimizer.beta2,
+                    settings.optimizer.weight_decay, settings.optimizer.epsilon},
+        use_graph_(settings.cuda_graph) {
     for (const Bucket& b : st.buckets) {
       bucket_bytes_ += b.count * sizeof(float);
       // Each bucket's allreduce series, there from the start, at zero.
@@ -176,7 +176,7 @@ class GpuEngine final : public StepEngine {
   Status beginEpoch(int64_t epoch, int64_t first_batch) override {
     first_batch_ = first_batch;
     const FeistelPermutation perm =
-        FeistelPermutation::make(static_cast<uint32_t>(ctx_.train->size()), config_.seed, epoch);
+        FeistelPermutation::make(static_cast<uint32_t>(ctx_.train->size()), settings_.seed, epoch);
     RM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(st_.permutation.data(), &perm, sizeof perm,
                                             cudaMemcpyHostToDevice, st_.compute),
                             "epoch permutation");
@@ -245,7 +245,7 @@ class GpuEngine final : public StepEngine {
         series_[i]->bytes->Increment(static_cast<double>(st_.buckets[i].count * sizeof(float)));
       }
     }
-    if (config_.log_every_steps > 0 && step % config_.log_every_steps == 0 && rank_ == 0) {
+    if (settings_.log_every_steps > 0 && step % settings_.log_every_steps == 0 && rank_ == 0) {
       LossTotals t;
       RM_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(&t, st_.totals.data(), sizeof t, cudaMemcpyDeviceToHost, st_.compute),
@@ -270,7 +270,8 @@ class GpuEngine final : public StepEngine {
     if (steps_this_epoch_ > 0 && !std::isfinite(epoch_totals.loss_sum))
       return core::invalidArgument(who_ + ": loss became " + std::to_string(epoch_totals.loss_sum) +
                                    " in epoch " + std::to_string(epoch + 1) + " (learning rate " +
-                                   std::to_string(config_.optimizer.learning_rate) + " too high?)");
+                                   std::to_string(settings_.optimizer.learning_rate) +
+                                   " too high?)");
     // The host does not see single GPU steps: the histogram gets the epoch's mean step.
     if (ctx_.metrics && steps_this_epoch_ > 0)
       ctx_.metrics->step_seconds->Observe(epoch_wall / static_cast<double>(steps_this_epoch_));
@@ -320,7 +321,8 @@ class GpuEngine final : public StepEngine {
 
   Status saveCheckpoint(const Position& at) override {
     RM_RETURN_IF_ERROR(mirrorToHost());
-    return trainer::saveCheckpoint(config_, *st_.host_model, *st_.host_optimizer, at, ctx_.metrics);
+    return trainer::saveCheckpoint(settings_, *st_.host_model, *st_.host_optimizer, at,
+                                   ctx_.metrics);
   }
 
   uint64_t allreduceCalls() const override { return comm_calls_; }
@@ -427,7 +429,7 @@ class GpuEngine final : public StepEngine {
     return Status::Ok();
   }
 
-  const TrainerConfig& config_;
+  const contract::TrainerSettings& settings_;
   const TrainerContext& ctx_;
   GpuTrainer::State& st_;
   comm::Communicator& comm_;
@@ -471,9 +473,11 @@ Result<TrainSummary> GpuTrainer::run() {
   if (collectives == nullptr)
     return core::invalidArgument(who + ": device cuda needs the nccl backend, got '" +
                                  comm.backend() + "'");
-  const Precision precision = config_.precision == "bf16" ? Precision::kBf16 : Precision::kFp32;
-  RM_RETURN_IF_ERROR(resolveBatchSize(config_, world));
-  const auto batch = static_cast<int>(config_.batch_size);
+  const Precision precision =
+      settings_.precision == contract::Precision::kBf16 ? Precision::kBf16 : Precision::kFp32;
+  RM_RETURN_IF_ERROR(resolveBatchSize(settings_, world));
+  const auto batch = static_cast<int>(settings_.batch_size);
+  const model::ModelConfig model_config = modelConfig(settings_.model);
   const data::Dataset& train = *ctx_.train;
   const data::Dataset& test = *ctx_.test;
 
@@ -487,14 +491,15 @@ Result<TrainSummary> GpuTrainer::run() {
   // The host model gives the initialization (same seed, same values as the CPU path) and is the
   // mirror that checkpoints are written from and restored into; it never runs a batch, so its
   // activations are sized for one sample.
-  RM_ASSIGN_OR_RETURN(st.host_model, model::Model::create(config_.model, config_.seed, 1));
+  RM_ASSIGN_OR_RETURN(st.host_model, model::Model::create(model_config, settings_.seed, 1));
   model::Model& host_model = *st.host_model;
   if (host_model.inputSize() != train.featureSize())
     return core::invalidArgument("model expects " + std::to_string(host_model.inputSize()) +
                                  " input features, data set has " +
                                  std::to_string(train.featureSize()));
-  RM_ASSIGN_OR_RETURN(st.host_optimizer,
-                      optim::Optimizer::create(config_.optimizer, host_model.params().size()));
+  RM_ASSIGN_OR_RETURN(
+      st.host_optimizer,
+      optim::Optimizer::create(optimizerConfig(settings_.optimizer), host_model.params().size()));
   optim::Optimizer& host_optimizer = *st.host_optimizer;
 
   TrainSummary summary;
@@ -505,10 +510,10 @@ Result<TrainSummary> GpuTrainer::run() {
   summary.precision = precisionName(precision);
   Position pos;
   RM_RETURN_IF_ERROR(
-      restoreOrSync(config_, comm, host_model, host_optimizer, &pos, &summary.resumed_from_step));
+      restoreOrSync(settings_, comm, host_model, host_optimizer, &pos, &summary.resumed_from_step));
 
   RM_ASSIGN_OR_RETURN(
-      st.net, GpuModel::create(host_model, config_.model, precision, batch,
+      st.net, GpuModel::create(host_model, model_config, precision, batch,
                                {st.lt, st.gemm_workspace.data(), kGemmWorkspaceBytes}, st.compute));
   GpuModel& net = *st.net;
   const size_t num_params = net.numParams();
@@ -531,8 +536,8 @@ Result<TrainSummary> GpuTrainer::run() {
   // Buckets as the CPU trainer plans them; bucket b is complete once every layer at or above
   // its first parameter is, so it launches when that layer reports ready.
   st.buckets = planBuckets(host_model.paramViews(),
-                           static_cast<size_t>(config_.first_bucket_cap_mb * (1 << 20)),
-                           static_cast<size_t>(config_.bucket_cap_mb * (1 << 20)));
+                           static_cast<size_t>(settings_.first_bucket_cap_mb * (1 << 20)),
+                           static_cast<size_t>(settings_.bucket_cap_mb * (1 << 20)));
   const int layers = net.numLayers();
   std::vector<size_t> layer_offsets;
   for (int i = 0; i < layers; ++i) layer_offsets.push_back(net.layerOffset(i));
@@ -553,14 +558,14 @@ Result<TrainSummary> GpuTrainer::run() {
                             "initializing step counters");
   }
   const size_t shard = (train.size() - train.size() % world) / world;
-  GpuEngine engine(config_, ctx_, st, precision, shard);
+  GpuEngine engine(settings_, ctx_, st, precision, shard);
   if (rank == 0)
     RM_LOG(INFO, STEP) << host_model.signature() << " on the GPU: " << num_params
                        << " parameters in " << st.buckets.size() << " gradient bucket(s); "
                        << net.describe() << "; world size " << world << ", backend "
-                       << comm.backend() << (config_.cuda_graph ? ", CUDA graph" : "");
+                       << comm.backend() << (settings_.cuda_graph ? ", CUDA graph" : "");
   RM_RETURN_IF_ERROR(
-      runTrainingLoop(config_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
+      runTrainingLoop(settings_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
                       engine, pos, &summary));
   return summary;
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Data-parallel training on one GPU per rank, run by the same training loop as the CPU
-// (training_loop.h) with the GPU step engine, behind the same TrainerConfig,
+// (training_loop.h) with the GPU step engine, behind the same settings,
 // TrainerContext and TrainSummary as the CPU Trainer (trainer.h), with the same checkpoints,
 // resume, evaluation and log lines.
 //
@@ -11,7 +11,7 @@
 //   it, allreduces (NCCL, average) the gradient buckets that became complete -> the compute
 //   stream waits for the last bucket -> the optimizer's scalars and one fused update (writing
 //   the bf16 copy too) -> the step counters advance.
-// Full batches are captured once as a CUDA graph and replayed (config.cuda_graph); the cursor,
+// Full batches are captured once as a CUDA graph and replayed (settings.cuda_graph); the cursor,
 // step and learning rate are device memory, so the same graph serves every step and epoch. The
 // short last batch of an epoch runs eagerly. Every 50th step of an epoch runs eagerly with timing
 // events, which give the allreduce time and how much of it backward hid (overlap).
@@ -36,7 +36,7 @@ namespace ringmaster::trainer::gpu {
 class GpuTrainer {
  public:
   // The current CUDA device is the rank's (cudaSetDevice before).
-  GpuTrainer(TrainerConfig config, TrainerContext context);
+  GpuTrainer(contract::TrainerSettings settings, TrainerContext context);
   ~GpuTrainer();
   core::Result<TrainSummary> run();
   // Final fp32 parameters (after run()), copied to the host.
@@ -45,7 +45,7 @@ class GpuTrainer {
   struct State;  // the device resources (gpu_trainer.cc); public for its step engine
 
  private:
-  TrainerConfig config_;
+  contract::TrainerSettings settings_;
   TrainerContext ctx_;
   std::unique_ptr<State> state_;
 };

@@ -11,6 +11,9 @@
 #include "trainer/model/softmax_cross_entropy.h"
 
 namespace ringmaster::trainer::model {
+
+const char* modelKindName(ModelKind kind) { return kind == ModelKind::kCnn ? "cnn" : "mlp"; }
+
 Model::~Model() = default;
 
 core::Result<std::unique_ptr<Model>> Model::create(const ModelConfig& config, uint64_t seed,

@@ -38,8 +38,12 @@
 
 namespace ringmaster::trainer::model {
 
+enum class ModelKind { kMlp, kCnn };
+// "mlp" | "cnn": how signatures and messages spell it.
+const char* modelKindName(ModelKind kind);
+
 struct ModelConfig {
-  std::string type = "mlp";                   // mlp | cnn
+  ModelKind type = ModelKind::kMlp;
   std::vector<int> hidden = {512, 512};       // mlp hidden widths
   std::vector<int> conv_channels = {16, 32};  // cnn: conv(5x5, pad 2)+ReLU+maxpool(2) blocks
   int cnn_hidden = 0;  // optional FC hidden width for cnn before the classifier; 0 = none

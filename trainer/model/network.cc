@@ -88,9 +88,10 @@ core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch, Ten
     return core::invalidArgument("parallelism.tensor: rank " + std::to_string(shard.rank) +
                                  " is not one of " + std::to_string(shard.size));
   }
-  if (shard.size > 1 && config.type != "mlp") {
+  if (shard.size > 1 && config.type != ModelKind::kMlp) {
     return core::invalidArgument("parallelism.tensor: " + std::to_string(shard.size) +
-                                 " splits an mlp's dense layers; the " + config.type +
+                                 " splits an mlp's dense layers; the " +
+                                 modelKindName(config.type) +
                                  "'s conv layers cannot be split (use tensor 1)");
   }
   RM_RETURN_IF_ERROR(positive("max_batch", max_batch));
@@ -118,7 +119,7 @@ core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch, Ten
   auto add_dense = [&](int in, int out, bool relu) {
     net.layers.push_back(std::make_unique<DenseLayer>(layerName("fc", ++fc_index), in, out, relu));
   };
-  if (config.type == "mlp") {
+  if (config.type == ModelKind::kMlp) {
     net.signature = "mlp:" + std::to_string(net.input_size);
     // With tensor parallelism, layers 2k and 2k + 1 are a column- then row-parallel pair; an
     // odd last layer is whole on every rank of the group.
@@ -146,7 +147,7 @@ core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch, Ten
       net.signature += layerName("-", width);
     }
     add(config.hidden.size(), width, net.num_classes, /*relu=*/false);
-  } else if (config.type == "cnn") {
+  } else {
     if (config.conv_channels.empty()) {
       return core::invalidArgument("model.convChannels: a cnn needs at least one conv block");
     }
@@ -187,9 +188,6 @@ core::Result<Network> buildNetwork(const ModelConfig& config, int max_batch, Ten
       net.signature += layerName("-h", width);
     }
     add_dense(width, net.num_classes, /*relu=*/false);
-  } else {
-    return core::invalidArgument("model.type: expected \"mlp\" or \"cnn\", got \"" + config.type +
-                                 "\"");
   }
   net.signature += layerName("-", net.num_classes);
 

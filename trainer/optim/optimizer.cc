@@ -23,17 +23,13 @@ core::Status badField(const std::string& field, const std::string& rule, double 
 
 // Field names as the TrainingJob spec spells them (spec.trainer.optimizer.*).
 core::Status validate(const OptimizerConfig& c, size_t num_params) {
-  if (c.type != "sgd" && c.type != "adam") {
-    return core::invalidArgument("optimizer.type: expected \"sgd\" or \"adam\", got \"" + c.type +
-                                 "\"");
-  }
   if (!(std::isfinite(c.learning_rate) && c.learning_rate > 0)) {
     return badField("learningRate", "a finite number > 0", c.learning_rate);
   }
   if (!(std::isfinite(c.weight_decay) && c.weight_decay >= 0)) {
     return badField("weightDecay", "a finite number >= 0", c.weight_decay);
   }
-  if (c.type == "sgd") {
+  if (c.type == OptimizerKind::kSgd) {
     if (!(c.momentum >= 0 && c.momentum < 1)) return badField("momentum", "in [0, 1)", c.momentum);
     if (c.nesterov && c.momentum == 0) {
       return core::invalidArgument("optimizer.nesterov: needs momentum > 0");
@@ -56,7 +52,8 @@ Optimizer::~Optimizer() = default;
 core::Result<std::unique_ptr<Optimizer>> Optimizer::create(const OptimizerConfig& config,
                                                            size_t num_params) {
   RM_RETURN_IF_ERROR(validate(config, num_params));
-  if (config.type == "sgd") return std::unique_ptr<Optimizer>(new Sgd(config, num_params));
+  if (config.type == OptimizerKind::kSgd)
+    return std::unique_ptr<Optimizer>(new Sgd(config, num_params));
   return std::unique_ptr<Optimizer>(new Adam(config, num_params));
 }
 

@@ -25,8 +25,10 @@
 
 namespace ringmaster::trainer::optim {
 
+enum class OptimizerKind { kSgd, kAdam };
+
 struct OptimizerConfig {
-  std::string type = "sgd";  // sgd | adam
+  OptimizerKind type = OptimizerKind::kSgd;
   double learning_rate = 0.1, momentum = 0.9, weight_decay = 0.0;
   bool nesterov = false;                              // sgd only
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam only
@@ -46,6 +48,7 @@ class Optimizer {
   // `from`; otherwise the two must not overlap.
   void stepInto(std::span<const float> from, std::span<float> into, std::span<const float> grads);
 
+  // "sgd" | "adam": what checkpoints record, so that a resume finds state of its kind.
   virtual std::string type() const = 0;
   // Steps taken so far (Adam's bias correction uses it); restored from checkpoints.
   int64_t stepCount() const { return step_count_; }

@@ -39,8 +39,8 @@ class Equivalence : public ::testing::Test {
     if (!train_) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   }
 
-  static TrainerConfig config(int batch) {
-    TrainerConfig c = defaultTrainerConfig();
+  static contract::TrainerSettings config(int batch) {
+    contract::TrainerSettings c = defaultTrainerSettings();
     c.batch_size = batch;
     c.max_steps = 50;
     c.epochs = 1;
@@ -165,7 +165,7 @@ TEST_F(Equivalence, MaxStepsCheckpointResumesMidEpoch) {
       std::filesystem::temp_directory_path() / ("rm-maxsteps-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto runOnce = [&](int64_t max_steps, const std::string& ckpt) {
-    TrainerConfig c = config(128);
+    contract::TrainerSettings c = config(128);
     c.max_steps = max_steps;
     c.checkpoint.path = ckpt;
     c.checkpoint.every_steps = 0;

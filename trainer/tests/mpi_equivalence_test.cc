@@ -18,8 +18,8 @@ namespace {
 
 const std::string kData = "/usr/share/datasets/fashion-mnist";
 
-TrainerConfig config(int batch) {
-  TrainerConfig c = defaultTrainerConfig();
+contract::TrainerSettings config(int batch) {
+  contract::TrainerSettings c = defaultTrainerSettings();
   c.batch_size = batch;
   c.max_steps = 50;
   c.epochs = 1;
@@ -66,7 +66,7 @@ TEST(MpiEquivalence, TwoMpiRanksOfBatch64MatchOneRankOfBatch128) {
 
   // Tensor parallelism over MPI: both ranks split each layer pair, their tensor group split off
   // the MPI world (makeMpiGroup) as the trainer binary does under mpirun.
-  TrainerConfig tp = config(64);
+  contract::TrainerSettings tp = config(64);
   tp.model.hidden = {32, 24, 16};
   tp.tensor = 2;
   tp.pipeline.micro_batches = 2;
@@ -82,7 +82,7 @@ TEST(MpiEquivalence, TwoMpiRanksOfBatch64MatchOneRankOfBatch128) {
   auto single = comm::makeInProcCommunicators(1);
   {
     // What one rank trains with the layers whole.
-    TrainerConfig whole = tp;
+    contract::TrainerSettings whole = tp;
     whole.tensor = 1;
     TrainerContext whole_ctx = ctx;
     whole_ctx.comm = single[0].get();

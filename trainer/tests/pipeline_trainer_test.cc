@@ -5,6 +5,8 @@
 // engine (a device stage runs the executor, the host stage keeps the master weights) runs here
 // over a device stage whose device is a second host stage.
 
+#include "trainer/pipeline_trainer.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -29,6 +31,7 @@ namespace ringmaster::trainer {
 namespace {
 
 namespace fs = std::filesystem;
+using Schedule = contract::PipelineSchedule;
 
 // A DeviceStage whose device is a second host stage of the same layers: the pipeline trainer's
 // GPU path (gradients down and parameters up around every host update) without a GPU. Counts
@@ -82,8 +85,8 @@ class PipelineTrainer : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static TrainerConfig config(int stages, int micro, const std::string& schedule) {
-    TrainerConfig c = defaultTrainerConfig();
+  static contract::TrainerSettings config(int stages, int micro, Schedule schedule) {
+    contract::TrainerSettings c = defaultTrainerSettings();
     c.model.hidden = {32, 24};  // three layers
     c.epochs = 2;
     c.batch_size = 48;  // 512 samples: 10 full steps and a short one of 32 per epoch
@@ -99,7 +102,8 @@ class PipelineTrainer : public ::testing::Test {
   // group of their own through make_group.
   // `metrics`: one per rank, or null.
   // `copies`: set, every rank's stage runs on a HostDeviceStage that counts its copies there.
-  RunResult run(const TrainerConfig& c, int world, std::vector<TrainerMetrics>* metrics = nullptr,
+  RunResult run(const contract::TrainerSettings& c, int world,
+                std::vector<TrainerMetrics>* metrics = nullptr,
                 HostDeviceStage::Copies* copies = nullptr) {
     auto group = std::make_shared<comm::InProcGroup>(world);
     std::vector<std::unique_ptr<comm::Communicator>> comms;
@@ -134,9 +138,9 @@ class PipelineTrainer : public ::testing::Test {
           ctx.make_device_stage = [&c, copies](
                                       model::ModelStage& host,
                                       int slots) -> core::Result<std::unique_ptr<DeviceStage>> {
-            RM_ASSIGN_OR_RETURN(
-                auto copy, model::ModelStage::create(c.model, c.seed + 1, host.microBatch(),
-                                                     host.firstLayer(), host.endLayer(), slots));
+            RM_ASSIGN_OR_RETURN(auto copy, model::ModelStage::create(
+                                               modelConfig(c.model), c.seed + 1, host.microBatch(),
+                                               host.firstLayer(), host.endLayer(), slots));
             return std::unique_ptr<DeviceStage>(new HostDeviceStage(std::move(copy), copies));
           };
         }
@@ -170,12 +174,13 @@ class PipelineTrainer : public ::testing::Test {
 };
 
 TEST_F(PipelineTrainer, StagesTrainTheSameModelAsOneRank) {
-  const RunResult one = run(config(1, 1, "1f1b"), 1);
+  const RunResult one = run(config(1, 1, Schedule::kOneFOneB), 1);
   ASSERT_TRUE(one.summaries[0].ok()) << one.summaries[0].status().toString();
   for (auto [stages, micro, schedule] :
-       {std::tuple{3, 4, "1f1b"}, std::tuple{2, 8, "gpipe"}, std::tuple{3, 1, "gpipe"}}) {
+       {std::tuple{3, 4, Schedule::kOneFOneB}, std::tuple{2, 8, Schedule::kGPipe},
+        std::tuple{3, 1, Schedule::kGPipe}}) {
     SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(micro) + " micro-batches, " +
-                 schedule);
+                 contract::name(schedule));
     const RunResult piped = run(config(stages, micro, schedule), stages);
     for (const auto& s : piped.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
     EXPECT_LE(relativeDifference(piped.params, one.params), 1e-5);
@@ -194,11 +199,11 @@ TEST_F(PipelineTrainer, StagesTrainTheSameModelAsOneRank) {
 // D x S = 2 x 2: two replicas of a two-stage pipeline, batch b each, train what one rank does on
 // their union (batch 2b), and the replicas stay identical.
 TEST_F(PipelineTrainer, ReplicasOfAPipelineTrainAsOneRankOnTheirUnion) {
-  TrainerConfig one_rank = config(1, 1, "1f1b");
+  contract::TrainerSettings one_rank = config(1, 1, Schedule::kOneFOneB);
   one_rank.batch_size = 96;
   const RunResult one = run(one_rank, 1);
   ASSERT_TRUE(one.summaries[0].ok()) << one.summaries[0].status().toString();
-  const RunResult replicas = run(config(2, 4, "1f1b"), 4);
+  const RunResult replicas = run(config(2, 4, Schedule::kOneFOneB), 4);
   for (const auto& s : replicas.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
   EXPECT_LE(relativeDifference(replicas.params, one.params), 1e-5);
   EXPECT_EQ(replicas.per_rank[2], replicas.per_rank[0]) << "replica 1's stage 0 diverged";
@@ -217,10 +222,11 @@ TEST_F(PipelineTrainer, ReplicasOfAPipelineTrainAsOneRankOnTheirUnion) {
 // the upload before the first step makes it land bitwise where the host path lands.
 TEST_F(PipelineTrainer, StagesOnADeviceTrainWhatHostStagesTrain) {
   for (auto [world, micro, schedule] :
-       {std::tuple{2, 4, "1f1b"}, std::tuple{2, 2, "gpipe"}, std::tuple{4, 4, "1f1b"}}) {
+       {std::tuple{2, 4, Schedule::kOneFOneB}, std::tuple{2, 2, Schedule::kGPipe},
+        std::tuple{4, 4, Schedule::kOneFOneB}}) {
     SCOPED_TRACE(std::to_string(world) + " ranks, " + std::to_string(micro) + " micro-batches, " +
-                 schedule);
-    const TrainerConfig c = config(2, micro, schedule);
+                 contract::name(schedule));
+    const contract::TrainerSettings c = config(2, micro, schedule);
     const RunResult host = run(c, world);
     HostDeviceStage::Copies copies;
     const RunResult device = run(c, world, nullptr, &copies);
@@ -238,7 +244,7 @@ TEST_F(PipelineTrainer, StagesOnADeviceTrainWhatHostStagesTrain) {
 
 TEST_F(PipelineTrainer, PipeDreamOnADeviceIsRefusedNamingTheSchedule) {
   HostDeviceStage::Copies copies;
-  const RunResult refused = run(config(2, 2, "pipedream"), 2, nullptr, &copies);
+  const RunResult refused = run(config(2, 2, Schedule::kPipeDream), 2, nullptr, &copies);
   for (const auto& s : refused.summaries) {
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.status().message().find("parallelism.pipeline.schedule: pipedream stages train "
@@ -253,13 +259,13 @@ TEST_F(PipelineTrainer, PipeDreamOnADeviceIsRefusedNamingTheSchedule) {
 // one rank does (the parts hold the same numbers in another order, so compare the test figures
 // and the last layer's bias, which every tensor rank of the last stage holds whole).
 TEST_F(PipelineTrainer, TensorRanksTrainTheSameModelAsOneRank) {
-  TrainerConfig c1 = config(1, 1, "1f1b");
+  contract::TrainerSettings c1 = config(1, 1, Schedule::kOneFOneB);
   c1.model.hidden = {32, 24, 16};  // two layer pairs, so that two stages can hold one each
   const RunResult whole = run(c1, 1);
   ASSERT_TRUE(whole.summaries[0].ok()) << whole.summaries[0].status().toString();
   for (auto [stages, tensor] : {std::pair{1, 2}, std::pair{2, 2}}) {
     SCOPED_TRACE(std::to_string(stages) + " stages x " + std::to_string(tensor) + " tensor ranks");
-    TrainerConfig c = config(stages, 4, "1f1b");
+    contract::TrainerSettings c = config(stages, 4, Schedule::kOneFOneB);
     c.model.hidden = {32, 24, 16};
     c.tensor = tensor;
     const RunResult split = run(c, stages * tensor);
@@ -286,7 +292,7 @@ TEST_F(PipelineTrainer, TensorRanksTrainTheSameModelAsOneRank) {
 TEST_F(PipelineTrainer, TensorSumsAreMeasuredApartFromCompute) {
   for (auto [stages, tensor] : {std::pair{1, 2}, std::pair{2, 1}}) {
     SCOPED_TRACE(std::to_string(stages) + " stages x " + std::to_string(tensor) + " tensor ranks");
-    TrainerConfig c = config(stages, 4, "1f1b");
+    contract::TrainerSettings c = config(stages, 4, Schedule::kOneFOneB);
     c.model.hidden = {32, 24, 16};
     c.tensor = tensor;
     const int world = stages * tensor;
@@ -318,7 +324,7 @@ TEST_F(PipelineTrainer, TensorSumsAreMeasuredApartFromCompute) {
 // micro-batches are in flight), and a run stopped inside an epoch by maxSteps drains its stream
 // instead of leaving a stage waiting.
 TEST_F(PipelineTrainer, PipeDreamTrainsCheckpointsAtEpochEndsAndDrainsAtMaxSteps) {
-  TrainerConfig c = config(2, 4, "pipedream");
+  contract::TrainerSettings c = config(2, 4, Schedule::kPipeDream);
   c.checkpoint.path = dir_.string();
   c.checkpoint.every_steps = 4;
   const RunResult run1 = run(c, 2);
@@ -337,7 +343,7 @@ TEST_F(PipelineTrainer, PipeDreamTrainsCheckpointsAtEpochEndsAndDrainsAtMaxSteps
                                                "run-marker.rmck"}))
         << stage;
   }
-  TrainerConfig stopped = config(2, 4, "pipedream");
+  contract::TrainerSettings stopped = config(2, 4, Schedule::kPipeDream);
   stopped.max_steps = 7;
   const RunResult run2 = run(stopped, 2);
   for (const auto& s : run2.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
@@ -355,10 +361,10 @@ TEST_F(PipelineTrainer, ResumesEveryStageAtTheNewestStepAllOfThemHold) {
 }
 
 void PipelineTrainer::resumeAtTheCommonStep(int world, int64_t common) {
-  const RunResult straight = run(config(2, 4, "1f1b"), world);
+  const RunResult straight = run(config(2, 4, Schedule::kOneFOneB), world);
   for (const auto& s : straight.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
 
-  TrainerConfig c = config(2, 4, "1f1b");
+  contract::TrainerSettings c = config(2, 4, Schedule::kOneFOneB);
   c.checkpoint.path = dir_.string();
   c.checkpoint.every_steps = 4;
   c.max_steps = 7;
@@ -381,10 +387,10 @@ void PipelineTrainer::resumeAtTheCommonStep(int world, int64_t common) {
 }
 
 TEST_F(PipelineTrainer, AStageOfThisRunWithoutCheckpointsMakesTheRunStartOver) {
-  const RunResult straight = run(config(2, 4, "1f1b"), 2);
+  const RunResult straight = run(config(2, 4, Schedule::kOneFOneB), 2);
   for (const auto& s : straight.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
 
-  TrainerConfig c = config(2, 4, "1f1b");
+  contract::TrainerSettings c = config(2, 4, Schedule::kOneFOneB);
   c.checkpoint.path = dir_.string();
   c.checkpoint.every_steps = 4;
   c.max_steps = 5;
@@ -419,7 +425,7 @@ TEST_F(PipelineTrainer, AStageOfThisRunWithoutCheckpointsMakesTheRunStartOver) {
 }
 
 TEST_F(PipelineTrainer, AStageWithoutCheckpointsBesideOneWithThemIsAnError) {
-  TrainerConfig c = config(2, 4, "1f1b");
+  contract::TrainerSettings c = config(2, 4, Schedule::kOneFOneB);
   c.checkpoint.path = dir_.string();
   c.max_steps = 3;
   RunResult first = run(c, 2);
@@ -434,12 +440,38 @@ TEST_F(PipelineTrainer, AStageWithoutCheckpointsBesideOneWithThemIsAnError) {
 }
 
 TEST_F(PipelineTrainer, TheWorldMustHoldWholeReplicasOfThePipeline) {
-  const RunResult r = run(config(3, 4, "1f1b"), 2);
+  const RunResult r = run(config(3, 4, Schedule::kOneFOneB), 2);
   ASSERT_FALSE(r.summaries[0].ok());
   EXPECT_NE(r.summaries[0].status().message().find(
                 "3 stages x 1 tensor ranks need a world that is a multiple of 3 ranks"),
             std::string::npos)
       << r.summaries[0].status().message();
+}
+
+// Rank ((d * S) + s) * T + t is tensor rank t of stage s of replica d.
+TEST(PipelineLayout, EachRankKnowsItsStage) {
+  struct Case {
+    int32_t stages, tensor;
+    std::vector<int> want;  // by rank
+  };
+  const Case cases[] = {
+      {1, 1, {-1, -1, -1}},              // not split: no stage
+      {2, 1, {0, 1, 0, 1}},              // two replicas of two stages
+      {1, 2, {0, 0, 0, 0}},              // tensor ranks alone: one stage
+      {2, 2, {0, 0, 1, 1, 0, 0, 1, 1}},  // tensor groups, then stages, then replicas
+      {3, 1, {0, 1, 2, 0, 1, 2}},
+  };
+  for (const Case& c : cases) {
+    contract::TrainerSettings s = defaultTrainerSettings();
+    s.pipeline.stages = c.stages;
+    s.tensor = c.tensor;
+    EXPECT_EQ(splitsModel(s), c.stages > 1 || c.tensor > 1);
+    std::vector<int> stages;
+    for (int rank = 0; rank < static_cast<int>(c.want.size()); ++rank) {
+      stages.push_back(pipelineStageOf(s, rank));
+    }
+    EXPECT_EQ(stages, c.want) << c.stages << " stages x " << c.tensor << " tensor ranks";
+  }
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ TEST(TrainingComplete, IsTheEndOfTheEpochsOrOfMaxSteps) {
       {2, 5, {0, 4, 4}, false},  {2, 8, {1, 8, 0}, true},  // max_steps reached at an epoch's end
   };
   for (const Case& c : cases) {
-    TrainerConfig config = defaultTrainerConfig();
+    contract::TrainerSettings config = defaultTrainerSettings();
     config.epochs = c.epochs;
     config.max_steps = c.max_steps;
     EXPECT_EQ(trainingComplete(config, c.pos), c.complete)
@@ -68,8 +68,8 @@ class ResumeAtTheEnd : public ::testing::Test {
     fs::remove(dir_.string() + "-summary.json");
   }
 
-  TrainerConfig config() const {
-    TrainerConfig c = defaultTrainerConfig();
+  contract::TrainerSettings config() const {
+    contract::TrainerSettings c = defaultTrainerSettings();
     c.model.hidden = {32};
     c.epochs = 2;
     c.batch_size = 64;  // 512 samples: 8 steps per epoch on one rank
@@ -81,7 +81,7 @@ class ResumeAtTheEnd : public ::testing::Test {
 
   // Runs `world` ranks (threads) over the same checkpoint directory; returns rank 0's summary.
   // Rank 0 reports to `metrics` when given.
-  core::Result<TrainSummary> run(const TrainerConfig& c, int world = 1,
+  core::Result<TrainSummary> run(const contract::TrainerSettings& c, int world = 1,
                                  TrainerMetrics* metrics = nullptr,
                                  std::vector<float>* params = nullptr) {
     auto group = std::make_shared<comm::InProcGroup>(world);
@@ -155,7 +155,7 @@ TEST_F(ResumeAtTheEnd, EvaluatesTheRestoredModelAndReportsNoTraining) {
 }
 
 TEST_F(ResumeAtTheEnd, MaxStepsReachedInsideAnEpochIsTheEndToo) {
-  TrainerConfig c = config();
+  contract::TrainerSettings c = config();
   c.max_steps = 5;
   auto first = run(c);
   ASSERT_TRUE(first.ok()) << first.status().message();
@@ -185,12 +185,12 @@ TEST_F(ResumeAtTheEnd, MaxStepsReachedInsideAnEpochIsTheEndToo) {
 // same number of steps, the same learning rate. 4 ranks train 5 steps, 2 ranks resume at step 5
 // and finish; the parameters are a single rank's after all 16 steps, to float rounding.
 TEST_F(ResumeAtTheEnd, GlobalBatchSizeResumesAtAnotherWorldSizeExactly) {
-  TrainerConfig c = config();
+  contract::TrainerSettings c = config();
   c.global_batch_size = 64;  // 16 per rank at 4 ranks, 32 at 2, 64 at 1: 8 steps an epoch
   c.optimizer.momentum = 0.9;
-  c.lr_schedule = "cosine";
+  c.optimizer.schedule = contract::LrSchedule::kCosine;
 
-  TrainerConfig whole = c;
+  contract::TrainerSettings whole = c;
   whole.checkpoint.path = dir_.string() + "-whole";
   std::vector<float> reference;
   auto uninterrupted = run(whole, 1, nullptr, &reference);
@@ -198,7 +198,7 @@ TEST_F(ResumeAtTheEnd, GlobalBatchSizeResumesAtAnotherWorldSizeExactly) {
   ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status().message();
   EXPECT_EQ(uninterrupted->steps, 16);
 
-  TrainerConfig cut = c;
+  contract::TrainerSettings cut = c;
   cut.max_steps = 5;
   auto four = run(cut, 4);
   ASSERT_TRUE(four.ok()) << four.status().message();
@@ -232,7 +232,7 @@ TEST_F(ResumeAtTheEnd, GlobalBatchSizeResumesAtAnotherWorldSizeExactly) {
 }
 
 TEST_F(ResumeAtTheEnd, MaxStepsAtAnEpochsEndEndsWithThatEpoch) {
-  TrainerConfig c = config();
+  contract::TrainerSettings c = config();
   c.max_steps = 8;  // exactly the first epoch
   metrics::Registry registry;
   auto metrics = TrainerMetrics::create(registry, "inproc");

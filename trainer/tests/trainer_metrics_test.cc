@@ -35,7 +35,7 @@ double sample(const std::string& text, const std::string& name, const std::strin
 }
 
 TEST(TrainerMetrics, AllreduceSeriesNameTheTransportAndTheAlgorithm) {
-  TrainerConfig config = defaultTrainerConfig();
+  contract::TrainerSettings config = defaultTrainerSettings();
   config.model.hidden = {256};        // 203,530 parameters: about 800 KB of gradients
   config.first_bucket_cap_mb = 0.01;  // a first bucket of about 10 KB: recursive doubling
   config.bucket_cap_mb = 4;           // the rest in one bucket: the ring

@@ -61,9 +61,9 @@ class ScriptedEngine final : public StepEngine {
   int steps_ = 0;
 };
 
-TrainerConfig configWith(int64_t epochs, int64_t max_steps, int64_t every_steps,
-                         bool checkpoints = true) {
-  TrainerConfig config;
+contract::TrainerSettings configWith(int64_t epochs, int64_t max_steps, int64_t every_steps,
+                                     bool checkpoints = true) {
+  contract::TrainerSettings config;
   config.epochs = epochs;
   config.max_steps = max_steps;
   config.checkpoint.every_steps = every_steps;
@@ -73,7 +73,7 @@ TrainerConfig configWith(int64_t epochs, int64_t max_steps, int64_t every_steps,
 
 struct Case {
   const char* name;
-  TrainerConfig config;
+  contract::TrainerSettings config;
   Position start;
   int rank;
   std::vector<std::string> calls;

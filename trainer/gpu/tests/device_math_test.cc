@@ -118,7 +118,7 @@ void expectOptimizerParity(const optim::OptimizerConfig& config, int steps) {
     const auto grads = randomFloats(n, 100 + t);
     (*cpu)->step(cpu_params, grads);
     const double lr = learningRateAt(schedule, t);
-    if (config.type == "sgd") {
+    if (config.type == optim::OptimizerKind::kSgd) {
       const SgdScalars s{static_cast<float>(lr), static_cast<float>(config.momentum),
                          static_cast<float>(config.weight_decay), config.nesterov};
       for (size_t i = 0; i < n; ++i) sgdElement(&gpu_params[i], grads[i], &buf[i], s);
@@ -130,12 +130,12 @@ void expectOptimizerParity(const optim::OptimizerConfig& config, int steps) {
   }
   for (size_t i = 0; i < n; ++i)
     ASSERT_TRUE(near(gpu_params[i], cpu_params[i], 1e-7, 1e-6))
-        << config.type << " param " << i << ": " << gpu_params[i] << " vs " << cpu_params[i];
+        << (*cpu)->type() << " param " << i << ": " << gpu_params[i] << " vs " << cpu_params[i];
 }
 
 TEST(OptimizerElements, SgdMatchesTheCpuOptimizer) {
   optim::OptimizerConfig c;
-  c.type = "sgd";
+  c.type = optim::OptimizerKind::kSgd;
   c.learning_rate = 0.05;
   c.momentum = 0.9;
   c.weight_decay = 1e-4;
@@ -149,7 +149,7 @@ TEST(OptimizerElements, SgdMatchesTheCpuOptimizer) {
 
 TEST(OptimizerElements, AdamMatchesTheCpuOptimizer) {
   optim::OptimizerConfig c;
-  c.type = "adam";
+  c.type = optim::OptimizerKind::kAdam;
   c.learning_rate = 1e-3;
   c.weight_decay = 1e-2;
   expectOptimizerParity(c, 6);

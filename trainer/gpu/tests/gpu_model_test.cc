@@ -26,7 +26,7 @@ constexpr int kBatch = 48;
 
 model::ModelConfig smallMlp() {
   model::ModelConfig c;
-  c.type = "mlp";
+  c.type = model::ModelKind::kMlp;
   c.hidden = {64, 40};
   return c;
 }
@@ -204,7 +204,7 @@ TEST(GpuModel, ShortBatchAndEvaluationCountLikeTheCpu) {
 // the cosine of all parameters together would hide one wrong bias gradient.
 model::ModelConfig deeperMlp() {
   model::ModelConfig c;
-  c.type = "mlp";
+  c.type = model::ModelKind::kMlp;
   c.hidden = {256, 128, 128};
   return c;
 }
@@ -242,7 +242,7 @@ TEST(GpuModel, DeeperMlpStepMatchesTheCpuInFp32AndFollowsItInBf16) {
 
 model::ModelConfig smallCnn() {
   model::ModelConfig c;
-  c.type = "cnn";
+  c.type = model::ModelKind::kCnn;
   c.conv_channels = {4, 6};  // 28x28 -> 14x14 -> 7x7: the second pool drops an odd edge
   c.cnn_hidden = 24;
   return c;

@@ -189,7 +189,7 @@ TEST(GpuStage, ComputesWithTheWeightVersionInUse) {
 TEST(GpuStage, RefusesWhatItDoesNotRunNamingIt) {
   RM_REQUIRE_GPU();
   model::ModelConfig cnn;
-  cnn.type = "cnn";
+  cnn.type = model::ModelKind::kCnn;
   auto conv = ModelStage::create(cnn, kSeed, 4, 0, 2, 1);
   ASSERT_TRUE(conv.ok()) << conv.status().toString();
   auto refused = GpuStage::create(**conv, 1, {}, nullptr);

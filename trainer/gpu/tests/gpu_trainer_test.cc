@@ -38,16 +38,16 @@ const Data* fashionMnist() {
                    << " (set RM_FASHION_MNIST)";                                  \
   } while (0)
 
-TrainerConfig mlpConfig(const std::string& precision) {
-  TrainerConfig c = defaultTrainerConfig();
-  c.model.type = "mlp";
+contract::TrainerSettings mlpConfig(contract::Precision precision) {
+  contract::TrainerSettings c = defaultTrainerSettings();
+  c.model.type = contract::ModelType::kMlp;
   c.model.hidden = {512, 512};
   c.epochs = 5;
   c.batch_size = 128;
   c.optimizer.learning_rate = 0.05;
   c.optimizer.momentum = 0.9;
-  c.lr_schedule = "cosine";
-  c.device = "cuda";
+  c.optimizer.schedule = contract::LrSchedule::kCosine;
+  c.device = contract::Device::kCuda;
   c.precision = precision;
   return c;
 }
@@ -57,7 +57,7 @@ struct TrainRun {
   std::vector<float> params;
 };
 
-TrainRun train(const TrainerConfig& config) {
+TrainRun train(const contract::TrainerSettings& config) {
   comm::CommConfig cc;
   cc.backend = "auto";
   cc.device = "cuda";
@@ -82,7 +82,7 @@ TrainRun train(const TrainerConfig& config) {
 TEST(GpuTrainer, Fp32MlpReaches88PercentIn5EpochsOverNccl) {
   RM_REQUIRE_GPU();
   RM_REQUIRE_DATA();
-  TrainRun run = train(mlpConfig("fp32"));
+  TrainRun run = train(mlpConfig(contract::Precision::kFp32));
   ASSERT_TRUE(run.summary.ok()) << run.summary.status().message();
   const TrainSummary& s = *run.summary;
   EXPECT_GE(s.test_accuracy.value_or(0), 0.88);
@@ -101,7 +101,7 @@ TEST(GpuTrainer, Fp32MlpReaches88PercentIn5EpochsOverNccl) {
 TEST(GpuTrainer, Bf16MlpReaches88PercentIn5Epochs) {
   RM_REQUIRE_GPU();
   RM_REQUIRE_DATA();
-  TrainRun run = train(mlpConfig("bf16"));
+  TrainRun run = train(mlpConfig(contract::Precision::kBf16));
   ASSERT_TRUE(run.summary.ok()) << run.summary.status().message();
   EXPECT_GE(run.summary->test_accuracy.value_or(0), 0.88);
   EXPECT_EQ(run.summary->precision, "bf16");
@@ -114,8 +114,8 @@ TEST(GpuTrainer, CnnReaches90PercentIn5Epochs) {
   RM_REQUIRE_GPU();
   RM_REQUIRE_DATA();
   // The CPU training test's CNN run (2 ranks x batch 32) as one rank of batch 64.
-  TrainerConfig c = mlpConfig("fp32");
-  c.model.type = "cnn";
+  contract::TrainerSettings c = mlpConfig(contract::Precision::kFp32);
+  c.model.type = contract::ModelType::kCnn;
   c.batch_size = 64;
   c.optimizer.learning_rate = 0.02;
   TrainRun run = train(c);
@@ -129,7 +129,7 @@ TEST(GpuTrainer, CnnReaches90PercentIn5Epochs) {
 TEST(GpuTrainer, GraphReplayComputesWhatEagerStepsCompute) {
   RM_REQUIRE_GPU();
   RM_REQUIRE_DATA();
-  TrainerConfig c = mlpConfig("fp32");
+  contract::TrainerSettings c = mlpConfig(contract::Precision::kFp32);
   c.epochs = 1;
   c.max_steps = 120;
   c.cuda_graph = true;
@@ -151,7 +151,7 @@ TEST(GpuTrainer, ResumesFromItsOwnCheckpoint) {
   RM_REQUIRE_DATA();
   const auto dir = std::filesystem::temp_directory_path() /
                    ("rm-gpu-ckpt-" + std::to_string(std::random_device{}()));
-  TrainerConfig c = mlpConfig("bf16");
+  contract::TrainerSettings c = mlpConfig(contract::Precision::kBf16);
   c.epochs = 2;
   c.max_steps = 300;
   c.checkpoint.path = dir.string();

@@ -84,7 +84,7 @@ TEST(ModelGradients, MlpWithTwoReluLayersMatchesFiniteDifferences) {
 
 TEST(ModelGradients, CnnWithHiddenLayerMatchesFiniteDifferences) {
   ModelConfig c;
-  c.type = "cnn";
+  c.type = ModelKind::kCnn;
   c.conv_channels = {3, 4};
   c.cnn_hidden = 6;
   c.input_height = 8;
@@ -95,7 +95,7 @@ TEST(ModelGradients, CnnWithHiddenLayerMatchesFiniteDifferences) {
 
 TEST(ModelGradients, CnnWithOddSizesAndTwoInputChannelsMatchesFiniteDifferences) {
   ModelConfig c;
-  c.type = "cnn";
+  c.type = ModelKind::kCnn;
   c.conv_channels = {2};
   c.input_channels = 2;
   c.input_height = 7;

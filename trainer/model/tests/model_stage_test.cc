@@ -29,7 +29,7 @@ ModelConfig mlp() {
 
 ModelConfig cnn() {
   ModelConfig c;
-  c.type = "cnn";
+  c.type = ModelKind::kCnn;
   c.conv_channels = {4, 6};
   c.cnn_hidden = 12;
   return c;

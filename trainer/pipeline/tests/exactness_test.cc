@@ -265,7 +265,7 @@ TEST(TensorParallel, RejectsWidthsItCannotSplitAndConvLayersNamingTheField) {
             std::string::npos)
       << uneven.status().message();
   model::ModelConfig cnn;
-  cnn.type = "cnn";
+  cnn.type = model::ModelKind::kCnn;
   auto conv = model::ModelStage::create(cnn, kSeed, 4, 0, 3, 1, {0, 2});
   ASSERT_FALSE(conv.ok());
   EXPECT_NE(conv.status().message().find("conv layers cannot be split"), std::string::npos);
