@@ -30,11 +30,21 @@ inline const std::vector<ControlPlane> kControlPlanes = {ControlPlane::kLocal,
 // RINGMASTER_ENVTEST): tests skip with it.
 std::string controlPlaneMissing(ControlPlane plane);
 
-// One envtest control plane in `run_dir`.
+class EnvtestLaunch;  // control_plane.cc: one run of `start`, and what it started
+
+// One envtest control plane in `run_dir`, or in the spare it adopted.
+//
+// Spares: a start takes about 8.5 s, mostly waiting for /readyz and the default ServiceAccount,
+// and each envtest case starts its own. So once a plane is up and the binary has envtest cases
+// still to run (GoogleTest's filter says which: the names ending in "/envtest"), the process
+// starts the next one (niced where it may be reniced at adoption) in a directory of its own; a
+// later start with the same environment adopts it, waiting for it if it is still starting. A
+// spare nobody adopts is killed at exit. Every plane's daemons share a process group with a
+// guardian shell that SIGKILLs it when the test process is gone, even after a crash.
 class Envtest {
  public:
-  explicit Envtest(std::string run_dir) : run_dir_(std::move(run_dir)) {}
-  ~Envtest() { stop(); }
+  explicit Envtest(std::string run_dir);
+  ~Envtest();
   Envtest(const Envtest&) = delete;
   Envtest& operator=(const Envtest&) = delete;
 
@@ -42,13 +52,18 @@ class Envtest {
   // runs but node lifecycle (unless `env` sets KCM_CONTROLLERS): the local kubelet is a node that
   // never goes NotReady for lack of a lease renewal the tests do not wait for.
   std::string start(const std::map<std::string, std::string>& env = {});
+  // Kills the daemons; an adopted spare's directory goes with them.
   void stop();
   const std::string& kubeconfig() const { return kubeconfig_; }
+  // Where the plane runs (logs/, pki/): `run_dir`, or an adopted spare's directory, to which
+  // `run_dir` then links when it did not exist.
+  std::string runDir() const;
 
  private:
   std::string run_dir_;
-  std::string started_from_;  // the envtest directory, while something may be running
+  std::unique_ptr<EnvtestLaunch> launch_;  // set while something may be running
   std::string kubeconfig_;
+  bool linked_run_dir_ = false;  // run_dir_ is a link this object made to a spare's directory
 };
 
 // An API server alone, of either plane: `ringmaster local serve` on a fresh data dir, or envtest

@@ -5,7 +5,8 @@
 // --cluster-kubeconfig` joins with the kubelet and operator. Plus the /proc helpers the fault tests
 // use to find a pod's processes.
 //
-// Ownership: owns the data dir, the daemons `up` started and the envtest control plane.
+// Ownership: owns the data dir, the daemons `up` started and the envtest control plane (in
+// <data dir>/envtest, or in an adopted spare's directory that it links to: control_plane.h).
 // Thread-safety: one test thread. Failure: missing() says what the machine lacks (a reason to
 // skip); start() reports why the cluster is not up instead of failing the test, so that a
 // fixture can skip or assert as it sees fit.
