@@ -1,0 +1,196 @@
+#include "trainer/ps/parameter_server.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace ringmaster::trainer::ps {
+namespace {
+
+std::string workerName(WorkerId worker) { return "worker " + std::to_string(worker); }
+
+}  // namespace
+
+core::Result<std::unique_ptr<ParameterServer>> ParameterServer::create(
+    int server, std::vector<Piece> pieces, std::span<const float> initial, int workers,
+    ServerOptions options) {
+  const std::string where = "parameter server " + std::to_string(server);
+  if (workers < 0) {
+    return core::invalidArgument(where + ": workers must be >= 0, got " + std::to_string(workers));
+  }
+  size_t elements = 0;
+  for (const Piece& piece : pieces) {
+    if (piece.elements < 1) {
+      return core::invalidArgument(where + ": a piece of tensor " + std::to_string(piece.tensor) +
+                                   " has no elements");
+    }
+    elements += static_cast<size_t>(piece.elements);
+  }
+  if (initial.size() != elements) {
+    return core::invalidArgument(where + ": " + std::to_string(initial.size()) +
+                                 " initial values for pieces of " + std::to_string(elements));
+  }
+  // A server without pieces still checks the configuration it was given.
+  RM_ASSIGN_OR_RETURN(auto optimizer,
+                      optim::Optimizer::create(options.optimizer, std::max<size_t>(elements, 1)));
+  std::unique_ptr<ParameterServer> ps(
+      new ParameterServer(server, std::move(pieces), elements, std::move(options)));
+  if (elements > 0) ps->optimizer_ = std::move(optimizer);
+  ps->values_.assign(initial.begin(), initial.end());
+  ps->scratch_.resize(elements);
+  for (WorkerId w = 0; w < workers; ++w) RM_RETURN_IF_ERROR(ps->clock_.join(w, 0));
+  return ps;
+}
+
+ParameterServer::ParameterServer(int server, std::vector<Piece> pieces, size_t elements,
+                                 ServerOptions options)
+    : id_(server),
+      pieces_(std::move(pieces)),
+      elements_(elements),
+      options_(std::move(options)),
+      clock_(options_.consistency) {}
+
+ParameterServer::~ParameterServer() = default;
+
+core::Status ParameterServer::waitForStep(std::unique_lock<std::mutex>& lock, WorkerId worker,
+                                          int64_t step, const char* what) {
+  const std::string where = "parameter server " + std::to_string(id_) + ": " + what + " of " +
+                            workerName(worker) + " for step " + std::to_string(step);
+  if (closed_) return core::cancelled(where + ": server closed");
+  const std::optional<int64_t> clock = clock_.clockOf(worker);
+  if (!clock) return core::notFound(where + ": not a live worker");
+  if (step != *clock) {
+    return core::invalidArgument(where + ": its clock is " + std::to_string(*clock));
+  }
+  const bool allowed = changed_.wait_for(lock, options_.wait_timeout, [&] {
+    return closed_ || !clock_.clockOf(worker) || clock_.mayStart(step);
+  });
+  if (closed_) return core::cancelled(where + ": server closed while waiting");
+  if (!clock_.clockOf(worker)) return core::notFound(where + ": removed while waiting");
+  if (!allowed) {
+    return core::timeoutError(where + ": still waits for the slowest worker (clock " +
+                              std::to_string(clock_.minClock().value_or(0)) + ", " +
+                              toString(consistency()) + ")");
+  }
+  return core::Status::Ok();
+}
+
+core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<float> values) {
+  if (values.size() != elements_) {
+    return core::invalidArgument("parameter server " + std::to_string(id_) + ": pull into " +
+                                 std::to_string(values.size()) + " floats, holds " +
+                                 std::to_string(elements_));
+  }
+  std::unique_lock lock(mu_);
+  RM_RETURN_IF_ERROR(waitForStep(lock, worker, step, "pull"));
+  std::copy(values_.begin(), values_.end(), values.begin());
+  ++counters_.pulls;
+  counters_.bytes_pulled += elements_ * sizeof(float);
+  return core::Status::Ok();
+}
+
+core::Status ParameterServer::push(WorkerId worker, int64_t step,
+                                   std::span<const float> gradients) {
+  if (gradients.size() != elements_) {
+    return core::invalidArgument("parameter server " + std::to_string(id_) + ": push of " +
+                                 std::to_string(gradients.size()) + " floats, holds " +
+                                 std::to_string(elements_));
+  }
+  {
+    std::unique_lock lock(mu_);
+    // Normally at once: the worker pulled this step. A push without that pull waits the same.
+    RM_RETURN_IF_ERROR(waitForStep(lock, worker, step, "push"));
+    ++counters_.pushes;
+    counters_.bytes_pushed += elements_ * sizeof(float);
+    if (isSync()) {
+      // Every pending gradient is of the slowest clock's step, which is this one.
+      pending_step_ = step;
+      pending_[worker].assign(gradients.begin(), gradients.end());
+      RM_RETURN_IF_ERROR(clock_.advance(worker, step + 1));
+      completeStepIfReady();
+    } else {
+      const float scale = 1.0f / static_cast<float>(clock_.liveWorkers());
+      for (size_t i = 0; i < elements_; ++i) scratch_[i] = gradients[i] * scale;
+      ++counters_.staleness[clock_.staleness(step)];
+      ++counters_.pushes_applied;
+      apply(step);
+      RM_RETURN_IF_ERROR(clock_.advance(worker, step + 1));
+    }
+  }
+  changed_.notify_all();
+  return core::Status::Ok();
+}
+
+void ParameterServer::completeStepIfReady() {
+  if (pending_.empty()) return;
+  const std::optional<int64_t> slowest = clock_.minClock();
+  if (slowest && *slowest <= pending_step_) return;  // a live worker still owes this step
+  auto it = pending_.begin();
+  std::copy(it->second.begin(), it->second.end(), scratch_.begin());
+  for (++it; it != pending_.end(); ++it) {
+    for (size_t i = 0; i < elements_; ++i) scratch_[i] += it->second[i];
+  }
+  const float scale = 1.0f / static_cast<float>(pending_.size());
+  for (size_t i = 0; i < elements_; ++i) scratch_[i] *= scale;
+  counters_.staleness[clock_.staleness(pending_step_)] += pending_.size();
+  counters_.pushes_applied += pending_.size();
+  apply(pending_step_);
+  pending_.clear();
+}
+
+void ParameterServer::apply(int64_t step) {
+  ++counters_.updates;
+  if (!optimizer_) return;
+  if (options_.learning_rate_at) optimizer_->setLearningRate(options_.learning_rate_at(step));
+  optimizer_->step(values_, scratch_);
+}
+
+core::Result<int64_t> ParameterServer::addWorker(WorkerId worker) {
+  std::lock_guard lock(mu_);
+  if (closed_) return core::cancelled("parameter server " + std::to_string(id_) + ": closed");
+  RM_RETURN_IF_ERROR(clock_.join(worker));
+  return *clock_.clockOf(worker);
+}
+
+core::Status ParameterServer::removeWorker(WorkerId worker) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return core::cancelled("parameter server " + std::to_string(id_) + ": closed");
+    RM_RETURN_IF_ERROR(clock_.leave(worker));
+    if (isSync()) completeStepIfReady();
+  }
+  changed_.notify_all();
+  return core::Status::Ok();
+}
+
+core::Status ParameterServer::load(std::span<const float> values) {
+  if (values.size() != elements_) {
+    return core::invalidArgument("parameter server " + std::to_string(id_) + ": load of " +
+                                 std::to_string(values.size()) + " floats, holds " +
+                                 std::to_string(elements_));
+  }
+  std::lock_guard lock(mu_);
+  std::copy(values.begin(), values.end(), values_.begin());
+  return core::Status::Ok();
+}
+
+std::vector<float> ParameterServer::values() const {
+  std::lock_guard lock(mu_);
+  return values_;
+}
+
+ServerCounters ParameterServer::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+void ParameterServer::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  changed_.notify_all();
+}
+
+}  // namespace ringmaster::trainer::ps

@@ -1,0 +1,139 @@
+#pragma once
+// One parameter server: it holds the values of the pieces a ShardPlan gives it (shard_plan.h),
+// answers the workers' pulls with them, and turns the workers' pushed gradients of those pieces
+// into updates with an optimizer of its own (optim::Optimizer: the data-parallel engine's math,
+// element by element; only rounding may differ, by about an ulp, where a piece moves an element
+// between the update kernel's vector loop and its remainder). It knows nothing of transports:
+// the in-process connection (ps_worker.h) calls it directly, a networked one would call it from
+// its request handlers.
+//
+// Steps count from 0; a worker's clock is the number of steps it has pushed, i.e. the step it
+// pulls and pushes next (StalenessClock, staleness_gate.h). Per consistency model:
+//  - sync: the pushes of step t are kept until every live worker has pushed t; then their mean
+//    (summed in worker order, times 1/count, as allreduce-mean data parallelism does) is one
+//    optimizer step, and only after it may a pull of step t+1 return.
+//  - async: every push is one optimizer step at once, on its gradient times 1/W, W the live
+//    workers when it arrives. W pushes then move the parameters about as far as one sync step on
+//    their mean, so a learning rate means the same in both modes (momentum sees W small steps
+//    where sync has one).
+//  - bounded staleness s: pushes are applied as in async, and a pull of step n waits until
+//    n - (slowest live worker's clock) <= s.
+// The clock lives under the server's own mutex (not in a StalenessGate), so that applying step t
+// and releasing the pulls of t+1 are one critical section.
+//
+// Staleness recorded for an applied push of step n: n minus the slowest live worker's clock when
+// it is applied (StalenessClock::staleness): 0 in sync, at most s under bound s, unbounded async.
+//
+// Workers: 0..workers-1 are live from the start; addWorker() joins one at the slowest live clock
+// (a worker added while a sync step is in progress takes part in it). removeWorker() drops one
+// (dead or done): the live workers' pushes then complete the step it left open, and a gradient
+// it pushed before it left still counts.
+//
+// Thread-safety: every member may be called from any thread; many workers pull and push at once
+// (an update runs under the server's mutex). Failure: kInvalidArgument (a buffer whose size is
+// not elements(), a step other than the worker's clock), kNotFound (a worker that is not live,
+// also for a wait cut short by its removal), kAlreadyExists (addWorker of a live worker),
+// kTimeout (a pull or push still waiting at wait_timeout), kCancelled (after close()).
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/ps/shard_plan.h"
+#include "trainer/ps/staleness_gate.h"
+
+namespace ringmaster::trainer::ps {
+
+struct ServerOptions {
+  Consistency consistency = Consistency::sync();
+  optim::OptimizerConfig optimizer;
+  // The learning rate of the update of step `step` (a schedule); empty: the optimizer's own.
+  std::function<double(int64_t step)> learning_rate_at;
+  // How long a pull (or a push) may wait for the consistency model to let it through.
+  std::chrono::milliseconds wait_timeout = std::chrono::seconds(60);
+};
+
+struct ServerCounters {
+  uint64_t pulls = 0, pushes = 0;  // answered
+  uint64_t bytes_pulled = 0, bytes_pushed = 0;
+  uint64_t pushes_applied = 0;            // pushes whose gradient went into an update
+  uint64_t updates = 0;                   // optimizer steps taken
+  std::map<int64_t, uint64_t> staleness;  // staleness of an applied push -> how many
+
+  int64_t maxStaleness() const { return staleness.empty() ? 0 : staleness.rbegin()->first; }
+};
+
+class ParameterServer {
+ public:
+  // `initial`: the values of `pieces`, concatenated in their order. Workers 0..workers-1 start
+  // live at clock 0. kInvalidArgument for a size mismatch, a negative worker count or a bad
+  // optimizer configuration.
+  static core::Result<std::unique_ptr<ParameterServer>> create(int server,
+                                                               std::vector<Piece> pieces,
+                                                               std::span<const float> initial,
+                                                               int workers, ServerOptions options);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  int id() const { return id_; }
+  const std::vector<Piece>& pieces() const { return pieces_; }
+  // Floats held: the sum of the pieces' elements; the size of every pull and push buffer.
+  size_t elements() const { return elements_; }
+  // As given, a negative bound read as 0 (sync). Fixed at create().
+  const Consistency& consistency() const { return clock_.consistency(); }
+
+  // The pieces' values as step `step` may see them (waits as described above) into `values`.
+  core::Status pull(WorkerId worker, int64_t step, std::span<float> values);
+  // The worker's gradient of the pieces for step `step`; advances its clock to step + 1.
+  core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients);
+  // Joins `worker` at the slowest live clock; returns the step it runs first.
+  core::Result<int64_t> addWorker(WorkerId worker);
+  core::Status removeWorker(WorkerId worker);
+
+  // Replaces the values (a restored checkpoint); the optimizer state stays.
+  core::Status load(std::span<const float> values);
+  std::vector<float> values() const;
+  ServerCounters counters() const;
+  // Fails waiting calls and every later pull, push and membership change with kCancelled.
+  void close();
+
+ private:
+  ParameterServer(int server, std::vector<Piece> pieces, size_t elements, ServerOptions options);
+  bool isSync() const { return consistency().max_staleness == 0; }
+  // With mu_ held: checks the worker and its clock, then waits until step may be served.
+  core::Status waitForStep(std::unique_lock<std::mutex>& lock, WorkerId worker, int64_t step,
+                           const char* what);
+  // With mu_ held: sync only; applies the pending step once no live worker still owes it.
+  void completeStepIfReady();
+  // With mu_ held: one optimizer step of scratch_ for step `step`.
+  void apply(int64_t step);
+
+  const int id_;
+  const std::vector<Piece> pieces_;
+  const size_t elements_;
+  const ServerOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  StalenessClock clock_;
+  std::vector<float> values_;
+  std::unique_ptr<optim::Optimizer> optimizer_;  // null when the server holds no piece
+  // Sync: the gradients pushed for pending_step_, by worker.
+  std::map<WorkerId, std::vector<float>> pending_;
+  int64_t pending_step_ = 0;
+  std::vector<float> scratch_;  // the gradient an update applies
+  ServerCounters counters_;
+  bool closed_ = false;
+};
+
+}  // namespace ringmaster::trainer::ps

@@ -1,0 +1,291 @@
+// The parameter server on hand-made pieces: scripted pulls and pushes per consistency model with
+// plain SGD at learning rate 1 (so every expected value is exact in float), waits released by
+// pushes and removals, errors; then the piece copies the worker uses. Waits have a 10 s
+// deadline and no test asserts how fast anything happened.
+
+#include "trainer/ps/parameter_server.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "trainer/ps/ps_worker.h"
+
+namespace ringmaster::trainer::ps {
+namespace {
+
+using Floats = std::vector<float>;
+
+const Floats kInitial = {1, 2, 3, 4};
+const Floats kGrad0 = {2, 4, 6, 8};
+const Floats kGrad1 = {4, 0, -2, 2};
+// kInitial - (kGrad0 + kGrad1) / 2: one sync step of the mean, or two async pushes of each / 2.
+const Floats kAfterBoth = {-2, 0, 1, -1};
+
+ServerOptions options(Consistency consistency) {
+  ServerOptions o;
+  o.consistency = consistency;
+  o.optimizer.learning_rate = 1;
+  o.optimizer.momentum = 0;
+  o.wait_timeout = std::chrono::seconds(10);
+  return o;
+}
+
+// One server holding tensor 0's four elements, with `workers` live workers.
+std::unique_ptr<ParameterServer> makeServer(const ServerOptions& o, int workers = 2) {
+  auto server = ParameterServer::create(0, {Piece{0, 0, 4, 0}}, kInitial, workers, o);
+  EXPECT_TRUE(server.ok()) << server.status().toString();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+Floats pulled(ParameterServer& server, WorkerId worker, int64_t step) {
+  Floats out(server.elements());
+  const core::Status status = server.pull(worker, step, out);
+  EXPECT_TRUE(status.ok()) << status.toString();
+  return out;
+}
+
+void push(ParameterServer& server, WorkerId worker, int64_t step, const Floats& grads) {
+  const core::Status status = server.push(worker, step, grads);
+  EXPECT_TRUE(status.ok()) << status.toString();
+}
+
+template <typename T>
+std::string caseName(const ::testing::TestParamInfo<T>& info) {
+  return info.param.name;
+}
+
+// --- what one push and then the other do to the values ---
+
+struct ModeCase {
+  std::string name;
+  Consistency consistency;
+  Floats after_first;  // worker 0 pushed step 0
+  uint64_t updates_after_first = 0;
+};
+void PrintTo(const ModeCase& c, std::ostream* os) { *os << c.name; }
+
+class ModeTable : public ::testing::TestWithParam<ModeCase> {};
+
+TEST_P(ModeTable, AppliesPushesAsTheModelSays) {
+  const ModeCase& c = GetParam();
+  auto server = makeServer(options(c.consistency));
+  EXPECT_EQ(pulled(*server, 0, 0), kInitial);
+  EXPECT_EQ(pulled(*server, 1, 0), kInitial);
+  push(*server, 0, 0, kGrad0);
+  EXPECT_EQ(server->values(), c.after_first);
+  EXPECT_EQ(server->counters().updates, c.updates_after_first);
+  push(*server, 1, 0, kGrad1);
+  EXPECT_EQ(server->values(), kAfterBoth);
+  const ServerCounters counters = server->counters();
+  EXPECT_EQ(counters.pulls, 2u);
+  EXPECT_EQ(counters.pushes, 2u);
+  EXPECT_EQ(counters.pushes_applied, 2u);
+  EXPECT_EQ(counters.bytes_pulled, 2 * 4 * sizeof(float));
+  EXPECT_EQ(counters.bytes_pushed, 2 * 4 * sizeof(float));
+  EXPECT_EQ(counters.maxStaleness(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ModeTable,
+                         ::testing::Values(
+                             // The mean waits for the second push.
+                             ModeCase{"sync", Consistency::sync(), kInitial, 0},
+                             // Each push at once, scaled by 1/2.
+                             ModeCase{"async", Consistency::async(), {0, 0, 0, 0}, 1},
+                             ModeCase{"bounded", Consistency::bounded(2), {0, 0, 0, 0}, 1}),
+                         caseName<ModeCase>);
+
+// --- sync: pulls of the next step wait for its update ---
+
+TEST(SyncServer, PullOfTheNextStepSeesTheMeanOfTheStep) {
+  auto server = makeServer(options(Consistency::sync()));
+  push(*server, 0, 0, kGrad0);
+  auto next = std::async(std::launch::async, [&] { return pulled(*server, 0, 1); });
+  push(*server, 1, 0, kGrad1);
+  EXPECT_EQ(next.get(), kAfterBoth);
+  EXPECT_EQ(server->counters().updates, 1u);
+}
+
+struct RemovalCase {
+  std::string name;
+  bool removed_pushed_first;  // the removed worker's gradient of the step is already in
+  Floats want;
+};
+void PrintTo(const RemovalCase& c, std::ostream* os) { *os << c.name; }
+
+class SyncRemovalTable : public ::testing::TestWithParam<RemovalCase> {};
+
+TEST_P(SyncRemovalTable, TheLiveWorkersCompleteTheStep) {
+  const RemovalCase& c = GetParam();
+  auto server = makeServer(options(Consistency::sync()));
+  if (c.removed_pushed_first) push(*server, 1, 0, kGrad1);
+  push(*server, 0, 0, kGrad0);
+  if (c.removed_pushed_first) {
+    EXPECT_EQ(server->counters().updates, 1u);
+    ASSERT_TRUE(server->removeWorker(1).ok());
+    EXPECT_EQ(pulled(*server, 0, 1), c.want);
+  } else {
+    auto next = std::async(std::launch::async, [&] { return pulled(*server, 0, 1); });
+    ASSERT_TRUE(server->removeWorker(1).ok());
+    EXPECT_EQ(next.get(), c.want);
+  }
+  // The survivor goes on alone; the removed worker is turned away.
+  push(*server, 0, 1, kGrad0);
+  EXPECT_EQ(server->counters().updates, 2u);
+  Floats out(4);
+  EXPECT_EQ(server->pull(1, 1, out).code(), core::Code::kNotFound);
+  EXPECT_EQ(server->push(1, 1, kGrad1).code(), core::Code::kNotFound);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Removals, SyncRemovalTable,
+    ::testing::Values(
+        // The pull waits for worker 1 until it is removed; the step is worker 0's alone.
+        RemovalCase{"before_its_push", false, {-1, -2, -3, -4}},
+        RemovalCase{"after_its_push", true, kAfterBoth}),
+    caseName<RemovalCase>);
+
+TEST(SyncServer, AddedWorkerJoinsAtTheSlowestClockAndCountsInTheMean) {
+  auto server = makeServer(options(Consistency::sync()));
+  push(*server, 0, 0, kGrad0);
+  push(*server, 1, 0, kGrad1);
+  auto joined = server->addWorker(2);
+  ASSERT_TRUE(joined.ok()) << joined.status().toString();
+  EXPECT_EQ(*joined, 1);
+  push(*server, 0, 1, {3, 3, 3, 3});
+  push(*server, 1, 1, {3, 3, 3, 3});
+  EXPECT_EQ(server->counters().updates, 1u) << "step 1 waits for the new worker too";
+  EXPECT_EQ(pulled(*server, 2, 1), kAfterBoth);
+  push(*server, 2, 1, {6, 6, 6, 6});
+  EXPECT_EQ(server->values(), (Floats{-6, -4, -3, -5}));  // kAfterBoth - 12 / 3
+  EXPECT_EQ(server->addWorker(2).status().code(), core::Code::kAlreadyExists);
+}
+
+// --- bounded staleness ---
+
+TEST(BoundedServer, PullWaitsOnlyBeyondTheBound) {
+  auto server = makeServer(options(Consistency::bounded(1)));
+  push(*server, 0, 0, kGrad0);
+  pulled(*server, 0, 1);  // one step ahead of worker 1: allowed
+  push(*server, 0, 1, kGrad0);
+  auto ahead = std::async(std::launch::async, [&] { return pulled(*server, 0, 2); });
+  push(*server, 1, 0, kGrad1);  // releases step 2
+  ahead.get();
+  const ServerCounters counters = server->counters();
+  EXPECT_EQ(counters.staleness, (std::map<int64_t, uint64_t>{{0, 2}, {1, 1}}));
+  EXPECT_EQ(counters.maxStaleness(), 1);
+}
+
+TEST(AsyncServer, NeverWaitsAndRecordsHowFarAheadAPushWas) {
+  auto server = makeServer(options(Consistency::async()));
+  for (int64_t step = 0; step < 4; ++step) {
+    pulled(*server, 0, step);
+    push(*server, 0, step, kGrad0);
+  }
+  EXPECT_EQ(server->counters().maxStaleness(), 3);
+  EXPECT_EQ(server->counters().updates, 4u);
+}
+
+// --- errors ---
+
+TEST(ParameterServerErrors, CallsOutsideTheContract) {
+  auto server = makeServer(options(Consistency::sync()));
+  Floats out(4), small(3);
+  EXPECT_EQ(server->pull(0, 0, small).code(), core::Code::kInvalidArgument);
+  EXPECT_EQ(server->push(0, 0, small).code(), core::Code::kInvalidArgument);
+  EXPECT_EQ(server->pull(7, 0, out).code(), core::Code::kNotFound);
+  EXPECT_EQ(server->pull(0, 1, out).code(), core::Code::kInvalidArgument) << "clock is 0";
+  EXPECT_EQ(server->removeWorker(7).code(), core::Code::kNotFound);
+  EXPECT_EQ(server->load(small).code(), core::Code::kInvalidArgument);
+  ASSERT_TRUE(server->load(kGrad1).ok());
+  EXPECT_EQ(server->values(), kGrad1);
+}
+
+TEST(ParameterServerErrors, PullTimesOutWhileTheStepIsOpen) {
+  ServerOptions o = options(Consistency::sync());
+  o.wait_timeout = std::chrono::milliseconds(20);
+  auto server = makeServer(o);
+  push(*server, 0, 0, kGrad0);
+  Floats out(4);
+  const core::Status status = server->pull(0, 1, out);
+  EXPECT_EQ(status.code(), core::Code::kTimeout) << status.toString();
+}
+
+TEST(ParameterServerErrors, CloseCancelsAWaitingPullAndLaterCalls) {
+  auto server = makeServer(options(Consistency::sync()));
+  push(*server, 0, 0, kGrad0);
+  auto waiting = std::async(std::launch::async, [&] {
+    Floats out(4);
+    return server->pull(0, 1, out);
+  });
+  server->close();
+  EXPECT_EQ(waiting.get().code(), core::Code::kCancelled);
+  EXPECT_EQ(server->push(1, 0, kGrad1).code(), core::Code::kCancelled);
+  EXPECT_EQ(server->addWorker(3).status().code(), core::Code::kCancelled);
+}
+
+TEST(ParameterServerCreate, RejectsWhatDoesNotFit) {
+  const Floats three = {1, 2, 3};
+  EXPECT_EQ(ParameterServer::create(0, {Piece{0, 0, 4, 0}}, three, 2, options({})).status().code(),
+            core::Code::kInvalidArgument);
+  EXPECT_EQ(
+      ParameterServer::create(0, {Piece{0, 0, 4, 0}}, kInitial, -1, options({})).status().code(),
+      core::Code::kInvalidArgument);
+  ServerOptions bad = options({});
+  bad.optimizer.learning_rate = 0;
+  auto rejected = ParameterServer::create(0, {}, {}, 2, bad);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("optimizer.learningRate"), std::string::npos);
+}
+
+TEST(ParameterServerCreate, AServerWithoutPiecesStillKeepsTheSteps) {
+  auto server = ParameterServer::create(3, {}, {}, 2, options(Consistency::sync()));
+  ASSERT_TRUE(server.ok()) << server.status().toString();
+  ParameterServer& s = **server;
+  push(s, 0, 0, {});
+  push(s, 1, 0, {});
+  EXPECT_EQ(pulled(s, 0, 1), Floats{});
+  EXPECT_EQ(s.counters().updates, 1u);
+}
+
+// --- piece copies ---
+
+TEST(Pieces, GatherAndScatterFollowTheLayout) {
+  const FlatLayout layout =
+      FlatLayout::of({{"a.weight", 0, 6}, {"a.bias", 6, 2}, {"b.weight", 8, 4}});
+  EXPECT_EQ(layout.size, 12u);
+  ASSERT_EQ(layout.tensors.size(), 3u);
+  EXPECT_EQ(layout.tensors[1].name, "a.bias");
+  EXPECT_EQ(layout.tensors[1].elements, 2);
+  const std::vector<Piece> pieces = {{0, 2, 3, 0}, {2, 0, 1, 0}, {1, 1, 1, 0}};
+  const Floats flat = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  Floats packed(5);
+  gatherPieces(pieces, layout, flat, packed);
+  EXPECT_EQ(packed, (Floats{2, 3, 4, 8, 7}));
+  Floats back(12, -1);
+  scatterPieces(pieces, layout, packed, back);
+  EXPECT_EQ(back, (Floats{-1, -1, 2, 3, 4, -1, -1, 7, 8, -1, -1, -1}));
+}
+
+TEST(Pieces, ServersMadeFromAPlanGiveTheParametersBack) {
+  const FlatLayout layout =
+      FlatLayout::of({{"w1", 0, 300}, {"b1", 300, 30}, {"w2", 330, 200}, {"b2", 530, 3}});
+  auto plan = planShards(layout.tensors, 3, {.min_piece_bytes = 40});
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  Floats params(layout.size);
+  for (size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(i) * 0.5f;
+  auto servers = makeServers(*plan, layout, params, 2, options(Consistency::sync()));
+  ASSERT_TRUE(servers.ok()) << servers.status().toString();
+  ASSERT_EQ(servers->size(), 3u);
+  EXPECT_EQ(assembleParameters(*servers, layout), params);
+  EXPECT_EQ(makeServers(*plan, layout, Floats(5), 2, options({})).status().code(),
+            core::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::ps
