@@ -176,9 +176,8 @@ spec:
     model: {type: mlp, hidden: [256, 256]}
     dataset: {name: fashion-mnist, path: )") +
         testutil::kFashionMnistDir + R"(}
-    epochs: 10
+    epochs: 3
     batchSize: 32
-    maxSteps: 6000
     optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
     checkpoint: {path: /ckpt, everySteps: 20}
   volumes:
