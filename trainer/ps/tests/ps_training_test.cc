@@ -5,13 +5,11 @@
 // generous deadlines and nothing asserts how fast anything ran.
 
 #include <gtest/gtest.h>
-#include <xmmintrin.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -24,57 +22,13 @@
 #include "trainer/config.h"
 #include "trainer/ps/parameter_server.h"
 #include "trainer/ps/ps_worker.h"
+#include "trainer/ps/tests/ps_test_support.h"
 #include "trainer/trainer.h"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace ringmaster::trainer::ps {
 namespace {
 
-constexpr int kWorkers = 2;
-constexpr int kBatch = 64;  // per worker, as per data-parallel rank
-constexpr int64_t kSteps = 20;
-// Small enough that the MLP's weights and hidden biases are cut across servers.
-constexpr int64_t kMinPieceBytes = 1024;
-
-struct Sets {
-  data::Dataset train, test;
-};
-
-const Sets* fashionMnist() {
-  static const Sets* sets = []() -> const Sets* {
-    const std::string dir = data::kDefaultFashionMnistDir;
-    if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) return nullptr;
-    openblas_set_num_threads(1);
-    auto train = data::loadFashionMnist(dir, data::Split::kTrain);
-    auto test = data::loadFashionMnist(dir, data::Split::kTest);
-    if (!train.ok() || !test.ok()) return nullptr;
-    return new Sets{std::move(*train), std::move(*test)};
-  }();
-  return sets;
-}
-
-// The data-parallel trainer's settings: the example job's SGD with momentum, no weight decay
-// (see equivalence_test.cc on fp32 and ReLU flips).
-contract::TrainerSettings settings() {
-  contract::TrainerSettings c = defaultTrainerSettings();
-  c.batch_size = kBatch;
-  c.max_steps = kSteps;
-  c.epochs = 1;
-  c.optimizer.learning_rate = 0.05;
-  c.optimizer.momentum = 0.9;
-  c.optimizer.weight_decay = 0;
-  return c;
-}
-
-// As the data-parallel trainer's ranks do: flush denormals on this thread.
-void flushDenormals() { _mm_setcsr(_mm_getcsr() | 0x8040); }
-
-std::unique_ptr<model::Model> makeModel() {
-  auto made = model::Model::create(modelConfig(settings().model), settings().seed, kBatch);
-  EXPECT_TRUE(made.ok()) << made.status().toString();
-  return made.ok() ? std::move(*made) : nullptr;
-}
+using namespace ::ringmaster::trainer::ps::test_support;  // NOLINT: the shared fixtures
 
 // Rank 0's final parameters of 2-rank data parallelism over the in-process communicator.
 const std::vector<float>& dataParallelReference() {
@@ -102,75 +56,6 @@ const std::vector<float>& dataParallelReference() {
     return out[0];
   }();
   return params;
-}
-
-// Servers of a plan over `servers` servers, started from the model's initial parameters.
-struct Cluster {
-  FlatLayout layout;
-  ShardPlan plan;
-  std::vector<std::unique_ptr<ParameterServer>> servers;
-
-  std::vector<float> parameters() const { return assembleParameters(servers, layout); }
-};
-
-std::unique_ptr<Cluster> makeCluster(int servers, Consistency consistency) {
-  auto cluster = std::make_unique<Cluster>();
-  auto model = makeModel();
-  if (!model) return nullptr;
-  cluster->layout = FlatLayout::of(model->paramViews());
-  auto plan = planShards(cluster->layout.tensors, servers, {.min_piece_bytes = kMinPieceBytes});
-  EXPECT_TRUE(plan.ok()) << plan.status().toString();
-  if (!plan.ok()) return nullptr;
-  cluster->plan = *plan;
-  ServerOptions options;
-  options.consistency = consistency;
-  options.optimizer = optimizerConfig(settings().optimizer);
-  options.wait_timeout = std::chrono::seconds(60);
-  auto made = makeServers(cluster->plan, cluster->layout, model->params(), kWorkers, options);
-  EXPECT_TRUE(made.ok()) << made.status().toString();
-  if (!made.ok()) return nullptr;
-  cluster->servers = std::move(*made);
-  return cluster;
-}
-
-// One worker's model, connections, data and loop; built and used on the worker's thread.
-struct WorkerKit {
-  std::unique_ptr<model::Model> model;
-  std::vector<std::unique_ptr<InProcConnection>> connections;
-  std::unique_ptr<ShardBatches> batches;
-  std::unique_ptr<PsWorker> worker;
-};
-
-std::unique_ptr<WorkerKit> makeWorker(Cluster& cluster, WorkerId id) {
-  auto kit = std::make_unique<WorkerKit>();
-  kit->model = makeModel();
-  if (!kit->model) return nullptr;
-  std::vector<ServerConnection*> connections;
-  for (auto& server : cluster.servers) {
-    kit->connections.push_back(std::make_unique<InProcConnection>(server.get()));
-    connections.push_back(kit->connections.back().get());
-  }
-  kit->batches =
-      std::make_unique<ShardBatches>(fashionMnist()->train, id, kWorkers, kBatch, settings().seed);
-  auto worker =
-      PsWorker::create(id, kit->model.get(), cluster.plan, cluster.layout, std::move(connections));
-  EXPECT_TRUE(worker.ok()) << worker.status().toString();
-  if (!worker.ok()) return nullptr;
-  kit->worker = std::move(*worker);
-  return kit;
-}
-
-// Runs body(worker id, its kit) for every worker, each on a thread of its own.
-void runWorkers(Cluster& cluster, const std::function<void(WorkerId, WorkerKit&)>& body) {
-  std::vector<std::thread> threads;
-  for (WorkerId w = 0; w < kWorkers; ++w) {
-    threads.emplace_back([&, w] {
-      flushDenormals();
-      auto kit = makeWorker(cluster, w);
-      if (kit) body(w, *kit);
-    });
-  }
-  for (auto& t : threads) t.join();
 }
 
 double maxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {

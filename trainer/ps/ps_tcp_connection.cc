@@ -1,0 +1,258 @@
+#include "trainer/ps/ps_tcp_connection.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "ringmaster/core/backoff.h"
+#include "ringmaster/core/log.h"
+#include "trainer/ps/ps_wire.h"
+
+namespace ringmaster::trainer::ps {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+// Replies other than VALUES (ACK, ERROR with its message) are small.
+constexpr size_t kMaxSmallReplyBytes = 64 * 1024;
+
+std::string errnoText(int err) { return core::errnoError("", err).message(); }
+
+// One pass over the host's addresses: a connected socket, or why not.
+core::Result<int> connectOnce(const std::string& host, int port, Clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    return core::unavailable("cannot resolve '" + host + "': " + gai_strerror(rc));
+  }
+  std::string last = "no addresses";
+  int connected = -1;
+  for (addrinfo* ai = found; ai != nullptr && connected < 0; ai = ai->ai_next) {
+    const int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last = "socket" + errnoText(errno);
+      continue;
+    }
+    int err = ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      const auto left =
+          std::max<int64_t>(0, std::chrono::ceil<milliseconds>(deadline - Clock::now()).count());
+      pollfd p{fd, POLLOUT, 0};
+      const int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
+      if (rc <= 0) {
+        err = rc == 0 ? ETIMEDOUT : errno;
+      } else {
+        socklen_t len = sizeof err;
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      }
+    }
+    if (err == 0) {
+      // A free local port can "accept" by TCP simultaneous open onto itself.
+      sockaddr_storage a{}, b{};
+      socklen_t la = sizeof a, lb = sizeof b;
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &la) == 0 &&
+          ::getpeername(fd, reinterpret_cast<sockaddr*>(&b), &lb) == 0 && la == lb &&
+          std::memcmp(&a, &b, la) == 0) {
+        err = ECONNREFUSED;
+      }
+    }
+    if (err == 0) {
+      connected = fd;
+      break;
+    }
+    last = "connect" + errnoText(err);
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (connected < 0) return core::unavailable(last);
+  return connected;
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<PsTcpConnection>> PsTcpConnection::connect(
+    const std::string& host, int port, const std::string& secret, WorkerId worker,
+    PsTcpConnectionOptions options) {
+  const std::string address = host + ":" + std::to_string(port);
+  if (port <= 0 || port > 65535) {
+    return core::invalidArgument("parameter server at " + address + ": port out of range");
+  }
+  const Clock::time_point deadline = Clock::now() + options.connect_deadline;
+  core::Backoff backoff({.initial = milliseconds(50), .max = milliseconds(1000), .jitter = 0.5});
+  for (int attempt = 1;; ++attempt) {
+    core::Status failed;
+    core::Result<int> fd = connectOnce(host, port, deadline);
+    if (fd.ok()) {
+      int one = 1;
+      ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      std::unique_ptr<PsTcpConnection> connection(
+          new PsTcpConnection(*fd, address, worker, options));
+      failed = connection->handshake(secret);
+      if (failed.ok()) {
+        RM_LOG(DEBUG, COMM) << "worker " << worker << ": connected to parameter server at "
+                            << address << " (attempt " << attempt << ")";
+        return connection;
+      }
+      // A wrong secret does not get right by retrying; a connection that dropped may.
+      if (failed.code() != core::Code::kUnavailable) return failed;
+    } else {
+      failed = fd.status();
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      return core::unavailable("worker " + std::to_string(worker) +
+                               ": cannot reach parameter server at " + address + " after " +
+                               std::to_string(attempt) + " attempts: " + failed.message());
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff.next(), deadline - now));
+  }
+}
+
+PsTcpConnection::PsTcpConnection(int fd, std::string address, WorkerId worker,
+                                 PsTcpConnectionOptions options)
+    : fd_(fd), address_(std::move(address)), worker_(worker), options_(options) {}
+
+PsTcpConnection::~PsTcpConnection() { drop(); }
+
+void PsTcpConnection::drop() {
+  std::lock_guard lock(mu_);
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+    closed_reason_ = "closed";
+  }
+}
+
+core::Status PsTcpConnection::broken(core::Status why) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  closed_reason_ = why.message();
+  return why;
+}
+
+core::Status PsTcpConnection::handshake(const std::string& secret) {
+  std::lock_guard lock(mu_);
+  const std::string context = "parameter server at " + address_ + ": handshake";
+  const Clock::time_point deadline = Clock::now() + options_.op_timeout;
+  core::Result<std::string> body = wire::readFrame(fd_, wire::kMaxAuthFrameBytes, deadline);
+  if (!body.ok()) return broken(body.status().withContext(context));
+  core::Result<wire::Message> challenge = wire::parse(*body);
+  if (!challenge.ok() || !std::holds_alternative<wire::Challenge>(*challenge)) {
+    return broken(core::unavailable(context + ": no CHALLENGE (not a parameter server?)"));
+  }
+  const std::string& server_nonce = std::get<wire::Challenge>(*challenge).nonce;
+  RM_ASSIGN_OR_RETURN(const std::string nonce, wire::randomNonce());
+  const wire::Hello hello{wire::kVersion, worker_, nonce,
+                          wire::proof(secret, wire::Role::kClient, server_nonce, nonce, worker_)};
+  core::Status st = wire::writeAll(fd_, wire::encode(hello), deadline);
+  if (!st.ok()) return broken(std::move(st).withContext(context));
+  body = wire::readFrame(fd_, kMaxSmallReplyBytes, deadline);
+  if (!body.ok()) return broken(body.status().withContext(context));
+  core::Result<wire::Message> answer = wire::parse(*body);
+  if (answer.ok()) {
+    if (const auto* error = std::get_if<wire::Error>(&*answer)) {
+      return broken(wire::fromWire(*error).withContext(context));
+    }
+    if (const auto* welcome = std::get_if<wire::Welcome>(&*answer)) {
+      if (wire::sameProof(welcome->proof,
+                          wire::proof(secret, wire::Role::kServer, server_nonce, nonce, worker_))) {
+        return core::Status::Ok();
+      }
+      return broken(core::invalidArgument(
+          context + ": the server could not prove it knows the secret (another job's server?)"));
+    }
+  }
+  return broken(core::unavailable(context + ": unexpected answer to HELLO"));
+}
+
+core::Status PsTcpConnection::check(WorkerId worker, const char* what) const {
+  if (worker == worker_) return core::Status::Ok();
+  return core::invalidArgument("parameter server at " + address_ + ": " + what + " for worker " +
+                               std::to_string(worker) + " on the connection of worker " +
+                               std::to_string(worker_));
+}
+
+core::Result<std::string> PsTcpConnection::roundTrip(const std::string& request, size_t max_reply) {
+  if (fd_ < 0) {
+    return core::unavailable("parameter server at " + address_ +
+                             ": connection unusable: " + closed_reason_);
+  }
+  const Clock::time_point deadline = Clock::now() + options_.op_timeout;
+  const std::string context = "parameter server at " + address_;
+  core::Status st = wire::writeAll(fd_, request, deadline);
+  if (!st.ok()) return broken(std::move(st).withContext(context));
+  core::Result<std::string> reply = wire::readFrame(fd_, max_reply, deadline);
+  if (!reply.ok()) {
+    core::Status why = reply.status();
+    if (why.code() == core::Code::kInvalidArgument) why = core::unavailable(why.message());
+    return broken(std::move(why).withContext(context));
+  }
+  return reply;
+}
+
+core::Status PsTcpConnection::pull(WorkerId worker, int64_t step, std::span<float> values) {
+  RM_RETURN_IF_ERROR(check(worker, "pull"));
+  std::lock_guard lock(mu_);
+  RM_ASSIGN_OR_RETURN(
+      const std::string reply,
+      roundTrip(wire::encode(wire::Pull{step}),
+                std::max(wire::maxDataFrameBytes(values.size()), kMaxSmallReplyBytes)));
+  if (!reply.empty() && reply[0] == static_cast<char>(wire::Type::kValues)) {
+    core::Status st = wire::parseValuesInto(reply, values);
+    if (!st.ok()) return broken(std::move(st).withContext("parameter server at " + address_));
+    return core::Status::Ok();
+  }
+  core::Result<wire::Message> message = wire::parse(reply);
+  if (message.ok()) {
+    if (const auto* error = std::get_if<wire::Error>(&*message)) return wire::fromWire(*error);
+  }
+  return broken(
+      core::unavailable("parameter server at " + address_ + ": unexpected reply to PULL"));
+}
+
+core::Status PsTcpConnection::push(WorkerId worker, int64_t step,
+                                   std::span<const float> gradients) {
+  RM_RETURN_IF_ERROR(check(worker, "push"));
+  std::lock_guard lock(mu_);
+  RM_ASSIGN_OR_RETURN(const std::string reply,
+                      roundTrip(wire::encodePush(step, gradients), kMaxSmallReplyBytes));
+  core::Result<wire::Message> message = wire::parse(reply);
+  if (message.ok()) {
+    if (std::holds_alternative<wire::Ack>(*message)) return core::Status::Ok();
+    if (const auto* error = std::get_if<wire::Error>(&*message)) return wire::fromWire(*error);
+  }
+  return broken(
+      core::unavailable("parameter server at " + address_ + ": unexpected reply to PUSH"));
+}
+
+core::Status PsTcpConnection::leave() {
+  std::lock_guard lock(mu_);
+  RM_ASSIGN_OR_RETURN(const std::string reply,
+                      roundTrip(wire::encode(wire::Leave{}), kMaxSmallReplyBytes));
+  core::Result<wire::Message> message = wire::parse(reply);
+  core::Status st =
+      core::unavailable("parameter server at " + address_ + ": unexpected reply to LEAVE");
+  if (message.ok()) {
+    if (std::holds_alternative<wire::Ack>(*message)) st = core::Status::Ok();
+    if (const auto* error = std::get_if<wire::Error>(&*message)) st = wire::fromWire(*error);
+  }
+  (void)broken(core::unavailable("left"));
+  return st;
+}
+
+}  // namespace ringmaster::trainer::ps

@@ -1,0 +1,155 @@
+#pragma once
+// The parameter servers' wire protocol: the one place that encodes and parses it, plus the
+// handshake's HMAC proofs and blocking frame I/O on a socket. (The rendezvous store's wire.h
+// and auth.h are private to that library, so this is a small codec of its own.)
+//
+// Every message, both ways, is one frame: u32 body_len, then body[body_len], 1 <= body_len <=
+// the reader's limit. The body is a type byte and the type's fields. Integers are little-endian;
+// floats are raw little-endian float32 (the host must be little-endian: static_assert).
+//
+//   server -> client on accept
+//     CHALLENGE = 0x81 : server_nonce[32]
+//   client -> server, first and only once
+//     HELLO     = 0x01 : u32 version, i32 worker, client_nonce[32],
+//                        HMAC-SHA256(secret, "ringmaster-ps client" server_nonce client_nonce
+//                        worker)
+//     -> WELCOME = 0x82 : HMAC-SHA256(secret, "ringmaster-ps server" ...same...), which the
+//        client checks in turn; or ERROR(UNAUTHENTICATED) and the server closes.
+//   then, one request and its reply at a time:
+//     PULL  = 0x02 : i64 step                 -> VALUES = 0x83 : float32 x n (rest of body)
+//     PUSH  = 0x03 : i64 step, float32 x n    -> ACK    = 0x84
+//     LEAVE = 0x04                            -> ACK; the server removes the worker and closes
+//   any request may instead get
+//     ERROR = 0x85 : u8 code (ErrorCode), message (rest of body, UTF-8)
+// The secret never crosses the wire. Frames before WELCOME are at most kMaxAuthFrameBytes.
+//
+// Thread-safety: pure functions and value types; the I/O functions use only their socket.
+// Failure: parse() returns kInvalidArgument for a body the protocol does not allow (unknown type,
+// short or trailing bytes, a payload that is not whole floats); readFrame() returns kUnavailable
+// for a closed or reset connection, kTimeout at the deadline, kInvalidArgument for a frame over
+// the limit or an empty one.
+
+#include <bit>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ringmaster/core/status.h"
+
+namespace ringmaster::trainer::ps::wire {
+
+static_assert(std::endian::native == std::endian::little,
+              "the PS wire protocol sends floats as raw little-endian float32");
+
+inline constexpr uint32_t kVersion = 1;
+inline constexpr size_t kFrameHeaderBytes = 4;
+inline constexpr size_t kNonceBytes = 32;
+inline constexpr size_t kProofBytes = 32;  // SHA-256
+inline constexpr size_t kMaxAuthFrameBytes = 256;
+// The largest frame with `elements` floats in it (a PUSH or VALUES of a whole server).
+constexpr size_t maxDataFrameBytes(size_t elements) { return 16 + 4 * elements; }
+
+enum class Type : uint8_t {
+  kHello = 0x01,
+  kPull = 0x02,
+  kPush = 0x03,
+  kLeave = 0x04,
+  kChallenge = 0x81,
+  kWelcome = 0x82,
+  kValues = 0x83,
+  kAck = 0x84,
+  kError = 0x85,
+};
+
+// core::Code's values where one exists, plus the refusal of a peer that did not authenticate.
+enum class ErrorCode : uint8_t {
+  kInvalidArgument = 1,
+  kNotFound = 3,
+  kAlreadyExists = 4,
+  kTimeout = 5,
+  kUnavailable = 6,
+  kCancelled = 8,
+  kInternal = 9,
+  kUnauthenticated = 100,
+};
+
+struct Challenge {
+  std::string nonce;
+  bool operator==(const Challenge&) const = default;
+};
+struct Hello {
+  uint32_t version = kVersion;
+  int32_t worker = 0;
+  std::string nonce, proof;
+  bool operator==(const Hello&) const = default;
+};
+struct Welcome {
+  std::string proof;
+  bool operator==(const Welcome&) const = default;
+};
+struct Pull {
+  int64_t step = 0;
+  bool operator==(const Pull&) const = default;
+};
+struct Push {
+  int64_t step = 0;
+  std::vector<float> gradients;
+  bool operator==(const Push&) const = default;
+};
+struct Values {
+  std::vector<float> values;
+  bool operator==(const Values&) const = default;
+};
+struct Ack {
+  bool operator==(const Ack&) const = default;
+};
+struct Leave {
+  bool operator==(const Leave&) const = default;
+};
+struct Error {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+  bool operator==(const Error&) const = default;
+};
+
+using Message = std::variant<Challenge, Hello, Welcome, Pull, Push, Values, Ack, Leave, Error>;
+
+// A whole frame (header included). Nonces and proofs must be kNonceBytes / kProofBytes long.
+std::string encode(const Message& message);
+// The data frames without a copy into a Message first.
+std::string encodePush(int64_t step, std::span<const float> gradients);
+std::string encodeValues(std::span<const float> values);
+// One frame's body (no header).
+core::Result<Message> parse(std::string_view body);
+// The body of a VALUES message straight into `out` (which must be exactly as long).
+core::Status parseValuesInto(std::string_view body, std::span<float> out);
+
+enum class FrameStatus { kNeedMore, kReady, kBad };
+// Is a whole frame of 1..max_body body bytes at the start of `buf`? kReady sets *body_len.
+FrameStatus peekFrame(std::string_view buf, size_t max_body, uint32_t* body_len);
+
+// Error codes both ways; a core::Code without a wire code travels as kInternal, and
+// kUnauthenticated arrives as kInvalidArgument (as the rendezvous store reports a bad secret).
+ErrorCode toWire(core::Code code);
+core::Status fromWire(const Error& error);
+std::string_view errorCodeName(ErrorCode code);
+
+// The handshake (see above).
+enum class Role { kClient, kServer };
+core::Result<std::string> randomNonce();
+std::string proof(std::string_view secret, Role role, std::string_view server_nonce,
+                  std::string_view client_nonce, int32_t worker);
+bool sameProof(std::string_view a, std::string_view b);  // constant time
+
+// Blocking I/O on a connected socket; a deadline of time_point::max() waits for ever (until the
+// socket is shut down).
+using Deadline = std::chrono::steady_clock::time_point;
+core::Status writeAll(int fd, std::string_view data, Deadline deadline);
+core::Result<std::string> readFrame(int fd, size_t max_body, Deadline deadline);
+
+}  // namespace ringmaster::trainer::ps::wire
