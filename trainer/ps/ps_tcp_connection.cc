@@ -15,6 +15,7 @@
 
 #include "ringmaster/core/backoff.h"
 #include "ringmaster/core/log.h"
+#include "ringmaster/core/tcp_dial.h"
 #include "trainer/ps/ps_wire.h"
 
 namespace ringmaster::trainer::ps {
@@ -26,62 +27,6 @@ namespace {
 
 // Replies other than VALUES (ACK, ERROR with its message) are small.
 constexpr size_t kMaxSmallReplyBytes = 64 * 1024;
-
-std::string errnoText(int err) { return core::errnoError("", err).message(); }
-
-// One pass over the host's addresses: a connected socket, or why not.
-core::Result<int> connectOnce(const std::string& host, int port, Clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
-    return core::unavailable("cannot resolve '" + host + "': " + gai_strerror(rc));
-  }
-  std::string last = "no addresses";
-  int connected = -1;
-  for (addrinfo* ai = found; ai != nullptr && connected < 0; ai = ai->ai_next) {
-    const int fd =
-        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      last = "socket" + errnoText(errno);
-      continue;
-    }
-    int err = ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
-    if (err == EINPROGRESS) {
-      const auto left =
-          std::max<int64_t>(0, std::chrono::ceil<milliseconds>(deadline - Clock::now()).count());
-      pollfd p{fd, POLLOUT, 0};
-      const int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
-      if (rc <= 0) {
-        err = rc == 0 ? ETIMEDOUT : errno;
-      } else {
-        socklen_t len = sizeof err;
-        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-      }
-    }
-    if (err == 0) {
-      // A free local port can "accept" by TCP simultaneous open onto itself.
-      sockaddr_storage a{}, b{};
-      socklen_t la = sizeof a, lb = sizeof b;
-      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &la) == 0 &&
-          ::getpeername(fd, reinterpret_cast<sockaddr*>(&b), &lb) == 0 && la == lb &&
-          std::memcmp(&a, &b, la) == 0) {
-        err = ECONNREFUSED;
-      }
-    }
-    if (err == 0) {
-      connected = fd;
-      break;
-    }
-    last = "connect" + errnoText(err);
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  if (connected < 0) return core::unavailable(last);
-  return connected;
-}
 
 }  // namespace
 
@@ -96,7 +41,7 @@ core::Result<std::unique_ptr<PsTcpConnection>> PsTcpConnection::connect(
   core::Backoff backoff({.initial = milliseconds(50), .max = milliseconds(1000), .jitter = 0.5});
   for (int attempt = 1;; ++attempt) {
     core::Status failed;
-    core::Result<int> fd = connectOnce(host, port, deadline);
+    core::Result<int> fd = core::dialTcpOnce(host, port, deadline);
     if (fd.ok()) {
       int one = 1;
       ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

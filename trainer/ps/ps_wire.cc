@@ -1,9 +1,5 @@
 #include "trainer/ps/ps_wire.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -275,36 +271,13 @@ core::Status fromWire(const Error& error) {
   return {code, prefix + error.message};
 }
 
-core::Result<std::string> randomNonce() {
-  std::string out(kNonceBytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(out.size())) != 1) {
-    return core::internalError("RAND_bytes could not supply a nonce");
-  }
-  return out;
-}
+core::Result<std::string> randomNonce() { return rendezvous::auth::randomBytes(kNonceBytes); }
 
 std::string proof(std::string_view secret, Role role, std::string_view server_nonce,
                   std::string_view client_nonce, int32_t worker) {
-  std::string message = role == Role::kClient ? "ringmaster-ps client" : "ringmaster-ps server";
-  message.append(server_nonce);
-  message.append(client_nonce);
-  message.append(reinterpret_cast<const char*>(&worker), sizeof worker);
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_len = 0;
-  // HMAC() reads a null key as "reuse the last key": give the empty secret a real pointer.
-  static const unsigned char kEmpty = 0;
-  const void* key = secret.empty() ? &kEmpty : static_cast<const void*>(secret.data());
-  if (HMAC(EVP_sha256(), key, static_cast<int>(secret.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac,
-           &mac_len) == nullptr) {
-    return {};  // matches no proof: the handshake fails closed
-  }
-  return std::string(reinterpret_cast<const char*>(mac), mac_len);
-}
-
-bool sameProof(std::string_view a, std::string_view b) {
-  return a.size() == kProofBytes && b.size() == kProofBytes &&
-         CRYPTO_memcmp(a.data(), b.data(), kProofBytes) == 0;
+  return rendezvous::auth::proof(
+      secret, kProtocol, role, server_nonce, client_nonce,
+      std::string_view(reinterpret_cast<const char*>(&worker), sizeof worker));
 }
 
 namespace {

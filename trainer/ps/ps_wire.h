@@ -1,7 +1,8 @@
 #pragma once
 // The parameter servers' wire protocol: the one place that encodes and parses it, plus the
-// handshake's HMAC proofs and blocking frame I/O on a socket. (The rendezvous store's wire.h
-// and auth.h are private to that library, so this is a small codec of its own.)
+// handshake's proofs (the rendezvous store's challenge-response, ringmaster/rendezvous/auth.h,
+// bound to the worker id) and blocking frame I/O on a socket. (The store's frame codec is
+// private to its library and carries no floats, so this is a small codec of its own.)
 //
 // Every message, both ways, is one frame: u32 body_len, then body[body_len], 1 <= body_len <=
 // the reader's limit. The body is a type byte and the type's fields. Integers are little-endian;
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "ringmaster/core/status.h"
+#include "ringmaster/rendezvous/auth.h"
 
 namespace ringmaster::trainer::ps::wire {
 
@@ -48,8 +50,8 @@ static_assert(std::endian::native == std::endian::little,
 
 inline constexpr uint32_t kVersion = 1;
 inline constexpr size_t kFrameHeaderBytes = 4;
-inline constexpr size_t kNonceBytes = 32;
-inline constexpr size_t kProofBytes = 32;  // SHA-256
+inline constexpr size_t kNonceBytes = rendezvous::auth::kNonceBytes;
+inline constexpr size_t kProofBytes = rendezvous::auth::kProofBytes;
 inline constexpr size_t kMaxAuthFrameBytes = 256;
 // The largest frame with `elements` floats in it (a PUSH or VALUES of a whole server).
 constexpr size_t maxDataFrameBytes(size_t elements) { return 16 + 4 * elements; }
@@ -140,11 +142,13 @@ core::Status fromWire(const Error& error);
 std::string_view errorCodeName(ErrorCode code);
 
 // The handshake (see above).
-enum class Role { kClient, kServer };
+using rendezvous::auth::Role;
+using rendezvous::auth::sameProof;  // constant time
+inline constexpr std::string_view kProtocol = "ringmaster-ps";
 core::Result<std::string> randomNonce();
+// rendezvous::auth::proof for this protocol, bound to `worker` (its four bytes, little-endian).
 std::string proof(std::string_view secret, Role role, std::string_view server_nonce,
                   std::string_view client_nonce, int32_t worker);
-bool sameProof(std::string_view a, std::string_view b);  // constant time
 
 // Blocking I/O on a connected socket; a deadline of time_point::max() waits for ever (until the
 // socket is shut down).

@@ -1,4 +1,4 @@
-#include "auth.h"
+#include "ringmaster/rendezvous/auth.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -30,12 +30,14 @@ std::string toHex(std::string_view bytes) {
   return out;
 }
 
-std::string proof(std::string_view secret, Role role, std::string_view server_nonce,
-                  std::string_view client_nonce) {
-  std::string message =
-      role == Role::kClient ? "ringmaster-store client" : "ringmaster-store server";
+std::string proof(std::string_view secret, std::string_view protocol, Role role,
+                  std::string_view server_nonce, std::string_view client_nonce,
+                  std::string_view bound) {
+  std::string message(protocol);
+  message.append(role == Role::kClient ? " client" : " server");
   message.append(server_nonce);
   message.append(client_nonce);
+  message.append(bound);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   // A non-null key pointer even for the empty secret: HMAC() treats null as "reuse the key".

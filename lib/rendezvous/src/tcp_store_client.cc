@@ -16,10 +16,11 @@
 #include <cstring>
 #include <thread>
 
-#include "auth.h"
 #include "key_value_map.h"
 #include "ringmaster/core/backoff.h"
 #include "ringmaster/core/log.h"
+#include "ringmaster/core/tcp_dial.h"
+#include "ringmaster/rendezvous/auth.h"
 #include "ringmaster/rendezvous/tcp_store.h"
 #include "wire.h"
 
@@ -39,81 +40,6 @@ constexpr milliseconds kReplyGrace{10000};
 std::string errnoText(int err) {
   char buf[256];
   return strerror_r(err, buf, sizeof buf);  // GNU variant returns the text
-}
-
-// poll()'s timeout for the time left until `deadline`, rounded up; 0 once it has passed.
-int msUntil(Clock::time_point deadline) {
-  auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
-}
-
-// Waits for `events` on `fd` until `deadline`. Returns false on timeout.
-core::Result<bool> pollUntil(int fd, short events, Clock::time_point deadline) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    int rc = ::poll(&p, 1, msUntil(deadline));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return core::errnoError("poll", errno);
-  }
-}
-
-bool connectedToItself(int fd) {
-  sockaddr_storage local{};
-  sockaddr_storage peer{};
-  socklen_t local_len = sizeof local;
-  socklen_t peer_len = sizeof peer;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
-      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
-    return false;
-  }
-  return local_len == peer_len && std::memcmp(&local, &peer, local_len) == 0;
-}
-
-// One pass over the host's addresses. Returns a connected non-blocking socket, or why not.
-core::Result<int> connectOnce(const std::string& host, int port, Clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  // getaddrinfo cannot be bounded by our deadline; resolvers time out on their own.
-  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
-    return core::unavailable("cannot resolve host '" + host + "': " + gai_strerror(rc));
-  }
-  std::string last = "no addresses";
-  int connected = -1;
-  for (addrinfo* ai = found; ai != nullptr && connected < 0; ai = ai->ai_next) {
-    int fd =
-        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      last = "socket: " + errnoText(errno);
-      continue;
-    }
-    int err = 0;
-    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) err = errno;
-    if (err == EINPROGRESS) {
-      core::Result<bool> ready = pollUntil(fd, POLLOUT, deadline);
-      if (!ready.ok()) {
-        last = ready.status().message();
-      } else if (!*ready) {
-        err = ETIMEDOUT;
-      } else {
-        socklen_t len = sizeof err;
-        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-      }
-    }
-    // Connecting to a free local port can "succeed" by TCP simultaneous open onto itself.
-    if (err == 0 && connectedToItself(fd)) err = ECONNREFUSED;
-    if (err == 0) {
-      connected = fd;
-      break;
-    }
-    if (err != EINPROGRESS) last = errnoText(err);
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  if (connected < 0) return core::unavailable(last);
-  return connected;
 }
 
 std::string seconds(Clock::duration d) {
@@ -147,7 +73,7 @@ core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std:
   core::Backoff backoff({kFirstBackoff, kMaxBackoff, 0.5});
   for (int attempt = 1;; ++attempt) {
     core::Status failed;
-    core::Result<int> fd = connectOnce(host, port, deadline);
+    core::Result<int> fd = core::dialTcpOnce(host, port, deadline);
     if (fd.ok()) {
       int one = 1;
       ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -197,7 +123,8 @@ core::Status TcpStoreClient::authenticate(const std::string& secret, millisecond
     st = sendAll(wire::Writer()
                      .u8(static_cast<uint8_t>(wire::Op::kAuth))
                      .raw(*nonce)
-                     .raw(auth::proof(secret, auth::Role::kClient, server_nonce, *nonce))
+                     .raw(auth::proof(secret, auth::kStoreProtocol, auth::Role::kClient,
+                                      server_nonce, *nonce))
                      .take(),
                  deadline);
     if (st.ok()) st = recvFrame(&answer, deadline);
@@ -208,7 +135,8 @@ core::Status TcpStoreClient::authenticate(const std::string& secret, millisecond
     } else if (st.ok() &&
                (answer.empty() || answer[0] != static_cast<char>(wire::Reply::kOk) ||
                 !auth::sameProof(answer.substr(1),
-                                 auth::proof(secret, auth::Role::kServer, server_nonce, *nonce)))) {
+                                 auth::proof(secret, auth::kStoreProtocol, auth::Role::kServer,
+                                             server_nonce, *nonce)))) {
       st = core::invalidArgument("the store could not prove it knows the secret");
     }
   }
@@ -347,7 +275,7 @@ core::Status TcpStoreClient::sendAll(const std::string& data, Clock::time_point 
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       return core::unavailable("send: " + errnoText(errno));
-    RM_ASSIGN_OR_RETURN(bool ready, pollUntil(fd_, POLLOUT, deadline));
+    RM_ASSIGN_OR_RETURN(bool ready, core::pollUntil(fd_, POLLOUT, deadline));
     if (!ready) return core::timeoutError("request not sent within the operation timeout");
   }
   return core::Status::Ok();
@@ -365,7 +293,7 @@ core::Status TcpStoreClient::recvExact(char* out, size_t n, Clock::time_point de
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       return core::unavailable("recv: " + errnoText(errno));
-    RM_ASSIGN_OR_RETURN(bool ready, pollUntil(fd_, POLLIN, deadline));
+    RM_ASSIGN_OR_RETURN(bool ready, core::pollUntil(fd_, POLLIN, deadline));
     if (!ready) return core::timeoutError("no reply within the operation timeout");
   }
   return core::Status::Ok();

@@ -25,9 +25,9 @@
 #include <list>
 #include <map>
 
-#include "auth.h"
 #include "key_value_map.h"
 #include "ringmaster/core/log.h"
+#include "ringmaster/rendezvous/auth.h"
 #include "ringmaster/rendezvous/tcp_store.h"
 #include "wire.h"
 
@@ -334,7 +334,8 @@ std::string TcpStoreServer::Loop::handleAuth(Conn& conn, std::string_view body) 
     client_nonce = r.rest().substr(0, auth::kNonceBytes);
     client_proof = r.rest().substr(auth::kNonceBytes);
   }
-  const std::string expected = auth::proof(secret_, auth::Role::kClient, conn.nonce, client_nonce);
+  const std::string expected =
+      auth::proof(secret_, auth::kStoreProtocol, auth::Role::kClient, conn.nonce, client_nonce);
   if (!is_auth || !auth::sameProof(client_proof, expected)) {
     RM_LOG(WARN, RDZV) << "rendezvous store: refused " << conn.peer << ": "
                        << (is_auth ? "wrong proof of the secret" : "request before authenticating");
@@ -344,8 +345,9 @@ std::string TcpStoreServer::Loop::handleAuth(Conn& conn, std::string_view body) 
     return {};
   }
   conn.authed = true;
-  conn.out += replyFrame(wire::Reply::kOk,
-                         auth::proof(secret_, auth::Role::kServer, conn.nonce, client_nonce));
+  conn.out += replyFrame(
+      wire::Reply::kOk,
+      auth::proof(secret_, auth::kStoreProtocol, auth::Role::kServer, conn.nonce, client_nonce));
   RM_LOG(DEBUG, RDZV) << "rendezvous store: " << conn.peer << " authenticated";
   return {};
 }

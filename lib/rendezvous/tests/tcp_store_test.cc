@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "../src/auth.h"
+#include "ringmaster/rendezvous/auth.h"
 #include "test_secret.h"
 
 namespace ringmaster::rendezvous {
@@ -113,7 +113,8 @@ int rawAuthenticated(int port, const std::string& secret = kSecret) {
   const std::string server_nonce = challenge.substr(1);
   const std::string client_nonce(auth::kNonceBytes, 'c');
   sendAll(fd, frame("\x05" + client_nonce +
-                    auth::proof(secret, auth::Role::kClient, server_nonce, client_nonce)));
+                    auth::proof(secret, auth::kStoreProtocol, auth::Role::kClient, server_nonce,
+                                client_nonce)));
   const std::string reply = readFrame(fd);
   EXPECT_EQ(reply.substr(0, 1), std::string(1, '\0')) << "authentication refused";
   return fd;
