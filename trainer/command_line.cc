@@ -132,6 +132,11 @@ void declareFlags(core::FlagSet& flags, CommandLine* cl) {
   flags.addInt("comm-timeout-seconds", &cl->comm_timeout_seconds, "allreduce timeout");
   flags.addInt("rendezvous-timeout-seconds", &cl->rdzv_timeout_seconds,
                "how long to wait for the other ranks at start", "RINGMASTER_RDZV_TIMEOUT_SECONDS");
+  flags.addInt("ps-servers", &cl->ps_servers,
+               "parameter-server mode: ranks 0..N-1 hold the parameters, the others train "
+               "against them (0: data parallel)");
+  flags.addString("ps-consistency", &cl->ps_consistency,
+                  "parameter-server mode: sync | async | a staleness bound (0 = sync)");
   flags.addString("summary-json", &cl->summary_path, "write a JSON summary here at the end");
   flags.addString("log-level", &cl->log_level, "error | warn | info | debug | trace");
   flags.addBool("print-blas-kernels", &cl->print_blas_kernels,

@@ -6,7 +6,8 @@
 // contract, ringmaster/contract/rank_environment.h), trains on the CPU or
 // the GPU (--device; the GPU path is a module loaded on demand, gpu_module.h), and exits 0 on
 // success, 1 on bad input or a failure, 2 on a usage error, 142 when a peer went away or a
-// collective stalled (retryable), 128+15 when stopped by SIGTERM.
+// collective stalled (retryable), 128+15 when stopped by SIGTERM. With --ps-servers N the ranks
+// are parameter servers and workers instead (trainer/ps/ps_process.h).
 //
 // Under ringmaster-launcher (RINGMASTER_USE_AGENT_STORE=1) the launcher hosts the rendezvous
 // store: every rank, rank 0 included, connects to it at MASTER_ADDR:MASTER_PORT, and each rank
@@ -45,6 +46,7 @@
 #include "trainer/metrics_port.h"
 #include "trainer/model/blas_kernels.h"
 #include "trainer/pipeline_trainer.h"
+#include "trainer/ps/ps_process.h"
 #include "trainer/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -68,6 +70,52 @@ int fail(const Status& status, FailureScope scope = FailureScope::kProcess) {
     RM_LOG(ERROR, CORE) << exit.message;
   }
   return exit.code;
+}
+
+// Rank 0's last line, and --summary-json when asked for.
+Status reportDone(const TrainSummary& summary, const CommandLine& cl) {
+  std::ostringstream done;
+  done << "done: " << summary.epochs << " epochs, " << summary.steps << " steps";
+  if (summary.test_accuracy) done << ", test accuracy " << *summary.test_accuracy * 100 << "%";
+  if (summary.samples_per_second)
+    done << ", " << std::llround(*summary.samples_per_second) << " samples/s";
+  else
+    done << ", no step trained in this run";
+  RM_LOG(INFO, STEP) << done.str();
+  if (cl.summary_path.empty()) return Status::Ok();
+  return writeSummaryJson(summary, cl.summary_path);
+}
+
+// --ps-servers N: this rank serves parameters or trains against them (ps/ps_process.h).
+int runParameterServerRank(const CommandLine& cl, const TrainerConfig& config,
+                           const contract::RankEnvironment& world, const core::StopSource& stop) {
+  auto place = ps::placeRank(world.rank, world.world_size, cl.ps_servers, cl.ps_consistency);
+  if (!place.ok()) return fail(place.status());
+  if (config.settings.device == contract::Device::kCuda)
+    return fail(
+        core::usageError("--ps-servers: parameter-server mode trains on the CPU; "
+                         "leave --device at auto or cpu"));
+  ps::PsRun run;
+  run.settings = config.settings;
+  run.world = world;
+  run.placement = *place;
+  run.stop = &stop;
+  run.rendezvous_timeout = std::chrono::seconds(cl.rdzv_timeout_seconds);
+  auto train = data::loadFashionMnist(run.settings.dataset.path, data::Split::kTrain);
+  if (!train.ok()) return fail(train.status());
+  auto test = data::loadFashionMnist(run.settings.dataset.path, data::Split::kTest);
+  if (!test.ok()) return fail(test.status());
+  run.train = &*train;
+  run.test = &*test;
+  if (place->role == ps::PsRole::kServer) {
+    const Status served = ps::serveParameters(run);
+    return served.ok() ? 0 : fail(served, FailureScope::kWorld);
+  }
+  auto summary = ps::trainAgainstServers(run);
+  if (!summary.ok()) return fail(summary.status(), FailureScope::kWorld);
+  if (place->index != 0) return 0;
+  const Status reported = reportDone(*summary, cl);
+  return reported.ok() ? 0 : fail(reported);
 }
 
 constexpr char kSummary[] =
@@ -125,6 +173,7 @@ int run(int argc, char** argv) {
   } else if (const std::string note = model::blasKernelsNote(); !note.empty()) {
     RM_LOG(INFO, CONFIG) << note;
   }
+  if (cl.ps_servers != 0) return runParameterServerRank(cl, config, *world, stop);
   auto requested = requestedDevice(config.backend, settings);
   if (!requested.ok()) return fail(requested.status());
   settings.device = *requested;
@@ -206,17 +255,7 @@ int run(int argc, char** argv) {
                                               : Trainer(settings, ctx).run();
   if (!summary.ok()) return fail(summary.status(), FailureScope::kWorld);
   if (world->rank == 0) {
-    std::ostringstream done;
-    done << "done: " << summary->epochs << " epochs, " << summary->steps << " steps";
-    if (summary->test_accuracy) done << ", test accuracy " << *summary->test_accuracy * 100 << "%";
-    if (summary->samples_per_second)
-      done << ", " << std::llround(*summary->samples_per_second) << " samples/s";
-    else
-      done << ", no step trained in this run";
-    RM_LOG(INFO, STEP) << done.str();
-    if (!cl.summary_path.empty()) {
-      if (Status w = writeSummaryJson(*summary, cl.summary_path); !w.ok()) return fail(w);
-    }
+    if (Status w = reportDone(*summary, cl); !w.ok()) return fail(w);
   }
   return 0;
 }

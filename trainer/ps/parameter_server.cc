@@ -185,6 +185,11 @@ ServerCounters ParameterServer::counters() const {
   return counters_;
 }
 
+size_t ParameterServer::liveWorkers() const {
+  std::lock_guard lock(mu_);
+  return clock_.liveWorkers();
+}
+
 void ParameterServer::close() {
   {
     std::lock_guard lock(mu_);

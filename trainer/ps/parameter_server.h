@@ -104,6 +104,8 @@ class ParameterServer {
   core::Status load(std::span<const float> values);
   std::vector<float> values() const;
   ServerCounters counters() const;
+  // Workers live now (joined and neither left nor removed).
+  size_t liveWorkers() const;
   // Fails waiting calls and every later pull, push and membership change with kCancelled.
   void close();
 

@@ -237,7 +237,7 @@ void PsTcpServer::serve(Connection& c) {
     RM_LOG(WARN, COMM) << name() << ": refused " << c.peer << ": " << worker.status().toString();
   } else {
     const WorkerId w = *worker;
-    RM_LOG(DEBUG, COMM) << name() << ": worker " << w << " connected from " << c.peer;
+    RM_LOG(INFO, COMM) << name() << ": worker " << w << " joined from " << c.peer;
     std::vector<float> values(server_.elements());
     const size_t max_body = wire::maxDataFrameBytes(server_.elements());
     for (;;) {
@@ -267,6 +267,7 @@ void PsTcpServer::serve(Connection& c) {
           c.left = true;
         }
         const core::Status st = remove ? server_.removeWorker(w) : core::Status::Ok();
+        if (remove && st.ok()) RM_LOG(INFO, COMM) << name() << ": worker " << w << " left";
         reply = wire::encode(st.ok() ? wire::Message(wire::Ack{}) : wire::Message(errorOf(st)));
         close_after = true;
       } else {

@@ -222,3 +222,27 @@ TEST_F(CommandLineTest, TheEnvironmentGivesTheProcesssOptions) {
 
 }  // namespace
 }  // namespace ringmaster::trainer
+
+namespace ringmaster::trainer {
+namespace {
+
+// Parameter-server mode's flags are the process's: off by default, parsed as given (ps_role.h
+// judges them against the world).
+TEST(CommandLineParameterServer, OffByDefaultAndParsedAsGiven) {
+  CommandLine cl = defaultCommandLine();
+  EXPECT_EQ(cl.ps_servers, 0);
+  EXPECT_EQ(cl.ps_consistency, "sync");
+  core::FlagSet flags("ringmaster-trainer", "test");
+  declareFlags(flags, &cl);
+  const char* argv[] = {"ringmaster-trainer", "--ps-servers", "2", "--ps-consistency", "3"};
+  bool help = false;
+  ASSERT_TRUE(flags.parse(5, argv, &help).ok());
+  EXPECT_EQ(cl.ps_servers, 2);
+  EXPECT_EQ(cl.ps_consistency, "3");
+  auto config = resolveTrainerConfig(flags, cl);
+  ASSERT_TRUE(config.ok()) << config.status().toString();
+  EXPECT_EQ(config->settings, defaultTrainerSettings());
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer

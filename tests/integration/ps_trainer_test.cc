@@ -1,0 +1,169 @@
+// ringmaster-trainer's parameter-server mode as plain processes: rank 0 serves the parameters
+// (and hosts the rendezvous store), ranks 1 and 2 train against it over TCP. Checks that every
+// process exits 0 and that worker 0's final test accuracy shows learning; prints sync
+// parameter-server throughput beside allreduce's for the same job (not asserted).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "process.h"
+
+namespace ringmaster::testutil {
+namespace {
+
+std::string trainer() { return binaryPath("bin/ringmaster-trainer"); }
+
+// The same small job for every rank: an MLP, batch 64 per worker, `epochs` epochs (one is 469
+// steps per worker with two workers).
+std::vector<std::string> job(std::vector<std::string> extra, const std::string& epochs = "1") {
+  std::vector<std::string> argv = {trainer(),
+                                   "--data",
+                                   kFashionMnistDir,
+                                   "--hidden",
+                                   "128",
+                                   "--batch-size",
+                                   "64",
+                                   "--epochs",
+                                   epochs,
+                                   "--lr",
+                                   "0.05",
+                                   "--momentum",
+                                   "0.9",
+                                   "--blas-threads",
+                                   "1",
+                                   "--log-every-steps",
+                                   "50",
+                                   "--rendezvous-timeout-seconds",
+                                   "60"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+std::map<std::string, std::string> rankEnv(int rank, int world, int port) {
+  return {{"RANK", std::to_string(rank)},     {"WORLD_SIZE", std::to_string(world)},
+          {"MASTER_ADDR", "127.0.0.1"},       {"MASTER_PORT", std::to_string(port)},
+          {"RINGMASTER_USE_AGENT_STORE", ""}, {"RINGMASTER_JOB", "ps-test"}};
+}
+
+// Starts `world` ranks of `argv` and waits for all of them.
+std::vector<ProcessResult> runWorld(const std::vector<std::string>& argv, int world) {
+  const int port = freePort();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, world, port)));
+    ranks.back()->start();
+  }
+  std::vector<ProcessResult> results;
+  for (auto& p : ranks) results.push_back(p->wait(std::chrono::seconds(240)));
+  return results;
+}
+
+// The number after `label` in the last line that has it; -1 when none does.
+double figureAfter(const std::string& text, const std::string& label) {
+  const size_t at = text.rfind(label);
+  return at == std::string::npos ? -1 : std::atof(text.c_str() + at + label.size());
+}
+
+void expectAllExitZero(const std::vector<ProcessResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_FALSE(results[r].signaled) << results[r].stderr_text;
+    EXPECT_EQ(results[r].exit_code, 0) << results[r].stderr_text;
+  }
+}
+
+// One server, two workers: worker 0 (rank 1) reports the final parameters' test accuracy.
+void trainsAndReports(const std::string& consistency) {
+  auto results = runWorld(job({"--ps-servers", "1", "--ps-consistency", consistency}), 3);
+  expectAllExitZero(results);
+  const std::string& server = results[0].stderr_text;
+  EXPECT_NE(server.find("listening on 127.0.0.1:"), std::string::npos) << server;
+  EXPECT_NE(server.find("worker 0 left"), std::string::npos) << server;
+  EXPECT_NE(server.find("worker 1 left"), std::string::npos) << server;
+  EXPECT_NE(server.find("done, every worker left"), std::string::npos) << server;
+  const std::string& worker0 = results[1].stderr_text;
+  EXPECT_NE(worker0.find("epoch 1 step 450 loss"), std::string::npos) << worker0;
+  EXPECT_NE(worker0.find("done: 1 epochs, 469 steps, test accuracy "), std::string::npos)
+      << worker0;
+  const double accuracy = figureAfter(worker0, "test accuracy ");
+  EXPECT_GT(accuracy, 70) << worker0;
+  EXPECT_EQ(results[2].stderr_text.find("test accuracy"), std::string::npos)
+      << "only worker 0 evaluates:\n"
+      << results[2].stderr_text;
+}
+
+TEST(PsTrainer, SyncOneServerTwoWorkersLearns) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  trainsAndReports("sync");
+}
+
+TEST(PsTrainer, BoundedStalenessTwoLearns) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  trainsAndReports("2");
+}
+
+TEST(PsTrainer, NoWorkerLeftIsAUsageErrorNamingTheFlag) {
+  auto r = run({trainer(), "--ps-servers", "1"}, rankEnv(0, 1, freePort()));
+  EXPECT_FALSE(r.signaled) << r.stderr_text;
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("--ps-servers 1 in a world of 1"), std::string::npos)
+      << r.stderr_text;
+  auto bad =
+      run({trainer(), "--ps-servers", "1", "--ps-consistency", "often"}, rankEnv(1, 2, freePort()));
+  EXPECT_EQ(bad.exit_code, 2) << bad.stderr_text;
+  EXPECT_NE(bad.stderr_text.find("--ps-consistency"), std::string::npos) << bad.stderr_text;
+}
+
+// SIGTERM mid-training: the server and both workers stop and exit 143.
+TEST(PsTrainer, SigtermStopsServerAndWorkers) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const std::vector<std::string> argv = job({"--ps-servers", "1"}, "50");
+  const int port = freePort();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, 3, port)));
+    ranks.back()->start();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && ranks[1]->running() &&
+         ranks[1]->stderrSoFar().find("step 50 loss") == std::string::npos)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a live process
+  ASSERT_NE(ranks[1]->stderrSoFar().find("step 50 loss"), std::string::npos)
+      << ranks[1]->stderrSoFar() << "\nserver:\n"
+      << ranks[0]->stderrSoFar();
+  // Workers first, as a pod's deletion would reach them about together.
+  ranks[1]->signal(SIGTERM);
+  ranks[2]->signal(SIGTERM);
+  ranks[0]->signal(SIGTERM);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    auto result = ranks[r]->wait(std::chrono::seconds(60));
+    EXPECT_FALSE(result.signaled) << result.stderr_text;
+    EXPECT_EQ(result.exit_code, 143) << result.stderr_text;
+  }
+}
+
+// Throughput of the same job both ways, on this machine: printed for the record.
+TEST(PsTrainer, PrintsSyncThroughputBesideAllreduce) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  auto ps = runWorld(job({"--ps-servers", "1", "--ps-consistency", "sync"}), 3);
+  expectAllExitZero(ps);
+  auto allreduce = runWorld(job({"--backend", "tcp"}), 2);
+  expectAllExitZero(allreduce);
+  const double ps_rate = figureAfter(ps[1].stderr_text, "%, ");
+  const double ar_rate = figureAfter(allreduce[0].stderr_text, "%, ");
+  std::printf(
+      "throughput, 2 workers x batch 64, mlp hidden 128, 1 epoch: sync parameter "
+      "server (1 server) %.0f samples/s, allreduce (tcp, 2 ranks) %.0f samples/s\n",
+      ps_rate, ar_rate);
+}
+
+}  // namespace
+}  // namespace ringmaster::testutil

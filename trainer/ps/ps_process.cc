@@ -1,0 +1,298 @@
+#include "trainer/ps/ps_process.h"
+
+#include <unistd.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringmaster/core/log.h"
+#include "ringmaster/rendezvous/store.h"
+#include "ringmaster/rendezvous/tcp_store.h"
+#include "trainer/data/sampler.h"
+#include "trainer/ps/parameter_server.h"
+#include "trainer/ps/ps_tcp_connection.h"
+#include "trainer/ps/ps_tcp_server.h"
+#include "trainer/ps/ps_worker.h"
+#include "trainer/training_loop.h"
+
+namespace ringmaster::trainer::ps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string roleName(const PsPlacement& p) {
+  return std::string(p.role == PsRole::kServer ? "parameter server " : "ps worker ") +
+         std::to_string(p.index);
+}
+
+bool stopped(const PsRun& run) { return run.stop != nullptr && run.stop->stopRequested(); }
+
+// Sleeps up to `timeout`; true (early) once a stop is requested.
+bool stopWithin(const PsRun& run, std::chrono::milliseconds timeout) {
+  if (run.stop != nullptr) return run.stop->waitFor(timeout);
+  std::this_thread::sleep_for(timeout);
+  return false;
+}
+
+std::string stopReason(const PsRun& run) {
+  return run.stop != nullptr ? run.stop->reason() : "stop requested";
+}
+
+// The store the job meets in; rank 0 hosts it unless the launcher does.
+struct StoreLink {
+  std::unique_ptr<rendezvous::TcpStoreServer> server;
+  std::unique_ptr<rendezvous::TcpStoreClient> client;
+};
+
+core::Result<StoreLink> connectStore(const PsRun& run, const std::string& who) {
+  StoreLink link;
+  const contract::RankEnvironment& w = run.world;
+  std::string host_error;
+  if (w.rank == 0 && !w.use_agent_store) {
+    auto server = rendezvous::TcpStoreServer::start("", w.store_port, w.store_secret);
+    if (server.ok()) {
+      link.server = std::move(server).value();
+      RM_LOG(INFO, RDZV) << who << ": hosting the rendezvous store on port " << link.server->port();
+    } else {
+      host_error = server.status().message();
+    }
+  }
+  auto client = rendezvous::TcpStoreClient::connect(w.master_addr, w.store_port, w.store_secret,
+                                                    run.rendezvous_timeout);
+  if (!client.ok()) {
+    core::Status s = client.status().withContext(who + ": connect to the rendezvous store");
+    if (!host_error.empty()) s = std::move(s).withContext("could not host it (" + host_error + ")");
+    return s;
+  }
+  link.client = std::move(client).value();
+  return link;
+}
+
+// What every rank derives alike from the settings: the model, its layout and the shard plan.
+struct ModelPlan {
+  std::unique_ptr<model::Model> model;
+  FlatLayout layout;
+  ShardPlan plan;
+  int batch = 0;
+  int64_t batches_per_epoch = 0;
+};
+
+core::Result<ModelPlan> planModel(const PsRun& run, const std::string& who) {
+  contract::TrainerSettings settings = run.settings;
+  RM_RETURN_IF_ERROR_CTX(resolveBatchSize(settings, run.placement.workers), who);
+  ModelPlan mp;
+  mp.batch = static_cast<int>(settings.batch_size);
+  RM_ASSIGN_OR_RETURN(mp.model,
+                      model::Model::create(modelConfig(settings.model), settings.seed, mp.batch));
+  if (mp.model->inputSize() != run.train->featureSize())
+    return core::invalidArgument(who + ": model expects " + std::to_string(mp.model->inputSize()) +
+                                 " input features, data set has " +
+                                 std::to_string(run.train->featureSize()));
+  const data::ShardedSampler sampler(run.train->size(), 0, run.placement.workers, settings.seed);
+  mp.batches_per_epoch = static_cast<int64_t>(sampler.numBatches(static_cast<size_t>(mp.batch)));
+  mp.layout = FlatLayout::of(mp.model->paramViews());
+  auto plan = planShards(mp.layout.tensors, run.placement.servers);
+  if (!plan.ok()) return plan.status().withContext(who + ": shard plan");
+  mp.plan = std::move(*plan);
+  return mp;
+}
+
+std::string machineName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+}  // namespace
+
+core::Status serveParameters(const PsRun& run) {
+  const PsPlacement& place = run.placement;
+  const std::string who = roleName(place);
+  RM_ASSIGN_OR_RETURN(ModelPlan mp, planModel(run, who));
+  const std::vector<Piece>& pieces = mp.plan.by_server.at(static_cast<size_t>(place.index));
+  size_t elements = 0;
+  for (const Piece& p : pieces) elements += static_cast<size_t>(p.elements);
+  std::vector<float> initial(elements);
+  gatherPieces(pieces, mp.layout, mp.model->params(), initial);
+
+  ServerOptions options;
+  options.consistency = place.consistency;
+  options.optimizer = optimizerConfig(run.settings.optimizer);
+  const double total_steps =
+      static_cast<double>(run.settings.epochs) * static_cast<double>(mp.batches_per_epoch);
+  options.learning_rate_at = [optimizer = run.settings.optimizer, total_steps](int64_t step) {
+    return learningRateAt(optimizer, step, total_steps);
+  };
+  options.wait_timeout = std::chrono::seconds(run.settings.comm_timeout_seconds);
+  auto created = ParameterServer::create(place.index, pieces, initial, place.workers, options);
+  if (!created.ok()) return created.status().withContext(who);
+  std::unique_ptr<ParameterServer> server = std::move(*created);
+
+  // The store first: rank 0 hosts it, and workers wait there for the addresses.
+  RM_ASSIGN_OR_RETURN(StoreLink store, connectStore(run, who));
+  auto tcp = PsTcpServer::start(server.get(), run.world.bindHost(), 0, run.world.store_secret);
+  if (!tcp.ok()) return tcp.status().withContext(who + ": listen on " + run.world.bindHost());
+  const HostPort address{advertisedHost(run.world.pod_ip, run.world.master_addr, machineName()),
+                         (*tcp)->port()};
+  const std::string key = serverAddressKey(run.world.attemptPrefix(), place.index);
+  RM_RETURN_IF_ERROR_CTX(store.client->set(key, rendezvous::toBytes(toString(address))),
+                         who + ": publish " + key);
+  RM_LOG(INFO, COMM) << who << " of " << place.servers << ": listening on " << toString(address)
+                     << " for " << place.workers << " worker(s), " << toString(place.consistency)
+                     << ", " << pieces.size() << " piece(s), " << elements << " parameters of "
+                     << mp.model->signature();
+
+  while (server->liveWorkers() > 0) {
+    if (stopWithin(run, std::chrono::milliseconds(100))) {
+      (*tcp)->stop();
+      server->close();
+      return core::cancelled(who + ": stopped (" + stopReason(run) + ") with " +
+                             std::to_string(server->liveWorkers()) + " worker(s) still live");
+    }
+  }
+  (*tcp)->stop();
+  const ServerCounters c = server->counters();
+  RM_LOG(INFO, COMM) << who << ": done, every worker left: " << c.pushes << " pushes (" << c.updates
+                     << " updates), " << c.pulls << " pulls, bytes in " << c.bytes_pushed
+                     << ", bytes out " << c.bytes_pulled << ", max staleness " << c.maxStaleness();
+  return core::Status::Ok();
+}
+
+core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
+  // As the data-parallel trainer: flush denormals (FTZ | DAZ) on this thread.
+  _mm_setcsr(_mm_getcsr() | 0x8040);
+  const PsPlacement& place = run.placement;
+  const WorkerId id = place.index;
+  const std::string who = roleName(place);
+  RM_ASSIGN_OR_RETURN(ModelPlan mp, planModel(run, who));
+
+  std::vector<HostPort> addresses;
+  {
+    RM_ASSIGN_OR_RETURN(StoreLink store, connectStore(run, who));
+    for (int s = 0; s < place.servers; ++s) {
+      const std::string key = serverAddressKey(run.world.attemptPrefix(), s);
+      auto value = store.client->get(key, run.rendezvous_timeout);
+      if (!value.ok())
+        return value.status().withContext(who + ": address of parameter server " +
+                                          std::to_string(s) + " (" + key + ")");
+      RM_ASSIGN_OR_RETURN(HostPort a, parseHostPort(rendezvous::toString(*value), key));
+      addresses.push_back(std::move(a));
+    }
+  }
+  PsTcpConnectionOptions connection_options;
+  connection_options.connect_deadline = run.rendezvous_timeout;
+  connection_options.op_timeout = std::max<std::chrono::milliseconds>(
+      connection_options.op_timeout, 2 * std::chrono::seconds(run.settings.comm_timeout_seconds));
+  std::vector<std::unique_ptr<PsTcpConnection>> connections;
+  std::vector<ServerConnection*> links;
+  for (int s = 0; s < place.servers; ++s) {
+    const HostPort& a = addresses[static_cast<size_t>(s)];
+    auto c =
+        PsTcpConnection::connect(a.host, a.port, run.world.store_secret, id, connection_options);
+    if (!c.ok())
+      return c.status().withContext(who + ": connect to parameter server " + std::to_string(s));
+    links.push_back(c->get());
+    connections.push_back(std::move(*c));
+  }
+  auto leaveAll = [&] {
+    for (size_t s = 0; s < connections.size(); ++s) {
+      const core::Status left = connections[s]->leave();
+      if (!left.ok())
+        RM_LOG(WARN, COMM) << who << ": leaving parameter server " << s << ": " << left.toString();
+    }
+  };
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<PsWorker> worker,
+                      PsWorker::create(id, mp.model.get(), mp.plan, mp.layout, std::move(links)));
+  ShardBatches batches(*run.train, id, place.workers, mp.batch, run.settings.seed);
+  const int64_t per_epoch = batches.batchesPerEpoch();
+  int64_t total = run.settings.epochs * per_epoch;
+  if (run.settings.max_steps > 0) total = std::min(total, run.settings.max_steps);
+  if (id == 0)
+    RM_LOG(INFO, STEP) << mp.model->signature() << ": " << mp.model->params().size()
+                       << " parameters on " << place.servers << " parameter server(s), "
+                       << place.workers << " worker(s), " << toString(place.consistency) << ", "
+                       << total << " steps";
+
+  const Clock::time_point start = Clock::now();
+  double epoch_loss = 0;
+  int64_t epoch_steps = 0;
+  std::optional<double> final_train_loss;
+  for (int64_t step = 0; step < total; ++step) {
+    if (stopped(run)) {
+      leaveAll();
+      return core::cancelled(who + ": stopped (" + stopReason(run) + ") before step " +
+                             std::to_string(step + 1));
+    }
+    auto loss = worker->step(step, batches);
+    if (!loss.ok()) {
+      // A server that went away may be one the same stop ended a moment earlier.
+      const bool gone = loss.status().code() == core::Code::kUnavailable;
+      if (stopped(run) || (gone && stopWithin(run, std::chrono::seconds(1))))
+        return core::cancelled(who + ": stopped (" + stopReason(run) + ") in step " +
+                               std::to_string(step + 1));
+      return loss.status().withContext(who);
+    }
+    if (!std::isfinite(*loss))
+      return core::invalidArgument(who + ": loss became " + std::to_string(*loss) + " at step " +
+                                   std::to_string(step + 1) + " (learning rate " +
+                                   std::to_string(run.settings.optimizer.learning_rate) +
+                                   " too high?)");
+    const int64_t epoch = step / per_epoch;
+    if (step % per_epoch == 0) epoch_loss = 0, epoch_steps = 0;
+    epoch_loss += *loss;
+    ++epoch_steps;
+    final_train_loss = epoch_loss / static_cast<double>(epoch_steps);
+    const int64_t done = step + 1;
+    if (id == 0 && run.settings.log_every_steps > 0 && done % run.settings.log_every_steps == 0)
+      RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << done << " loss " << *loss;
+    if (id == 0 && run.settings.log_every_steps == 0 && (done % per_epoch == 0 || done == total))
+      RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << ": " << epoch_steps << " steps, mean loss "
+                         << *final_train_loss;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+  TrainSummary summary;
+  summary.epochs = total / per_epoch;
+  summary.steps = total;
+  summary.world_size = place.workers;
+  summary.backend = "ps-tcp";
+  summary.device = "cpu";
+  summary.precision = contract::name(run.settings.precision);
+  summary.model_signature = mp.model->signature();
+  summary.train_seconds = seconds;
+  summary.final_train_loss = final_train_loss;
+  if (total > 0 && seconds > 0)
+    summary.samples_per_second = static_cast<double>(total) * mp.batch * place.workers / seconds;
+  if (id == 0) {
+    // The final parameters: step `total`'s view, which in sync waits for every worker's last push.
+    if (core::Status pulled = worker->pull(total); !pulled.ok()) {
+      leaveAll();
+      return pulled.withContext(who + ": pull the final parameters");
+    }
+    const data::Dataset& test = *run.test;
+    const std::vector<uint32_t> idx = data::stridedIndices(test.size(), 0, 1);
+    std::vector<float> x(static_cast<size_t>(mp.batch) * test.featureSize());
+    std::vector<int32_t> y(static_cast<size_t>(mp.batch));
+    double loss_sum = 0;
+    int64_t correct = 0;
+    for (size_t begin = 0; begin < idx.size(); begin += static_cast<size_t>(mp.batch)) {
+      const int n = static_cast<int>(std::min<size_t>(mp.batch, idx.size() - begin));
+      data::gatherBatch(test, idx.data() + begin, n, x.data(), y.data());
+      correct += mp.model->evaluate(x.data(), y.data(), n, &loss_sum);
+    }
+    if (!idx.empty()) {
+      summary.test_accuracy = static_cast<double>(correct) / static_cast<double>(idx.size());
+      summary.test_loss = loss_sum / static_cast<double>(idx.size());
+    }
+  }
+  leaveAll();
+  return summary;
+}
+
+}  // namespace ringmaster::trainer::ps

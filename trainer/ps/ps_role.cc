@@ -1,0 +1,63 @@
+#include "trainer/ps/ps_role.h"
+
+#include <charconv>
+
+namespace ringmaster::trainer::ps {
+
+core::Result<PsPlacement> placeRank(int rank, int world_size, int64_t servers,
+                                    std::string_view consistency) {
+  if (servers < 1)
+    return core::usageError("--ps-servers " + std::to_string(servers) +
+                            ": a parameter-server run needs at least 1 server (0 turns it off)");
+  if (servers >= world_size)
+    return core::usageError("--ps-servers " + std::to_string(servers) + " in a world of " +
+                            std::to_string(world_size) +
+                            " ranks leaves no worker: WORLD_SIZE must exceed --ps-servers");
+  core::Result<Consistency> parsed = parseConsistency(consistency);
+  if (!parsed.ok()) return core::usageError("--ps-consistency: " + parsed.status().message());
+  PsPlacement p;
+  p.servers = static_cast<int>(servers);
+  p.workers = world_size - p.servers;
+  p.consistency = *parsed;
+  if (rank < p.servers) {
+    p.role = PsRole::kServer;
+    p.index = rank;
+  } else {
+    p.role = PsRole::kWorker;
+    p.index = rank - p.servers;
+  }
+  return p;
+}
+
+std::string serverAddressKey(const std::string& attempt_prefix, int server) {
+  return attempt_prefix + "/ps/server/" + std::to_string(server);
+}
+
+std::string toString(const HostPort& address) {
+  return address.host + ":" + std::to_string(address.port);
+}
+
+core::Result<HostPort> parseHostPort(std::string_view text, const std::string& key) {
+  const size_t colon = text.rfind(':');
+  auto bad = [&](const std::string& why) {
+    return core::invalidArgument(key + ": server address '" + std::string(text) + "' " + why);
+  };
+  if (colon == std::string_view::npos || colon == 0) return bad("is not host:port");
+  const std::string_view digits = text.substr(colon + 1);
+  int port = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+    return bad("has no numeric port");
+  if (port < 1 || port > 65535) return bad("has a port outside [1, 65535]");
+  return HostPort{std::string(text.substr(0, colon)), port};
+}
+
+std::string advertisedHost(const std::string& pod_ip, const std::string& master_addr,
+                           const std::string& hostname) {
+  if (!pod_ip.empty()) return pod_ip;
+  if (master_addr == "localhost" || master_addr.starts_with("127.") || master_addr == "::1")
+    return "127.0.0.1";
+  return hostname.empty() ? "127.0.0.1" : hostname;
+}
+
+}  // namespace ringmaster::trainer::ps

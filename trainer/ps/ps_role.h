@@ -1,0 +1,56 @@
+#pragma once
+// Which part a rank plays in a parameter-server run of ringmaster-trainer (--ps-servers N): ranks
+// 0..N-1 serve the parameters, ranks N..W-1 train against them as workers 0..W-N-1. Also the
+// rendezvous-store key a server publishes its address under, that address's text form, and the
+// host a server tells its workers to reach it at.
+//
+// Thread-safety: pure functions and value types. Failure: kUsage naming --ps-servers or
+// --ps-consistency (bad count, no worker left, bad consistency); kInvalidArgument for an address
+// that does not parse, naming the key it was read from.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ringmaster/core/status.h"
+#include "trainer/ps/staleness_gate.h"
+
+namespace ringmaster::trainer::ps {
+
+enum class PsRole { kServer, kWorker };
+
+struct PsPlacement {
+  PsRole role = PsRole::kWorker;
+  int index = 0;    // the server's number, or the worker's id
+  int servers = 0;  // in the job
+  int workers = 0;  // in the job
+  Consistency consistency;
+
+  bool operator==(const PsPlacement&) const = default;
+};
+
+// The role of `rank` in a world of `world_size` with `servers` server ranks. Requires
+// 0 <= rank < world_size (the rank environment checks that). servers must be >= 1 and leave at
+// least one worker.
+core::Result<PsPlacement> placeRank(int rank, int world_size, int64_t servers,
+                                    std::string_view consistency);
+
+// "<attempt_prefix>/ps/server/<server>".
+std::string serverAddressKey(const std::string& attempt_prefix, int server);
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+
+  bool operator==(const HostPort&) const = default;
+};
+std::string toString(const HostPort& address);
+// "host:port", port in [1, 65535]; `key` names where the text came from in errors.
+core::Result<HostPort> parseHostPort(std::string_view text, const std::string& key);
+
+// The host a server's workers reach it at: $POD_IP when set (`pod_ip`), else 127.0.0.1 when the
+// store's address is on this machine's loopback (every rank here), else this machine's name.
+std::string advertisedHost(const std::string& pod_ip, const std::string& master_addr,
+                           const std::string& hostname);
+
+}  // namespace ringmaster::trainer::ps

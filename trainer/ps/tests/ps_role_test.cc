@@ -1,0 +1,99 @@
+// Which role a rank plays in --ps-servers mode, the store key and address format servers
+// publish, and the host they advertise.
+
+#include "trainer/ps/ps_role.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::trainer::ps {
+namespace {
+
+TEST(PlaceRank, ServersFirstThenWorkers) {
+  struct Case {
+    int rank, world;
+    int64_t servers;
+    PsRole role;
+    int index;
+  };
+  const Case cases[] = {
+      {0, 3, 1, PsRole::kServer, 0}, {1, 3, 1, PsRole::kWorker, 0}, {2, 3, 1, PsRole::kWorker, 1},
+      {0, 5, 2, PsRole::kServer, 0}, {1, 5, 2, PsRole::kServer, 1}, {2, 5, 2, PsRole::kWorker, 0},
+      {4, 5, 2, PsRole::kWorker, 2}, {1, 2, 1, PsRole::kWorker, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) + ", " +
+                 std::to_string(c.servers) + " server(s)");
+    auto p = placeRank(c.rank, c.world, c.servers, "sync");
+    ASSERT_TRUE(p.ok()) << p.status().toString();
+    EXPECT_EQ(p->role, c.role);
+    EXPECT_EQ(p->index, c.index);
+    EXPECT_EQ(p->servers, c.servers);
+    EXPECT_EQ(p->workers, c.world - c.servers);
+    EXPECT_EQ(p->consistency, Consistency::sync());
+  }
+}
+
+TEST(PlaceRank, ConsistencyTexts) {
+  EXPECT_EQ(placeRank(1, 3, 1, "async")->consistency, Consistency::async());
+  EXPECT_EQ(placeRank(1, 3, 1, "2")->consistency, Consistency::bounded(2));
+  EXPECT_EQ(placeRank(1, 3, 1, "0")->consistency, Consistency::sync());
+}
+
+TEST(PlaceRank, UsageErrorsNameTheFlags) {
+  struct Case {
+    int rank, world;
+    int64_t servers;
+    const char* consistency;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {0, 3, 0, "sync", "--ps-servers 0"},
+      {0, 3, -1, "sync", "--ps-servers -1"},
+      {0, 3, 3, "sync", "leaves no worker"},
+      {0, 1, 1, "sync", "WORLD_SIZE must exceed --ps-servers"},
+      {0, 2, 5, "sync", "--ps-servers 5 in a world of 2"},
+      {1, 3, 1, "sometimes", "--ps-consistency"},
+      {1, 3, 1, "-1", "--ps-consistency"},
+      {1, 3, 1, "", "--ps-consistency"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.needle);
+    auto p = placeRank(c.rank, c.world, c.servers, c.consistency);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), core::Code::kUsage);
+    EXPECT_NE(p.status().message().find(c.needle), std::string::npos) << p.status().message();
+  }
+}
+
+TEST(ServerAddress, KeyAndRoundTrip) {
+  EXPECT_EQ(serverAddressKey("job/attempt-0", 3), "job/attempt-0/ps/server/3");
+  const HostPort a{"10.1.2.3", 40123};
+  EXPECT_EQ(toString(a), "10.1.2.3:40123");
+  auto back = parseHostPort(toString(a), "k");
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(*back, a);
+  auto named = parseHostPort("node-7.example:1", "k");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->host, "node-7.example");
+}
+
+TEST(ServerAddress, MalformedIsNamedWithItsKey) {
+  for (const char* text : {"", "host", ":80", "host:", "host:x", "host:0", "host:65536", "h:80x"}) {
+    SCOPED_TRACE(text);
+    auto a = parseHostPort(text, "job/ps/server/0");
+    ASSERT_FALSE(a.ok());
+    EXPECT_EQ(a.status().code(), core::Code::kInvalidArgument);
+    EXPECT_NE(a.status().message().find("job/ps/server/0"), std::string::npos);
+  }
+}
+
+TEST(AdvertisedHost, PodIpThenLoopbackThenHostname) {
+  EXPECT_EQ(advertisedHost("10.0.0.5", "127.0.0.1", "box"), "10.0.0.5");
+  EXPECT_EQ(advertisedHost("", "127.0.0.1", "box"), "127.0.0.1");
+  EXPECT_EQ(advertisedHost("", "localhost", "box"), "127.0.0.1");
+  EXPECT_EQ(advertisedHost("", "10.0.0.1", "box"), "box");
+  EXPECT_EQ(advertisedHost("", "10.0.0.1", ""), "127.0.0.1");
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer::ps
