@@ -39,7 +39,7 @@ RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DRM_WITH_CUDA=OFF -D
 FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libssl3 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcurl4 \
+      libssl3 libprometheus-cpp-core1.0 libcurl4 \
       libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
 # Which binaries: a build that feeds this stage its own (scripts/build-images --binaries) names

@@ -47,7 +47,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 # xz), mpirun, and OpenSSH for mpirun's remote starts.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libyaml-cpp0.7 libssl3 libgloo0 \
+      libprometheus-cpp-core1.0 libyaml-cpp0.7 libssl3 libgloo0 \
       libopenmpi3 libopenblas0-pthread zlib1g liblzma5 \
       openmpi-bin openssh-server openssh-client ca-certificates \
  && rm -rf /var/lib/apt/lists/*

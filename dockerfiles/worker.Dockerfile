@@ -75,7 +75,7 @@ RUN dpkg -i /tmp/cuda-keyring.deb \
  && rm /tmp/cuda-keyring.deb \
  && apt-get update \
  && apt-get install -y --no-install-recommends \
-      libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libyaml-cpp0.7 libssl3 libgloo0 \
+      libprometheus-cpp-core1.0 libyaml-cpp0.7 libssl3 libgloo0 \
       libopenmpi3 libopenblas0-pthread zlib1g liblzma5 \
       cuda-cudart-${CUDA_PACKAGES_VERSION} libcublas-${CUDA_PACKAGES_VERSION} libnccl2 \
       openmpi-bin openssh-server openssh-client ca-certificates \

@@ -5,9 +5,9 @@
 //
 // Why a module and not a link-time dependency: the CUDA libraries bring large static TLS blocks
 // (cuBLASLt alone ~92 KiB) that glibc carves out of every thread's stack when they are loaded at
-// start-up, and a library thread with a small fixed stack (civetweb's, behind /metrics) then
-// fails to start. Loaded with dlopen, their TLS is allocated per thread on demand instead; a CPU
-// rank, the CPU image and a machine without a GPU never load CUDA at all.
+// start-up, and a library thread started with a small fixed stack then fails to start. Loaded with
+// dlopen, their TLS is allocated per thread on demand instead; a CPU rank, the CPU image and a
+// machine without a GPU never load CUDA at all.
 //
 // Where the module is: $RINGMASTER_GPU_MODULE, else <dir of the trainer>/../lib/ringmaster/.
 // It resolves the trainer's own symbols (config, model, logging, metrics, communicators) from

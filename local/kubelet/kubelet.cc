@@ -528,6 +528,11 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
   }
 
   std::jthread watch_thread([this](std::stop_token st) { reflector_->run(st); });
+  // The loop below sleeps on cv_ for up to a second; a stop wakes it at once.
+  core::StopCallback wake_on_stop(stop, [this] {
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
+  });
 
   while (!stop.stopRequested()) {
     std::set<std::string> keys;

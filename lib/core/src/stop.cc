@@ -14,13 +14,41 @@
 namespace ringmaster::core {
 
 void StopSource::requestStop(std::string reason) {
+  std::map<uint64_t, std::function<void()>> callbacks;
+  std::unique_lock running(running_callbacks_, std::defer_lock);
   {
     std::lock_guard lock(mu_);
     if (stopped_.load()) return;
     reason_ = std::move(reason);
     stopped_.store(true, std::memory_order_release);
+    callbacks.swap(callbacks_);
+    running.lock();
   }
   cv_.notify_all();
+  for (auto& [id, wake] : callbacks) wake();
+}
+
+StopCallback::StopCallback(const StopSource& source, std::function<void()> wake) : source_(source) {
+  {
+    std::lock_guard lock(source_.mu_);
+    if (!source_.stopped_.load()) {
+      id_ = source_.next_callback_++;
+      source_.callbacks_.emplace(id_, std::move(wake));
+      registered_ = true;
+      return;
+    }
+  }
+  wake();
+}
+
+StopCallback::~StopCallback() {
+  if (!registered_) return;
+  {
+    std::lock_guard lock(source_.mu_);
+    if (source_.callbacks_.erase(id_) == 1) return;
+  }
+  // Taken by a stop under way: wait until its callbacks (this one's among them) have run.
+  std::lock_guard running(source_.running_callbacks_);
 }
 
 std::string StopSource::reason() const {

@@ -1,10 +1,12 @@
 #include "ringmaster/metrics/metrics.h"
 
-#include <prometheus/exposer.h>
 #include <prometheus/text_serializer.h>
 
 #include <cctype>
 #include <cmath>
+#include <memory>
+
+#include "ringmaster/http/probe_server.h"
 
 namespace ringmaster::metrics {
 
@@ -76,7 +78,7 @@ prometheus::Histogram::BucketBoundaries exponentialBuckets(double start, double 
 }
 
 struct Exposer::Impl {
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<http::ProbeServer> server;
 };
 
 Exposer::Exposer(std::unique_ptr<Impl> impl, int port) : impl_(std::move(impl)), port_(port) {}
@@ -87,21 +89,25 @@ core::Result<std::unique_ptr<Exposer>> Exposer::start(const std::string& bind_ho
   return start(bind_host, port, registry.prometheusRegistry(), "/metrics");
 }
 
+// Served by the project's ProbeServer, not prometheus-cpp's civetweb exposer: civetweb looks at
+// its stop flag only between 2 s polls, so every trainer, kubelet and operator took ~2 s to exit.
 core::Result<std::unique_ptr<Exposer>> Exposer::start(
     const std::string& bind_host, int port,
     const std::shared_ptr<prometheus::Collectable>& collectable, const std::string& path) {
-  const std::string address = bind_host + ":" + std::to_string(port);
-  auto impl = std::make_unique<Impl>();
-  try {
-    // civetweb throws when it cannot bind; this is the library's edge.
-    impl->exposer = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/1);
-  } catch (const std::exception& e) {
-    return core::unavailable("metrics endpoint: cannot listen on " + address + ": " + e.what());
+  std::weak_ptr<prometheus::Collectable> weak = collectable;
+  auto scrape = [weak]() -> http::Answer {
+    auto source = weak.lock();
+    if (!source) return {503, "metrics source gone\n"};
+    return {200, prometheus::TextSerializer().Serialize(source->Collect()),
+            "text/plain; version=0.0.4; charset=utf-8"};
+  };
+  auto server = http::ProbeServer::start(bind_host, port, {{path, std::move(scrape)}});
+  if (!server.ok()) {
+    return core::unavailable("metrics endpoint: " + server.status().message());
   }
-  impl->exposer->RegisterCollectable(collectable, path);
-  auto ports = impl->exposer->GetListeningPorts();
-  if (ports.empty()) return core::internalError("metrics endpoint " + address + ": no port bound");
-  const int bound = ports.front();
+  auto impl = std::make_unique<Impl>();
+  impl->server = std::move(*server);
+  const int bound = impl->server->port();
   return std::unique_ptr<Exposer>(new Exposer(std::move(impl), bound));
 }
 

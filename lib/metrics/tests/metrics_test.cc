@@ -41,6 +41,30 @@ TEST(Exposer, ServesRegisteredMetricsWithConstantLabelsOnAnyPort) {
       << body;
 }
 
+// The kubelet's usage page: a collectable of its own at a path of its own, held weakly.
+TEST(Exposer, ServesACollectableAtItsPathUntilItIsGone) {
+  Registry r;
+  auto up = r.gauge("ringmaster_up", "1 while serving");
+  ASSERT_TRUE(up.ok());
+  (*up)->Add({}).Set(1);
+  std::shared_ptr<prometheus::Collectable> source = r.prometheusRegistry();
+  auto exposer = Exposer::start("127.0.0.1", 0, source, "/metrics/cadvisor");
+  ASSERT_TRUE(exposer.ok()) << exposer.status().message();
+  const int port = (*exposer)->port();
+  auto served = http::get(http::url("127.0.0.1", port, "/metrics/cadvisor"));
+  ASSERT_TRUE(served.ok()) << served.status().toString();
+  EXPECT_EQ(served->status, 200);
+  EXPECT_NE(served->body.find("ringmaster_up 1"), std::string::npos) << served->body;
+  auto elsewhere = http::get(http::url("127.0.0.1", port, "/metrics"));
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_EQ(elsewhere->status, 404);
+  source.reset();
+  r = Registry();  // the last owner of the old registry
+  auto gone = http::get(http::url("127.0.0.1", port, "/metrics/cadvisor"));
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->status, 503);
+}
+
 TEST(Exposer, BusyPortIsAnErrorNamingTheAddress) {
   Registry r;
   auto first = Exposer::start("127.0.0.1", 0, r);

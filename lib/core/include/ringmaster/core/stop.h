@@ -8,10 +8,15 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 
 namespace ringmaster::core {
+
+class StopCallback;
 
 class StopSource {
  public:
@@ -22,10 +27,31 @@ class StopSource {
   bool waitFor(std::chrono::nanoseconds timeout) const;
 
  private:
+  friend class StopCallback;
   std::atomic<bool> stopped_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::string reason_;  // guarded by mu_
+  std::string reason_;                                           // guarded by mu_
+  mutable uint64_t next_callback_ = 0;                           // guarded by mu_
+  mutable std::map<uint64_t, std::function<void()>> callbacks_;  // guarded by mu_
+  // Held while callbacks run (taken under mu_): a StopCallback being destroyed waits for them.
+  mutable std::mutex running_callbacks_;
+};
+
+// Runs `wake` once when `source` is asked to stop (at once if it already was), for a loop that
+// sleeps on a condition of its own. Unregistered when destroyed; `wake` runs on the thread that
+// requested the stop, without the source's lock, and must not destroy this object.
+class StopCallback {
+ public:
+  StopCallback(const StopSource& source, std::function<void()> wake);
+  ~StopCallback();
+  StopCallback(const StopCallback&) = delete;
+  StopCallback& operator=(const StopCallback&) = delete;
+
+ private:
+  const StopSource& source_;
+  uint64_t id_ = 0;
+  bool registered_ = false;
 };
 
 // Installs SIGTERM and SIGINT handlers that turn the first signal into requestStop() on the
