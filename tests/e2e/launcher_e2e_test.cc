@@ -69,13 +69,13 @@ spec:
     maxSteps: 120
     optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
 )");
-  bool saw_world = false;
   nlohmann::json last = cluster_.waitForJob("four", 300s, [&](const nlohmann::json& j) {
-    if (j.contains("status") && j["status"].value("world", "") == "4/4") saw_world = true;
     return jobPhase(j) == "Succeeded" || jobPhase(j) == "Failed";
   });
   ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << cluster_.podLog("four-worker-0");
-  EXPECT_TRUE(saw_world) << "never saw WORLD 4/4";
+  // The world as the ranks saw it. (The run is over in about a second, often before the
+  // operator sees every pod Ready, so the live WORLD column is local_run_e2e_test's to check,
+  // on a run long enough to show it.)
   EXPECT_EQ(last["status"].value("worldSize", 0), 4);
   const std::string log0 = cluster_.podLog("four-worker-0");
   EXPECT_NE(log0.find("world size 4"), std::string::npos) << log0;
