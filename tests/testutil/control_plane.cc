@@ -8,9 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -313,17 +315,20 @@ void EnvtestLaunch::end() {
 }
 
 namespace {
-// The next case's control plane; the destructor at exit ends one that no case adopted.
-std::unique_ptr<EnvtestLaunch>& spare() {
-  static std::unique_ptr<EnvtestLaunch> launch;
-  return launch;
+// The next cases' control planes, oldest first; the destructor at exit ends those no case adopted.
+std::deque<std::unique_ptr<EnvtestLaunch>>& spares() {
+  static std::deque<std::unique_ptr<EnvtestLaunch>> launches;
+  return launches;
 }
+// Two: a start takes longer than many cases, so one spare still made the next case wait.
+constexpr size_t kSpares = 2;
 
-// Whether an envtest case (a name ending in "/envtest") is still to run in this process.
-bool envtestCasesLeft() {
+// How many envtest cases (names ending in "/envtest") are still to run in this process.
+size_t envtestCasesLeft() {
   const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
   const ::testing::TestInfo* current = unit.current_test_info();
   const std::string suffix = std::string("/").append(controlPlaneName(ControlPlane::kEnvtest));
+  size_t left = 0;
   for (int i = 0; i < unit.total_test_suite_count(); ++i) {
     const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
     for (int j = 0; j < suite.total_test_count(); ++j) {
@@ -331,19 +336,28 @@ bool envtestCasesLeft() {
       if (&test == current || !test.should_run() || test.result()->start_timestamp() != 0) {
         continue;  // this one, filtered out, or already run
       }
-      if (std::string_view(test.name()).ends_with(suffix)) return true;
+      if (std::string_view(test.name()).ends_with(suffix)) ++left;
     }
   }
-  return false;
+  return left;
 }
 
-// The spare, when it was started from `from` with `env`. Another one is killed: the cases left
-// are more likely to want what this one wants.
+// The oldest spare started from `from` with `env`. Others are killed: the cases left are more
+// likely to want what this one wants.
 std::unique_ptr<EnvtestLaunch> adoptSpare(const std::string& from,
                                           const std::map<std::string, std::string>& env) {
-  std::unique_ptr<EnvtestLaunch> launch = std::move(spare());
-  if (launch && (launch->from() != from || launch->env() != env)) launch.reset();
-  return launch;
+  std::unique_ptr<EnvtestLaunch> adopted;
+  std::deque<std::unique_ptr<EnvtestLaunch>> kept;
+  for (std::unique_ptr<EnvtestLaunch>& launch : spares()) {
+    if (launch->from() != from || launch->env() != env) continue;  // dropped: killed below
+    if (!adopted) {
+      adopted = std::move(launch);
+    } else {
+      kept.push_back(std::move(launch));
+    }
+  }
+  spares() = std::move(kept);
+  return adopted;
 }
 }  // namespace
 
@@ -382,10 +396,11 @@ std::string Envtest::start(const std::map<std::string, std::string>& env) {
   }
   kubeconfig_ = launch_->kubeconfig();
   // Started after this one is up, not to slow it down.
-  if (!spare() && envtestCasesLeft()) {
+  for (size_t left = envtestCasesLeft(); spares().size() < std::min(kSpares, left);) {
     auto own_dir = std::make_unique<TempDir>();
     const std::string spare_dir = own_dir->path();
-    spare() = std::make_unique<EnvtestLaunch>(dir, spare_dir, start_env, true, std::move(own_dir));
+    spares().push_back(
+        std::make_unique<EnvtestLaunch>(dir, spare_dir, start_env, true, std::move(own_dir)));
   }
   return "";
 }

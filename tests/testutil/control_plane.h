@@ -37,9 +37,10 @@ class EnvtestLaunch;  // control_plane.cc: one run of `start`, and what it start
 // Spares: a start takes about 8.5 s, mostly waiting for /readyz and the default ServiceAccount,
 // and each envtest case starts its own. So once a plane is up and the binary has envtest cases
 // still to run (GoogleTest's filter says which: the names ending in "/envtest"), the process
-// starts the next one (niced where it may be reniced at adoption) in a directory of its own; a
-// later start with the same environment adopts it, waiting for it if it is still starting. A
-// spare nobody adopts is killed at exit. Every plane's daemons share a process group with a
+// starts the next two (niced where they may be reniced at adoption; two, because a start
+// outlasts many cases) in directories of their own; a later start with the same environment
+// adopts the oldest, waiting for it if it is still starting. Spares nobody adopts are killed
+// at exit. Every plane's daemons share a process group with a
 // guardian shell that SIGKILLs it when the test process is gone, even after a crash.
 class Envtest {
  public:
