@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "trainer/ps/push_step.h"
+
 namespace ringmaster::trainer::ps {
 namespace {
 
@@ -32,11 +34,15 @@ core::Result<std::unique_ptr<ParameterServer>> ParameterServer::create(
                                  " initial values for pieces of " + std::to_string(elements));
   }
   // A server without pieces still checks the configuration it was given.
+  const optim::OptimizerConfig first =
+      pushStep(options.consistency, options.optimizer, workers).optimizer;
+  RM_RETURN_IF_ERROR(optim::Optimizer::create(options.optimizer, 1).status());
   RM_ASSIGN_OR_RETURN(auto optimizer,
-                      optim::Optimizer::create(options.optimizer, std::max<size_t>(elements, 1)));
+                      optim::Optimizer::create(first, std::max<size_t>(elements, 1)));
   std::unique_ptr<ParameterServer> ps(
       new ParameterServer(server, std::move(pieces), elements, std::move(options)));
   if (elements > 0) ps->optimizer_ = std::move(optimizer);
+  ps->step_config_ = first;
   ps->values_.assign(initial.begin(), initial.end());
   ps->scratch_.resize(elements);
   for (WorkerId w = 0; w < workers; ++w) RM_RETURN_IF_ERROR(ps->clock_.join(w, 0));
@@ -85,6 +91,7 @@ core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<floa
   std::unique_lock lock(mu_);
   RM_RETURN_IF_ERROR(waitForStep(lock, worker, step, "pull"));
   std::copy(values_.begin(), values_.end(), values.begin());
+  pulled_at_[worker] = {step, counters_.updates};
   ++counters_.pulls;
   counters_.bytes_pulled += elements_ * sizeof(float);
   return core::Status::Ok();
@@ -110,7 +117,16 @@ core::Status ParameterServer::push(WorkerId worker, int64_t step,
       RM_RETURN_IF_ERROR(clock_.advance(worker, step + 1));
       completeStepIfReady();
     } else {
-      const float scale = 1.0f / static_cast<float>(clock_.liveWorkers());
+      const int workers = static_cast<int>(clock_.liveWorkers());
+      const PushStep rule = pushStep(consistency(), options_.optimizer, workers);
+      RM_RETURN_IF_ERROR(useOptimizer(rule.optimizer));
+      // Updates by the other workers since this worker pulled the step (a round without a pull:
+      // as many as a normal round).
+      const auto pulled = pulled_at_.find(worker);
+      const int64_t since = pulled != pulled_at_.end() && pulled->second.first == step
+                                ? static_cast<int64_t>(counters_.updates - pulled->second.second)
+                                : workers - 1;
+      const auto scale = static_cast<float>(rule.gradient_scale * stalenessScale(workers, since));
       for (size_t i = 0; i < elements_; ++i) scratch_[i] = gradients[i] * scale;
       ++counters_.staleness[clock_.staleness(step)];
       ++counters_.pushes_applied;
@@ -139,6 +155,22 @@ void ParameterServer::completeStepIfReady() {
   pending_.clear();
 }
 
+core::Status ParameterServer::useOptimizer(const optim::OptimizerConfig& config) {
+  if (config.momentum == step_config_.momentum && config.weight_decay == step_config_.weight_decay)
+    return core::Status::Ok();
+  if (optimizer_) {
+    // The per-push momentum follows the live workers; the momentum buffer carries over.
+    RM_ASSIGN_OR_RETURN(auto next, optim::Optimizer::create(config, elements_));
+    const std::vector<std::vector<float>*> from = optimizer_->state(), to = next->state();
+    for (size_t i = 0; i < from.size() && i < to.size(); ++i) *to[i] = *from[i];
+    next->setStepCount(optimizer_->stepCount());
+    next->setLearningRate(optimizer_->learningRate());
+    optimizer_ = std::move(next);
+  }
+  step_config_ = config;
+  return core::Status::Ok();
+}
+
 void ParameterServer::apply(int64_t step) {
   ++counters_.updates;
   if (!optimizer_) return;
@@ -158,6 +190,7 @@ core::Status ParameterServer::removeWorker(WorkerId worker) {
     std::lock_guard lock(mu_);
     if (closed_) return core::cancelled("parameter server " + std::to_string(id_) + ": closed");
     RM_RETURN_IF_ERROR(clock_.leave(worker));
+    pulled_at_.erase(worker);
     if (isSync()) completeStepIfReady();
   }
   changed_.notify_all();

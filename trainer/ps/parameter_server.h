@@ -12,10 +12,11 @@
 //  - sync: the pushes of step t are kept until every live worker has pushed t; then their mean
 //    (summed in worker order, times 1/count, as allreduce-mean data parallelism does) is one
 //    optimizer step, and only after it may a pull of step t+1 return.
-//  - async: every push is one optimizer step at once, on its gradient times 1/W, W the live
-//    workers when it arrives. W pushes then move the parameters about as far as one sync step on
-//    their mean, so a learning rate means the same in both modes (momentum sees W small steps
-//    where sync has one).
+//  - async: every push is one optimizer step at once, W the live workers when it arrives, with
+//    the momentum, gradient scale and weight decay of pushStep (push_step.h): W pushes then move
+//    the parameters as far as one sync step on their mean, and momentum remembers as many samples,
+//    so the optimizer's settings mean the same in both modes. A push that other pushes overtook
+//    more than W - 1 times since its pull counts less (stalenessScale).
 //  - bounded staleness s: pushes are applied as in async, and a pull of step n waits until
 //    n - (slowest live worker's clock) <= s.
 // The clock lives under the server's own mutex (not in a StalenessGate), so that applying step t
@@ -44,6 +45,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ringmaster/core/status.h"
@@ -117,6 +119,8 @@ class ParameterServer {
                            const char* what);
   // With mu_ held: sync only; applies the pending step once no live worker still owes it.
   void completeStepIfReady();
+  // With mu_ held: makes optimizer_ run `config` (a push's), keeping its state.
+  core::Status useOptimizer(const optim::OptimizerConfig& config);
   // With mu_ held: one optimizer step of scratch_ for step `step`.
   void apply(int64_t step);
 
@@ -130,6 +134,9 @@ class ParameterServer {
   StalenessClock clock_;
   std::vector<float> values_;
   std::unique_ptr<optim::Optimizer> optimizer_;  // null when the server holds no piece
+  optim::OptimizerConfig step_config_;           // what optimizer_ runs
+  // By worker: the step it last pulled and the updates applied before that pull.
+  std::map<WorkerId, std::pair<int64_t, uint64_t>> pulled_at_;
   // Sync: the gradients pushed for pending_step_, by worker.
   std::map<WorkerId, std::vector<float>> pending_;
   int64_t pending_step_ = 0;

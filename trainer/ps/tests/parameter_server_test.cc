@@ -166,6 +166,32 @@ TEST(SyncServer, AddedWorkerJoinsAtTheSlowestClockAndCountsInTheMean) {
   EXPECT_EQ(server->addWorker(2).status().code(), core::Code::kAlreadyExists);
 }
 
+// --- loose modes: the per-push rule (push_step.h) ---
+
+TEST(AsyncServer, DampsAPushThatOtherPushesOvertook) {
+  auto server = makeServer(options(Consistency::async()));
+  EXPECT_EQ(pulled(*server, 0, 0), kInitial);
+  // Worker 1 runs three steps (of zero gradients) while worker 0 computes its first.
+  for (int64_t step = 0; step < 3; ++step) {
+    pulled(*server, 1, step);
+    push(*server, 1, step, Floats(4, 0));
+  }
+  EXPECT_EQ(server->values(), kInitial);
+  // Three updates since its pull, one round (W - 1 = 1) is normal: 2 / 4 of the 1/2 share.
+  push(*server, 0, 0, kGrad0);
+  EXPECT_EQ(server->values(), (Floats{0.5, 1, 1.5, 2}));
+}
+
+TEST(AsyncServer, WeightDecayIsAPushsShare) {
+  ServerOptions o = options(Consistency::async());
+  o.optimizer.weight_decay = 0.5;
+  auto server = makeServer(o);
+  pulled(*server, 0, 0);
+  // 0.5 / 2 per push: two pushes decay the weights about as much as one sync step of 0.5.
+  push(*server, 0, 0, Floats(4, 0));
+  EXPECT_EQ(server->values(), (Floats{0.75, 1.5, 2.25, 3}));
+}
+
 // --- bounded staleness ---
 
 TEST(BoundedServer, PullWaitsOnlyBeyondTheBound) {
