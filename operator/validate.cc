@@ -169,6 +169,30 @@ void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
   }
 }
 
+// Parameter servers are ranks of the job's world: workers must remain beside them, under the
+// native launcher (mpirun would start every rank as a trainer of one world), in a fixed world.
+void validateParameterServers(const kube::TrainingJobSpec& s, FieldErrors& e) {
+  const contract::TrainerSettings settings = contract::trainerSettings(*s.trainer);
+  const int64_t servers = settings.parameter_servers.servers;
+  if (servers == 0) return;
+  const std::string field = "spec.trainer.parallelism.parameterServer";
+  if (s.launcher == "mpi") {
+    e.add("spec.launcher", "parameter servers run under launcher native, not mpi");
+  }
+  if (s.elastic) {
+    e.add("spec.elastic", "a job with parameter servers has a fixed world; drop spec.elastic");
+  }
+  if (s.replicas && s.procs_per_replica) {
+    const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
+    if (servers >= world) {
+      e.add(field, std::to_string(servers) +
+                       " servers leave no worker among replicas x "
+                       "procsPerReplica = " +
+                       std::to_string(world) + " ranks");
+    }
+  }
+}
+
 // spec.elastic: bounds around spec.replicas, and a job whose world can change at all: the
 // native launcher, one data-parallel model, and a global batch that splits among every world.
 void validateElastic(const kube::TrainingJob& job, FieldErrors& e) {
@@ -430,6 +454,7 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
       e.add(std::move(error.field), std::move(error.message));
     }
     validateParallelism(s, e);
+    validateParameterServers(s, e);
   }
   // The backend must be able to read where the gradients live (the contract's rules).
   if (std::string why = contract::backendError(backendUse(s)); !why.empty()) {

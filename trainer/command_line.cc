@@ -9,6 +9,7 @@
 
 #include "ringmaster/contract/rank_environment.h"
 #include "trainer/metrics_port.h"
+#include "trainer/ps/staleness_gate.h"
 
 namespace ringmaster::trainer {
 namespace {
@@ -66,6 +67,30 @@ core::Status applyFlags(const core::FlagSet& flags, const CommandLine& cl,
   if (given("max-steps")) spec->max_steps = cl.max_steps;
   if (given("log-every-steps")) spec->log_every_steps = narrow(cl.log_every_steps);
   if (given("comm-timeout-seconds")) spec->comm_timeout_seconds = narrow(cl.comm_timeout_seconds);
+  if (given("ps-servers") || given("ps-consistency")) {
+    kube::ParallelismSpec& parallelism =
+        spec->parallelism.emplace(spec->parallelism.value_or(kube::ParallelismSpec{}));
+    std::optional<kube::ParameterServerSpec>& servers = parallelism.parameter_server;
+    if (given("ps-servers") && cl.ps_servers == 0) {
+      servers.reset();  // data parallel, whatever the config said
+      return core::Status::Ok();
+    }
+    servers.emplace(servers.value_or(kube::ParameterServerSpec{}));
+    if (given("ps-servers")) servers->servers = narrow(cl.ps_servers);
+    if (given("ps-consistency")) {
+      core::Result<ps::Consistency> parsed = ps::parseConsistency(cl.ps_consistency);
+      if (!parsed.ok()) return core::usageError("--ps-consistency: " + parsed.status().message());
+      servers->staleness.reset();
+      if (!parsed->max_staleness) {
+        servers->consistency = "async";
+      } else if (*parsed->max_staleness == 0) {
+        servers->consistency = "sync";
+      } else {
+        servers->consistency = "bounded";
+        servers->staleness = narrow(*parsed->max_staleness);
+      }
+    }
+  }
   return core::Status::Ok();
 }
 
@@ -133,8 +158,8 @@ void declareFlags(core::FlagSet& flags, CommandLine* cl) {
   flags.addInt("rendezvous-timeout-seconds", &cl->rdzv_timeout_seconds,
                "how long to wait for the other ranks at start", "RINGMASTER_RDZV_TIMEOUT_SECONDS");
   flags.addInt("ps-servers", &cl->ps_servers,
-               "parameter-server mode: ranks 0..N-1 hold the parameters, the others train "
-               "against them (0: data parallel)");
+               "parameter-server mode: N ranks hold the parameters, the others train against "
+               "them (0: data parallel; parallelism.parameterServer.servers)");
   flags.addString("ps-consistency", &cl->ps_consistency,
                   "parameter-server mode: sync | async | a staleness bound (0 = sync)");
   flags.addString("summary-json", &cl->summary_path, "write a JSON summary here at the end");

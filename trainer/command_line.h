@@ -31,7 +31,7 @@ struct CommandLine {
   std::string backend = "auto";
   int64_t metrics_port = -1;
   int64_t rdzv_timeout_seconds = 300;
-  // Parameter-server mode: ranks 0..ps_servers-1 serve, the rest train (0: data parallel).
+  // Parameter-server mode (spec.trainer.parallelism.parameterServer): servers and consistency.
   int64_t ps_servers = 0;
   std::string ps_consistency = "sync";
 };

@@ -6,8 +6,9 @@
 // contract, ringmaster/contract/rank_environment.h), trains on the CPU or
 // the GPU (--device; the GPU path is a module loaded on demand, gpu_module.h), and exits 0 on
 // success, 1 on bad input or a failure, 2 on a usage error, 142 when a peer went away or a
-// collective stalled (retryable), 128+15 when stopped by SIGTERM. With --ps-servers N the ranks
-// are parameter servers and workers instead (trainer/ps/ps_process.h).
+// collective stalled (retryable), 128+15 when stopped by SIGTERM. With parameter servers
+// (parallelism.parameterServer, or --ps-servers N) the ranks are parameter servers and workers
+// instead (trainer/ps/ps_process.h).
 //
 // Under ringmaster-launcher (RINGMASTER_USE_AGENT_STORE=1) the launcher hosts the rendezvous
 // store: every rank, rank 0 included, connects to it at MASTER_ADDR:MASTER_PORT, and each rank
@@ -86,15 +87,11 @@ Status reportDone(const TrainSummary& summary, const CommandLine& cl) {
   return writeSummaryJson(summary, cl.summary_path);
 }
 
-// --ps-servers N: this rank serves parameters or trains against them (ps/ps_process.h).
+// Parameter-server mode: this rank serves parameters or trains against them (ps/ps_process.h).
 int runParameterServerRank(const CommandLine& cl, const TrainerConfig& config,
                            const contract::RankEnvironment& world, const core::StopSource& stop) {
-  auto place = ps::placeRank(world.rank, world.world_size, cl.ps_servers, cl.ps_consistency);
+  auto place = ps::placeRank(world.rank, world.world_size, config.settings.parameter_servers);
   if (!place.ok()) return fail(place.status());
-  if (config.settings.device == contract::Device::kCuda)
-    return fail(
-        core::usageError("--ps-servers: parameter-server mode trains on the CPU; "
-                         "leave --device at auto or cpu"));
   ps::PsRun run;
   run.settings = config.settings;
   run.world = world;
@@ -173,7 +170,9 @@ int run(int argc, char** argv) {
   } else if (const std::string note = model::blasKernelsNote(); !note.empty()) {
     RM_LOG(INFO, CONFIG) << note;
   }
-  if (cl.ps_servers != 0) return runParameterServerRank(cl, config, *world, stop);
+  if (settings.parameter_servers.servers != 0) {
+    return runParameterServerRank(cl, config, *world, stop);
+  }
   auto requested = requestedDevice(config.backend, settings);
   if (!requested.ok()) return fail(requested.status());
   settings.device = *requested;

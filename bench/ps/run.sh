@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/ps: the parameter-server mode's accuracy and speed against its consistency, beside
-# allreduce, on README command 1's model (the MLP 784-512-512-10, plain processes, no cluster).
+# allreduce, on the Fashion-MNIST example (examples/trainer-fashion-mnist-mlp.yaml: the MLP
+# 784-512-512-10, SGD lr 0.05 momentum 0.9 cosine; plain processes, no cluster).
 # Each run is 1 server + 2 workers of ringmaster-trainer --ps-servers 1 (3 processes) with
 # --ps-consistency sync, 1, 4, 16 and async, then 2 allreduce ranks (--backend tcp) training the
 # same global batch; every run trains --epochs E (default 3) from the same seed and reports worker
@@ -18,6 +19,8 @@ while [[ $# -gt 0 ]]; do
 done
 trainer=${RM_BUILD_DIR:-$root/build}/bin/ringmaster-trainer
 [[ -x $trainer ]] || { echo "bench/ps: $trainer not built (scripts/run-main)" >&2; exit 1; }
+# The example's optimizer: the flags' defaults (lr 0.1, constant) end on a noisy iterate.
+config=$root/examples/trainer-fashion-mnist-mlp.yaml
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -32,7 +35,8 @@ run() {
   port=$(free_port)
   for ((r = 0; r < world; r++)); do
     RANK=$r WORLD_SIZE=$world LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      RINGMASTER_JOB="bench-ps" "$trainer" --epochs "$epochs" --blas-threads 1 "$@" \
+      RINGMASTER_JOB="bench-ps" "$trainer" --config "$config" --metrics-port -1 --epochs "$epochs" \
+      --blas-threads 1 "$@" \
       >"$tmp/$name.$r.log" 2>&1 &
     pids+=($!)
   done
@@ -45,8 +49,8 @@ run() {
   printf '%-24s test accuracy %6s%%  %7s samples/s\n' "$name" "$acc" "$sps"
 }
 
-echo "bench/ps: $epochs epochs of the MLP 784-512-512-10, batch 128 per worker, $(getconf _NPROCESSORS_ONLN) cores"
+echo "bench/ps: $epochs epochs of the example's MLP 784-512-512-10, batch 128 per worker, $(getconf _NPROCESSORS_ONLN) cores"
 for c in sync 1 4 16 async; do
-  run "ps $c (1+2)" 3 1 --ps-servers 1 --ps-consistency "$c"
+  run "ps $c (1+2)" 3 0 --ps-servers 1 --ps-consistency "$c"
 done
 run "allreduce tcp (2)" 2 0 --backend tcp

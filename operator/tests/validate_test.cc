@@ -41,6 +41,16 @@ kube::TrainerSpec pipelineTrainer(int stages, int micro) {
   return trainer;
 }
 
+// spec.trainer.parallelism.parameterServer {servers, consistency, staleness}.
+void psTrainer(kube::TrainingJob& job, int32_t servers, std::optional<std::string> consistency = {},
+               std::optional<int32_t> staleness = {}) {
+  kube::ParameterServerSpec ps;
+  ps.servers = servers;
+  ps.consistency = std::move(consistency);
+  ps.staleness = staleness;
+  job.spec.trainer.emplace().parallelism.emplace().parameter_server = ps;
+}
+
 // spec.elastic {minReplicas: lo, maxReplicas: hi}.
 void elastic(kube::TrainingJob& job, int32_t lo, int32_t hi) {
   job.spec.elastic = kube::ElasticPolicy{};
@@ -172,6 +182,38 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                      j.spec.backend = "nccl";
                                                    },
                                                    "spec.backend"},
+                                           BadSpec{"0 parameter servers",
+                                                   [](auto& j) { psTrainer(j, 0); },
+                                                   "spec.trainer.parallelism.parameterServer"
+                                                   ".servers"},
+                                           BadSpec{"parameter servers without workers",
+                                                   [](auto& j) { psTrainer(j, 2); },
+                                                   "spec.trainer.parallelism.parameterServer"},
+                                           BadSpec{"a negative staleness bound",
+                                                   [](auto& j) {
+                                                     psTrainer(j, 1, "bounded", -1);
+                                                   },
+                                                   "spec.trainer.parallelism.parameterServer"
+                                                   ".staleness"},
+                                           BadSpec{"a staleness bound under sync",
+                                                   [](auto& j) { psTrainer(j, 1, "sync", 4); },
+                                                   "spec.trainer.parallelism.parameterServer"},
+                                           BadSpec{"an unknown consistency",
+                                                   [](auto& j) { psTrainer(j, 1, "eventual"); },
+                                                   "spec.trainer.parallelism.parameterServer"
+                                                   ".consistency"},
+                                           BadSpec{"parameter servers under mpirun",
+                                                   [](auto& j) {
+                                                     psTrainer(j, 1);
+                                                     j.spec.launcher = "mpi";
+                                                   },
+                                                   "spec.launcher"},
+                                           BadSpec{"parameter servers on the GPU",
+                                                   [](auto& j) {
+                                                     psTrainer(j, 1);
+                                                     j.spec.trainer->device = "cuda";
+                                                   },
+                                                   "spec.trainer.parallelism.parameterServer"},
                                            BadSpec{"unknown launcher",
                                                    [](auto& j) { j.spec.launcher = "ssh"; },
                                                    "spec.launcher"},
@@ -407,6 +449,29 @@ TEST(Validate, APipelineOverNcclIsAccepted) {
     job.spec.backend = "nccl";
     core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
     EXPECT_TRUE(spec.ok()) << device << ": " << spec.status().toString();
+  }
+}
+
+TEST(Validate, ParameterServersBesideWorkersAreAcceptedAndDefaulted) {
+  struct Case {
+    std::optional<std::string> consistency;
+    std::optional<int32_t> staleness;
+    contract::PsConsistency want;
+    int32_t want_staleness;
+  };
+  for (const Case& c : {Case{{}, {}, contract::PsConsistency::kSync, 0},
+                        Case{"async", {}, contract::PsConsistency::kAsync, 0},
+                        Case{"bounded", {}, contract::PsConsistency::kBounded, 4},
+                        Case{"bounded", 0, contract::PsConsistency::kBounded, 0},
+                        Case{"bounded", 16, contract::PsConsistency::kBounded, 16}}) {
+    kube::TrainingJob job = makeJob("ps", 3);
+    psTrainer(job, 1, c.consistency, c.staleness);
+    core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+    ASSERT_TRUE(spec.ok()) << c.consistency.value_or("(unset)") << ": " << spec.status().toString();
+    const contract::TrainerSettings settings = contract::trainerSettings(*spec->trainer);
+    EXPECT_EQ(settings.parameter_servers.servers, 1);
+    EXPECT_EQ(settings.parameter_servers.consistency, c.want);
+    EXPECT_EQ(settings.parameter_servers.staleness, c.want_staleness);
   }
 }
 

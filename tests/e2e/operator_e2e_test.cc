@@ -149,6 +149,19 @@ TEST_P(OperatorE2e, BadSpecsAreRejectedNamingTheField) {
       {"noimage", "  replicas: 1\n", false, "spec.image"},
       {"reserved", "  replicas: 1\n  env:\n  - {name: RANK, value: \"7\"}\n" + image, false,
        "spec.env[0].name"},
+      {"ps-stale",
+       "  replicas: 3\n  trainer:\n    parallelism:\n      parameterServer: {servers: 1, "
+       "consistency: bounded, staleness: -1}\n" +
+           image,
+       true, "spec.trainer.parallelism.parameterServer.staleness"},
+      {"ps-alone",
+       "  replicas: 1\n  trainer:\n    parallelism:\n      parameterServer: {servers: 1}\n" + image,
+       false, "spec.trainer.parallelism.parameterServer"},
+      {"ps-mpi",
+       "  replicas: 2\n  launcher: mpi\n  trainer:\n    parallelism:\n      parameterServer: "
+       "{servers: 1}\n" +
+           image,
+       false, "spec.launcher"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("job " + c.name);

@@ -1,5 +1,5 @@
-// ringmaster-trainer's parameter-server mode as plain processes: rank 0 serves the parameters
-// (and hosts the rendezvous store), ranks 1 and 2 train against it over TCP. Checks that every
+// ringmaster-trainer's parameter-server mode as plain processes: ranks 0 and 1 train (rank 0
+// hosts the rendezvous store), rank 2 serves the parameters, over TCP. Checks that every
 // process exits 0 and that worker 0's final test accuracy shows learning; prints sync
 // parameter-server throughput beside allreduce's for the same job (not asserted).
 
@@ -79,24 +79,24 @@ void expectAllExitZero(const std::vector<ProcessResult>& results) {
   }
 }
 
-// One server, two workers: worker 0 (rank 1) reports the final parameters' test accuracy.
+// Two workers, one server: worker 0 (rank 0) reports the final parameters' test accuracy.
 void trainsAndReports(const std::string& consistency) {
   auto results = runWorld(job({"--ps-servers", "1", "--ps-consistency", consistency}), 3);
   expectAllExitZero(results);
-  const std::string& server = results[0].stderr_text;
+  const std::string& server = results[2].stderr_text;
   EXPECT_NE(server.find("listening on 127.0.0.1:"), std::string::npos) << server;
   EXPECT_NE(server.find("worker 0 left"), std::string::npos) << server;
   EXPECT_NE(server.find("worker 1 left"), std::string::npos) << server;
   EXPECT_NE(server.find("done, every worker left"), std::string::npos) << server;
-  const std::string& worker0 = results[1].stderr_text;
+  const std::string& worker0 = results[0].stderr_text;
   EXPECT_NE(worker0.find("epoch 1 step 450 loss"), std::string::npos) << worker0;
   EXPECT_NE(worker0.find("done: 1 epochs, 469 steps, test accuracy "), std::string::npos)
       << worker0;
   const double accuracy = figureAfter(worker0, "test accuracy ");
   EXPECT_GT(accuracy, 70) << worker0;
-  EXPECT_EQ(results[2].stderr_text.find("test accuracy"), std::string::npos)
+  EXPECT_EQ(results[1].stderr_text.find("test accuracy"), std::string::npos)
       << "only worker 0 evaluates:\n"
-      << results[2].stderr_text;
+      << results[1].stderr_text;
 }
 
 TEST(PsTrainer, SyncOneServerTwoWorkersLearns) {
@@ -132,16 +132,16 @@ TEST(PsTrainer, SigtermStopsServerAndWorkers) {
     ranks.back()->start();
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline && ranks[1]->running() &&
-         ranks[1]->stderrSoFar().find("step 50 loss") == std::string::npos)
+  while (std::chrono::steady_clock::now() < deadline && ranks[0]->running() &&
+         ranks[0]->stderrSoFar().find("step 50 loss") == std::string::npos)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a live process
-  ASSERT_NE(ranks[1]->stderrSoFar().find("step 50 loss"), std::string::npos)
-      << ranks[1]->stderrSoFar() << "\nserver:\n"
-      << ranks[0]->stderrSoFar();
+  ASSERT_NE(ranks[0]->stderrSoFar().find("step 50 loss"), std::string::npos)
+      << ranks[0]->stderrSoFar() << "\nserver:\n"
+      << ranks[2]->stderrSoFar();
   // Workers first, as a pod's deletion would reach them about together.
+  ranks[0]->signal(SIGTERM);
   ranks[1]->signal(SIGTERM);
   ranks[2]->signal(SIGTERM);
-  ranks[0]->signal(SIGTERM);
   for (size_t r = 0; r < ranks.size(); ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     auto result = ranks[r]->wait(std::chrono::seconds(60));
@@ -157,7 +157,7 @@ TEST(PsTrainer, PrintsSyncThroughputBesideAllreduce) {
   expectAllExitZero(ps);
   auto allreduce = runWorld(job({"--backend", "tcp"}), 2);
   expectAllExitZero(allreduce);
-  const double ps_rate = figureAfter(ps[1].stderr_text, "%, ");
+  const double ps_rate = figureAfter(ps[0].stderr_text, "%, ");
   const double ar_rate = figureAfter(allreduce[0].stderr_text, "%, ");
   std::printf(
       "throughput, 2 workers x batch 64, mlp hidden 128, 1 epoch: sync parameter "

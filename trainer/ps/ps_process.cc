@@ -173,8 +173,10 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   RM_ASSIGN_OR_RETURN(ModelPlan mp, planModel(run, who));
 
   std::vector<HostPort> addresses;
+  // Kept while this worker trains: worker 0 (rank 0) hosts the store the other workers read the
+  // servers' addresses from, however late they come.
+  RM_ASSIGN_OR_RETURN(StoreLink store, connectStore(run, who));
   {
-    RM_ASSIGN_OR_RETURN(StoreLink store, connectStore(run, who));
     for (int s = 0; s < place.servers; ++s) {
       const std::string key = serverAddressKey(run.world.attemptPrefix(), s);
       auto value = store.client->get(key, run.rendezvous_timeout);

@@ -4,27 +4,40 @@
 
 namespace ringmaster::trainer::ps {
 
-core::Result<PsPlacement> placeRank(int rank, int world_size, int64_t servers,
-                                    std::string_view consistency) {
+Consistency consistencyOf(const contract::TrainerSettings::ParameterServers& settings) {
+  switch (settings.consistency) {
+    case contract::PsConsistency::kAsync:
+      return Consistency::async();
+    case contract::PsConsistency::kBounded:
+      return Consistency::bounded(settings.staleness);
+    case contract::PsConsistency::kSync:
+      break;
+  }
+  return Consistency::sync();
+}
+
+core::Result<PsPlacement> placeRank(int rank, int world_size,
+                                    const contract::TrainerSettings::ParameterServers& settings) {
+  const int64_t servers = settings.servers;
   if (servers < 1)
     return core::usageError("--ps-servers " + std::to_string(servers) +
                             ": a parameter-server run needs at least 1 server (0 turns it off)");
   if (servers >= world_size)
     return core::usageError("--ps-servers " + std::to_string(servers) + " in a world of " +
                             std::to_string(world_size) +
-                            " ranks leaves no worker: WORLD_SIZE must exceed --ps-servers");
-  core::Result<Consistency> parsed = parseConsistency(consistency);
-  if (!parsed.ok()) return core::usageError("--ps-consistency: " + parsed.status().message());
+                            " ranks leaves no worker: WORLD_SIZE must exceed the servers "
+                            "(--ps-servers, or parallelism.parameterServer.servers)");
   PsPlacement p;
   p.servers = static_cast<int>(servers);
   p.workers = world_size - p.servers;
-  p.consistency = *parsed;
-  if (rank < p.servers) {
-    p.role = PsRole::kServer;
+  p.consistency = consistencyOf(settings);
+  // Workers first: rank 0, whose summary the operator and launcher report, is worker 0.
+  if (rank < p.workers) {
+    p.role = PsRole::kWorker;
     p.index = rank;
   } else {
-    p.role = PsRole::kWorker;
-    p.index = rank - p.servers;
+    p.role = PsRole::kServer;
+    p.index = rank - p.workers;
   }
   return p;
 }

@@ -1,17 +1,18 @@
 #pragma once
 // Which part a rank plays in a parameter-server run of ringmaster-trainer (--ps-servers N): ranks
-// 0..N-1 serve the parameters, ranks N..W-1 train against them as workers 0..W-N-1. Also the
+// 0..W-N-1 train as workers 0..W-N-1, the last N ranks serve the parameters. Also the
 // rendezvous-store key a server publishes its address under, that address's text form, and the
 // host a server tells its workers to reach it at.
 //
-// Thread-safety: pure functions and value types. Failure: kUsage naming --ps-servers or
-// --ps-consistency (bad count, no worker left, bad consistency); kInvalidArgument for an address
-// that does not parse, naming the key it was read from.
+// Thread-safety: pure functions and value types. Failure: kUsage naming the servers' count (none,
+// or no worker left); kInvalidArgument for an address that does not parse, naming the key it was
+// read from.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/status.h"
 #include "trainer/ps/staleness_gate.h"
 
@@ -29,11 +30,14 @@ struct PsPlacement {
   bool operator==(const PsPlacement&) const = default;
 };
 
-// The role of `rank` in a world of `world_size` with `servers` server ranks. Requires
-// 0 <= rank < world_size (the rank environment checks that). servers must be >= 1 and leave at
+// The staleness gate's reading of the contract's consistency.
+Consistency consistencyOf(const contract::TrainerSettings::ParameterServers& settings);
+
+// The role of `rank` in a world of `world_size` under `settings`. Requires 0 <= rank <
+// world_size (the rank environment checks that). settings.servers must be >= 1 and leave at
 // least one worker.
-core::Result<PsPlacement> placeRank(int rank, int world_size, int64_t servers,
-                                    std::string_view consistency);
+core::Result<PsPlacement> placeRank(int rank, int world_size,
+                                    const contract::TrainerSettings::ParameterServers& settings);
 
 // "<attempt_prefix>/ps/server/<server>".
 std::string serverAddressKey(const std::string& attempt_prefix, int server);

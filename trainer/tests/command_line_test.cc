@@ -226,22 +226,64 @@ TEST_F(CommandLineTest, TheEnvironmentGivesTheProcesssOptions) {
 namespace ringmaster::trainer {
 namespace {
 
-// Parameter-server mode's flags are the process's: off by default, parsed as given (ps_role.h
-// judges them against the world).
-TEST(CommandLineParameterServer, OffByDefaultAndParsedAsGiven) {
-  CommandLine cl = defaultCommandLine();
-  EXPECT_EQ(cl.ps_servers, 0);
-  EXPECT_EQ(cl.ps_consistency, "sync");
-  core::FlagSet flags("ringmaster-trainer", "test");
-  declareFlags(flags, &cl);
-  const char* argv[] = {"ringmaster-trainer", "--ps-servers", "2", "--ps-consistency", "3"};
-  bool help = false;
-  ASSERT_TRUE(flags.parse(5, argv, &help).ok());
-  EXPECT_EQ(cl.ps_servers, 2);
-  EXPECT_EQ(cl.ps_consistency, "3");
-  auto config = resolveTrainerConfig(flags, cl);
-  ASSERT_TRUE(config.ok()) << config.status().toString();
-  EXPECT_EQ(config->settings, defaultTrainerSettings());
+// Parameter-server mode's flags write spec.trainer.parallelism.parameterServer: off by default;
+// the contract bounds them as it bounds the config (ps_role.h judges them against the world).
+TEST(CommandLineParameterServer, FlagsWriteTheContractsParameterServers) {
+  using contract::PsConsistency;
+  struct Case {
+    std::vector<const char*> args;
+    contract::TrainerSettings::ParameterServers want;
+  };
+  const Case cases[] = {
+      {{}, {0, PsConsistency::kSync, 0}},
+      {{"--ps-servers", "1"}, {1, PsConsistency::kSync, 0}},
+      {{"--ps-servers", "2", "--ps-consistency", "3"}, {2, PsConsistency::kBounded, 3}},
+      {{"--ps-servers", "1", "--ps-consistency", "async"}, {1, PsConsistency::kAsync, 0}},
+      {{"--ps-servers", "1", "--ps-consistency", "0"}, {1, PsConsistency::kSync, 0}},
+      {{"--ps-servers", "1", "--ps-consistency", "sync"}, {1, PsConsistency::kSync, 0}},
+      {{"--ps-servers", "0", "--ps-consistency", "async"}, {0, PsConsistency::kSync, 0}},
+  };
+  for (const Case& c : cases) {
+    std::vector<const char*> argv{"ringmaster-trainer"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    SCOPED_TRACE(::testing::PrintToString(c.args));
+    CommandLine cl = defaultCommandLine();
+    core::FlagSet flags("ringmaster-trainer", "test");
+    declareFlags(flags, &cl);
+    bool help = false;
+    ASSERT_TRUE(flags.parse(static_cast<int>(argv.size()), argv.data(), &help).ok());
+    auto config = resolveTrainerConfig(flags, cl);
+    ASSERT_TRUE(config.ok()) << config.status().toString();
+    EXPECT_EQ(config->settings.parameter_servers, c.want);
+  }
+}
+
+TEST(CommandLineParameterServer, BadValuesNameTheFlagOrTheField) {
+  struct Case {
+    std::vector<const char*> args;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {{"--ps-servers", "1", "--ps-consistency", "often"}, "--ps-consistency"},
+      {{"--ps-servers", "1", "--ps-consistency", "-2"}, "--ps-consistency"},
+      {{"--ps-servers", "65"}, "trainer.parallelism.parameterServer.servers"},
+      {{"--ps-consistency", "async"}, "trainer.parallelism.parameterServer.servers"},
+      {{"--ps-servers", "1", "--device", "cuda"}, "trainer.parallelism.parameterServer"},
+  };
+  for (const Case& c : cases) {
+    std::vector<const char*> argv{"ringmaster-trainer"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    SCOPED_TRACE(::testing::PrintToString(c.args));
+    CommandLine cl = defaultCommandLine();
+    core::FlagSet flags("ringmaster-trainer", "test");
+    declareFlags(flags, &cl);
+    bool help = false;
+    ASSERT_TRUE(flags.parse(static_cast<int>(argv.size()), argv.data(), &help).ok());
+    auto config = resolveTrainerConfig(flags, cl);
+    ASSERT_FALSE(config.ok());
+    EXPECT_NE(config.status().message().find(c.needle), std::string::npos)
+        << config.status().message();
+  }
 }
 
 }  // namespace

@@ -40,11 +40,42 @@ constexpr int32_t kMaxPipelineStages = 64;
 // The most samples one step may spread over all ranks (16 Mi, past any data set's size).
 constexpr int32_t kMaxGlobalBatchSize = 1 << 24;
 constexpr int32_t kMaxTensorRanks = 64;
+constexpr PsConsistency kPsConsistencies[] = {PsConsistency::kSync, PsConsistency::kAsync,
+                                              PsConsistency::kBounded};
+// SSP's usual bound: loose enough to ride out a straggler, tight enough to stay near sync.
+constexpr int32_t kDefaultStaleness = 4;
+// Servers beyond this would each hold a sliver of any model the trainer builds.
+constexpr int32_t kMaxParameterServers = 64;
+constexpr int32_t kMaxStaleness = 1 << 20;
 
 // fp32 weights, gradients and optimizer moments: about 16 bytes a parameter on every rank.
 std::string gigabytes(int64_t parameters) {
   const int64_t tenths = parameters * 16 / 100'000'000;
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GB";
+}
+
+void validateParameterServer(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
+  const kube::ParameterServerSpec& ps = *t.parallelism->parameter_server;
+  e.unknownFields(p, ps.extra);
+  e.inRange(p + ".servers", ps.servers, 1, kMaxParameterServers);
+  if (!ps.servers) e.add(p + ".servers", "required: how many of the ranks serve parameters");
+  e.oneOf(p + ".consistency", ps.consistency, spellings(kPsConsistencies));
+  e.inRange(p + ".staleness", ps.staleness, 0, kMaxStaleness);
+  // Cross-field problems name the parameter servers: each field alone is within its bounds.
+  if (ps.staleness && ps.consistency.value_or("sync") != "bounded") {
+    e.add(p, "staleness applies to consistency bounded only");
+  }
+  // What the parameter servers' workers run (trainer/ps): the CPU, data parallel.
+  if (t.device == "cuda") {
+    e.add(p, "parameter servers and their workers train on the CPU; use device cpu or auto");
+  }
+  if ((t.parallelism->pipeline && t.parallelism->pipeline->stages.value_or(1) > 1) ||
+      t.parallelism->tensor.value_or(1) > 1) {
+    e.add(p, "parameter servers take a data-parallel model, not pipeline or tensor parallelism");
+  }
+  if (t.global_batch_size) {
+    e.add(p, "each worker trains batchSize samples a step against the servers; set batchSize");
+  }
 }
 
 void validateModel(const kube::ModelSpec& m, const std::string& p, FieldErrors& e) {
@@ -172,6 +203,17 @@ const char* name(Device value) {
   return "auto";
 }
 const char* name(Precision value) { return value == Precision::kBf16 ? "bf16" : "fp32"; }
+const char* name(PsConsistency value) {
+  switch (value) {
+    case PsConsistency::kAsync:
+      return "async";
+    case PsConsistency::kBounded:
+      return "bounded";
+    case PsConsistency::kSync:
+      break;
+  }
+  return "sync";
+}
 const char* name(PipelineSchedule value) {
   switch (value) {
     case PipelineSchedule::kGPipe:
@@ -301,6 +343,9 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
     if (t.parallelism->tensor.value_or(1) > 1 && t.device == "cuda") {
       e.add(p + ".device", "tensor-parallel ranks train on the CPU; use device cpu or auto");
     }
+    if (t.parallelism->parameter_server) {
+      validateParameterServer(t, p + ".parallelism.parameterServer", e);
+    }
   }
   return e.take();
 }
@@ -358,6 +403,15 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
       parseSpelling(pipe.schedule, kPipelineSchedules, PipelineSchedule::kOneFOneB);
   s.pipeline.partition = pipe.partition;
   s.tensor = t.parallelism.value_or(kube::ParallelismSpec{}).tensor.value_or(1);
+  if (t.parallelism && t.parallelism->parameter_server) {
+    const kube::ParameterServerSpec& ps = *t.parallelism->parameter_server;
+    s.parameter_servers.servers = ps.servers.value_or(0);
+    s.parameter_servers.consistency =
+        parseSpelling(ps.consistency, kPsConsistencies, PsConsistency::kSync);
+    s.parameter_servers.staleness = s.parameter_servers.consistency == PsConsistency::kBounded
+                                        ? ps.staleness.value_or(kDefaultStaleness)
+                                        : 0;
+  }
   return s;
 }
 

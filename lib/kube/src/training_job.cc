@@ -46,9 +46,17 @@ void visitPipelineSpec(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitParameterServerSpec(V& v, S& s) {
+  v("servers", s.servers);
+  v("consistency", s.consistency);
+  v("staleness", s.staleness);
+}
+
+template <class V, class S>
 void visitParallelismSpec(V& v, S& s) {
   v("tensor", s.tensor);
   v("pipeline", s.pipeline);
+  v("parameterServer", s.parameter_server);
 }
 
 template <class V, class S>
@@ -165,6 +173,7 @@ RM_KUBE_DEFINE_CODEC(DatasetSpec, visitDatasetSpec)
 RM_KUBE_DEFINE_CODEC(OptimizerSpec, visitOptimizerSpec)
 RM_KUBE_DEFINE_CODEC(CheckpointSpec, visitCheckpointSpec)
 RM_KUBE_DEFINE_CODEC(PipelineSpec, visitPipelineSpec)
+RM_KUBE_DEFINE_CODEC(ParameterServerSpec, visitParameterServerSpec)
 RM_KUBE_DEFINE_CODEC(ParallelismSpec, visitParallelismSpec)
 RM_KUBE_DEFINE_CODEC(TrainerSpec, visitTrainerSpec)
 RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)

@@ -1,4 +1,4 @@
-// Which role a rank plays in --ps-servers mode, the store key and address format servers
+// Which role a rank plays in parameter-server mode, the store key and address format servers
 // publish, and the host they advertise.
 
 #include "trainer/ps/ps_role.h"
@@ -8,22 +8,28 @@
 namespace ringmaster::trainer::ps {
 namespace {
 
-TEST(PlaceRank, ServersFirstThenWorkers) {
+contract::TrainerSettings::ParameterServers servers(
+    int32_t count, contract::PsConsistency consistency = contract::PsConsistency::kSync,
+    int32_t staleness = 0) {
+  return {count, consistency, staleness};
+}
+
+TEST(PlaceRank, WorkersFirstThenServers) {
   struct Case {
     int rank, world;
-    int64_t servers;
+    int32_t servers;
     PsRole role;
     int index;
   };
   const Case cases[] = {
-      {0, 3, 1, PsRole::kServer, 0}, {1, 3, 1, PsRole::kWorker, 0}, {2, 3, 1, PsRole::kWorker, 1},
-      {0, 5, 2, PsRole::kServer, 0}, {1, 5, 2, PsRole::kServer, 1}, {2, 5, 2, PsRole::kWorker, 0},
-      {4, 5, 2, PsRole::kWorker, 2}, {1, 2, 1, PsRole::kWorker, 0},
+      {0, 3, 1, PsRole::kWorker, 0}, {1, 3, 1, PsRole::kWorker, 1}, {2, 3, 1, PsRole::kServer, 0},
+      {0, 5, 2, PsRole::kWorker, 0}, {2, 5, 2, PsRole::kWorker, 2}, {3, 5, 2, PsRole::kServer, 0},
+      {4, 5, 2, PsRole::kServer, 1}, {0, 2, 1, PsRole::kWorker, 0}, {1, 2, 1, PsRole::kServer, 0},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) + ", " +
                  std::to_string(c.servers) + " server(s)");
-    auto p = placeRank(c.rank, c.world, c.servers, "sync");
+    auto p = placeRank(c.rank, c.world, servers(c.servers));
     ASSERT_TRUE(p.ok()) << p.status().toString();
     EXPECT_EQ(p->role, c.role);
     EXPECT_EQ(p->index, c.index);
@@ -33,32 +39,32 @@ TEST(PlaceRank, ServersFirstThenWorkers) {
   }
 }
 
-TEST(PlaceRank, ConsistencyTexts) {
-  EXPECT_EQ(placeRank(1, 3, 1, "async")->consistency, Consistency::async());
-  EXPECT_EQ(placeRank(1, 3, 1, "2")->consistency, Consistency::bounded(2));
-  EXPECT_EQ(placeRank(1, 3, 1, "0")->consistency, Consistency::sync());
+TEST(PlaceRank, TheContractsConsistencyIsTheGatesBound) {
+  using contract::PsConsistency;
+  EXPECT_EQ(placeRank(1, 3, servers(1, PsConsistency::kAsync))->consistency, Consistency::async());
+  EXPECT_EQ(placeRank(1, 3, servers(1, PsConsistency::kBounded, 2))->consistency,
+            Consistency::bounded(2));
+  EXPECT_EQ(placeRank(1, 3, servers(1, PsConsistency::kBounded, 0))->consistency,
+            Consistency::sync());
+  EXPECT_EQ(placeRank(1, 3, servers(1, PsConsistency::kSync))->consistency, Consistency::sync());
 }
 
-TEST(PlaceRank, UsageErrorsNameTheFlags) {
+TEST(PlaceRank, UsageErrorsNameTheServers) {
   struct Case {
     int rank, world;
-    int64_t servers;
-    const char* consistency;
+    int32_t servers;
     const char* needle;
   };
   const Case cases[] = {
-      {0, 3, 0, "sync", "--ps-servers 0"},
-      {0, 3, -1, "sync", "--ps-servers -1"},
-      {0, 3, 3, "sync", "leaves no worker"},
-      {0, 1, 1, "sync", "WORLD_SIZE must exceed --ps-servers"},
-      {0, 2, 5, "sync", "--ps-servers 5 in a world of 2"},
-      {1, 3, 1, "sometimes", "--ps-consistency"},
-      {1, 3, 1, "-1", "--ps-consistency"},
-      {1, 3, 1, "", "--ps-consistency"},
+      {0, 3, 0, "--ps-servers 0"},
+      {0, 3, -1, "--ps-servers -1"},
+      {0, 3, 3, "leaves no worker"},
+      {0, 1, 1, "WORLD_SIZE must exceed the servers"},
+      {0, 2, 5, "--ps-servers 5 in a world of 2"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.needle);
-    auto p = placeRank(c.rank, c.world, c.servers, c.consistency);
+    auto p = placeRank(c.rank, c.world, servers(c.servers));
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), core::Code::kUsage);
     EXPECT_NE(p.status().message().find(c.needle), std::string::npos) << p.status().message();

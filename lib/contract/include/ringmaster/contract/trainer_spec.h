@@ -31,6 +31,11 @@ enum class Precision { kFp32, kBf16 };
 // the weights its forward used (pipedream).
 enum class PipelineSchedule { kGPipe, kOneFOneB, kPipeDream };
 
+// How parameter servers take the workers' gradients: one step for all of them (sync: the same
+// model as allreduce), each as it comes (async), or each as it comes while no worker is more
+// than `staleness` steps ahead of the slowest (bounded: stale synchronous parallel).
+enum class PsConsistency { kSync, kAsync, kBounded };
+
 // Bounds the model's size: weights, gradients and optimizer state (~16 bytes a parameter)
 // live on every rank; 1B parameters is ~16 GB each, what one data-parallel GPU rank can hold
 // beside its activations.
@@ -100,6 +105,15 @@ struct TrainerSettings {
   // Ranks that split each pair of the MLP's dense layers (column- then row-parallel, Megatron's
   // MLP); 1: none. A world is D x stages x tensor ranks.
   int32_t tensor = 1;
+  // The last `servers` ranks hold the parameters and apply the optimizer, the others train
+  // against them; 0: no parameter servers (allreduce).
+  struct ParameterServers {
+    int32_t servers = 0;
+    PsConsistency consistency = PsConsistency::kSync;
+    int32_t staleness = 0;  // bounded only
+    bool operator==(const ParameterServers&) const = default;
+  };
+  ParameterServers parameter_servers;
   bool operator==(const TrainerSettings&) const = default;
 };
 
@@ -125,5 +139,6 @@ const char* name(LrSchedule value);
 const char* name(Device value);
 const char* name(Precision value);
 const char* name(PipelineSchedule value);
+const char* name(PsConsistency value);
 
 }  // namespace ringmaster::contract

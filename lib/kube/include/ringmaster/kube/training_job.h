@@ -71,10 +71,21 @@ struct PipelineSpec {
   bool operator==(const PipelineSpec&) const = default;
 };
 
+// Parameter servers among the ranks: they hold the parameters and apply the optimizer; the
+// other ranks train against them.
+struct ParameterServerSpec {
+  std::optional<int32_t> servers;
+  std::optional<std::string> consistency;  // sync | async | bounded
+  std::optional<int32_t> staleness;        // bounded: steps a worker may run ahead
+  nlohmann::json extra;
+  bool operator==(const ParameterServerSpec&) const = default;
+};
+
 // How the trainer's ranks split the work beyond data parallelism.
 struct ParallelismSpec {
   std::optional<int32_t> tensor;  // ranks that split each MLP layer pair
   std::optional<PipelineSpec> pipeline;
+  std::optional<ParameterServerSpec> parameter_server;  // "parameterServer"
   nlohmann::json extra;
   bool operator==(const ParallelismSpec&) const = default;
 };
@@ -216,6 +227,7 @@ RM_KUBE_DECLARE_CODEC(DatasetSpec);
 RM_KUBE_DECLARE_CODEC(OptimizerSpec);
 RM_KUBE_DECLARE_CODEC(CheckpointSpec);
 RM_KUBE_DECLARE_CODEC(PipelineSpec);
+RM_KUBE_DECLARE_CODEC(ParameterServerSpec);
 RM_KUBE_DECLARE_CODEC(ParallelismSpec);
 RM_KUBE_DECLARE_CODEC(TrainerSpec);
 RM_KUBE_DECLARE_CODEC(SchedulingPolicy);

@@ -1,0 +1,61 @@
+// e2e, parameter servers on the user's path: `ringmaster local run examples/fashion-mnist-ps.yaml`
+// runs 3 worker pods from spec.trainer.parallelism.parameterServer: the last one serves the
+// parameters, the first two train against it under bounded staleness, across the pods' network
+// namespaces. The job ends Succeeded; `local run` prints worker 0's test accuracy from the job's
+// status, and each pod's log says which part it played. Only the embedded control plane: the
+// operator's side of the job is a data-parallel job's, which the other e2e tests run on both.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "local_cluster.h"
+#include "local_run_checks.h"
+#include "process.h"
+
+namespace ringmaster {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(LocalRunParameterServerE2e, OneServerTwoWorkersTrainToSucceeded) {
+  if (!std::filesystem::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string kubectl = testutil::findKubectl();
+  testutil::TempDir dir;
+  const std::string manifest =
+      std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-ps.yaml";
+  testutil::ProcessResult result = testutil::run(
+      {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()},
+      {}, 600s);
+  const std::map<std::string, std::string> env{{"KUBECONFIG", dir.path() + "/kubeconfig"}};
+  testutil::ProcessResult worker0 =
+      testutil::run({kubectl, "logs", "fmnist-ps-worker-0"}, env, 30s);
+  testutil::ProcessResult server = testutil::run({kubectl, "logs", "fmnist-ps-worker-2"}, env, 30s);
+  testutil::ProcessResult down = testutil::run(
+      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
+      120s);
+  const std::string outcome = result.stdout_text + result.stderr_text;
+  ASSERT_EQ(result.exit_code, 0) << outcome;
+  EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;
+  EXPECT_NE(result.stdout_text.find("fmnist-ps: Succeeded"), std::string::npos) << outcome;
+  // Worker 0's final summary is the job's: `local run` prints its accuracy from the status
+  // ("  test accuracy 85.91%"). Two epochs under staleness 4 reach about 86%.
+  const size_t printed = result.stdout_text.find("test accuracy ");
+  ASSERT_NE(printed, std::string::npos) << "no accuracy in the job's status:\n" << outcome;
+  EXPECT_GE(std::atof(result.stdout_text.c_str() + printed + 14), 83.0) << outcome;
+  ASSERT_EQ(worker0.exit_code, 0) << worker0.stderr_text;
+  EXPECT_GE(e2e::testAccuracy(worker0.stdout_text), 0.83) << worker0.stdout_text;
+  EXPECT_NE(worker0.stdout_text.find("on 1 parameter server(s), 2 worker(s), staleness 4"),
+            std::string::npos)
+      << worker0.stdout_text;
+  ASSERT_EQ(server.exit_code, 0) << server.stderr_text;
+  EXPECT_NE(server.stdout_text.find("parameter server 0 of 1: listening"), std::string::npos)
+      << server.stdout_text;
+}
+
+}  // namespace
+}  // namespace ringmaster
