@@ -1,12 +1,15 @@
 #pragma once
 // What the `ringmaster local run` e2e tests read off a running job: a rank's Prometheus metrics
-// at its pod address, whether they count training steps, and the final test accuracy in a log.
+// at its pod address, whether they count training steps, and the final test accuracy in a log;
+// and one whole run of an example, with its pods' logs.
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "process.h"
 
@@ -51,6 +54,29 @@ inline double testAccuracy(const std::string& log) {
   at = log.find(key, at);
   if (at == std::string::npos) return -1;
   return std::atof(log.c_str() + at + key.size()) / 100.0;
+}
+
+// `ringmaster local run examples/<example>` in `data_dir` to its end, `kubectl logs` of each of
+// `pods`, then `ringmaster local down`.
+struct ExampleRun {
+  testutil::ProcessResult run, down;
+  std::map<std::string, testutil::ProcessResult> logs;  // by pod name
+};
+inline ExampleRun runExample(const std::string& example, const std::string& data_dir,
+                             const std::vector<std::string>& pods) {
+  using namespace std::chrono_literals;
+  const std::string ringmaster = testutil::binaryPath("bin/ringmaster");
+  ExampleRun out;
+  out.run = testutil::run(
+      {ringmaster, "local", "run",
+       std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/" + example, "--data-dir", data_dir},
+      {}, 600s);
+  const std::map<std::string, std::string> env{{"KUBECONFIG", data_dir + "/kubeconfig"}};
+  for (const std::string& pod : pods) {
+    out.logs[pod] = testutil::run({testutil::findKubectl(), "logs", pod}, env, 30s);
+  }
+  out.down = testutil::run({ringmaster, "local", "down", "--data-dir", data_dir}, {}, 120s);
+  return out;
 }
 
 }  // namespace ringmaster::e2e

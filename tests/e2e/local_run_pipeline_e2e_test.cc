@@ -104,19 +104,12 @@ TEST(LocalRunPipelineE2e, TwoStagesInTwoPodsTrainToSucceeded) {
 // Tensor parallelism on the user's path: the two processes of one pod split the MLP's first layer
 // pair and sum over shared memory; the job Succeeds with the accuracy the same model reaches whole.
 TEST(LocalRunPipelineE2e, TwoTensorRanksInOnePodTrainToSucceeded) {
-  const std::string kubectl = testutil::findKubectl();
   testutil::TempDir dir;
-  const std::string manifest =
-      std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-tensor.yaml";
-  testutil::ProcessResult result = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()},
-      {}, 600s);
-  const std::map<std::string, std::string> env{{"KUBECONFIG", dir.path() + "/kubeconfig"}};
-  testutil::ProcessResult logs =
-      testutil::run({kubectl, "logs", "fmnist-tensor-worker-0"}, env, 30s);
-  testutil::ProcessResult down = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
-      120s);
+  e2e::ExampleRun example =
+      e2e::runExample("fashion-mnist-tensor.yaml", dir.path(), {"fmnist-tensor-worker-0"});
+  const testutil::ProcessResult& result = example.run;
+  const testutil::ProcessResult& logs = example.logs["fmnist-tensor-worker-0"];
+  const testutil::ProcessResult& down = example.down;
   const std::string outcome = result.stdout_text + result.stderr_text;
   ASSERT_EQ(result.exit_code, 0) << outcome;
   EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;

@@ -6,7 +6,6 @@
 // operator's side of the job is a data-parallel job's, which the other e2e tests run on both.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -19,25 +18,16 @@
 namespace ringmaster {
 namespace {
 
-using namespace std::chrono_literals;
-
 TEST(LocalRunParameterServerE2e, OneServerTwoWorkersTrainToSucceeded) {
   if (!std::filesystem::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  const std::string kubectl = testutil::findKubectl();
   testutil::TempDir dir;
-  const std::string manifest =
-      std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/fashion-mnist-ps.yaml";
-  testutil::ProcessResult result = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()},
-      {}, 600s);
-  const std::map<std::string, std::string> env{{"KUBECONFIG", dir.path() + "/kubeconfig"}};
-  testutil::ProcessResult worker0 =
-      testutil::run({kubectl, "logs", "fmnist-ps-worker-0"}, env, 30s);
-  testutil::ProcessResult server = testutil::run({kubectl, "logs", "fmnist-ps-worker-2"}, env, 30s);
-  testutil::ProcessResult down = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
-      120s);
+  e2e::ExampleRun example = e2e::runExample("fashion-mnist-ps.yaml", dir.path(),
+                                            {"fmnist-ps-worker-0", "fmnist-ps-worker-2"});
+  const testutil::ProcessResult& result = example.run;
+  const testutil::ProcessResult& down = example.down;
+  const testutil::ProcessResult& worker0 = example.logs["fmnist-ps-worker-0"];
+  const testutil::ProcessResult& server = example.logs["fmnist-ps-worker-2"];
   const std::string outcome = result.stdout_text + result.stderr_text;
   ASSERT_EQ(result.exit_code, 0) << outcome;
   EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;

@@ -228,10 +228,10 @@ namespace {
 
 // Parameter-server mode's flags write spec.trainer.parallelism.parameterServer: off by default;
 // the contract bounds them as it bounds the config (ps_role.h judges them against the world).
-TEST(CommandLineParameterServer, FlagsWriteTheContractsParameterServers) {
+TEST_F(CommandLineTest, ParameterServerFlagsWriteTheContractsField) {
   using contract::PsConsistency;
   struct Case {
-    std::vector<const char*> args;
+    std::vector<std::string> args;
     contract::TrainerSettings::ParameterServers want;
   };
   const Case cases[] = {
@@ -244,23 +244,16 @@ TEST(CommandLineParameterServer, FlagsWriteTheContractsParameterServers) {
       {{"--ps-servers", "0", "--ps-consistency", "async"}, {0, PsConsistency::kSync, 0}},
   };
   for (const Case& c : cases) {
-    std::vector<const char*> argv{"ringmaster-trainer"};
-    argv.insert(argv.end(), c.args.begin(), c.args.end());
     SCOPED_TRACE(::testing::PrintToString(c.args));
-    CommandLine cl = defaultCommandLine();
-    core::FlagSet flags("ringmaster-trainer", "test");
-    declareFlags(flags, &cl);
-    bool help = false;
-    ASSERT_TRUE(flags.parse(static_cast<int>(argv.size()), argv.data(), &help).ok());
-    auto config = resolveTrainerConfig(flags, cl);
+    auto config = resolve(c.args);
     ASSERT_TRUE(config.ok()) << config.status().toString();
     EXPECT_EQ(config->settings.parameter_servers, c.want);
   }
 }
 
-TEST(CommandLineParameterServer, BadValuesNameTheFlagOrTheField) {
+TEST_F(CommandLineTest, BadParameterServerFlagsNameTheFlagOrTheField) {
   struct Case {
-    std::vector<const char*> args;
+    std::vector<std::string> args;
     const char* needle;
   };
   const Case cases[] = {
@@ -271,15 +264,8 @@ TEST(CommandLineParameterServer, BadValuesNameTheFlagOrTheField) {
       {{"--ps-servers", "1", "--device", "cuda"}, "trainer.parallelism.parameterServer"},
   };
   for (const Case& c : cases) {
-    std::vector<const char*> argv{"ringmaster-trainer"};
-    argv.insert(argv.end(), c.args.begin(), c.args.end());
     SCOPED_TRACE(::testing::PrintToString(c.args));
-    CommandLine cl = defaultCommandLine();
-    core::FlagSet flags("ringmaster-trainer", "test");
-    declareFlags(flags, &cl);
-    bool help = false;
-    ASSERT_TRUE(flags.parse(static_cast<int>(argv.size()), argv.data(), &help).ok());
-    auto config = resolveTrainerConfig(flags, cl);
+    auto config = resolve(c.args);
     ASSERT_FALSE(config.ok());
     EXPECT_NE(config.status().message().find(c.needle), std::string::npos)
         << config.status().message();
