@@ -148,6 +148,8 @@ class Kubelet::Impl {
   void heartbeat();
   // --- the sync loop ---
   void markDirty(const std::string& key);
+  // The node watch saw `node`: flags a scheduling pass when what placement reads changed.
+  void noteNode(const kube::Node& node);
   void syncKey(const std::string& key);
   void schedule();
   void reportPodScheduledFalse(const kube::Pod& pod, const std::string& reason,
@@ -204,6 +206,9 @@ class Kubelet::Impl {
   kube::EventRecorder scheduler_events_;
   kube::EventRecorder kubelet_events_;
   std::unique_ptr<kube::Reflector<kube::Pod>> reflector_;
+  // Its own Node: an update to what placement reads re-runs the scheduler at once.
+  std::unique_ptr<kube::Reflector<kube::Node>> node_reflector_;
+  std::optional<kube::Node> watched_node_;  // owned by the node watch's thread
   std::shared_ptr<const kube::Store<kube::Pod>> store_;
   std::shared_ptr<const kube::Store<kube::RawObject>> undecodable_;  // pods that do not decode
   std::unique_ptr<LogServer> log_server_;
@@ -217,6 +222,7 @@ class Kubelet::Impl {
   std::condition_variable cv_;
   std::set<std::string> dirty_;  // guarded by mu_
   bool all_dirty_ = false;       // guarded by mu_
+  bool node_changed_ = false;    // guarded by mu_
 
   // Owned by the sync thread.
   std::map<std::string, PodRuntime> pods_;
@@ -446,6 +452,15 @@ void Kubelet::Impl::heartbeat() {
 // ---------------------------------------------------------------------------------------------
 // The sync loop.
 
+void Kubelet::Impl::noteNode(const kube::Node& node) {
+  const bool changed = !watched_node_ || placementInputsChanged(*watched_node_, node);
+  watched_node_ = node;
+  if (!changed) return;
+  std::lock_guard lock(mu_);
+  node_changed_ = true;
+  cv_.notify_all();
+}
+
 void Kubelet::Impl::markDirty(const std::string& key) {
   std::lock_guard lock(mu_);
   dirty_.insert(key);
@@ -501,6 +516,21 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
       kube::ResourceClient<kube::Pod>(client_, kPods), watch_options, std::move(notify));
   store_ = reflector_->store();
   undecodable_ = reflector_->undecodable();
+  // Pending pods are retried every 10 s; a taint removed or a label added places them at once,
+  // as kube-scheduler requeues unschedulable pods on Node updates.
+  kube::Reflector<kube::Node>::Options node_watch_options;
+  node_watch_options.max_backoff = watch_options.max_backoff;
+  node_watch_options.field_selector = "metadata.name=" + options_.node_name;
+  kube::Reflector<kube::Node>::Handler node_notify;
+  node_notify.relisted = [this](std::vector<kube::Node> nodes, std::vector<kube::RawObject>) {
+    if (!nodes.empty()) noteNode(nodes.front());
+  };
+  node_notify.event = [this](const kube::WatchEvent<kube::Node>& e) {
+    if (e.type != kube::WatchEventType::kDeleted) noteNode(e.object);
+  };
+  node_reflector_ = std::make_unique<kube::Reflector<kube::Node>>(
+      kube::ResourceClient<kube::Node>(client_, kNodes), node_watch_options,
+      std::move(node_notify));
   if (options_.log_port >= 0) {
     auto pods = store_;
     RM_ASSIGN_OR_RETURN(log_server_,
@@ -528,6 +558,7 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
   }
 
   std::jthread watch_thread([this](std::stop_token st) { reflector_->run(st); });
+  std::jthread node_watch_thread([this](std::stop_token st) { node_reflector_->run(st); });
   // The loop below sleeps on cv_ for up to a second; a stop wakes it at once.
   core::StopCallback wake_on_stop(stop, [this] {
     std::lock_guard lock(mu_);
@@ -541,6 +572,8 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
       std::lock_guard lock(mu_);
       keys.swap(dirty_);
       std::swap(all, all_dirty_);
+      schedule_due_ = schedule_due_ || node_changed_;
+      node_changed_ = false;
     }
     if (all) {
       for (const auto& k : store_->keys()) keys.insert(k);
@@ -589,13 +622,16 @@ core::Status Kubelet::Impl::run(const core::StopSource& stop) {
       next_heartbeat_ = Clock::now() + options_.heartbeat;
     }
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, busy ? milliseconds(100) : milliseconds(1'000),
-                 [&] { return !dirty_.empty() || all_dirty_ || stop.stopRequested(); });
+    cv_.wait_for(lock, busy ? milliseconds(100) : milliseconds(1'000), [&] {
+      return !dirty_.empty() || all_dirty_ || node_changed_ || stop.stopRequested();
+    });
   }
   RM_LOG(INFO, LOCAL) << "kubelet stopping (" << stop.reason() << "): stopping " << pods_.size()
                       << " pods' processes";
   watch_thread.request_stop();
+  node_watch_thread.request_stop();
   watch_thread.join();
+  node_watch_thread.join();
   if (log_server_) log_server_->stop();
   stopAll();
   return core::Status::Ok();

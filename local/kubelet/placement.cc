@@ -125,4 +125,9 @@ std::optional<std::string> placementProblem(const kube::PodSpec& pod, const kube
   return std::nullopt;
 }
 
+bool placementInputsChanged(const kube::Node& before, const kube::Node& after) {
+  return before.spec != after.spec || before.metadata.labels != after.metadata.labels ||
+         before.status.allocatable != after.status.allocatable;
+}
+
 }  // namespace ringmaster::local::kubelet

@@ -41,4 +41,10 @@ bool matchesNodeSelectorAndAffinity(const kube::PodSpec& pod, const kube::Node& 
 // node affinity/selector"); nullopt when it may.
 std::optional<std::string> placementProblem(const kube::PodSpec& pod, const kube::Node& node);
 
+// Whether a change from `before` to `after` may place a pod that did not fit: the fields the
+// filters above and the resource count read (spec: taints, unschedulable; labels; allocatable).
+// A heartbeat's conditions and times are not among them. kube-scheduler likewise moves
+// unschedulable pods back to its active queue on such Node updates, not on every one.
+bool placementInputsChanged(const kube::Node& before, const kube::Node& after);
+
 }  // namespace ringmaster::local::kubelet

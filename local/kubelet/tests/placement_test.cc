@@ -152,5 +152,44 @@ TEST(Placement, TaintsAreNamedBeforeSelectors) {
             "node(s) had untolerated taint {dedicated: gpu}");
 }
 
+// Which Node updates send unschedulable pods back to the scheduler: what placement reads, not a
+// heartbeat.
+TEST(Placement, OnlyChangesToWhatPlacementReadsCount) {
+  const kube::Node base = node({taint("dedicated", "gpu", "NoSchedule")});
+  struct Case {
+    const char* what;
+    void (*change)(kube::Node&);
+    bool counts;
+  };
+  const Case cases[] = {
+      {"nothing", [](kube::Node&) {}, false},
+      {"a heartbeat: conditions and their times",
+       [](kube::Node& n) {
+         kube::Condition ready;
+         ready.type = "Ready";
+         ready.status = "True";
+         ready.last_heartbeat_time = kube::Time();
+         n.status.conditions.push_back(ready);
+       },
+       false},
+      {"a resourceVersion", [](kube::Node& n) { n.metadata.resource_version = "42"; }, false},
+      {"an annotation", [](kube::Node& n) { n.metadata.annotations["note"] = "x"; }, false},
+      {"a taint removed", [](kube::Node& n) { n.spec.taints.clear(); }, true},
+      {"a taint's effect", [](kube::Node& n) { n.spec.taints[0].effect = "PreferNoSchedule"; },
+       true},
+      {"cordoned", [](kube::Node& n) { n.spec.unschedulable = true; }, true},
+      {"a label added",
+       [](kube::Node& n) { n.metadata.labels["topology.kubernetes.io/zone"] = "a"; }, true},
+      {"a label removed", [](kube::Node& n) { n.metadata.labels.erase("gpu.count"); }, true},
+      {"allocatable",
+       [](kube::Node& n) { n.status.allocatable["example.com/fpga"] = kube::Quantity(1); }, true},
+  };
+  for (const Case& c : cases) {
+    kube::Node after = base;
+    c.change(after);
+    EXPECT_EQ(placementInputsChanged(base, after), c.counts) << c.what;
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::local::kubelet
