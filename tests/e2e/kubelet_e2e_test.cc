@@ -23,9 +23,8 @@ using namespace std::chrono_literals;
 class KubeletE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
  protected:
   void SetUp() override {
-    const std::string why = cluster_.start();
     if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
-    ASSERT_EQ(why, "");
+    ASSERT_EQ(cluster_.startOnce(), "");
   }
 
   // Applies `yaml` and waits until pod `name` has finished; its phase.
@@ -40,7 +39,8 @@ class KubeletE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
     return phase;
   }
 
-  testutil::LocalCluster cluster_{GetParam()};
+  // One per plane for the binary: the cases name their pods apart and leave its daemons be.
+  testutil::LocalCluster& cluster_ = testutil::sharedCluster(GetParam());
 };
 
 TEST_P(KubeletE2e, DownwardApiAndProjectedVolumesHoldThePodsOwnFields) {

@@ -33,11 +33,11 @@ constexpr int kPodZeroDelaySeconds = 4;
 class LauncherE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
  protected:
   void SetUp() override {
-    // Pod 0 (the store's host) of job "four" starts last.
-    const std::string why = cluster_.start(
-        {"--kubelet-flags=--start-delay=four-worker-0=" + std::to_string(kPodZeroDelaySeconds)});
     if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
-    ASSERT_EQ(why, "");
+    // Pod 0 (the store's host) of job "four" starts last.
+    ASSERT_EQ(cluster_.startOnce({"--kubelet-flags=--start-delay=four-worker-0=" +
+                                  std::to_string(kPodZeroDelaySeconds)}),
+              "");
   }
 
   void apply(const std::string& yaml) {
@@ -45,7 +45,8 @@ class LauncherE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
     ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   }
 
-  testutil::LocalCluster cluster_{GetParam()};
+  // One per plane for the binary: the cases name their jobs apart and leave its daemons be.
+  testutil::LocalCluster& cluster_ = testutil::sharedCluster(GetParam());
 };
 
 // The kubelet holds pod 0 back (--start-delay), so pod 1's launcher starts
@@ -192,11 +193,13 @@ spec:
   // status.progress comes from a periodic scrape, and this small job can finish its steps
   // before a scrape shows 20 of them.
   const fs::path claim = fs::path(cluster_.dataDir()) / "kubelet/volumes/default/frozen-ckpt";
-  ASSERT_TRUE(testutil::eventually(240s,
-                                   [&] {
-                                     std::error_code ec;
-                                     return fs::exists(claim, ec) && !fs::is_empty(claim, ec);
-                                   }))
+  ASSERT_TRUE(testutil::eventually(
+      240s,
+      [&] {
+        std::error_code ec;
+        return fs::exists(claim, ec) && !fs::is_empty(claim, ec);
+      },
+      testutil::kPromptly))
       << "no checkpoint in " << claim << "\n"
       << cluster_.get("trainingjob", "frozen").dump(2);
   pid_t victim =

@@ -16,23 +16,42 @@
 namespace ringmaster::e2e {
 
 // GET /metrics from a running rank of pod `pod`, at its pod IP and its `metrics` container
-// port ("" while the pod has no IP or the trainer does not serve yet).
-inline std::string scrapeRank(const std::string& kubectl,
-                              const std::map<std::string, std::string>& env,
-                              const std::string& pod) {
-  using namespace std::chrono_literals;
-  testutil::ProcessResult get = testutil::run({kubectl, "get", "pod", pod, "-o", "json"}, env, 30s);
-  if (get.exit_code != 0) return "";
-  const nlohmann::json p = nlohmann::json::parse(get.stdout_text, nullptr, false);
-  if (p.is_discarded()) return "";
-  const std::string ip = p.value("/status/podIP"_json_pointer, std::string());
-  int port = 0;
-  for (const auto& c : p.value("/spec/containers"_json_pointer, nlohmann::json::array()))
-    for (const auto& cp : c.value("ports", nlohmann::json::array()))
-      if (cp.value("name", "") == "metrics") port = cp.value("containerPort", 0);
-  if (ip.empty() || port == 0) return "";
-  return testutil::httpGet(ip, port, "/metrics").body;
-}
+// port ("" while the pod has no IP or the trainer does not serve yet). The address comes from
+// one `kubectl get pod` (~90 ms of CPU) and is kept while the port answers: the tests poll.
+class RankScraper {
+ public:
+  RankScraper(std::string kubectl, std::map<std::string, std::string> env, std::string pod)
+      : kubectl_(std::move(kubectl)), env_(std::move(env)), pod_(std::move(pod)) {}
+
+  std::string scrape() {
+    if (port_ == 0 && !findAddress()) return "";
+    http::Response got = testutil::httpGet(ip_, port_, "/metrics");
+    if (got.status != 200) port_ = 0;  // not serving yet, or the pod moved: ask kubectl again
+    return got.status == 200 ? got.body : "";
+  }
+
+ private:
+  bool findAddress() {
+    using namespace std::chrono_literals;
+    testutil::ProcessResult get =
+        testutil::run({kubectl_, "get", "pod", pod_, "-o", "json"}, env_, 30s);
+    if (get.exit_code != 0) return false;
+    const nlohmann::json p = nlohmann::json::parse(get.stdout_text, nullptr, false);
+    if (p.is_discarded()) return false;
+    ip_ = p.value("/status/podIP"_json_pointer, std::string());
+    for (const auto& c : p.value("/spec/containers"_json_pointer, nlohmann::json::array()))
+      for (const auto& cp : c.value("ports", nlohmann::json::array()))
+        if (cp.value("name", "") == "metrics") port_ = cp.value("containerPort", 0);
+    if (ip_.empty()) port_ = 0;
+    return port_ != 0;
+  }
+
+  std::string kubectl_;
+  std::map<std::string, std::string> env_;
+  std::string pod_;
+  std::string ip_;
+  int port_ = 0;
+};
 
 // Whether `metrics` (a /metrics page) counts training steps taken by `rank`.
 inline bool tookSteps(const std::string& metrics, int rank) {

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -83,26 +84,43 @@ TEST_P(LocalRunE2e, FashionMnistMlpSucceedsAndKubectlSawEveryRankRunning) {
   testutil::Process run(argv);
   run.start();
 
-  // Watch the job as a user would, with kubectl, until `run` ends; scrape rank 1's /metrics
-  // (the rank the operator does not read) until it has counted training steps.
+  // Watch the job as a user would, with `kubectl get tj --watch` (a row each time its status
+  // changes), until `run` ends; scrape rank 1's /metrics (the rank the operator does not read)
+  // until it has counted training steps.
   std::vector<std::vector<std::string>> rows;
+  std::vector<std::unique_ptr<testutil::Process>> watches;  // another if one ends early
   std::string metrics;
   auto tookSteps = [&] { return e2e::tookSteps(metrics, 1); };
+  e2e::RankScraper rank1(kubectl, env, "fmnist-worker-1");
+  auto next_watch = std::chrono::steady_clock::now();
   while (run.running()) {
     if (fs::exists(kubeconfig)) {
-      testutil::ProcessResult get = testutil::run({kubectl, "get", "tj", "fmnist"}, env, 30s);
-      if (get.exit_code == 0) {
-        auto row = rowFor(get.stdout_text, "fmnist");
-        if (!row.empty()) rows.push_back(row);
+      // Until the CRD is there a watch ends at once: at most one start a second.
+      if ((watches.empty() || !watches.back()->running()) &&
+          std::chrono::steady_clock::now() >= next_watch) {
+        next_watch = std::chrono::steady_clock::now() + 1s;
+        watches.push_back(std::make_unique<testutil::Process>(
+            std::vector<std::string>{kubectl, "get", "tj", "--field-selector=metadata.name=fmnist",
+                                     "--watch"},
+            env));
+        watches.back()->start();
       }
       if (!tookSteps()) {
-        std::string scraped = e2e::scrapeRank(kubectl, env, "fmnist-worker-1");
+        std::string scraped = rank1.scrape();
         if (!scraped.empty()) metrics = std::move(scraped);
       }
     }
     std::this_thread::sleep_for(tookSteps() ? 500ms : 100ms);  // faster until rank 1 answered
   }
   testutil::ProcessResult result = run.wait(1s);
+  for (const auto& watch : watches) {
+    std::istringstream lines(watch->stdoutSoFar());
+    for (std::string line; std::getline(lines, line);) {
+      auto row = rowFor(line, "fmnist");
+      if (!row.empty()) rows.push_back(row);
+    }
+  }
+  watches.clear();  // kills them
   const std::string outcome = result.stdout_text + result.stderr_text;
   testutil::ProcessResult final_get = testutil::run({kubectl, "get", "tj", "fmnist"}, env, 30s);
   testutil::ProcessResult logs = testutil::run({kubectl, "logs", "fmnist-worker-0"}, env, 30s);

@@ -46,9 +46,10 @@ TEST(LocalRunGpuE2e, OneGpuJobSucceedsOnTheGpuAndServesMetrics) {
                          dir.path(), "--timeout-seconds", "600"});
   run.start();
   std::string metrics;
+  e2e::RankScraper rank0(kubectl, env, "fmnist-1gpu-worker-0");
   while (run.running()) {
     if (fs::exists(kubeconfig) && !e2e::tookSteps(metrics, 0)) {
-      std::string scraped = e2e::scrapeRank(kubectl, env, "fmnist-1gpu-worker-0");
+      std::string scraped = rank0.scrape();
       if (!scraped.empty()) metrics = std::move(scraped);
     }
     std::this_thread::sleep_for(100ms);

@@ -61,9 +61,10 @@ TEST(LocalRunPipelineE2e, TwoStagesInTwoPodsTrainToSucceeded) {
     return sample(metrics, "ringmaster_trainer_pipeline_recv_bytes_total") > 0 &&
            e2e::tookSteps(metrics, 1);
   };
+  e2e::RankScraper stage1(kubectl, env, "fmnist-pipeline-worker-1");
   while (run.running()) {
     if (fs::exists(kubeconfig) && !received()) {
-      std::string scraped = e2e::scrapeRank(kubectl, env, "fmnist-pipeline-worker-1");
+      std::string scraped = stage1.scrape();
       if (!scraped.empty()) metrics = std::move(scraped);
     }
     std::this_thread::sleep_for(received() ? 500ms : 100ms);
@@ -206,7 +207,8 @@ spec:
     return false;
   };
   ASSERT_TRUE(testutil::eventually(
-      240s, [&] { return checkpointed("stage-0-of-2") && checkpointed("stage-1-of-2"); }))
+      240s, [&] { return checkpointed("stage-0-of-2") && checkpointed("stage-1-of-2"); },
+      testutil::kPromptly))
       << "no checkpoint of both stages in " << claim << "\n"
       << cluster.get("trainingjob", "pipe-fault").dump(2);
   const pid_t victim = cluster.findProcess("ringmaster-trainer",

@@ -178,7 +178,7 @@ class ApiDifferentialTest : public ::testing::Test {
 
   struct Servers {
     testutil::ApiServer local{ControlPlane::kLocal};
-    testutil::ApiServer real{ControlPlane::kEnvtest};
+    testutil::ApiServer real{ControlPlane::kEnvtest, testutil::PlaneUse::kSharedByCases};
   };
   static std::unique_ptr<Servers>& servers() {
     static std::unique_ptr<Servers> both;

@@ -390,7 +390,7 @@ Envtest::~Envtest() { stop(); }
 
 std::string Envtest::runDir() const { return launch_ ? launch_->runDir() : run_dir_; }
 
-std::string Envtest::start(const std::map<std::string, std::string>& env) {
+std::string Envtest::start(const std::map<std::string, std::string>& env, PlaneUse use) {
   const char* dir = envtestDir();
   if (dir == nullptr) return controlPlaneMissing(ControlPlane::kEnvtest);
   stop();  // a second start begins anew, as `start` on its own run dir does
@@ -420,7 +420,8 @@ std::string Envtest::start(const std::map<std::string, std::string>& env) {
   }
   kubeconfig_ = launch_->kubeconfig();
   // Started after this one is up, not to slow it down.
-  for (size_t left = envtestCasesLeft(); spares().size() < std::min(kSpares, left);) {
+  const size_t left = use == PlaneUse::kOneCase ? envtestCasesLeft() : 0;
+  while (spares().size() < std::min(kSpares, left)) {
     auto own_dir = std::make_unique<TempDir>();
     const std::string spare_dir = own_dir->path();
     spares().push_back(
@@ -441,7 +442,7 @@ std::string ApiServer::start() {
   if (std::string why = controlPlaneMissing(plane_); !why.empty()) return why;
   if (plane_ == ControlPlane::kLocal) return serveLocal();
   envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
-  std::string why = envtest_->start();
+  std::string why = envtest_->start({}, use_);
   kubeconfig_ = envtest_->kubeconfig();
   return why;
 }

@@ -30,6 +30,10 @@ inline const std::vector<ControlPlane> kControlPlanes = {ControlPlane::kLocal,
 // RINGMASTER_ENVTEST): tests skip with it.
 std::string controlPlaneMissing(ControlPlane plane);
 
+// Who uses a plane: one case (the cases still to run each start their own, so spares are worth
+// starting), or every case of the test binary (they share this one: no spares).
+enum class PlaneUse { kOneCase, kSharedByCases };
+
 class EnvtestLaunch;  // control_plane.cc: one run of `start`, and what it started
 
 // One envtest control plane in `run_dir`, or in the spare it adopted.
@@ -38,9 +42,9 @@ class EnvtestLaunch;  // control_plane.cc: one run of `start`, and what it start
 // and each envtest case starts its own. So once a plane is up and the binary has envtest cases
 // still to run (GoogleTest's filter says which: the names ending in "/envtest"), the process
 // starts the next two (niced where they may be reniced at adoption; two, because a start
-// outlasts many cases) in directories of their own; a later start with the same environment
-// adopts the oldest, waiting for it if it is still starting. Spares nobody adopts are killed
-// at exit. Every plane's daemons share a process group with a
+// outlasts many cases; none for a plane the binary's cases share) in directories of their own; a
+// later start with the same environment adopts the oldest, waiting for it if it is still starting.
+// Spares nobody adopts are killed at exit. Every plane's daemons share a process group with a
 // guardian shell that SIGKILLs it when the test process is gone, even after a crash.
 class Envtest {
  public:
@@ -52,7 +56,8 @@ class Envtest {
   // Runs `start` with `env` added (ADMISSION, ...); "" when up, else why not. Every controller
   // runs but node lifecycle (unless `env` sets KCM_CONTROLLERS): the local kubelet is a node that
   // never goes NotReady for lack of a lease renewal the tests do not wait for.
-  std::string start(const std::map<std::string, std::string>& env = {});
+  std::string start(const std::map<std::string, std::string>& env = {},
+                    PlaneUse use = PlaneUse::kOneCase);
   // Kills the daemons; an adopted spare's directory goes with them.
   void stop();
   const std::string& kubeconfig() const { return kubeconfig_; }
@@ -71,7 +76,8 @@ class Envtest {
 // (every controller but node lifecycle: tests register Nodes that post no heartbeats).
 class ApiServer {
  public:
-  explicit ApiServer(ControlPlane plane) : plane_(plane) {}
+  explicit ApiServer(ControlPlane plane, PlaneUse use = PlaneUse::kOneCase)
+      : plane_(plane), use_(use) {}
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -92,6 +98,7 @@ class ApiServer {
   std::string serveLocal();
 
   ControlPlane plane_;
+  PlaneUse use_;
   TempDir dir_;
   std::string kubeconfig_;
   std::unique_ptr<Process> local_;

@@ -1,6 +1,7 @@
 #include "local_cluster.h"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,7 +30,7 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
     // `start` again (a test bringing back a killed daemon) joins the control plane that runs.
     if (!envtest_) {
       envtest_ = std::make_unique<Envtest>(dir_.path() + "/envtest");
-      if (std::string why = envtest_->start(envtest_env_); !why.empty()) {
+      if (std::string why = envtest_->start(envtest_env_, use_); !why.empty()) {
         return why;
       }
     }
@@ -45,6 +46,38 @@ std::string LocalCluster::start(const std::vector<std::string>& up_flags) {
   }
   env_ = {{"KUBECONFIG", kubeconfig()}};
   return "";
+}
+
+std::string LocalCluster::startOnce(const std::vector<std::string>& up_flags) {
+  if (!started_) started_ = start(up_flags);
+  return *started_;
+}
+
+namespace {
+// Ends the shared clusters after the last test, while GoogleTest still reports failures.
+class SharedClusters : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (auto& [plane, cluster] : clusters) {
+      if (!cluster->up()) continue;
+      ProcessResult down = cluster->stop();
+      EXPECT_EQ(down.exit_code, 0)
+          << "ringmaster local down of the shared " << controlPlaneName(plane)
+          << " cluster: " << down.stdout_text << down.stderr_text;
+    }
+    clusters.clear();
+  }
+  std::map<ControlPlane, std::unique_ptr<LocalCluster>> clusters;
+};
+// Registered before main(): GoogleTest tears environments down after the last test.
+SharedClusters* const shared_clusters = static_cast<SharedClusters*>(
+    ::testing::AddGlobalTestEnvironment(new SharedClusters));  // GoogleTest owns it
+}  // namespace
+
+LocalCluster& sharedCluster(ControlPlane plane) {
+  std::unique_ptr<LocalCluster>& cluster = shared_clusters->clusters[plane];
+  if (!cluster) cluster = std::make_unique<LocalCluster>(plane, PlaneUse::kSharedByCases);
+  return *cluster;
 }
 
 ProcessResult LocalCluster::stop() {
@@ -94,13 +127,31 @@ nlohmann::json LocalCluster::waitForJob(
     const std::string& name, std::chrono::seconds limit,
     const std::function<bool(const nlohmann::json&)>& done) const {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  nlohmann::json j;
+  nlohmann::json last;
+  // kubectl's watch lists the job as it is, then prints it on every change: one compact JSON
+  // line each. A watch that ends (the API server closed it, or restarted) is started again.
+  const std::vector<std::string> argv{
+      kubectl_,  "get", "trainingjobs",         "--field-selector=metadata.name=" + name,
+      "--watch", "-o",  "jsonpath={@}{\"\\n\"}"};
   while (std::chrono::steady_clock::now() < deadline) {
-    j = get("trainingjob", name);
-    if (done(j)) return j;
-    std::this_thread::sleep_for(1s);
+    Process watch(argv, env_);
+    watch.start();
+    size_t read = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const bool ended = !watch.running();  // then its last lines are all written below
+      const std::string out = watch.stdoutSoFar();
+      for (size_t eol; (eol = out.find('\n', read)) != std::string::npos; read = eol + 1) {
+        nlohmann::json j = nlohmann::json::parse(out.substr(read, eol - read), nullptr, false);
+        if (!j.is_object()) continue;
+        last = std::move(j);
+        if (done(last)) return last;
+      }
+      if (ended) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    if (std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1s);
   }
-  return j;
+  return last;
 }
 
 std::string LocalCluster::podLog(const std::string& pod) const {
@@ -112,10 +163,13 @@ std::string LocalCluster::waitForClaimFiles(const std::string& claim, const std:
                                             std::chrono::seconds limit) const {
   const std::filesystem::path dir =
       std::filesystem::path(dataDir()) / "kubelet/volumes/default" / claim;
-  const bool filled = eventually(limit, [&] {
-    std::error_code ec;
-    return std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec);
-  });
+  const bool filled = eventually(
+      limit,
+      [&] {
+        std::error_code ec;
+        return std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec);
+      },
+      kPromptly);
   return filled ? "" : "no file in " + dir.string() + "\n" + get("trainingjob", job).dump(2);
 }
 
@@ -154,11 +208,16 @@ LocalClusterStopper::~LocalClusterStopper() {
   }
 }
 
-bool eventually(std::chrono::seconds limit, const std::function<bool()>& done) {
+bool eventually(std::chrono::seconds limit, const std::function<bool()>& done,
+                std::chrono::milliseconds longest_pause) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
+  // 200 ms apart at first, then further apart up to a second: many conditions run kubectl
+  // (~90 ms of CPU each), and a long wait polled 5 times a second costs half a core.
+  for (std::chrono::milliseconds pause = std::min(200ms, longest_pause);
+       std::chrono::steady_clock::now() < deadline;
+       pause = std::max(std::min(pause * 3 / 2, longest_pause), 1ms)) {
     if (done()) return true;
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(pause);
   }
   return done();
 }

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ class LocalCluster {
   // `envtest_env`: added to envtest's `start` environment (e.g. ADMISSION=ResourceQuota).
   LocalCluster(ControlPlane plane, std::map<std::string, std::string> envtest_env)
       : plane_(plane), envtest_env_(std::move(envtest_env)) {}
+  // `use`: whether this binary's cases share the cluster (sharedCluster()) or each has its own.
+  LocalCluster(ControlPlane plane, PlaneUse use) : plane_(plane), use_(use) {}
   ~LocalCluster();
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
@@ -43,7 +46,11 @@ class LocalCluster {
   // `ringmaster local up --data-dir <tmp> <up_flags...>` (after starting envtest when that is
   // the control plane and none runs yet); "" when up, else why not.
   std::string start(const std::vector<std::string>& up_flags = {});
+  // start() the first time; after that the first call's result, starting nothing: for a
+  // cluster the cases of a binary share (sharedCluster()), whose first case starts it.
+  std::string startOnce(const std::vector<std::string>& up_flags = {});
   ControlPlane controlPlane() const { return plane_; }
+  bool up() const { return up_; }  // started, and not stopped since
   // `ringmaster local down` now (the destructor then does nothing); its result.
   ProcessResult stop();
   // SIGKILLs the operator `up` started and removes its pid file (so that `down` never signals a
@@ -61,9 +68,9 @@ class LocalCluster {
   ProcessResult apply(const std::string& yaml) const;
   // `kubectl get <resource> <name> -o json`; an empty object when it does not exist.
   nlohmann::json get(const std::string& resource, const std::string& name) const;
-  // Polls TrainingJob `name` every second until done(job) or `limit`; the last observation.
-  // Not faster: each poll is a kubectl process (~80 ms of CPU), and the e2e tests spend most of
-  // their time here.
+  // Watches TrainingJob `name` (one `kubectl get --watch`) until done(job) or `limit`; the last
+  // observation (an empty object when the job never appeared). Not a `kubectl get` a second:
+  // each is ~90 ms of CPU, and the e2e tests spend most of their time here.
   nlohmann::json waitForJob(const std::string& name, std::chrono::seconds limit,
                             const std::function<bool(const nlohmann::json&)>& done) const;
   std::string podLog(const std::string& pod) const;  // `kubectl logs` (stdout + stderr)
@@ -85,6 +92,8 @@ class LocalCluster {
   std::map<std::string, std::string> ownPodsEnv(std::map<std::string, std::string> env) const;
 
   ControlPlane plane_;
+  PlaneUse use_ = PlaneUse::kOneCase;
+  std::optional<std::string> started_;  // startOnce()'s first result
   std::map<std::string, std::string> envtest_env_;
   TempDir dir_;
   std::string kubectl_;
@@ -92,6 +101,12 @@ class LocalCluster {
   bool up_ = false;
   std::unique_ptr<Envtest> envtest_;  // set while an envtest control plane may run
 };
+
+// The cluster every case of this test binary shares on `plane`, for cases that neither stop nor
+// kill its daemons and name their jobs apart: an envtest start costs about 9 s of CPU, more than
+// many cases. The first case's startOnce() starts it; it is taken down after the last test (a
+// GoogleTest environment, so that a failing `local down` is reported).
+LocalCluster& sharedCluster(ControlPlane plane);
 
 // Runs `ringmaster local down --data-dir <dir>` when it goes out of scope: the cluster a test's
 // `ringmaster local run` left up is stopped whatever assertion failed first (a failing `down`
@@ -117,8 +132,12 @@ long readNumberFile(const std::string& path);
 // The uids seen for each pod in `kubectl get pods -w -o custom-columns=NAME:...,UID:...` output:
 // a pod name with two uids was created twice.
 std::map<std::string, std::set<std::string>> uidsByPod(const std::string& rows);
-// Polls `done` every 200 ms until it holds or `limit` passes; returns whether it held.
-bool eventually(std::chrono::seconds limit, const std::function<bool()>& done);
+// Polls `done` (every 200 ms, backing off to `longest_pause`) until it holds or `limit` passes;
+// returns whether it held. A wait that races the job (act once it checkpointed) and polls
+// something cheap passes kPromptly.
+inline constexpr std::chrono::milliseconds kPromptly{200};
+bool eventually(std::chrono::seconds limit, const std::function<bool()>& done,
+                std::chrono::milliseconds longest_pause = std::chrono::milliseconds(1000));
 // The environment of a running process (empty when unreadable).
 std::map<std::string, std::string> environOf(pid_t pid);
 // The newest process whose argv[0] contains `program` and whose environment has every entry of

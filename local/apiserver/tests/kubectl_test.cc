@@ -149,7 +149,7 @@ class KubectlFixture : public ::testing::Test {
     }
     auto& envtest = sharedEnvtest();
     if (!envtest) {
-      envtest = std::make_unique<testutil::ApiServer>(plane);
+      envtest = std::make_unique<testutil::ApiServer>(plane, testutil::PlaneUse::kSharedByCases);
       ASSERT_EQ(envtest->start(), "");
     }
     static int tests = 0;
