@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The yardstick for bench/train: PyTorch DDP (gloo) on the same MLP, data and schedule as
 ringmaster-trainer. One process per rank, one thread each. Prints one JSON line (rank 0):
-{"samplesPerSecond": ..., "testAccuracy": ..., "trainSeconds": ...}.
+{"samplesPerSecond": ..., "testAccuracy": ..., "trainSeconds": ...,
+ "epochs": [{"epoch": 1, "testAccuracy": ..., "trainSeconds": <training time so far>}, ...]}.
 
 Run by bench/train/run.sh; usable alone:
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29600 /usr/bin/python3 torch_ddp.py &
@@ -9,6 +10,7 @@ Run by bench/train/run.sh; usable alone:
 """
 import argparse
 import json
+import math
 import os
 import time
 
@@ -31,6 +33,7 @@ def main():
     ap.add_argument("--momentum", type=float, default=0.9)
     ap.add_argument("--hidden", default="512,512")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -47,7 +50,19 @@ def main():
     x_test, y_test = load(args.data, "t10k")
     n = len(x_train) - len(x_train) % world
 
-    train_seconds, samples = 0.0, 0
+    def test_accuracy():
+        with torch.no_grad():
+            return (model(x_test).argmax(1) == y_test).sum().item() / len(y_test)
+
+    steps_per_epoch = (len(range(rank, n, world)) + args.batch_size - 1) // args.batch_size
+    total_steps, step = args.epochs * steps_per_epoch, 0
+
+    def lr_at(step):  # ringmaster-trainer's: cosine decays to 0 at the last step
+        if args.lr_schedule != "cosine":
+            return args.lr
+        return args.lr * 0.5 * (1 + math.cos(math.pi * step / total_steps))
+
+    train_seconds, samples, history = 0.0, 0, []
     for epoch in range(args.epochs):
         g = torch.Generator().manual_seed(args.seed + epoch)
         shard = torch.randperm(len(x_train), generator=g)[:n][rank::world]  # strided, like ours
@@ -55,6 +70,9 @@ def main():
         t0 = time.perf_counter()
         for b in range(0, len(shard), args.batch_size):
             idx = shard[b:b + args.batch_size]
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step)
+            step += 1
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(model(x_train[idx]), y_train[idx])
             loss.backward()
@@ -62,13 +80,15 @@ def main():
             samples += len(idx) * world
         dist.barrier()
         train_seconds += time.perf_counter() - t0
+        # Evaluated after each epoch, outside the timed part, as ringmaster-trainer does.
+        history.append({"epoch": epoch + 1, "testAccuracy": test_accuracy(),
+                        "trainSeconds": train_seconds})
 
-    with torch.no_grad():
-        correct = (model(x_test).argmax(1) == y_test).sum().item()
     if rank == 0:
         print(json.dumps({"samplesPerSecond": samples / train_seconds,
-                          "testAccuracy": correct / len(y_test),
-                          "trainSeconds": train_seconds, "worldSize": world}), flush=True)
+                          "testAccuracy": history[-1]["testAccuracy"],
+                          "trainSeconds": train_seconds, "worldSize": world,
+                          "epochs": history}), flush=True)
     dist.destroy_process_group()
 
 
