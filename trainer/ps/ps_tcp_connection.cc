@@ -1,19 +1,10 @@
 #include "trainer/ps/ps_tcp_connection.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <thread>
 #include <utility>
 
-#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/tcp_dial.h"
 #include "trainer/ps/ps_wire.h"
@@ -37,35 +28,20 @@ core::Result<std::unique_ptr<PsTcpConnection>> PsTcpConnection::connect(
   if (port <= 0 || port > 65535) {
     return core::invalidArgument("parameter server at " + address + ": port out of range");
   }
-  const Clock::time_point deadline = Clock::now() + options.connect_deadline;
-  core::Backoff backoff({.initial = milliseconds(50), .max = milliseconds(1000), .jitter = 0.5});
-  for (int attempt = 1;; ++attempt) {
-    core::Status failed;
-    core::Result<int> fd = core::dialTcpOnce(host, port, deadline);
-    if (fd.ok()) {
-      int one = 1;
-      ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      std::unique_ptr<PsTcpConnection> connection(
-          new PsTcpConnection(*fd, address, worker, options));
-      failed = connection->handshake(secret);
-      if (failed.ok()) {
-        RM_LOG(DEBUG, COMM) << "worker " << worker << ": connected to parameter server at "
-                            << address << " (attempt " << attempt << ")";
-        return connection;
-      }
-      // A wrong secret does not get right by retrying; a connection that dropped may.
-      if (failed.code() != core::Code::kUnavailable) return failed;
-    } else {
-      failed = fd.status();
-    }
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline) {
-      return core::unavailable("worker " + std::to_string(worker) +
-                               ": cannot reach parameter server at " + address + " after " +
-                               std::to_string(attempt) + " attempts: " + failed.message());
-    }
-    std::this_thread::sleep_for(std::min<Clock::duration>(backoff.next(), deadline - now));
+  std::unique_ptr<PsTcpConnection> connection;
+  core::Result<int> attempts = core::dialWithRetry(
+      host, port, Clock::now() + options.connect_deadline,
+      {.initial = milliseconds(50), .max = milliseconds(1000), .jitter = 0.5}, [&](int fd) {
+        connection.reset(new PsTcpConnection(fd, address, worker, options));
+        return connection->handshake(secret);
+      });
+  if (!attempts.ok()) {
+    return attempts.status().withContext("worker " + std::to_string(worker) +
+                                         ": parameter server at " + address);
   }
+  RM_LOG(DEBUG, COMM) << "worker " << worker << ": connected to parameter server at " << address
+                      << " (attempt " << *attempts << ")";
+  return connection;
 }
 
 PsTcpConnection::PsTcpConnection(int fd, std::string address, WorkerId worker,

@@ -1,6 +1,8 @@
 #include "ringmaster/core/tcp_dial.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "ringmaster/core/deadline.h"
 
@@ -84,6 +88,40 @@ Result<int> dialTcpOnce(const std::string& host, int port,
   ::freeaddrinfo(found);
   if (connected < 0) return unavailable(last);
   return connected;
+}
+
+Result<int> dialWithRetry(const std::string& host, int port,
+                          std::chrono::steady_clock::time_point deadline, BackoffPolicy policy,
+                          const std::function<Status(int fd)>& greet,
+                          const std::function<void(int attempt, const Status& failed,
+                                                   std::chrono::milliseconds wait)>& on_retry) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Backoff backoff(policy);
+  for (int attempt = 1;; ++attempt) {
+    Status failed;
+    Result<int> fd = dialTcpOnce(host, port, deadline);
+    if (fd.ok()) {
+      int one = 1;
+      ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      failed = greet(*fd);
+      if (failed.ok()) return attempt;
+      if (failed.code() != Code::kUnavailable) return failed;
+    } else {
+      failed = fd.status();
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      char spent[32];
+      std::snprintf(spent, sizeof spent, "%.1f s",
+                    std::chrono::duration<double>(now - start).count());
+      return unavailable("not reachable after " + std::to_string(attempt) + " attempts in " +
+                         spent + ": " + failed.message());
+    }
+    const std::chrono::milliseconds wait = backoff.next();
+    if (on_retry) on_retry(attempt, failed, wait);
+    std::this_thread::sleep_for(std::min<Clock::duration>(wait, deadline - now));
+  }
 }
 
 }  // namespace ringmaster::core

@@ -2,9 +2,6 @@
 // of tcp_store.h over one non-blocking socket, bounding every wait with poll(). The first
 // exchange on every connection is the challenge-response that proves we know the secret.
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,10 +11,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "key_value_map.h"
-#include "ringmaster/core/backoff.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/tcp_dial.h"
 #include "ringmaster/rendezvous/auth.h"
@@ -69,37 +64,22 @@ core::Result<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std:
     return core::invalidArgument("rendezvous store at " + address + ": port out of range 1..65535");
   }
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = deadlineAfter(connect_deadline);
-  core::Backoff backoff({kFirstBackoff, kMaxBackoff, 0.5});
-  for (int attempt = 1;; ++attempt) {
-    core::Status failed;
-    core::Result<int> fd = core::dialTcpOnce(host, port, deadline);
-    if (fd.ok()) {
-      int one = 1;
-      ::setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(*fd, address, op_timeout));
-      failed = client->authenticate(secret, op_timeout);
-      if (failed.ok()) {
-        RM_LOG(INFO, RDZV) << "connected to rendezvous store at " << address << " (attempt "
-                           << attempt << ", " << seconds(Clock::now() - start) << ")";
-        return client;
-      }
-      // A wrong secret will not get right by retrying; a dropped connection may.
-      if (failed.code() != core::Code::kUnavailable) return failed;
-    } else {
-      failed = fd.status();
-    }
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline) {
-      return core::unavailable("cannot reach rendezvous store at " + address + " after " +
-                               seconds(now - start) + ": " + failed.message());
-    }
-    const milliseconds wait = backoff.next();
-    RM_LOG(DEBUG, RDZV) << "rendezvous store at " << address << " not reachable yet (attempt "
-                        << attempt << "): " << failed.message() << "; retrying in " << wait.count()
-                        << " ms";
-    std::this_thread::sleep_for(std::min<Clock::duration>(wait, deadline - now));
-  }
+  std::unique_ptr<TcpStoreClient> client;
+  core::Result<int> attempts = core::dialWithRetry(
+      host, port, deadlineAfter(connect_deadline), {kFirstBackoff, kMaxBackoff, 0.5},
+      [&](int fd) {
+        client.reset(new TcpStoreClient(fd, address, op_timeout));
+        return client->authenticate(secret, op_timeout);
+      },
+      [&](int attempt, const core::Status& failed, milliseconds wait) {
+        RM_LOG(DEBUG, RDZV) << "rendezvous store at " << address << " not reachable yet (attempt "
+                            << attempt << "): " << failed.message() << "; retrying in "
+                            << wait.count() << " ms";
+      });
+  if (!attempts.ok()) return attempts.status().withContext("rendezvous store at " + address);
+  RM_LOG(INFO, RDZV) << "connected to rendezvous store at " << address << " (attempt " << *attempts
+                     << ", " << seconds(Clock::now() - start) << ")";
+  return client;
 }
 
 TcpStoreClient::TcpStoreClient(int fd, std::string address, milliseconds op_timeout)
