@@ -176,16 +176,14 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   // Kept while this worker trains: worker 0 (rank 0) hosts the store the other workers read the
   // servers' addresses from, however late they come.
   RM_ASSIGN_OR_RETURN(StoreLink store, connectStore(run, who));
-  {
-    for (int s = 0; s < place.servers; ++s) {
-      const std::string key = serverAddressKey(run.world.attemptPrefix(), s);
-      auto value = store.client->get(key, run.rendezvous_timeout);
-      if (!value.ok())
-        return value.status().withContext(who + ": address of parameter server " +
-                                          std::to_string(s) + " (" + key + ")");
-      RM_ASSIGN_OR_RETURN(HostPort a, parseHostPort(rendezvous::toString(*value), key));
-      addresses.push_back(std::move(a));
-    }
+  for (int s = 0; s < place.servers; ++s) {
+    const std::string key = serverAddressKey(run.world.attemptPrefix(), s);
+    auto value = store.client->get(key, run.rendezvous_timeout);
+    if (!value.ok())
+      return value.status().withContext(who + ": address of parameter server " + std::to_string(s) +
+                                        " (" + key + ")");
+    RM_ASSIGN_OR_RETURN(HostPort a, parseHostPort(rendezvous::toString(*value), key));
+    addresses.push_back(std::move(a));
   }
   PsTcpConnectionOptions connection_options;
   connection_options.connect_deadline = run.rendezvous_timeout;
