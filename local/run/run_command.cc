@@ -63,10 +63,24 @@ core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
   del.query = {{"propagationPolicy", "Foreground"}};
   kube::ApiResult<kube::ApiResponse> deleted = kube::callApi(client, del);
   if (!deleted.ok() && !deleted.error().isNotFound()) return deleted.status();
-  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::seconds(120);
+  auto next_note = start + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
     RM_ASSIGN_OR_RETURN(kube::ApiResponse r, client.request(get));
     if (r.status_code == 404) return core::Status::Ok();
+    // Foreground deletion waits for the cluster's garbage collector to delete the job's pods
+    // first; kube-controller-manager's learns of a CRD installed moments ago only at its next
+    // discovery (every 30 s), so a wait here is normal on a new cluster.
+    if (Clock::now() >= next_note) {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
+      std::cout << "  still removing it after " << waited
+                << " s: the garbage collector deletes its pods first (a CRD installed moments "
+                   "ago waits for its next discovery, up to 30 s)"
+                << std::endl;
+      next_note += std::chrono::seconds(10);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return core::timeoutError(what + " from an earlier run is still being deleted after 120 s");
