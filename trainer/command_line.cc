@@ -26,13 +26,44 @@ core::Result<std::vector<int>> parseIntList(const std::string& text, const std::
   return out;
 }
 
+// A flag's value for an int32 field: out-of-range values stay out of range for the contract.
+int32_t narrow(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+}
+
+// --ps-servers and --ps-consistency, written over spec.trainer.parallelism.parameterServer.
+core::Status applyParameterServerFlags(const core::FlagSet& flags, const CommandLine& cl,
+                                       kube::TrainerSpec* spec) {
+  auto given = [&](const char* flag) { return flags.wasSet(flag); };
+  if (!given("ps-servers") && !given("ps-consistency")) return core::Status::Ok();
+  kube::ParallelismSpec& parallelism =
+      spec->parallelism.emplace(spec->parallelism.value_or(kube::ParallelismSpec{}));
+  std::optional<kube::ParameterServerSpec>& servers = parallelism.parameter_server;
+  if (given("ps-servers") && cl.ps_servers == 0) {
+    servers.reset();  // data parallel, whatever the config said
+    return core::Status::Ok();
+  }
+  servers.emplace(servers.value_or(kube::ParameterServerSpec{}));
+  if (given("ps-servers")) servers->servers = narrow(cl.ps_servers);
+  if (!given("ps-consistency")) return core::Status::Ok();
+  core::Result<ps::Consistency> parsed = ps::parseConsistency(cl.ps_consistency);
+  if (!parsed.ok()) return core::usageError("--ps-consistency: " + parsed.status().message());
+  servers->staleness.reset();
+  if (!parsed->max_staleness) {
+    servers->consistency = "async";
+  } else if (*parsed->max_staleness == 0) {
+    servers->consistency = "sync";
+  } else {
+    servers->consistency = "bounded";
+    servers->staleness = narrow(*parsed->max_staleness);
+  }
+  return core::Status::Ok();
+}
+
 // The spec.trainer fields the command line gives, written over `spec`.
 core::Status applyFlags(const core::FlagSet& flags, const CommandLine& cl,
                         kube::TrainerSpec* spec) {
   auto given = [&](const char* flag) { return flags.wasSet(flag); };
-  auto narrow = [](int64_t v) {  // out-of-range values stay out of range for the contract
-    return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
-  };
   kube::ModelSpec& model = spec->model.emplace(spec->model.value_or(kube::ModelSpec{}));
   if (given("model")) model.type = cl.model;
   for (auto [flag, text, out] : {std::tuple{"hidden", &cl.hidden, &model.hidden},
@@ -67,31 +98,7 @@ core::Status applyFlags(const core::FlagSet& flags, const CommandLine& cl,
   if (given("max-steps")) spec->max_steps = cl.max_steps;
   if (given("log-every-steps")) spec->log_every_steps = narrow(cl.log_every_steps);
   if (given("comm-timeout-seconds")) spec->comm_timeout_seconds = narrow(cl.comm_timeout_seconds);
-  if (given("ps-servers") || given("ps-consistency")) {
-    kube::ParallelismSpec& parallelism =
-        spec->parallelism.emplace(spec->parallelism.value_or(kube::ParallelismSpec{}));
-    std::optional<kube::ParameterServerSpec>& servers = parallelism.parameter_server;
-    if (given("ps-servers") && cl.ps_servers == 0) {
-      servers.reset();  // data parallel, whatever the config said
-      return core::Status::Ok();
-    }
-    servers.emplace(servers.value_or(kube::ParameterServerSpec{}));
-    if (given("ps-servers")) servers->servers = narrow(cl.ps_servers);
-    if (given("ps-consistency")) {
-      core::Result<ps::Consistency> parsed = ps::parseConsistency(cl.ps_consistency);
-      if (!parsed.ok()) return core::usageError("--ps-consistency: " + parsed.status().message());
-      servers->staleness.reset();
-      if (!parsed->max_staleness) {
-        servers->consistency = "async";
-      } else if (*parsed->max_staleness == 0) {
-        servers->consistency = "sync";
-      } else {
-        servers->consistency = "bounded";
-        servers->staleness = narrow(*parsed->max_staleness);
-      }
-    }
-  }
-  return core::Status::Ok();
+  return applyParameterServerFlags(flags, cl, spec);
 }
 
 }  // namespace
