@@ -75,27 +75,31 @@ inline double testAccuracy(const std::string& log) {
   return std::atof(log.c_str() + at + key.size()) / 100.0;
 }
 
-// `ringmaster local run examples/<example>` in `data_dir` to its end, `kubectl logs` of each of
-// `pods`, then `ringmaster local down`.
+// `ringmaster local run <manifest>` in `data_dir` to its end, `kubectl logs` of each of `pods`,
+// then `ringmaster local down`.
 struct ExampleRun {
   testutil::ProcessResult run, down;
   std::map<std::string, testutil::ProcessResult> logs;  // by pod name
 };
-inline ExampleRun runExample(const std::string& example, const std::string& data_dir,
-                             const std::vector<std::string>& pods) {
+inline ExampleRun runManifest(const std::string& manifest, const std::string& data_dir,
+                              const std::vector<std::string>& pods) {
   using namespace std::chrono_literals;
   const std::string ringmaster = testutil::binaryPath("bin/ringmaster");
   ExampleRun out;
-  out.run = testutil::run(
-      {ringmaster, "local", "run",
-       std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/" + example, "--data-dir", data_dir},
-      {}, 600s);
+  out.run = testutil::run({ringmaster, "local", "run", manifest, "--data-dir", data_dir}, {}, 600s);
   const std::map<std::string, std::string> env{{"KUBECONFIG", data_dir + "/kubeconfig"}};
   for (const std::string& pod : pods) {
     out.logs[pod] = testutil::run({testutil::findKubectl(), "logs", pod}, env, 30s);
   }
   out.down = testutil::run({ringmaster, "local", "down", "--data-dir", data_dir}, {}, 120s);
   return out;
+}
+
+// runManifest of examples/<example>.
+inline ExampleRun runExample(const std::string& example, const std::string& data_dir,
+                             const std::vector<std::string>& pods) {
+  return runManifest(std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/" + example, data_dir,
+                     pods);
 }
 
 }  // namespace ringmaster::e2e

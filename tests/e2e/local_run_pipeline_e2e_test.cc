@@ -126,7 +126,6 @@ TEST(LocalRunPipelineE2e, TwoTensorRanksInOnePodTrainToSucceeded) {
 // PipeDream on the user's path: the pipeline example with `schedule: pipedream` for the 5 epochs
 // the data-parallel example trains reaches the same 88% test accuracy.
 TEST(LocalRunPipelineE2e, PipeDreamReachesTheDataParallelAccuracyInAsManyEpochs) {
-  const std::string kubectl = testutil::findKubectl();
   testutil::TempDir dir;
   std::string yaml = testutil::readFile(std::string(std::getenv("RM_SOURCE_DIR")) +
                                         "/examples/fashion-mnist-pipeline.yaml");
@@ -139,15 +138,10 @@ TEST(LocalRunPipelineE2e, PipeDreamReachesTheDataParallelAccuracyInAsManyEpochs)
   }
   const std::string manifest = dir.path() + "-pipedream.yaml";
   std::ofstream(manifest) << yaml;
-  testutil::ProcessResult result = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "run", manifest, "--data-dir", dir.path()},
-      {}, 600s);
-  const std::map<std::string, std::string> env{{"KUBECONFIG", dir.path() + "/kubeconfig"}};
-  testutil::ProcessResult logs =
-      testutil::run({kubectl, "logs", "fmnist-pipeline-worker-0"}, env, 30s);
-  testutil::ProcessResult down = testutil::run(
-      {testutil::binaryPath("bin/ringmaster"), "local", "down", "--data-dir", dir.path()}, {},
-      120s);
+  e2e::ExampleRun example = e2e::runManifest(manifest, dir.path(), {"fmnist-pipeline-worker-0"});
+  const testutil::ProcessResult& result = example.run;
+  const testutil::ProcessResult& logs = example.logs["fmnist-pipeline-worker-0"];
+  const testutil::ProcessResult& down = example.down;
   std::filesystem::remove(manifest);
   ASSERT_EQ(result.exit_code, 0) << result.stdout_text << result.stderr_text;
   EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;
