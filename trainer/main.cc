@@ -87,12 +87,28 @@ Status reportDone(const TrainSummary& summary, const CommandLine& cl) {
   return writeSummaryJson(summary, cl.summary_path);
 }
 
+// Serves `registry` at the rank's /metrics port (none where the configuration asks for none).
+core::Result<std::unique_ptr<metrics::Exposer>> serveRankMetrics(
+    const TrainerConfig& config, const contract::RankEnvironment& world,
+    const metrics::Registry& registry) {
+  RM_ASSIGN_OR_RETURN(std::optional<int> port,
+                      rankMetricsPort(config.metrics_port, world.local_rank));
+  if (!port) return std::unique_ptr<metrics::Exposer>();
+  RM_ASSIGN_OR_RETURN(auto exposer, metrics::Exposer::start(world.bindHost(), *port, registry));
+  RM_LOG(INFO, METRICS) << "serving /metrics on port " << exposer->port();
+  return exposer;
+}
+
 // Parameter-server mode: this rank serves parameters or trains against them (ps/ps_process.h).
 int runParameterServerRank(const CommandLine& cl, const TrainerConfig& config,
                            const contract::RankEnvironment& world, const core::StopSource& stop) {
   auto place = ps::placeRank(world.rank, world.world_size, config.settings.parameter_servers);
   if (!place.ok()) return fail(place.status());
+  metrics::Registry registry({{"trainingjob", world.job}, {"rank", std::to_string(world.rank)}});
+  auto exposer = serveRankMetrics(config, world, registry);
+  if (!exposer.ok()) return fail(exposer.status());
   ps::PsRun run;
+  run.registry = &registry;
   run.settings = config.settings;
   run.world = world;
   run.placement = *place;
@@ -205,15 +221,8 @@ int run(int argc, char** argv) {
   auto trainer_metrics = TrainerMetrics::create(registry, (*communicator)->backend(),
                                                 pipelineStageOf(settings, world->rank));
   if (!trainer_metrics.ok()) return fail(trainer_metrics.status());
-  std::unique_ptr<metrics::Exposer> exposer;
-  auto metrics_port = rankMetricsPort(config.metrics_port, world->local_rank);
-  if (!metrics_port.ok()) return fail(metrics_port.status());
-  if (*metrics_port) {
-    auto started = metrics::Exposer::start(world->bindHost(), **metrics_port, registry);
-    if (!started.ok()) return fail(started.status());
-    exposer = std::move(*started);
-    RM_LOG(INFO, METRICS) << "serving /metrics on port " << exposer->port();
-  }
+  auto exposer = serveRankMetrics(config, *world, registry);
+  if (!exposer.ok()) return fail(exposer.status());
 
   std::unique_ptr<rendezvous::HeartbeatPublisher> heartbeat;
   if (world->use_agent_store) {

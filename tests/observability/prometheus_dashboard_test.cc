@@ -1,11 +1,11 @@
 // The Grafana dashboard against a real Prometheus. The embedded cluster runs
-// a 2-replica Fashion-MNIST TrainingJob, a 2-stage pipeline one and a job of a program of the
-// user's own that exports nothing; Debian's prometheus scrapes the operator and every trainer rank
-// with the target labels the chart's ServiceMonitor/PodMonitor would add, and the kubelet's
-// cAdvisor series as kube-prometheus-stack's kubelet ServiceMonitor does; every panel and
-// variable query of helm/ringmaster/dashboards/ringmaster.json must return series, the user's job
-// must show in the variable and the Jobs and pods row, and promtool must accept every exporter's
-// exposition.
+// a 2-replica Fashion-MNIST TrainingJob, a 2-stage pipeline one, a parameter-server one (one
+// server, two workers) and a job of a program of the user's own that exports nothing; Debian's
+// prometheus scrapes the operator and every trainer rank with the target labels the chart's
+// ServiceMonitor/PodMonitor would add, and the kubelet's cAdvisor series as kube-prometheus-stack's
+// kubelet ServiceMonitor does; every panel and variable query of
+// helm/ringmaster/dashboards/ringmaster.json must return series, the user's job must show in the
+// variable and the Jobs and pods row, and promtool must accept every exporter's exposition.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -45,6 +45,7 @@ const char* kPromtool = "/usr/bin/promtool";
 const char* kJob = "dash";               // metadata.name of the data-parallel job
 const char* kPipelineJob = "dash-pipe";  // and of the pipeline-parallel one
 const char* kOwnJob = "dash-own";        // and of a program of the user's own, with no metrics
+const char* kPsJob = "dash-ps";          // and of the parameter-server one
 // Grafana's $__rate_interval is max($__interval + scrape interval, 4 x scrape interval); with the
 // 1 s scrapes here anything that spans several samples behaves the same.
 const char* kRateInterval = "10s";
@@ -321,35 +322,36 @@ TEST_F(PrometheusDashboard, EveryDashboardQueryReturnsSeriesAndPromtoolAcceptsBo
   ASSERT_GT(operator_port, 0) << "no 'metrics port N' in operator.log\n"
                               << testutil::readFile(cluster_.dataDir() + "/operator.log");
 
-  // A job that outlives the test on any machine: its ranks must still serve /metrics when the
+  // Jobs that outlive the test on any machine: their ranks must still serve /metrics when the
   // last check reads them, and a bound in steps is seconds on a fast one (30,000 steps of this
-  // model took 9 s beside nothing else). `local down` ends it. Checkpoints every 50 steps keep
-  // the checkpoint histogram's rate non-empty; each epoch ends with evaluation (loss, accuracy,
-  // allreduce gauges).
-  {
-    auto r = cluster_.apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: dash}
-spec:
-  replicas: 2
+  // model took 9 s beside nothing else). `local down` ends them. `extra` goes under spec.trainer,
+  // `pod` under spec.
+  auto applyLongJob =
+      [&](const std::string& name, int replicas, const std::string& extra, const std::string& pod) {
+        auto r = cluster_.apply(
+            "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\n"
+            "metadata: {name: " +
+            name + "}\nspec:\n  replicas: " + std::to_string(replicas) + R"(
   image: ringmaster/trainer:0.1.0
+  restartPolicy: Never
   trainer:
     model: {type: mlp, hidden: [64]}
-    dataset: {name: fashion-mnist, path: )") +
-                            testutil::kFashionMnistDir + R"(}
+    dataset: {name: fashion-mnist, path: )" +
+            testutil::kFashionMnistDir + R"(}
     epochs: 100000
     batchSize: 64
     optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
-    checkpoint: {path: /ckpt, everySteps: 50, keep: 2}
-  volumes:
+)" + extra + pod);
+        ASSERT_EQ(r.exit_code, 0) << name << ": " << r.stdout_text << r.stderr_text;
+      };
+  // Data parallelism. Checkpoints every 50 steps keep the checkpoint histogram's rate non-empty;
+  // each epoch ends with evaluation (loss, accuracy, allreduce gauges).
+  applyLongJob(kJob, 2, "    checkpoint: {path: /ckpt, everySteps: 50, keep: 2}\n", R"(  volumes:
   - name: ckpt
     persistentVolumeClaim: {claimName: dash-ckpt}
   volumeMounts:
   - {name: ckpt, mountPath: /ckpt}
-  restartPolicy: Never
 )");
-    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
-  }
   // A program of the user's own: no trainer metrics, yet its phase, world and pods' CPU and
   // memory reach the dashboard.
   {
@@ -364,41 +366,34 @@ spec:
 )");
     ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   }
-  // The pipeline panels' job: two stages, one per pod, as long-lived as the first.
-  {
-    auto r = cluster_.apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: dash-pipe}
-spec:
-  replicas: 2
-  image: ringmaster/trainer:0.1.0
-  trainer:
-    model: {type: mlp, hidden: [64]}
-    dataset: {name: fashion-mnist, path: )") +
-                            testutil::kFashionMnistDir + R"(}
-    epochs: 100000
-    batchSize: 64
-    optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
-    parallelism:
-      pipeline: {stages: 2, microBatches: 4}
-  restartPolicy: Never
-)");
-    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
-  }
+  // The pipeline panels' job: two stages, one per pod.
+  applyLongJob(kPipelineJob, 2, "    parallelism:\n      pipeline: {stages: 2, microBatches: 4}\n",
+               "");
+  // The parameter-server panels' job: rank 2 serves, ranks 0 and 1 train against it, each at
+  // most 2 steps ahead of the other (so the staleness histogram has more than zeros).
+  applyLongJob(kPsJob, 3,
+               "    parallelism:\n      parameterServer: {servers: 1, consistency: bounded, "
+               "staleness: 2}\n",
+               "");
+  ASSERT_FALSE(HasFailure());
 
-  std::vector<Target> trainers, pipeline_trainers;
+  std::vector<Target> trainers, pipeline_trainers, ps_ranks;
   for (auto deadline = std::chrono::steady_clock::now() + 180s;
-       (trainers.empty() || pipeline_trainers.empty()) &&
+       (trainers.empty() || pipeline_trainers.empty() || ps_ranks.empty()) &&
        std::chrono::steady_clock::now() < deadline;) {
     trainers = trainerTargets(kJob);
     pipeline_trainers = trainerTargets(kPipelineJob);
-    if (trainers.empty() || pipeline_trainers.empty()) std::this_thread::sleep_for(300ms);
+    ps_ranks = trainerTargets(kPsJob);
+    if (trainers.empty() || pipeline_trainers.empty() || ps_ranks.empty())
+      std::this_thread::sleep_for(300ms);
   }
   ASSERT_EQ(trainers.size(), 2u) << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
   ASSERT_EQ(pipeline_trainers.size(), 2u)
       << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
+  ASSERT_EQ(ps_ranks.size(), 3u) << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
   const size_t data_parallel_ranks = trainers.size();
   trainers.insert(trainers.end(), pipeline_trainers.begin(), pipeline_trainers.end());
+  trainers.insert(trainers.end(), ps_ranks.begin(), ps_ranks.end());
 
   // The chart's ServiceMonitor (operator) and PodMonitor (trainers), as static targets with the
   // chart's honorLabels: on for the operator (its job counters' namespace is the TrainingJob's)
@@ -467,14 +462,20 @@ spec:
   ASSERT_EQ(upCount(targets), want_targets) << targets.dump(2) << prometheus_->stderrSoFar();
   const auto all_up = std::chrono::steady_clock::now();
 
-  // Scraped for a while, and every rank finished an epoch (its gauges are set at epoch ends).
+  // Scraped for a while, every allreduce and pipeline rank finished an epoch (its gauges are
+  // set at epoch ends), and the parameter server applied a push (its workers evaluate only at
+  // the end of the run).
   bool ready = false;
+  const std::string evaluating = std::to_string(trainers.size() - ps_ranks.size());
+  const std::string not_ps = std::string("{trainingjob!=\"") + kPsJob + "\"}";
   for (auto deadline = std::chrono::steady_clock::now() + 300s;
        std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(500ms)) {
-    json acc = query("count(ringmaster_trainer_test_accuracy_ratio > 0)", unixNow());
+    json acc = query("count(ringmaster_trainer_test_accuracy_ratio" + not_ps + " > 0)", unixNow());
+    json ps = query("sum(ringmaster_ps_server_updates_total) > 0", unixNow());
     const json& res = acc["data"]["result"];
     if (std::chrono::steady_clock::now() - all_up >= kMinScrapeSpan && res.is_array() &&
-        !res.empty() && res[0]["value"][1] == std::to_string(trainers.size())) {
+        !res.empty() && res[0]["value"][1] == evaluating &&
+        !ps["data"].value("result", json::array()).empty()) {
       ready = true;
       break;
     }
@@ -518,7 +519,7 @@ spec:
   }
   EXPECT_EQ(vars["namespace"], "default");
   EXPECT_EQ(vars["trainingjob"],
-            std::string("(") + kJob + "|" + kOwnJob + "|" + kPipelineJob + ")");
+            std::string("(") + kJob + "|" + kOwnJob + "|" + kPipelineJob + "|" + kPsJob + ")");
   // The user's own program, known without its help: Running, one rank, and its pod's CPU (a
   // busy loop) and memory.
   {
@@ -560,8 +561,8 @@ spec:
     json r = query("ringmaster_operator_jobs_created_total{namespace=\"default\"}", at);
     const json& res = r["data"]["result"];
     ASSERT_TRUE(res.is_array() && res.size() == 1) << r.dump();
-    EXPECT_EQ(res[0]["value"][1], "3")
-        << "the three jobs created, in namespace default: " << r.dump();
+    EXPECT_EQ(res[0]["value"][1], "4")
+        << "the four jobs created, in namespace default: " << r.dump();
   }
 
   collectPanels(dashboard.value("panels", json::array()), &queries);
@@ -600,6 +601,18 @@ spec:
   EXPECT_EQ(promtoolCheck("pipeline stage", stage1.substr(0, stage1_colon),
                           std::stoi(stage1.substr(stage1_colon + 1))),
             "");
+  // A worker's exposition and the parameter server's (ranks 0 and 2: the last rank serves).
+  for (const Target& t : ps_ranks) {
+    const std::string pod = t.labels.value("pod", "");
+    const std::string role = pod == std::string(kPsJob) + "-worker-2"   ? "parameter server"
+                             : pod == std::string(kPsJob) + "-worker-0" ? "ps worker"
+                                                                        : "";
+    if (role.empty()) continue;
+    const size_t at_colon = t.address.rfind(':');
+    EXPECT_EQ(promtoolCheck(role, t.address.substr(0, at_colon),
+                            std::stoi(t.address.substr(at_colon + 1))),
+              "");
+  }
   std::printf("wall time to the checks: %.1f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - test_start).count());
 }

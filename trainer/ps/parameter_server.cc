@@ -1,6 +1,7 @@
 #include "trainer/ps/parameter_server.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,7 +11,13 @@
 namespace ringmaster::trainer::ps {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 std::string workerName(WorkerId worker) { return "worker " + std::to_string(worker); }
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 }  // namespace
 
@@ -88,8 +95,12 @@ core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<floa
                                  std::to_string(values.size()) + " floats, holds " +
                                  std::to_string(elements_));
   }
+  const Clock::time_point arrived = Clock::now();
   std::unique_lock lock(mu_);
   RM_RETURN_IF_ERROR(waitForStep(lock, worker, step, "pull"));
+  if (options_.observer)
+    options_.observer->served(ServerObserver::Request::kPull, elements_ * sizeof(float),
+                              secondsSince(arrived));
   std::copy(values_.begin(), values_.end(), values.begin());
   pulled_at_[worker] = {step, counters_.updates};
   ++counters_.pulls;
@@ -105,9 +116,13 @@ core::Status ParameterServer::push(WorkerId worker, int64_t step,
                                  std::to_string(elements_));
   }
   {
+    const Clock::time_point arrived = Clock::now();
     std::unique_lock lock(mu_);
     // Normally at once: the worker pulled this step. A push without that pull waits the same.
     RM_RETURN_IF_ERROR(waitForStep(lock, worker, step, "push"));
+    if (options_.observer)
+      options_.observer->served(ServerObserver::Request::kPush, elements_ * sizeof(float),
+                                secondsSince(arrived));
     ++counters_.pushes;
     counters_.bytes_pushed += elements_ * sizeof(float);
     if (isSync()) {
@@ -128,8 +143,10 @@ core::Status ParameterServer::push(WorkerId worker, int64_t step,
                                 : workers - 1;
       const auto scale = static_cast<float>(rule.gradient_scale * stalenessScale(workers, since));
       for (size_t i = 0; i < elements_; ++i) scratch_[i] = gradients[i] * scale;
-      ++counters_.staleness[clock_.staleness(step)];
+      const int64_t staleness = clock_.staleness(step);
+      ++counters_.staleness[staleness];
       ++counters_.pushes_applied;
+      if (options_.observer) options_.observer->applied(staleness, 1);
       apply(step);
       RM_RETURN_IF_ERROR(clock_.advance(worker, step + 1));
     }
@@ -149,8 +166,10 @@ void ParameterServer::completeStepIfReady() {
   }
   const float scale = 1.0f / static_cast<float>(pending_.size());
   for (size_t i = 0; i < elements_; ++i) scratch_[i] *= scale;
-  counters_.staleness[clock_.staleness(pending_step_)] += pending_.size();
+  const int64_t staleness = clock_.staleness(pending_step_);
+  counters_.staleness[staleness] += pending_.size();
   counters_.pushes_applied += pending_.size();
+  if (options_.observer) options_.observer->applied(staleness, pending_.size());
   apply(pending_step_);
   pending_.clear();
 }

@@ -55,6 +55,19 @@
 
 namespace ringmaster::trainer::ps {
 
+// What a server reports as it serves, for its metrics (ps_metrics.h). Called under the server's
+// mutex, so an observer must be quick and must not call back into the server.
+class ServerObserver {
+ public:
+  enum class Request { kPull, kPush };
+  virtual ~ServerObserver() = default;
+  // A pull or push answered: `bytes` of values or gradients, after `waited_seconds` in which the
+  // consistency model (or the server's lock) held it back.
+  virtual void served(Request request, size_t bytes, double waited_seconds) = 0;
+  // `pushes` pushed gradients went into one update, each `staleness` steps stale.
+  virtual void applied(int64_t staleness, uint64_t pushes) = 0;
+};
+
 struct ServerOptions {
   Consistency consistency = Consistency::sync();
   optim::OptimizerConfig optimizer;
@@ -62,6 +75,7 @@ struct ServerOptions {
   std::function<double(int64_t step)> learning_rate_at;
   // How long a pull (or a push) may wait for the consistency model to let it through.
   std::chrono::milliseconds wait_timeout = std::chrono::seconds(60);
+  ServerObserver* observer = nullptr;  // optional; borrowed, outlives the server
 };
 
 struct ServerCounters {

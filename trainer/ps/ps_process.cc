@@ -16,9 +16,11 @@
 #include "ringmaster/rendezvous/tcp_store.h"
 #include "trainer/data/sampler.h"
 #include "trainer/ps/parameter_server.h"
+#include "trainer/ps/ps_metrics.h"
 #include "trainer/ps/ps_tcp_connection.h"
 #include "trainer/ps/ps_tcp_server.h"
 #include "trainer/ps/ps_worker.h"
+#include "trainer/trainer_metrics.h"
 #include "trainer/training_loop.h"
 
 namespace ringmaster::trainer::ps {
@@ -130,6 +132,13 @@ core::Status serveParameters(const PsRun& run) {
     return learningRateAt(optimizer, step, total_steps);
   };
   options.wait_timeout = std::chrono::seconds(run.settings.comm_timeout_seconds);
+  std::unique_ptr<PsServerMetrics> server_metrics;
+  if (run.registry != nullptr) {
+    auto made = PsServerMetrics::create(*run.registry, place.index);
+    if (!made.ok()) return made.status().withContext(who + ": metrics");
+    server_metrics = std::move(*made);
+    options.observer = server_metrics.get();
+  }
   auto created = ParameterServer::create(place.index, pieces, initial, place.workers, options);
   if (!created.ok()) return created.status().withContext(who);
   std::unique_ptr<ParameterServer> server = std::move(*created);
@@ -219,6 +228,17 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
                        << place.workers << " worker(s), " << toString(place.consistency) << ", "
                        << total << " steps";
 
+  std::optional<TrainerMetrics> trainer_metrics;
+  std::optional<PsWorkerMetrics> worker_metrics;
+  if (run.registry != nullptr) {
+    auto made = TrainerMetrics::create(*run.registry, "ps-tcp");
+    if (!made.ok()) return made.status().withContext(who + ": metrics");
+    trainer_metrics = std::move(*made);
+    auto ps_made = PsWorkerMetrics::create(*run.registry);
+    if (!ps_made.ok()) return ps_made.status().withContext(who + ": metrics");
+    worker_metrics = *ps_made;
+  }
+
   const Clock::time_point start = Clock::now();
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
@@ -229,6 +249,7 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
       return core::cancelled(who + ": stopped (" + stopReason(run) + ") before step " +
                              std::to_string(step + 1));
     }
+    const Clock::time_point step_start = Clock::now();
     auto loss = worker->step(step, batches);
     if (!loss.ok()) {
       // A server that went away may be one the same stop ended a moment earlier.
@@ -249,6 +270,15 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     ++epoch_steps;
     final_train_loss = epoch_loss / static_cast<double>(epoch_steps);
     const int64_t done = step + 1;
+    if (trainer_metrics) {
+      worker_metrics->observe(worker->lastStep());
+      trainer_metrics->steps->Increment();
+      trainer_metrics->samples->Increment(mp.batch);
+      trainer_metrics->step_seconds->Observe(
+          std::chrono::duration<double>(Clock::now() - step_start).count());
+      trainer_metrics->epoch->Set(static_cast<double>(epoch + 1));
+      if (done % per_epoch == 0 || done == total) trainer_metrics->loss->Set(*final_train_loss);
+    }
     if (id == 0 && run.settings.log_every_steps > 0 && done % run.settings.log_every_steps == 0)
       RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << done << " loss " << *loss;
     if (id == 0 && run.settings.log_every_steps == 0 && (done % per_epoch == 0 || done == total))
@@ -289,6 +319,7 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     if (!idx.empty()) {
       summary.test_accuracy = static_cast<double>(correct) / static_cast<double>(idx.size());
       summary.test_loss = loss_sum / static_cast<double>(idx.size());
+      if (trainer_metrics) trainer_metrics->accuracy->Set(*summary.test_accuracy);
     }
   }
   leaveAll();

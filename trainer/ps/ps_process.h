@@ -3,8 +3,8 @@
 // process: a server rank holds its share of the model's parameters behind a PsTcpServer until
 // every worker has gone; a worker rank trains its data shard against all servers. They meet
 // through the rendezvous store: each server publishes "host:port" under
-// serverAddressKey(attemptPrefix, server) and each worker waits for all of them. Rank 0 (always a
-// server) hosts the store itself unless the launcher does (RINGMASTER_USE_AGENT_STORE), as the
+// serverAddressKey(attemptPrefix, server) and each worker waits for all of them. Rank 0 (always
+// worker 0) hosts the store itself unless the launcher does (RINGMASTER_USE_AGENT_STORE), as the
 // data-parallel trainer's rank 0 does.
 //
 // Every rank builds the model from the same seed and plans the shards from the same tensor list,
@@ -23,6 +23,7 @@
 #include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/core/status.h"
 #include "ringmaster/core/stop.h"
+#include "ringmaster/metrics/metrics.h"
 #include "trainer/config.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/ps/ps_role.h"
@@ -38,6 +39,9 @@ struct PsRun {
   const data::Dataset* test = nullptr;
   const core::StopSource* stop = nullptr;  // optional
   std::chrono::seconds rendezvous_timeout{300};
+  // Optional: the rank's /metrics registry, for the trainer's series (a worker's steps, samples,
+  // loss) and the parameter-server ones (ps_metrics.h).
+  metrics::Registry* registry = nullptr;
 };
 
 // A server rank: serves until every worker has left (or was dropped); Ok then.

@@ -1,6 +1,7 @@
 #include "trainer/ps/ps_worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -8,6 +9,12 @@
 
 namespace ringmaster::trainer::ps {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 size_t elementsOf(std::span<const Piece> pieces) {
   size_t n = 0;
@@ -161,23 +168,33 @@ std::string PsWorker::where(int64_t step, int server) const {
 }
 
 core::Status PsWorker::pull(int64_t step) {
+  last_ = {};
+  const Clock::time_point start = Clock::now();
   for (size_t s = 0; s < servers_.size(); ++s) {
     RM_RETURN_IF_ERROR_CTX(servers_[s]->pull(id_, step, buffers_[s]),
                            where(step, static_cast<int>(s)));
     scatterPieces(plan_.by_server[s], layout_, buffers_[s], model_.params());
+    last_.bytes_pulled += buffers_[s].size() * sizeof(float);
   }
+  last_.pull_seconds = secondsSince(start);
   return core::Status::Ok();
 }
 
 core::Result<float> PsWorker::computeAndPush(int64_t step, const float* images,
                                              const int32_t* labels, int samples) {
+  const Clock::time_point start = Clock::now();
   const float loss = model_.forwardLoss(images, labels, samples, nullptr);
   model_.backward({});
+  const Clock::time_point computed = Clock::now();
+  last_.compute_seconds = std::chrono::duration<double>(computed - start).count();
+  last_.bytes_pushed = 0;
   for (size_t s = 0; s < servers_.size(); ++s) {
     gatherPieces(plan_.by_server[s], layout_, model_.grads(), buffers_[s]);
     RM_RETURN_IF_ERROR_CTX(servers_[s]->push(id_, step, buffers_[s]),
                            where(step, static_cast<int>(s)));
+    last_.bytes_pushed += buffers_[s].size() * sizeof(float);
   }
+  last_.push_seconds = secondsSince(computed);
   return loss;
 }
 

@@ -103,6 +103,15 @@ class ShardBatches {
   std::vector<int32_t> labels_;
 };
 
+// Where a worker's step went, and what it moved: pull() fills the pull half, computeAndPush()
+// the rest.
+struct WorkerStepTiming {
+  double pull_seconds = 0;     // every server's pieces in, the servers' waits included
+  double compute_seconds = 0;  // forward and backward
+  double push_seconds = 0;     // every server's gradients out
+  size_t bytes_pulled = 0, bytes_pushed = 0;
+};
+
 class PsWorker {
  public:
   // servers[s] reaches server s of `plan`; the model and the connections are borrowed. `layout`
@@ -122,6 +131,8 @@ class PsWorker {
   core::Result<float> step(int64_t step, ShardBatches& batches);
   // Steps [first, first + count); returns their losses.
   core::Result<std::vector<float>> run(int64_t first, int64_t count, ShardBatches& batches);
+  // The last step's (or pull's) timing.
+  const WorkerStepTiming& lastStep() const { return last_; }
 
  private:
   PsWorker(WorkerId id, model::Model& model, ShardPlan plan, FlatLayout layout,
@@ -134,6 +145,7 @@ class PsWorker {
   const FlatLayout layout_;
   const std::vector<ServerConnection*> servers_;
   std::vector<std::vector<float>> buffers_;  // [server]: its pieces, pulled or to push
+  WorkerStepTiming last_;
 };
 
 }  // namespace ringmaster::trainer::ps
