@@ -1,7 +1,8 @@
 // ringmaster-trainer's parameter-server mode as plain processes: ranks 0 and 1 train (rank 0
 // hosts the rendezvous store), rank 2 serves the parameters, over TCP. Checks that every
-// process exits 0 and that worker 0's final test accuracy shows learning; prints sync
-// parameter-server throughput beside allreduce's for the same job (not asserted).
+// process exits 0 and that worker 0's final test accuracy shows learning, and that a worker
+// killed and started again rejoins while the others go on; prints sync parameter-server
+// throughput beside allreduce's for the same job (not asserted).
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -79,6 +80,15 @@ void expectAllExitZero(const std::vector<ProcessResult>& results) {
   }
 }
 
+// Whether `p` wrote `text` to its stderr within two minutes (false once it exits without).
+bool waitForLine(Process& p, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && p.running() &&
+         p.stderrSoFar().find(text) == std::string::npos)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a live process
+  return p.stderrSoFar().find(text) != std::string::npos;
+}
+
 // Two workers, one server: worker 0 (rank 0) reports the final parameters' test accuracy.
 void trainsAndReports(const std::string& consistency) {
   auto results = runWorld(job({"--ps-servers", "1", "--ps-consistency", consistency}), 3);
@@ -131,13 +141,8 @@ TEST(PsTrainer, SigtermStopsServerAndWorkers) {
     ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, 3, port)));
     ranks.back()->start();
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline && ranks[0]->running() &&
-         ranks[0]->stderrSoFar().find("step 50 loss") == std::string::npos)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a live process
-  ASSERT_NE(ranks[0]->stderrSoFar().find("step 50 loss"), std::string::npos)
-      << ranks[0]->stderrSoFar() << "\nserver:\n"
-      << ranks[2]->stderrSoFar();
+  ASSERT_TRUE(waitForLine(*ranks[0], "step 50 loss")) << ranks[0]->stderrSoFar() << "\nserver:\n"
+                                                      << ranks[2]->stderrSoFar();
   // Workers first, as a pod's deletion would reach them about together.
   ranks[0]->signal(SIGTERM);
   ranks[1]->signal(SIGTERM);
@@ -148,6 +153,52 @@ TEST(PsTrainer, SigtermStopsServerAndWorkers) {
     EXPECT_FALSE(result.signaled) << result.stderr_text;
     EXPECT_EQ(result.exit_code, 143) << result.stderr_text;
   }
+}
+
+// A worker killed mid-run (SIGKILL: no LEAVE) and started again: the server drops it at once,
+// so worker 0 goes on alone under sync instead of waiting; the new process finds itself gone
+// from the server and rejoins at worker 0's step. Nothing else restarts, and worker 0 finishes.
+TEST(PsTrainer, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  // 10 epochs (4,690 steps): worker 0 is far from done when worker 1 comes back.
+  const std::vector<std::string> argv =
+      job({"--ps-servers", "1", "--ps-consistency", "sync"}, "10");
+  const int port = freePort();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, 3, port)));
+    ranks.back()->start();
+  }
+  ASSERT_TRUE(waitForLine(*ranks[0], "step 100 loss")) << ranks[0]->stderrSoFar() << "\nserver:\n"
+                                                       << ranks[2]->stderrSoFar();
+  ranks[1]->signal(SIGKILL);
+  const ProcessResult killed = ranks[1]->wait(std::chrono::seconds(30));
+  EXPECT_TRUE(killed.signaled) << killed.stderr_text;
+  ASSERT_TRUE(waitForLine(*ranks[2], "worker 1 (")) << ranks[2]->stderrSoFar();
+
+  Process again(argv, rankEnv(1, 3, port));
+  again.start();
+  const ProcessResult rejoined = again.wait(std::chrono::seconds(240));
+  EXPECT_FALSE(rejoined.signaled) << rejoined.stderr_text;
+  EXPECT_EQ(rejoined.exit_code, 0) << rejoined.stderr_text;
+  EXPECT_NE(rejoined.stderr_text.find("rejoined 1 parameter server(s) at step "), std::string::npos)
+      << rejoined.stderr_text;
+  for (int r : {0, 2}) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const ProcessResult result = ranks[static_cast<size_t>(r)]->wait(std::chrono::seconds(240));
+    EXPECT_FALSE(result.signaled) << result.stderr_text;
+    EXPECT_EQ(result.exit_code, 0) << result.stderr_text;
+  }
+  const std::string server = ranks[2]->stderrSoFar();
+  EXPECT_NE(server.find("dropped its connection without LEAVE"), std::string::npos) << server;
+  // The step it rejoined at is the one worker 0 had reached, not 0: nothing was trained twice.
+  const double step = figureAfter(server, "worker 1 rejoined at step ");
+  EXPECT_GT(step, 100) << server;
+  EXPECT_NE(server.find("done, every worker left"), std::string::npos) << server;
+  const std::string worker0 = ranks[0]->stderrSoFar();
+  EXPECT_NE(worker0.find("done: 10 epochs, 4690 steps, test accuracy "), std::string::npos)
+      << worker0;
+  EXPECT_GT(figureAfter(worker0, "test accuracy "), 75) << worker0;
 }
 
 // Throughput of the same job both ways, on this machine: printed for the record.

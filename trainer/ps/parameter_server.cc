@@ -197,11 +197,22 @@ void ParameterServer::apply(int64_t step) {
   optimizer_->step(values_, scratch_);
 }
 
-core::Result<int64_t> ParameterServer::addWorker(WorkerId worker) {
+WorkerStanding ParameterServer::standing(WorkerId worker) const {
   std::lock_guard lock(mu_);
-  if (closed_) return core::cancelled("parameter server " + std::to_string(id_) + ": closed");
-  RM_RETURN_IF_ERROR(clock_.join(worker));
-  return *clock_.clockOf(worker);
+  if (const std::optional<int64_t> clock = clock_.clockOf(worker)) return {true, *clock};
+  return {false, clock_.joinClock()};
+}
+
+core::Result<int64_t> ParameterServer::addWorker(WorkerId worker, std::optional<int64_t> clock) {
+  int64_t joined = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return core::cancelled("parameter server " + std::to_string(id_) + ": closed");
+    RM_RETURN_IF_ERROR_CTX(clock_.join(worker, clock), "parameter server " + std::to_string(id_));
+    joined = *clock_.clockOf(worker);
+  }
+  changed_.notify_all();
+  return joined;
 }
 
 core::Status ParameterServer::removeWorker(WorkerId worker) {

@@ -26,9 +26,10 @@
 // it is applied (StalenessClock::staleness): 0 in sync, at most s under bound s, unbounded async.
 //
 // Workers: 0..workers-1 are live from the start; addWorker() joins one at the slowest live clock
-// (a worker added while a sync step is in progress takes part in it). removeWorker() drops one
-// (dead or done): the live workers' pushes then complete the step it left open, and a gradient
-// it pushed before it left still counts.
+// or a clock it names (a worker added while a sync step is in progress takes part in it): a
+// worker process that died and was started again rejoins this way, and the others never wait.
+// removeWorker() drops one (dead or done): the live workers' pushes then complete the step it left
+// open, and a gradient it pushed before it left still counts.
 //
 // Thread-safety: every member may be called from any thread; many workers pull and push at once
 // (an update runs under the server's mutex). Failure: kInvalidArgument (a buffer whose size is
@@ -112,8 +113,12 @@ class ParameterServer {
   core::Status pull(WorkerId worker, int64_t step, std::span<float> values);
   // The worker's gradient of the pieces for step `step`; advances its clock to step + 1.
   core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients);
-  // Joins `worker` at the slowest live clock; returns the step it runs first.
-  core::Result<int64_t> addWorker(WorkerId worker);
+  // Where `worker` stands: live at its clock, or not live and the clock addWorker() would join
+  // it at by default. A worker process that restarted asks this before it rejoins.
+  WorkerStanding standing(WorkerId worker) const;
+  // Joins `worker` at `clock` (default: the slowest live clock, or the last there was); returns
+  // the step it runs first. A worker rejoining several servers joins each at the same clock.
+  core::Result<int64_t> addWorker(WorkerId worker, std::optional<int64_t> clock = std::nullopt);
   core::Status removeWorker(WorkerId worker);
 
   // Replaces the values (a restored checkpoint); the optimizer state stays.

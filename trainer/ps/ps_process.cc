@@ -216,6 +216,21 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
         RM_LOG(WARN, COMM) << who << ": leaving parameter server " << s << ": " << left.toString();
     }
   };
+  // A first start finds this worker live on every server at step 0; a worker process started
+  // again after it died finds it gone and rejoins them where the others are.
+  std::vector<WorkerStanding> standings;
+  for (const auto& c : connections) standings.push_back(c->standing());
+  core::Result<StartPlan> planned = planStart(standings, id);
+  if (!planned.ok()) return planned.status().withContext(who);
+  const StartPlan start_plan = std::move(*planned);
+  for (const int s : start_plan.join) {
+    RM_RETURN_IF_ERROR_CTX(connections[static_cast<size_t>(s)]->join(start_plan.step),
+                           who + ": rejoin parameter server " + std::to_string(s));
+  }
+  if (!start_plan.join.empty())
+    RM_LOG(INFO, COMM) << who << ": rejoined " << start_plan.join.size()
+                       << " parameter server(s) at step " << start_plan.step + 1
+                       << ": this worker's process started again, the others went on without it";
   RM_ASSIGN_OR_RETURN(std::unique_ptr<PsWorker> worker,
                       PsWorker::create(id, mp.model.get(), mp.plan, mp.layout, std::move(links)));
   ShardBatches batches(*run.train, id, place.workers, mp.batch, run.settings.seed);
@@ -243,7 +258,8 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
   std::optional<double> final_train_loss;
-  for (int64_t step = 0; step < total; ++step) {
+  const int64_t first_step = std::min(start_plan.step, total);
+  for (int64_t step = first_step; step < total; ++step) {
     if (stopped(run)) {
       leaveAll();
       return core::cancelled(who + ": stopped (" + stopReason(run) + ") before step " +
@@ -297,8 +313,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   summary.model_signature = mp.model->signature();
   summary.train_seconds = seconds;
   summary.final_train_loss = final_train_loss;
-  if (total > 0 && seconds > 0)
-    summary.samples_per_second = static_cast<double>(total) * mp.batch * place.workers / seconds;
+  if (total > first_step && seconds > 0)
+    summary.samples_per_second =
+        static_cast<double>(total - first_step) * mp.batch * place.workers / seconds;
   if (id == 0) {
     // The final parameters: step `total`'s view, which in sync waits for every worker's last push.
     if (core::Status pulled = worker->pull(total); !pulled.ok()) {

@@ -1,5 +1,6 @@
 #include "trainer/ps/ps_role.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace ringmaster::trainer::ps {
@@ -40,6 +41,27 @@ core::Result<PsPlacement> placeRank(int rank, int world_size,
     p.index = rank - p.workers;
   }
   return p;
+}
+
+core::Result<StartPlan> planStart(const std::vector<WorkerStanding>& standings, int worker) {
+  StartPlan plan;
+  for (const WorkerStanding& s : standings) plan.step = std::max(plan.step, s.clock);
+  std::string mismatch;
+  for (size_t server = 0; server < standings.size(); ++server) {
+    const WorkerStanding& s = standings[server];
+    if (!s.live) {
+      plan.join.push_back(static_cast<int>(server));
+    } else if (s.clock != plan.step) {
+      mismatch += (mismatch.empty() ? "" : ", ") + std::string("server ") + std::to_string(server) +
+                  " at step " + std::to_string(s.clock);
+    }
+  }
+  if (!mismatch.empty()) {
+    return core::unavailable("worker " + std::to_string(worker) + " is live on " + mismatch +
+                             ", behind step " + std::to_string(plan.step) +
+                             " of the others: it cannot rejoin them all at one step");
+  }
+  return plan;
 }
 
 std::string serverAddressKey(const std::string& attempt_prefix, int server) {

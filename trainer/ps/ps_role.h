@@ -1,16 +1,17 @@
 #pragma once
 // Which part a rank plays in a parameter-server run of ringmaster-trainer (--ps-servers N): ranks
 // 0..W-N-1 train as workers 0..W-N-1, the last N ranks serve the parameters. Also the
-// rendezvous-store key a server publishes its address under, that address's text form, and the
-// host a server tells its workers to reach it at.
+// rendezvous-store key a server publishes its address under, that address's text form, the
+// host a server tells its workers to reach it at, and the step a worker starts (or rejoins) at.
 //
 // Thread-safety: pure functions and value types. Failure: kUsage naming the servers' count (none,
 // or no worker left); kInvalidArgument for an address that does not parse, naming the key it was
-// read from.
+// read from; kUnavailable for a worker that cannot start at one step on every server.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/status.h"
@@ -38,6 +39,18 @@ Consistency consistencyOf(const contract::TrainerSettings::ParameterServers& set
 // least one worker.
 core::Result<PsPlacement> placeRank(int rank, int world_size,
                                     const contract::TrainerSettings::ParameterServers& settings);
+
+// Where a worker starts, from its standing on every server (WELCOME): the step it trains first,
+// and the servers it must JOIN at that step first. A first start is live everywhere at the same
+// clock (0); a worker process started again after it died is live nowhere and rejoins every
+// server at the furthest clock any would join it at, so that no server holds it behind the
+// others. kUnavailable (retryable) when it is live somewhere at a clock other than that one.
+struct StartPlan {
+  int64_t step = 0;
+  std::vector<int> join;  // servers, ascending
+  bool operator==(const StartPlan&) const = default;
+};
+core::Result<StartPlan> planStart(const std::vector<WorkerStanding>& standings, int worker);
 
 // "<attempt_prefix>/ps/server/<server>".
 std::string serverAddressKey(const std::string& attempt_prefix, int server);

@@ -92,6 +92,7 @@ core::Status PsTcpConnection::handshake(const std::string& secret) {
     if (const auto* welcome = std::get_if<wire::Welcome>(&*answer)) {
       if (wire::sameProof(welcome->proof,
                           wire::proof(secret, wire::Role::kServer, server_nonce, nonce, worker_))) {
+        standing_ = {welcome->live, welcome->clock};
         return core::Status::Ok();
       }
       return broken(core::invalidArgument(
@@ -159,6 +160,22 @@ core::Status PsTcpConnection::push(WorkerId worker, int64_t step,
   }
   return broken(
       core::unavailable("parameter server at " + address_ + ": unexpected reply to PUSH"));
+}
+
+core::Status PsTcpConnection::join(int64_t clock) {
+  std::lock_guard lock(mu_);
+  RM_ASSIGN_OR_RETURN(const std::string reply,
+                      roundTrip(wire::encode(wire::Join{clock}), kMaxSmallReplyBytes));
+  core::Result<wire::Message> message = wire::parse(reply);
+  if (message.ok()) {
+    if (std::holds_alternative<wire::Ack>(*message)) {
+      standing_ = {true, clock};
+      return core::Status::Ok();
+    }
+    if (const auto* error = std::get_if<wire::Error>(&*message)) return wire::fromWire(*error);
+  }
+  return broken(
+      core::unavailable("parameter server at " + address_ + ": unexpected reply to JOIN"));
 }
 
 core::Status PsTcpConnection::leave() {

@@ -46,6 +46,11 @@ class PsTcpConnection final : public ServerConnection {
   core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients) override;
   // Tells the server this worker is done (it removes the worker) and closes the connection.
   core::Status leave();
+  // The worker's standing on the server when it connected (WELCOME): live at its clock, or not
+  // live (its process started again) and the clock it would join at.
+  WorkerStanding standing() const { return standing_; }
+  // Adds this worker, not live on the server, at `clock` (JOIN).
+  core::Status join(int64_t clock);
   // Closes the connection without LEAVE, as a crash would (the server removes the worker).
   void drop();
 
@@ -66,6 +71,7 @@ class PsTcpConnection final : public ServerConnection {
   const WorkerId worker_;
   const PsTcpConnectionOptions options_;
   std::string closed_reason_;
+  WorkerStanding standing_;  // from WELCOME, then JOIN
 };
 
 }  // namespace ringmaster::trainer::ps

@@ -222,11 +222,13 @@ core::Result<WorkerId> PsTcpServer::authenticate(Connection& c) {
     if (stopped_) return core::cancelled("stopping");
     c.worker = hello->worker;
   }
-  RM_RETURN_IF_ERROR(
-      wire::writeAll(c.fd,
-                     wire::encode(wire::Welcome{wire::proof(secret_, wire::Role::kServer, nonce,
-                                                            hello->nonce, hello->worker)}),
-                     deadline));
+  const WorkerStanding standing = server_.standing(hello->worker);
+  RM_RETURN_IF_ERROR(wire::writeAll(
+      c.fd,
+      wire::encode(wire::Welcome{
+          wire::proof(secret_, wire::Role::kServer, nonce, hello->nonce, hello->worker),
+          standing.live, standing.clock}),
+      deadline));
   return hello->worker;
 }
 
@@ -259,6 +261,12 @@ void PsTcpServer::serve(Connection& c) {
       } else if (const auto* push = std::get_if<wire::Push>(&*request)) {
         const core::Status st = server_.push(w, push->step, push->gradients);
         reply = wire::encode(st.ok() ? wire::Message(wire::Ack{}) : wire::Message(errorOf(st)));
+      } else if (const auto* join = std::get_if<wire::Join>(&*request)) {
+        const core::Result<int64_t> joined = server_.addWorker(w, join->clock);
+        if (joined.ok())
+          RM_LOG(INFO, COMM) << name() << ": worker " << w << " rejoined at step " << *joined + 1;
+        reply = wire::encode(joined.ok() ? wire::Message(wire::Ack{})
+                                         : wire::Message(errorOf(joined.status())));
       } else if (std::holds_alternative<wire::Leave>(*request)) {
         bool remove = false;
         {

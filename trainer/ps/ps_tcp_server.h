@@ -9,7 +9,8 @@
 // the same worker is refused (kAlreadyExists). LEAVE removes the worker from the server; so does
 // a connection that drops without it (logged as a warning), so that sync training does not wait
 // for a worker that is gone. A worker id that is not live on the server gets its pulls and pushes
-// refused with the server's kNotFound.
+// refused with the server's kNotFound until it JOINs: a worker process started again after it
+// died learns its standing from WELCOME and rejoins at a clock of its choosing (planStart).
 //
 // Ownership: borrows the ParameterServer (it must outlive this object); owns the sockets and
 // threads. Thread-safety: port(), stop() and the destructor may be called from any thread;

@@ -106,12 +106,15 @@ std::string encode(const Message& message) {
                 .raw(m.proof)
                 .take();
           },
-          [](const Welcome& m) { return Writer(Type::kWelcome).raw(m.proof).take(); },
+          [](const Welcome& m) {
+            return Writer(Type::kWelcome).raw(m.proof).u8(m.live ? 1 : 0).i64(m.clock).take();
+          },
           [](const Pull& m) { return Writer(Type::kPull).i64(m.step).take(); },
           [](const Push& m) { return encodePush(m.step, m.gradients); },
           [](const Values& m) { return encodeValues(m.values); },
           [](const Ack&) { return Writer(Type::kAck).take(); },
           [](const Leave&) { return Writer(Type::kLeave).take(); },
+          [](const Join& m) { return Writer(Type::kJoin).i64(m.clock).take(); },
           [](const Error& m) {
             return Writer(Type::kError).u8(static_cast<uint8_t>(m.code)).raw(m.message).take();
           },
@@ -139,7 +142,12 @@ core::Result<Message> parse(std::string_view body) {
     }
     case Type::kWelcome: {
       Welcome m;
-      if (!r.raw(kProofBytes, &m.proof) || !r.done()) return bad("WELCOME");
+      uint8_t live = 0;
+      if (!r.raw(kProofBytes, &m.proof) || !r.u8(&live) || live > 1 || !r.i64(&m.clock) ||
+          !r.done()) {
+        return bad("WELCOME");
+      }
+      m.live = live == 1;
       return Message(std::move(m));
     }
     case Type::kPull: {
@@ -163,6 +171,11 @@ core::Result<Message> parse(std::string_view body) {
     case Type::kLeave:
       if (!r.done()) return bad("LEAVE");
       return Message(Leave{});
+    case Type::kJoin: {
+      Join m;
+      if (!r.i64(&m.clock) || !r.done()) return bad("JOIN");
+      return Message(m);
+    }
     case Type::kError: {
       Error m;
       uint8_t code = 0;

@@ -15,11 +15,15 @@
 //                        HMAC-SHA256(secret, "ringmaster-ps client" server_nonce client_nonce
 //                        worker)
 //     -> WELCOME = 0x82 : HMAC-SHA256(secret, "ringmaster-ps server" ...same...), which the
-//        client checks in turn; or ERROR(UNAUTHENTICATED) and the server closes.
+//        client checks in turn, u8 live, i64 clock: the worker's standing on the server (live at
+//        its clock, or not live and the clock it would join at); or ERROR(UNAUTHENTICATED) and
+//        the server closes.
 //   then, one request and its reply at a time:
 //     PULL  = 0x02 : i64 step                 -> VALUES = 0x83 : float32 x n (rest of body)
 //     PUSH  = 0x03 : i64 step, float32 x n    -> ACK    = 0x84
 //     LEAVE = 0x04                            -> ACK; the server removes the worker and closes
+//     JOIN  = 0x05 : i64 clock                -> ACK; the server adds the worker (not live: a
+//                                                worker process started again) at that clock
 //   any request may instead get
 //     ERROR = 0x85 : u8 code (ErrorCode), message (rest of body, UTF-8)
 // The secret never crosses the wire. Frames before WELCOME are at most kMaxAuthFrameBytes.
@@ -48,7 +52,7 @@ namespace ringmaster::trainer::ps::wire {
 static_assert(std::endian::native == std::endian::little,
               "the PS wire protocol sends floats as raw little-endian float32");
 
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr size_t kFrameHeaderBytes = 4;
 inline constexpr size_t kNonceBytes = rendezvous::auth::kNonceBytes;
 inline constexpr size_t kProofBytes = rendezvous::auth::kProofBytes;
@@ -61,6 +65,7 @@ enum class Type : uint8_t {
   kPull = 0x02,
   kPush = 0x03,
   kLeave = 0x04,
+  kJoin = 0x05,
   kChallenge = 0x81,
   kWelcome = 0x82,
   kValues = 0x83,
@@ -92,6 +97,8 @@ struct Hello {
 };
 struct Welcome {
   std::string proof;
+  bool live = false;
+  int64_t clock = 0;
   bool operator==(const Welcome&) const = default;
 };
 struct Pull {
@@ -113,13 +120,18 @@ struct Ack {
 struct Leave {
   bool operator==(const Leave&) const = default;
 };
+struct Join {
+  int64_t clock = 0;
+  bool operator==(const Join&) const = default;
+};
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
   bool operator==(const Error&) const = default;
 };
 
-using Message = std::variant<Challenge, Hello, Welcome, Pull, Push, Values, Ack, Leave, Error>;
+using Message =
+    std::variant<Challenge, Hello, Welcome, Pull, Push, Values, Ack, Leave, Join, Error>;
 
 // A whole frame (header included). Nonces and proofs must be kNonceBytes / kProofBytes long.
 std::string encode(const Message& message);

@@ -40,7 +40,7 @@ core::Status StalenessClock::join(WorkerId worker, std::optional<int64_t> clock)
   if (clocks_.contains(worker)) {
     return {core::Code::kAlreadyExists, workerName(worker) + ": already live"};
   }
-  const int64_t start = clock.value_or(minClock().value_or(last_min_));
+  const int64_t start = clock.value_or(joinClock());
   if (start < 0) {
     return core::invalidArgument(workerName(worker) + ": clock must be >= 0, got " +
                                  std::to_string(start));

@@ -47,6 +47,14 @@ struct Consistency {
 core::Result<Consistency> parseConsistency(std::string_view text);
 std::string toString(const Consistency& consistency);
 
+// A worker's standing on one server: live at its clock, or not live (gone, or a process started
+// again after it died) and the clock the server would join it at.
+struct WorkerStanding {
+  bool live = false;
+  int64_t clock = 0;
+  bool operator==(const WorkerStanding&) const = default;
+};
+
 class StalenessClock {
  public:
   // A negative bound is read as 0.
@@ -66,6 +74,8 @@ class StalenessClock {
   std::optional<int64_t> clockOf(WorkerId worker) const;
   // The slowest live worker's clock; nullopt when none is live.
   std::optional<int64_t> minClock() const;
+  // Where join() puts a worker by default: the slowest live clock, or the last there was.
+  int64_t joinClock() const { return minClock().value_or(last_min_); }
   size_t liveWorkers() const { return clocks_.size(); }
 
   // Whether a live worker may start step `step` now (always, with no live worker).

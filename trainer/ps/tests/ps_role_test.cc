@@ -1,9 +1,12 @@
 // Which role a rank plays in parameter-server mode, the store key and address format servers
-// publish, and the host they advertise.
+// publish, the host they advertise, and the step a worker starts or rejoins at.
 
 #include "trainer/ps/ps_role.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 namespace ringmaster::trainer::ps {
 namespace {
@@ -68,6 +71,43 @@ TEST(PlaceRank, UsageErrorsNameTheServers) {
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), core::Code::kUsage);
     EXPECT_NE(p.status().message().find(c.needle), std::string::npos) << p.status().message();
+  }
+}
+
+struct StartCase {
+  std::string name;
+  std::vector<WorkerStanding> standings;  // by server
+  core::Code code;                        // kOk: `plan`
+  StartPlan plan;
+};
+
+TEST(PlanStart, FirstStartRejoinAndWhatCannotBeJoined) {
+  const std::vector<StartCase> cases = {
+      {"first_start_live_everywhere_at_0", {{true, 0}, {true, 0}}, core::Code::kOk, {0, {}}},
+      {"one_server", {{true, 0}}, core::Code::kOk, {0, {}}},
+      // Started again: gone from every server, which would join it at the slowest live clock;
+      // one server is a step further (a live worker was between its pushes).
+      {"rejoin_at_the_furthest", {{false, 41}, {false, 42}}, core::Code::kOk, {42, {0, 1}}},
+      {"rejoin_where_all_agree",
+       {{false, 7}, {false, 7}, {false, 7}},
+       core::Code::kOk,
+       {7, {0, 1, 2}}},
+      // A server that still has it live at the furthest step needs no JOIN.
+      {"live_on_one_at_the_furthest", {{true, 9}, {false, 8}}, core::Code::kOk, {9, {1}}},
+      {"live_behind_another_server", {{true, 3}, {false, 9}}, core::Code::kUnavailable, {}},
+      {"live_at_two_clocks", {{true, 3}, {true, 4}}, core::Code::kUnavailable, {}},
+  };
+  for (const StartCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    core::Result<StartPlan> plan = planStart(c.standings, 1);
+    ASSERT_EQ(plan.status().code(), c.code) << plan.status().toString();
+    if (plan.ok()) {
+      EXPECT_EQ(plan->step, c.plan.step);
+      EXPECT_EQ(plan->join, c.plan.join);
+    } else {
+      EXPECT_NE(plan.status().message().find("worker 1"), std::string::npos)
+          << plan.status().toString();
+    }
   }
 }
 

@@ -48,13 +48,15 @@ INSTANTIATE_TEST_SUITE_P(
         RoundTripCase{"challenge", Challenge{kNonceA}, 1 + 32},
         RoundTripCase{"hello", Hello{kVersion, 7, kNonceA, kProof}, 1 + 4 + 4 + 32 + 32},
         RoundTripCase{"hello_negative_worker", Hello{kVersion, -1, kNonceB, kProof}, 73},
-        RoundTripCase{"welcome", Welcome{kProof}, 1 + 32}, RoundTripCase{"pull", Pull{42}, 1 + 8},
+        RoundTripCase{"welcome", Welcome{kProof, true, 0}, 1 + 32 + 1 + 8},
+        RoundTripCase{"welcome_rejoin_at", Welcome{kProof, false, 1234}, 42},
+        RoundTripCase{"pull", Pull{42}, 1 + 8},
         RoundTripCase{"pull_max_step", Pull{std::numeric_limits<int64_t>::max()}, 9},
         RoundTripCase{"push", Push{3, {1.5f, -2.0f, 0.0f}}, 1 + 8 + 12},
         RoundTripCase{"push_empty", Push{0, {}}, 9},
         RoundTripCase{"values", Values{{0.25f, std::numeric_limits<float>::infinity()}}, 1 + 8},
         RoundTripCase{"values_empty", Values{}, 1}, RoundTripCase{"ack", Ack{}, 1},
-        RoundTripCase{"leave", Leave{}, 1},
+        RoundTripCase{"leave", Leave{}, 1}, RoundTripCase{"join", Join{77}, 1 + 8},
         RoundTripCase{"error", Error{ErrorCode::kNotFound, "worker 3 is not live"}, 1 + 1 + 20},
         RoundTripCase{"error_unauthenticated", Error{ErrorCode::kUnauthenticated, ""}, 2}),
     [](const auto& info) { return info.param.name; });
@@ -142,6 +144,14 @@ INSTANTIATE_TEST_SUITE_P(
                     chop(bodyOf(encode(Hello{kVersion, 1, kNonceA, kProof})), 1)},
         BadBodyCase{"hello_trailing", bodyOf(encode(Hello{kVersion, 1, kNonceA, kProof})) + "x"},
         BadBodyCase{"welcome_short", chop(bodyOf(encode(Welcome{kProof})), 1)},
+        BadBodyCase{"welcome_live_not_a_bool",
+                    [] {
+                      std::string body = bodyOf(encode(Welcome{kProof, true, 5}));
+                      body[1 + 32] = 2;
+                      return body;
+                    }()},
+        BadBodyCase{"join_truncated", chop(bodyOf(encode(Join{1})), 1)},
+        BadBodyCase{"join_trailing", bodyOf(encode(Join{1})) + "x"},
         BadBodyCase{"pull_truncated", chop(bodyOf(encode(Pull{1})), 1)},
         BadBodyCase{"pull_trailing", bodyOf(encode(Pull{1})) + "x"},
         BadBodyCase{"push_no_step", "\x03\x01\x00"},
