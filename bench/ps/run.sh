@@ -6,15 +6,17 @@
 # --ps-consistency sync, 1, 4, 16 and async, then 2 allreduce ranks (--backend tcp) training the
 # same global batch; every run trains --epochs E (default 3) from the same seed and reports worker
 # 0's (or rank 0's) test accuracy and samples/s, from its `done:` line.
-#   bench/ps/run.sh [--epochs E]
+#   bench/ps/run.sh [--epochs E] [--seed S]   (S: the trainer's seed, default its own)
 # Needs build/bin/ringmaster-trainer (scripts/run-main builds it) and dataset-fashion-mnist.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 epochs=3
+seed=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --epochs) epochs=$2; shift 2 ;;
-    *) echo "usage: $0 [--epochs E]" >&2; exit 2 ;;
+    --seed) seed=(--seed "$2"); shift 2 ;;
+    *) echo "usage: $0 [--epochs E] [--seed S]" >&2; exit 2 ;;
   esac
 done
 trainer=${RM_BUILD_DIR:-$root/build}/bin/ringmaster-trainer
@@ -36,7 +38,7 @@ run() {
   for ((r = 0; r < world; r++)); do
     RANK=$r WORLD_SIZE=$world LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       RINGMASTER_JOB="bench-ps" "$trainer" --config "$config" --metrics-port -1 --epochs "$epochs" \
-      --blas-threads 1 "$@" \
+      --blas-threads 1 "${seed[@]}" "$@" \
       >"$tmp/$name.$r.log" 2>&1 &
     pids+=($!)
   done
