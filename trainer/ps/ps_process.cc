@@ -255,6 +255,7 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   }
 
   const Clock::time_point start = Clock::now();
+  WorkerStepTiming moved;  // summed over this run's steps
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
   std::optional<double> final_train_loss;
@@ -286,6 +287,11 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     ++epoch_steps;
     final_train_loss = epoch_loss / static_cast<double>(epoch_steps);
     const int64_t done = step + 1;
+    const WorkerStepTiming& last = worker->lastStep();
+    moved.pull_seconds += last.pull_seconds;
+    moved.push_seconds += last.push_seconds;
+    moved.bytes_pulled += last.bytes_pulled;
+    moved.bytes_pushed += last.bytes_pushed;
     if (trainer_metrics) {
       worker_metrics->observe(worker->lastStep());
       trainer_metrics->steps->Increment();
@@ -302,6 +308,13 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
                          << *final_train_loss;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (const int64_t steps = total - first_step; steps > 0) {
+    RM_LOG(INFO, COMM) << who << ": " << steps << " steps in " << seconds << " s: pulled "
+                       << moved.bytes_pulled << " bytes ("
+                       << 1e3 * moved.pull_seconds / static_cast<double>(steps)
+                       << " ms a step), pushed " << moved.bytes_pushed << " bytes ("
+                       << 1e3 * moved.push_seconds / static_cast<double>(steps) << " ms a step)";
+  }
 
   TrainSummary summary;
   summary.epochs = total / per_epoch;
