@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -199,6 +200,43 @@ TEST(PsTrainer, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
   EXPECT_NE(worker0.find("done: 10 epochs, 4690 steps, test accuracy "), std::string::npos)
       << worker0;
   EXPECT_GT(figureAfter(worker0, "test accuracy "), 75) << worker0;
+}
+
+// Async with worker 1 at half speed (stopped and continued every 20 ms): the run is the servers'
+// steps x workers pushes, whoever pushes them, so worker 0 takes more of them than the straggler
+// and both stop once the servers have them all.
+TEST(PsTrainer, UnderAsyncAFastWorkerTakesTheStepsAStragglerDoesNotGetTo) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const std::vector<std::string> argv = job({"--ps-servers", "1", "--ps-consistency", "async"});
+  const int port = freePort();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, 3, port)));
+    ranks.back()->start();
+  }
+  std::atomic<bool> straggling{true};
+  std::thread straggler([&] {
+    while (straggling && ranks[1]->running()) {
+      ranks[1]->signal(SIGSTOP);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ranks[1]->signal(SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  std::vector<ProcessResult> results;
+  for (auto& p : ranks) results.push_back(p->wait(std::chrono::seconds(240)));
+  straggling = false;
+  straggler.join();
+  expectAllExitZero(results);
+  const double fast = figureAfter(results[0].stderr_text, "ps worker 0: ");
+  const double slow = figureAfter(results[1].stderr_text, "ps worker 1: ");
+  // One epoch is 469 steps a worker: 938 pushes, give or take the one in flight when they ended.
+  EXPECT_GE(fast + slow, 938) << results[0].stderr_text << results[1].stderr_text;
+  EXPECT_LE(fast + slow, 939) << results[0].stderr_text << results[1].stderr_text;
+  std::printf("async, worker 1 at half speed: worker 0 trained %.0f steps, worker 1 %.0f\n", fast,
+              slow);
+  EXPECT_GT(fast, slow) << "worker 0 " << fast << " steps, the straggler " << slow;
+  EXPECT_GT(figureAfter(results[0].stderr_text, "test accuracy "), 70) << results[0].stderr_text;
 }
 
 // Throughput of the same job both ways, on this machine: printed for the record.

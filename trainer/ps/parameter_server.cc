@@ -49,6 +49,7 @@ core::Result<std::unique_ptr<ParameterServer>> ParameterServer::create(
   std::unique_ptr<ParameterServer> ps(
       new ParameterServer(server, std::move(pieces), elements, std::move(options)));
   if (elements > 0) ps->optimizer_ = std::move(optimizer);
+  ps->workers_ = std::max(workers, 1);
   ps->step_config_ = first;
   ps->values_.assign(initial.begin(), initial.end());
   ps->scratch_.resize(elements);
@@ -191,9 +192,11 @@ core::Status ParameterServer::useOptimizer(const optim::OptimizerConfig& config)
 }
 
 void ParameterServer::apply(int64_t step) {
+  const auto progress = static_cast<int64_t>(counters_.updates) / workers_;
   ++counters_.updates;
   if (!optimizer_) return;
-  if (options_.learning_rate_at) optimizer_->setLearningRate(options_.learning_rate_at(step));
+  if (options_.learning_rate_at)
+    optimizer_->setLearningRate(options_.learning_rate_at(isSync() ? step : progress));
   optimizer_->step(values_, scratch_);
 }
 
@@ -241,6 +244,11 @@ core::Status ParameterServer::load(std::span<const float> values) {
 std::vector<float> ParameterServer::values() const {
   std::lock_guard lock(mu_);
   return values_;
+}
+
+uint64_t ParameterServer::pushes() const {
+  std::lock_guard lock(mu_);
+  return counters_.pushes;
 }
 
 ServerCounters ParameterServer::counters() const {

@@ -73,6 +73,8 @@ struct ServerOptions {
   Consistency consistency = Consistency::sync();
   optim::OptimizerConfig optimizer;
   // The learning rate of the update of step `step` (a schedule); empty: the optimizer's own.
+  // Sync: the step's; async and bounded staleness: the run's progress, updates / the workers it
+  // started with, so that a worker running ahead of the others does not run the schedule ahead.
   std::function<double(int64_t step)> learning_rate_at;
   // How long a pull (or a push) may wait for the consistency model to let it through.
   std::chrono::milliseconds wait_timeout = std::chrono::seconds(60);
@@ -125,6 +127,9 @@ class ParameterServer {
   core::Status load(std::span<const float> values);
   std::vector<float> values() const;
   ServerCounters counters() const;
+  // Pushes answered so far (counters().pushes, without the copy): a loose-consistency run ends
+  // once its servers took steps x workers of them.
+  uint64_t pushes() const;
   // Workers live now (joined and neither left nor removed).
   size_t liveWorkers() const;
   // Fails waiting calls and every later pull, push and membership change with kCancelled.
@@ -144,6 +149,7 @@ class ParameterServer {
   void apply(int64_t step);
 
   const int id_;
+  int workers_ = 1;  // at create(), at least 1: the loose modes' schedule counts updates / it
   const std::vector<Piece> pieces_;
   const size_t elements_;
   const ServerOptions options_;

@@ -129,7 +129,9 @@ core::Status serveParameters(const PsRun& run) {
   const double total_steps =
       static_cast<double>(run.settings.epochs) * static_cast<double>(mp.batches_per_epoch);
   options.learning_rate_at = [optimizer = run.settings.optimizer, total_steps](int64_t step) {
-    return learningRateAt(optimizer, step, total_steps);
+    // A loose run's last few pushes may count past the end: the schedule stays at its end.
+    return learningRateAt(optimizer, std::min<int64_t>(step, static_cast<int64_t>(total_steps)),
+                          total_steps);
   };
   options.wait_timeout = std::chrono::seconds(run.settings.comm_timeout_seconds);
   std::unique_ptr<PsServerMetrics> server_metrics;
@@ -259,8 +261,17 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
   std::optional<double> final_train_loss;
-  const int64_t first_step = std::min(start_plan.step, total);
-  for (int64_t step = first_step; step < total; ++step) {
+  // Sync: every worker trains `total` steps, in lockstep. Async and bounded staleness: the run is
+  // the servers' total x workers pushes, whoever pushes them (TensorFlow's global step), so that a
+  // fast worker takes the steps a straggler does not get to; a worker stops once its servers have
+  // taken them all.
+  const bool sync = place.consistency.max_staleness && *place.consistency.max_staleness == 0;
+  const auto push_budget = static_cast<uint64_t>(total) * static_cast<uint64_t>(place.workers);
+  const int64_t last_step = sync ? total : total * place.workers;
+  const int64_t first_step = std::min(start_plan.step, last_step);
+  int64_t next = first_step;  // this worker's clock: the step it trains next
+  while (next < last_step) {
+    const int64_t step = next;
     if (stopped(run)) {
       leaveAll();
       return core::cancelled(who + ": stopped (" + stopReason(run) + ") before step " +
@@ -286,7 +297,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     epoch_loss += *loss;
     ++epoch_steps;
     final_train_loss = epoch_loss / static_cast<double>(epoch_steps);
-    const int64_t done = step + 1;
+    const int64_t done = ++next;
+    const bool budget_taken = !sync && worker->lastStep().server_pushes >= push_budget;
+    const bool run_ends = done == last_step || budget_taken;
     const WorkerStepTiming& last = worker->lastStep();
     moved.pull_seconds += last.pull_seconds;
     moved.push_seconds += last.push_seconds;
@@ -299,16 +312,17 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
       trainer_metrics->step_seconds->Observe(
           std::chrono::duration<double>(Clock::now() - step_start).count());
       trainer_metrics->epoch->Set(static_cast<double>(epoch + 1));
-      if (done % per_epoch == 0 || done == total) trainer_metrics->loss->Set(*final_train_loss);
+      if (done % per_epoch == 0 || run_ends) trainer_metrics->loss->Set(*final_train_loss);
     }
     if (id == 0 && run.settings.log_every_steps > 0 && done % run.settings.log_every_steps == 0)
       RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << " step " << done << " loss " << *loss;
-    if (id == 0 && run.settings.log_every_steps == 0 && (done % per_epoch == 0 || done == total))
+    if (id == 0 && run.settings.log_every_steps == 0 && (done % per_epoch == 0 || run_ends))
       RM_LOG(INFO, STEP) << "epoch " << epoch + 1 << ": " << epoch_steps << " steps, mean loss "
                          << *final_train_loss;
+    if (budget_taken) break;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (const int64_t steps = total - first_step; steps > 0) {
+  if (const int64_t steps = next - first_step; steps > 0) {
     RM_LOG(INFO, COMM) << who << ": " << steps << " steps in " << seconds << " s: pulled "
                        << moved.bytes_pulled << " bytes ("
                        << 1e3 * moved.pull_seconds / static_cast<double>(steps)
@@ -326,12 +340,13 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   summary.model_signature = mp.model->signature();
   summary.train_seconds = seconds;
   summary.final_train_loss = final_train_loss;
-  if (total > first_step && seconds > 0)
+  if (next > first_step && seconds > 0)
     summary.samples_per_second =
-        static_cast<double>(total - first_step) * mp.batch * place.workers / seconds;
+        static_cast<double>(next - first_step) * mp.batch * place.workers / seconds;
   if (id == 0) {
-    // The final parameters: step `total`'s view, which in sync waits for every worker's last push.
-    if (core::Status pulled = worker->pull(total); !pulled.ok()) {
+    // The final parameters: the view of this worker's next step, which in sync waits for every
+    // worker's last push.
+    if (core::Status pulled = worker->pull(next); !pulled.ok()) {
       leaveAll();
       return pulled.withContext(who + ": pull the final parameters");
     }

@@ -155,7 +155,10 @@ core::Status PsTcpConnection::push(WorkerId worker, int64_t step,
                       roundTrip(wire::encodePush(step, gradients), kMaxSmallReplyBytes));
   core::Result<wire::Message> message = wire::parse(reply);
   if (message.ok()) {
-    if (std::holds_alternative<wire::Ack>(*message)) return core::Status::Ok();
+    if (const auto* pushed = std::get_if<wire::Pushed>(&*message)) {
+      server_pushes_ = pushed->pushes;
+      return core::Status::Ok();
+    }
     if (const auto* error = std::get_if<wire::Error>(&*message)) return wire::fromWire(*error);
   }
   return broken(

@@ -44,6 +44,7 @@ class PsTcpConnection final : public ServerConnection {
   // `worker` must be the one the connection was made for (kInvalidArgument otherwise).
   core::Status pull(WorkerId worker, int64_t step, std::span<float> values) override;
   core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients) override;
+  uint64_t serverPushes() const override { return server_pushes_; }
   // Tells the server this worker is done (it removes the worker) and closes the connection.
   core::Status leave();
   // The worker's standing on the server when it connected (WELCOME): live at its clock, or not
@@ -71,7 +72,8 @@ class PsTcpConnection final : public ServerConnection {
   const WorkerId worker_;
   const PsTcpConnectionOptions options_;
   std::string closed_reason_;
-  WorkerStanding standing_;  // from WELCOME, then JOIN
+  WorkerStanding standing_;     // from WELCOME, then JOIN
+  uint64_t server_pushes_ = 0;  // from the last PUSHED
 };
 
 }  // namespace ringmaster::trainer::ps

@@ -260,7 +260,8 @@ void PsTcpServer::serve(Connection& c) {
         reply = st.ok() ? wire::encodeValues(values) : wire::encode(errorOf(st));
       } else if (const auto* push = std::get_if<wire::Push>(&*request)) {
         const core::Status st = server_.push(w, push->step, push->gradients);
-        reply = wire::encode(st.ok() ? wire::Message(wire::Ack{}) : wire::Message(errorOf(st)));
+        reply = wire::encode(st.ok() ? wire::Message(wire::Pushed{server_.pushes()})
+                                     : wire::Message(errorOf(st)));
       } else if (const auto* join = std::get_if<wire::Join>(&*request)) {
         const core::Result<int64_t> joined = server_.addWorker(w, join->clock);
         if (joined.ok())

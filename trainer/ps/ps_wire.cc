@@ -115,6 +115,9 @@ std::string encode(const Message& message) {
           [](const Ack&) { return Writer(Type::kAck).take(); },
           [](const Leave&) { return Writer(Type::kLeave).take(); },
           [](const Join& m) { return Writer(Type::kJoin).i64(m.clock).take(); },
+          [](const Pushed& m) {
+            return Writer(Type::kPushed).i64(static_cast<int64_t>(m.pushes)).take();
+          },
           [](const Error& m) {
             return Writer(Type::kError).u8(static_cast<uint8_t>(m.code)).raw(m.message).take();
           },
@@ -171,6 +174,11 @@ core::Result<Message> parse(std::string_view body) {
     case Type::kLeave:
       if (!r.done()) return bad("LEAVE");
       return Message(Leave{});
+    case Type::kPushed: {
+      int64_t pushes = 0;
+      if (!r.i64(&pushes) || pushes < 0 || !r.done()) return bad("PUSHED");
+      return Message(Pushed{static_cast<uint64_t>(pushes)});
+    }
     case Type::kJoin: {
       Join m;
       if (!r.i64(&m.clock) || !r.done()) return bad("JOIN");

@@ -20,8 +20,9 @@
 //        the server closes.
 //   then, one request and its reply at a time:
 //     PULL  = 0x02 : i64 step                 -> VALUES = 0x83 : float32 x n (rest of body)
-//     PUSH  = 0x03 : i64 step, float32 x n    -> ACK    = 0x84
-//     LEAVE = 0x04                            -> ACK; the server removes the worker and closes
+//     PUSH  = 0x03 : i64 step, float32 x n    -> PUSHED = 0x86 : u64 pushes the server took so far
+//     LEAVE = 0x04                            -> ACK    = 0x84; the server removes the worker and
+//                                                closes
 //     JOIN  = 0x05 : i64 clock                -> ACK; the server adds the worker (not live: a
 //                                                worker process started again) at that clock
 //   any request may instead get
@@ -52,7 +53,7 @@ namespace ringmaster::trainer::ps::wire {
 static_assert(std::endian::native == std::endian::little,
               "the PS wire protocol sends floats as raw little-endian float32");
 
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 inline constexpr size_t kFrameHeaderBytes = 4;
 inline constexpr size_t kNonceBytes = rendezvous::auth::kNonceBytes;
 inline constexpr size_t kProofBytes = rendezvous::auth::kProofBytes;
@@ -71,6 +72,7 @@ enum class Type : uint8_t {
   kValues = 0x83,
   kAck = 0x84,
   kError = 0x85,
+  kPushed = 0x86,
 };
 
 // core::Code's values where one exists, plus the refusal of a peer that did not authenticate.
@@ -117,6 +119,10 @@ struct Values {
 struct Ack {
   bool operator==(const Ack&) const = default;
 };
+struct Pushed {
+  uint64_t pushes = 0;
+  bool operator==(const Pushed&) const = default;
+};
 struct Leave {
   bool operator==(const Leave&) const = default;
 };
@@ -131,7 +137,7 @@ struct Error {
 };
 
 using Message =
-    std::variant<Challenge, Hello, Welcome, Pull, Push, Values, Ack, Leave, Join, Error>;
+    std::variant<Challenge, Hello, Welcome, Pull, Push, Values, Ack, Leave, Join, Error, Pushed>;
 
 // A whole frame (header included). Nonces and proofs must be kNonceBytes / kProofBytes long.
 std::string encode(const Message& message);

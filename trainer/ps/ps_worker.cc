@@ -193,6 +193,8 @@ core::Result<float> PsWorker::computeAndPush(int64_t step, const float* images,
     RM_RETURN_IF_ERROR_CTX(servers_[s]->push(id_, step, buffers_[s]),
                            where(step, static_cast<int>(s)));
     last_.bytes_pushed += buffers_[s].size() * sizeof(float);
+    const uint64_t pushes = servers_[s]->serverPushes();
+    last_.server_pushes = s == 0 ? pushes : std::min(last_.server_pushes, pushes);
   }
   last_.push_seconds = secondsSince(computed);
   return loss;

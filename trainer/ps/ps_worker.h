@@ -64,6 +64,8 @@ class ServerConnection {
   virtual ~ServerConnection() = default;
   virtual core::Status pull(WorkerId worker, int64_t step, std::span<float> values) = 0;
   virtual core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients) = 0;
+  // The pushes the server had taken (from every worker) when it answered this worker's last push.
+  virtual uint64_t serverPushes() const = 0;
 };
 
 // Calls a ParameterServer of the same process (borrowed; it must outlive the connection).
@@ -74,11 +76,15 @@ class InProcConnection final : public ServerConnection {
     return server_.pull(worker, step, values);
   }
   core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients) override {
-    return server_.push(worker, step, gradients);
+    RM_RETURN_IF_ERROR(server_.push(worker, step, gradients));
+    server_pushes_ = server_.pushes();
+    return core::Status::Ok();
   }
+  uint64_t serverPushes() const override { return server_pushes_; }
 
  private:
   ParameterServer& server_;
+  uint64_t server_pushes_ = 0;
 };
 
 // The batches of data-parallel rank `shard` of `shards`: step k trains batch k mod
@@ -110,6 +116,7 @@ struct WorkerStepTiming {
   double compute_seconds = 0;  // forward and backward
   double push_seconds = 0;     // every server's gradients out
   size_t bytes_pulled = 0, bytes_pushed = 0;
+  uint64_t server_pushes = 0;  // the fewest pushes any server had taken, after this step's
 };
 
 class PsWorker {

@@ -57,6 +57,7 @@ INSTANTIATE_TEST_SUITE_P(
         RoundTripCase{"values", Values{{0.25f, std::numeric_limits<float>::infinity()}}, 1 + 8},
         RoundTripCase{"values_empty", Values{}, 1}, RoundTripCase{"ack", Ack{}, 1},
         RoundTripCase{"leave", Leave{}, 1}, RoundTripCase{"join", Join{77}, 1 + 8},
+        RoundTripCase{"pushed", Pushed{938}, 1 + 8},
         RoundTripCase{"error", Error{ErrorCode::kNotFound, "worker 3 is not live"}, 1 + 1 + 20},
         RoundTripCase{"error_unauthenticated", Error{ErrorCode::kUnauthenticated, ""}, 2}),
     [](const auto& info) { return info.param.name; });
@@ -151,6 +152,8 @@ INSTANTIATE_TEST_SUITE_P(
                       return body;
                     }()},
         BadBodyCase{"join_truncated", chop(bodyOf(encode(Join{1})), 1)},
+        BadBodyCase{"pushed_truncated", chop(bodyOf(encode(Pushed{1})), 1)},
+        BadBodyCase{"pushed_negative", std::string("\x86\xff\xff\xff\xff\xff\xff\xff\xff", 9)},
         BadBodyCase{"join_trailing", bodyOf(encode(Join{1})) + "x"},
         BadBodyCase{"pull_truncated", chop(bodyOf(encode(Pull{1})), 1)},
         BadBodyCase{"pull_trailing", bodyOf(encode(Pull{1})) + "x"},
