@@ -1,8 +1,10 @@
 // ringmaster-trainer's parameter-server mode as plain processes: ranks 0 and 1 train (rank 0
 // hosts the rendezvous store), rank 2 serves the parameters, over TCP. Checks that every
 // process exits 0 and that worker 0's final test accuracy shows learning, and that a worker
-// killed and started again rejoins while the others go on; prints sync parameter-server
-// throughput beside allreduce's for the same job (not asserted).
+// killed and started again rejoins while the others go on, and that under async a fast worker
+// takes the steps a straggler does not (the PsFaults cases, which train longer: ctest runs them as
+// ps_fault_test, with the training tests); prints sync parameter-server throughput beside
+// allreduce's for the same job (not asserted).
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -159,7 +161,7 @@ TEST(PsTrainer, SigtermStopsServerAndWorkers) {
 // A worker killed mid-run (SIGKILL: no LEAVE) and started again: the server drops it at once,
 // so worker 0 goes on alone under sync instead of waiting; the new process finds itself gone
 // from the server and rejoins at worker 0's step. Nothing else restarts, and worker 0 finishes.
-TEST(PsTrainer, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
+TEST(PsFaults, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
   if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   // 10 epochs (4,690 steps): worker 0 is far from done when worker 1 comes back.
   const std::vector<std::string> argv =
@@ -205,7 +207,7 @@ TEST(PsTrainer, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
 // Async with worker 1 at half speed (stopped and continued every 20 ms): the run is the servers'
 // steps x workers pushes, whoever pushes them, so worker 0 takes more of them than the straggler
 // and both stop once the servers have them all.
-TEST(PsTrainer, UnderAsyncAFastWorkerTakesTheStepsAStragglerDoesNotGetTo) {
+TEST(PsFaults, UnderAsyncAFastWorkerTakesTheStepsAStragglerDoesNotGetTo) {
   if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const std::vector<std::string> argv = job({"--ps-servers", "1", "--ps-consistency", "async"});
   const int port = freePort();

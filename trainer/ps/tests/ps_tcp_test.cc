@@ -1,7 +1,8 @@
 // The TCP transport of the parameter servers on a hand-made four-float server (plain SGD at
 // learning rate 1, so expected values are exact): the handshake (right secret served, wrong
 // secret and anything before HELLO refused as unauthenticated), requests and the server's errors
-// through the connection, a dropped or departed worker no longer holding sync back, stop() while
+// through the connection, a dropped or departed worker no longer holding sync back, a dropped
+// worker rejoining, stop() while
 // a pull waits, and the client's unreachable and silent-server failures. Deadlines are generous
 // and nothing asserts how fast anything ran.
 
@@ -216,6 +217,42 @@ TEST(PsTcpMembership, ADroppedWorkerDoesNotHoldSyncBack) {
   EXPECT_EQ(next.get(), kAfterGrad0);
   Floats out(4);
   EXPECT_EQ(w1->pull(1, 1, out).code(), core::Code::kUnavailable);
+}
+
+// A worker that dropped connects again: WELCOME says it is gone and where the others are; until
+// it JOINs its pulls are refused, after it it trains with them again, and every push's reply
+// says how many pushes the server took.
+TEST(PsTcpMembership, ADroppedWorkerRejoinsAtTheOthersStep) {
+  Served s = serve();
+  ASSERT_TRUE(s.tcp);
+  auto w0 = connectAs(s, 0);
+  auto w1 = connectAs(s, 1);
+  ASSERT_TRUE(w0 && w1);
+  EXPECT_EQ(w1->standing(), (WorkerStanding{true, 0}));
+  w1->drop();
+  // Worker 0 alone: steps 0 and 1 go on without worker 1 (its first pull of step 1 waits until
+  // the server has read the closed socket and dropped worker 1).
+  for (int64_t step = 0; step < 2; ++step) {
+    pulled(*w0, step);
+    pushed(*w0, step, kGrad0);
+  }
+  EXPECT_EQ(w0->serverPushes(), 2u);
+  ASSERT_EQ(s.server->liveWorkers(), 1u);
+  auto again = connectAs(s, 1);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->standing(), (WorkerStanding{false, 2}));
+  Floats out(4);
+  EXPECT_EQ(again->pull(1, 2, out).code(), core::Code::kNotFound);
+  ASSERT_TRUE(again->join(2).ok());
+  EXPECT_EQ(again->standing(), (WorkerStanding{true, 2}));
+  EXPECT_EQ(again->join(2).code(), core::Code::kAlreadyExists);
+  // Step 2 with both: sync waits for the rejoined worker's push again.
+  pulled(*w0, 2);
+  pulled(*again, 2);
+  pushed(*w0, 2, kGrad0);
+  pushed(*again, 2, kGrad1);
+  EXPECT_EQ(again->serverPushes(), 4u);
+  EXPECT_EQ(s.server->counters().updates, 3u);
 }
 
 TEST(PsTcpMembership, ALeavingWorkerIsRemoved) {
