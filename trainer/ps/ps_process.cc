@@ -258,6 +258,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
 
   const Clock::time_point start = Clock::now();
   WorkerStepTiming moved;  // summed over this run's steps
+  // The servers' push count after this worker's first and last push: every worker's steps in
+  // between, for the job's samples/s whatever share of them this worker trained.
+  uint64_t first_pushes = 0, last_pushes = 0;
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
   std::optional<double> final_train_loss;
@@ -305,6 +308,8 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     moved.push_seconds += last.push_seconds;
     moved.bytes_pulled += last.bytes_pulled;
     moved.bytes_pushed += last.bytes_pushed;
+    if (done == first_step + 1) first_pushes = last.server_pushes;
+    last_pushes = last.server_pushes;
     if (trainer_metrics) {
       worker_metrics->observe(worker->lastStep());
       trainer_metrics->steps->Increment();
@@ -340,9 +345,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   summary.model_signature = mp.model->signature();
   summary.train_seconds = seconds;
   summary.final_train_loss = final_train_loss;
-  if (next > first_step && seconds > 0)
+  if (last_pushes > first_pushes && seconds > 0)
     summary.samples_per_second =
-        static_cast<double>(next - first_step) * mp.batch * place.workers / seconds;
+        static_cast<double>(last_pushes - first_pushes + 1) * mp.batch / seconds;
   if (id == 0) {
     // The final parameters: the view of this worker's next step, which in sync waits for every
     // worker's last push.
