@@ -233,6 +233,19 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     RM_LOG(INFO, COMM) << who << ": rejoined " << start_plan.join.size()
                        << " parameter server(s) at step " << start_plan.step + 1
                        << ": this worker's process started again, the others went on without it";
+  // Every worker reaches its servers before any trains: under async and bounded staleness a
+  // worker may otherwise push the whole run before a slow starter is up, and worker 0 would leave
+  // with the store the others still read. A worker started again finds every key already there.
+  RM_RETURN_IF_ERROR_CTX(
+      store.client->set(workerReadyKey(run.world.attemptPrefix(), id), rendezvous::toBytes("1")),
+      who + ": say it is ready");
+  for (int w = 0; w < place.workers; ++w) {
+    const std::string key = workerReadyKey(run.world.attemptPrefix(), w);
+    auto ready = store.client->get(key, run.rendezvous_timeout);
+    if (!ready.ok())
+      return ready.status().withContext(who + ": wait for worker " + std::to_string(w) + " (" +
+                                        key + ")");
+  }
   RM_ASSIGN_OR_RETURN(std::unique_ptr<PsWorker> worker,
                       PsWorker::create(id, mp.model.get(), mp.plan, mp.layout, std::move(links)));
   ShardBatches batches(*run.train, id, place.workers, mp.batch, run.settings.seed);

@@ -68,6 +68,10 @@ std::string serverAddressKey(const std::string& attempt_prefix, int server) {
   return attempt_prefix + "/ps/server/" + std::to_string(server);
 }
 
+std::string workerReadyKey(const std::string& attempt_prefix, int worker) {
+  return attempt_prefix + "/ps/worker/" + std::to_string(worker) + "/ready";
+}
+
 std::string toString(const HostPort& address) {
   return address.host + ":" + std::to_string(address.port);
 }

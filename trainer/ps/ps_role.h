@@ -54,6 +54,8 @@ core::Result<StartPlan> planStart(const std::vector<WorkerStanding>& standings, 
 
 // "<attempt_prefix>/ps/server/<server>".
 std::string serverAddressKey(const std::string& attempt_prefix, int server);
+// "<attempt_prefix>/ps/worker/<worker>/ready": set once the worker reached every server.
+std::string workerReadyKey(const std::string& attempt_prefix, int worker);
 
 struct HostPort {
   std::string host;

@@ -113,6 +113,7 @@ TEST(PlanStart, FirstStartRejoinAndWhatCannotBeJoined) {
 
 TEST(ServerAddress, KeyAndRoundTrip) {
   EXPECT_EQ(serverAddressKey("job/attempt-0", 3), "job/attempt-0/ps/server/3");
+  EXPECT_EQ(workerReadyKey("job/attempt-0", 1), "job/attempt-0/ps/worker/1/ready");
   const HostPort a{"10.1.2.3", 40123};
   EXPECT_EQ(toString(a), "10.1.2.3:40123");
   auto back = parseHostPort(toString(a), "k");
