@@ -84,8 +84,7 @@ class ParameterServer:
 
 def train(rank, world, ps_rref, steps_per_epoch):
     trainers = world - 1
-    widths = [784] + [int(h) for h in ARGS.hidden.split(",")] + [10]
-    model = fashion_mnist.mlp(widths)
+    model = fashion_mnist.mlp(fashion_mnist.widths(ARGS.hidden))
     loss_fn = nn.CrossEntropyLoss()
     x_train, y_train = fashion_mnist.load(ARGS.data, "train", "torch_ps")
     n = len(x_train) - len(x_train) % trainers
@@ -148,9 +147,9 @@ def main():
         x_train, _ = fashion_mnist.load(ARGS.data, "train", "torch_ps")
         n = len(x_train) - len(x_train) % trainers
         steps_per_epoch = len(range(0, n, trainers)) // ARGS.batch_size
-        widths = [784] + [int(h) for h in ARGS.hidden.split(",")] + [10]
         ps_rref = rpc.remote("ps", ParameterServer,
-                             args=(widths, trainers, ARGS.epochs * steps_per_epoch))
+                             args=(fashion_mnist.widths(ARGS.hidden), trainers,
+                                   ARGS.epochs * steps_per_epoch))
         futures = [rpc.rpc_async(f"trainer{r}", train, args=(r, world, ps_rref, steps_per_epoch))
                    for r in range(1, trainers)]
         model, mine = train(0, world, ps_rref, steps_per_epoch)

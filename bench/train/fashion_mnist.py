@@ -37,6 +37,11 @@ def load(data_dir, prefix, who="bench/train"):
     return torch.from_numpy(images), torch.from_numpy(labels)
 
 
+def widths(hidden):
+    """The MLP's layer widths for hidden widths given as "512,512": 784 in, 10 classes out."""
+    return [784] + [int(h) for h in hidden.split(",")] + [10]
+
+
 def mlp(widths):
     """Linear + ReLU per hidden width, then Linear to the classes (PyTorch's default init)."""
     layers = []

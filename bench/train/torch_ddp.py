@@ -41,7 +41,7 @@ def main():
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(args.seed)
 
-    widths = [784] + [int(h) for h in args.hidden.split(",")] + [10]
+    widths = fashion_mnist.widths(args.hidden)
     model = nn.parallel.DistributedDataParallel(fashion_mnist.mlp(widths))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = nn.CrossEntropyLoss()

@@ -98,7 +98,7 @@ def main():
 
     x_train, y_train = load(a.data, "train", dev)
     x_test, y_test = load(a.data, "t10k", dev)
-    widths = [784] + [int(h) for h in a.hidden.split(",")] + [10]
+    widths = fashion_mnist.widths(a.hidden)
     model = mlp(widths).to(dev)
     try:
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum,

@@ -56,17 +56,28 @@ std::map<std::string, std::string> rankEnv(int rank, int world, int port) {
           {"RINGMASTER_USE_AGENT_STORE", ""}, {"RINGMASTER_JOB", "ps-test"}};
 }
 
-// Starts `world` ranks of `argv` and waits for all of them.
-std::vector<ProcessResult> runWorld(const std::vector<std::string>& argv, int world) {
-  const int port = freePort();
+// Starts `world` ranks of `argv`, meeting at rank 0's store on `port`.
+std::vector<std::unique_ptr<Process>> startWorld(const std::vector<std::string>& argv, int world,
+                                                 int port) {
   std::vector<std::unique_ptr<Process>> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, world, port)));
     ranks.back()->start();
   }
+  return ranks;
+}
+
+// Waits for every rank, in rank order.
+std::vector<ProcessResult> waitAll(std::vector<std::unique_ptr<Process>>& ranks) {
   std::vector<ProcessResult> results;
   for (auto& p : ranks) results.push_back(p->wait(std::chrono::seconds(240)));
   return results;
+}
+
+// Starts `world` ranks of `argv` and waits for all of them.
+std::vector<ProcessResult> runWorld(const std::vector<std::string>& argv, int world) {
+  std::vector<std::unique_ptr<Process>> ranks = startWorld(argv, world, freePort());
+  return waitAll(ranks);
 }
 
 // The number after `label` in the last line that has it; -1 when none does.
@@ -138,12 +149,7 @@ TEST(PsTrainer, NoWorkerLeftIsAUsageErrorNamingTheFlag) {
 TEST(PsTrainer, SigtermStopsServerAndWorkers) {
   if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const std::vector<std::string> argv = job({"--ps-servers", "1"}, "50");
-  const int port = freePort();
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 3; ++r) {
-    ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, 3, port)));
-    ranks.back()->start();
-  }
+  std::vector<std::unique_ptr<Process>> ranks = startWorld(argv, 3, freePort());
   ASSERT_TRUE(waitForLine(*ranks[0], "step 50 loss")) << ranks[0]->stderrSoFar() << "\nserver:\n"
                                                       << ranks[2]->stderrSoFar();
   // Workers first, as a pod's deletion would reach them about together.
@@ -167,11 +173,7 @@ TEST(PsFaults, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
   const std::vector<std::string> argv =
       job({"--ps-servers", "1", "--ps-consistency", "sync"}, "10");
   const int port = freePort();
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 3; ++r) {
-    ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, 3, port)));
-    ranks.back()->start();
-  }
+  std::vector<std::unique_ptr<Process>> ranks = startWorld(argv, 3, port);
   ASSERT_TRUE(waitForLine(*ranks[0], "step 100 loss")) << ranks[0]->stderrSoFar() << "\nserver:\n"
                                                        << ranks[2]->stderrSoFar();
   ranks[1]->signal(SIGKILL);
@@ -210,12 +212,7 @@ TEST(PsFaults, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
 TEST(PsFaults, UnderAsyncAFastWorkerTakesTheStepsAStragglerDoesNotGetTo) {
   if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const std::vector<std::string> argv = job({"--ps-servers", "1", "--ps-consistency", "async"});
-  const int port = freePort();
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 3; ++r) {
-    ranks.push_back(std::make_unique<Process>(argv, rankEnv(r, 3, port)));
-    ranks.back()->start();
-  }
+  std::vector<std::unique_ptr<Process>> ranks = startWorld(argv, 3, freePort());
   std::atomic<bool> straggling{true};
   std::thread straggler([&] {
     while (straggling && ranks[1]->running()) {
@@ -225,8 +222,7 @@ TEST(PsFaults, UnderAsyncAFastWorkerTakesTheStepsAStragglerDoesNotGetTo) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
-  std::vector<ProcessResult> results;
-  for (auto& p : ranks) results.push_back(p->wait(std::chrono::seconds(240)));
+  std::vector<ProcessResult> results = waitAll(ranks);
   straggling = false;
   straggler.join();
   expectAllExitZero(results);

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "ringmaster/core/deadline.h"
 #include "trainer/ps/push_step.h"
 
 namespace ringmaster::trainer::ps {
@@ -14,10 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string workerName(WorkerId worker) { return "worker " + std::to_string(worker); }
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 }  // namespace
 
@@ -101,7 +98,7 @@ core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<floa
   RM_RETURN_IF_ERROR(waitForStep(lock, worker, step, "pull"));
   if (options_.observer)
     options_.observer->served(ServerObserver::Request::kPull, elements_ * sizeof(float),
-                              secondsSince(arrived));
+                              core::secondsSince(arrived));
   std::copy(values_.begin(), values_.end(), values.begin());
   pulled_at_[worker] = {step, counters_.updates};
   ++counters_.pulls;
@@ -123,7 +120,7 @@ core::Status ParameterServer::push(WorkerId worker, int64_t step,
     RM_RETURN_IF_ERROR(waitForStep(lock, worker, step, "push"));
     if (options_.observer)
       options_.observer->served(ServerObserver::Request::kPush, elements_ * sizeof(float),
-                                secondsSince(arrived));
+                                core::secondsSince(arrived));
     ++counters_.pushes;
     counters_.bytes_pushed += elements_ * sizeof(float);
     if (isSync()) {

@@ -137,7 +137,7 @@ class ParameterServer {
 
  private:
   ParameterServer(int server, std::vector<Piece> pieces, size_t elements, ServerOptions options);
-  bool isSync() const { return consistency().max_staleness == 0; }
+  bool isSync() const { return consistency().isSync(); }
   // With mu_ held: checks the worker and its clock, then waits until step may be served.
   core::Status waitForStep(std::unique_lock<std::mutex>& lock, WorkerId worker, int64_t step,
                            const char* what);

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "ringmaster/core/deadline.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/rendezvous/store.h"
 #include "ringmaster/rendezvous/tcp_store.h"
@@ -187,13 +188,18 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   // Kept while this worker trains: worker 0 (rank 0) hosts the store the other workers read the
   // servers' addresses from, however late they come.
   RM_ASSIGN_OR_RETURN(StoreLink store, connectStore(run, who));
+  // A key of the store once someone set it (waiting up to the rendezvous timeout); `what` names
+  // it in the error.
+  auto readKey = [&](const std::string& key, const std::string& what) -> core::Result<std::string> {
+    auto value = store.client->get(key, run.rendezvous_timeout);
+    if (!value.ok()) return value.status().withContext(who + ": " + what + " (" + key + ")");
+    return rendezvous::toString(*value);
+  };
   for (int s = 0; s < place.servers; ++s) {
     const std::string key = serverAddressKey(run.world.attemptPrefix(), s);
-    auto value = store.client->get(key, run.rendezvous_timeout);
-    if (!value.ok())
-      return value.status().withContext(who + ": address of parameter server " + std::to_string(s) +
-                                        " (" + key + ")");
-    RM_ASSIGN_OR_RETURN(HostPort a, parseHostPort(rendezvous::toString(*value), key));
+    RM_ASSIGN_OR_RETURN(const std::string text,
+                        readKey(key, "address of parameter server " + std::to_string(s)));
+    RM_ASSIGN_OR_RETURN(HostPort a, parseHostPort(text, key));
     addresses.push_back(std::move(a));
   }
   PsTcpConnectionOptions connection_options;
@@ -240,11 +246,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
       store.client->set(workerReadyKey(run.world.attemptPrefix(), id), rendezvous::toBytes("1")),
       who + ": say it is ready");
   for (int w = 0; w < place.workers; ++w) {
-    const std::string key = workerReadyKey(run.world.attemptPrefix(), w);
-    auto ready = store.client->get(key, run.rendezvous_timeout);
-    if (!ready.ok())
-      return ready.status().withContext(who + ": wait for worker " + std::to_string(w) + " (" +
-                                        key + ")");
+    RM_RETURN_IF_ERROR(readKey(workerReadyKey(run.world.attemptPrefix(), w),
+                               "wait for worker " + std::to_string(w))
+                           .status());
   }
   RM_ASSIGN_OR_RETURN(std::unique_ptr<PsWorker> worker,
                       PsWorker::create(id, mp.model.get(), mp.plan, mp.layout, std::move(links)));
@@ -281,7 +285,7 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   // the servers' total x workers pushes, whoever pushes them (TensorFlow's global step), so that a
   // fast worker takes the steps a straggler does not get to; a worker stops once its servers have
   // taken them all.
-  const bool sync = place.consistency.max_staleness && *place.consistency.max_staleness == 0;
+  const bool sync = place.consistency.isSync();
   const auto push_budget = static_cast<uint64_t>(total) * static_cast<uint64_t>(place.workers);
   const int64_t last_step = sync ? total : total * place.workers;
   const int64_t first_step = std::min(start_plan.step, last_step);
@@ -314,9 +318,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     ++epoch_steps;
     final_train_loss = epoch_loss / static_cast<double>(epoch_steps);
     const int64_t done = ++next;
-    const bool budget_taken = !sync && worker->lastStep().server_pushes >= push_budget;
-    const bool run_ends = done == last_step || budget_taken;
     const WorkerStepTiming& last = worker->lastStep();
+    const bool budget_taken = !sync && last.server_pushes >= push_budget;
+    const bool run_ends = done == last_step || budget_taken;
     moved.pull_seconds += last.pull_seconds;
     moved.push_seconds += last.push_seconds;
     moved.bytes_pulled += last.bytes_pulled;
@@ -324,11 +328,10 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     if (done == first_step + 1) first_pushes = last.server_pushes;
     last_pushes = last.server_pushes;
     if (trainer_metrics) {
-      worker_metrics->observe(worker->lastStep());
+      worker_metrics->observe(last);
       trainer_metrics->steps->Increment();
       trainer_metrics->samples->Increment(mp.batch);
-      trainer_metrics->step_seconds->Observe(
-          std::chrono::duration<double>(Clock::now() - step_start).count());
+      trainer_metrics->step_seconds->Observe(core::secondsSince(step_start));
       trainer_metrics->epoch->Set(static_cast<double>(epoch + 1));
       if (done % per_epoch == 0 || run_ends) trainer_metrics->loss->Set(*final_train_loss);
     }
@@ -339,7 +342,7 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
                          << *final_train_loss;
     if (budget_taken) break;
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = core::secondsSince(start);
   if (const int64_t steps = next - first_step; steps > 0) {
     RM_LOG(INFO, COMM) << who << ": " << steps << " steps in " << seconds << " s: pulled "
                        << moved.bytes_pulled << " bytes ("

@@ -147,52 +147,39 @@ core::Status PsTcpConnection::pull(WorkerId worker, int64_t step, std::span<floa
       core::unavailable("parameter server at " + address_ + ": unexpected reply to PULL"));
 }
 
+template <class Reply>
+core::Result<Reply> PsTcpConnection::exchange(const std::string& request, const char* what) {
+  RM_ASSIGN_OR_RETURN(const std::string reply, roundTrip(request, kMaxSmallReplyBytes));
+  core::Result<wire::Message> message = wire::parse(reply);
+  if (message.ok()) {
+    if (auto* answer = std::get_if<Reply>(&*message)) return std::move(*answer);
+    if (const auto* error = std::get_if<wire::Error>(&*message)) return wire::fromWire(*error);
+  }
+  return broken(
+      core::unavailable("parameter server at " + address_ + ": unexpected reply to " + what));
+}
+
 core::Status PsTcpConnection::push(WorkerId worker, int64_t step,
                                    std::span<const float> gradients) {
   RM_RETURN_IF_ERROR(check(worker, "push"));
   std::lock_guard lock(mu_);
-  RM_ASSIGN_OR_RETURN(const std::string reply,
-                      roundTrip(wire::encodePush(step, gradients), kMaxSmallReplyBytes));
-  core::Result<wire::Message> message = wire::parse(reply);
-  if (message.ok()) {
-    if (const auto* pushed = std::get_if<wire::Pushed>(&*message)) {
-      server_pushes_ = pushed->pushes;
-      return core::Status::Ok();
-    }
-    if (const auto* error = std::get_if<wire::Error>(&*message)) return wire::fromWire(*error);
-  }
-  return broken(
-      core::unavailable("parameter server at " + address_ + ": unexpected reply to PUSH"));
+  RM_ASSIGN_OR_RETURN(const wire::Pushed pushed,
+                      exchange<wire::Pushed>(wire::encodePush(step, gradients), "PUSH"));
+  server_pushes_ = pushed.pushes;
+  return core::Status::Ok();
 }
 
 core::Status PsTcpConnection::join(int64_t clock) {
   std::lock_guard lock(mu_);
-  RM_ASSIGN_OR_RETURN(const std::string reply,
-                      roundTrip(wire::encode(wire::Join{clock}), kMaxSmallReplyBytes));
-  core::Result<wire::Message> message = wire::parse(reply);
-  if (message.ok()) {
-    if (std::holds_alternative<wire::Ack>(*message)) {
-      standing_ = {true, clock};
-      return core::Status::Ok();
-    }
-    if (const auto* error = std::get_if<wire::Error>(&*message)) return wire::fromWire(*error);
-  }
-  return broken(
-      core::unavailable("parameter server at " + address_ + ": unexpected reply to JOIN"));
+  RM_RETURN_IF_ERROR(exchange<wire::Ack>(wire::encode(wire::Join{clock}), "JOIN").status());
+  standing_ = {true, clock};
+  return core::Status::Ok();
 }
 
 core::Status PsTcpConnection::leave() {
   std::lock_guard lock(mu_);
-  RM_ASSIGN_OR_RETURN(const std::string reply,
-                      roundTrip(wire::encode(wire::Leave{}), kMaxSmallReplyBytes));
-  core::Result<wire::Message> message = wire::parse(reply);
-  core::Status st =
-      core::unavailable("parameter server at " + address_ + ": unexpected reply to LEAVE");
-  if (message.ok()) {
-    if (std::holds_alternative<wire::Ack>(*message)) st = core::Status::Ok();
-    if (const auto* error = std::get_if<wire::Error>(&*message)) st = wire::fromWire(*error);
-  }
-  (void)broken(core::unavailable("left"));
+  const core::Status st = exchange<wire::Ack>(wire::encode(wire::Leave{}), "LEAVE").status();
+  if (fd_ >= 0) (void)broken(core::unavailable("left"));  // else it broke, and says why
   return st;
 }
 

@@ -63,6 +63,11 @@ class PsTcpConnection final : public ServerConnection {
   core::Status handshake(const std::string& secret);
   // Sends `request` and reads the reply's body; the caller holds mu_.
   core::Result<std::string> roundTrip(const std::string& request, size_t max_reply);
+  // roundTrip for a small request whose answer is a `Reply`: the server's ERROR comes back as its
+  // status; any other answer breaks the connection ("unexpected reply to <what>"). The caller
+  // holds mu_.
+  template <class Reply>
+  core::Result<Reply> exchange(const std::string& request, const char* what);
   core::Status broken(core::Status why);  // closes; the caller holds mu_
   core::Status check(WorkerId worker, const char* what) const;
 

@@ -7,14 +7,12 @@
 #include <string>
 #include <utility>
 
+#include "ringmaster/core/deadline.h"
+
 namespace ringmaster::trainer::ps {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 size_t elementsOf(std::span<const Piece> pieces) {
   size_t n = 0;
@@ -176,7 +174,7 @@ core::Status PsWorker::pull(int64_t step) {
     scatterPieces(plan_.by_server[s], layout_, buffers_[s], model_.params());
     last_.bytes_pulled += buffers_[s].size() * sizeof(float);
   }
-  last_.pull_seconds = secondsSince(start);
+  last_.pull_seconds = core::secondsSince(start);
   return core::Status::Ok();
 }
 
@@ -185,8 +183,8 @@ core::Result<float> PsWorker::computeAndPush(int64_t step, const float* images,
   const Clock::time_point start = Clock::now();
   const float loss = model_.forwardLoss(images, labels, samples, nullptr);
   model_.backward({});
+  last_.compute_seconds = core::secondsSince(start);
   const Clock::time_point computed = Clock::now();
-  last_.compute_seconds = std::chrono::duration<double>(computed - start).count();
   last_.bytes_pushed = 0;
   for (size_t s = 0; s < servers_.size(); ++s) {
     gatherPieces(plan_.by_server[s], layout_, model_.grads(), buffers_[s]);
@@ -196,7 +194,7 @@ core::Result<float> PsWorker::computeAndPush(int64_t step, const float* images,
     const uint64_t pushes = servers_[s]->serverPushes();
     last_.server_pushes = s == 0 ? pushes : std::min(last_.server_pushes, pushes);
   }
-  last_.push_seconds = secondsSince(computed);
+  last_.push_seconds = core::secondsSince(computed);
   return loss;
 }
 

@@ -8,7 +8,7 @@ namespace ringmaster::trainer::ps {
 PushStep pushStep(const Consistency& consistency, const optim::OptimizerConfig& config,
                   int workers) {
   PushStep step{config, 1.0};
-  if (consistency.max_staleness && *consistency.max_staleness <= 0) return step;  // sync
+  if (consistency.isSync()) return step;
   const double w = std::max(workers, 1);
   if (config.type != optim::OptimizerKind::kSgd || config.momentum <= 0) {
     step.gradient_scale = 1.0 / w;

@@ -40,6 +40,9 @@ struct Consistency {
   static Consistency async() { return {std::nullopt}; }
   static Consistency bounded(int64_t s) { return {s}; }
 
+  // Every worker at the same step (a bound of 0; a negative one reads as 0).
+  bool isSync() const { return max_staleness && *max_staleness <= 0; }
+
   bool operator==(const Consistency&) const = default;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ringmaster/core/fnv.h"
+
 namespace ringmaster::search {
 namespace {
 
@@ -16,12 +18,8 @@ uint64_t key(int64_t round, int64_t member) {
   return (static_cast<uint64_t>(round) << 20) ^ static_cast<uint64_t>(member);
 }
 
-// A member's stream by its name (FNV-1a), so that the population's order does not matter.
-int64_t streamOf(const std::string& name) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return static_cast<int64_t>(h >> 1);
-}
+// A member's stream by its name, so that the population's order does not matter.
+int64_t streamOf(const std::string& name) { return core::fnv1a32(name); }
 
 nlohmann::json perturb(const Parameter& p, const nlohmann::json& value, bool up,
                        const PbtOptions& options) {
