@@ -18,6 +18,9 @@ inline constexpr const char* kSuspended = "Suspended";
 // to what, and why). Each resize is an Event. Restarting and Running give it as their reason
 // while the new world starts.
 inline constexpr const char* kResized = "Resized";
+// A parameter-server job replaced failed worker pods alone (reason ReplacedWorkerPod; the message
+// names the latest). Each replacement is an Event; the job stays Running meanwhile.
+inline constexpr const char* kReplaced = "Replaced";
 
 namespace reason {
 // Created
@@ -46,6 +49,8 @@ inline constexpr const char* kJobResumed = "JobResumed";
 // Resized
 inline constexpr const char* kScaledDown = "ScaledDown";
 inline constexpr const char* kScaledUp = "ScaledUp";
+// Replaced
+inline constexpr const char* kReplacedWorkerPod = "ReplacedWorkerPod";
 }  // namespace reason
 
 }  // namespace ringmaster::op

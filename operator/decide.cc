@@ -154,7 +154,20 @@ struct Decision {
   std::vector<const WorkerPod*> current, standby;
   bool stale = false;
   bool have_pod_group = false;  // the gang scheduler's PodGroup holds the gang (schedule)
+  // A parameter-server job whose pod 0 and servers' pods succeeded: it succeeded, whatever a
+  // worker being replaced does (TFJob's rule: the chief's success is the job's).
+  bool chief_succeeded = false;
 };
+
+bool chiefSucceeded(const Decision& d) {
+  if (d.spec.parameter_servers == 0) return false;
+  for (int i = 0; i < d.replicas; ++i) {
+    const WorkerPod* pod = d.current[static_cast<size_t>(i)];
+    if (d.spec.replacedAlone(i)) continue;
+    if (pod == nullptr || pod->phase != "Succeeded") return false;
+  }
+  return true;
+}
 
 // A suspended job: every pod goes, the status is kept.
 bool suspend(Decision& d) {
@@ -240,6 +253,69 @@ void sortPods(Decision& d) {
   }
 }
 
+// A parameter-server job's failed worker pods (every rank on them a worker, not pod 0) are
+// replaced alone where the policy would restart the gang: the servers dropped their ranks, the
+// other workers train on, and the new pods' trainers rejoin at the servers' step. The budget is
+// backoffLimit per such pod on average; past it (or for a failure the policy makes permanent,
+// or once worker 0 finished) the failure policy decides as for any job. A pod already on record
+// (its uid in status.replacements: the cache still shows it) is deleted again, not counted again.
+bool replaceWorkers(Decision& d) {
+  if (d.spec.parameter_servers == 0 || d.spec.restart_policy == RestartPolicy::kNever) return false;
+  if (d.current.empty() || d.current[0] == nullptr || d.current[0]->finished()) return false;
+  kube::TrainingJobStatus& s = d.plan.status;
+  auto on_record = [&s](const WorkerPod& pod) {
+    return std::any_of(s.replacements.begin(), s.replacements.end(),
+                       [&pod](const kube::PodReplacement& r) { return r.uid == pod.uid; });
+  };
+  std::vector<int> failed;
+  int fresh = 0;
+  for (int i = 0; i < d.replicas; ++i) {
+    const WorkerPod* pod = d.current[static_cast<size_t>(i)];
+    if (pod == nullptr || pod->phase != "Failed") continue;
+    const std::optional<int32_t>& code = pod->exit_code;
+    const bool permanent =
+        d.spec.restart_policy == RestartPolicy::kExitCode && code && *code >= 1 && *code <= 127;
+    if (!d.spec.replacedAlone(i) || permanent) return false;
+    failed.push_back(i);
+    if (!on_record(*pod)) ++fresh;
+  }
+  if (failed.empty()) return false;
+  int replaceable = 0;
+  for (int i = 0; i < d.replicas; ++i) replaceable += d.spec.replacedAlone(i) ? 1 : 0;
+  const int replaced = s.replaced_pods.value_or(0);
+  if (replaced + fresh > int64_t{d.spec.backoff_limit} * replaceable) return false;
+  std::string latest;
+  for (int i : failed) {
+    const WorkerPod& pod = *d.current[static_cast<size_t>(i)];
+    d.plan.stale.push_back(pod.metadata.name);
+    if (on_record(pod)) continue;
+    kube::PodReplacement record;
+    record.pod = pod.metadata.name;
+    record.uid = pod.uid;
+    record.time = d.now;
+    record.reason = describeFailure(pod, i);
+    latest = *record.reason;
+    s.replacements.push_back(std::move(record));
+  }
+  constexpr size_t kKeptReplacements = 10;
+  if (s.replacements.size() > kKeptReplacements) {
+    s.replacements.erase(s.replacements.begin(),
+                         s.replacements.end() - static_cast<ptrdiff_t>(kKeptReplacements));
+  }
+  d.plan.delete_pods = PodDeletion::kStale;
+  d.plan.delete_reason = "a failed worker pod is replaced alone";
+  if (fresh > 0) {
+    s.replaced_pods = replaced + fresh;
+    setCondition(s, kReplaced, true, reason::kReplacedWorkerPod,
+                 latest + "; replaced alone while the parameter servers and the other workers go " +
+                     "on (" + std::to_string(replaced + fresh) +
+                     " worker pod(s) replaced so far, not counted against backoffLimit)",
+                 d.generation, d.now);
+  }
+  d.plan.requeue = milliseconds(1'000);
+  return true;
+}
+
 // The failure policy: a failed rank fails or restarts the whole gang; the message names the one
 // that failed first.
 bool failurePolicy(Decision& d) {
@@ -280,14 +356,17 @@ bool success(Decision& d) {
     foldFinalSummary(d.plan, *rank0);
   }
   d.plan.status_on_error = s;
-  const bool all_succeeded =
-      std::all_of(d.current.begin(), d.current.end(),
-                  [](const WorkerPod* pod) { return pod != nullptr && pod->phase == "Succeeded"; });
-  if (all_succeeded) {
+  int succeeded = 0;
+  for (const WorkerPod* pod : d.current) succeeded += pod != nullptr && pod->phase == "Succeeded";
+  if (succeeded == d.replicas || d.chief_succeeded) {
     observePods(d.at, d.current, d.now, s);
     setCondition(s, kSucceeded, true, reason::kAllRanksSucceeded,
-                 "all " + std::to_string(d.replicas) + " worker pods succeeded", d.generation,
-                 d.now);
+                 succeeded == d.replicas
+                     ? "all " + std::to_string(d.replicas) + " worker pods succeeded"
+                     : "pod 0 and the parameter servers' pods succeeded (" +
+                           std::to_string(succeeded) + "/" + std::to_string(d.replicas) +
+                           " worker pods)",
+                 d.generation, d.now);
     setCondition(s, kRunning, false, reason::kJobSucceeded, "the job succeeded", d.generation,
                  d.now);
     s.completion_time = d.now;
@@ -444,7 +523,9 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   d.plan.ensure_children = true;
   d.plan.ensure_ssh_secret = d.spec.launcher == contract::LauncherMode::kMpi;
   sortPods(d);
-  if (failurePolicy(d) || success(d) || growElastic(d)) return std::move(d.plan);
+  d.chief_succeeded = chiefSucceeded(d);
+  if (!d.chief_succeeded && (replaceWorkers(d) || failurePolicy(d))) return std::move(d.plan);
+  if (success(d) || growElastic(d)) return std::move(d.plan);
   createMissing(d);
   if (scheduleTimeout(d)) return std::move(d.plan);
   countPods(d);

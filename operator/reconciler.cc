@@ -593,9 +593,9 @@ core::Status Reconciler::writeStatus(Pass& p) {
 void Reconciler::recordTransitions(const Pass& p) {
   for (const kube::Condition& c : p.status.conditions) {
     const kube::Condition* old = findCondition(p.original.status, c.type);
-    // Every resize is news, also a second one for the same reason.
+    // Every resize and replacement is news, also a second one for the same reason.
     const bool changed = old == nullptr || old->status != c.status || old->reason != c.reason ||
-                         (c.type == kResized && old->message != c.message);
+                         ((c.type == kResized || c.type == kReplaced) && old->message != c.message);
     // A False condition is news when it now says why the job is not running (status.reason).
     // (Not when a True condition gives the same reason: that one's Event says it already.)
     const bool blocking = c.status == "False" && c.reason && c.reason == p.status.reason &&
@@ -608,8 +608,8 @@ void Reconciler::recordTransitions(const Pass& p) {
       continue;
     }
     const bool warning =
-        blocking || (c.status == "True" &&
-                     (c.type == kFailed || (c.type == kRestarting && c.reason != kResized)));
+        blocking || (c.status == "True" && (c.type == kFailed || c.type == kReplaced ||
+                                            (c.type == kRestarting && c.reason != kResized)));
     const std::string reason = c.reason.value_or(c.type);
     const std::string message = c.type + " " + c.status + ": " + c.message.value_or("");
     if (warning) {

@@ -255,7 +255,28 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
   const bool all_ready =
       *counts.ready == replicas || (isTrue(status, kRunning) && *counts.failed == 0 &&
                                     *counts.ready + *counts.succeeded == replicas);
-  if (all_ready) {
+  // A parameter-server job's worker pods replaced alone rejoin while the others train on: the
+  // job stays Running, and says so.
+  int replacing = 0;
+  bool others_in = isTrue(status, kRunning) && !all_ready;
+  for (int i = 0; i < replicas && others_in; ++i) {
+    const WorkerPod* pod =
+        i < static_cast<int>(pods.size()) ? pods[static_cast<size_t>(i)] : nullptr;
+    const bool in =
+        pod != nullptr && (pod->phase == "Succeeded" || (pod->phase == "Running" && pod->ready));
+    if (in) continue;
+    if (settings.replacedAlone(i)) {
+      ++replacing;
+    } else {
+      others_in = false;
+    }
+  }
+  if (others_in && replacing > 0) {
+    setCondition(status, kRunning, true, reason::kAllRanksJoined,
+                 std::to_string(replacing) + " worker pod(s) being replaced rejoin while the " +
+                     "other ranks train on",
+                 generation, now);
+  } else if (all_ready) {
     setCondition(status, kRunning, true, reason::kAllRanksJoined,
                  "all " + std::to_string(replicas * procs) + " ranks joined the rendezvous",
                  generation, now);

@@ -324,6 +324,9 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
         spec.scheduling_policy->schedule_timeout_seconds.value_or(d.schedule_timeout_seconds);
     s.scheduler_name = spec.scheduling_policy->scheduler_name.value_or("");
   }
+  if (spec.trainer) {
+    s.parameter_servers = contract::trainerSettings(*spec.trainer).parameter_servers.servers;
+  }
   s.min_replicas = s.max_replicas = s.replicas;
   if (spec.elastic) {
     s.elastic = true;

@@ -73,7 +73,18 @@ struct JobSettings {
   int32_t min_replicas = 1;
   int32_t max_replicas = 1;
 
+  // Ranks that serve parameters (spec.trainer.parallelism.parameterServer.servers): the last
+  // ones of the world; 0 without parameter servers.
+  int32_t parameter_servers = 0;
+
   int32_t worldSize() const { return replicas * procs_per_replica; }
+  // Whether a failed pod at `replica` is replaced alone rather than restarting the gang: every
+  // rank on it is a parameter-server job's worker, whose servers drop it and take it back, and
+  // it is not pod 0, which hosts the attempt's rendezvous store.
+  bool replacedAlone(int32_t replica) const {
+    return parameter_servers > 0 && replica > 0 &&
+           (replica + 1) * procs_per_replica <= worldSize() - parameter_servers;
+  }
   // Worker pod indices the job may ever use: 0 .. podSlots()-1.
   int32_t podSlots() const { return elastic ? max_replicas : replicas; }
   bool operator==(const JobSettings&) const = default;

@@ -8,6 +8,7 @@ namespace ringmaster::op {
 WorkerPod workerPodOf(const kube::Pod& pod) {
   WorkerPod w;
   static_cast<OwnedChild&>(w) = ownedChildOf(pod.metadata);
+  w.uid = pod.metadata.uid;
   w.attempt = attemptOf(pod);
   if (auto it = pod.metadata.labels.find(kStandbyLabel); it != pod.metadata.labels.end()) {
     w.standby = it->second == "true";

@@ -29,6 +29,7 @@ struct PodProblem {
 
 // Its key and controller as for any child of a job (OwnedChild), and the facts of a pod.
 struct WorkerPod : OwnedChild {
+  std::string uid;
   int attempt = -1;      // its attempt label (-1 when missing or malformed)
   bool standby = false;  // an elastic job's placeholder beyond the world (kStandbyLabel)
   std::optional<kube::Time> created;

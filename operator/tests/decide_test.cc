@@ -31,6 +31,7 @@ struct Spec {
   std::string launcher{};                 // "" = the default
   std::optional<int32_t> min_replicas{};  // set: spec.elastic
   std::optional<int32_t> max_replicas{};
+  int servers = 0;  // spec.trainer.parallelism.parameterServer.servers
 };
 
 struct Cond {
@@ -46,6 +47,8 @@ struct Status {
   std::optional<int32_t> schedule_retries{};
   std::optional<int> last_restart_ago{};
   std::optional<int32_t> current_replicas{};
+  std::optional<int32_t> replaced_pods{};
+  std::vector<int> replaced{};  // status.replacements: the pods at these indices (attempt 0)
 };
 
 struct PodIn {
@@ -82,7 +85,10 @@ struct Expect {
   bool start_time = false;       // status.startTime is now (set by this pass)
   bool completion_time = false;  // status.completionTime is now
   std::optional<int32_t> current_replicas{};
-  std::string resized{};  // the Resized condition, as `condition`
+  std::string resized{};   // the Resized condition, as `condition`
+  std::string replaced{};  // the Replaced condition, as `condition`
+  std::optional<int32_t> replaced_pods{};
+  std::vector<std::string> stale{};  // Plan::stale, checked with deletion kStale
 };
 
 struct Row {
@@ -107,12 +113,23 @@ kube::TrainingJob jobOf(const Spec& spec) {
     job.spec.active_deadline_seconds = *spec.active_deadline_seconds;
   if (spec.finish_timeout_seconds) job.spec.finish_timeout_seconds = *spec.finish_timeout_seconds;
   if (!spec.launcher.empty()) job.spec.launcher = spec.launcher;
+  if (spec.servers > 0) {
+    job.spec.trainer = kube::TrainerSpec{};
+    job.spec.trainer->parallelism = kube::ParallelismSpec{};
+    job.spec.trainer->parallelism->parameter_server = kube::ParameterServerSpec{};
+    job.spec.trainer->parallelism->parameter_server->servers = spec.servers;
+  }
   if (spec.min_replicas) {
     job.spec.elastic = kube::ElasticPolicy{};
     job.spec.elastic->min_replicas = spec.min_replicas;
     job.spec.elastic->max_replicas = spec.max_replicas;
   }
   return defaulted(job);
+}
+
+// The uid the table gives the pod at `index` of `attempt`.
+std::string uidOf(int index, int attempt) {
+  return "pod-uid-" + std::to_string(index) + "-" + std::to_string(attempt);
 }
 
 kube::TrainingJobStatus statusOf(const Status& in) {
@@ -125,11 +142,19 @@ kube::TrainingJobStatus statusOf(const Status& in) {
   status.schedule_retries = in.schedule_retries;
   if (in.last_restart_ago) status.last_restart_time = ago(*in.last_restart_ago);
   status.current_replicas = in.current_replicas;
+  status.replaced_pods = in.replaced_pods;
+  for (int index : in.replaced) {
+    kube::PodReplacement r;
+    r.pod = workerName("fmnist", index);
+    r.uid = uidOf(index, 0);
+    status.replacements.push_back(r);
+  }
   return status;
 }
 
 kube::Pod podOf(const kube::TrainingJob& job, const PodIn& in) {
   kube::Pod pod = buildWorkerPod(job, in.index, in.attempt, "store-secret-for-tests");
+  pod.metadata.uid = uidOf(in.index, in.attempt);
   if (in.foreign) pod.metadata.owner_references.clear();
   pod.metadata.creation_timestamp = ago(in.created_ago);
   if (in.terminating) pod.metadata.deletion_timestamp = kNow;
@@ -233,6 +258,13 @@ TEST_P(Decide, PlansTheTransition) {
     EXPECT_EQ(plan.status.current_replicas, want.current_replicas);
   }
   EXPECT_EQ(conditionText(plan.status, kResized), want.resized);
+  EXPECT_EQ(conditionText(plan.status, kReplaced), want.replaced);
+  if (want.replaced_pods) {
+    EXPECT_EQ(plan.status.replaced_pods, want.replaced_pods);
+  }
+  if (want.deletion == PodDeletion::kStale && !want.stale.empty()) {
+    EXPECT_EQ(plan.stale, want.stale);
+  }
   if (want.start_time) {
     EXPECT_EQ(plan.status.start_time, kNow);
   }
@@ -594,6 +626,110 @@ const Row kRows[] = {
               .condition = "Running=True/AllRanksJoined",
               .deletion = PodDeletion::kStale,
               .current_replicas = 2}},
+    // Parameter servers: 3 pods, the last one the server's. Pod 1 is a worker's and not pod 0,
+    // which hosts the store: it is replaced alone.
+    {.name = "PsFailedWorkerPodIsReplacedAlone",
+     .spec = {.replicas = 3, .servers = 1},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .deletion = PodDeletion::kStale,
+              .requeue = kSecond,
+              .restarts = 0,
+              .replaced = "Replaced=True/ReplacedWorkerPod",
+              .replaced_pods = 1,
+              .stale = {"fmnist-worker-1"}}},
+    {.name = "PsReplacedPodStillInTheCacheIsDeletedNotCountedAgain",
+     .spec = {.replicas = 3, .servers = 1},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"},
+                               {"Replaced", true, "ReplacedWorkerPod"}},
+                .replaced_pods = 1,
+                .replaced = {1}},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}},
+     .want = {.phase = "Running",
+              .deletion = PodDeletion::kStale,
+              .requeue = kSecond,
+              .restarts = 0,
+              .replaced = "Replaced=True/ReplacedWorkerPod",
+              .replaced_pods = 1,
+              .stale = {"fmnist-worker-1"}}},
+    {.name = "PsWorkerPodBeingReplacedKeepsTheJobRunning",
+     .spec = {.replicas = 3, .servers = 1},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}},
+                .replaced_pods = 1},
+     .pods = {kRunning0, {.index = 1, .phase = "Pending", .ready = false}, {.index = 2}},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .world = "2/3",
+              .replaced_pods = 1}},
+    {.name = "PsPodZeroFailedRestartsTheGang",
+     .spec = {.replicas = 3, .servers = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {failed(0, 137), kRunning1, {.index = 2}},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1}},
+    {.name = "PsServerPodFailedRestartsTheGang",
+     .spec = {.replicas = 3, .servers = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, kRunning1, failed(2, 137)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1}},
+    {.name = "PsReplacementsPastBackoffLimitPerPodRestartTheGang",
+     .spec = {.replicas = 3, .backoff_limit = 1, .servers = 1},
+     .status = {.restarts = 0, .started_ago = 100, .replaced_pods = 1},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1,
+              .replaced_pods = 1}},
+    {.name = "PsPermanentExitCodeFailsTheJob",
+     .spec = {.replicas = 3, .restart_policy = "ExitCode", .servers = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, failed(1, 1), {.index = 2}},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/RankFailed",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "PsUnderRestartPolicyNeverAFailedWorkerFailsTheJob",
+     .spec = {.replicas = 3, .restart_policy = "Never", .servers = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/RankFailed",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "PsPodZeroAndServersSucceededSucceedsWhateverAWorkerDoes",
+     .spec = {.replicas = 3, .servers = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {succeeded(0), failed(1, 137), succeeded(2)},
+     .want = {.phase = "Succeeded",
+              .condition = "Succeeded=True/AllRanksSucceeded",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "PsWithoutServersAFailedWorkerStillRestartsTheGang",
+     .spec = {.replicas = 3},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Transitions, Decide, ::testing::ValuesIn(kRows),

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "ringmaster/contract/trainer_spec.h"
 #include "test_jobs.h"
@@ -718,6 +719,41 @@ TEST(JobSettings, DefaultsAreTheSchemasAndWithDefaultsWritesTheSame) {
   EXPECT_EQ(settings.scheduler_name, "");
   EXPECT_EQ(settings.worldSize(), 3);
   EXPECT_EQ(settingsOf(withDefaults(bare, {})), settings);
+}
+
+// Which failed pods a parameter-server job replaces alone: those whose ranks are all workers,
+// except pod 0 (it hosts the store). The servers are the world's last ranks.
+TEST(JobSettings, APodIsReplacedAloneWhenEveryRankOnItIsAWorkerOtherThanPodZeros) {
+  struct Row {
+    int replicas, procs, servers;
+    std::vector<bool> want;  // per pod
+  };
+  const Row rows[] = {
+      {3, 1, 1, {false, true, false}},
+      {3, 1, 0, {false, false, false}},  // allreduce: the gang restarts
+      {2, 1, 1, {false, false}},         // one worker, pod 0's
+      {5, 1, 2, {false, true, true, false, false}},
+      {4, 2, 3, {false, true, false, false}},  // pod 2 holds rank 5, a server's
+      {3, 2, 2, {false, true, false}},
+  };
+  for (const Row& row : rows) {
+    kube::TrainingJobSpec spec;
+    spec.replicas = row.replicas;
+    spec.procs_per_replica = row.procs;
+    if (row.servers > 0) {
+      spec.trainer = kube::TrainerSpec{};
+      spec.trainer->parallelism = kube::ParallelismSpec{};
+      spec.trainer->parallelism->parameter_server = kube::ParameterServerSpec{};
+      spec.trainer->parallelism->parameter_server->servers = row.servers;
+    }
+    const JobSettings s = settingsOf(spec);
+    EXPECT_EQ(s.parameter_servers, row.servers);
+    for (int i = 0; i < row.replicas; ++i) {
+      EXPECT_EQ(s.replacedAlone(i), row.want[static_cast<size_t>(i)])
+          << row.replicas << " pods x " << row.procs << ", " << row.servers << " servers: pod "
+          << i;
+    }
+  }
 }
 
 TEST(JobSettings, EverySpellingOfTheSchemaParsesToItsEnum) {

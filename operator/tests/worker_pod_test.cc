@@ -134,6 +134,7 @@ TEST_P(WorkerPodOf, KeepsWhatAPassReads) {
   WorkerPod want;
   want.metadata = {"fmnist-worker-1", job.metadata.namespace_name};
   want.controller_uid = job.metadata.uid;
+  want.uid = "pod-uid-1";  // a replaced pod's record names it
   want.attempt = 2;
   want.created = kT0;
   want.store_secret = "store-secret-for-tests";

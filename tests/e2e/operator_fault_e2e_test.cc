@@ -2,6 +2,10 @@
 // that the local kubelet and operator join, driven with real kubectl:
 //   - a worker's trainer SIGKILLed mid-training restarts the gang once; it resumes from its
 //     checkpoint and the job Succeeds;
+//   - a parameter-server job's worker trainer SIGKILLed mid-run, the operator killed too: that
+//     one pod is replaced, the others train on, and the job Succeeds without a restart;
+//   - a parameter-server job's server SIGKILLed: the gang restarts once and resumes from the
+//     servers' checkpoint;
 //   - the operator SIGKILLed at seeded points while it creates a job's pods, and started again,
 //     never creates a second pod for a rank, and every job Succeeds;
 //   - a job asking for more nvidia.com/gpu than the node has holds no pod after
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -49,6 +54,28 @@ bool hasCondition(const nlohmann::json& j, const std::string& type, const std::s
     }
   }
   return false;
+}
+
+// A Fashion-MNIST MLP job named `name` of `replicas` pods, restarted OnFailure. `trainer` adds
+// lines under spec.trainer, `spec` under spec; `claim` (when set) mounts that claim at /ckpt.
+std::string fmnistJob(const std::string& name, int replicas, const std::string& hidden, int epochs,
+                      const std::string& trainer, const std::string& spec,
+                      const std::string& claim = "") {
+  std::string yaml =
+      "apiVersion: ringmaster.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: " + name +
+      "}\nspec:\n  replicas: " + std::to_string(replicas) +
+      "\n  image: ringmaster/trainer:0.1.0\n  trainer:\n    model: {type: mlp, "
+      "hidden: [" +
+      hidden + "]}\n    dataset: {name: fashion-mnist, path: " + testutil::kFashionMnistDir +
+      "}\n    epochs: " + std::to_string(epochs) +
+      "\n    batchSize: 128\n    optimizer: {type: sgd, learningRate: 0.05, "
+      "momentum: 0.9}\n" +
+      trainer + "  restartPolicy: OnFailure\n" + spec;
+  if (!claim.empty()) {
+    yaml += "  volumes:\n  - name: ckpt\n    persistentVolumeClaim: {claimName: " + claim +
+            "}\n  volumeMounts:\n  - {name: ckpt, mountPath: /ckpt}\n";
+  }
+  return yaml;
 }
 
 class OperatorFaultE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
@@ -137,28 +164,8 @@ TEST_P(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpo
   testutil::Process watch({cluster_.kubectlPath(), "get", "tj", "-w", "-v=6", "--no-headers"},
                           cluster_.env());
   startWatch(watch);
-  apply(std::string(R"(apiVersion: ringmaster.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: fmnist}
-spec:
-  replicas: 2
-  image: ringmaster/trainer:0.1.0
-  trainer:
-    model: {type: mlp, hidden: [128]}
-    dataset: {name: fashion-mnist, path: )") +
-        testutil::kFashionMnistDir + R"(}
-    epochs: 3
-    batchSize: 128
-    optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
-    checkpoint: {path: /ckpt, everySteps: 50}
-  volumes:
-  - name: ckpt
-    persistentVolumeClaim: {claimName: fmnist-ckpt}
-  volumeMounts:
-  - {name: ckpt, mountPath: /ckpt}
-  restartPolicy: OnFailure
-  backoffLimit: 3
-)");
+  apply(fmnistJob("fmnist", 2, "128", 3, "    checkpoint: {path: /ckpt, everySteps: 50}\n",
+                  "  backoffLimit: 3\n", "fmnist-ckpt"));
   // Kill once the first checkpoint is on the claim's volume.
   ASSERT_EQ(cluster_.waitForClaimFiles("fmnist-ckpt", "fmnist", 240s), "");
   const pid_t victim = cluster_.findProcess("ringmaster-trainer",
@@ -182,6 +189,135 @@ spec:
   EXPECT_TRUE(saw_restarting) << "kubectl get tj -w never showed Restarting:\n" << seen.stdout_text;
   const std::string log0 = cluster_.podLog("fmnist-worker-0");
   EXPECT_NE(log0.find("resumed from checkpoint"), std::string::npos) << log0;
+}
+
+// A parameter-server job's worker whose trainer is SIGKILLed mid-run, with the operator killed
+// right after: the operator replaces that one pod (no gang restart, nothing counted against
+// backoffLimit, the job Running throughout), the new pod's trainer rejoins the server where the
+// others are, and the job Succeeds with the other pods the ones it started with.
+TEST_P(OperatorFaultE2e, KilledParameterServerWorkerIsReplacedAloneWhileTheOthersTrainOn) {
+  if (!fs::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  testutil::Process watch({cluster_.kubectlPath(), "get", "tj", "-w", "-v=6", "--no-headers"},
+                          cluster_.env());
+  startWatch(watch);
+  apply(fmnistJob("fmnist-ps", 3, "512, 512", 8,
+                  "    parallelism:\n      parameterServer: {servers: 1, consistency: sync}\n",
+                  "  backoffLimit: 1\n"));
+  // Kill once worker 0 reports training steps (its progress reaches the status).
+  nlohmann::json running = cluster_.waitForJob("fmnist-ps", 240s, [](const nlohmann::json& j) {
+    return j.contains("status") && j["status"].contains("progress") &&
+           j["status"]["progress"].value("step", 0) >= 50;
+  });
+  ASSERT_GE(running["status"]["progress"].value("step", 0), 50) << running.dump(2);
+  auto uids = [&] {
+    std::map<std::string, std::string> out;
+    auto r = cluster_.kubectl({"get", "pods", "-l", "ringmaster.dev/job-name=fmnist-ps", "-o",
+                               "jsonpath={range .items[*]}{.metadata.name}={.metadata.uid} {end}"});
+    std::istringstream in(r.stdout_text);
+    for (std::string word; in >> word;) {
+      out[word.substr(0, word.find('='))] = word.substr(word.find('=') + 1);
+    }
+    return out;
+  };
+  const std::map<std::string, std::string> before = uids();
+  ASSERT_EQ(before.size(), 3u) << "pods: " << before.size();
+  const pid_t victim = cluster_.findProcess("ringmaster-trainer",
+                                            {{"RINGMASTER_JOB", "fmnist-ps"}, {"NODE_RANK", "1"}});
+  ASSERT_GT(victim, 0) << "no trainer of fmnist-ps-worker-1";
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  ASSERT_NO_FATAL_FAILURE(killAndRestartOperator());
+
+  nlohmann::json last = cluster_.waitForJob("fmnist-ps", 420s, testutil::jobFinished);
+  watch.signal(SIGTERM);
+  testutil::ProcessResult seen = watch.wait(10s);
+  const std::string log0 = cluster_.podLog("fmnist-ps-worker-0");
+  const std::string log1 = cluster_.podLog("fmnist-ps-worker-1");
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << log0 << log1;
+  EXPECT_EQ(last["status"].value("restarts", -1), 0) << last.dump(2);
+  EXPECT_EQ(last["status"].value("replacedPods", 0), 1) << last.dump(2);
+  ASSERT_EQ(last["status"]["replacements"].size(), 1u) << last.dump(2);
+  const nlohmann::json& record = last["status"]["replacements"][0];
+  EXPECT_EQ(record.value("pod", ""), "fmnist-ps-worker-1");
+  EXPECT_EQ(record.value("uid", ""), before.at("fmnist-ps-worker-1"));
+  EXPECT_NE(record.value("reason", "").find("failed with exit code"), std::string::npos)
+      << record.dump();
+  EXPECT_TRUE(hasCondition(last, "Replaced", "True", "ReplacedWorkerPod")) << last.dump(2);
+  // One pod replaced: worker 0's and the server's are the pods the job started with.
+  const std::map<std::string, std::string> after = uids();
+  EXPECT_EQ(after.at("fmnist-ps-worker-0"), before.at("fmnist-ps-worker-0"));
+  EXPECT_EQ(after.at("fmnist-ps-worker-2"), before.at("fmnist-ps-worker-2"));
+  EXPECT_NE(after.at("fmnist-ps-worker-1"), before.at("fmnist-ps-worker-1"));
+  auto events =
+      cluster_.kubectl({"get", "events", "--field-selector",
+                        "involvedObject.name=fmnist-ps,reason=ReplacedWorkerPod", "-o", "json"});
+  ASSERT_EQ(events.exit_code, 0) << events.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(events.stdout_text)["items"].size(), 1u) << events.stdout_text;
+  std::istringstream rows(seen.stdout_text);
+  for (std::string row; std::getline(rows, row);) {
+    std::istringstream words(row);
+    std::string name, job_phase;
+    words >> name >> job_phase;
+    if (name != "fmnist-ps") continue;
+    // (A row before the first status has no PHASE: the AGE comes second.)
+    EXPECT_TRUE(job_phase != "Restarting" && job_phase != "Failed")
+        << "kubectl get tj -w showed " << row << ":\n"
+        << seen.stdout_text;
+  }
+  EXPECT_NE(log1.find("rejoined 1 parameter server(s)"), std::string::npos) << log1;
+  // Sync training with a worker lost and rejoined ends where sync training ends (~88%).
+  EXPECT_GE(last["status"]["progress"].value("testAccuracy", 0.0), 0.85) << last.dump(2);
+}
+
+// A parameter-server job's server trainer SIGKILLed mid-run: the gang restarts once (a server's
+// state cannot be rebuilt by the workers), every server of the new attempt resumes from the
+// servers' checkpoint on the claim, and the run goes on from there to Succeeded. Prints how long
+// the job took from the kill to Running again.
+TEST_P(OperatorFaultE2e, KilledParameterServerResumesTheRestartedGangFromItsCheckpoint) {
+  if (!fs::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  apply(fmnistJob("ps-ckpt", 3, "256", 6,
+                  "    checkpoint: {path: /ckpt, everySteps: 100}\n    parallelism:\n"
+                  "      parameterServer: {servers: 1, consistency: sync}\n",
+                  "  backoffLimit: 2\n", "ps-ckpt"));
+  const fs::path saved = fs::path(cluster_.dataDir()) / "kubelet/volumes/default/ps-ckpt" /
+                         "ps-server-0-of-1" / "ckpt-000000000200.rmck";
+  ASSERT_TRUE(eventually(240s, [&] { return fs::exists(saved); }))
+      << "no " << saved << "\n"
+      << cluster_.get("trainingjob", "ps-ckpt").dump(2);
+  const pid_t server = cluster_.findProcess("ringmaster-trainer",
+                                            {{"RINGMASTER_JOB", "ps-ckpt"}, {"NODE_RANK", "2"}});
+  ASSERT_GT(server, 0) << "no trainer of ps-ckpt-worker-2";
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  nlohmann::json again = cluster_.waitForJob("ps-ckpt", 180s, [](const nlohmann::json& j) {
+    return j["status"].value("restarts", 0) == 1 &&
+           (jobPhase(j) == "Running" || testutil::jobFinished(j));
+  });
+  const double recovery =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  ASSERT_EQ(again["status"].value("restarts", 0), 1) << again.dump(2);
+
+  nlohmann::json last = cluster_.waitForJob("ps-ckpt", 300s, testutil::jobFinished);
+  const std::string log0 = cluster_.podLog("ps-ckpt-worker-0");
+  const std::string log2 = cluster_.podLog("ps-ckpt-worker-2");
+  ASSERT_EQ(jobPhase(last), "Succeeded") << last.dump(2) << log0 << log2;
+  EXPECT_EQ(last["status"].value("restarts", -1), 1) << last.dump(2);
+  const int64_t resumed = last["status"]["progress"].value("resumedFromStep", int64_t{-1});
+  EXPECT_GE(resumed, 200) << last.dump(2);
+  EXPECT_EQ(resumed % 100, 0) << "a checkpoint's step: " << resumed;
+  EXPECT_NE(log2.find("resuming from its checkpoint at step " + std::to_string(resumed)),
+            std::string::npos)
+      << log2;
+  EXPECT_NE(log0.find("resumed from the parameter servers' checkpoint at step " +
+                      std::to_string(resumed)),
+            std::string::npos)
+      << log0;
+  EXPECT_GE(last["status"]["progress"].value("testAccuracy", 0.0), 0.84) << last.dump(2);
+  std::printf(
+      "server killed after its checkpoint of step 200: Running again (attempt 1) %.1f s "
+      "later, resumed at step %lld\n",
+      recovery, static_cast<long long>(resumed));
 }
 
 // The operator killed between pod creations never duplicates a rank, here across the hand-over

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -204,6 +205,54 @@ TEST(PsFaults, AKilledWorkerStartedAgainRejoinsWhileTheOthersGoOn) {
   EXPECT_NE(worker0.find("done: 10 epochs, 4690 steps, test accuracy "), std::string::npos)
       << worker0;
   EXPECT_GT(figureAfter(worker0, "test accuracy "), 75) << worker0;
+}
+
+// The server SIGKILLed mid-run, after it wrote checkpoints every 100 steps: its workers fail (it
+// is gone), and the next attempt's world (a new store, as a gang restart's) resumes at the newest
+// step the server saved, not at 0; it loses at most the steps since, and worker 0 finishes the
+// run's steps with the accuracy of an unbroken run.
+TEST(PsFaults, AKilledServerIsBroughtBackFromItsCheckpointAndTheRunResumesThere) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  TempDir dir;
+  const std::vector<std::string> argv =
+      job({"--ps-servers", "1", "--ps-consistency", "sync", "--checkpoint-dir", dir.path(),
+           "--checkpoint-every", "100"},
+          "4");
+  std::vector<std::unique_ptr<Process>> ranks = startWorld(argv, 3, freePort());
+  const std::string saved = dir.path() + "/ps-server-0-of-1/" + "ckpt-000000000300.rmck";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  while (!std::filesystem::exists(saved) && std::chrono::steady_clock::now() < deadline &&
+         ranks[2]->running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling the server's files
+  ASSERT_TRUE(std::filesystem::exists(saved)) << ranks[2]->stderrSoFar();
+  ranks[2]->signal(SIGKILL);
+  std::vector<ProcessResult> first = waitAll(ranks);
+  EXPECT_TRUE(first[2].signaled);
+  // Worker 0's last logged step before the server went (every 50 steps).
+  const double reached = figureAfter(first[0].stderr_text, " step ");
+  for (int r : {0, 1}) EXPECT_NE(first[static_cast<size_t>(r)].exit_code, 0);
+
+  std::vector<std::unique_ptr<Process>> again = startWorld(argv, 3, freePort());
+  std::vector<ProcessResult> second = waitAll(again);
+  expectAllExitZero(second);
+  const double resumed =
+      figureAfter(second[2].stderr_text, "resuming from its checkpoint at step ");
+  EXPECT_GE(resumed, 300) << second[2].stderr_text;
+  EXPECT_LE(resumed, reached + 100) << "resumed past where worker 0 was";
+  EXPECT_GE(resumed, reached - 150) << "lost more than the checkpoint interval (and one log "
+                                       "interval) of steps: worker 0 had reached "
+                                    << reached;
+  const std::string& worker0 = second[0].stderr_text;
+  EXPECT_EQ(figureAfter(worker0, "resumed from the parameter servers' checkpoint at step "),
+            resumed)
+      << worker0;
+  EXPECT_NE(worker0.find("done: 4 epochs, 1876 steps, test accuracy "), std::string::npos)
+      << worker0;
+  EXPECT_GT(figureAfter(worker0, "test accuracy "), 80) << worker0;
+  std::printf(
+      "server killed near step %.0f (after its checkpoint of step 300); the next attempt "
+      "resumed at step %.0f\n",
+      reached, resumed);
 }
 
 // Async with worker 1 at half speed (stopped and continued every 20 ms): the run is the servers'

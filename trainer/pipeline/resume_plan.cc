@@ -28,7 +28,7 @@ core::Result<ResumePlan> planResume(std::span<const StageCheckpoints> stages,
       marked = &s;
     } else if (*s.run != *marked->run) {
       return core::invalidArgument(
-          "pipeline: " + marked->name + " and " + s.name + " under " + path +
+          marked->name + " and " + s.name + " under " + path +
           " hold checkpoints of different runs; use another checkpoint.path");
     }
   }
@@ -39,7 +39,7 @@ core::Result<ResumePlan> planResume(std::span<const StageCheckpoints> stages,
                                    [](const StageCheckpoints& s) { return s.run.has_value(); });
   if (one_run) return ResumePlan{ResumeAction::kStartOver, 0, without->name, *ahead->newest_step};
   return core::invalidArgument(
-      "pipeline: " + without->name + " has no checkpoint under " + path + " while " + ahead->name +
+      without->name + " has no checkpoint under " + path + " while " + ahead->name +
       " has one at step " + std::to_string(*ahead->newest_step) +
       ": the stages' checkpoints are not from one run; use another checkpoint.path");
 }

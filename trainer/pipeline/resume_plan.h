@@ -4,7 +4,8 @@
 // at a step all of them saved. A stage can also be killed before its first checkpoint is
 // whole while another stage already wrote one; the run marker (a number drawn at the run's
 // fresh start and written into every stage's directory) tells that case, where the stages
-// simply start over, from directories of different runs, which is an error.
+// simply start over, from directories of different runs, which is an error. Parameter servers
+// (ps/server_checkpoint.h), each with a directory of its own, resume by the same plan.
 //
 // Thread-safety: a pure function. Failure: kInvalidArgument naming the stage and the path.
 

@@ -147,6 +147,9 @@ core::Status ParameterServer::push(WorkerId worker, int64_t step,
       if (options_.observer) options_.observer->applied(staleness, 1);
       apply(step);
       RM_RETURN_IF_ERROR(clock_.advance(worker, step + 1));
+      const auto workers_at_start = static_cast<uint64_t>(workers_);
+      if (counters_.pushes % workers_at_start == 0)
+        snapshotAt(static_cast<int64_t>(counters_.pushes / workers_at_start));
     }
   }
   changed_.notify_all();
@@ -170,6 +173,70 @@ void ParameterServer::completeStepIfReady() {
   if (options_.observer) options_.observer->applied(staleness, pending_.size());
   apply(pending_step_);
   pending_.clear();
+  snapshotAt(pending_step_ + 1);
+}
+
+void ParameterServer::snapshotAt(int64_t step) {
+  if (options_.snapshot_every <= 0 || step <= 0 || step % options_.snapshot_every != 0) return;
+  ServerSnapshot snapshot;
+  snapshot.step = step;
+  snapshot.values = values_;
+  if (optimizer_) {
+    snapshot.optimizer_step = optimizer_->stepCount();
+    for (const std::vector<float>* buffer : optimizer_->state())
+      snapshot.optimizer_state.push_back(*buffer);
+  }
+  snapshot_ = std::move(snapshot);
+}
+
+std::optional<ServerSnapshot> ParameterServer::takeSnapshot() {
+  std::lock_guard lock(mu_);
+  std::optional<ServerSnapshot> taken = std::move(snapshot_);
+  snapshot_.reset();
+  return taken;
+}
+
+core::Status ParameterServer::restore(const ServerSnapshot& snapshot) {
+  const std::string where =
+      "parameter server " + std::to_string(id_) + ": restore step " + std::to_string(snapshot.step);
+  if (snapshot.values.size() != elements_) {
+    return core::invalidArgument(where + ": " + std::to_string(snapshot.values.size()) +
+                                 " values for pieces of " + std::to_string(elements_));
+  }
+  std::lock_guard lock(mu_);
+  if (counters_.pulls > 0 || counters_.pushes > 0 || !pending_.empty()) {
+    return core::internalError(where + ": workers already pulled or pushed");
+  }
+  if (optimizer_) {
+    const std::vector<std::vector<float>*> state = optimizer_->state();
+    if (state.size() != snapshot.optimizer_state.size()) {
+      return core::invalidArgument(where + ": " + std::to_string(snapshot.optimizer_state.size()) +
+                                   " optimizer buffers, the optimizer keeps " +
+                                   std::to_string(state.size()));
+    }
+    for (size_t i = 0; i < state.size(); ++i) {
+      if (snapshot.optimizer_state[i].size() != state[i]->size()) {
+        return core::invalidArgument(where + ": optimizer buffer " + std::to_string(i) + " of " +
+                                     std::to_string(snapshot.optimizer_state[i].size()) +
+                                     " floats, not " + std::to_string(state[i]->size()));
+      }
+      *state[i] = snapshot.optimizer_state[i];
+    }
+    optimizer_->setStepCount(snapshot.optimizer_step);
+  }
+  values_ = snapshot.values;
+  const auto workers = static_cast<uint64_t>(workers_);
+  const auto step = static_cast<uint64_t>(snapshot.step);
+  // Sync took `step` updates of every worker's push; the loose modes `step` x workers pushes,
+  // each an update.
+  counters_.pushes = step * workers;
+  counters_.pushes_applied = counters_.pushes;
+  counters_.updates = isSync() ? step : step * workers;
+  for (WorkerId w = 0; w < workers_; ++w) {
+    if (clock_.clockOf(w)) RM_RETURN_IF_ERROR_CTX(clock_.advance(w, snapshot.step), where);
+  }
+  pending_step_ = snapshot.step;
+  return core::Status::Ok();
 }
 
 core::Status ParameterServer::useOptimizer(const optim::OptimizerConfig& config) {

@@ -44,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -69,6 +70,17 @@ class ServerObserver {
   virtual void applied(int64_t staleness, uint64_t pushes) = 0;
 };
 
+// One server's state at a step every worker can resume at: what its checkpoint holds. Sync takes
+// one when step `step` is applied; async and bounded staleness when the pushes reach `step` x
+// the workers the server started with (every server reaches that count, so the servers' snapshots
+// of one step are a cut of the run).
+struct ServerSnapshot {
+  int64_t step = 0;
+  std::vector<float> values;
+  int64_t optimizer_step = 0;
+  std::vector<std::vector<float>> optimizer_state;
+};
+
 struct ServerOptions {
   Consistency consistency = Consistency::sync();
   optim::OptimizerConfig optimizer;
@@ -79,6 +91,8 @@ struct ServerOptions {
   // How long a pull (or a push) may wait for the consistency model to let it through.
   std::chrono::milliseconds wait_timeout = std::chrono::seconds(60);
   ServerObserver* observer = nullptr;  // optional; borrowed, outlives the server
+  // Take a snapshot every this many steps (takeSnapshot); 0: never.
+  int64_t snapshot_every = 0;
 };
 
 struct ServerCounters {
@@ -125,6 +139,13 @@ class ParameterServer {
 
   // Replaces the values (a restored checkpoint); the optimizer state stays.
   core::Status load(std::span<const float> values);
+  // Resumes from `snapshot` before any worker pulled or pushed: values, optimizer state and every
+  // worker's clock (and the counts the schedule and the run's push budget follow) at its step.
+  // kInvalidArgument for a snapshot of other sizes, kInternal once a worker pulled or pushed.
+  core::Status restore(const ServerSnapshot& snapshot);
+  // The newest snapshot taken since the last call (older ones not taken are dropped), for the
+  // caller to write outside the server's lock.
+  std::optional<ServerSnapshot> takeSnapshot();
   std::vector<float> values() const;
   ServerCounters counters() const;
   // Pushes answered so far (counters().pushes, without the copy): a loose-consistency run ends
@@ -147,6 +168,8 @@ class ParameterServer {
   core::Status useOptimizer(const optim::OptimizerConfig& config);
   // With mu_ held: one optimizer step of scratch_ for step `step`.
   void apply(int64_t step);
+  // With mu_ held: keeps a snapshot at `step` when it is one of snapshot_every's.
+  void snapshotAt(int64_t step);
 
   const int id_;
   int workers_ = 1;  // at create(), at least 1: the loose modes' schedule counts updates / it
@@ -167,6 +190,7 @@ class ParameterServer {
   int64_t pending_step_ = 0;
   std::vector<float> scratch_;  // the gradient an update applies
   ServerCounters counters_;
+  std::optional<ServerSnapshot> snapshot_;  // taken, not yet handed out
   bool closed_ = false;
 };
 

@@ -21,6 +21,7 @@
 #include "trainer/ps/ps_tcp_connection.h"
 #include "trainer/ps/ps_tcp_server.h"
 #include "trainer/ps/ps_worker.h"
+#include "trainer/ps/server_checkpoint.h"
 #include "trainer/trainer_metrics.h"
 #include "trainer/training_loop.h"
 
@@ -135,6 +136,8 @@ core::Status serveParameters(const PsRun& run) {
                           total_steps);
   };
   options.wait_timeout = std::chrono::seconds(run.settings.comm_timeout_seconds);
+  const contract::TrainerSettings::Checkpoint& checkpoints = run.settings.checkpoint;
+  if (!checkpoints.path.empty()) options.snapshot_every = checkpoints.every_steps;
   std::unique_ptr<PsServerMetrics> server_metrics;
   if (run.registry != nullptr) {
     auto made = PsServerMetrics::create(*run.registry, place.index);
@@ -148,6 +151,21 @@ core::Status serveParameters(const PsRun& run) {
 
   // The store first: rank 0 hosts it, and workers wait there for the addresses.
   RM_ASSIGN_OR_RETURN(StoreLink store, connectStore(run, who));
+  // Before any worker can reach it: the servers agree on the step they all resume at.
+  std::optional<ServerCheckpoints> saves;
+  if (!checkpoints.path.empty()) {
+    saves = ServerCheckpoints{
+        checkpoints.path,
+        place.index,
+        place.servers,
+        serverSignature(mp.model->signature(), place.index, place.servers, elements),
+        contract::name(run.settings.optimizer.type),
+        static_cast<int>(checkpoints.keep),
+        run.world.attemptPrefix(),
+        run.rendezvous_timeout};
+    RM_ASSIGN_OR_RETURN(std::optional<ServerSnapshot> resume, agreeOnResume(*saves, *store.client));
+    if (resume) RM_RETURN_IF_ERROR_CTX(server->restore(*resume), who);
+  }
   auto tcp = PsTcpServer::start(server.get(), run.world.bindHost(), 0, run.world.store_secret);
   if (!tcp.ok()) return tcp.status().withContext(who + ": listen on " + run.world.bindHost());
   const HostPort address{advertisedHost(run.world.pod_ip, run.world.master_addr, machineName()),
@@ -160,7 +178,23 @@ core::Status serveParameters(const PsRun& run) {
                      << ", " << pieces.size() << " piece(s), " << elements << " parameters of "
                      << mp.model->signature();
 
+  // Snapshots are written here, off the workers' requests, the newest one each time round.
+  auto saveNewest = [&]() -> core::Status {
+    if (!saves) return core::Status::Ok();
+    std::optional<ServerSnapshot> snapshot = server->takeSnapshot();
+    if (!snapshot) return core::Status::Ok();
+    const Clock::time_point began = Clock::now();
+    RM_RETURN_IF_ERROR(writeSnapshot(*saves, *snapshot));
+    RM_LOG(DEBUG, CKPT) << who << ": checkpoint at step " << snapshot->step << " written in "
+                        << static_cast<int>(1e3 * core::secondsSince(began)) << " ms";
+    return core::Status::Ok();
+  };
   while (server->liveWorkers() > 0) {
+    if (core::Status written = saveNewest(); !written.ok()) {
+      (*tcp)->stop();
+      server->close();
+      return written;
+    }
     if (stopWithin(run, std::chrono::milliseconds(100))) {
       (*tcp)->stop();
       server->close();
@@ -239,6 +273,11 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     RM_LOG(INFO, COMM) << who << ": rejoined " << start_plan.join.size()
                        << " parameter server(s) at step " << start_plan.step + 1
                        << ": this worker's process started again, the others went on without it";
+  // Live everywhere past step 0: the servers resumed from their checkpoint, and so does the run.
+  const bool resumed = start_plan.join.empty() && start_plan.step > 0;
+  if (resumed)
+    RM_LOG(INFO, CKPT) << who << ": resumed from the parameter servers' checkpoint at step "
+                       << start_plan.step;
   // Every worker reaches its servers before any trains: under async and bounded staleness a
   // worker may otherwise push the whole run before a slow starter is up, and worker 0 would leave
   // with the store the others still read. A worker started again finds every key already there.
@@ -273,6 +312,10 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     worker_metrics = *ps_made;
   }
 
+  // The steps series counts the run's steps, as the data-parallel trainer's does after a resume.
+  if (trainer_metrics && start_plan.step > 0) {
+    trainer_metrics->steps->Increment(static_cast<double>(start_plan.step));
+  }
   const Clock::time_point start = Clock::now();
   WorkerStepTiming moved;  // summed over this run's steps
   // The servers' push count after this worker's first and last push: every worker's steps in
@@ -352,6 +395,7 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   }
 
   TrainSummary summary;
+  if (resumed) summary.resumed_from_step = start_plan.step;
   summary.epochs = total / per_epoch;
   summary.steps = total;
   summary.world_size = place.workers;

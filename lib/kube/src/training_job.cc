@@ -129,6 +129,14 @@ void visitReplicaStatus(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitPodReplacement(V& v, S& s) {
+  v("pod", s.pod);
+  v("uid", s.uid);
+  v("time", s.time);
+  v("reason", s.reason);
+}
+
+template <class V, class S>
 void visitTrainingProgress(V& v, S& s) {
   v("epoch", s.epoch);
   v("step", s.step);
@@ -150,6 +158,8 @@ void visitTrainingJobStatus(V& v, S& s) {
   v("worldSize", s.world_size);
   v("world", s.world);
   v("scheduleRetries", s.schedule_retries);
+  v("replacedPods", s.replaced_pods);
+  v("replacements", s.replacements);
   v("startTime", s.start_time);
   v("completionTime", s.completion_time);
   v("lastRestartTime", s.last_restart_time);
@@ -180,6 +190,7 @@ RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)
 RM_KUBE_DEFINE_CODEC(ElasticPolicy, visitElasticPolicy)
 RM_KUBE_DEFINE_CODEC(TrainingJobSpec, visitTrainingJobSpec)
 RM_KUBE_DEFINE_CODEC(ReplicaStatus, visitReplicaStatus)
+RM_KUBE_DEFINE_CODEC(PodReplacement, visitPodReplacement)
 RM_KUBE_DEFINE_CODEC(TrainingProgress, visitTrainingProgress)
 RM_KUBE_DEFINE_CODEC(TrainingJobStatus, visitTrainingJobStatus)
 RM_KUBE_DEFINE_CODEC(TrainingJob, visitTrainingJob)

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -218,6 +219,86 @@ TEST(AsyncServer, NeverWaitsAndRecordsHowFarAheadAPushWas) {
 }
 
 // --- errors ---
+
+// --- snapshots: a server restored from one goes on exactly as the server it was taken from ---
+
+struct SnapshotCase {
+  std::string name;
+  Consistency consistency;
+};
+void PrintTo(const SnapshotCase& c, std::ostream* os) { *os << c.name; }
+
+class SnapshotTable : public ::testing::TestWithParam<SnapshotCase> {};
+
+// Two workers push four steps into a server with momentum that snapshots every 2 steps; a second
+// server restored from the step-4 snapshot then takes the same two more steps as the first,
+// value for value, and starts the workers' clocks (and the push count) where the first stood.
+TEST_P(SnapshotTable, ARestoredServerGoesOnAsTheOriginal) {
+  ServerOptions o = options(GetParam().consistency);
+  o.optimizer.momentum = 0.5;
+  o.snapshot_every = 2;
+  auto original = makeServer(o);
+  auto steps = [](ParameterServer& server, int64_t from, int64_t to) {
+    for (int64_t step = from; step < to; ++step) {
+      const auto k = static_cast<float>(step + 1);
+      pulled(server, 0, step);
+      pulled(server, 1, step);
+      push(server, 0, step, {k, -k, 2 * k, 0.5f});
+      push(server, 1, step, {-k, 3 * k, k, 1});
+    }
+  };
+  steps(*original, 0, 3);
+  std::optional<ServerSnapshot> first = original->takeSnapshot();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->step, 2);
+  EXPECT_FALSE(original->takeSnapshot().has_value()) << "a snapshot is handed out once";
+  steps(*original, 3, 4);
+  std::optional<ServerSnapshot> at4 = original->takeSnapshot();
+  ASSERT_TRUE(at4.has_value());
+  EXPECT_EQ(at4->step, 4);
+  EXPECT_EQ(at4->values, original->values());
+  ASSERT_EQ(at4->optimizer_state.size(), 1u);  // the momentum buffer
+
+  o.snapshot_every = 0;
+  auto restored = makeServer(o);
+  ASSERT_TRUE(restored->restore(*at4).ok());
+  EXPECT_EQ(restored->values(), original->values());
+  EXPECT_EQ(restored->standing(0), (WorkerStanding{true, 4}));
+  EXPECT_EQ(restored->standing(1), (WorkerStanding{true, 4}));
+  EXPECT_EQ(restored->pushes(), original->pushes());
+  steps(*original, 4, 6);
+  steps(*restored, 4, 6);
+  EXPECT_EQ(restored->values(), original->values());
+  EXPECT_EQ(restored->counters().updates, original->counters().updates);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SnapshotTable,
+                         ::testing::Values(SnapshotCase{"Sync", Consistency::sync()},
+                                           SnapshotCase{"Async", Consistency::async()},
+                                           SnapshotCase{"Bounded", Consistency::bounded(2)}),
+                         caseName<SnapshotCase>);
+
+TEST(ServerSnapshot, RestoreRefusesWhatDoesNotFitAndAServerThatAlreadyServed) {
+  ServerOptions o = options(Consistency::sync());
+  o.optimizer.momentum = 0.5;
+  auto server = makeServer(o);
+  ServerSnapshot wrong;
+  wrong.step = 2;
+  wrong.values = {1, 2, 3};
+  wrong.optimizer_state = {Floats(4)};
+  EXPECT_EQ(server->restore(wrong).code(), core::Code::kInvalidArgument);
+  wrong.values = kInitial;
+  wrong.optimizer_state = {Floats(3)};
+  EXPECT_EQ(server->restore(wrong).code(), core::Code::kInvalidArgument);
+  wrong.optimizer_state = {};
+  EXPECT_EQ(server->restore(wrong).code(), core::Code::kInvalidArgument);
+  pulled(*server, 0, 0);
+  ServerSnapshot fits;
+  fits.step = 2;
+  fits.values = kInitial;
+  fits.optimizer_state = {Floats(4)};
+  EXPECT_EQ(server->restore(fits).code(), core::Code::kInternal);
+}
 
 TEST(ParameterServerErrors, CallsOutsideTheContract) {
   auto server = makeServer(options(Consistency::sync()));

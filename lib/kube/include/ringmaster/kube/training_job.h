@@ -174,6 +174,17 @@ struct ReplicaStatus {
   bool operator==(const ReplicaStatus&) const = default;
 };
 
+// A worker pod the operator replaced alone (a parameter-server job's worker: the servers and the
+// other workers went on without a gang restart).
+struct PodReplacement {
+  std::optional<std::string> pod;
+  std::optional<std::string> uid;  // the failed pod's, so that a pass never counts it twice
+  std::optional<Time> time;
+  std::optional<std::string> reason;  // why it failed, in its own words where it left some
+  nlohmann::json extra;
+  bool operator==(const PodReplacement&) const = default;
+};
+
 struct TrainingProgress {
   std::optional<int32_t> epoch;
   std::optional<int64_t> step;
@@ -200,6 +211,9 @@ struct TrainingJobStatus {
   std::optional<int32_t> world_size;
   std::optional<std::string> world;  // "<ready ranks>/<total ranks>" (printer column WORLD)
   std::optional<int32_t> schedule_retries;
+  // Worker pods replaced alone so far (not gang restarts), and the latest of them.
+  std::optional<int32_t> replaced_pods;
+  std::vector<PodReplacement> replacements;
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
   std::optional<Time> last_restart_time;  // when the gang was last released
@@ -234,6 +248,7 @@ RM_KUBE_DECLARE_CODEC(SchedulingPolicy);
 RM_KUBE_DECLARE_CODEC(ElasticPolicy);
 RM_KUBE_DECLARE_CODEC(TrainingJobSpec);
 RM_KUBE_DECLARE_CODEC(ReplicaStatus);
+RM_KUBE_DECLARE_CODEC(PodReplacement);
 RM_KUBE_DECLARE_CODEC(TrainingProgress);
 RM_KUBE_DECLARE_CODEC(TrainingJobStatus);
 RM_KUBE_DECLARE_CODEC(TrainingJob);
