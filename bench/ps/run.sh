@@ -9,12 +9,14 @@
 # samples over the slowest worker's training time (allreduce: rank 0's figure, its ranks step
 # together); and worker 0's bytes and time per step pulling and pushing.
 #   bench/ps/run.sh [--epochs E] [--seed S] [--straggler] [--peer] [--modes "sync 4 async"]
+#                   [--flags "--lr 0.1 --momentum 0.8"]
 #     --seed S     the trainer's seed (default its own)
 #     --straggler  worker 1 (rank 1) runs at half speed: stopped and continued every 20 ms
 #                  (SIGSTOP/SIGCONT), so that it gets half the wall time of the others
 #     --peer       also PyTorch's parameter server over torch.distributed.rpc (torch_ps.py, as
 #                  PyTorch's RPC tutorials write one), sync and async, with the same straggler
 #     --modes      the consistencies to run (default "sync 1 4 16 async")
+#     --flags      more ringmaster-trainer flags for every run of ours (after the example's)
 # Needs build/bin/ringmaster-trainer (scripts/run-main builds it) and dataset-fashion-mnist.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,7 +25,8 @@ seed=()
 straggler=0
 peer=0
 modes="sync 1 4 16 async"
-usage="usage: $0 [--epochs E] [--seed S] [--straggler] [--peer] [--modes \"sync 4 async\"]"
+flags=()
+usage="usage: $0 [--epochs E] [--seed S] [--straggler] [--peer] [--modes \"sync 4 async\"] [--flags \"...\"]"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --epochs) epochs=$2; shift 2 ;;
@@ -31,6 +34,7 @@ while [[ $# -gt 0 ]]; do
     --straggler) straggler=1; shift ;;
     --peer) peer=1; shift ;;
     --modes) modes=$2; shift 2 ;;
+    --flags) read -r -a flags <<<"$2"; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +74,7 @@ run() {
   for ((r = 0; r < world; r++)); do
     RANK=$r WORLD_SIZE=$world LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       RINGMASTER_JOB="bench-ps" "$trainer" --config "$config" --metrics-port -1 --epochs "$epochs" \
-      --blas-threads 1 "${seed[@]}" "$@" \
+      --blas-threads 1 "${seed[@]}" "${flags[@]}" "$@" \
       >"$tmp/$name.$r.log" 2>&1 &
     pids+=($!)
     if [[ $straggler == 1 && $r == 1 ]]; then straggle "$!" & fi

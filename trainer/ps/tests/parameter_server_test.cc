@@ -235,7 +235,8 @@ class SnapshotTable : public ::testing::TestWithParam<SnapshotCase> {};
 // value for value, and starts the workers' clocks (and the push count) where the first stood.
 TEST_P(SnapshotTable, ARestoredServerGoesOnAsTheOriginal) {
   ServerOptions o = options(GetParam().consistency);
-  o.optimizer.momentum = 0.5;
+  o.optimizer.learning_rate = 0.1;
+  o.optimizer.momentum = 0.9;  // a momentum buffer to snapshot in every mode
   o.snapshot_every = 2;
   auto original = makeServer(o);
   auto steps = [](ParameterServer& server, int64_t from, int64_t to) {
