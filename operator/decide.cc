@@ -319,10 +319,20 @@ bool replaceWorkers(Decision& d) {
 // The failure policy: a failed rank fails or restarts the whole gang; the message names the one
 // that failed first.
 bool failurePolicy(Decision& d) {
-  const int i = firstFailedReplica(d.current);
+  std::vector<const WorkerPod*> judged = d.current;
+  // Once worker 0 succeeded, a parameter-server job's other workers are done with: one that fails
+  // then changes nothing (its servers drop it and finish), so it neither restarts the gang nor is
+  // replaced.
+  if (d.spec.parameter_servers > 0 && !judged.empty() && judged[0] != nullptr &&
+      judged[0]->phase == "Succeeded") {
+    for (int r = 0; r < d.replicas; ++r) {
+      if (d.spec.replacedAlone(r)) judged[static_cast<size_t>(r)] = nullptr;
+    }
+  }
+  const int i = firstFailedReplica(judged);
   if (i < 0) return false;
   kube::TrainingJobStatus& s = d.plan.status;
-  const WorkerPod* pod = d.current[static_cast<size_t>(i)];
+  const WorkerPod* pod = judged[static_cast<size_t>(i)];
   const std::optional<int32_t> code = pod->exit_code;
   const std::string what = describeFailure(*pod, i);
   if (d.spec.restart_policy == RestartPolicy::kNever) {

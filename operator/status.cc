@@ -273,8 +273,8 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
   }
   if (others_in && replacing > 0) {
     setCondition(status, kRunning, true, reason::kAllRanksJoined,
-                 std::to_string(replacing) + " worker pod(s) being replaced rejoin while the " +
-                     "other ranks train on",
+                 std::to_string(replacing) + " worker pod(s) out of the rendezvous (replaced, or " +
+                     "done after worker 0) while the other ranks train on",
                  generation, now);
   } else if (all_ready) {
     setCondition(status, kRunning, true, reason::kAllRanksJoined,
