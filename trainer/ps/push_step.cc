@@ -14,8 +14,7 @@ PushStep pushStep(const Consistency& consistency, const optim::OptimizerConfig& 
     step.gradient_scale = 1.0 / w;
   } else {
     const double mu = config.momentum;
-    const double mu_async = std::max(0.0, 1.0 - w * (1.0 - mu));
-    step.optimizer.momentum = std::pow(mu_async, 1.0 / w);
+    step.optimizer.momentum = std::pow(mu, 1.0 / w);
     step.gradient_scale = (1.0 - step.optimizer.momentum) / (w * (1.0 - mu));
   }
   if (config.type == optim::OptimizerKind::kSgd)

@@ -5,15 +5,12 @@
 // one update.
 //
 // SGD with momentum mu, W live workers, every push its own update:
-//  - asynchrony is momentum of its own (Mitliagkas et al., "Asynchrony begets momentum"): a push
-//    was computed on parameters that the other workers' pushes have moved since, so its step
-//    carries theirs along. The server therefore runs a momentum whose horizon 1 / (1 - mu) is W
-//    times shorter, mu_a = max(0, 1 - W (1 - mu)) a sync step (0.8 for 0.9 and two workers; mu
-//    itself for one worker), spread over W pushes: mu_a^(1/W) a push, so that W pushes decay the
-//    buffer as one sync step would (docs/measurements.md has what it changed).
-//  - gradient (and weight decay) scale (1 - mu_a^(1/W)) / (W (1 - mu)): a gradient then moves the
+//  - momentum mu^(1/W): W pushes decay the momentum buffer as one sync step does, so it averages
+//    over as many samples; with mu per push it would forget W times as fast, and each push would
+//    move the parameters W times further at once than its share of a sync step does.
+//  - gradient (and weight decay) scale (1 - mu^(1/W)) / (W (1 - mu)): a gradient then moves the
 //    parameters, over all the updates after it, lr / (W (1 - mu)) times itself, as its share of a
-//    sync step does with mu; 1/W when mu is 0.
+//    sync step does; 1/W when mu is 0.
 //  - staleness: a push computed on parameters that u other pushes changed since its pull is also
 //    scaled by W / max(W, u + 1). u = W - 1 (each other worker pushed once) is async's normal
 //    round; a gradient staler than that counts less, as the learning rate / staleness of
