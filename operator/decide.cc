@@ -97,6 +97,12 @@ std::pair<const WorkerPod*, int> firstSucceeded(const std::vector<const WorkerPo
   return first;
 }
 
+// Whether `pod`'s failure is one restartPolicy ExitCode makes permanent (exit codes 1-127).
+bool permanentFailure(const JobSettings& spec, const WorkerPod& pod) {
+  const std::optional<int32_t>& code = pod.exit_code;
+  return spec.restart_policy == RestartPolicy::kExitCode && code && *code >= 1 && *code <= 127;
+}
+
 // Why the failed pod failed, in its own words where it left some, on one bounded line.
 std::string describeFailure(const WorkerPod& pod, int index) {
   const std::optional<int32_t>& code = pod.exit_code;
@@ -272,10 +278,7 @@ bool replaceWorkers(Decision& d) {
   for (int i = 0; i < d.replicas; ++i) {
     const WorkerPod* pod = d.current[static_cast<size_t>(i)];
     if (pod == nullptr || pod->phase != "Failed") continue;
-    const std::optional<int32_t>& code = pod->exit_code;
-    const bool permanent =
-        d.spec.restart_policy == RestartPolicy::kExitCode && code && *code >= 1 && *code <= 127;
-    if (!d.spec.replacedAlone(i) || permanent) return false;
+    if (!d.spec.replacedAlone(i) || permanentFailure(d.spec, *pod)) return false;
     failed.push_back(i);
     if (!on_record(*pod)) ++fresh;
   }
@@ -333,12 +336,10 @@ bool failurePolicy(Decision& d) {
   if (i < 0) return false;
   kube::TrainingJobStatus& s = d.plan.status;
   const WorkerPod* pod = judged[static_cast<size_t>(i)];
-  const std::optional<int32_t> code = pod->exit_code;
   const std::string what = describeFailure(*pod, i);
   if (d.spec.restart_policy == RestartPolicy::kNever) {
     failJob(s, reason::kRankFailed, what + "; restartPolicy is Never", d.generation, d.now);
-  } else if (d.spec.restart_policy == RestartPolicy::kExitCode && code && *code >= 1 &&
-             *code <= 127) {
+  } else if (permanentFailure(d.spec, *pod)) {
     failJob(s, reason::kRankFailed,
             what + "; exit codes 1-127 are permanent under restartPolicy ExitCode", d.generation,
             d.now);

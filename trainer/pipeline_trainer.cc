@@ -7,10 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 
@@ -421,8 +419,7 @@ std::string directoryOwner(int rank, const Layout& layout) {
 Status markRun(comm::Communicator& comm, bool reads, const std::string& dir, Status prepared) {
   int64_t run = 0;
   if (comm.rank() == 0) {
-    std::mt19937_64 random(std::random_device{}());
-    run = std::uniform_int_distribution<int64_t>(1, std::numeric_limits<int64_t>::max())(random);
+    run = static_cast<int64_t>(checkpoint::drawRunMarker());
   }
   RM_RETURN_IF_ERROR_CTX(comm.broadcast(&run, sizeof run, 0), "pipeline: run marker");
   Status marked = std::move(prepared);

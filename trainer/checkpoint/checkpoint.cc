@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <random>
 #include <string_view>
 #include <utility>
 
@@ -409,6 +411,12 @@ Result<std::optional<Checkpoint>> loadNewestCheckpoint(const std::string& dir,
                        << dir << " is valid; starting from scratch";
   }
   return std::optional<Checkpoint>();
+}
+
+uint64_t drawRunMarker() {
+  std::mt19937_64 random(std::random_device{}());
+  return std::uniform_int_distribution<uint64_t>(
+      1, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))(random);
 }
 
 Status writeRunMarker(const std::string& dir, uint64_t run) {

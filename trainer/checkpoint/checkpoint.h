@@ -69,6 +69,8 @@ core::Result<Checkpoint> readCheckpointFile(const std::string& path);
 // The run marker: a number drawn when a run starts fresh and written (atomically, as text) to
 // <dir>/run-marker.rmck, so that directories written by one run can be told from another's.
 core::Status writeRunMarker(const std::string& dir, uint64_t run);
+// A fresh run marker: random, in [1, 2^63 - 1] (0 means "none", and it fits an int64 on the wire).
+uint64_t drawRunMarker();
 
 // dir's run marker; nullopt when it has none. kDataLoss when the file holds no number.
 core::Result<std::optional<uint64_t>> readRunMarker(const std::string& dir);

@@ -1,7 +1,5 @@
 #include "trainer/ps/server_checkpoint.h"
 
-#include <limits>
-#include <random>
 #include <sstream>
 #include <vector>
 
@@ -36,9 +34,7 @@ Result<std::string> read(rendezvous::Store& store, const std::string& key,
 Status markRun(const ServerCheckpoints& where, rendezvous::Store& store, const std::string& dir) {
   const std::string run_key = where.attempt_prefix + "/ps/run";
   if (where.server == 0) {
-    std::mt19937_64 random(std::random_device{}());
-    const uint64_t run =
-        std::uniform_int_distribution<uint64_t>(1, std::numeric_limits<int64_t>::max())(random);
+    const uint64_t run = checkpoint::drawRunMarker();
     RM_RETURN_IF_ERROR_CTX(store.set(run_key, rendezvous::toBytes(std::to_string(run))),
                            who(where) + ": publish the run marker");
   }
