@@ -39,7 +39,7 @@ std::vector<ProcessSpec> rankProcesses(const contract::PodEnvironment& pod,
     if (gpus) spec.env["CUDA_VISIBLE_DEVICES"] = std::to_string(local);
     if (tf) {
       contract::TfConfig own = *tf;
-      own.task_index = rank.rank;
+      own.task_index = tf->task_index + local;  // the pod's first task in its role, + k
       spec.env[contract::kTfConfigEnv] = contract::encodeTfConfig(own);
     }
     specs.push_back(std::move(spec));

@@ -6,6 +6,7 @@
 #include <openssl/pem.h>
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <memory>
 
 #include "operator/pod_template.h"
@@ -131,6 +132,14 @@ std::string secretName(const std::string& job) { return job + "-ssh"; }
 std::string workerHost(const std::string& job, const std::string& ns, int index) {
   return workerName(job, index) + "." + job + "." + ns + ".svc";
 }
+std::string podName(const std::string& job, const JobSettings& settings, int index) {
+  const Role role = settings.roleOf(index);
+  return job + "-" + name(role) + "-" + std::to_string(settings.indexInRole(index));
+}
+std::string podHost(const std::string& job, const std::string& ns, const JobSettings& settings,
+                    int index) {
+  return podName(job, settings, index) + "." + job + "." + ns + ".svc";
+}
 
 kube::OwnerReference controllerRef(const kube::TrainingJob& job) {
   kube::OwnerReference ref;
@@ -189,10 +198,9 @@ kube::ConfigMap buildConfigMap(const kube::TrainingJob& job) {
   const JobSettings settings = settingsOf(job.spec);
   if (settings.launcher == contract::LauncherMode::kMpi) {
     std::string hostfile;
-    const int replicas = settings.replicas;
     const int slots = settings.procs_per_replica;
-    for (int i = 0; i < replicas; ++i) {
-      hostfile += workerHost(job.metadata.name, job.metadata.namespace_name, i) +
+    for (int i = 0; i < settings.gangPods(); ++i) {
+      hostfile += podHost(job.metadata.name, job.metadata.namespace_name, settings, i) +
                   " slots=" + std::to_string(slots) + "\n";
     }
     cm.data["hostfile"] = hostfile;
@@ -255,20 +263,24 @@ core::Result<std::string> newStoreSecret() { return rendezvous::generateSecret()
 
 kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
                          const std::string& store_secret) {
-  const kube::TrainingJobSpec& s = job.spec;
   const std::string& name = job.metadata.name;
   const std::string& ns = job.metadata.namespace_name;
-  const JobSettings settings = settingsOf(s);
-  const int replicas = settings.replicas;
+  const JobSettings settings = settingsOf(job.spec);
+  const Role role = settings.roleOf(index);
+  // The role's resources and template where it has its own.
+  const kube::TrainingJobSpec role_spec = specForRole(job.spec, role);
+  const kube::TrainingJobSpec& s = role_spec;
+  const int pods = settings.gangPods();
   const int procs = settings.procs_per_replica;
   const bool mpi = settings.launcher == contract::LauncherMode::kMpi;
 
   kube::Pod pod;
   kube::setTypeMeta(pod);
-  pod.metadata = childMeta(job, workerName(name, index));
+  pod.metadata = childMeta(job, podName(name, settings, index));
   pod.metadata.labels[kReplicaIndexLabel] = std::to_string(index);
+  pod.metadata.labels[kRoleLabel] = op::name(role);
   pod.metadata.labels[kAttemptLabel] = std::to_string(attempt);
-  pod.spec.hostname = workerName(name, index);
+  pod.spec.hostname = podName(name, settings, index);
   pod.spec.subdomain = name;
   pod.spec.restart_policy = "Never";
 
@@ -284,7 +296,7 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   }
   contract::PodEnvironment worker_env;
   worker_env.node_rank = index;
-  worker_env.nnodes = replicas;
+  worker_env.nnodes = pods;
   worker_env.local_world_size = procs;
   worker_env.world_size = settings.worldSize();
   worker_env.master_addr = workerHost(name, ns, 0);
@@ -302,12 +314,15 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
     c.env.push_back(env(std::move(var), std::move(value)));
   }
   if (!s.command.empty() && !mpi) {
-    // A user's program may be TensorFlow's: its cluster as TFJob gives it, one task per process
-    // (the launcher sets each process's index).
-    std::vector<std::string> hosts;
-    for (int i = 0; i < replicas; ++i) hosts.push_back(workerHost(name, ns, i));
-    c.env.push_back(env(contract::kTfConfigEnv, contract::encodeTfConfig(contract::workerTfConfig(
-                                                    hosts, procs, index * procs))));
+    // A user's program may be TensorFlow's: its cluster as TFJob gives it, every role's pods,
+    // one task per process (the launcher sets each process's index).
+    std::map<std::string, std::vector<std::string>> hosts;
+    for (int i = 0; i < pods; ++i) {
+      hosts[op::name(settings.roleOf(i))].push_back(podHost(name, ns, settings, i));
+    }
+    c.env.push_back(env(contract::kTfConfigEnv,
+                        contract::encodeTfConfig(contract::clusterTfConfig(
+                            hosts, procs, op::name(role), settings.indexInRole(index) * procs))));
   }
   c.env.push_back(fieldEnv(contract::pod_env::kPodIp, contract::pod_env::kPodIpField));
   c.env.push_back(fieldEnv(contract::pod_env::kPodName, contract::pod_env::kPodNameField));
@@ -388,7 +403,7 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   }
   if (s.pod_template) applyPodTemplate(*s.pod_template, pod);
   joinQueuePodGroup(job, attempt, pod);
-  if (index >= replicas) {
+  if (index >= pods) {
     // Beyond an elastic job's world: the same pod, placed as a worker would be, holding no rank.
     pod.metadata.labels[kStandbyLabel] = "true";
     for (kube::Container& worker : pod.spec.containers) {
@@ -434,7 +449,7 @@ kube::PodGroup buildPodGroup(const kube::TrainingJob& job, const PodGroupKind& k
   pg.api_version = kind.group + "/" + kind.version;
   pg.kind = kind.kind;
   pg.metadata = childMeta(job, job.metadata.name);
-  pg.spec.min_member = settings.replicas;
+  pg.spec.min_member = settings.gangPods();
   if (kind.group == "scheduling.x-k8s.io") {
     pg.spec.schedule_timeout_seconds = settings.schedule_timeout_seconds;
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/validate.h"
 #include "operator/worker_pod.h"
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/trainer_spec.h"
@@ -32,6 +33,8 @@ namespace ringmaster::op {
 inline constexpr const char* kJobNameLabel = "ringmaster.dev/job-name";
 inline constexpr const char* kReplicaIndexLabel = "ringmaster.dev/replica-index";
 inline constexpr const char* kAttemptLabel = "ringmaster.dev/attempt";
+// The pod's role in the gang: "worker" or "ps" (name(Role)).
+inline constexpr const char* kRoleLabel = "ringmaster.dev/role";
 // "true" on an elastic job's standby pods: placeholders beyond the current world that hold no
 // rank; one that gets scheduled means capacity returned and the job can grow.
 inline constexpr const char* kStandbyLabel = "ringmaster.dev/standby";
@@ -56,8 +59,14 @@ inline constexpr const char* kTmpMountPath = "/var/tmp/ringmaster";
 inline constexpr int64_t kWorkerUid = 1000;
 
 std::string workerName(const std::string& job, int index);  // "<job>-worker-<index>"
-std::string configMapName(const std::string& job);          // "<job>-config"
-std::string secretName(const std::string& job);             // "<job>-ssh"
+// Pod `index` of the gang (JobSettings::roleOf): "<job>-worker-<i>", or "<job>-ps-<i>" with i
+// counted among the ps pods.
+std::string podName(const std::string& job, const JobSettings& settings, int index);
+// "<pod name>.<job>.<namespace>.svc": its address through the job's headless Service.
+std::string podHost(const std::string& job, const std::string& ns, const JobSettings& settings,
+                    int index);
+std::string configMapName(const std::string& job);  // "<job>-config"
+std::string secretName(const std::string& job);     // "<job>-ssh"
 // "<job>-worker-<index>.<job>.<namespace>.svc"
 std::string workerHost(const std::string& job, const std::string& ns, int index);
 
@@ -76,8 +85,9 @@ kube::ConfigMap buildConfigMap(const kube::TrainingJob& job);
 // keys ssh-privatekey (PEM "EC PRIVATE KEY", ECDSA P-521) and ssh-publickey (authorized_keys
 // line)). Fresh keys on every call.
 core::Result<kube::Secret> buildSecret(const kube::TrainingJob& job);
-// Worker pod `index` of attempt `attempt`; `store_secret` is the attempt's rendezvous store
-// secret (RINGMASTER_STORE_SECRET, lib/contract store_secret.h), the same for every pod of it.
+// Pod `index` of the gang (a worker, or a ps pod past the workers) of attempt `attempt`;
+// `store_secret` is the attempt's rendezvous store secret (RINGMASTER_STORE_SECRET, lib/contract
+// store_secret.h), the same for every pod of it.
 kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
                          const std::string& store_secret);
 // The store secret a worker pod carries, if any.

@@ -123,7 +123,7 @@ struct Decision {
   Decision(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
            const Observed& seen, kube::Time at_time, const DecideOptions& opts)
       : spec(settingsOf(job.spec)),
-        replicas(currentReplicas(spec, status)),
+        replicas(currentReplicas(spec, status) + spec.ps_pods),
         slots(spec.podSlots()),
         generation(job.metadata.generation.value_or(0)),
         attempt(status.restarts.value_or(0)),
@@ -131,7 +131,7 @@ struct Decision {
         observed(seen),
         options(opts) {
     plan.status = status;
-    plan.status.current_replicas = replicas;
+    plan.status.current_replicas = currentReplicas(spec, status);
     if (!plan.status.restarts) plan.status.restarts = 0;
     at = atCurrentWorld(job, plan.status);
   }
@@ -146,7 +146,7 @@ struct Decision {
   }
 
   const JobSettings spec;
-  const int replicas;  // the current world's worker pods
+  const int replicas;  // the current world's pods: its workers, then any ps pods
   const int slots;     // pod indices the job may use (an elastic job's standby pods too)
   const int64_t generation;
   const int attempt;
@@ -191,12 +191,7 @@ bool suspend(Decision& d) {
   setCondition(s, kSuspended, true, reason::kJobSuspended,
                "the job is suspended: its pods are deleted, its status kept", d.generation, d.now);
   // No rank runs while suspended, whatever the deleted pods still show as they terminate.
-  kube::ReplicaStatus none;
-  none.active = 0;
-  none.ready = 0;
-  none.succeeded = 0;
-  none.failed = 0;
-  setReplicaCounts(d.at, none, s);
+  setReplicaCounts(d.at, zeroCounts(), s);
   if (findCondition(s, kRunning) != nullptr) {
     setCondition(s, kRunning, false, reason::kJobSuspended, "the job is suspended", d.generation,
                  d.now);

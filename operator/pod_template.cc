@@ -246,7 +246,7 @@ void addVolumes(const kube::TrainingJobSpec& s, WorkerAdditions& out) {
 
 bool operatorOwnedLabel(const std::string& key) {
   return key == kJobNameLabel || key == kReplicaIndexLabel || key == kAttemptLabel ||
-         key == kPodGroupLabel || key == kPodGroupNameLabel;
+         key == kRoleLabel || key == kPodGroupLabel || key == kPodGroupNameLabel;
 }
 
 bool operatorOwnedAnnotation(const std::string& key) {

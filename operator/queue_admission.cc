@@ -14,7 +14,7 @@ void joinQueuePodGroup(const kube::TrainingJob& job, int attempt, kube::Pod& pod
   if (!pod.metadata.labels.count(kQueueNameLabel)) return;
   pod.metadata.labels[kPodGroupNameLabel] = podGroupName(job, attempt);
   pod.metadata.annotations[kPodGroupTotalCountAnnotation] =
-      std::to_string(settingsOf(job.spec).replicas);
+      std::to_string(settingsOf(job.spec).gangPods());
   pod.metadata.annotations[kRetriableInGroupAnnotation] = "false";
   auto& gates = pod.spec.scheduling_gates;
   const bool gated = std::any_of(gates.begin(), gates.end(),

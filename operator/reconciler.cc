@@ -232,7 +232,7 @@ core::Result<Action> Reconciler::finished(Pass& p) {
   const int slots = std::max(0, settings.podSlots());
   p.pods.assign(static_cast<size_t>(std::min(slots, kMaxWorldSize)), nullptr);
   for (size_t i = 0; i < p.pods.size(); ++i) {
-    auto pod = listers_.pods->get(p.ns, workerName(p.name, static_cast<int>(i)));
+    auto pod = listers_.pods->get(p.ns, podName(p.name, settings, static_cast<int>(i)));
     if (pod && ownedBy(*pod, p.job)) p.pods[i] = pod;
   }
   // Standby pods hold no rank and would hold their node's room forever.
@@ -264,10 +264,11 @@ core::Result<Action> Reconciler::finished(Pass& p) {
 
 Observed Reconciler::observe(Pass& p) {
   Observed o;
-  const int slots = settingsOf(p.job.spec).podSlots();
+  const JobSettings settings = settingsOf(p.job.spec);
+  const int slots = settings.podSlots();
   o.pods.assign(static_cast<size_t>(slots), nullptr);
   for (int i = 0; i < slots; ++i) {
-    auto pod = listers_.pods->get(p.ns, workerName(p.name, i));
+    auto pod = listers_.pods->get(p.ns, podName(p.name, settings, i));
     if (!pod) continue;
     if (ownedBy(*pod, p.job)) {
       o.pods[static_cast<size_t>(i)] = pod;
@@ -544,8 +545,9 @@ core::Status Reconciler::createPods(Pass& p, const std::vector<int>& indices) {
   }
   // The pods of the world the plan is at (an elastic job's may differ from spec.replicas).
   const kube::TrainingJob at = atCurrentWorld(p.job, p.status);
+  const JobSettings settings = settingsOf(at.spec);
   for (int i : indices) {
-    const std::string name = workerName(p.name, i);
+    const std::string name = podName(p.name, settings, i);
     core::Result<Created> c =
         createOwned(p, podsResource(), buildWorkerPod(at, i, p.attempt, *secret), "pod " + name);
     if (c.ok()) {

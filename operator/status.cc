@@ -209,46 +209,69 @@ std::optional<PodProblem> podProblem(const kube::Pod& pod) {
   return std::nullopt;
 }
 
-void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& counts,
+RoleCounts zeroCounts() {
+  RoleCounts none;
+  for (kube::ReplicaStatus* c : {&none.workers, &none.ps}) {
+    c->active = 0;
+    c->ready = 0;
+    c->succeeded = 0;
+    c->failed = 0;
+  }
+  return none;
+}
+
+void setReplicaCounts(const kube::TrainingJob& job, const RoleCounts& counts,
                       kube::TrainingJobStatus& status) {
   const JobSettings settings = settingsOf(job.spec);
   const int procs = settings.procs_per_replica;
   const int world = settings.worldSize();
-  status.replicas = counts;
+  status.replicas = counts.workers;
+  if (settings.ps_pods > 0) {
+    status.roles.emplace(status.roles.value_or(kube::RoleStatuses{})).ps = counts.ps;
+  } else if (status.roles) {
+    status.roles->ps.reset();
+    if (status.roles->extra.is_null() || status.roles->extra.empty()) status.roles.reset();
+  }
+  const int ready = counts.workers.ready.value_or(0) + counts.ps.ready.value_or(0);
   status.world_size = world;
-  status.world = std::to_string(counts.ready.value_or(0) * procs) + "/" + std::to_string(world);
+  status.world = std::to_string(ready * procs) + "/" + std::to_string(world);
 }
 
 void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod*>& pods,
                  kube::Time now, kube::TrainingJobStatus& status) {
   const JobSettings settings = settingsOf(job.spec);
-  const int replicas = settings.replicas;
+  const int replicas = settings.gangPods();
   const int procs = settings.procs_per_replica;
   const int64_t generation = job.metadata.generation.value_or(0);
-  kube::ReplicaStatus counts;
-  counts.active = 0;
-  counts.ready = 0;
-  counts.succeeded = 0;
-  counts.failed = 0;
+  RoleCounts by_role = zeroCounts();
+  kube::ReplicaStatus counts = by_role.workers;  // every role's together
   int existing = 0;
-  for (const WorkerPod* pod : pods) {
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const WorkerPod* pod = pods[i];
     if (pod == nullptr) continue;
     ++existing;
-    if (pod->phase == "Succeeded") {
-      ++*counts.succeeded;
-    } else if (pod->phase == "Failed") {
-      ++*counts.failed;
-    } else {
-      ++*counts.active;
-      if (pod->phase == "Running" && pod->ready) ++*counts.ready;
+    kube::ReplicaStatus& role =
+        settings.roleOf(static_cast<int32_t>(i)) == Role::kPs ? by_role.ps : by_role.workers;
+    for (kube::ReplicaStatus* c : {&counts, &role}) {
+      if (pod->phase == "Succeeded") {
+        ++*c->succeeded;
+      } else if (pod->phase == "Failed") {
+        ++*c->failed;
+      } else {
+        ++*c->active;
+        if (pod->phase == "Running" && pod->ready) ++*c->ready;
+      }
     }
   }
-  setReplicaCounts(job, counts, status);
+  setReplicaCounts(job, by_role, status);
   if (!status.restarts) status.restarts = 0;
   // Every pod, not some: a quota that admitted only part of the gang leaves Created False.
   if (existing == replicas && !isTrue(status, kCreated)) {
-    setCondition(status, kCreated, true, reason::kWorkersCreated,
-                 "created " + std::to_string(replicas) + " worker pods", generation, now);
+    setCondition(
+        status, kCreated, true, reason::kWorkersCreated,
+        "created " + std::to_string(settings.replicas) + " worker pods" +
+            (settings.ps_pods > 0 ? " and " + std::to_string(settings.ps_pods) + " ps pods" : ""),
+        generation, now);
   }
   // A rank that finished first still joined: the job stays Running while the others finish
   // (instead of flapping to Pending for the last seconds of a successful run).

@@ -75,8 +75,16 @@ std::optional<std::string> reasonOf(const kube::TrainingJobStatus& status);
 // What keeps the pod from running that waiting alone will not cure (PodProblem, worker_pod.h).
 std::optional<PodProblem> podProblem(const kube::Pod& pod);
 
-// status.replicas, worldSize and world ("<ready ranks>/<total ranks>") from pod counts.
-void setReplicaCounts(const kube::TrainingJob& job, const kube::ReplicaStatus& counts,
+// Pod counts of each role of the gang.
+struct RoleCounts {
+  kube::ReplicaStatus workers;
+  kube::ReplicaStatus ps;  // none for a job without ps pods
+};
+// Every count of every role 0 (set, not absent: the status says "none").
+RoleCounts zeroCounts();
+// status.replicas (the workers), status.roles.ps (a job with ps pods), worldSize and world
+// ("<ready ranks>/<total ranks>", every role's) from pod counts.
+void setReplicaCounts(const kube::TrainingJob& job, const RoleCounts& counts,
                       kube::TrainingJobStatus& status);
 
 // Replica counts, world, Created/Running (and Restarting cleared once Running) from the pods of

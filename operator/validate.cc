@@ -182,13 +182,108 @@ void validateParameterServers(const kube::TrainingJobSpec& s, FieldErrors& e) {
   if (s.elastic) {
     e.add("spec.elastic", "a job with parameter servers has a fixed world; drop spec.elastic");
   }
-  if (s.replicas && s.procs_per_replica) {
+  if (s.replicas && s.procs_per_replica && !(s.roles && s.roles->ps)) {
     const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
     if (servers >= world) {
       e.add(field, std::to_string(servers) +
                        " servers leave no worker among replicas x "
                        "procsPerReplica = " +
                        std::to_string(world) + " ranks");
+    }
+  }
+}
+
+// The worker container's additions and the pod template of one role's pods: env, volumes,
+// mounts, resources, template.
+void validatePodAdditions(const kube::TrainingJob& job, const ValidateOptions& options,
+                          FieldErrors& e) {
+  const kube::TrainingJobSpec& s = job.spec;
+  const WorkerAdditions worker = workerAdditions(s);
+  std::set<std::string> env_names;
+  for (const auto& [path, var] : worker.env) {
+    const std::string p = path + ".name";
+    if (var->name.empty()) {
+      e.add(p, "required");
+    } else if (reservedEnv().count(var->name)) {
+      e.add(p, "\"" + var->name + "\" is set by the operator or the launcher");
+    } else if (!env_names.insert(var->name).second) {
+      e.add(p, "\"" + var->name + "\" is given twice");
+    }
+    validateEnvSource(s, *var, path, e);
+  }
+  validateVolumes(worker, options, e);
+  validatePodTemplate(job, metricsPort(job), e);
+}
+
+// spec.roles: parameter servers in pods of their own, after the workers. Their pods run
+// procsPerReplica ranks each like every pod of the gang, all of them servers; their resources
+// and template, where given, are checked as the workers' are, under their own path.
+void validateRoles(const kube::TrainingJob& job, const ValidateOptions& options, FieldErrors& e) {
+  const kube::TrainingJobSpec& s = job.spec;
+  if (!s.roles) return;
+  const std::string field = "spec.roles";
+  if (s.roles->extra.is_object()) {
+    for (const auto& [key, value] : s.roles->extra.items()) {
+      if (key == "chief" || key == "evaluator" || key == "worker") {
+        e.add(field + "." + key,
+              key == "worker"
+                  ? std::string("the workers are spec.replicas, spec.resources and spec.template")
+                  : "not a role the operator runs yet: worker 0 is the job's chief and evaluates "
+                    "(the role that has pods of its own is ps)");
+      } else {
+        e.add(field + "." + key, "unknown role; the role that has pods of its own is ps");
+      }
+    }
+  }
+  if (!s.roles->ps) return;
+  const kube::RoleSpec& ps = *s.roles->ps;
+  const std::string p = field + ".ps";
+  e.unknownFields(p, ps.extra);
+  if (!ps.replicas) e.add(p + ".replicas", "required");
+  e.inRange(p + ".replicas", ps.replicas, 1, kMaxWorldSize);
+  if (s.launcher == "mpi") {
+    e.add(p,
+          "parameter servers run under launcher native, not mpi (mpirun starts every rank as "
+          "a trainer of one world)");
+  }
+  if (s.elastic) {
+    e.add(p, "a job with parameter servers has a fixed world; drop spec.elastic");
+  }
+  if (s.trainer && ps.replicas && *ps.replicas >= 1) {
+    const int64_t servers = contract::trainerSettings(*s.trainer).parameter_servers.servers;
+    const int64_t ranks = int64_t{*ps.replicas} * s.procs_per_replica.value_or(1);
+    if (servers != ranks) {
+      e.add("spec.trainer.parallelism.parameterServer.servers",
+            std::to_string(servers) + " servers, but spec.roles.ps gives " +
+                std::to_string(*ps.replicas) + " pod(s) x procsPerReplica = " +
+                std::to_string(ranks) + " server ranks: leave servers unset or make them equal");
+    }
+  }
+  if (!ps.resources && !ps.pod_template) return;
+  // The ps pods' own resources and template, checked as the workers' are; only the errors
+  // under the role's own fields are new (the rest are the workers' too, reported once).
+  kube::TrainingJob view = job;
+  view.spec = specForRole(s, Role::kPs);
+  FieldErrors role_errors;
+  validatePodAdditions(view, options, role_errors);
+  for (FieldError& error : role_errors.take()) {
+    std::string f = error.field;
+    for (const char* given : {"spec.template", "spec.resources"}) {
+      const std::string g = given;
+      const bool from_role =
+          g == "spec.template" ? ps.pod_template.has_value() : ps.resources.has_value();
+      if (from_role && (f == g || f.starts_with(g + ".") || f.starts_with(g + "["))) {
+        // The message may name the role's fields by their top-level names too.
+        std::string message = std::move(error.message);
+        for (const char* top : {"spec.template", "spec.resources"}) {
+          for (size_t at = message.find(top); at != std::string::npos;
+               at = message.find(top, at + p.size())) {
+            message.replace(at, 4, p);
+          }
+        }
+        e.add(p + f.substr(4), std::move(message));
+        break;
+      }
     }
   }
 }
@@ -287,6 +382,17 @@ const char* name(RestartPolicy value) {
   return "OnFailure";
 }
 
+const char* name(Role value) { return value == Role::kPs ? "ps" : "worker"; }
+
+kube::TrainingJobSpec specForRole(const kube::TrainingJobSpec& spec, Role role) {
+  kube::TrainingJobSpec view = spec;
+  if (role != Role::kPs || !spec.roles || !spec.roles->ps) return view;
+  const kube::RoleSpec& ps = *spec.roles->ps;
+  if (ps.resources) view.resources = ps.resources;
+  if (ps.pod_template) view.pod_template = ps.pod_template;
+  return view;
+}
+
 const char* name(CleanPodPolicy value) {
   switch (value) {
     case CleanPodPolicy::kNone:
@@ -324,8 +430,16 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
         spec.scheduling_policy->schedule_timeout_seconds.value_or(d.schedule_timeout_seconds);
     s.scheduler_name = spec.scheduling_policy->scheduler_name.value_or("");
   }
+  if (spec.roles && spec.roles->ps) {
+    s.ps_pods = std::clamp(spec.roles->ps->replicas.value_or(0), 0, kMaxWorldSize);
+  }
   if (spec.trainer) {
     s.parameter_servers = contract::trainerSettings(*spec.trainer).parameter_servers.servers;
+  }
+  // A user's program with ps pods: every rank on them is a server.
+  if (s.parameter_servers == 0) {
+    s.parameter_servers = static_cast<int32_t>(std::min<int64_t>(
+        int64_t{s.ps_pods} * s.procs_per_replica, std::numeric_limits<int32_t>::max()));
   }
   s.min_replicas = s.max_replicas = s.replicas;
   if (spec.elastic) {
@@ -368,6 +482,18 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
     s.scheduling_policy->schedule_timeout_seconds = d.schedule_timeout_seconds;
   }
   if (s.command.empty() && !s.trainer) s.trainer = kube::TrainerSpec{};
+  // ps pods serve the built-in trainer's parameters: every rank on them is a server.
+  if (s.trainer && s.roles && s.roles->ps && s.roles->ps->replicas) {
+    kube::ParallelismSpec& parallelism =
+        s.trainer->parallelism.emplace(s.trainer->parallelism.value_or(kube::ParallelismSpec{}));
+    kube::ParameterServerSpec& ps = parallelism.parameter_server.emplace(
+        parallelism.parameter_server.value_or(kube::ParameterServerSpec{}));
+    if (!ps.servers) {
+      ps.servers = static_cast<int32_t>(
+          std::min<int64_t>(int64_t{*s.roles->ps->replicas} * s.procs_per_replica.value_or(1),
+                            std::numeric_limits<int32_t>::max()));
+    }
+  }
   if (s.elastic && !s.elastic->max_replicas) s.elastic->max_replicas = s.replicas;
   // An elastic job keeps its global batch at every world: batchSize per rank is read at the
   // world the job starts at.
@@ -408,7 +534,13 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
             "world size replicas x procsPerReplica = " + std::to_string(world) + " exceeds " +
                 std::to_string(kMaxWorldSize));
     }
-    const std::string longest = name + "-worker-" + std::to_string(slots - 1);
+    const JobSettings settings = settingsOf(s);
+    std::string longest = name + "-worker-" + std::to_string(settings.replicas - 1);
+    if (settings.ps_pods > 0) {
+      const std::string ps = name + "-ps-" + std::to_string(settings.ps_pods - 1);
+      if (ps.size() > longest.size()) longest = ps;
+    }
+    if (settings.elastic) longest = name + "-worker-" + std::to_string(slots - 1);
     if (longest.size() > 63 && name.size() <= 63) {
       e.add("metadata.name", "too long for its pod names: \"" + longest + "\" has " +
                                  std::to_string(longest.size()) + " characters, at most 63");
@@ -437,21 +569,8 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
   for (size_t i = 0; i < s.command.size(); ++i) {
     if (i == 0 && s.command[i].empty()) e.add("spec.command[0]", "must not be empty");
   }
-  const WorkerAdditions worker = workerAdditions(s);
-  std::set<std::string> env_names;
-  for (const auto& [path, var] : worker.env) {
-    const std::string p = path + ".name";
-    if (var->name.empty()) {
-      e.add(p, "required");
-    } else if (reservedEnv().count(var->name)) {
-      e.add(p, "\"" + var->name + "\" is set by the operator or the launcher");
-    } else if (!env_names.insert(var->name).second) {
-      e.add(p, "\"" + var->name + "\" is given twice");
-    }
-    validateEnvSource(s, *var, path, e);
-  }
-  validateVolumes(worker, options, e);
-  validatePodTemplate(job, metricsPort(job), e);
+  validatePodAdditions(job, options, e);
+  validateRoles(job, options, e);
   if (s.trainer) {
     for (FieldError& error : contract::validateTrainer(*s.trainer, "spec.trainer")) {
       e.add(std::move(error.field), std::move(error.message));

@@ -9,6 +9,7 @@
 // Thread-safety: pure functions. Failure: validate() returns the list of field errors;
 // defaultAndValidate() folds them into one InvalidArgument Status.
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,8 @@ struct ValidateOptions {
 using contract::FieldError;
 
 enum class Backend { kAuto, kNccl, kTcp, kGloo, kMpi };
+// What a pod of the gang is: a worker, or one of spec.roles' (a parameter server).
+enum class Role { kWorker, kPs };
 enum class RestartPolicy { kNever, kOnFailure, kExitCode };
 // Which pods a finished job deletes: none, the unfinished ones, or all.
 enum class CleanPodPolicy { kNone, kRunning, kAll };
@@ -73,11 +76,28 @@ struct JobSettings {
   int32_t min_replicas = 1;
   int32_t max_replicas = 1;
 
-  // Ranks that serve parameters (spec.trainer.parallelism.parameterServer.servers): the last
-  // ones of the world; 0 without parameter servers.
+  // spec.roles.ps.replicas: parameter-server pods of their own, after the worker pods (0: none).
+  int32_t ps_pods = 0;
+  // Ranks that serve parameters (spec.trainer.parallelism.parameterServer.servers, or every rank
+  // of the ps pods): the last ones of the world; 0 without parameter servers.
   int32_t parameter_servers = 0;
 
-  int32_t worldSize() const { return replicas * procs_per_replica; }
+  // The pods of the gang: the workers, then the ps pods. Every pod runs procs_per_replica ranks,
+  // so that pod i holds ranks [i x procs, (i + 1) x procs) whatever its role.
+  int32_t gangPods() const {  // saturating: validation reads it for specs it then refuses
+    return replicas > std::numeric_limits<int32_t>::max() - ps_pods
+               ? std::numeric_limits<int32_t>::max()
+               : replicas + ps_pods;
+  }
+  int32_t worldSize() const { return gangPods() * procs_per_replica; }
+  // The role of pod `index`, and its index among that role's pods (an elastic job's standby
+  // pods beyond the world are workers: such a job has no ps pods).
+  Role roleOf(int32_t index) const {
+    return ps_pods > 0 && index >= replicas ? Role::kPs : Role::kWorker;
+  }
+  int32_t indexInRole(int32_t index) const {
+    return roleOf(index) == Role::kPs ? index - replicas : index;
+  }
   // Whether a failed pod at `replica` is replaced alone rather than restarting the gang: every
   // rank on it is a parameter-server job's worker, whose servers drop it and take it back, and
   // it is not pod 0, which hosts the attempt's rendezvous store.
@@ -86,7 +106,7 @@ struct JobSettings {
            (replica + 1) * procs_per_replica <= worldSize() - parameter_servers;
   }
   // Worker pod indices the job may ever use: 0 .. podSlots()-1.
-  int32_t podSlots() const { return elastic ? max_replicas : replicas; }
+  int32_t podSlots() const { return elastic ? max_replicas : gangPods(); }
   bool operator==(const JobSettings&) const = default;
 };
 
@@ -105,6 +125,11 @@ kube::TrainingJob atCurrentWorld(const kube::TrainingJob& job,
 const char* name(Backend value);
 const char* name(RestartPolicy value);
 const char* name(CleanPodPolicy value);
+const char* name(Role value);  // "worker" | "ps": pod names, labels, TF_CONFIG's task types
+
+// The spec the pods of `role` are built from: the job's, with the role's resources and template
+// in place of spec.resources and spec.template where it gives them.
+kube::TrainingJobSpec specForRole(const kube::TrainingJobSpec& spec, Role role);
 
 // The spec with every default of the CRD applied (and the operator's default image).
 kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,

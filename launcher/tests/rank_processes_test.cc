@@ -162,5 +162,25 @@ TEST(RankProcesses, EachProcessIsItsOwnTensorFlowTask) {
       0u);
 }
 
+// A ps pod's processes are tasks of the ps role: their indices count from the pod's first ps
+// task, not from its global rank.
+TEST(RankProcesses, AParameterServerPodsProcessesAreItsPsTasks) {
+  const contract::TfConfig cluster = contract::clusterTfConfig(
+      {{"worker", {"j-worker-0.j.ns.svc", "j-worker-1.j.ns.svc"}}, {"ps", {"j-ps-0.j.ns.svc"}}}, 2,
+      "ps", 0);
+  contract::PodEnvironment ps = pod();
+  ps.node_rank = 2;  // after the two worker pods: ranks 4 and 5
+  const std::vector<ProcessSpec> specs =
+      rankProcesses(ps, {"/usr/bin/python3", "tf.py"}, 125, false, cluster);
+  ASSERT_EQ(specs.size(), 2u);
+  for (size_t local = 0; local < specs.size(); ++local) {
+    auto parsed = contract::parseTfConfig(specs[local].env.at("TF_CONFIG"));
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(parsed->task_type, "ps");
+    EXPECT_EQ(parsed->task_index, static_cast<int>(local));
+    EXPECT_EQ(specs[local].env.at("RANK"), std::to_string(4 + local));
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::launcher

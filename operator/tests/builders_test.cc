@@ -64,6 +64,54 @@ TEST(Builders, UserProgramsGetTfJobsTfConfig) {
       0u);  // MPI programs find each other through mpirun
 }
 
+// spec.roles.ps: the ps pods come after the workers in the gang, named and labelled by their role,
+// built from the role's own resources and template, and a user's program finds them in
+// TF_CONFIG's cluster.ps (its own task counted among the ps tasks).
+TEST(Builders, PsPodsAreTheirOwnRoleAfterTheWorkers) {
+  kube::TrainingJob job = makeJob("tf", 2);
+  job.spec.procs_per_replica = 1;
+  job.spec.command = {"python3", "train.py"};
+  job.metadata.namespace_name = "ml";
+  kube::ResourceRequirements workers;
+  workers.limits["cpu"] = kube::Quantity(4);
+  job.spec.resources = workers;
+  kube::RoleSpec ps;
+  ps.replicas = 2;
+  ps.resources.emplace().requests["memory"] = *kube::Quantity::parse("8Gi");
+  ps.pod_template.emplace().spec.node_selector["pool"] = "cpu";
+  job.spec.roles.emplace().ps = ps;
+  const kube::TrainingJob d = defaulted(job);
+  const kube::Pod worker = buildWorkerPod(d, 1, 0, "s");
+  const kube::Pod server = buildWorkerPod(d, 3, 0, "s");
+  EXPECT_EQ(worker.metadata.name, "tf-worker-1");
+  EXPECT_EQ(server.metadata.name, "tf-ps-1");
+  EXPECT_EQ(server.spec.hostname, "tf-ps-1");
+  EXPECT_EQ(worker.metadata.labels.at(kRoleLabel), "worker");
+  EXPECT_EQ(server.metadata.labels.at(kRoleLabel), "ps");
+  EXPECT_EQ(server.metadata.labels.at(kReplicaIndexLabel), "3");
+  EXPECT_EQ(worker.spec.containers[0].resources, workers);
+  EXPECT_EQ(server.spec.containers[0].resources, ps.resources);
+  EXPECT_TRUE(worker.spec.node_selector.empty());
+  EXPECT_EQ(server.spec.node_selector.at("pool"), "cpu");
+  std::map<std::string, std::string> env = plainEnv(server.spec.containers[0]);
+  EXPECT_EQ(env["NODE_RANK"], "3");
+  EXPECT_EQ(env["NNODES"], "4");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["MASTER_ADDR"], "tf-worker-0.tf.ml.svc");
+  const nlohmann::json cluster = nlohmann::json::parse(R"({
+      "worker": ["tf-worker-0.tf.ml.svc:2222", "tf-worker-1.tf.ml.svc:2222"],
+      "ps": ["tf-ps-0.tf.ml.svc:2222", "tf-ps-1.tf.ml.svc:2222"]})");
+  EXPECT_EQ(nlohmann::json::parse(env["TF_CONFIG"]),
+            nlohmann::json({{"cluster", cluster},
+                            {"task", {{"type", "ps"}, {"index", 1}}},
+                            {"environment", "cloud"}}));
+  env = plainEnv(worker.spec.containers[0]);
+  EXPECT_EQ(nlohmann::json::parse(env["TF_CONFIG"])["task"],
+            nlohmann::json({{"type", "worker"}, {"index", 1}}));
+  EXPECT_EQ(podName("tf", settingsOf(d.spec), 2), "tf-ps-0");
+  EXPECT_EQ(podHost("tf", "ml", settingsOf(d.spec), 0), "tf-worker-0.tf.ml.svc");
+}
+
 // An elastic job that shrank to 3 of its 4 pods: ranks count the current world, and the pod
 // beyond it is a standby pod placed like a worker but holding no rank.
 TEST(Builders, ElasticPodsFollowTheCurrentWorldAndTheRestStandBy) {

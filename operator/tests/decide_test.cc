@@ -32,6 +32,7 @@ struct Spec {
   std::optional<int32_t> min_replicas{};  // set: spec.elastic
   std::optional<int32_t> max_replicas{};
   int servers = 0;  // spec.trainer.parallelism.parameterServer.servers
+  int ps_pods = 0;  // spec.roles.ps.replicas: pods of their own after the workers
 };
 
 struct Cond {
@@ -118,6 +119,10 @@ kube::TrainingJob jobOf(const Spec& spec) {
     job.spec.trainer->parallelism = kube::ParallelismSpec{};
     job.spec.trainer->parallelism->parameter_server = kube::ParameterServerSpec{};
     job.spec.trainer->parallelism->parameter_server->servers = spec.servers;
+  }
+  if (spec.ps_pods > 0) {
+    job.spec.roles.emplace().ps.emplace().replicas = spec.ps_pods;
+    job.spec.trainer.emplace().parallelism.emplace().parameter_server.emplace();
   }
   if (spec.min_replicas) {
     job.spec.elastic = kube::ElasticPolicy{};
@@ -729,6 +734,53 @@ const Row kRows[] = {
                 .conditions = {{"Running", true, "AllRanksJoined"}}},
      .pods = {succeeded(0), failed(1, 137), {.index = 2}},
      .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined", .restarts = 0}},
+    // The same with the server in a pod of its own (spec.roles.ps): 2 worker pods, then
+    // fmnist-ps-0 at index 2, created with the workers and counted apart from them.
+    {.name = "PsPodsOfTheirOwnAreCreatedWithTheWorkers",
+     .spec = {.ps_pods = 1},
+     .want = {.phase = "Pending",
+              .condition = "Created=True/WorkersCreated",
+              .create = {0, 1, 2},
+              .requeue = kSecond,
+              .restarts = 0,
+              .world = "0/3",
+              .start_time = true}},
+    {.name = "PsPodsOfTheirOwnJoinTheWorld",
+     .spec = {.ps_pods = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, kRunning1, {.index = 2}},
+     .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined", .world = "3/3"}},
+    {.name = "PsPodOfItsOwnFailedRestartsTheGang",
+     .spec = {.ps_pods = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, kRunning1, failed(2, 137)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1}},
+    {.name = "PsPodsOfTheirOwnLeaveAFailedWorkerToBeReplacedAlone",
+     .spec = {.replicas = 3, .ps_pods = 2},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}, {.index = 3}, {.index = 4}},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .deletion = PodDeletion::kStale,
+              .requeue = kSecond,
+              .restarts = 0,
+              .replaced = "Replaced=True/ReplacedWorkerPod",
+              .replaced_pods = 1,
+              .stale = {"fmnist-worker-1"}}},
+    {.name = "PsPodsOfTheirOwnAndWorkerZeroSucceededSucceedTheJob",
+     .spec = {.ps_pods = 1},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {succeeded(0), failed(1, 137), succeeded(2)},
+     .want = {.phase = "Succeeded",
+              .condition = "Succeeded=True/AllRanksSucceeded",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
     {.name = "PsWithoutServersAFailedWorkerStillRestartsTheGang",
      .spec = {.replicas = 3},
      .status = {.restarts = 0, .started_ago = 100},
@@ -783,6 +835,32 @@ TEST(DecideTest, TheFailedRanksMessageNamesItsExitCode) {
 }
 
 // A node that shut down ended its pods Failed with reason Terminated: the message says so.
+// status.replicas counts the worker pods and status.roles.ps the ps pods; the world both.
+TEST(DecideTest, EachRoleIsCountedOnItsOwn) {
+  Row row{
+      .name = "roles",
+      .spec = {.replicas = 2, .ps_pods = 2},
+      .status = {.restarts = 0, .started_ago = 100},
+      .pods = {
+          kRunning0, {.index = 1, .phase = "Pending", .ready = false}, {.index = 2}, succeeded(3)}};
+  const kube::TrainingJob job = jobOf(row.spec);
+  const Plan plan = decide(job, statusOf(row.status), observedOf(job, row), kNow, {});
+  ASSERT_TRUE(plan.status.replicas && plan.status.roles && plan.status.roles->ps);
+  EXPECT_EQ(plan.status.replicas->active, 2);
+  EXPECT_EQ(plan.status.replicas->ready, 1);
+  EXPECT_EQ(plan.status.roles->ps->active, 1);
+  EXPECT_EQ(plan.status.roles->ps->ready, 1);
+  EXPECT_EQ(plan.status.roles->ps->succeeded, 1);
+  EXPECT_EQ(plan.status.world, "2/4");
+  EXPECT_EQ(plan.status.current_replicas, 2);  // the workers, as spec.replicas counts them
+  // Without ps pods the status has no roles.
+  row.spec.ps_pods = 0;
+  row.pods = {kRunning0, kRunning1};
+  const kube::TrainingJob plain = jobOf(row.spec);
+  EXPECT_FALSE(decide(plain, statusOf(row.status), observedOf(plain, row), kNow, {})
+                   .status.roles.has_value());
+}
+
 TEST(DecideTest, TheFailedRanksMessageAddsThePodsReason) {
   Row row{.name = "shutdown", .spec = {.restart_policy = "Never"}, .pods = {kRunning0}};
   const kube::TrainingJob job = jobOf(row.spec);

@@ -52,6 +52,11 @@ void psTrainer(kube::TrainingJob& job, int32_t servers, std::optional<std::strin
   job.spec.trainer.emplace().parallelism.emplace().parameter_server = ps;
 }
 
+// spec.roles.ps {replicas}.
+void psPods(kube::TrainingJob& job, int32_t replicas) {
+  job.spec.roles.emplace().ps.emplace().replicas = replicas;
+}
+
 // spec.elastic {minReplicas: lo, maxReplicas: hi}.
 void elastic(kube::TrainingJob& job, int32_t lo, int32_t hi) {
   job.spec.elastic = kube::ElasticPolicy{};
@@ -215,6 +220,86 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                      j.spec.trainer->device = "cuda";
                                                    },
                                                    "spec.trainer.parallelism.parameterServer"},
+                                           BadSpec{"0 ps pods",
+                                                   [](auto& j) { psPods(j, 0); },
+                                                   "spec.roles.ps.replicas"},
+                                           BadSpec{"ps pods without a count",
+                                                   [](auto& j) {
+                                                     j.spec.roles.emplace().ps.emplace();
+                                                   },
+                                                   "spec.roles.ps.replicas"},
+                                           BadSpec{"ps pods under mpirun",
+                                                   [](auto& j) {
+                                                     psPods(j, 1);
+                                                     j.spec.launcher = "mpi";
+                                                   },
+                                                   "spec.roles.ps"},
+                                           BadSpec{"ps pods in an elastic job",
+                                                   [](auto& j) {
+                                                     psPods(j, 1);
+                                                     elastic(j, 1, 2);
+                                                   },
+                                                   "spec.roles.ps"},
+                                           BadSpec{"servers that are not the ps pods' ranks",
+                                                   [](auto& j) {
+                                                     psTrainer(j, 2);
+                                                     psPods(j, 1);
+                                                   },
+                                                   "spec.trainer.parallelism.parameterServer"
+                                                   ".servers"},
+                                           BadSpec{"a chief role",
+                                                   [](auto& j) {
+                                                     j.spec.roles.emplace().extra = {
+                                                         {"chief", {{"replicas", 1}}}};
+                                                   },
+                                                   "spec.roles.chief"},
+                                           BadSpec{"an unknown role",
+                                                   [](auto& j) {
+                                                     j.spec.roles.emplace().extra = {
+                                                         {"coordinator", {{"replicas", 1}}}};
+                                                   },
+                                                   "spec.roles.coordinator"},
+                                           BadSpec{"an unknown field of the ps role",
+                                                   [](auto& j) {
+                                                     psPods(j, 1);
+                                                     j.spec.roles->ps->extra = {{"replica", 1}};
+                                                   },
+                                                   "spec.roles.ps.replica"},
+                                           BadSpec{"a ps template that sets the worker's image",
+                                                   [](auto& j) {
+                                                     psPods(j, 1);
+                                                     kube::Container worker;
+                                                     worker.name = "worker";
+                                                     worker.image = "other:1";
+                                                     j.spec.roles->ps->pod_template.emplace()
+                                                         .spec.containers.push_back(worker);
+                                                   },
+                                                   "spec.roles.ps.template.spec.containers[0]"
+                                                   ".image"},
+                                           BadSpec{"ps resources beside a ps template's",
+                                                   [](auto& j) {
+                                                     psPods(j, 1);
+                                                     kube::Container worker;
+                                                     worker.name = "worker";
+                                                     worker.resources.emplace();
+                                                     j.spec.roles->ps->pod_template.emplace()
+                                                         .spec.containers.push_back(worker);
+                                                     j.spec.roles->ps->resources.emplace();
+                                                   },
+                                                   "spec.roles.ps.template.spec.containers[0]"
+                                                   ".resources"},
+                                           BadSpec{"a ps pod name past 63 characters",
+                                                   [](auto& j) {
+                                                     j.metadata.name = std::string(57, 'a');
+                                                     psPods(j, 10);
+                                                   },
+                                                   "metadata.name"},
+                                           BadSpec{"ps pods past the world limit",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 4000;
+                                                     psPods(j, 97);
+                                                   },
+                                                   "spec.replicas"},
                                            BadSpec{"unknown launcher",
                                                    [](auto& j) { j.spec.launcher = "ssh"; },
                                                    "spec.launcher"},
@@ -474,6 +559,69 @@ TEST(Validate, ParameterServersBesideWorkersAreAcceptedAndDefaulted) {
     EXPECT_EQ(settings.parameter_servers.consistency, c.want);
     EXPECT_EQ(settings.parameter_servers.staleness, c.want_staleness);
   }
+}
+
+// spec.roles.ps: the servers are every rank of the ps pods, after the workers; the built-in
+// trainer's server count is defaulted from them.
+TEST(Validate, PsPodsOfTheirOwnAreAcceptedAndServeEveryRankOnThem) {
+  struct Case {
+    int32_t workers, ps, procs;
+    std::optional<int32_t> servers;  // given in spec.trainer
+  };
+  for (const Case& c : {Case{2, 1, 1, {}}, Case{2, 2, 1, {}}, Case{3, 1, 2, {}}, Case{2, 1, 1, 1},
+                        Case{1, 2, 2, 4}}) {
+    kube::TrainingJob job = makeJob("ps", c.workers);
+    job.spec.procs_per_replica = c.procs;
+    kube::ParameterServerSpec ps;
+    ps.servers = c.servers;
+    ps.consistency = "bounded";
+    job.spec.trainer.emplace().parallelism.emplace().parameter_server = ps;
+    psPods(job, c.ps);
+    core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+    ASSERT_TRUE(spec.ok()) << c.workers << "+" << c.ps << ": " << spec.status().toString();
+    EXPECT_EQ(contract::trainerSettings(*spec->trainer).parameter_servers.servers, c.ps * c.procs);
+    const JobSettings s = settingsOf(*spec);
+    EXPECT_EQ(s.gangPods(), c.workers + c.ps);
+    EXPECT_EQ(s.worldSize(), (c.workers + c.ps) * c.procs);
+    EXPECT_EQ(s.parameter_servers, c.ps * c.procs);
+    for (int i = 0; i < s.gangPods(); ++i) {
+      const bool server = i >= c.workers;
+      EXPECT_EQ(s.roleOf(i), server ? Role::kPs : Role::kWorker) << "pod " << i;
+      EXPECT_EQ(s.indexInRole(i), server ? i - c.workers : i) << "pod " << i;
+      EXPECT_EQ(s.replacedAlone(i), !server && i > 0) << "pod " << i;
+    }
+  }
+  // A user's program with ps pods: every rank on them is a server, no trainer spec needed.
+  kube::TrainingJob job = makeJob("tf", 2);
+  job.spec.trainer.reset();
+  job.spec.command = {"python3", "train.py"};
+  psPods(job, 1);
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_TRUE(spec.ok()) << spec.status().toString();
+  EXPECT_FALSE(spec->trainer.has_value());
+  EXPECT_EQ(settingsOf(*spec).parameter_servers, 1);
+}
+
+// The ps pods' own resources and template: the spec each role's pods are built from.
+TEST(Validate, EachRoleIsBuiltFromItsOwnResourcesAndTemplateWhereItGivesThem) {
+  kube::TrainingJob job = makeJob("ps", 2);
+  kube::ResourceRequirements workers;
+  workers.limits["cpu"] = kube::Quantity(2);
+  job.spec.resources = workers;
+  job.spec.pod_template.emplace().spec.node_selector["pool"] = "gpu";
+  psPods(job, 1);
+  EXPECT_EQ(specForRole(job.spec, Role::kPs), job.spec);  // nothing of its own yet
+  kube::ResourceRequirements servers;
+  servers.requests["memory"] = *kube::Quantity::parse("4Gi");
+  job.spec.roles->ps->resources = servers;
+  kube::TrainingJobSpec ps = specForRole(job.spec, Role::kPs);
+  EXPECT_EQ(ps.resources, servers);
+  EXPECT_EQ(ps.pod_template, job.spec.pod_template);  // still the workers'
+  job.spec.roles->ps->pod_template.emplace().spec.node_selector["pool"] = "cpu";
+  ps = specForRole(job.spec, Role::kPs);
+  EXPECT_EQ(ps.pod_template->spec.node_selector.at("pool"), "cpu");
+  EXPECT_EQ(specForRole(job.spec, Role::kWorker), job.spec);
+  EXPECT_TRUE(defaultAndValidate(job, ValidateOptions{}).ok());
 }
 
 TEST(Validate, WholeReplicasOfAPipelineAreAccepted) {

@@ -1,9 +1,10 @@
 // e2e, parameter servers on the user's path: `ringmaster local run examples/fashion-mnist-ps.yaml`
-// runs 3 worker pods from spec.trainer.parallelism.parameterServer: the last one serves the
-// parameters, the first two train against it under bounded staleness, across the pods' network
-// namespaces. The job ends Succeeded; `local run` prints worker 0's test accuracy from the job's
-// status, and each pod's log says which part it played. Only the embedded control plane: the
-// operator's side of the job is a data-parallel job's, which the other e2e tests run on both.
+// runs 2 worker pods and, from spec.roles.ps, 1 parameter-server pod of its own (fmnist-ps-ps-0):
+// it serves the parameters, the workers train against it under bounded staleness, across the
+// pods' network namespaces. The job ends Succeeded; `local run` prints worker 0's test accuracy
+// from the job's status, and each pod's log says which part it played. Only the embedded control
+// plane: the operator's side of the job is a data-parallel job's, which the other e2e tests run on
+// both.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -23,11 +24,11 @@ TEST(LocalRunParameterServerE2e, OneServerTwoWorkersTrainToSucceeded) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   testutil::TempDir dir;
   e2e::ExampleRun example = e2e::runExample("fashion-mnist-ps.yaml", dir.path(),
-                                            {"fmnist-ps-worker-0", "fmnist-ps-worker-2"});
+                                            {"fmnist-ps-worker-0", "fmnist-ps-ps-0"});
   const testutil::ProcessResult& result = example.run;
   const testutil::ProcessResult& down = example.down;
   const testutil::ProcessResult& worker0 = example.logs["fmnist-ps-worker-0"];
-  const testutil::ProcessResult& server = example.logs["fmnist-ps-worker-2"];
+  const testutil::ProcessResult& server = example.logs["fmnist-ps-ps-0"];
   const std::string outcome = result.stdout_text + result.stderr_text;
   ASSERT_EQ(result.exit_code, 0) << outcome;
   EXPECT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;

@@ -194,16 +194,18 @@ TEST_P(OperatorFaultE2e, KilledTrainerRestartsTheGangOnceWhichResumesFromCheckpo
 // A parameter-server job's worker whose trainer is SIGKILLed mid-run, with the operator killed
 // right after: the operator replaces that one pod (no gang restart, nothing counted against
 // backoffLimit, the job Running throughout), the new pod's trainer rejoins the server where the
-// others are, and the job Succeeds with the other pods the ones it started with.
+// others are, and the job Succeeds with the other pods the ones it started with. The server runs
+// in a pod of its own (spec.roles.ps), with its own resources.
 TEST_P(OperatorFaultE2e, KilledParameterServerWorkerIsReplacedAloneWhileTheOthersTrainOn) {
   if (!fs::exists(testutil::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   testutil::Process watch({cluster_.kubectlPath(), "get", "tj", "-w", "-v=6", "--no-headers"},
                           cluster_.env());
   startWatch(watch);
-  apply(fmnistJob("fmnist-ps", 3, "512, 512", 8,
-                  "    parallelism:\n      parameterServer: {servers: 1, consistency: sync}\n",
-                  "  backoffLimit: 1\n"));
+  apply(fmnistJob("fmnist-ps", 2, "512, 512", 8,
+                  "    parallelism:\n      parameterServer: {consistency: sync}\n",
+                  "  backoffLimit: 1\n  roles:\n    ps:\n      replicas: 1\n"
+                  "      resources: {requests: {memory: 256Mi}}\n"));
   // Kill once worker 0 reports training steps (its progress reaches the status).
   nlohmann::json running = cluster_.waitForJob("fmnist-ps", 240s, [](const nlohmann::json& j) {
     return j.contains("status") && j["status"].contains("progress") &&
@@ -222,6 +224,16 @@ TEST_P(OperatorFaultE2e, KilledParameterServerWorkerIsReplacedAloneWhileTheOther
   };
   const std::map<std::string, std::string> before = uids();
   ASSERT_EQ(before.size(), 3u) << "pods: " << before.size();
+  ASSERT_EQ(before.count("fmnist-ps-ps-0"), 1u) << "no pod fmnist-ps-ps-0 of role ps";
+  // The ps pod is labelled with its role and carries its own resources, not the workers'.
+  auto ps_pod = cluster_.kubectl({"get", "pod", "fmnist-ps-ps-0", "-o",
+                                  "jsonpath={.metadata.labels.ringmaster\\.dev/role} "
+                                  "{.spec.containers[0].resources.requests.memory}"});
+  EXPECT_EQ(ps_pod.stdout_text, "ps 256Mi") << ps_pod.stderr_text;
+  auto worker_pod = cluster_.kubectl({"get", "pod", "fmnist-ps-worker-1", "-o",
+                                      "jsonpath={.metadata.labels.ringmaster\\.dev/role} "
+                                      "{.spec.containers[0].resources.requests.memory}"});
+  EXPECT_EQ(worker_pod.stdout_text, "worker ") << worker_pod.stderr_text;
   const pid_t victim = cluster_.findProcess("ringmaster-trainer",
                                             {{"RINGMASTER_JOB", "fmnist-ps"}, {"NODE_RANK", "1"}});
   ASSERT_GT(victim, 0) << "no trainer of fmnist-ps-worker-1";
@@ -256,10 +268,16 @@ TEST_P(OperatorFaultE2e, KilledParameterServerWorkerIsReplacedAloneWhileTheOther
   EXPECT_NE(record.value("reason", "").find("failed with exit code"), std::string::npos)
       << record.dump();
   EXPECT_TRUE(hasCondition(last, "Replaced", "True", "ReplacedWorkerPod")) << last.dump(2);
+  // Each role counted on its own: 2 worker pods, 1 ps pod, all succeeded; 3 ranks in the world.
+  EXPECT_EQ(last["status"]["replicas"].value("succeeded", 0), 2) << last.dump(2);
+  EXPECT_EQ(last["status"]["roles"]["ps"].value("succeeded", 0), 1) << last.dump(2);
+  EXPECT_EQ(last["status"].value("worldSize", 0), 3) << last.dump(2);
+  auto wide = cluster_.kubectl({"get", "tj", "fmnist-ps", "-o", "wide"});
+  EXPECT_NE(wide.stdout_text.find("PS-READY"), std::string::npos) << wide.stdout_text;
   // One pod replaced: worker 0's and the server's are the pods the job started with.
   const std::map<std::string, std::string> after = uids();
   EXPECT_EQ(after.at("fmnist-ps-worker-0"), before.at("fmnist-ps-worker-0"));
-  EXPECT_EQ(after.at("fmnist-ps-worker-2"), before.at("fmnist-ps-worker-2"));
+  EXPECT_EQ(after.at("fmnist-ps-ps-0"), before.at("fmnist-ps-ps-0"));
   EXPECT_NE(after.at("fmnist-ps-worker-1"), before.at("fmnist-ps-worker-1"));
   auto events =
       cluster_.kubectl({"get", "events", "--field-selector",

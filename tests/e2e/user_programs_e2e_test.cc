@@ -144,18 +144,23 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
         << mpi_logs;
   }
 
-  // TF_CONFIG: every task reaches every other at the address its cluster names.
+  // TF_CONFIG: every task, the ps pod's too (spec.roles.ps), reaches every other at the address
+  // its cluster names.
   nlohmann::json tf = run(example("tensorflow-tf-config.yaml"), "tf-config");
-  EXPECT_EQ(testutil::jobPhase(tf), "Succeeded") << tf.dump(2) << logs("tf-config", 2);
-  const std::string tf_logs = logs("tf-config", 2);
-  for (int task = 0; task < 4; ++task) {
-    const std::string address = "tf-config-worker-" + std::to_string(task / 2) +
-                                ".tf-config.default.svc:" + std::to_string(2222 + task % 2);
-    EXPECT_NE(tf_logs.find("task " + std::to_string(task) + " of 4 at " + address +
-                           ": reached every task"),
-              std::string::npos)
-        << tf_logs;
+  const std::string tf_logs =
+      logs("tf-config", 2) + "--- tf-config-ps-0\n" + cluster_->podLog("tf-config-ps-0");
+  EXPECT_EQ(testutil::jobPhase(tf), "Succeeded") << tf.dump(2) << tf_logs;
+  for (const auto& [role, tasks] : {std::pair<std::string, int>{"worker", 4}, {"ps", 2}}) {
+    for (int task = 0; task < tasks; ++task) {
+      const std::string address = "tf-config-" + role + "-" + std::to_string(task / 2) +
+                                  ".tf-config.default.svc:" + std::to_string(2222 + task % 2);
+      EXPECT_NE(tf_logs.find(role + " task " + std::to_string(task) + " of " +
+                             std::to_string(tasks) + " at " + address + ": reached all 6 tasks"),
+                std::string::npos)
+          << tf_logs;
+    }
   }
+  EXPECT_EQ(tf["status"]["roles"]["ps"].value("succeeded", 0), 1) << tf.dump(2);
 
   // A program's own /metrics on the pod's declared `metrics` port (9090 + LOCAL_RANK), where the
   // chart's PodMonitor scrapes every worker pod, reachable at the pod's address.

@@ -4,17 +4,25 @@
 
 namespace ringmaster::contract {
 
-TfConfig workerTfConfig(const std::vector<std::string>& pod_hosts, int procs_per_pod,
-                        int task_index) {
+TfConfig clusterTfConfig(const std::map<std::string, std::vector<std::string>>& role_pod_hosts,
+                         int procs_per_pod, const std::string& task_type, int task_index) {
   TfConfig config;
-  std::vector<std::string>& workers = config.cluster["worker"];
-  for (const std::string& host : pod_hosts) {
-    for (int k = 0; k < procs_per_pod; ++k) {
-      workers.push_back(host + ":" + std::to_string(kTfPort + k));
+  for (const auto& [role, hosts] : role_pod_hosts) {
+    std::vector<std::string>& tasks = config.cluster[role];
+    for (const std::string& host : hosts) {
+      for (int k = 0; k < procs_per_pod; ++k) {
+        tasks.push_back(host + ":" + std::to_string(kTfPort + k));
+      }
     }
   }
+  config.task_type = task_type;
   config.task_index = task_index;
   return config;
+}
+
+TfConfig workerTfConfig(const std::vector<std::string>& pod_hosts, int procs_per_pod,
+                        int task_index) {
+  return clusterTfConfig({{"worker", pod_hosts}}, procs_per_pod, "worker", task_index);
 }
 
 std::string encodeTfConfig(const TfConfig& config) {

@@ -22,6 +22,16 @@ TEST(TfConfig, ProcessesOfOnePodTakeConsecutivePorts) {
   EXPECT_EQ(config.task_index, 3);
 }
 
+TEST(TfConfig, EveryRolesPodsAreTasksOfTheirRole) {
+  const TfConfig config = clusterTfConfig({{"worker", {"w0", "w1"}}, {"ps", {"p0"}}}, 2, "ps", 1);
+  EXPECT_EQ(config.cluster.at("worker"),
+            (std::vector<std::string>{"w0:2222", "w0:2223", "w1:2222", "w1:2223"}));
+  EXPECT_EQ(config.cluster.at("ps"), (std::vector<std::string>{"p0:2222", "p0:2223"}));
+  EXPECT_EQ(config.task_type, "ps");
+  EXPECT_EQ(config.task_index, 1);
+  EXPECT_TRUE(parseTfConfig(encodeTfConfig(config)).ok());
+}
+
 TEST(TfConfig, RoundTripsEveryRole) {
   TfConfig config;
   config.cluster = {{"chief", {"c:2222"}}, {"ps", {"p0:2222", "p1:2222"}}, {"worker", {"w:2222"}}};

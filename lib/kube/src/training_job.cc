@@ -95,6 +95,18 @@ void visitElasticPolicy(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitRoleSpec(V& v, S& s) {
+  v("replicas", s.replicas);
+  v("resources", s.resources);
+  v("template", s.pod_template);
+}
+
+template <class V, class S>
+void visitRoles(V& v, S& s) {
+  v("ps", s.ps);
+}
+
+template <class V, class S>
 void visitTrainingJobSpec(V& v, S& s) {
   v("replicas", s.replicas);
   v("procsPerReplica", s.procs_per_replica);
@@ -116,6 +128,7 @@ void visitTrainingJobSpec(V& v, S& s) {
   v("suspend", s.suspend);
   v("schedulingPolicy", s.scheduling_policy);
   v("elastic", s.elastic);
+  v("roles", s.roles);
   v("managedBy", s.managed_by);
   v("template", s.pod_template);
 }
@@ -126,6 +139,11 @@ void visitReplicaStatus(V& v, S& s) {
   v("succeeded", s.succeeded);
   v("failed", s.failed);
   v("ready", s.ready);
+}
+
+template <class V, class S>
+void visitRoleStatuses(V& v, S& s) {
+  v("ps", s.ps);
 }
 
 template <class V, class S>
@@ -153,6 +171,7 @@ void visitTrainingJobStatus(V& v, S& s) {
   v("phase", s.phase);
   v("reason", s.reason);
   v("replicas", s.replicas);
+  v("roles", s.roles);
   v("restarts", s.restarts);
   v("currentReplicas", s.current_replicas);
   v("worldSize", s.world_size);
@@ -188,8 +207,11 @@ RM_KUBE_DEFINE_CODEC(ParallelismSpec, visitParallelismSpec)
 RM_KUBE_DEFINE_CODEC(TrainerSpec, visitTrainerSpec)
 RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)
 RM_KUBE_DEFINE_CODEC(ElasticPolicy, visitElasticPolicy)
+RM_KUBE_DEFINE_CODEC(RoleSpec, visitRoleSpec)
+RM_KUBE_DEFINE_CODEC(Roles, visitRoles)
 RM_KUBE_DEFINE_CODEC(TrainingJobSpec, visitTrainingJobSpec)
 RM_KUBE_DEFINE_CODEC(ReplicaStatus, visitReplicaStatus)
+RM_KUBE_DEFINE_CODEC(RoleStatuses, visitRoleStatuses)
 RM_KUBE_DEFINE_CODEC(PodReplacement, visitPodReplacement)
 RM_KUBE_DEFINE_CODEC(TrainingProgress, visitTrainingProgress)
 RM_KUBE_DEFINE_CODEC(TrainingJobStatus, visitTrainingJobStatus)

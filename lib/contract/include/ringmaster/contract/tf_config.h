@@ -6,8 +6,8 @@
 //    "task": {"type": "worker", "index": 0}, "environment": "cloud"}
 // One task per process: task k of pod i listens on kTfPort + k at pod i's name through the job's
 // headless Service (with one process per pod, as TFJob runs, every task is on kTfPort). The
-// operator writes the cluster with the pod's first task; the launcher gives each process its own
-// index (withTaskIndex). Roles other than "worker" (ps, chief, evaluator) are keys of `cluster`
+// operator writes the cluster with the pod's first task; the launcher gives the pod's k-th
+// process index + k. Roles other than "worker" (ps, chief, evaluator) are keys of `cluster`
 // like any other.
 //
 // Thread-safety: value types and pure functions. Failure: kInvalidArgument naming what in the
@@ -34,6 +34,10 @@ struct TfConfig {
   bool operator==(const TfConfig&) const = default;
 };
 
+// A job whose roles ("worker", "ps") run in pods: `procs_per_pod` tasks at each of a role's pod
+// hosts, in order; the task is `task_type`'s `task_index`.
+TfConfig clusterTfConfig(const std::map<std::string, std::vector<std::string>>& role_pod_hosts,
+                         int procs_per_pod, const std::string& task_type, int task_index);
 // A worker-only job: `procs_per_pod` tasks at each of `pod_hosts`, the task being
 // `task_index`.
 TfConfig workerTfConfig(const std::vector<std::string>& pod_hosts, int procs_per_pod,

@@ -133,6 +133,23 @@ struct ElasticPolicy {
   bool operator==(const ElasticPolicy&) const = default;
 };
 
+// A role's pods beside the workers (TFJob's PS replicas): how many, and what they run with where
+// it differs from the workers'.
+struct RoleSpec {
+  std::optional<int32_t> replicas;
+  std::optional<ResourceRequirements> resources;  // default: spec.resources
+  std::optional<PodTemplateSpec> pod_template;    // "template"; default: spec.template
+  nlohmann::json extra;
+  bool operator==(const RoleSpec&) const = default;
+};
+
+// The roles a job runs in pods of their own, beside spec.replicas worker pods.
+struct Roles {
+  std::optional<RoleSpec> ps;  // parameter servers
+  nlohmann::json extra;        // any other key: a role the operator refuses, naming it
+  bool operator==(const Roles&) const = default;
+};
+
 struct TrainingJobSpec {
   std::optional<int32_t> replicas;
   std::optional<int32_t> procs_per_replica;
@@ -155,6 +172,7 @@ struct TrainingJobSpec {
   std::optional<bool> suspend;
   std::optional<SchedulingPolicy> scheduling_policy;
   std::optional<ElasticPolicy> elastic;
+  std::optional<Roles> roles;
   // The controller that reconciles this job; unset or ringmaster's own: the operator. Another
   // value (a multi-cluster dispatcher's, e.g. MultiKueue's) makes the operator leave it alone.
   std::optional<std::string> managed_by;
@@ -172,6 +190,13 @@ struct ReplicaStatus {
   std::optional<int32_t> ready;
   nlohmann::json extra;
   bool operator==(const ReplicaStatus&) const = default;
+};
+
+// The pods of each role beside the workers, counted as status.replicas counts the workers'.
+struct RoleStatuses {
+  std::optional<ReplicaStatus> ps;
+  nlohmann::json extra;
+  bool operator==(const RoleStatuses&) const = default;
 };
 
 // A worker pod the operator replaced alone (a parameter-server job's worker: the servers and the
@@ -204,8 +229,9 @@ struct TrainingJobStatus {
   std::optional<std::string> phase;
   // Why the job is in that phase, where it needs saying (printer column REASON).
   std::optional<std::string> reason;
-  std::optional<ReplicaStatus> replicas;
-  std::optional<int32_t> restarts;  // gang restarts so far = the current attempt number
+  std::optional<ReplicaStatus> replicas;  // the worker pods'
+  std::optional<RoleStatuses> roles;      // each other role's pods
+  std::optional<int32_t> restarts;        // gang restarts so far = the current attempt number
   // Worker pods in the current world: spec.replicas, or where an elastic job resized to.
   std::optional<int32_t> current_replicas;
   std::optional<int32_t> world_size;
@@ -246,8 +272,11 @@ RM_KUBE_DECLARE_CODEC(ParallelismSpec);
 RM_KUBE_DECLARE_CODEC(TrainerSpec);
 RM_KUBE_DECLARE_CODEC(SchedulingPolicy);
 RM_KUBE_DECLARE_CODEC(ElasticPolicy);
+RM_KUBE_DECLARE_CODEC(RoleSpec);
+RM_KUBE_DECLARE_CODEC(Roles);
 RM_KUBE_DECLARE_CODEC(TrainingJobSpec);
 RM_KUBE_DECLARE_CODEC(ReplicaStatus);
+RM_KUBE_DECLARE_CODEC(RoleStatuses);
 RM_KUBE_DECLARE_CODEC(PodReplacement);
 RM_KUBE_DECLARE_CODEC(TrainingProgress);
 RM_KUBE_DECLARE_CODEC(TrainingJobStatus);
