@@ -98,6 +98,12 @@ core::Status applyFlags(const core::FlagSet& flags, const CommandLine& cl,
   if (given("max-steps")) spec->max_steps = cl.max_steps;
   if (given("log-every-steps")) spec->log_every_steps = narrow(cl.log_every_steps);
   if (given("comm-timeout-seconds")) spec->comm_timeout_seconds = narrow(cl.comm_timeout_seconds);
+  if (given("autotune") && !cl.autotune) spec->autotune.reset();
+  if ((given("autotune") && cl.autotune) || given("autotune-log") || given("autotune-samples")) {
+    kube::AutotuneSpec& a = spec->autotune.emplace(spec->autotune.value_or(kube::AutotuneSpec{}));
+    if (given("autotune-log")) a.log = cl.autotune_log;
+    if (given("autotune-samples")) a.max_samples = narrow(cl.autotune_samples);
+  }
   return applyParameterServerFlags(flags, cl, spec);
 }
 
@@ -126,6 +132,7 @@ CommandLine defaultCommandLine() {
   cl.bucket_cap_mb = d.bucket_cap_mb;
   cl.first_bucket_cap_mb = d.first_bucket_cap_mb;
   cl.cuda_graph = d.cuda_graph;
+  cl.autotune = d.autotune.enabled;
   return cl;
 }
 
@@ -150,6 +157,14 @@ void declareFlags(core::FlagSet& flags, CommandLine* cl) {
   flags.addBool("cuda-graph", &cl->cuda_graph, "GPU: replay each step as one CUDA graph");
   flags.addDouble("bucket-cap-mb", &cl->bucket_cap_mb, "gradient bucket size in MiB");
   flags.addDouble("first-bucket-cap-mb", &cl->first_bucket_cap_mb, "first bucket size in MiB");
+  flags.addBool("autotune", &cl->autotune,
+                "measure step time under candidate bucket caps during the first steps and train "
+                "on the fastest (trainer.autotune)");
+  flags.addString("autotune-log", &cl->autotune_log,
+                  "autotune: write every sample to this CSV (implies --autotune)");
+  flags.addInt("autotune-samples", &cl->autotune_samples,
+               "autotune: settings to measure at most, the defaults included (implies "
+               "--autotune; default 20)");
   flags.addString("checkpoint-dir", &cl->checkpoint_dir, "checkpoint directory (empty: off)");
   flags.addInt("checkpoint-every", &cl->checkpoint_every,
                "checkpoint every N steps (and after every epoch)");

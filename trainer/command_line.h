@@ -28,6 +28,10 @@ struct CommandLine {
   double lr = 0, momentum = 0, weight_decay = 0, bucket_cap_mb = 0, first_bucket_cap_mb = 0;
   bool cuda_graph = false;
   bool print_blas_kernels = false;
+  // Autotune (spec.trainer.autotune): on, its CSV log, its sample budget.
+  bool autotune = false;
+  std::string autotune_log;
+  int64_t autotune_samples = 0;
   std::string backend = "auto";
   int64_t metrics_port = -1;
   int64_t rdzv_timeout_seconds = 300;

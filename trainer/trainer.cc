@@ -12,6 +12,7 @@
 
 #include "ringmaster/contract/trainer_summary.h"
 #include "ringmaster/core/log.h"
+#include "trainer/autotuner.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
 #include "trainer/gradient_buckets.h"
@@ -55,7 +56,7 @@ namespace {
 class CpuEngine final : public StepEngine {
  public:
   CpuEngine(const contract::TrainerSettings& settings, const TrainerContext& ctx,
-            model::Model& model, optim::Optimizer& optimizer, GradientBuckets& buckets,
+            model::Model& model, optim::Optimizer& optimizer,
             const comm::AllreduceOptions& ar_options)
       : settings_(settings),
         ctx_(ctx),
@@ -67,7 +68,6 @@ class CpuEngine final : public StepEngine {
         batch_(static_cast<int>(settings.batch_size)),
         model_(model),
         optimizer_(optimizer),
-        buckets_(buckets),
         ar_options_(ar_options),
         sampler_(train_.size(), rank_, world_, settings.seed),
         // Every epoch has the same number of steps, so the schedule is a function of the step
@@ -75,15 +75,29 @@ class CpuEngine final : public StepEngine {
         total_steps_(static_cast<double>(settings.epochs) *
                      static_cast<double>(sampler_.numBatches(batch_))),
         x_(static_cast<size_t>(batch_) * train_.featureSize()),
-        y_(static_cast<size_t>(batch_)) {
+        y_(static_cast<size_t>(batch_)) {}
+
+  // Cuts the gradients into buckets of these caps (MiB) from the next step on: the configured
+  // caps at the start, autotune's candidates and choice later.
+  Status planBuckets(double first_cap_mb, double cap_mb) {
+    buckets_.reset();  // its communication thread ends first
+    buckets_ = std::make_unique<GradientBuckets>(
+        &comm_, model_.grads().data(),
+        trainer::planBuckets(model_.paramViews(), static_cast<size_t>(first_cap_mb * (1 << 20)),
+                             static_cast<size_t>(cap_mb * (1 << 20))),
+        ar_options_);
     // Each bucket's allreduce series, by the algorithm its size takes; every series is there
     // from the start, at zero.
-    if (ctx_.metrics == nullptr) return;
-    for (const Bucket& bucket : buckets_.buckets()) {
+    series_.clear();
+    if (ctx_.metrics == nullptr) return Status::Ok();
+    for (const Bucket& bucket : buckets_->buckets()) {
       series_.push_back(
           &ctx_.metrics->allreduce(comm_.allreduceAlgorithm(bucket.count * sizeof(float))));
     }
+    return Status::Ok();
   }
+  const GradientBuckets& buckets() const { return *buckets_; }
+  void setAutotuner(Autotuner* autotuner) { autotuner_ = autotuner; }
 
   int64_t batchesPerEpoch() const override {
     return static_cast<int64_t>(sampler_.numBatches(batch_));
@@ -106,10 +120,10 @@ class CpuEngine final : public StepEngine {
     const auto t0 = Clock::now();
     int correct = 0;
     const float loss = model_.forwardLoss(x_.data(), y_.data(), n, &correct);
-    buckets_.beginStep();
-    model_.backward([&](size_t offset, size_t count) { buckets_.onGradsReady(offset, count); });
-    RM_RETURN_IF_ERROR_CTX(buckets_.finishStep(), "rank " + std::to_string(rank_) + ": step " +
-                                                      std::to_string(steps_done + 1));
+    buckets_->beginStep();
+    model_.backward([&](size_t offset, size_t count) { buckets_->onGradsReady(offset, count); });
+    RM_RETURN_IF_ERROR_CTX(buckets_->finishStep(), "rank " + std::to_string(rank_) + ": step " +
+                                                       std::to_string(steps_done + 1));
     optimizer_.setLearningRate(learningRateAt(settings_.optimizer, steps_done, total_steps_));
     optimizer_.step(model_.params(), model_.grads());
     const auto t1 = Clock::now();
@@ -119,7 +133,7 @@ class CpuEngine final : public StepEngine {
 
     loss_sum_ += loss;
     ++loss_count_;
-    const StepCommTiming& timing = buckets_.lastStep();
+    const StepCommTiming& timing = buckets_->lastStep();
     epoch_comm_ += timing.comm_seconds;
     epoch_exposed_ += timing.exposed_seconds;
     epoch_bytes_ += timing.bytes;
@@ -133,9 +147,10 @@ class CpuEngine final : public StepEngine {
         const size_t b = timing.bucket_order[i];
         series_[b]->seconds->Observe(timing.bucket_seconds[i]);
         series_[b]->bytes->Increment(
-            static_cast<double>(buckets_.buckets()[b].count * sizeof(float)));
+            static_cast<double>(buckets_->buckets()[b].count * sizeof(float)));
       }
     }
+    if (autotuner_ != nullptr) RM_RETURN_IF_ERROR(autotuner_->afterStep(step_seconds, step));
     if (!std::isfinite(loss))
       return core::invalidArgument(
           "rank " + std::to_string(rank_) + ": loss became " + std::to_string(loss) + " at step " +
@@ -209,8 +224,9 @@ class CpuEngine final : public StepEngine {
   const int batch_;
   model::Model& model_;
   optim::Optimizer& optimizer_;
-  GradientBuckets& buckets_;
+  std::unique_ptr<GradientBuckets> buckets_;        // planBuckets()
   std::vector<TrainerMetrics::Allreduce*> series_;  // by bucket; empty without metrics
+  Autotuner* autotuner_ = nullptr;                  // while autotune runs
   const comm::AllreduceOptions ar_options_;
   data::ShardedSampler sampler_;
   const double total_steps_;
@@ -282,21 +298,31 @@ Result<TrainSummary> Trainer::run() {
 
   comm::AllreduceOptions ar_options;
   ar_options.timeout = std::chrono::seconds(settings_.comm_timeout_seconds);
-  GradientBuckets buckets(
-      &comm, model.grads().data(),
-      planBuckets(model.paramViews(),
-                  static_cast<size_t>(settings_.first_bucket_cap_mb * (1 << 20)),
-                  static_cast<size_t>(settings_.bucket_cap_mb * (1 << 20))),
-      ar_options);
+  CpuEngine engine(settings_, ctx_, model, optimizer, ar_options);
+  RM_RETURN_IF_ERROR(engine.planBuckets(settings_.first_bucket_cap_mb, settings_.bucket_cap_mb));
   if (rank == 0)
     RM_LOG(INFO, STEP) << model.signature() << ": " << model.params().size() << " parameters in "
-                       << buckets.buckets().size() << " gradient bucket(s); world size " << world
-                       << ", backend " << comm.backend();
-
-  CpuEngine engine(settings_, ctx_, model, optimizer, buckets, ar_options);
+                       << engine.buckets().buckets().size() << " gradient bucket(s); world size "
+                       << world << ", backend " << comm.backend();
+  std::unique_ptr<Autotuner> autotuner;
+  if (settings_.autotune.enabled) {
+    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(
+                                       settings_, comm, model.grads().size() * sizeof(float),
+                                       [&engine](double cap, double first) {
+                                         return engine.planBuckets(first, cap);
+                                       },
+                                       ctx_.metrics));
+    if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
+  }
   RM_RETURN_IF_ERROR(
       runTrainingLoop(settings_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
                       engine, pos, &summary));
+  if (autotuner && autotuner->choice()) {
+    const AutotuneChoice& c = *autotuner->choice();
+    summary.autotune =
+        TrainSummary::Autotune{c.bucket_cap_mb,   c.first_bucket_cap_mb, c.samples,
+                               c.default_seconds, c.best_seconds,        c.from_checkpoint};
+  }
   return summary;
 }
 
@@ -330,6 +356,14 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
   optional(key::kFinalTrainLoss, s.final_train_loss);
   optional(key::kTestAccuracy, s.test_accuracy);
   optional(key::kTestLoss, s.test_loss);
+  if (const auto& a = s.autotune) {
+    j[key::kAutotune] = {{key::kAutotuneBucketCapMB, a->bucket_cap_mb},
+                         {key::kAutotuneFirstBucketCapMB, a->first_bucket_cap_mb},
+                         {key::kAutotuneSamples, a->samples},
+                         {key::kAutotuneDefaultStepSeconds, a->default_step_seconds},
+                         {key::kAutotuneBestStepSeconds, a->best_step_seconds},
+                         {key::kAutotuneFromCheckpoint, a->from_checkpoint}};
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);

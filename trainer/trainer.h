@@ -60,6 +60,14 @@ struct TrainSummary {
   double comm_exposed_seconds = 0;
   double overlap_ratio = 0;
   double train_seconds = 0;
+  // What autotune chose (spec.trainer.autotune), when it ran or a checkpoint held its choice.
+  struct Autotune {
+    double bucket_cap_mb = 0, first_bucket_cap_mb = 0;
+    int samples = 0;
+    double default_step_seconds = 0, best_step_seconds = 0;
+    bool from_checkpoint = false;
+  };
+  std::optional<Autotune> autotune;
 };
 
 // Builds a communicator over some ranks of the world (the data-parallel replicas of one

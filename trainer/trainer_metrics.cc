@@ -42,6 +42,17 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
   RM_ASSIGN_OR_RETURN(auto ckpt_seconds, r.histogram("ringmaster_trainer_checkpoint_seconds",
                                                      "Wall time of writing one checkpoint"));
   m.checkpoint_seconds = &ckpt_seconds->Add({}, metrics::exponentialBuckets(0.001, 2, 16));
+  RM_ASSIGN_OR_RETURN(auto tuned, r.counter("ringmaster_trainer_autotune_samples_total",
+                                            "Settings autotune has measured"));
+  m.autotune_samples = &tuned->Add({});
+  RM_ASSIGN_OR_RETURN(auto sample, r.gauge("ringmaster_trainer_autotune_sample_step_seconds",
+                                           "Median step time of autotune's last sample"));
+  m.autotune_sample_seconds = &sample->Add({});
+  RM_ASSIGN_OR_RETURN(auto setting,
+                      r.gauge("ringmaster_trainer_autotune_setting",
+                              "The value of each knob training runs under (MiB for bucket caps)"));
+  m.autotune_bucket_cap = &setting->Add({{"knob", "bucketCapMB"}});
+  m.autotune_first_bucket_cap = &setting->Add({{"knob", "firstBucketCapMB"}});
   m.backend_ = backend;
   RM_ASSIGN_OR_RETURN(m.allreduce_seconds_, r.histogram("ringmaster_trainer_allreduce_seconds",
                                                         "Wall time of one bucket allreduce"));

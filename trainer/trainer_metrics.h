@@ -31,6 +31,14 @@ struct TrainerMetrics {
       nullptr;                                 // ringmaster_trainer_comm_exposed_seconds_total
   prometheus::Counter* checkpoints = nullptr;  // ringmaster_trainer_checkpoints_total
   prometheus::Histogram* checkpoint_seconds = nullptr;  // ringmaster_trainer_checkpoint_seconds
+  // Autotune: samples measured, each sample's median step time, and the setting training runs
+  // under (the one being measured while the search runs, the chosen one after).
+  prometheus::Counter* autotune_samples = nullptr;  // ringmaster_trainer_autotune_samples_total
+  prometheus::Gauge* autotune_sample_seconds =
+      nullptr;  // ringmaster_trainer_autotune_sample_step_seconds
+  prometheus::Gauge* autotune_bucket_cap = nullptr;  // ..._autotune_setting{knob="bucketCapMB"}
+  prometheus::Gauge* autotune_first_bucket_cap =
+      nullptr;  // ..._autotune_setting{knob="firstBucketCapMB"}
 
   // A pipeline stage's (null unless create() was told this rank is one):
   struct Pipeline {

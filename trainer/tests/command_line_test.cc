@@ -220,6 +220,36 @@ TEST_F(CommandLineTest, TheEnvironmentGivesTheProcesssOptions) {
   EXPECT_EQ(config->metrics_port, 9200);
 }
 
+// --autotune turns spec.trainer.autotune on with its defaults; --autotune-log and
+// --autotune-samples imply it; --autotune=false turns a config's off; the contract bounds them.
+TEST_F(CommandLineTest, AutotuneFlagsWriteTheContractsField) {
+  struct Case {
+    std::vector<std::string> args;
+    bool enabled;
+    int32_t samples;
+    std::string log;
+  };
+  const Case cases[] = {
+      {{}, false, 0, ""},
+      {{"--autotune"}, true, 20, ""},
+      {{"--autotune-log", "/tmp/a.csv"}, true, 20, "/tmp/a.csv"},
+      {{"--autotune-samples", "7"}, true, 7, ""},
+      {{"--autotune", "--autotune=false"}, false, 0, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.args));
+    auto config = resolve(c.args);
+    ASSERT_TRUE(config.ok()) << config.status().toString();
+    EXPECT_EQ(config->settings.autotune.enabled, c.enabled);
+    EXPECT_EQ(config->settings.autotune.max_samples, c.samples);
+    EXPECT_EQ(config->settings.autotune.log, c.log);
+  }
+  auto zero = resolve({"--autotune-samples", "0"});
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("trainer.autotune.maxSamples"), std::string::npos)
+      << zero.status().message();
+}
+
 }  // namespace
 }  // namespace ringmaster::trainer
 

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "ringmaster/contract/trainer_summary.h"
-#include "trainer/comm/inproc_communicator.h"
+#include "trainer/tests/rank_threads.h"
 #include "trainer/tests/synthetic_data.h"
 #include "trainer/trainer.h"
 
@@ -84,29 +84,7 @@ class ResumeAtTheEnd : public ::testing::Test {
   core::Result<TrainSummary> run(const contract::TrainerSettings& c, int world = 1,
                                  TrainerMetrics* metrics = nullptr,
                                  std::vector<float>* params = nullptr) {
-    auto group = std::make_shared<comm::InProcGroup>(world);
-    std::vector<std::unique_ptr<comm::Communicator>> comms;
-    for (int r = 0; r < world; ++r)
-      comms.push_back(std::make_unique<comm::InProcCommunicator>(group, r));
-    std::vector<core::Result<TrainSummary>> results(world, core::internalError("not run"));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < world; ++r) {
-      threads.emplace_back([&, r] {
-        TrainerContext ctx;
-        ctx.comm = comms[r].get();
-        ctx.train = &train_;
-        ctx.test = &test_;
-        if (r == 0) ctx.metrics = metrics;
-        Trainer trainer(c, ctx);
-        results[r] = trainer.run();
-        if (r == 0 && params != nullptr) *params = trainer.parameters();
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (int r = 1; r < world; ++r) {
-      if (!results[r].ok()) return results[r].status().withContext("rank " + std::to_string(r));
-    }
-    return results[0];
+    return testing::runRanks(c, world, train_, test_, metrics, params);
   }
 
   fs::path dir_;

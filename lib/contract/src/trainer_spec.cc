@@ -1,6 +1,8 @@
 #include "ringmaster/contract/trainer_spec.h"
 
 #include <algorithm>
+#include <sstream>
+#include <tuple>
 
 #include "ringmaster/contract/pod_environment.h"
 #include "ringmaster/contract/spelling.h"
@@ -22,6 +24,11 @@ constexpr double kDefaultBeta1 = 0.9, kDefaultBeta2 = 0.999, kDefaultEpsilon = 1
 constexpr double kDefaultBucketCapMB = 25.0;
 // DDP's small first bucket: its allreduce starts while most of backward remains.
 constexpr double kDefaultFirstBucketCapMB = 1.0;
+// Autotune's budget: 20 samples of 3 + 10 steps is about one epoch of the README's job on two
+// ranks, where the search's cost is a few percent of a five-epoch run.
+constexpr int32_t kDefaultAutotuneSamples = 20;
+constexpr int32_t kDefaultAutotuneWarmupSteps = 3;
+constexpr int32_t kDefaultAutotuneMeasureSteps = 10;
 constexpr int64_t kDefaultCheckpointEverySteps = 500;
 constexpr int64_t kDefaultCheckpointKeep = 3;
 constexpr uint64_t kDefaultSeed = 42;
@@ -258,6 +265,50 @@ int64_t modelParameters(const kube::ModelSpec& model) {
   return n + dense(in, kClasses);
 }
 
+namespace {
+
+// spec.trainer.autotune: a budget the search can spend, a space holding the run's own caps
+// (where the search starts), and what it can tune today: data-parallel training on the CPU.
+void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
+  const kube::AutotuneSpec& a = *t.autotune;
+  e.unknownFields(p, a.extra);
+  e.inRange(p + ".maxSamples", a.max_samples, 1, 100);
+  e.inRange(p + ".warmupSteps", a.warmup_steps, 0, 1000);
+  e.inRange(p + ".measureSteps", a.measure_steps, 1, 10000);
+  const double cap = t.bucket_cap_mb.value_or(kDefaultBucketCapMB);
+  const double first = t.first_bucket_cap_mb.value_or(kDefaultFirstBucketCapMB);
+  for (auto [field, space, given, top] :
+       {std::tuple{".bucketCapMB", &a.bucket_cap_mb, cap, "bucketCapMB"},
+        std::tuple{".firstBucketCapMB", &a.first_bucket_cap_mb, first, "firstBucketCapMB"}}) {
+    if (space->empty()) continue;
+    for (double v : *space) {
+      if (!(v > 0 && v <= 4096)) {
+        e.add(p + field, "values must be in (0, 4096] MiB, got " + std::to_string(v));
+        break;
+      }
+    }
+    if (std::find(space->begin(), space->end(), given) == space->end()) {
+      std::ostringstream text;
+      text << "must hold the run's " << top << " (" << given
+           << "), where the search starts and which it must be able to keep";
+      e.add(p + field, text.str());
+    }
+  }
+  const kube::ParallelismSpec parallelism = t.parallelism.value_or(kube::ParallelismSpec{});
+  const bool split = (parallelism.pipeline && parallelism.pipeline->stages.value_or(1) > 1) ||
+                     parallelism.tensor.value_or(1) > 1 || parallelism.parameter_server;
+  if (split) {
+    e.add(p,
+          "tunes data-parallel training (its gradient bucket caps); a pipeline's, tensor "
+          "parallelism's and parameter servers' knobs are not tuned yet");
+  }
+  if (t.device == "cuda") {
+    e.add(p, "tunes training on the CPU; the GPU engine's buckets are not tuned yet");
+  }
+}
+
+}  // namespace
+
 std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::string& p) {
   FieldErrors e;
   e.unknownFields(p, t.extra);
@@ -311,6 +362,7 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
   e.atLeast(p + ".logEverySteps", t.log_every_steps, 0);
   e.atLeast(p + ".commTimeoutSeconds", t.comm_timeout_seconds, 1);
   e.inRange(p + ".blasThreads", t.blas_threads, 1, 256);
+  if (t.autotune) validateAutotune(t, p + ".autotune", e);
   e.oneOf(p + ".device", t.device, spellings(kDevices));
   e.oneOf(p + ".precision", t.precision, spellings(kPrecisions));
   if (t.precision == "bf16" && t.device == "cpu") {
@@ -403,6 +455,17 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
       parseSpelling(pipe.schedule, kPipelineSchedules, PipelineSchedule::kOneFOneB);
   s.pipeline.partition = pipe.partition;
   s.tensor = t.parallelism.value_or(kube::ParallelismSpec{}).tensor.value_or(1);
+  if (t.autotune) {
+    const kube::AutotuneSpec& a = *t.autotune;
+    s.autotune.enabled = true;
+    s.autotune.max_samples = a.max_samples.value_or(kDefaultAutotuneSamples);
+    s.autotune.warmup_steps = a.warmup_steps.value_or(kDefaultAutotuneWarmupSteps);
+    s.autotune.measure_steps = a.measure_steps.value_or(kDefaultAutotuneMeasureSteps);
+    s.autotune.bucket_caps = a.bucket_cap_mb;
+    s.autotune.first_bucket_caps = a.first_bucket_cap_mb;
+    s.autotune.log = a.log.value_or("");
+    s.autotune.retune = a.retune.value_or(false);
+  }
   if (t.parallelism && t.parallelism->parameter_server) {
     const kube::ParameterServerSpec& ps = *t.parallelism->parameter_server;
     s.parameter_servers.servers = ps.servers.value_or(0);

@@ -46,6 +46,28 @@ TEST(TrainerSpec, AnEmptySpecIsValidAndEveryDefaultIsSet) {
   EXPECT_EQ(s.device, Device::kAuto);
   EXPECT_EQ(s.precision, Precision::kFp32);
   EXPECT_TRUE(s.cuda_graph);
+  EXPECT_FALSE(s.autotune.enabled);
+}
+
+TEST(TrainerSpec, AutotuneOnWithTheDefaultsOrTheGivenBudgetAndSpace) {
+  kube::TrainerSpec spec;
+  spec.autotune.emplace();
+  TrainerSettings s = trainerSettings(spec);
+  EXPECT_TRUE(s.autotune.enabled);
+  EXPECT_EQ(s.autotune.max_samples, 20);
+  EXPECT_EQ(s.autotune.warmup_steps, 3);
+  EXPECT_EQ(s.autotune.measure_steps, 10);
+  EXPECT_TRUE(s.autotune.bucket_caps.empty());
+  EXPECT_FALSE(s.autotune.retune);
+  spec.autotune->max_samples = 30;
+  spec.autotune->bucket_cap_mb = {4, 25, 64};
+  spec.autotune->log = "/tmp/tune.csv";
+  spec.autotune->retune = true;
+  s = trainerSettings(spec);
+  EXPECT_EQ(s.autotune.max_samples, 30);
+  EXPECT_EQ(s.autotune.bucket_caps, (std::vector<double>{4, 25, 64}));
+  EXPECT_EQ(s.autotune.log, "/tmp/tune.csv");
+  EXPECT_TRUE(s.autotune.retune);
 }
 
 TEST(TrainerSpec, GivenValuesWinOverDefaults) {
@@ -241,6 +263,40 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"an unknown key in parallelism",
             {{"parallelism", {{"tensors", 2}}}},
             {"spec.trainer.parallelism.tensors"}},
+        Row{"autotune with the defaults", {{"autotune", nlohmann::json::object()}}, {}},
+        Row{"autotune over a space holding the run's caps",
+            {{"bucketCapMB", 8},
+             {"autotune", {{"bucketCapMB", {2, 8, 32}}, {"firstBucketCapMB", {0.5, 1}}}}},
+            {}},
+        Row{"autotune with 0 samples",
+            {{"autotune", {{"maxSamples", 0}}}},
+            {"spec.trainer.autotune.maxSamples"}},
+        Row{"autotune measuring no step",
+            {{"autotune", {{"measureSteps", 0}}}},
+            {"spec.trainer.autotune.measureSteps"}},
+        Row{"an autotune space without the run's bucketCapMB",
+            {{"autotune", {{"bucketCapMB", {2, 8, 32}}}}},
+            {"spec.trainer.autotune.bucketCapMB"}},
+        Row{"an autotune space without the run's firstBucketCapMB",
+            {{"firstBucketCapMB", 2}, {"autotune", {{"firstBucketCapMB", {0.5, 1}}}}},
+            {"spec.trainer.autotune.firstBucketCapMB"}},
+        Row{"an autotune space with a cap of 0",
+            {{"autotune", {{"bucketCapMB", {0, 25}}}}},
+            {"spec.trainer.autotune.bucketCapMB"}},
+        Row{"autotune of a pipeline",
+            {{"autotune", nlohmann::json::object()},
+             {"parallelism", {{"pipeline", {{"stages", 2}}}}}},
+            {"spec.trainer.autotune"}},
+        Row{"autotune of parameter servers",
+            {{"autotune", nlohmann::json::object()},
+             {"parallelism", {{"parameterServer", {{"servers", 1}}}}}},
+            {"spec.trainer.autotune"}},
+        Row{"autotune on the GPU",
+            {{"autotune", nlohmann::json::object()}, {"device", "cuda"}},
+            {"spec.trainer.autotune"}},
+        Row{"an unknown autotune key",
+            {{"autotune", {{"samples", 3}}}},
+            {"spec.trainer.autotune.samples"}},
         Row{"an unknown key", {{"learningRate", 0.1}}, {"spec.trainer.learningRate"}},
         Row{"an unknown key below", {{"optimizer", {{"lr", 0.1}}}}, {"spec.trainer.optimizer.lr"}}),
     [](const auto& info) {

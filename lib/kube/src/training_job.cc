@@ -60,6 +60,17 @@ void visitParallelismSpec(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitAutotuneSpec(V& v, S& s) {
+  v("maxSamples", s.max_samples);
+  v("warmupSteps", s.warmup_steps);
+  v("measureSteps", s.measure_steps);
+  v("bucketCapMB", s.bucket_cap_mb);
+  v("firstBucketCapMB", s.first_bucket_cap_mb);
+  v("log", s.log);
+  v("retune", s.retune);
+}
+
+template <class V, class S>
 void visitTrainerSpec(V& v, S& s) {
   v("model", s.model);
   v("dataset", s.dataset);
@@ -80,6 +91,7 @@ void visitTrainerSpec(V& v, S& s) {
   v("precision", s.precision);
   v("cudaGraph", s.cuda_graph);
   v("parallelism", s.parallelism);
+  v("autotune", s.autotune);
 }
 
 template <class V, class S>
@@ -204,6 +216,7 @@ RM_KUBE_DEFINE_CODEC(CheckpointSpec, visitCheckpointSpec)
 RM_KUBE_DEFINE_CODEC(PipelineSpec, visitPipelineSpec)
 RM_KUBE_DEFINE_CODEC(ParameterServerSpec, visitParameterServerSpec)
 RM_KUBE_DEFINE_CODEC(ParallelismSpec, visitParallelismSpec)
+RM_KUBE_DEFINE_CODEC(AutotuneSpec, visitAutotuneSpec)
 RM_KUBE_DEFINE_CODEC(TrainerSpec, visitTrainerSpec)
 RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)
 RM_KUBE_DEFINE_CODEC(ElasticPolicy, visitElasticPolicy)

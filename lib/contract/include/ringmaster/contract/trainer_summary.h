@@ -34,4 +34,13 @@ inline constexpr char kAllreduceHiddenSeconds[] = "hiddenSeconds";
 inline constexpr char kAllreduceExposedSeconds[] = "exposedSeconds";
 inline constexpr char kAllreduceOverlapRatio[] = "overlapRatio";
 
+// The "autotune" object (present when the run tuned or took a checkpoint's choice) and its keys.
+inline constexpr char kAutotune[] = "autotune";
+inline constexpr char kAutotuneBucketCapMB[] = "bucketCapMB";
+inline constexpr char kAutotuneFirstBucketCapMB[] = "firstBucketCapMB";
+inline constexpr char kAutotuneSamples[] = "samples";
+inline constexpr char kAutotuneDefaultStepSeconds[] = "defaultStepSeconds";
+inline constexpr char kAutotuneBestStepSeconds[] = "bestStepSeconds";
+inline constexpr char kAutotuneFromCheckpoint[] = "fromCheckpoint";
+
 }  // namespace ringmaster::contract::trainer_summary

@@ -90,6 +90,22 @@ struct ParallelismSpec {
   bool operator==(const ParallelismSpec&) const = default;
 };
 
+// Autotune: the trainer measures its step time under candidate settings of its performance
+// knobs during the first steps (which train like any other) and trains on the fastest. An
+// object so that its budget and space have a place; `autotune: {}` turns it on with the
+// defaults.
+struct AutotuneSpec {
+  std::optional<int32_t> max_samples;       // "maxSamples": settings measured, the defaults too
+  std::optional<int32_t> warmup_steps;      // "warmupSteps": discarded after each change
+  std::optional<int32_t> measure_steps;     // "measureSteps": whose median is a sample
+  std::vector<double> bucket_cap_mb;        // "bucketCapMB": the space; empty: the default grid
+  std::vector<double> first_bucket_cap_mb;  // "firstBucketCapMB"
+  std::optional<std::string> log;           // a CSV of every sample (HOROVOD_AUTOTUNE_LOG's)
+  std::optional<bool> retune;               // tune again though the checkpoint holds a choice
+  nlohmann::json extra;
+  bool operator==(const AutotuneSpec&) const = default;
+};
+
 // The built-in trainer (the trainer decodes its --config with this same codec).
 struct TrainerSpec {
   std::optional<ModelSpec> model;
@@ -113,6 +129,7 @@ struct TrainerSpec {
   std::optional<std::string> precision;  // fp32 | bf16 (GPU)
   std::optional<bool> cuda_graph;        // "cudaGraph"
   std::optional<ParallelismSpec> parallelism;
+  std::optional<AutotuneSpec> autotune;
   nlohmann::json extra;
   bool operator==(const TrainerSpec&) const = default;
 };
@@ -269,6 +286,7 @@ RM_KUBE_DECLARE_CODEC(CheckpointSpec);
 RM_KUBE_DECLARE_CODEC(PipelineSpec);
 RM_KUBE_DECLARE_CODEC(ParameterServerSpec);
 RM_KUBE_DECLARE_CODEC(ParallelismSpec);
+RM_KUBE_DECLARE_CODEC(AutotuneSpec);
 RM_KUBE_DECLARE_CODEC(TrainerSpec);
 RM_KUBE_DECLARE_CODEC(SchedulingPolicy);
 RM_KUBE_DECLARE_CODEC(ElasticPolicy);

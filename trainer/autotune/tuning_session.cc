@@ -1,0 +1,71 @@
+#include "trainer/autotune/tuning_session.h"
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+namespace ringmaster::trainer::autotune {
+
+TuningSession::TuningSession(std::vector<Knob> knobs, SessionOptions options)
+    : options_(options), search_(std::move(knobs), options.search) {}
+
+std::optional<Measured> TuningSession::record(double seconds) {
+  if (done()) return std::nullopt;
+  window_.push_back(seconds);
+  if (static_cast<int>(window_.size()) < stepsPerSample()) return std::nullopt;
+  std::vector<double> measured(window_.begin() + options_.warmup_steps, window_.end());
+  window_.clear();
+  const auto middle = measured.begin() + static_cast<long>(measured.size() / 2);
+  std::nth_element(measured.begin(), middle, measured.end());
+  Measured sample{*search_.next(), *middle};
+  search_.report(sample.setting, sample.seconds);
+  return sample;
+}
+
+std::string TuningSession::describe(const Setting& setting) const {
+  std::string out;
+  const std::vector<Knob>& knobs = search_.knobs();
+  for (size_t k = 0; k < knobs.size() && k < setting.size(); ++k) {
+    char buffer[32];
+    const auto end = std::to_chars(buffer, buffer + sizeof buffer, knobs[k].values[setting[k]]).ptr;
+    out += (out.empty() ? "" : " ") + knobs[k].name + "=" + std::string(buffer, end);
+  }
+  return out;
+}
+
+std::optional<double> TuningSession::valueOf(const Setting& setting,
+                                             const std::string& name) const {
+  const std::vector<Knob>& knobs = search_.knobs();
+  for (size_t k = 0; k < knobs.size() && k < setting.size(); ++k) {
+    if (knobs[k].name == name) return knobs[k].values[setting[k]];
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// `from` doubling up to the first value >= `whole` (and at most kMaxBucketCapMB), with `given`
+// among them.
+Knob doublingKnob(const std::string& name, double from, double whole, double given) {
+  Knob knob{name, {}, 0};
+  for (double v = from; v <= kMaxBucketCapMB; v *= 2) {
+    knob.values.push_back(v);
+    if (v >= whole) break;
+  }
+  if (std::find(knob.values.begin(), knob.values.end(), given) == knob.values.end()) {
+    knob.values.insert(std::upper_bound(knob.values.begin(), knob.values.end(), given), given);
+  }
+  knob.default_index = static_cast<size_t>(
+      std::find(knob.values.begin(), knob.values.end(), given) - knob.values.begin());
+  return knob;
+}
+
+}  // namespace
+
+std::vector<Knob> bucketKnobs(size_t model_bytes, double first_cap_mb, double cap_mb) {
+  const double model_mb = static_cast<double>(model_bytes) / (1 << 20);
+  return {doublingKnob(kBucketCapKnob, 1, model_mb, cap_mb),
+          doublingKnob(kFirstBucketCapKnob, 0.25, model_mb, first_cap_mb)};
+}
+
+}  // namespace ringmaster::trainer::autotune

@@ -1,0 +1,68 @@
+#pragma once
+// Autotune inside a data-parallel run (spec.trainer.autotune): rank 0 runs the TuningSession
+// (trainer/autotune) on its own step times, which the step's allreduces make the slowest rank's,
+// and at the end of every sample sends its decision to every rank in one small allreduce; every
+// rank then applies it between the same two steps (a new gradient bucket plan). The steps trained
+// while tuning count like any other. Rank 0 logs every sample, writes it to the CSV log when one
+// is asked for (Horovod's HOROVOD_AUTOTUNE_LOG columns: the knobs, then the measure), and once
+// the search ends writes the choice to the checkpoint directory, so that a restarted run trains
+// on it at once instead of tuning again (unless retune).
+//
+// Thread-safety: the training thread, between steps (the buckets' communication thread is idle
+// then). Failure: a broadcast's error names the rank and the step; the CSV log and the choice
+// file name their path.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ringmaster/contract/trainer_spec.h"
+#include "ringmaster/core/status.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/trainer_metrics.h"
+
+namespace ringmaster::trainer {
+
+// What autotune chose, for the run's summary and the checkpoint.
+struct AutotuneChoice {
+  double bucket_cap_mb = 0;
+  double first_bucket_cap_mb = 0;
+  int samples = 0;             // measured in this run (0: taken from the checkpoint)
+  double default_seconds = 0;  // median step time under the configured caps
+  double best_seconds = 0;     // under the chosen ones
+  int64_t step = 0;            // the step after which training ran under the choice
+  bool from_checkpoint = false;
+};
+
+// "autotune.json": the choice beside the checkpoints.
+inline constexpr char kAutotuneChoiceFile[] = "autotune.json";
+
+class Autotuner {
+ public:
+  // Builds a new gradient bucket plan from these caps (MiB).
+  using Apply = std::function<core::Status(double bucket_cap_mb, double first_bucket_cap_mb)>;
+
+  // Tunes the caps of a model of `model_bytes` gradient bytes, or, where the checkpoint
+  // directory holds a choice (and not retune), applies it. Every rank calls it.
+  static core::Result<std::unique_ptr<Autotuner>> start(const contract::TrainerSettings& settings,
+                                                        comm::Communicator& comm,
+                                                        size_t model_bytes, Apply apply,
+                                                        TrainerMetrics* metrics);
+  ~Autotuner();
+
+  // A step just finished in `seconds`; `step` steps are done. Every rank calls it after every
+  // step; at a sample's end the ranks agree on the next setting.
+  core::Status afterStep(double seconds, int64_t step);
+  bool tuning() const;
+  // Set once the search ended (or the checkpoint's choice was applied).
+  const std::optional<AutotuneChoice>& choice() const;
+
+ private:
+  struct State;
+  explicit Autotuner(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ringmaster::trainer
