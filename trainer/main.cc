@@ -257,6 +257,11 @@ int run(int argc, char** argv) {
   ctx.stop = &stop;
   ctx.metrics = &*trainer_metrics;
   ctx.progress_bar = world->rank == 0 && isatty(STDOUT_FILENO);
+  if (settings.autotune.enabled && device->cuda && world->rank == 0) {
+    // device auto found a GPU: the contract refuses autotune only where cuda is asked for.
+    RM_LOG(WARN, CONFIG) << "autotune tunes training on the CPU; the GPU engine trains with the "
+                            "configured bucket caps";
+  }
   // Data parallelism on a GPU is the module's trainer; pipeline stages on one are the CPU
   // trainer's with a device stage (ctx.make_device_stage).
   auto summary = device->cuda && !split_model ? gpu.module->train(settings, ctx)

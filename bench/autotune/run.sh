@@ -5,20 +5,24 @@
 # best `best`, autotune's choice `tuned`), the samples autotune spent, its choice's grid step
 # time against the grid's best and the defaults, and its tuning cost: the time its samples took
 # beyond what the same steps take under its choice, as a share of a 5-epoch run under it.
-#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,cnn-shm] [--steps N] [--samples N]
+#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,cnn-shm] [--steps N] [--repeats N]
+#                         [--samples N]
+# Each grid cell runs --repeats times (interleaved, so that a slow minute of the machine falls on
+# every cell alike) and takes the median.
 # Cases: mlp-shm (the README's MLP, 2 ranks over shared memory), mlp-10gbit (the same with each
 # rank in its own network namespace behind a 10 Gbit/s link, tcp; needs root, bench/lib/netns.sh),
 # cnn-shm (the CNN, 2 ranks over shared memory), mlp-wide-shm (an MLP of 2x2048 hidden, 31 MB of
 # gradients, where the caps reach past 25 MB). Needs an optimized build in build/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cases=mlp-shm,mlp-10gbit,cnn-shm steps=120 samples=30
+cases=mlp-shm,mlp-10gbit,cnn-shm steps=200 repeats=3 samples=30
 while [[ $# -gt 0 ]]; do
   case $1 in
     --cases) cases=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --samples) samples=$2; shift 2 ;;
-    *) echo "usage: $0 [--cases LIST] [--steps N] [--samples N]" >&2; exit 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    *) echo "usage: $0 [--cases LIST] [--steps N] [--repeats N] [--samples N]" >&2; exit 2 ;;
   esac
 done
 trainer=${RM_TRAINER:-$root/build/bin/ringmaster-trainer}
@@ -79,29 +83,37 @@ for case_name in ${cases//,/ }; do
   space=$(grep -o 'over bucketCapMB in .*' "$tmp/$case_name-space.0.log" | head -1)
   read -r -a caps <<<"$(sed -E 's/.*bucketCapMB in \{([^}]*)\}.*/\1/; s/,//g' <<<"$space")"
   read -r -a firsts <<<"$(sed -E 's/.*firstBucketCapMB in \{([^}]*)\}.*/\1/; s/,//g' <<<"$space")"
-  for cap in "${caps[@]}"; do
-    for first in "${firsts[@]}"; do
-      run_pair "$case_name-grid-$cap-$first" "$backend" "${model[@]}" --max-steps "$steps" \
-        --bucket-cap-mb "$cap" --first-bucket-cap-mb "$first"
+  for repeat in $(seq "$repeats"); do
+    for cap in "${caps[@]}"; do
+      for first in "${firsts[@]}"; do
+        run_pair "$case_name-grid-$cap-$first-$repeat" "$backend" "${model[@]}" \
+          --max-steps "$steps" --bucket-cap-mb "$cap" --first-bucket-cap-mb "$first"
+      done
     done
   done
   run_pair "$case_name-tuned" "$backend" "${model[@]}" --max-steps $((samples * 13 + 20)) \
     --autotune --autotune-samples "$samples" --autotune-log "$tmp/$case_name-tuned.csv"
-  "$python" - "$tmp" "$case_name" "${caps[*]}" "${firsts[*]}" <<'PY'
-import csv, json, sys
+  "$python" - "$tmp" "$case_name" "${caps[*]}" "${firsts[*]}" "$repeats" <<'PY'
+import csv, json, statistics, sys
 tmp, case, caps, firsts = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
+repeats = int(sys.argv[5])
 
-grid = {}
+grid, spreads = {}, []
 for cap in caps:
     for first in firsts:
-        summary = json.load(open(f"{tmp}/{case}-grid-{cap}-{first}.0.json"))
-        grid[(cap, first)] = summary["trainSeconds"] / summary["steps"]
+        times = []
+        for r in range(1, repeats + 1):
+            summary = json.load(open(f"{tmp}/{case}-grid-{cap}-{first}-{r}.0.json"))
+            times.append(summary["trainSeconds"] / summary["steps"])
+        grid[(cap, first)] = statistics.median(times)
+        spreads.append((max(times) - min(times)) / grid[(cap, first)])
 tuned = json.load(open(f"{tmp}/{case}-tuned.0.json")).get("autotune", {})
 fmt = lambda v: f"{float(v):g}"
 chosen = (fmt(tuned["bucketCapMB"]), fmt(tuned["firstBucketCapMB"]))
 default = ("25", "1")
 best = min(grid, key=grid.get)
-print(f"\n{case}: step time (ms) by bucketCapMB (rows) and firstBucketCapMB (columns)")
+print(f"\n{case}: step time (ms, median of {repeats} runs) by bucketCapMB (rows) and "
+      "firstBucketCapMB (columns)")
 print("bucketCapMB " + " ".join(f"{f:>14}" for f in firsts))
 for cap in caps:
     cells = []
@@ -110,6 +122,9 @@ for cap in caps:
                 if k == (cap, first)]
         cells.append(f"{grid[(cap, first)] * 1e3:6.2f} {','.join(tags):>7}")
     print(f"{cap:>11} " + " ".join(f"{c:>14}" for c in cells))
+print(f"{case}: the grid's run-to-run spread (max - min over the repeats, median over cells): "
+      f"{100 * statistics.median(spreads):.1f}%; best against worst cell "
+      f"{100 * (max(grid.values()) / min(grid.values()) - 1):.1f}%")
 rows = list(csv.DictReader(open(f"{tmp}/{case}-tuned.csv")))
 best_tuned = min(float(r["median_step_seconds"]) for r in rows)
 spent = sum((float(r["median_step_seconds"]) - best_tuned) * 13 for r in rows)
