@@ -43,6 +43,9 @@ inline constexpr const char* kBackoffLimitExceeded = "BackoffLimitExceeded";
 inline constexpr const char* kRanksDidNotFinish = "RanksDidNotFinish";
 // Succeeded
 inline constexpr const char* kAllRanksSucceeded = "AllRanksSucceeded";
+// The chief's success is the job's (TFJob's rule): the chief pod, or in a parameter-server job
+// without one, pod 0 and the servers' pods.
+inline constexpr const char* kChiefSucceeded = "ChiefSucceeded";
 // Suspended (and Running while suspended)
 inline constexpr const char* kJobSuspended = "JobSuspended";
 inline constexpr const char* kJobResumed = "JobResumed";

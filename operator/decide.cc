@@ -123,7 +123,7 @@ struct Decision {
   Decision(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
            const Observed& seen, kube::Time at_time, const DecideOptions& opts)
       : spec(settingsOf(job.spec)),
-        replicas(currentReplicas(spec, status) + spec.ps_pods),
+        replicas(currentReplicas(spec, status) + spec.ps_pods + spec.chief_pods),
         slots(spec.podSlots()),
         generation(job.metadata.generation.value_or(0)),
         attempt(status.restarts.value_or(0)),
@@ -160,12 +160,16 @@ struct Decision {
   std::vector<const WorkerPod*> current, standby;
   bool stale = false;
   bool have_pod_group = false;  // the gang scheduler's PodGroup holds the gang (schedule)
-  // A parameter-server job whose pod 0 and servers' pods succeeded: it succeeded, whatever a
-  // worker being replaced does (TFJob's rule: the chief's success is the job's).
+  // The chief pod succeeded, or a parameter-server job's pod 0 and servers' pods did: the job
+  // succeeded, whatever the others do (TFJob's rule: the chief's success is the job's).
   bool chief_succeeded = false;
 };
 
 bool chiefSucceeded(const Decision& d) {
+  if (const int chief = d.spec.chiefPod(); chief >= 0) {
+    const WorkerPod* pod = chief < d.replicas ? d.current[static_cast<size_t>(chief)] : nullptr;
+    return pod != nullptr && pod->phase == "Succeeded";
+  }
   if (d.spec.parameter_servers == 0) return false;
   for (int i = 0; i < d.replicas; ++i) {
     const WorkerPod* pod = d.current[static_cast<size_t>(i)];
@@ -366,13 +370,20 @@ bool success(Decision& d) {
   for (const WorkerPod* pod : d.current) succeeded += pod != nullptr && pod->phase == "Succeeded";
   if (succeeded == d.replicas || d.chief_succeeded) {
     observePods(d.at, d.current, d.now, s);
-    setCondition(s, kSucceeded, true, reason::kAllRanksSucceeded,
-                 succeeded == d.replicas
-                     ? "all " + std::to_string(d.replicas) + " worker pods succeeded"
-                     : "pod 0 and the parameter servers' pods succeeded (" +
-                           std::to_string(succeeded) + "/" + std::to_string(d.replicas) +
-                           " worker pods)",
-                 d.generation, d.now);
+    const std::string of =
+        " (" + std::to_string(succeeded) + "/" + std::to_string(d.replicas) + " pods succeeded)";
+    if (succeeded == d.replicas) {
+      setCondition(s, kSucceeded, true, reason::kAllRanksSucceeded,
+                   "all " + std::to_string(d.replicas) + " pods succeeded", d.generation, d.now);
+    } else if (const int chief = d.spec.chiefPod(); chief >= 0) {
+      setCondition(s, kSucceeded, true, reason::kChiefSucceeded,
+                   "the chief pod " + d.current[static_cast<size_t>(chief)]->metadata.name +
+                       " succeeded" + of,
+                   d.generation, d.now);
+    } else {
+      setCondition(s, kSucceeded, true, reason::kChiefSucceeded,
+                   "pod 0 and the parameter servers' pods succeeded" + of, d.generation, d.now);
+    }
     setCondition(s, kRunning, false, reason::kJobSucceeded, "the job succeeded", d.generation,
                  d.now);
     s.completion_time = d.now;

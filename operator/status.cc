@@ -211,7 +211,7 @@ std::optional<PodProblem> podProblem(const kube::Pod& pod) {
 
 RoleCounts zeroCounts() {
   RoleCounts none;
-  for (kube::ReplicaStatus* c : {&none.workers, &none.ps}) {
+  for (kube::ReplicaStatus* c : {&none.workers, &none.ps, &none.chief}) {
     c->active = 0;
     c->ready = 0;
     c->succeeded = 0;
@@ -226,13 +226,15 @@ void setReplicaCounts(const kube::TrainingJob& job, const RoleCounts& counts,
   const int procs = settings.procs_per_replica;
   const int world = settings.worldSize();
   status.replicas = counts.workers;
-  if (settings.ps_pods > 0) {
-    status.roles.emplace(status.roles.value_or(kube::RoleStatuses{})).ps = counts.ps;
-  } else if (status.roles) {
-    status.roles->ps.reset();
-    if (status.roles->extra.is_null() || status.roles->extra.empty()) status.roles.reset();
+  kube::RoleStatuses roles = status.roles.value_or(kube::RoleStatuses{});
+  roles.ps = settings.ps_pods > 0 ? std::optional(counts.ps) : std::nullopt;
+  roles.chief = settings.chief_pods > 0 ? std::optional(counts.chief) : std::nullopt;
+  status.roles = roles;
+  if (!roles.ps && !roles.chief && (roles.extra.is_null() || roles.extra.empty())) {
+    status.roles.reset();
   }
-  const int ready = counts.workers.ready.value_or(0) + counts.ps.ready.value_or(0);
+  const int ready = counts.workers.ready.value_or(0) + counts.ps.ready.value_or(0) +
+                    counts.chief.ready.value_or(0);
   status.world_size = world;
   status.world = std::to_string(ready * procs) + "/" + std::to_string(world);
 }
@@ -250,8 +252,10 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
     const WorkerPod* pod = pods[i];
     if (pod == nullptr) continue;
     ++existing;
-    kube::ReplicaStatus& role =
-        settings.roleOf(static_cast<int32_t>(i)) == Role::kPs ? by_role.ps : by_role.workers;
+    const Role r = settings.roleOf(static_cast<int32_t>(i));
+    kube::ReplicaStatus& role = r == Role::kPs      ? by_role.ps
+                                : r == Role::kChief ? by_role.chief
+                                                    : by_role.workers;
     for (kube::ReplicaStatus* c : {&counts, &role}) {
       if (pod->phase == "Succeeded") {
         ++*c->succeeded;
@@ -270,7 +274,8 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
     setCondition(
         status, kCreated, true, reason::kWorkersCreated,
         "created " + std::to_string(settings.replicas) + " worker pods" +
-            (settings.ps_pods > 0 ? " and " + std::to_string(settings.ps_pods) + " ps pods" : ""),
+            (settings.ps_pods > 0 ? ", " + std::to_string(settings.ps_pods) + " ps pods" : "") +
+            (settings.chief_pods > 0 ? ", the chief pod" : ""),
         generation, now);
   }
   // A rank that finished first still joined: the job stays Running while the others finish

@@ -215,25 +215,78 @@ void validatePodAdditions(const kube::TrainingJob& job, const ValidateOptions& o
   validatePodTemplate(job, metricsPort(job), e);
 }
 
-// spec.roles: parameter servers in pods of their own, after the workers. Their pods run
-// procsPerReplica ranks each like every pod of the gang, all of them servers; their resources
-// and template, where given, are checked as the workers' are, under their own path.
+// A role's own resources and template (`spec` at `path`), checked as the workers' are: only
+// the errors under the role's own fields are new (the rest are the workers' too, reported once).
+void validateRolePod(const kube::TrainingJob& job, const ValidateOptions& options, Role role,
+                     const kube::RoleSpec& spec, const std::string& path, FieldErrors& e) {
+  if (!spec.resources && !spec.pod_template) return;
+  kube::TrainingJob view = job;
+  view.spec = specForRole(job.spec, role);
+  FieldErrors role_errors;
+  validatePodAdditions(view, options, role_errors);
+  for (FieldError& error : role_errors.take()) {
+    const std::string& f = error.field;
+    for (const char* given : {"spec.template", "spec.resources"}) {
+      const std::string g = given;
+      const bool from_role =
+          g == "spec.template" ? spec.pod_template.has_value() : spec.resources.has_value();
+      if (from_role && (f == g || f.starts_with(g + ".") || f.starts_with(g + "["))) {
+        // The message may name the role's fields by their top-level names too.
+        std::string message = std::move(error.message);
+        for (const char* top : {"spec.template", "spec.resources"}) {
+          for (size_t at = message.find(top); at != std::string::npos;
+               at = message.find(top, at + path.size())) {
+            message.replace(at, 4, path);
+          }
+        }
+        e.add(path + f.substr(4), std::move(message));
+        break;
+      }
+    }
+  }
+}
+
+// spec.roles: parameter servers and a user program's chief in pods of their own, after the
+// workers. Their pods run procsPerReplica ranks each like every pod of the gang (the ps pods'
+// all servers); their resources and template, where given, are checked as the workers' are,
+// under their own path.
 void validateRoles(const kube::TrainingJob& job, const ValidateOptions& options, FieldErrors& e) {
   const kube::TrainingJobSpec& s = job.spec;
   if (!s.roles) return;
   const std::string field = "spec.roles";
   if (s.roles->extra.is_object()) {
     for (const auto& [key, value] : s.roles->extra.items()) {
-      if (key == "chief" || key == "evaluator" || key == "worker") {
+      if (key == "evaluator") {
         e.add(field + "." + key,
-              key == "worker"
-                  ? std::string("the workers are spec.replicas, spec.resources and spec.template")
-                  : "not a role the operator runs yet: worker 0 is the job's chief and evaluates "
-                    "(the role that has pods of its own is ps)");
+              "not a role the operator runs yet: worker 0 evaluates the built-in trainer's "
+              "model (the roles with pods of their own are ps and chief)");
+      } else if (key == "worker") {
+        e.add(field + "." + key, "the workers are spec.replicas, spec.resources and spec.template");
       } else {
-        e.add(field + "." + key, "unknown role; the role that has pods of its own is ps");
+        e.add(field + "." + key, "unknown role; the roles with pods of their own are ps and chief");
       }
     }
+  }
+  if (s.roles->chief) {
+    const kube::RoleSpec& chief = *s.roles->chief;
+    const std::string p = field + ".chief";
+    e.unknownFields(p, chief.extra);
+    if (!chief.replicas) e.add(p + ".replicas", "required");
+    e.inRange(p + ".replicas", chief.replicas, 1, 1);
+    if (s.command.empty()) {
+      e.add(p,
+            "a chief pod runs a program of your own (spec.command), which finds it in "
+            "TF_CONFIG's cluster.chief; the built-in trainer's chief is worker 0");
+    }
+    if (s.procs_per_replica.value_or(1) != 1) {
+      e.add(p, "a TensorFlow cluster has one chief task: procsPerReplica must be 1, got " +
+                   std::to_string(*s.procs_per_replica));
+    }
+    if (s.launcher == "mpi") {
+      e.add(p, "TF_CONFIG's roles run under launcher native, not mpi");
+    }
+    if (s.elastic) e.add(p, "a job with a chief has a fixed world; drop spec.elastic");
+    validateRolePod(job, options, Role::kChief, chief, p, e);
   }
   if (!s.roles->ps) return;
   const kube::RoleSpec& ps = *s.roles->ps;
@@ -259,33 +312,7 @@ void validateRoles(const kube::TrainingJob& job, const ValidateOptions& options,
                 std::to_string(ranks) + " server ranks: leave servers unset or make them equal");
     }
   }
-  if (!ps.resources && !ps.pod_template) return;
-  // The ps pods' own resources and template, checked as the workers' are; only the errors
-  // under the role's own fields are new (the rest are the workers' too, reported once).
-  kube::TrainingJob view = job;
-  view.spec = specForRole(s, Role::kPs);
-  FieldErrors role_errors;
-  validatePodAdditions(view, options, role_errors);
-  for (FieldError& error : role_errors.take()) {
-    std::string f = error.field;
-    for (const char* given : {"spec.template", "spec.resources"}) {
-      const std::string g = given;
-      const bool from_role =
-          g == "spec.template" ? ps.pod_template.has_value() : ps.resources.has_value();
-      if (from_role && (f == g || f.starts_with(g + ".") || f.starts_with(g + "["))) {
-        // The message may name the role's fields by their top-level names too.
-        std::string message = std::move(error.message);
-        for (const char* top : {"spec.template", "spec.resources"}) {
-          for (size_t at = message.find(top); at != std::string::npos;
-               at = message.find(top, at + p.size())) {
-            message.replace(at, 4, p);
-          }
-        }
-        e.add(p + f.substr(4), std::move(message));
-        break;
-      }
-    }
-  }
+  validateRolePod(job, options, Role::kPs, ps, p, e);
 }
 
 // spec.elastic: bounds around spec.replicas, and a job whose world can change at all: the
@@ -382,14 +409,27 @@ const char* name(RestartPolicy value) {
   return "OnFailure";
 }
 
-const char* name(Role value) { return value == Role::kPs ? "ps" : "worker"; }
+const char* name(Role value) {
+  switch (value) {
+    case Role::kPs:
+      return "ps";
+    case Role::kChief:
+      return "chief";
+    case Role::kWorker:
+      break;
+  }
+  return "worker";
+}
 
 kube::TrainingJobSpec specForRole(const kube::TrainingJobSpec& spec, Role role) {
   kube::TrainingJobSpec view = spec;
-  if (role != Role::kPs || !spec.roles || !spec.roles->ps) return view;
-  const kube::RoleSpec& ps = *spec.roles->ps;
-  if (ps.resources) view.resources = ps.resources;
-  if (ps.pod_template) view.pod_template = ps.pod_template;
+  if (!spec.roles) return view;
+  const std::optional<kube::RoleSpec>* given = nullptr;
+  if (role == Role::kPs) given = &spec.roles->ps;
+  if (role == Role::kChief) given = &spec.roles->chief;
+  if (given == nullptr || !*given) return view;
+  if ((*given)->resources) view.resources = (*given)->resources;
+  if ((*given)->pod_template) view.pod_template = (*given)->pod_template;
   return view;
 }
 
@@ -432,6 +472,9 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
   }
   if (spec.roles && spec.roles->ps) {
     s.ps_pods = std::clamp(spec.roles->ps->replicas.value_or(0), 0, kMaxWorldSize);
+  }
+  if (spec.roles && spec.roles->chief) {
+    s.chief_pods = std::clamp(spec.roles->chief->replicas.value_or(0), 0, 1);
   }
   if (spec.trainer) {
     s.parameter_servers = contract::trainerSettings(*spec.trainer).parameter_servers.servers;
@@ -540,6 +583,7 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
       const std::string ps = name + "-ps-" + std::to_string(settings.ps_pods - 1);
       if (ps.size() > longest.size()) longest = ps;
     }
+    if (settings.chief_pods > 0 && name.size() + 8 > longest.size()) longest = name + "-chief-0";
     if (settings.elastic) longest = name + "-worker-" + std::to_string(slots - 1);
     if (longest.size() > 63 && name.size() <= 63) {
       e.add("metadata.name", "too long for its pod names: \"" + longest + "\" has " +

@@ -9,6 +9,7 @@
 // Thread-safety: pure functions. Failure: validate() returns the list of field errors;
 // defaultAndValidate() folds them into one InvalidArgument Status.
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <string>
@@ -46,8 +47,8 @@ struct ValidateOptions {
 using contract::FieldError;
 
 enum class Backend { kAuto, kNccl, kTcp, kGloo, kMpi };
-// What a pod of the gang is: a worker, or one of spec.roles' (a parameter server).
-enum class Role { kWorker, kPs };
+// What a pod of the gang is: a worker, or one of spec.roles' (a parameter server, the chief).
+enum class Role { kWorker, kPs, kChief };
 enum class RestartPolicy { kNever, kOnFailure, kExitCode };
 // Which pods a finished job deletes: none, the unfinished ones, or all.
 enum class CleanPodPolicy { kNone, kRunning, kAll };
@@ -78,32 +79,46 @@ struct JobSettings {
 
   // spec.roles.ps.replicas: parameter-server pods of their own, after the worker pods (0: none).
   int32_t ps_pods = 0;
+  // spec.roles.chief.replicas: the chief's pod, after the ps pods (0: none; at most 1).
+  int32_t chief_pods = 0;
   // Ranks that serve parameters (spec.trainer.parallelism.parameterServer.servers, or every rank
   // of the ps pods): the last ones of the world; 0 without parameter servers.
   int32_t parameter_servers = 0;
 
-  // The pods of the gang: the workers, then the ps pods. Every pod runs procs_per_replica ranks,
-  // so that pod i holds ranks [i x procs, (i + 1) x procs) whatever its role.
+  // The pods of the gang: the workers, then the ps pods, then the chief's. Every pod runs
+  // procs_per_replica ranks, so that pod i holds ranks [i x procs, (i + 1) x procs) whatever
+  // its role.
   int32_t gangPods() const {  // saturating: validation reads it for specs it then refuses
-    return replicas > std::numeric_limits<int32_t>::max() - ps_pods
-               ? std::numeric_limits<int32_t>::max()
-               : replicas + ps_pods;
+    const int64_t pods = int64_t{replicas} + ps_pods + chief_pods;
+    return static_cast<int32_t>(std::min<int64_t>(pods, std::numeric_limits<int32_t>::max()));
   }
+  // The chief's pod index; -1 without one.
+  int32_t chiefPod() const { return chief_pods > 0 ? replicas + ps_pods : -1; }
   int32_t worldSize() const { return gangPods() * procs_per_replica; }
   // The role of pod `index`, and its index among that role's pods (an elastic job's standby
-  // pods beyond the world are workers: such a job has no ps pods).
+  // pods beyond the world are workers: such a job has no other roles).
   Role roleOf(int32_t index) const {
-    return ps_pods > 0 && index >= replicas ? Role::kPs : Role::kWorker;
+    if (index < replicas || (ps_pods == 0 && chief_pods == 0)) return Role::kWorker;
+    return index < replicas + ps_pods ? Role::kPs : Role::kChief;
   }
   int32_t indexInRole(int32_t index) const {
-    return roleOf(index) == Role::kPs ? index - replicas : index;
+    switch (roleOf(index)) {
+      case Role::kPs:
+        return index - replicas;
+      case Role::kChief:
+        return index - replicas - ps_pods;
+      case Role::kWorker:
+        break;
+    }
+    return index;
   }
   // Whether a failed pod at `replica` is replaced alone rather than restarting the gang: every
   // rank on it is a parameter-server job's worker, whose servers drop it and take it back, and
   // it is not pod 0, which hosts the attempt's rendezvous store.
   bool replacedAlone(int32_t replica) const {
-    return parameter_servers > 0 && replica > 0 &&
-           (replica + 1) * procs_per_replica <= worldSize() - parameter_servers;
+    if (parameter_servers == 0 || replica <= 0 || roleOf(replica) != Role::kWorker) return false;
+    // Servers among the worker pods' ranks: the last ones.
+    return ps_pods > 0 || (replica + 1) * procs_per_replica <= worldSize() - parameter_servers;
   }
   // Worker pod indices the job may ever use: 0 .. podSlots()-1.
   int32_t podSlots() const { return elastic ? max_replicas : gangPods(); }
@@ -125,7 +140,8 @@ kube::TrainingJob atCurrentWorld(const kube::TrainingJob& job,
 const char* name(Backend value);
 const char* name(RestartPolicy value);
 const char* name(CleanPodPolicy value);
-const char* name(Role value);  // "worker" | "ps": pod names, labels, TF_CONFIG's task types
+// "worker" | "ps" | "chief": pod names, labels, TF_CONFIG's task types
+const char* name(Role value);
 
 // The spec the pods of `role` are built from: the job's, with the role's resources and template
 // in place of spec.resources and spec.template where it gives them.

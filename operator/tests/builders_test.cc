@@ -109,6 +109,20 @@ TEST(Builders, PsPodsAreTheirOwnRoleAfterTheWorkers) {
   EXPECT_EQ(nlohmann::json::parse(env["TF_CONFIG"])["task"],
             nlohmann::json({{"type", "worker"}, {"index", 1}}));
   EXPECT_EQ(podName("tf", settingsOf(d.spec), 2), "tf-ps-0");
+
+  // A chief pod after the ps pods: TF_CONFIG's one chief task.
+  job.spec.roles->chief.emplace().replicas = 1;
+  const kube::TrainingJob with_chief = defaulted(job);
+  const kube::Pod chief = buildWorkerPod(with_chief, 4, 0, "s");
+  EXPECT_EQ(chief.metadata.name, "tf-chief-0");
+  EXPECT_EQ(chief.metadata.labels.at(kRoleLabel), "chief");
+  EXPECT_EQ(chief.spec.containers[0].resources, workers);  // the workers', having none of its own
+  env = plainEnv(chief.spec.containers[0]);
+  EXPECT_EQ(env["NNODES"], "5");
+  const nlohmann::json tf = nlohmann::json::parse(env["TF_CONFIG"]);
+  EXPECT_EQ(tf["cluster"]["chief"], nlohmann::json::array({"tf-chief-0.tf.ml.svc:2222"}));
+  EXPECT_EQ(tf["cluster"]["ps"], cluster["ps"]);
+  EXPECT_EQ(tf["task"], nlohmann::json({{"type", "chief"}, {"index", 0}}));
   EXPECT_EQ(podHost("tf", "ml", settingsOf(d.spec), 0), "tf-worker-0.tf.ml.svc");
 }
 

@@ -31,8 +31,9 @@ struct Spec {
   std::string launcher{};                 // "" = the default
   std::optional<int32_t> min_replicas{};  // set: spec.elastic
   std::optional<int32_t> max_replicas{};
-  int servers = 0;  // spec.trainer.parallelism.parameterServer.servers
-  int ps_pods = 0;  // spec.roles.ps.replicas: pods of their own after the workers
+  int servers = 0;     // spec.trainer.parallelism.parameterServer.servers
+  int ps_pods = 0;     // spec.roles.ps.replicas: pods of their own after the workers
+  bool chief = false;  // spec.roles.chief: a user program's chief pod, after the ps pods
 };
 
 struct Cond {
@@ -123,6 +124,11 @@ kube::TrainingJob jobOf(const Spec& spec) {
   if (spec.ps_pods > 0) {
     job.spec.roles.emplace().ps.emplace().replicas = spec.ps_pods;
     job.spec.trainer.emplace().parallelism.emplace().parameter_server.emplace();
+  }
+  if (spec.chief) {
+    job.spec.roles.emplace(job.spec.roles.value_or(kube::Roles{})).chief.emplace().replicas = 1;
+    job.spec.command = {"python3", "train.py"};
+    job.spec.trainer.reset();
   }
   if (spec.min_replicas) {
     job.spec.elastic = kube::ElasticPolicy{};
@@ -723,7 +729,7 @@ const Row kRows[] = {
      .status = {.restarts = 0, .started_ago = 100},
      .pods = {succeeded(0), failed(1, 137), succeeded(2)},
      .want = {.phase = "Succeeded",
-              .condition = "Succeeded=True/AllRanksSucceeded",
+              .condition = "Succeeded=True/ChiefSucceeded",
               .requeue = milliseconds(0),
               .completion_time = true}},
     // Worker 0 is done: a worker failing now changes nothing; the servers finish without it.
@@ -778,9 +784,60 @@ const Row kRows[] = {
      .status = {.restarts = 0, .started_ago = 100},
      .pods = {succeeded(0), failed(1, 137), succeeded(2)},
      .want = {.phase = "Succeeded",
-              .condition = "Succeeded=True/AllRanksSucceeded",
+              .condition = "Succeeded=True/ChiefSucceeded",
               .requeue = milliseconds(0),
               .completion_time = true}},
+    // A user program's chief (spec.roles.chief) in the last pod, here after a ps pod: its
+    // success is the job's, whatever the others do (TensorFlow's servers never exit).
+    {.name = "ChiefPodIsCreatedAfterTheWorkersAndServers",
+     .spec = {.ps_pods = 1, .chief = true},
+     .want = {.phase = "Pending",
+              .condition = "Created=True/WorkersCreated",
+              .create = {0, 1, 2, 3},
+              .requeue = kSecond,
+              .restarts = 0,
+              .world = "0/4",
+              .start_time = true}},
+    {.name = "ChiefSucceededSucceedsTheJobWhateverTheOthersDo",
+     .spec = {.ps_pods = 1, .chief = true},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}, succeeded(3)},
+     .want = {.phase = "Succeeded",
+              .condition = "Succeeded=True/ChiefSucceeded",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "ChiefFailedRestartsTheGang",
+     .spec = {.ps_pods = 1, .chief = true},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, kRunning1, {.index = 2}, failed(3, 1)},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1}},
+    {.name = "ChiefJobsWorkerFailedIsReplacedAloneBesideServers",
+     .spec = {.ps_pods = 1, .chief = true},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}, {.index = 3}},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .deletion = PodDeletion::kStale,
+              .requeue = kSecond,
+              .restarts = 0,
+              .replaced = "Replaced=True/ReplacedWorkerPod",
+              .replaced_pods = 1,
+              .stale = {"fmnist-worker-1"}}},
+    {.name = "ChiefWithoutServersAFailedWorkerRestartsTheGang",
+     .spec = {.chief = true},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, failed(1, 137), {.index = 2}},
+     .want = {.phase = "Restarting",
+              .condition = "Restarting=True/RankFailed",
+              .release = true,
+              .requeue = milliseconds(0),
+              .restarts = 1}},
     {.name = "PsWithoutServersAFailedWorkerStillRestartsTheGang",
      .spec = {.replicas = 3},
      .status = {.restarts = 0, .started_ago = 100},

@@ -247,10 +247,31 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                    },
                                                    "spec.trainer.parallelism.parameterServer"
                                                    ".servers"},
-                                           BadSpec{"a chief role",
+                                           BadSpec{"an evaluator role",
                                                    [](auto& j) {
                                                      j.spec.roles.emplace().extra = {
-                                                         {"chief", {{"replicas", 1}}}};
+                                                         {"evaluator", {{"replicas", 1}}}};
+                                                   },
+                                                   "spec.roles.evaluator"},
+                                           BadSpec{"a chief for the built-in trainer",
+                                                   [](auto& j) {
+                                                     j.spec.roles.emplace().chief.emplace()
+                                                         .replicas = 1;
+                                                   },
+                                                   "spec.roles.chief"},
+                                           BadSpec{"two chiefs",
+                                                   [](auto& j) {
+                                                     j.spec.command = {"python3", "tf.py"};
+                                                     j.spec.roles.emplace().chief.emplace()
+                                                         .replicas = 2;
+                                                   },
+                                                   "spec.roles.chief.replicas"},
+                                           BadSpec{"a chief of two processes",
+                                                   [](auto& j) {
+                                                     j.spec.command = {"python3", "tf.py"};
+                                                     j.spec.procs_per_replica = 2;
+                                                     j.spec.roles.emplace().chief.emplace()
+                                                         .replicas = 1;
                                                    },
                                                    "spec.roles.chief"},
                                            BadSpec{"an unknown role",

@@ -41,20 +41,9 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 using testutil::eventually;
+using testutil::hasCondition;
 using testutil::jobPhase;
 using testutil::liveProcess;
-
-bool hasCondition(const nlohmann::json& j, const std::string& type, const std::string& status,
-                  const std::string& reason = "") {
-  if (!j.contains("status") || !j["status"].contains("conditions")) return false;
-  for (const auto& c : j["status"]["conditions"]) {
-    if (c.value("type", "") == type && c.value("status", "") == status &&
-        (reason.empty() || c.value("reason", "") == reason)) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // A Fashion-MNIST MLP job named `name` of `replicas` pods, restarted OnFailure. `trainer` adds
 // lines under spec.trainer, `spec` under spec; `claim` (when set) mounts that claim at /ckpt.

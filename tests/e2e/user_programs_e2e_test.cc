@@ -162,6 +162,21 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
   }
   EXPECT_EQ(tf["status"]["roles"]["ps"].value("succeeded", 0), 1) << tf.dump(2);
 
+  // ParameterServerStrategy's shape: the workers and the server serve until stopped; the chief
+  // reaches them all and exits, and its success is the job's (TFJob's rule).
+  nlohmann::json strategy = run(example("tensorflow-ps-strategy.yaml"), "tf-ps-strategy");
+  const std::string chief_log = cluster_->podLog("tf-ps-strategy-chief-0");
+  EXPECT_EQ(testutil::jobPhase(strategy), "Succeeded") << strategy.dump(2) << chief_log;
+  EXPECT_TRUE(testutil::hasCondition(strategy, "Succeeded", "True", "ChiefSucceeded"))
+      << strategy.dump(2);
+  EXPECT_EQ(strategy["status"]["roles"]["chief"].value("succeeded", 0), 1) << strategy.dump(2);
+  for (const char* task : {"worker 0 at tf-ps-strategy-worker-0.tf-ps-strategy.default.svc:2222",
+                           "worker 1 at tf-ps-strategy-worker-1.tf-ps-strategy.default.svc:2222",
+                           "ps 0 at tf-ps-strategy-ps-0.tf-ps-strategy.default.svc:2222"}) {
+    EXPECT_NE(chief_log.find(std::string("chief reached ") + task), std::string::npos) << chief_log;
+  }
+  EXPECT_NE(chief_log.find("chief done: 2 workers, 1 ps"), std::string::npos) << chief_log;
+
   // A program's own /metrics on the pod's declared `metrics` port (9090 + LOCAL_RANK), where the
   // chart's PodMonitor scrapes every worker pod, reachable at the pod's address.
   auto served = cluster_->apply(R"(apiVersion: v1

@@ -181,6 +181,18 @@ bool jobFinished(const nlohmann::json& job) {
   return jobPhase(job) == "Succeeded" || jobPhase(job) == "Failed";
 }
 
+bool hasCondition(const nlohmann::json& job, const std::string& type, const std::string& status,
+                  const std::string& reason) {
+  if (!job.contains("status") || !job["status"].contains("conditions")) return false;
+  for (const auto& c : job["status"]["conditions"]) {
+    if (c.value("type", "") == type && c.value("status", "") == status &&
+        (reason.empty() || c.value("reason", "") == reason)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 long readNumberFile(const std::string& path) {
   std::ifstream in(path);
   long n = 0;

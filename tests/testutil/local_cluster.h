@@ -127,6 +127,9 @@ class LocalClusterStopper {
 std::string jobPhase(const nlohmann::json& job);
 // Whether the job has ended (Succeeded or Failed): waitForJob's usual `done`.
 bool jobFinished(const nlohmann::json& job);
+// Whether the job has condition `type` with `status` (and `reason`, unless empty).
+bool hasCondition(const nlohmann::json& job, const std::string& type, const std::string& status,
+                  const std::string& reason = "");
 // The number a daemon of `local up` wrote to a file (pid, port); 0 when absent.
 long readNumberFile(const std::string& path);
 // The uids seen for each pod in `kubectl get pods -w -o custom-columns=NAME:...,UID:...` output:

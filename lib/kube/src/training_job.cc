@@ -116,6 +116,7 @@ void visitRoleSpec(V& v, S& s) {
 template <class V, class S>
 void visitRoles(V& v, S& s) {
   v("ps", s.ps);
+  v("chief", s.chief);
 }
 
 template <class V, class S>
@@ -156,6 +157,7 @@ void visitReplicaStatus(V& v, S& s) {
 template <class V, class S>
 void visitRoleStatuses(V& v, S& s) {
   v("ps", s.ps);
+  v("chief", s.chief);
 }
 
 template <class V, class S>

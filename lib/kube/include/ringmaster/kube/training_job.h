@@ -162,8 +162,9 @@ struct RoleSpec {
 
 // The roles a job runs in pods of their own, beside spec.replicas worker pods.
 struct Roles {
-  std::optional<RoleSpec> ps;  // parameter servers
-  nlohmann::json extra;        // any other key: a role the operator refuses, naming it
+  std::optional<RoleSpec> ps;     // parameter servers
+  std::optional<RoleSpec> chief;  // a user program's coordinator (TF_CONFIG's chief)
+  nlohmann::json extra;           // any other key: a role the operator refuses, naming it
   bool operator==(const Roles&) const = default;
 };
 
@@ -212,6 +213,7 @@ struct ReplicaStatus {
 // The pods of each role beside the workers, counted as status.replicas counts the workers'.
 struct RoleStatuses {
   std::optional<ReplicaStatus> ps;
+  std::optional<ReplicaStatus> chief;
   nlohmann::json extra;
   bool operator==(const RoleStatuses&) const = default;
 };
