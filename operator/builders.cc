@@ -129,9 +129,6 @@ std::string workerName(const std::string& job, int index) {
 }
 std::string configMapName(const std::string& job) { return job + "-config"; }
 std::string secretName(const std::string& job) { return job + "-ssh"; }
-std::string workerHost(const std::string& job, const std::string& ns, int index) {
-  return workerName(job, index) + "." + job + "." + ns + ".svc";
-}
 std::string podName(const std::string& job, const JobSettings& settings, int index) {
   const Role role = settings.roleOf(index);
   return job + "-" + name(role) + "-" + std::to_string(settings.indexInRole(index));
@@ -268,8 +265,7 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   const JobSettings settings = settingsOf(job.spec);
   const Role role = settings.roleOf(index);
   // The role's resources and template where it has its own.
-  const kube::TrainingJobSpec role_spec = specForRole(job.spec, role);
-  const kube::TrainingJobSpec& s = role_spec;
+  const kube::TrainingJobSpec s = specForRole(job.spec, role);
   const int pods = settings.gangPods();
   const int procs = settings.procs_per_replica;
   const bool mpi = settings.launcher == contract::LauncherMode::kMpi;
@@ -299,7 +295,7 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   worker_env.nnodes = pods;
   worker_env.local_world_size = procs;
   worker_env.world_size = settings.worldSize();
-  worker_env.master_addr = workerHost(name, ns, 0);
+  worker_env.master_addr = podHost(name, ns, settings, 0);
   worker_env.master_port = kMasterPortDefault;
   worker_env.store_port = kRendezvousPort;
   worker_env.job = name;

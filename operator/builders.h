@@ -67,8 +67,6 @@ std::string podHost(const std::string& job, const std::string& ns, const JobSett
                     int index);
 std::string configMapName(const std::string& job);  // "<job>-config"
 std::string secretName(const std::string& job);     // "<job>-ssh"
-// "<job>-worker-<index>.<job>.<namespace>.svc"
-std::string workerHost(const std::string& job, const std::string& ns, int index);
 
 // ownerReferences entry naming `job` as controller (blockOwnerDeletion true).
 kube::OwnerReference controllerRef(const kube::TrainingJob& job);

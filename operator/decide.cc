@@ -123,7 +123,7 @@ struct Decision {
   Decision(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
            const Observed& seen, kube::Time at_time, const DecideOptions& opts)
       : spec(settingsOf(job.spec)),
-        replicas(currentReplicas(spec, status) + spec.ps_pods + spec.chief_pods),
+        replicas(spec.podsWith(currentReplicas(spec, status))),
         slots(spec.podSlots()),
         generation(job.metadata.generation.value_or(0)),
         attempt(status.restarts.value_or(0)),
@@ -146,7 +146,7 @@ struct Decision {
   }
 
   const JobSettings spec;
-  const int replicas;  // the current world's pods: its workers, then any ps pods
+  const int replicas;  // the current world's pods: its workers, then any ps and chief pods
   const int slots;     // pod indices the job may use (an elastic job's standby pods too)
   const int64_t generation;
   const int attempt;

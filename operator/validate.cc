@@ -174,7 +174,8 @@ void validateParallelism(const kube::TrainingJobSpec& s, FieldErrors& e) {
 void validateParameterServers(const kube::TrainingJobSpec& s, FieldErrors& e) {
   const contract::TrainerSettings settings = contract::trainerSettings(*s.trainer);
   const int64_t servers = settings.parameter_servers.servers;
-  if (servers == 0) return;
+  // Servers in pods of their own: validateRoles checks the same under spec.roles.ps.
+  if (servers == 0 || (s.roles && s.roles->ps)) return;
   const std::string field = "spec.trainer.parallelism.parameterServer";
   if (s.launcher == "mpi") {
     e.add("spec.launcher", "parameter servers run under launcher native, not mpi");
@@ -182,7 +183,7 @@ void validateParameterServers(const kube::TrainingJobSpec& s, FieldErrors& e) {
   if (s.elastic) {
     e.add("spec.elastic", "a job with parameter servers has a fixed world; drop spec.elastic");
   }
-  if (s.replicas && s.procs_per_replica && !(s.roles && s.roles->ps)) {
+  if (s.replicas && s.procs_per_replica) {
     const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
     if (servers >= world) {
       e.add(field, std::to_string(servers) +
@@ -191,6 +192,12 @@ void validateParameterServers(const kube::TrainingJobSpec& s, FieldErrors& e) {
                        std::to_string(world) + " ranks");
     }
   }
+}
+
+// The ranks of `ps_pods` ps pods of `procs` processes each: every one a server (saturating).
+int32_t psRanks(int64_t ps_pods, int64_t procs) {
+  return static_cast<int32_t>(
+      std::min<int64_t>(ps_pods * procs, std::numeric_limits<int32_t>::max()));
 }
 
 // The worker container's additions and the pod template of one role's pods: env, volumes,
@@ -480,10 +487,7 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
     s.parameter_servers = contract::trainerSettings(*spec.trainer).parameter_servers.servers;
   }
   // A user's program with ps pods: every rank on them is a server.
-  if (s.parameter_servers == 0) {
-    s.parameter_servers = static_cast<int32_t>(std::min<int64_t>(
-        int64_t{s.ps_pods} * s.procs_per_replica, std::numeric_limits<int32_t>::max()));
-  }
+  if (s.parameter_servers == 0) s.parameter_servers = psRanks(s.ps_pods, s.procs_per_replica);
   s.min_replicas = s.max_replicas = s.replicas;
   if (spec.elastic) {
     s.elastic = true;
@@ -531,11 +535,7 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
         s.trainer->parallelism.emplace(s.trainer->parallelism.value_or(kube::ParallelismSpec{}));
     kube::ParameterServerSpec& ps = parallelism.parameter_server.emplace(
         parallelism.parameter_server.value_or(kube::ParameterServerSpec{}));
-    if (!ps.servers) {
-      ps.servers = static_cast<int32_t>(
-          std::min<int64_t>(int64_t{*s.roles->ps->replicas} * s.procs_per_replica.value_or(1),
-                            std::numeric_limits<int32_t>::max()));
-    }
+    if (!ps.servers) ps.servers = psRanks(*s.roles->ps->replicas, s.procs_per_replica.value_or(1));
   }
   if (s.elastic && !s.elastic->max_replicas) s.elastic->max_replicas = s.replicas;
   // An elastic job keeps its global batch at every world: batchSize per rank is read at the
@@ -577,14 +577,14 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
             "world size replicas x procsPerReplica = " + std::to_string(world) + " exceeds " +
                 std::to_string(kMaxWorldSize));
     }
+    // The last pod of each role: the workers', the ps pods', the gang's (or an elastic job's).
     const JobSettings settings = settingsOf(s);
-    std::string longest = name + "-worker-" + std::to_string(settings.replicas - 1);
-    if (settings.ps_pods > 0) {
-      const std::string ps = name + "-ps-" + std::to_string(settings.ps_pods - 1);
-      if (ps.size() > longest.size()) longest = ps;
+    std::string longest;
+    for (int32_t last :
+         {settings.replicas - 1, settings.replicas + settings.ps_pods - 1, slots - 1}) {
+      const std::string pod = podName(name, settings, last);
+      if (pod.size() > longest.size()) longest = pod;
     }
-    if (settings.chief_pods > 0 && name.size() + 8 > longest.size()) longest = name + "-chief-0";
-    if (settings.elastic) longest = name + "-worker-" + std::to_string(slots - 1);
     if (longest.size() > 63 && name.size() <= 63) {
       e.add("metadata.name", "too long for its pod names: \"" + longest + "\" has " +
                                  std::to_string(longest.size()) + " characters, at most 63");

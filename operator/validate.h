@@ -88,8 +88,11 @@ struct JobSettings {
   // The pods of the gang: the workers, then the ps pods, then the chief's. Every pod runs
   // procs_per_replica ranks, so that pod i holds ranks [i x procs, (i + 1) x procs) whatever
   // its role.
-  int32_t gangPods() const {  // saturating: validation reads it for specs it then refuses
-    const int64_t pods = int64_t{replicas} + ps_pods + chief_pods;
+  int32_t gangPods() const { return podsWith(replicas); }
+  // The gang's pods with `workers` worker pods (an elastic job's current world); saturating:
+  // validation reads it for specs it then refuses.
+  int32_t podsWith(int32_t workers) const {
+    const int64_t pods = int64_t{workers} + ps_pods + chief_pods;
     return static_cast<int32_t>(std::min<int64_t>(pods, std::numeric_limits<int32_t>::max()));
   }
   // The chief's pod index; -1 without one.

@@ -105,16 +105,23 @@ struct Autotuner::State {
     return sum;
   }
 
+  // The caps training runs under, in the gauges.
+  void show(double cap, double first) const {
+    if (metrics == nullptr) return;
+    metrics->autotune_bucket_cap->Set(cap);
+    metrics->autotune_first_bucket_cap->Set(first);
+  }
+  // New buckets of these caps from the next step on.
+  Status applyCaps(double cap, double first) {
+    RM_RETURN_IF_ERROR(apply(cap, first));
+    show(cap, first);
+    return Status::Ok();
+  }
   Status applySetting(const autotune::Setting& setting) {
     if (setting == applied) return Status::Ok();
-    const double cap = *session->valueOf(setting, autotune::kBucketCapKnob);
-    const double first = *session->valueOf(setting, autotune::kFirstBucketCapKnob);
-    RM_RETURN_IF_ERROR(apply(cap, first));
+    RM_RETURN_IF_ERROR(applyCaps(*session->valueOf(setting, autotune::kBucketCapKnob),
+                                 *session->valueOf(setting, autotune::kFirstBucketCapKnob)));
     applied = setting;
-    if (metrics) {
-      metrics->autotune_bucket_cap->Set(cap);
-      metrics->autotune_first_bucket_cap->Set(first);
-    }
     return Status::Ok();
   }
 };
@@ -128,10 +135,7 @@ Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSetti
   const contract::TrainerSettings::Autotune& a = settings.autotune;
   auto state = std::make_unique<State>(comm, std::move(apply), metrics);
   State& s = *state;
-  if (metrics) {
-    metrics->autotune_bucket_cap->Set(settings.bucket_cap_mb);
-    metrics->autotune_first_bucket_cap->Set(settings.first_bucket_cap_mb);
-  }
+  s.show(settings.bucket_cap_mb, settings.first_bucket_cap_mb);
   if (comm.size() == 1) {
     if (s.rank() == 0) {
       RM_LOG(INFO, STEP) << "autotune: one rank exchanges no gradients, so its bucket caps do "
@@ -170,11 +174,7 @@ Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSetti
     }
     RM_ASSIGN_OR_RETURN(const auto agreed, s.fromRankZero(mine, "reading the checkpoint's choice"));
     if (agreed[0] > 0) {
-      RM_RETURN_IF_ERROR(s.apply(agreed[1], agreed[2]));
-      if (metrics) {
-        metrics->autotune_bucket_cap->Set(agreed[1]);
-        metrics->autotune_first_bucket_cap->Set(agreed[2]);
-      }
+      RM_RETURN_IF_ERROR(s.applyCaps(agreed[1], agreed[2]));
       AutotuneChoice choice = saved.value_or(AutotuneChoice{});
       choice.bucket_cap_mb = agreed[1];
       choice.first_bucket_cap_mb = agreed[2];
@@ -198,19 +198,9 @@ Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSetti
       s.csv << "sample,step," << autotune::kBucketCapKnob << "," << autotune::kFirstBucketCapKnob
             << ",median_step_seconds,best\n";
     }
-    std::string space;
-    for (const autotune::Knob& k : knobs) {
-      space += (space.empty() ? "" : "; ") + k.name + " in {";
-      for (size_t i = 0; i < k.values.size(); ++i) {
-        char v[32];
-        std::snprintf(v, sizeof v, "%g", k.values[i]);
-        space += (i ? ", " : "") + std::string(v);
-      }
-      space += "}";
-    }
     RM_LOG(INFO, STEP) << "autotune: up to " << a.max_samples << " samples of "
                        << s.session->stepsPerSample() << " steps (" << a.warmup_steps
-                       << " warm-up) over " << space;
+                       << " warm-up) over " << s.session->describeSpace();
   }
   return std::unique_ptr<Autotuner>(new Autotuner(std::move(state)));
 }

@@ -317,12 +317,7 @@ Result<TrainSummary> Trainer::run() {
   RM_RETURN_IF_ERROR(
       runTrainingLoop(settings_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
                       engine, pos, &summary));
-  if (autotuner && autotuner->choice()) {
-    const AutotuneChoice& c = *autotuner->choice();
-    summary.autotune =
-        TrainSummary::Autotune{c.bucket_cap_mb,   c.first_bucket_cap_mb, c.samples,
-                               c.default_seconds, c.best_seconds,        c.from_checkpoint};
-  }
+  if (autotuner) summary.autotune = autotuner->choice();
   return summary;
 }
 
@@ -360,8 +355,8 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
     j[key::kAutotune] = {{key::kAutotuneBucketCapMB, a->bucket_cap_mb},
                          {key::kAutotuneFirstBucketCapMB, a->first_bucket_cap_mb},
                          {key::kAutotuneSamples, a->samples},
-                         {key::kAutotuneDefaultStepSeconds, a->default_step_seconds},
-                         {key::kAutotuneBestStepSeconds, a->best_step_seconds},
+                         {key::kAutotuneDefaultStepSeconds, a->default_seconds},
+                         {key::kAutotuneBestStepSeconds, a->best_seconds},
                          {key::kAutotuneFromCheckpoint, a->from_checkpoint}};
   }
   const std::string tmp = path + ".tmp";

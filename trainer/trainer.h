@@ -22,6 +22,7 @@
 
 #include "ringmaster/core/status.h"
 #include "ringmaster/core/stop.h"
+#include "trainer/autotuner.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/config.h"
 #include "trainer/data/fashion_mnist.h"
@@ -61,13 +62,7 @@ struct TrainSummary {
   double overlap_ratio = 0;
   double train_seconds = 0;
   // What autotune chose (spec.trainer.autotune), when it ran or a checkpoint held its choice.
-  struct Autotune {
-    double bucket_cap_mb = 0, first_bucket_cap_mb = 0;
-    int samples = 0;
-    double default_step_seconds = 0, best_step_seconds = 0;
-    bool from_checkpoint = false;
-  };
-  std::optional<Autotune> autotune;
+  std::optional<AutotuneChoice> autotune;
 };
 
 // Builds a communicator over some ranks of the world (the data-parallel replicas of one

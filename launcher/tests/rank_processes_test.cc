@@ -143,8 +143,9 @@ TEST(RankProcesses, TorchrunIsTheOneProcessOfItsPodWithPyTorchJobsVariables) {
 }
 
 TEST(RankProcesses, EachProcessIsItsOwnTensorFlowTask) {
-  const contract::TfConfig cluster = contract::workerTfConfig(
-      {"j-worker-0.j.ns.svc", "j-worker-1.j.ns.svc", "j-worker-2.j.ns.svc"}, 2, 2);
+  const contract::TfConfig cluster = contract::clusterTfConfig(
+      {{"worker", {"j-worker-0.j.ns.svc", "j-worker-1.j.ns.svc", "j-worker-2.j.ns.svc"}}}, 2,
+      "worker", 2);
   const std::vector<ProcessSpec> specs =
       rankProcesses(pod(), {"/usr/bin/python3", "tf.py"}, 125, false, cluster);
   ASSERT_EQ(specs.size(), 2u);

@@ -22,13 +22,31 @@ std::optional<Measured> TuningSession::record(double seconds) {
   return sample;
 }
 
+namespace {
+
+// The shortest text that reads back: 0.25, 25, not "25.000000".
+std::string text(double value) {
+  char buffer[32];
+  return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
+}
+
+}  // namespace
+
 std::string TuningSession::describe(const Setting& setting) const {
   std::string out;
   const std::vector<Knob>& knobs = search_.knobs();
   for (size_t k = 0; k < knobs.size() && k < setting.size(); ++k) {
-    char buffer[32];
-    const auto end = std::to_chars(buffer, buffer + sizeof buffer, knobs[k].values[setting[k]]).ptr;
-    out += (out.empty() ? "" : " ") + knobs[k].name + "=" + std::string(buffer, end);
+    out += (out.empty() ? "" : " ") + knobs[k].name + "=" + text(knobs[k].values[setting[k]]);
+  }
+  return out;
+}
+
+std::string TuningSession::describeSpace() const {
+  std::string out;
+  for (const Knob& k : search_.knobs()) {
+    out += (out.empty() ? "" : "; ") + k.name + " in {";
+    for (size_t i = 0; i < k.values.size(); ++i) out += (i ? ", " : "") + text(k.values[i]);
+    out += "}";
   }
   return out;
 }

@@ -49,6 +49,8 @@ class TuningSession {
   const CoordinateSearch& search() const { return search_; }
   // "bucketCapMB=4 firstBucketCapMB=1" for `setting`.
   std::string describe(const Setting& setting) const;
+  // "bucketCapMB in {1, 2, 4, 25}; firstBucketCapMB in {0.25, 0.5, 1}": every knob's values.
+  std::string describeSpace() const;
   // The value of knob `name` in `setting`; nullopt when there is no such knob.
   std::optional<double> valueOf(const Setting& setting, const std::string& name) const;
 

@@ -74,13 +74,13 @@ TEST_F(AutotuneRun, ChoosesTrainsOnTheChoiceAndChangesNothingItTrains) {
   auto run = testing::runRanks(tuned(), 2, train_, test_, &*metrics, &tuned_params);
   ASSERT_TRUE(run.ok()) << run.status().toString();
   ASSERT_TRUE(run->autotune.has_value());
-  const TrainSummary::Autotune& a = *run->autotune;
+  const AutotuneChoice& a = *run->autotune;
   EXPECT_FALSE(a.from_checkpoint);
   EXPECT_GE(a.samples, 2);  // the configured caps and at least one other
   EXPECT_LE(a.samples, 5);
-  EXPECT_GT(a.default_step_seconds, 0);
-  EXPECT_GT(a.best_step_seconds, 0);
-  EXPECT_LE(a.best_step_seconds, a.default_step_seconds);
+  EXPECT_GT(a.default_seconds, 0);
+  EXPECT_GT(a.best_seconds, 0);
+  EXPECT_LE(a.best_seconds, a.default_seconds);
   // The steps while tuning counted: the same steps, the same model, to the bit.
   EXPECT_EQ(run->steps, plain->steps);
   EXPECT_EQ(run->steps, 2 * 16);

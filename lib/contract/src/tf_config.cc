@@ -20,11 +20,6 @@ TfConfig clusterTfConfig(const std::map<std::string, std::vector<std::string>>& 
   return config;
 }
 
-TfConfig workerTfConfig(const std::vector<std::string>& pod_hosts, int procs_per_pod,
-                        int task_index) {
-  return clusterTfConfig({{"worker", pod_hosts}}, procs_per_pod, "worker", task_index);
-}
-
 std::string encodeTfConfig(const TfConfig& config) {
   nlohmann::json j;
   j["cluster"] = nlohmann::json::object();

@@ -8,7 +8,8 @@ namespace ringmaster::contract {
 namespace {
 
 TEST(TfConfig, WorkerClusterIsShapedAsTfJobShapesIt) {
-  const TfConfig config = workerTfConfig({"j-worker-0.j.ns.svc", "j-worker-1.j.ns.svc"}, 1, 1);
+  const TfConfig config =
+      clusterTfConfig({{"worker", {"j-worker-0.j.ns.svc", "j-worker-1.j.ns.svc"}}}, 1, "worker", 1);
   const nlohmann::json j = nlohmann::json::parse(encodeTfConfig(config));
   EXPECT_EQ(j, nlohmann::json::parse(R"({"cluster": {"worker": ["j-worker-0.j.ns.svc:2222",
       "j-worker-1.j.ns.svc:2222"]}, "task": {"type": "worker", "index": 1},
@@ -16,7 +17,7 @@ TEST(TfConfig, WorkerClusterIsShapedAsTfJobShapesIt) {
 }
 
 TEST(TfConfig, ProcessesOfOnePodTakeConsecutivePorts) {
-  const TfConfig config = workerTfConfig({"a", "b"}, 2, 3);
+  const TfConfig config = clusterTfConfig({{"worker", {"a", "b"}}}, 2, "worker", 3);
   EXPECT_EQ(config.cluster.at("worker"),
             (std::vector<std::string>{"a:2222", "a:2223", "b:2222", "b:2223"}));
   EXPECT_EQ(config.task_index, 3);

@@ -23,6 +23,7 @@ TEST(TuningSession, DiscardsWarmUpAndReportsTheMedianOfEachSample) {
   options.search.max_samples = 2;
   TuningSession session({knob("k", {1, 2}, 0)}, options);
   EXPECT_EQ(session.stepsPerSample(), 7);
+  EXPECT_EQ(session.describeSpace(), "k in {1, 2}");
   EXPECT_EQ(session.current(), (Setting{0}));
   // Warm-up steps far slower, one outlier among the measured ones: the median ignores both.
   const std::vector<double> defaults = {9, 9, 1.0, 1.1, 50, 0.9, 1.05};

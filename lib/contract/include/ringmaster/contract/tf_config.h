@@ -38,10 +38,6 @@ struct TfConfig {
 // hosts, in order; the task is `task_type`'s `task_index`.
 TfConfig clusterTfConfig(const std::map<std::string, std::vector<std::string>>& role_pod_hosts,
                          int procs_per_pod, const std::string& task_type, int task_index);
-// A worker-only job: `procs_per_pod` tasks at each of `pod_hosts`, the task being
-// `task_index`.
-TfConfig workerTfConfig(const std::vector<std::string>& pod_hosts, int procs_per_pod,
-                        int task_index);
 
 std::string encodeTfConfig(const TfConfig& config);
 core::Result<TfConfig> parseTfConfig(std::string_view json);
