@@ -138,17 +138,6 @@ std::string podHost(const std::string& job, const std::string& ns, const JobSett
   return podName(job, settings, index) + "." + job + "." + ns + ".svc";
 }
 
-kube::OwnerReference controllerRef(const kube::TrainingJob& job) {
-  kube::OwnerReference ref;
-  ref.api_version = kube::TrainingJob::kApiVersion;
-  ref.kind = kube::TrainingJob::kKind;
-  ref.name = job.metadata.name;
-  ref.uid = job.metadata.uid;
-  ref.controller = true;
-  ref.block_owner_deletion = true;
-  return ref;
-}
-
 const kube::OwnerReference* controllerOf(const kube::ObjectMeta& meta) {
   for (const kube::OwnerReference& ref : meta.owner_references) {
     if (ref.controller.value_or(false)) return &ref;

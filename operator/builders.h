@@ -68,8 +68,19 @@ std::string podHost(const std::string& job, const std::string& ns, const JobSett
 std::string configMapName(const std::string& job);  // "<job>-config"
 std::string secretName(const std::string& job);     // "<job>-ssh"
 
-// ownerReferences entry naming `job` as controller (blockOwnerDeletion true).
-kube::OwnerReference controllerRef(const kube::TrainingJob& job);
+// ownerReferences entry naming `owner` (a TrainingJob, an Experiment) as controller
+// (blockOwnerDeletion true).
+template <class T>
+kube::OwnerReference controllerRef(const T& owner) {
+  kube::OwnerReference ref;
+  ref.api_version = T::kApiVersion;
+  ref.kind = T::kKind;
+  ref.name = owner.metadata.name;
+  ref.uid = owner.metadata.uid;
+  ref.controller = true;
+  ref.block_owner_deletion = true;
+  return ref;
+}
 // The controller ownerReference of `meta`, or nullptr.
 const kube::OwnerReference* controllerOf(const kube::ObjectMeta& meta);
 

@@ -1,11 +1,10 @@
 #include "operator/controller.h"
 
-#include <condition_variable>
 #include <thread>
-#include <vector>
 
 #include "operator/builders.h"
 #include "operator/cache_trim.h"
+#include "operator/work_loop.h"
 #include "ringmaster/core/log.h"
 
 namespace ringmaster::op {
@@ -95,26 +94,6 @@ bool Controller::synced() const {
   return jobs_synced_ && pods_synced_ && services_synced_ && config_maps_synced_;
 }
 
-void Controller::worker() {
-  while (std::optional<std::string> key = queue_.get()) {
-    const auto start = std::chrono::steady_clock::now();
-    core::Result<Action> action = reconciler_->reconcile(*key);
-    if (metrics_ != nullptr) {
-      metrics_->reconciled(std::chrono::steady_clock::now() - start, action.ok());
-      metrics_->workqueueDepth(queue_.len());
-    }
-    if (!action.ok()) {
-      RM_LOG(WARN, RECONCILE) << "reconcile " << *key
-                              << " failed, retrying with backoff: " << action.status().toString();
-      queue_.addRateLimited(*key);
-    } else {
-      queue_.forget(*key);
-      if (action->requeue_after) queue_.addAfter(*key, *action->requeue_after);
-    }
-    queue_.done(*key);
-  }
-}
-
 void Controller::run(std::stop_token stop) {
   RM_LOG(INFO, RECONCILE) << "controller starting: namespace "
                           << (options_.namespace_name.empty() ? "(all)" : options_.namespace_name)
@@ -129,21 +108,12 @@ void Controller::run(std::stop_token stop) {
   };
 
   // Wait for the caches before acting on them.
-  std::mutex mu;
-  std::condition_variable_any cv;
-  while (!stop.stop_requested() && !synced()) {
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, stop, std::chrono::milliseconds(50), [] { return false; });
+  if (waitForCaches(stop, [this] { return synced(); })) {
+    RM_LOG(INFO, RECONCILE) << "caches synced; workers start";
   }
-  if (!stop.stop_requested()) RM_LOG(INFO, RECONCILE) << "caches synced; workers start";
-  std::stop_callback on_stop(stop, [this] { queue_.shutDown(); });
-  std::vector<std::jthread> workers;
-  if (!stop.stop_requested()) {
-    for (int i = 0; i < std::max(1, options_.workers); ++i) {
-      workers.emplace_back([this] { worker(); });
-    }
-  }
-  for (std::jthread& w : workers) w.join();
+  runWorkers(
+      stop, queue_, options_.workers,
+      [this](const std::string& key) { return reconciler_->reconcile(key); }, "job", metrics_);
   for (std::jthread& i : informers) i.request_stop();
   for (std::jthread& i : informers) i.join();
   RM_LOG(INFO, RECONCILE) << "controller stopped";

@@ -57,7 +57,6 @@ class Controller {
       const kube::ResourceType& type, std::atomic<bool>& synced, std::chrono::milliseconds batch,
       typename kube::Reflector<T, Cached>::Project project);
   void enqueueOwner(const kube::ObjectMeta& meta, std::chrono::milliseconds after);
-  void worker();
 
   kube::ApiClient& client_;
   kube::Clock& clock_;

@@ -20,6 +20,7 @@
 #include "operator/operator_metrics.h"
 #include "operator/progress.h"
 #include "operator/progress_poller.h"
+#include "operator/search_controller.h"
 #include "ringmaster/core/flags.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
   rm::core::FlagSet flags("ringmaster-operator",
                           "Runs TrainingJobs (ringmaster.dev/v1alpha1): creates each job's "
                           "Service, ConfigMap and worker pods, restarts the gang on failure and "
-                          "reports status and progress.");
+                          "reports status and progress. Runs Experiments: hyperparameter "
+                          "searches whose trials are TrainingJobs.");
   flags.addString("kubeconfig", &config.kubeconfig,
                   "kubeconfig file; empty: $KUBECONFIG, in-cluster service account, "
                   "~/.kube/config (in that order)");
@@ -233,13 +235,23 @@ int main(int argc, char** argv) {
     elector_thread = std::jthread([&elector](std::stop_token s) { elector->run(s); });
   }
 
+  rm::op::SearchController::Options search_options;
+  search_options.namespace_name = config.namespace_name;
+  search_options.validate = controller_options.reconciler.validate;
+
+  // The TrainingJob controller and the Experiment (search) controller run together, on the
+  // leader only.
   std::unique_ptr<rm::op::Controller> controller;
-  std::jthread controller_thread;
+  std::unique_ptr<rm::op::SearchController> search;
+  std::jthread controller_thread, search_thread;
   auto stopController = [&] {
     if (!controller) return;
     controller_thread.request_stop();
+    search_thread.request_stop();
     controller_thread.join();
+    search_thread.join();
     controller.reset();
+    search.reset();
   };
   while (!stop.stopRequested()) {
     const bool leading = !elector || elector->isLeader();
@@ -249,6 +261,8 @@ int main(int argc, char** argv) {
       controller = std::make_unique<rm::op::Controller>(client, events, clock, progress,
                                                         metrics->get(), controller_options);
       controller_thread = std::jthread([c = controller.get()](std::stop_token s) { c->run(s); });
+      search = std::make_unique<rm::op::SearchController>(client, events, clock, search_options);
+      search_thread = std::jthread([c = search.get()](std::stop_token s) { c->run(s); });
     } else if (!leading && controller) {
       RM_LOG(WARN, RECONCILE) << "lost the leader Lease: stopping the controller";
       stopController();

@@ -112,11 +112,16 @@ int attemptOf(const kube::Pod& pod) {
   return n.ok() && *n >= 0 && *n < (1 << 30) ? static_cast<int>(*n) : -1;
 }
 
-const kube::Condition* findCondition(const kube::TrainingJobStatus& status, std::string_view type) {
-  for (const kube::Condition& c : status.conditions) {
+const kube::Condition* findCondition(const std::vector<kube::Condition>& conditions,
+                                     std::string_view type) {
+  for (const kube::Condition& c : conditions) {
     if (c.type == type) return &c;
   }
   return nullptr;
+}
+
+const kube::Condition* findCondition(const kube::TrainingJobStatus& status, std::string_view type) {
+  return findCondition(status.conditions, type);
 }
 
 bool isTrue(const kube::TrainingJobStatus& status, std::string_view type) {
@@ -147,14 +152,20 @@ std::string conditionMessage(std::string message) {
 
 void setCondition(kube::TrainingJobStatus& status, std::string_view type, bool value,
                   std::string reason, std::string message, int64_t generation, kube::Time now) {
+  setCondition(status.conditions, type, value, std::move(reason), std::move(message), generation,
+               now);
+}
+
+void setCondition(std::vector<kube::Condition>& conditions, std::string_view type, bool value,
+                  std::string reason, std::string message, int64_t generation, kube::Time now) {
   const std::string text = value ? "True" : "False";
   kube::Condition* c = nullptr;
-  for (kube::Condition& existing : status.conditions) {
+  for (kube::Condition& existing : conditions) {
     if (existing.type == type) c = &existing;
   }
   if (c == nullptr) {
-    status.conditions.emplace_back();
-    c = &status.conditions.back();
+    conditions.emplace_back();
+    c = &conditions.back();
     c->type = std::string(type);
   }
   if (c->status != text || !c->last_transition_time) c->last_transition_time = now;

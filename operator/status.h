@@ -50,6 +50,8 @@ std::string foldMessage(std::string_view message, size_t max_bytes = kMaxFoldedM
 // The attempt label of a worker pod (-1 when missing or malformed).
 int attemptOf(const kube::Pod& pod);
 
+const kube::Condition* findCondition(const std::vector<kube::Condition>& conditions,
+                                     std::string_view type);
 const kube::Condition* findCondition(const kube::TrainingJobStatus& status, std::string_view type);
 bool isTrue(const kube::TrainingJobStatus& status, std::string_view type);
 bool isFinished(const kube::TrainingJobStatus& status);  // Succeeded or Failed is True
@@ -63,6 +65,9 @@ std::string conditionMessage(std::string message);
 // when its status does not change. A reason outside metav1's pattern (a CamelCase word) is
 // reduced to its letters, digits and '_' (or "Unknown"), and a message is cut at metav1's
 // 32768 bytes, so that the API server never refuses the status for it.
+// Any kind's conditions (an Experiment's too) follow the same rules.
+void setCondition(std::vector<kube::Condition>& conditions, std::string_view type, bool value,
+                  std::string reason, std::string message, int64_t generation, kube::Time now);
 void setCondition(kube::TrainingJobStatus& status, std::string_view type, bool value,
                   std::string reason, std::string message, int64_t generation, kube::Time now);
 

@@ -30,7 +30,8 @@ constexpr const char* kUsage =
     "Commands:\n"
     "  up     start the API server, kubelet and operator in the background; print KUBECONFIG\n"
     "  down   stop the background API server, kubelet and operator\n"
-    "  run    bring the cluster up, run a TrainingJob manifest and report it until it ends\n"
+    "  run    bring the cluster up, run a TrainingJob or Experiment manifest and report it until "
+    "it ends\n"
     "  serve  run the local API server in the foreground\n"
     "  kubelet  run the local kubelet in the foreground (local/kubelet)\n\n"
     "Run `ringmaster local <command> --help` for its flags.\n";
@@ -204,14 +205,14 @@ core::Status startDaemon(const fs::path& dir, const std::string& name,
   return core::Status::Ok();
 }
 
-// What `up` runs next to the API server: the built-in CRD, the kubelet (contracts: --root-dir
+// What `up` runs next to the API server: the built-in CRDs, the kubelet (contracts: --root-dir
 // <data-dir>/kubelet, --node-name local, its containers' metrics on any free port) and the operator
 // (when ringmaster-operator was built next to this binary), all talking to the server through the
 // kubeconfig.
 core::Status startAgents(const fs::path& dir, const std::string& self,
                          const std::string& kubelet_flags, bool start_operator) {
   const std::string kubeconfig = (dir / "kubeconfig").string();
-  RM_RETURN_IF_ERROR(installTrainingJobCrd(kubeconfig));
+  RM_RETURN_IF_ERROR(installBuiltInCrds(kubeconfig));
   std::vector<std::string> kubelet{self,
                                    "local",
                                    "kubelet",
@@ -383,9 +384,11 @@ core::Status run(const std::vector<std::string>& args) {
   CommonFlags up_flags;
   core::FlagSet fs("ringmaster local run JOB.yaml",
                    "Brings up the local cluster (API server, kubelet, operator), installs the "
-                   "TrainingJob CRD, applies JOB.yaml, shows the job's progress until it ends and "
-                   "prints the outcome. Exits 0 when the job Succeeded, 1 when it Failed. The "
-                   "cluster stays up (`ringmaster local down` stops it).");
+                   "TrainingJob and Experiment CRDs, applies JOB.yaml, shows the progress of its "
+                   "TrainingJob (or of its Experiment, a hyperparameter search) until it ends and "
+                   "prints the outcome (a search's trials, best first). Exits 0 when it "
+                   "Succeeded, 1 when it Failed. The cluster stays up (`ringmaster local down` "
+                   "stops it).");
   fs.addString("data-dir", &options.data_dir,
                "directory for the PKI, token, kubeconfig, state, pid files and logs",
                "RINGMASTER_LOCAL_DATA_DIR");

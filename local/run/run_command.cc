@@ -1,15 +1,19 @@
 #include "local/run/run_command.h"
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
 #include "local/run/apply.h"
+#include "local/run/experiment_progress.h"
 #include "local/run/job_progress.h"
 #include "ringmaster/core/log.h"
 #include "ringmaster/core/stop.h"
 #include "ringmaster/kube/client_factory.h"
 #include "ringmaster/kube/codec.h"
+#include "ringmaster/kube/experiment.h"
 #include "ringmaster/kube/kubeconfig.h"
+#include "ringmaster/kube/resource_client.h"
 #include "ringmaster/kube/training_job.h"
 #include "ringmaster/kube/yaml_documents.h"
 
@@ -45,17 +49,30 @@ core::Status waitForCrdEstablished(kube::ApiClient& client, const std::string& n
                             (last.empty() ? "" : " (" + last + ")"));
 }
 
-// A finished job of the same name from an earlier run would end this run at once: remove it
-// (its pods go with it through garbage collection) and wait until it is gone.
-core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
-                               const std::string& what) {
+// "Succeeded" / "Failed" when `object` (a TrainingJob or an Experiment) has ended, else empty.
+std::string endedAs(const nlohmann::json& object) {
+  const nlohmann::json conditions =
+      object.contains("status") ? object["status"].value("conditions", nlohmann::json::array())
+                                : nlohmann::json::array();
+  for (const char* type : {"Failed", "Succeeded"}) {
+    for (const auto& c : conditions) {
+      if (c.value("type", "") == type && c.value("status", "") == "True") return type;
+    }
+  }
+  return "";
+}
+
+// A finished job (or search) of the same name from an earlier run would end this run at once:
+// remove it (its pods or trials go with it through garbage collection) and wait until it is gone.
+core::Status removeFinished(kube::ApiClient& client, const std::string& path,
+                            const std::string& what) {
   kube::ApiRequest get;
   get.path = path;
   RM_ASSIGN_OR_RETURN(kube::ApiResponse current, client.request(get));
   if (current.status_code == 404) return core::Status::Ok();
-  core::Result<kube::TrainingJob> job = kube::decodeText<kube::TrainingJob>(current.body);
-  if (!job.ok() || finishedPhase(*job).empty()) return core::Status::Ok();
-  std::cout << "removing " << what << " (" << finishedPhase(*job) << " in an earlier run)"
+  core::Result<nlohmann::json> object = kube::parseJson(current.body);
+  if (!object.ok() || endedAs(*object).empty()) return core::Status::Ok();
+  std::cout << "removing " << what << " (" << endedAs(*object) << " in an earlier run)"
             << std::endl;
   kube::ApiRequest del;
   del.verb = kube::Verb::kDelete;
@@ -69,15 +86,15 @@ core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
   while (Clock::now() < deadline) {
     RM_ASSIGN_OR_RETURN(kube::ApiResponse r, client.request(get));
     if (r.status_code == 404) return core::Status::Ok();
-    // Foreground deletion waits for the cluster's garbage collector to delete the job's pods
+    // Foreground deletion waits for the cluster's garbage collector to delete the children
     // first; kube-controller-manager's learns of a CRD installed moments ago only at its next
     // discovery (every 30 s), so a wait here is normal on a new cluster.
     if (Clock::now() >= next_note) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
       std::cout << "  still removing it after " << waited
-                << " s: the garbage collector deletes its pods first (a CRD installed moments "
-                   "ago waits for its next discovery, up to 30 s)"
+                << " s: the garbage collector deletes its children first (a CRD installed "
+                   "moments ago waits for its next discovery, up to 30 s)"
                 << std::endl;
       next_note += std::chrono::seconds(10);
     }
@@ -88,11 +105,10 @@ core::Status removeFinishedJob(kube::ApiClient& client, const std::string& path,
 
 core::Status installCrd(kube::ApiClient& client) {
   Applier applier(client);
-  RM_ASSIGN_OR_RETURN(
-      std::vector<nlohmann::json> crds,
-      kube::parseYamlDocuments(trainingJobCrdYaml(), "built-in crds/trainingjob.yaml"));
-  if (crds.empty())
-    return core::internalError("this binary was built without crds/trainingjob.yaml");
+  RM_ASSIGN_OR_RETURN(std::vector<nlohmann::json> crds,
+                      kube::parseYamlDocuments(builtInCrdsYaml(), "built-in crds/"));
+  if (crds.size() < 2)
+    return core::internalError("this binary was built without crds/ (TrainingJob, Experiment)");
   for (auto& crd : crds) {
     RM_ASSIGN_OR_RETURN(nlohmann::json stored, applier.apply(crd));
     (void)stored;
@@ -102,12 +118,66 @@ core::Status installCrd(kube::ApiClient& client) {
   return core::Status::Ok();
 }
 
+// Reports an Experiment until it ends, then its trials, best first.
+core::Status followExperiment(const RunOptions& options, kube::ApiClient& client,
+                              const std::string& path, const std::string& name,
+                              const fs::path& kubeconfig) {
+  core::StopSource& stop = core::installSignalStop();
+  SearchReporter reporter;
+  const auto deadline = Clock::now() + options.timeout;
+  kube::Experiment experiment;
+  while (true) {
+    if (stop.stopRequested()) {
+      return core::cancelled("interrupted; the search keeps running (kubectl get exp " + name +
+                             ")");
+    }
+    if (Clock::now() > deadline) {
+      return core::timeoutError("experiment " + name + " did not finish within " +
+                                std::to_string(options.timeout.count()) + " s");
+    }
+    kube::ApiRequest get;
+    get.path = path;
+    kube::ApiResult<kube::ApiResponse> r = kube::callApi(client, get);
+    if (!r.ok()) return r.status().withContext("experiment " + name);
+    RM_ASSIGN_OR_RETURN(experiment, kube::decodeText<kube::Experiment>(r->body));
+    if (auto line = reporter.observe(experiment)) std::cout << name << "  " << *line << std::endl;
+    if (!finishedSearch(experiment).empty()) break;
+    stop.waitFor(std::chrono::milliseconds(500));
+  }
+
+  const std::string ns =
+      experiment.metadata.namespace_name.empty() ? "default" : experiment.metadata.namespace_name;
+  kube::ResourceClient<kube::TrainingJob> jobs(
+      client, kube::ResourceType{"ringmaster.dev", "v1alpha1", "trainingjobs", true}, ns);
+  kube::ListOptions selector;
+  selector.label_selector = std::string(kube::kExperimentLabel) + "=" + name;
+  kube::ApiResult<kube::List<kube::TrainingJob>> trials = jobs.list(selector);
+  if (!trials.ok()) return trials.status().withContext("experiment " + name + ": its trials");
+  std::cout << "\n" << name << ": " << searchOutcome(experiment) << "\n";
+  if (const auto& best = experiment.status.best_trial) {
+    std::cout << "  best trial " << best->name.value_or("?") << ":";
+    for (const auto& [field, value] : best->parameters)
+      std::cout << " " << field << "=" << value.dump();
+    std::cout << "\n";
+  }
+  std::cout << trialTable(experiment, trials->items) << "Trials:  kubectl get tj -l "
+            << kube::kExperimentLabel << "=" << name << "\n"
+            << "The cluster stays up: export KUBECONFIG=" << kubeconfig.string() << "\n"
+            << "Stop it:  "
+            << (options.stop_command.empty() ? "ringmaster local down" : options.stop_command)
+            << std::endl;
+  if (finishedSearch(experiment) == "Failed") {
+    return core::invalidArgument("experiment " + name + " failed: " + searchOutcome(experiment));
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
 
-core::Status installTrainingJobCrd(const std::filesystem::path& kubeconfig) {
+core::Status installBuiltInCrds(const std::filesystem::path& kubeconfig) {
   RM_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::loadKubeConfigFile(kubeconfig));
   RM_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> client, kube::makeApiClient(config));
-  return installCrd(*client).withContext("installing the TrainingJob CRD");
+  return installCrd(*client).withContext("installing the TrainingJob and Experiment CRDs");
 }
 
 core::Status runJob(const RunOptions& options,
@@ -117,11 +187,16 @@ core::Status runJob(const RunOptions& options,
     RM_RETURN_IF_ERROR(checkObjectIdentity(
         docs[i], options.manifest.string() + " (document " + std::to_string(i + 1) + ")"));
   }
-  int jobs = 0;
-  for (const auto& d : docs) jobs += d.value("kind", "") == "TrainingJob" ? 1 : 0;
-  if (jobs != 1) {
-    return core::invalidArgument(options.manifest.string() + ": expected one TrainingJob, found " +
-                                 std::to_string(jobs));
+  int jobs = 0, searches = 0;
+  for (const auto& d : docs) {
+    jobs += d.value("kind", "") == "TrainingJob" ? 1 : 0;
+    searches += d.value("kind", "") == "Experiment" ? 1 : 0;
+  }
+  if (jobs + searches != 1) {
+    return core::invalidArgument(options.manifest.string() +
+                                 ": expected one TrainingJob or one Experiment, found " +
+                                 std::to_string(jobs) + " TrainingJob(s) and " +
+                                 std::to_string(searches) + " Experiment(s)");
   }
 
   RM_RETURN_IF_ERROR(ensure_up(options.data_dir));
@@ -131,20 +206,26 @@ core::Status runJob(const RunOptions& options,
   Applier applier(*client);
   // `up` installed the CRD this binary was built with; a cluster started by an older binary
   // gets it now.
-  RM_RETURN_IF_ERROR(installCrd(*client).withContext("installing the TrainingJob CRD"));
+  RM_RETURN_IF_ERROR(installCrd(*client).withContext("installing the built-in CRDs"));
 
   std::string job_path, job_name;
   for (auto& doc : docs) {
-    if (doc.value("kind", "") == "TrainingJob") {
+    const std::string kind = doc.value("kind", "");
+    if (kind == "TrainingJob" || kind == "Experiment") {
       RM_ASSIGN_OR_RETURN(job_path, applier.objectPath(doc, true));
       job_name = doc["metadata"].value("name", "");
-      RM_RETURN_IF_ERROR(removeFinishedJob(*client, job_path, "trainingjob " + job_name));
+      std::string lower = kind;
+      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+      RM_RETURN_IF_ERROR(removeFinished(*client, job_path, lower + " " + job_name));
     }
     RM_ASSIGN_OR_RETURN(nlohmann::json stored, applier.apply(doc));
     std::cout << stored.value("kind", "object") << " " << stored["metadata"].value("name", "")
               << " applied" << std::endl;
   }
 
+  if (searches == 1) {
+    return followExperiment(options, *client, job_path, job_name, kubeconfig);
+  }
   // SIGTERM/SIGINT: stop watching, leave the cluster and the job running.
   core::StopSource& stop = core::installSignalStop();
   ProgressReporter reporter(options.report_every);

@@ -1,11 +1,12 @@
 #pragma once
 // `ringmaster local run JOB.yaml`: brings up the embedded cluster (through `ensure_up`, which
-// local_command.cc provides), installs the TrainingJob CRD built into this binary, applies the
-// manifest's documents, prints the job's progress until it ends, then the outcome and where the
-// logs are. The cluster stays up afterwards (KUBECONFIG printed) so kubectl can look around.
+// local_command.cc provides), installs the CRDs built into this binary, applies the manifest's
+// documents, prints the progress of its one TrainingJob (or Experiment) until it ends, then the
+// outcome and where the logs are (an Experiment's: its trials, best first). The cluster stays up
+// afterwards (KUBECONFIG printed) so kubectl can look around.
 //
-// Failure: Status with context; a job that ends Failed is an error (exit 1) whose message is the
-// job's final condition; a timeout is a Timeout status.
+// Failure: Status with context; a job or search that ends Failed is an error (exit 1) whose message
+// is the job's final condition; a timeout is a Timeout status.
 
 #include <chrono>
 #include <filesystem>
@@ -25,12 +26,12 @@ struct RunOptions {
   std::string stop_command;
 };
 
-// The CRD of crds/trainingjob.yaml, embedded at build time.
-const std::string& trainingJobCrdYaml();
+// The CRDs of crds/ (TrainingJob, Experiment), embedded at build time.
+const std::string& builtInCrdsYaml();
 
-// Creates or replaces the built-in TrainingJob CRD through the API server of `kubeconfig` and
+// Creates or replaces the built-in CRDs through the API server of `kubeconfig` and
 // waits until it is Established.
-core::Status installTrainingJobCrd(const std::filesystem::path& kubeconfig);
+core::Status installBuiltInCrds(const std::filesystem::path& kubeconfig);
 
 // ensure_up(data_dir): the cluster (API server, kubelet, operator) is running afterwards and
 // its kubeconfig is at <data_dir>/kubeconfig.

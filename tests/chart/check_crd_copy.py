@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""chart_crd_copy_test: helm/ringmaster/crds/ holds exactly trainingjob.yaml, byte-equal to
-crds/trainingjob.yaml (the one source of truth). Fix: cp crds/trainingjob.yaml
-helm/ringmaster/crds/.
+"""chart_crd_copy_test: helm/ringmaster/crds/ holds exactly the files of crds/ (trainingjob.yaml,
+experiment.yaml), each byte-equal to its source (crds/ is the one source of truth). Fix:
+cp crds/*.yaml helm/ringmaster/crds/.
 
 Usage: check_crd_copy.py REPO_ROOT
 """
@@ -14,32 +14,34 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     root = sys.argv[1]
-    source = os.path.join(root, "crds", "trainingjob.yaml")
+    sources = os.path.join(root, "crds")
     chart_crds = os.path.join(root, "helm", "ringmaster", "crds")
     failures = []
-    if not os.path.isfile(source):
-        failures.append(f"{source} does not exist")
+    want_names = sorted(os.listdir(sources)) if os.path.isdir(sources) else []
+    if "trainingjob.yaml" not in want_names or "experiment.yaml" not in want_names:
+        failures.append(f"{sources} must hold trainingjob.yaml and experiment.yaml, holds "
+                        f"{want_names}")
     names = sorted(os.listdir(chart_crds)) if os.path.isdir(chart_crds) else []
-    if names != ["trainingjob.yaml"]:
-        failures.append(f"{chart_crds} must hold exactly trainingjob.yaml, holds {names}")
-    copy = os.path.join(chart_crds, "trainingjob.yaml")
+    if names != want_names:
+        failures.append(f"{chart_crds} must hold exactly {want_names}, holds {names}")
     if not failures:
-        with open(source, "rb") as f:
-            want = f.read()
-        with open(copy, "rb") as f:
-            got = f.read()
-        if want != got:
-            diff = difflib.unified_diff(
-                want.decode("utf-8", "replace").splitlines(),
-                got.decode("utf-8", "replace").splitlines(),
-                "crds/trainingjob.yaml", "helm/ringmaster/crds/trainingjob.yaml", lineterm="")
-            failures.append("the chart's CRD differs from crds/trainingjob.yaml "
-                            "(cp crds/trainingjob.yaml helm/ringmaster/crds/):\n" +
-                            "\n".join(list(diff)[:40]))
+        for name in want_names:
+            with open(os.path.join(sources, name), "rb") as f:
+                want = f.read()
+            with open(os.path.join(chart_crds, name), "rb") as f:
+                got = f.read()
+            if want != got:
+                diff = difflib.unified_diff(
+                    want.decode("utf-8", "replace").splitlines(),
+                    got.decode("utf-8", "replace").splitlines(),
+                    f"crds/{name}", f"helm/ringmaster/crds/{name}", lineterm="")
+                failures.append(f"the chart's {name} differs from crds/{name} "
+                                "(cp crds/*.yaml helm/ringmaster/crds/):\n" +
+                                "\n".join(list(diff)[:40]))
     for f in failures:
         print("FAIL:", f)
     if not failures:
-        print(f"chart_crd_copy_test: {copy} equals {source} ({os.path.getsize(source)} bytes)")
+        print(f"chart_crd_copy_test: {chart_crds} equals {sources} ({', '.join(want_names)})")
     return 1 if failures else 0
 
 

@@ -25,13 +25,16 @@ import yaml
 
 RELEASE, NAMESPACE = "rm", "ringmaster"
 
-# What the operator calls (operator/reconciler.cc, controller.cc, lib/kube leader election and
-# event recorder); helm_local_e2e_test reads the calls it saw off the API server's log and holds
+# What the operator calls (operator/reconciler.cc, controller.cc, search_reconciler.cc,
+# search_controller.cc, lib/kube leader election and event recorder); helm_local_e2e_test reads the calls it saw off the API server's log and holds
 # the chart's grants to them. A rule may grant a subset, never more.
 ALLOWED = {
-    ("ringmaster.dev", "trainingjobs"): {"list", "watch", "delete"},
+    ("ringmaster.dev", "trainingjobs"): {"list", "watch", "create", "delete"},
     ("ringmaster.dev", "trainingjobs/status"): {"update", "patch"},
     ("ringmaster.dev", "trainingjobs/finalizers"): {"update"},
+    ("ringmaster.dev", "experiments"): {"list", "watch"},
+    ("ringmaster.dev", "experiments/status"): {"update"},
+    ("ringmaster.dev", "experiments/finalizers"): {"update"},
     ("", "pods"): {"get", "list", "watch", "create", "delete"},
     ("", "services"): {"get", "list", "watch", "create"},
     ("", "configmaps"): {"get", "list", "watch", "create"},
@@ -112,12 +115,13 @@ def render(chart, overrides):
     return docs
 
 
-def crd_schema_failures(job, root, what):
-    """Why the API server would not take TrainingJob `job` as written: it rejects what the CRD
-    schema (crds/trainingjob.yaml under `root`) forbids and silently prunes unknown fields, so
-    `job` must validate and name only fields the schema knows. Empty when it would."""
+def crd_schema_failures(job, root, what, crd_file="trainingjob.yaml"):
+    """Why the API server would not take `job` (a TrainingJob, or the kind of `crd_file`) as
+    written: it rejects what the CRD schema (crds/<crd_file> under `root`) forbids and silently
+    prunes unknown fields, so `job` must validate and name only fields the schema knows. Empty
+    when it would."""
     import jsonschema  # python3-jsonschema (scripts/setup)
-    with open(os.path.join(root, "crds", "trainingjob.yaml"), encoding="utf-8") as f:
+    with open(os.path.join(root, "crds", crd_file), encoding="utf-8") as f:
         crd = yaml.safe_load(f)
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     failures = []
@@ -215,6 +219,7 @@ class Checker:
                 self.fail(f"podgroups of {group} granted={not gang[flag]} but "
                           f"gangScheduling.{flag}={gang[flag]}")
         for needed in [("ringmaster.dev", "trainingjobs"), ("ringmaster.dev", "trainingjobs/status"),
+                       ("ringmaster.dev", "experiments"), ("ringmaster.dev", "experiments/status"),
                        ("", "pods"), ("", "services"), ("", "configmaps"),
                        ("", "events"), ("coordination.k8s.io", "leases")]:
             if needed not in seen:

@@ -161,8 +161,12 @@ class HelmLocalE2e : public ::testing::Test {
     // Paths this run does not take: ttlSecondsAfterFinished, a status the operator cannot decode
     // back, an MPI job's Secret, an event repeated, a pod or Service or ConfigMap left by someone
     // else or a gang's second start (read after AlreadyExists), and the admission check behind
-    // blockOwnerDeletion.
+    // blockOwnerDeletion; an Experiment's trials and status (no search runs here: the search e2e
+    // test runs one).
     const std::set<std::string> elsewhere = {"ringmaster.dev/trainingjobs delete",
+                                             "ringmaster.dev/trainingjobs create",
+                                             "ringmaster.dev/experiments/status update",
+                                             "ringmaster.dev/experiments/finalizers update",
                                              "ringmaster.dev/trainingjobs/status patch",
                                              "ringmaster.dev/trainingjobs/finalizers update",
                                              "core/secrets create",

@@ -7,6 +7,7 @@
 #include "ringmaster/kube/binding.h"
 #include "ringmaster/kube/config_map.h"
 #include "ringmaster/kube/event.h"
+#include "ringmaster/kube/experiment.h"
 #include "ringmaster/kube/lease.h"
 #include "ringmaster/kube/list.h"
 #include "ringmaster/kube/namespace.h"
@@ -181,6 +182,33 @@ TEST(RoundTrip, PodGroupKeepsWhatItDoesNotModel) {
   EXPECT_FALSE(pg.spec.schedule_timeout_seconds.has_value());
   EXPECT_EQ(pg.spec.extra["queue"], "default");
   EXPECT_EQ(pg.extra["status"]["phase"], "Running");
+}
+
+// An Experiment as the operator writes it: choices of any JSON, the best trial's values by path,
+// and a field this library does not model, all kept.
+TEST(RoundTrip, ExperimentWithChoicesAndBestTrial) {
+  Experiment e = expectRoundTrip<Experiment>(nlohmann::json::parse(R"({
+    "apiVersion": "ringmaster.dev/v1alpha1", "kind": "Experiment",
+    "metadata": {"name": "lr", "namespace": "default"},
+    "spec": {"algorithm": "random", "seed": 7, "maxTrials": 8, "parallelism": 4,
+             "objective": {"metric": "testAccuracy", "goal": "maximize", "target": 0.88},
+             "parameters": [
+               {"path": "optimizer.learningRate", "min": 0.001, "max": 0.5, "scale": "log"},
+               {"path": "model.hidden", "choices": [[128], [512, 512]]}],
+             "trialTemplate": {"spec": {"replicas": 1, "trainer": {"epochs": 1}}},
+             "futureField": true},
+    "status": {"phase": "Running", "trials": 8, "trialsCreated": 5, "progress": "1/8",
+               "bestTrial": {"name": "lr-trial-0", "index": 0, "objective": 0.84,
+                             "parameters": {"optimizer.learningRate": 0.05,
+                                            "model.hidden": [128]}}}})"));
+  ASSERT_EQ(e.spec.parameters.size(), 2u);
+  EXPECT_EQ(e.spec.parameters[0].scale, "log");
+  EXPECT_EQ(e.spec.parameters[1].choices[1], json::array({512, 512}));
+  EXPECT_EQ(e.spec.objective->target, 0.88);
+  EXPECT_EQ(e.spec.trial_template->spec->replicas, 1);
+  EXPECT_EQ(e.spec.extra["futureField"], true);
+  EXPECT_EQ(e.status.best_trial->parameters.at("model.hidden"), json::array({128}));
+  EXPECT_EQ(e.status.trials_created, 5);
 }
 
 TEST(RoundTrip, ConflictStatus409) {

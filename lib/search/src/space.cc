@@ -25,6 +25,9 @@ std::string number(double v) {
 // A range's value at `t` in [0, 1] along its scale.
 double along(const Parameter& p, double t) {
   const double lo = *p.min, hi = *p.max;
+  // The ends exactly as written: exp(log(x)) need not give x back.
+  if (t <= 0) return lo;
+  if (t >= 1) return hi;
   if (p.scale == Scale::kLog) return std::exp(std::log(lo) + t * (std::log(hi) - std::log(lo)));
   return lo + t * (hi - lo);
 }
@@ -125,6 +128,18 @@ std::vector<Assignment> gridOf(const std::vector<Parameter>& space) {
     out = std::move(next);
   }
   return out;
+}
+
+Assignment gridAt(const std::vector<Parameter>& space, int64_t index) {
+  // Mixed radix, the last parameter the fastest digit, as gridOf nests them.
+  Assignment a(space.size());
+  for (size_t i = space.size(); i-- > 0;) {
+    std::vector<nlohmann::json> values = gridValues(space[i]);
+    const auto k = static_cast<int64_t>(values.size());
+    a[i] = {space[i].path, std::move(values[static_cast<size_t>(index % k)])};
+    index /= k;
+  }
+  return a;
 }
 
 nlohmann::json drawValue(const Parameter& p, uint64_t seed, int64_t index, int64_t stream) {

@@ -5,7 +5,8 @@
 
 namespace ringmaster::search {
 
-TrialPlan planTrials(const std::vector<TrialView>& trials, const TrialBudget& budget) {
+TrialPlan planTrials(const std::vector<TrialView>& trials, const TrialBudget& budget,
+                     int64_t created_before) {
   TrialPlan plan;
   plan.total =
       budget.candidates > 0 ? std::min(budget.max_trials, budget.candidates) : budget.max_trials;
@@ -35,8 +36,20 @@ TrialPlan planTrials(const std::vector<TrialView>& trials, const TrialBudget& bu
   if (best != nullptr) plan.best = best->index;
   // Trials made: every index below the next one was created once, whether or not it still
   // shows (a trial deleted by hand stays counted).
-  const int64_t created = std::max(next, static_cast<int64_t>(trials.size()));
+  const int64_t created = std::max({next, static_cast<int64_t>(trials.size()), created_before});
 
+  if (budget.target && best != nullptr) {
+    const double reached = *best->objective;
+    if (budget.maximize ? reached >= *budget.target : reached <= *budget.target) {
+      plan.outcome = SearchOutcome::kSucceeded;
+      plan.reason = "GoalReached";
+      plan.message = "trial " + std::to_string(*plan.best) + " reached the objective's target";
+      plan.created = created;
+      return plan;
+    }
+  }
+
+  plan.created = created;
   if (plan.failed > budget.max_failed) {
     plan.outcome = SearchOutcome::kFailed;
     plan.reason = "MaxFailedTrialsExceeded";
@@ -60,7 +73,7 @@ TrialPlan planTrials(const std::vector<TrialView>& trials, const TrialBudget& bu
   }
   const int64_t room = std::max<int64_t>(0, budget.parallelism - plan.active);
   const int64_t left = std::max<int64_t>(0, plan.total - created);
-  for (int64_t i = 0; i < std::min(room, left); ++i) plan.create.push_back(next + i);
+  for (int64_t i = 0; i < std::min(room, left); ++i) plan.create.push_back(created + i);
   return plan;
 }
 

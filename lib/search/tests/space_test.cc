@@ -123,6 +123,19 @@ TEST(Grid, ValuesOnTheirScaleFirstParameterSlowest) {
   }
 }
 
+TEST(Grid, AtIndexIsTheGridsOwnPoint) {
+  const std::vector<Parameter> space = {
+      range("optimizer.learningRate", 0.001, 0.1, Scale::kLog, false, 3),
+      range("batchSize", 32, 128, Scale::kLog, true, 3),
+      choices("optimizer.type", {"sgd", "adam"})};
+  const std::vector<Assignment> grid = gridOf(space);
+  ASSERT_EQ(grid.size(), 18u);
+  for (size_t i = 0; i < grid.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(gridAt(space, static_cast<int64_t>(i)), grid[i]);
+  }
+}
+
 TEST(Grid, IntegerRangesRoundAndDropRepeats) {
   // 4 points over [1, 3]: 1, 1.67, 2.33, 3 -> 1, 2, 2, 3 -> 1, 2, 3.
   const std::vector<Assignment> grid = gridOf({range("tensor", 1, 3, Scale::kLinear, true, 4)});

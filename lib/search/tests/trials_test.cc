@@ -24,6 +24,7 @@ struct Case {
   SearchOutcome outcome;
   std::optional<int64_t> best;
   std::string reason;
+  int64_t created_before = 0;  // status.trialsCreated
 };
 
 TEST(PlanTrials, Table) {
@@ -102,10 +103,40 @@ TEST(PlanTrials, Table) {
        SearchOutcome::kSucceeded,
        1,
        "TrialsCompleted"},
+      // The last trial made was deleted by hand before the next: the record keeps it counted.
+      {"deleted_last_trial_counted_by_the_record",
+       {{0, S, 0.5}},
+       {.max_trials = 4, .parallelism = 3, .max_failed = 0},
+       {2, 3},
+       SearchOutcome::kRunning,
+       0,
+       "",
+       2},
+      {"goal_reached_stops_the_search",
+       {{0, S, 0.5}, {1, S, 0.86}, {2, R, {}}},
+       {.max_trials = 8, .parallelism = 3, .max_failed = 0, .target = 0.85},
+       {},
+       SearchOutcome::kSucceeded,
+       1,
+       "GoalReached"},
+      {"goal_not_yet_reached",
+       {{0, S, 0.5}, {1, S, 0.84}, {2, R, {}}},
+       {.max_trials = 8, .parallelism = 3, .max_failed = 0, .target = 0.85},
+       {3, 4},
+       SearchOutcome::kRunning,
+       1,
+       ""},
+      {"goal_of_a_loss_reached_below",
+       {{0, S, 0.31}, {1, S, 0.29}},
+       {.max_trials = 8, .parallelism = 1, .max_failed = 0, .maximize = false, .target = 0.3},
+       {},
+       SearchOutcome::kSucceeded,
+       1,
+       "GoalReached"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const TrialPlan plan = planTrials(c.trials, c.budget);
+    const TrialPlan plan = planTrials(c.trials, c.budget, c.created_before);
     EXPECT_EQ(plan.create, c.create);
     EXPECT_EQ(plan.outcome, c.outcome);
     EXPECT_EQ(plan.best, c.best);
@@ -120,6 +151,7 @@ TEST(PlanTrials, CountsEachStateOnce) {
   EXPECT_EQ(plan.failed, 1);
   EXPECT_EQ(plan.active, 2);
   EXPECT_EQ(plan.total, 10);
+  EXPECT_EQ(plan.created, 4);
   EXPECT_TRUE(plan.create.empty());
 }
 

@@ -92,9 +92,10 @@ class TrainingJobCrdTest : public NamesTest {
   void SetUp() override {
     NamesTest::SetUp();
     if (HasFatalFailure()) return;
-    auto docs = kube::parseYamlDocuments(trainingJobCrdYaml(), "crds/trainingjob.yaml");
+    auto docs = kube::parseYamlDocuments(builtInCrdsYaml(), "crds/");
     ASSERT_TRUE(docs.ok()) << docs.status().toString();
-    ASSERT_EQ(docs->size(), 1u);
+    ASSERT_EQ(docs->size(), 2u);  // TrainingJob, then Experiment
+    ASSERT_EQ((*docs)[0]["metadata"]["name"], "trainingjobs.ringmaster.dev");
     auto r = post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", (*docs)[0]);
     ASSERT_EQ(r.status, 201) << r.body;
   }

@@ -55,6 +55,8 @@ std::vector<contract::FieldError> validateSpace(const std::vector<Parameter>& sp
 // range's values: grid_points evenly on its scale, ends included (integers rounded, repeats
 // dropped); choices as listed. Requires validateSpace(space, ..., true) to be empty.
 std::vector<Assignment> gridOf(const std::vector<Parameter>& space);
+// gridOf(space)[index] without making the others; requires 0 <= index < gridSize(space).
+Assignment gridAt(const std::vector<Parameter>& space, int64_t index);
 // How many assignments gridOf() returns, without making them (saturates at INT64_MAX).
 int64_t gridSize(const std::vector<Parameter>& space);
 

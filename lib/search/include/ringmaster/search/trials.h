@@ -28,6 +28,9 @@ struct TrialBudget {
   int64_t max_failed = 0;   // failed trials tolerated; one more fails the search
   int64_t candidates = 0;   // a grid's size (the search is over when all were tried); 0: unbounded
   bool maximize = true;     // objective direction
+  // The search's goal: it ends (Succeeded, GoalReached) once a trial's objective reaches this,
+  // and the trials still running are stopped.
+  std::optional<double> target;
 };
 
 enum class SearchOutcome { kRunning, kSucceeded, kFailed };
@@ -38,11 +41,15 @@ struct TrialPlan {
   SearchOutcome outcome = SearchOutcome::kRunning;
   std::string reason;  // CamelCase, for the condition, when the search ended
   std::string message;
-  int64_t total = 0;  // trials the search will have run in all: min(max_trials, candidates)
+  int64_t total = 0;    // trials the search will have run in all: min(max_trials, candidates)
+  int64_t created = 0;  // trials made so far, these included
   int64_t active = 0, succeeded = 0, failed = 0;
   bool operator==(const TrialPlan&) const = default;
 };
 
-TrialPlan planTrials(const std::vector<TrialView>& trials, const TrialBudget& budget);
+// `created_before`: trials the search made by its own record (status.trialsCreated), so that a
+// trial deleted by hand before its successor was made still counts.
+TrialPlan planTrials(const std::vector<TrialView>& trials, const TrialBudget& budget,
+                     int64_t created_before = 0);
 
 }  // namespace ringmaster::search

@@ -1,0 +1,87 @@
+#include "ringmaster/kube/experiment.h"
+
+#include "ringmaster/kube/detail/object_codec.h"
+
+namespace ringmaster::kube {
+namespace {
+
+template <class V, class S>
+void visitSearchParameterSpec(V& v, S& s) {
+  v("path", s.path);
+  v("min", s.min);
+  v("max", s.max);
+  v("scale", s.scale);
+  v("integer", s.integer);
+  v("choices", s.choices);
+  v("gridPoints", s.grid_points);
+}
+
+template <class V, class S>
+void visitObjectiveSpec(V& v, S& s) {
+  v("metric", s.metric);
+  v("goal", s.goal);
+  v("target", s.target);
+}
+
+template <class V, class S>
+void visitTrialTemplate(V& v, S& s) {
+  v("spec", s.spec);
+}
+
+template <class V, class S>
+void visitExperimentSpec(V& v, S& s) {
+  v("algorithm", s.algorithm);
+  v("seed", s.seed);
+  v("objective", s.objective);
+  v("parameters", s.parameters);
+  v("maxTrials", s.max_trials);
+  v("parallelism", s.parallelism);
+  v("maxFailedTrials", s.max_failed_trials);
+  v("trialTemplate", s.trial_template);
+}
+
+template <class V, class S>
+void visitTrialResult(V& v, S& s) {
+  v("name", s.name);
+  v("index", s.index);
+  v("parameters", s.parameters);
+  v("objective", s.objective);
+}
+
+template <class V, class S>
+void visitExperimentStatus(V& v, S& s) {
+  v("conditions", s.conditions);
+  v("phase", s.phase);
+  v("reason", s.reason);
+  v("trials", s.trials);
+  v("trialsCreated", s.trials_created);
+  v("trialsRunning", s.trials_running);
+  v("trialsSucceeded", s.trials_succeeded);
+  v("trialsFailed", s.trials_failed);
+  v("progress", s.progress);
+  v("bestTrial", s.best_trial);
+  v("startTime", s.start_time);
+  v("completionTime", s.completion_time);
+  v("observedGeneration", s.observed_generation);
+}
+
+template <class V, class S>
+void visitExperiment(V& v, S& s) {
+  v("apiVersion", s.api_version);
+  v("kind", s.kind);
+  v.required("metadata", s.metadata);
+  v("spec", s.spec);
+  v("status", s.status);
+}
+
+}  // namespace
+
+RM_KUBE_DEFINE_CODEC(SearchParameterSpec, visitSearchParameterSpec)
+RM_KUBE_DEFINE_CODEC(ObjectiveSpec, visitObjectiveSpec)
+RM_KUBE_DEFINE_CODEC(TrialTemplate, visitTrialTemplate)
+RM_KUBE_DEFINE_CODEC(ExperimentSpec, visitExperimentSpec)
+RM_KUBE_DEFINE_CODEC(TrialResult, visitTrialResult)
+RM_KUBE_DEFINE_CODEC(ExperimentStatus, visitExperimentStatus)
+RM_KUBE_DEFINE_CODEC(Experiment, visitExperiment)
+
+}  // namespace ringmaster::kube

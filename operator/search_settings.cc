@@ -1,0 +1,266 @@
+#include "operator/search_settings.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "operator/builders.h"
+#include "ringmaster/core/fnv.h"
+#include "ringmaster/kube/codec.h"
+
+namespace ringmaster::op {
+namespace {
+
+using contract::FieldErrors;
+
+constexpr const char* kParameters = "spec.parameters";
+constexpr const char* kTemplateSpec = "spec.trialTemplate.spec";
+
+search::Parameter parameterOf(const kube::SearchParameterSpec& spec) {
+  search::Parameter p;
+  p.path = spec.path.value_or("");
+  p.min = spec.min;
+  p.max = spec.max;
+  p.scale = spec.scale.value_or("linear") == "log" ? search::Scale::kLog : search::Scale::kLinear;
+  p.integer = spec.integer.value_or(false);
+  p.choices = spec.choices;
+  p.grid_points = spec.grid_points.value_or(0);
+  return p;
+}
+
+// `spec` with `assignment` written under spec.trainer. A value the trainer's spec cannot hold
+// (a string where a number goes) is an InvalidArgument naming the field.
+core::Result<kube::TrainingJobSpec> withValues(const kube::TrainingJobSpec& spec,
+                                               const search::Assignment& assignment) {
+  nlohmann::json trainer = spec.trainer ? kube::encode(*spec.trainer) : nlohmann::json::object();
+  RM_RETURN_IF_ERROR(search::applyAssignment(assignment, trainer));
+  core::Result<kube::TrainerSpec> decoded = kube::decode<kube::TrainerSpec>(trainer);
+  if (!decoded.ok()) return decoded.status().withContext("spec.trainer");
+  kube::TrainingJobSpec out = spec;
+  out.trainer = std::move(decoded).value();
+  return out;
+}
+
+kube::TrainingJob jobNamed(const std::string& name, const std::string& ns,
+                           kube::TrainingJobSpec spec) {
+  kube::TrainingJob job;
+  kube::setTypeMeta(job);
+  job.metadata.name = name;
+  job.metadata.namespace_name = ns;
+  job.spec = std::move(spec);
+  return job;
+}
+
+// The values that stand for a parameter's whole range in validation: its ends, each choice.
+std::vector<nlohmann::json> extremes(const search::Parameter& p) {
+  if (!p.isRange()) return p.choices;
+  if (!p.integer) return {*p.min, *p.max};
+  return {static_cast<int64_t>(std::ceil(*p.min)), static_cast<int64_t>(std::floor(*p.max))};
+}
+
+bool contains(const std::vector<FieldError>& errors, const FieldError& e) {
+  return std::find(errors.begin(), errors.end(), e) != errors.end();
+}
+
+// A trial's errors on the template's behalf: spec.X -> spec.trialTemplate.spec.X.
+std::string templateField(const std::string& field) {
+  if (field.rfind("spec", 0) == 0) return kTemplateSpec + field.substr(4);
+  return "spec.trialTemplate." + field;
+}
+
+void validateObjective(const std::optional<kube::ObjectiveSpec>& objective, FieldErrors& e,
+                       SearchSettings& s) {
+  if (!objective) return;
+  e.unknownFields("spec.objective", objective->extra);
+  e.oneOf("spec.objective.metric", objective->metric, {"testAccuracy", "loss"});
+  e.oneOf("spec.objective.goal", objective->goal, {"maximize", "minimize"});
+  if (objective->metric == "loss") s.metric = ObjectiveMetric::kLoss;
+  s.maximize =
+      objective->goal ? *objective->goal == "maximize" : s.metric == ObjectiveMetric::kTestAccuracy;
+  if (objective->target && !std::isfinite(*objective->target)) {
+    e.add("spec.objective.target", "must be a finite number");
+  }
+  s.target = objective->target;
+}
+
+// Each parameter's extreme values written into the template must make a valid trial; what the
+// template alone already gets wrong is reported once, under the template.
+void validateTrialValues(const kube::Experiment& experiment, const SearchSettings& s,
+                         const std::string& trial_name, const std::vector<FieldError>& base,
+                         const ValidateOptions& options, FieldErrors& e) {
+  const kube::TrainingJobSpec& spec = *experiment.spec.trial_template->spec;
+  for (size_t i = 0; i < s.space.size(); ++i) {
+    const std::string at = std::string(kParameters) + "[" + std::to_string(i) + "]";
+    for (const nlohmann::json& value : extremes(s.space[i])) {
+      const search::Assignment one = {{s.space[i].path, value}};
+      core::Result<kube::TrainingJobSpec> trial = withValues(spec, one);
+      if (!trial.ok()) {
+        e.add(at, "value " + value.dump() + ": " + trial.status().message());
+        break;
+      }
+      const kube::TrainingJob job =
+          jobNamed(trial_name, experiment.metadata.namespace_name, withDefaults(*trial, options));
+      std::vector<std::string> problems;
+      for (const FieldError& err : validate(job, options)) {
+        if (!contains(base, err)) problems.push_back(err.field + ": " + err.message);
+      }
+      if (!problems.empty()) {
+        std::string text;
+        for (const std::string& p : problems) text += (text.empty() ? "" : "; ") + p;
+        e.add(at, "value " + value.dump() + " makes an invalid trial: " + text);
+        break;  // one value says enough about this parameter
+      }
+    }
+  }
+}
+
+}  // namespace
+
+search::TrialBudget SearchSettings::budget() const {
+  search::TrialBudget b;
+  b.max_trials = max_trials;
+  b.parallelism = parallelism;
+  b.max_failed = max_failed_trials;
+  b.candidates = algorithm == SearchAlgorithm::kGrid ? search::gridSize(space) : 0;
+  b.maximize = maximize;
+  b.target = target;
+  return b;
+}
+
+const char* name(SearchAlgorithm value) {
+  return value == SearchAlgorithm::kGrid ? "grid" : "random";
+}
+
+const char* name(ObjectiveMetric value) {
+  return value == ObjectiveMetric::kLoss ? "loss" : "testAccuracy";
+}
+
+std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
+                                           const ValidateOptions& options,
+                                           SearchSettings* settings) {
+  FieldErrors e;
+  SearchSettings s;
+  const kube::ExperimentSpec& spec = experiment.spec;
+  e.unknownFields("spec", spec.extra);
+  e.oneOf("spec.algorithm", spec.algorithm, {"grid", "random"});
+  if (spec.algorithm == "grid") s.algorithm = SearchAlgorithm::kGrid;
+  s.seed = spec.seed ? static_cast<uint64_t>(*spec.seed) : core::fnv1a32(experiment.metadata.uid);
+  validateObjective(spec.objective, e, s);
+
+  for (size_t i = 0; i < spec.parameters.size(); ++i) {
+    const kube::SearchParameterSpec& p = spec.parameters[i];
+    const std::string at = std::string(kParameters) + "[" + std::to_string(i) + "]";
+    e.unknownFields(at, p.extra);
+    e.oneOf(at + ".scale", p.scale, {"linear", "log"});
+    if (!p.path) e.add(at + ".path", "required");
+    s.space.push_back(parameterOf(p));
+  }
+  const size_t before_space = e.errors().size();
+  for (FieldError& err :
+       search::validateSpace(s.space, kParameters, s.algorithm == SearchAlgorithm::kGrid)) {
+    if (!contains(e.errors(), err)) e.add(std::move(err.field), std::move(err.message));
+  }
+  const bool space_ok = e.errors().size() == before_space;
+
+  e.atLeast("spec.parallelism", spec.parallelism, 1);
+  e.atLeast("spec.maxFailedTrials", spec.max_failed_trials, 0);
+  e.atLeast("spec.maxTrials", spec.max_trials, 1);
+  s.parallelism = spec.parallelism.value_or(kDefaultSearchParallelism);
+  s.max_failed_trials = spec.max_failed_trials.value_or(kDefaultMaxFailedTrials);
+  if (s.algorithm == SearchAlgorithm::kGrid && space_ok) {
+    const int64_t points = search::gridSize(s.space);
+    if (points > kMaxGridTrials) {
+      e.add(kParameters, "make a grid of " + std::to_string(points) + " points, more than " +
+                             std::to_string(kMaxGridTrials) +
+                             "; use fewer gridPoints or a random search");
+    }
+    s.max_trials = static_cast<int32_t>(
+        std::min<int64_t>(spec.max_trials.value_or(INT32_MAX), std::min(points, kMaxGridTrials)));
+  } else if (s.algorithm == SearchAlgorithm::kRandom) {
+    if (!spec.max_trials) e.add("spec.maxTrials", "required for a random search");
+    s.max_trials = spec.max_trials.value_or(1);
+  }
+
+  const std::string trial_name = trialName(experiment.metadata.name, std::max(0, s.max_trials - 1));
+  if (!spec.trial_template || !spec.trial_template->spec) {
+    e.add(kTemplateSpec, "required: the TrainingJob spec every trial runs");
+  } else {
+    e.unknownFields("spec.trialTemplate", spec.trial_template->extra);
+    const kube::TrainingJobSpec& tspec = *spec.trial_template->spec;
+    if (!tspec.command.empty()) {
+      e.add(kTemplateSpec + std::string(".command"),
+            "a search sets fields of the built-in trainer (spec.trainer); a trial cannot run a "
+            "program of its own");
+    }
+    const kube::TrainingJob job =
+        jobNamed(trial_name, experiment.metadata.namespace_name, withDefaults(tspec, options));
+    const std::vector<FieldError> base = validate(job, options);
+    for (const FieldError& err : base) {
+      if (err.field == "metadata.name") {
+        e.add("metadata.name",
+              "leaves no room for the trials' names (" + trial_name + "): " + err.message);
+      } else {
+        e.add(templateField(err.field), err.message);
+      }
+    }
+    if (space_ok) validateTrialValues(experiment, s, trial_name, base, options, e);
+  }
+  if (e.empty() && settings != nullptr) *settings = std::move(s);
+  return e.take();
+}
+
+core::Result<SearchSettings> searchSettingsOf(const kube::Experiment& experiment,
+                                              const ValidateOptions& options) {
+  SearchSettings settings;
+  std::vector<FieldError> errors = validateExperiment(experiment, options, &settings);
+  if (!errors.empty()) return core::invalidArgument(contract::describe(errors));
+  return settings;
+}
+
+std::string trialName(const std::string& experiment, int64_t index) {
+  return experiment + "-trial-" + std::to_string(index);
+}
+
+search::Assignment trialAssignment(const SearchSettings& settings, int64_t index) {
+  if (settings.algorithm == SearchAlgorithm::kGrid) return search::gridAt(settings.space, index);
+  return search::sampleOf(settings.space, settings.seed, index);
+}
+
+core::Result<kube::TrainingJob> trialJob(const kube::Experiment& experiment,
+                                         const SearchSettings& settings, int64_t index) {
+  const search::Assignment values = trialAssignment(settings, index);
+  const std::string name = trialName(experiment.metadata.name, index);
+  RM_ASSIGN_OR_RETURN(kube::TrainingJobSpec spec,
+                      withValues(*experiment.spec.trial_template->spec, values));
+  // Trials never share a checkpoint: each would resume the one before.
+  if (spec.trainer && spec.trainer->checkpoint && spec.trainer->checkpoint->path) {
+    std::string& path = *spec.trainer->checkpoint->path;
+    path += (path.empty() || path.back() == '/' ? "" : "/") + name;
+  }
+  kube::TrainingJob job = jobNamed(name, experiment.metadata.namespace_name, std::move(spec));
+  job.metadata.labels[kExperimentLabel] = experiment.metadata.name;
+  job.metadata.labels[kTrialIndexLabel] = std::to_string(index);
+  nlohmann::json shown = nlohmann::json::object();
+  for (const auto& [path, value] : values) shown[path] = value;
+  job.metadata.annotations[kTrialParametersAnnotation] = shown.dump();
+  job.metadata.owner_references.push_back(controllerRef(experiment));
+  return job;
+}
+
+std::optional<double> objectiveOf(const kube::TrainingJobStatus& status, ObjectiveMetric metric) {
+  if (!status.progress) return std::nullopt;
+  return metric == ObjectiveMetric::kLoss ? status.progress->loss : status.progress->test_accuracy;
+}
+
+std::optional<int64_t> trialIndexOf(const kube::ObjectMeta& meta) {
+  auto it = meta.labels.find(kTrialIndexLabel);
+  if (it == meta.labels.end()) return std::nullopt;
+  int64_t index = -1;
+  const char* end = it->second.data() + it->second.size();
+  auto [ptr, ec] = std::from_chars(it->second.data(), end, index);
+  if (ec != std::errc() || ptr != end || index < 0) return std::nullopt;
+  return index;
+}
+
+}  // namespace ringmaster::op

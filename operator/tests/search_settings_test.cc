@@ -1,0 +1,227 @@
+// An Experiment's defaults and refusals as a table, and the TrainingJob each trial runs: the
+// example's search is accepted as written; every bad spec is refused naming its field, before
+// any trial exists.
+
+#include "operator/search_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ringmaster/kube/codec.h"
+#include "ringmaster/kube/yaml_documents.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+
+json exampleJson() {
+  auto docs = kube::readYamlDocuments(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-search.yaml");
+  EXPECT_TRUE(docs.ok()) << docs.status().toString();
+  EXPECT_EQ(docs->size(), 1u);
+  json doc = (*docs)[0];
+  doc["metadata"]["namespace"] = "default";
+  doc["metadata"]["uid"] = "exp-uid";
+  return doc;
+}
+
+kube::Experiment experimentOf(const json& doc) {
+  auto decoded = kube::decode<kube::Experiment>(doc);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().toString();
+  return decoded.ok() ? *decoded : kube::Experiment{};
+}
+
+TEST(SearchSettings, TheExampleIsAcceptedWithItsValues) {
+  SearchSettings s;
+  const std::vector<FieldError> errors = validateExperiment(experimentOf(exampleJson()), {}, &s);
+  ASSERT_TRUE(errors.empty()) << contract::describe(errors);
+  EXPECT_EQ(s.algorithm, SearchAlgorithm::kRandom);
+  EXPECT_EQ(s.seed, 7u);
+  EXPECT_EQ(s.max_trials, 8);
+  EXPECT_EQ(s.parallelism, 4);
+  EXPECT_EQ(s.max_failed_trials, 2);
+  EXPECT_TRUE(s.maximize);
+  ASSERT_EQ(s.space.size(), 2u);
+  EXPECT_EQ(s.space[0].scale, search::Scale::kLog);
+  EXPECT_EQ(s.space[1].choices.size(), 3u);
+}
+
+TEST(SearchSettings, DefaultsAreTheSchemas) {
+  json doc = exampleJson();
+  doc["spec"].erase("parallelism");
+  doc["spec"].erase("maxFailedTrials");
+  doc["spec"].erase("seed");
+  doc["spec"]["objective"] = {{"metric", "loss"}};
+  SearchSettings s;
+  ASSERT_TRUE(validateExperiment(experimentOf(doc), {}, &s).empty());
+  EXPECT_EQ(s.parallelism, kDefaultSearchParallelism);
+  EXPECT_EQ(s.max_failed_trials, kDefaultMaxFailedTrials);
+  EXPECT_FALSE(s.maximize) << "a loss is minimized unless the goal says otherwise";
+  // The seed comes from the uid: the same Experiment draws the same trials after a restart.
+  SearchSettings again;
+  ASSERT_TRUE(validateExperiment(experimentOf(doc), {}, &again).empty());
+  EXPECT_EQ(s.seed, again.seed);
+  doc["metadata"]["uid"] = "another-uid";
+  ASSERT_TRUE(validateExperiment(experimentOf(doc), {}, &again).empty());
+  EXPECT_NE(s.seed, again.seed);
+}
+
+TEST(SearchSettings, AGridRunsItsPointsAtMostMaxTrials) {
+  json doc = exampleJson();
+  doc["spec"]["algorithm"] = "grid";
+  doc["spec"]["parameters"][0]["gridPoints"] = 3;
+  doc["spec"].erase("maxTrials");
+  SearchSettings s;
+  ASSERT_TRUE(validateExperiment(experimentOf(doc), {}, &s).empty());
+  EXPECT_EQ(s.max_trials, 9);
+  EXPECT_EQ(s.budget().candidates, 9);
+  doc["spec"]["maxTrials"] = 4;
+  ASSERT_TRUE(validateExperiment(experimentOf(doc), {}, &s).empty());
+  EXPECT_EQ(s.max_trials, 4);
+}
+
+struct Refusal {
+  std::string name;
+  std::function<void(json&)> change;
+  std::string field;
+  std::string says;  // a part of the message
+};
+
+TEST(SearchSettings, RefusesBadSpecsNamingTheField) {
+  const std::vector<Refusal> cases = {
+      {"empty_space", [](json& d) { d["spec"]["parameters"] = json::array(); }, "spec.parameters",
+       "at least one"},
+      {"not_a_trainer_field",
+       [](json& d) { d["spec"]["parameters"][0]["path"] = "optimizer.learningRat"; },
+       "spec.parameters[0]", "optimizer.learningRat"},
+      {"log_range_through_zero", [](json& d) { d["spec"]["parameters"][0]["min"] = 0; },
+       "spec.parameters[0].min", "log"},
+      {"range_the_trainer_refuses",
+       [](json& d) {
+         d["spec"]["parameters"][0] = {
+             {"path", "optimizer.learningRate"}, {"min", -0.1}, {"max", 0.1}};
+       },
+       "spec.parameters[0]", "value -0.1 makes an invalid trial"},
+      {"choice_the_trainer_refuses",
+       [](json& d) {
+         d["spec"]["parameters"][1] = {{"path", "optimizer.type"},
+                                       {"choices", json::array({"sgd", "adamw"})}};
+       },
+       "spec.parameters[1]", "adamw"},
+      {"a_value_of_the_wrong_type",
+       [](json& d) {
+         d["spec"]["parameters"][1] = {{"path", "batchSize"}, {"choices", json::array({"big"})}};
+       },
+       "spec.parameters[1]", "batchSize"},
+      {"parallelism_zero", [](json& d) { d["spec"]["parallelism"] = 0; }, "spec.parallelism",
+       "at least 1"},
+      {"max_failed_negative", [](json& d) { d["spec"]["maxFailedTrials"] = -1; },
+       "spec.maxFailedTrials", "at least 0"},
+      {"random_without_max_trials", [](json& d) { d["spec"].erase("maxTrials"); }, "spec.maxTrials",
+       "required"},
+      {"unknown_algorithm", [](json& d) { d["spec"]["algorithm"] = "bayes"; }, "spec.algorithm",
+       "bayes"},
+      {"unknown_metric", [](json& d) { d["spec"]["objective"]["metric"] = "f1"; },
+       "spec.objective.metric", "f1"},
+      {"unknown_scale", [](json& d) { d["spec"]["parameters"][0]["scale"] = "exp"; },
+       "spec.parameters[0].scale", "exp"},
+      {"grid_range_without_points", [](json& d) { d["spec"]["algorithm"] = "grid"; },
+       "spec.parameters[0].gridPoints", "grid"},
+      {"grid_too_big",
+       [](json& d) {
+         d["spec"]["algorithm"] = "grid";
+         d["spec"]["parameters"][0]["gridPoints"] = 200;
+         d["spec"]["parameters"].push_back(
+             {{"path", "optimizer.weightDecay"}, {"min", 0.0}, {"max", 0.01}, {"gridPoints", 100}});
+       },
+       "spec.parameters", "more than 10000"},
+      {"no_template", [](json& d) { d["spec"].erase("trialTemplate"); }, "spec.trialTemplate.spec",
+       "required"},
+      {"template_refused", [](json& d) { d["spec"]["trialTemplate"]["spec"]["replicas"] = 0; },
+       "spec.trialTemplate.spec.replicas", "at least 1"},
+      {"template_runs_a_program",
+       [](json& d) { d["spec"]["trialTemplate"]["spec"]["command"] = json::array({"python3"}); },
+       "spec.trialTemplate.spec.command", "built-in trainer"},
+      {"unknown_field", [](json& d) { d["spec"]["populationSize"] = 4; }, "spec.populationSize",
+       ""},
+      {"name_too_long_for_trials", [](json& d) { d["metadata"]["name"] = std::string(50, 'a'); },
+       "metadata.name", "trial"},
+  };
+  for (const Refusal& c : cases) {
+    SCOPED_TRACE(c.name);
+    json doc = exampleJson();
+    c.change(doc);
+    SearchSettings s;
+    const std::vector<FieldError> errors = validateExperiment(experimentOf(doc), {}, &s);
+    bool named = false;
+    for (const FieldError& e : errors) {
+      named = named || (e.field == c.field && e.message.find(c.says) != std::string::npos);
+    }
+    EXPECT_TRUE(named) << "want " << c.field << ": ..." << c.says << "...; got "
+                       << contract::describe(errors);
+    EXPECT_FALSE(searchSettingsOf(experimentOf(doc), {}).ok());
+  }
+}
+
+TEST(TrialJob, TheTemplateWithTheTrialsValuesOwnedAndLabelled) {
+  json doc = exampleJson();
+  doc["spec"]["trialTemplate"]["spec"]["trainer"]["checkpoint"] = {{"path", "/ckpt"}};
+  const kube::Experiment experiment = experimentOf(doc);
+  const SearchSettings s = *searchSettingsOf(experiment, {});
+  const search::Assignment values = trialAssignment(s, 5);
+  EXPECT_EQ(values, trialAssignment(s, 5)) << "a trial's values are a function of its index";
+  EXPECT_NE(values, trialAssignment(s, 6));
+
+  const kube::TrainingJob job = *trialJob(experiment, s, 5);
+  EXPECT_EQ(job.metadata.name, "fmnist-search-trial-5");
+  EXPECT_EQ(job.metadata.namespace_name, "default");
+  EXPECT_EQ(job.metadata.labels.at(kExperimentLabel), "fmnist-search");
+  EXPECT_EQ(job.metadata.labels.at(kTrialIndexLabel), "5");
+  EXPECT_EQ(trialIndexOf(job.metadata), 5);
+  ASSERT_EQ(job.metadata.owner_references.size(), 1u);
+  EXPECT_EQ(job.metadata.owner_references[0].kind, "Experiment");
+  EXPECT_EQ(job.metadata.owner_references[0].uid, "exp-uid");
+  EXPECT_EQ(job.metadata.owner_references[0].controller, true);
+  EXPECT_EQ(json::parse(job.metadata.annotations.at(kTrialParametersAnnotation)),
+            json({{values[0].first, values[0].second}, {values[1].first, values[1].second}}));
+  ASSERT_TRUE(job.spec.trainer && job.spec.trainer->optimizer);
+  EXPECT_EQ(json(*job.spec.trainer->optimizer->learning_rate), values[0].second);
+  EXPECT_EQ(json(*job.spec.trainer->optimizer->momentum), values[1].second);
+  EXPECT_EQ(job.spec.trainer->optimizer->type, "sgd") << "the template's other fields stay";
+  EXPECT_EQ(job.spec.trainer->checkpoint->path, "/ckpt/fmnist-search-trial-5")
+      << "trials never share a checkpoint";
+  EXPECT_TRUE(validate(job).empty()) << contract::describe(validate(job));
+}
+
+TEST(TrialJob, AGridsTrialsAreItsPointsInOrder) {
+  json doc = exampleJson();
+  doc["spec"]["algorithm"] = "grid";
+  doc["spec"]["parameters"][0]["gridPoints"] = 2;
+  const kube::Experiment experiment = experimentOf(doc);
+  const SearchSettings s = *searchSettingsOf(experiment, {});
+  std::set<std::string> seen;
+  for (int64_t i = 0; i < s.max_trials; ++i) seen.insert(search::describe(trialAssignment(s, i)));
+  EXPECT_EQ(seen.size(), 6u) << "every point once";
+  EXPECT_EQ(trialAssignment(s, 0)[0].second, 0.002);
+  EXPECT_EQ(trialAssignment(s, 0)[1].second, 0.0);
+  EXPECT_EQ(trialAssignment(s, 5)[0].second, 0.5);
+  EXPECT_EQ(trialAssignment(s, 5)[1].second, 0.9);
+}
+
+TEST(TrialIndex, OnlyAWholeNumberLabel) {
+  kube::ObjectMeta meta;
+  EXPECT_EQ(trialIndexOf(meta), std::nullopt);
+  for (const char* bad : {"", "-1", "3x", "x"}) {
+    meta.labels[kTrialIndexLabel] = bad;
+    EXPECT_EQ(trialIndexOf(meta), std::nullopt) << bad;
+  }
+  meta.labels[kTrialIndexLabel] = "12";
+  EXPECT_EQ(trialIndexOf(meta), 12);
+}
+
+}  // namespace
+}  // namespace ringmaster::op

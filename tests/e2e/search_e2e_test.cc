@@ -1,0 +1,223 @@
+// e2e, hyperparameter search, under `ringmaster local up` and again on a real control plane
+// (envtest) that the local kubelet and operator join, driven with real kubectl:
+//   - the example's Experiment (8 trials, 4 at a time) runs to Succeeded with the operator
+//     SIGKILLed and started again once its first trials exist: every trial exists exactly once
+//     (indices 0-7, one TrialCreated Event each), every one succeeded, and the best trial the
+//     status names is the one with the highest test accuracy among the trials' own statuses;
+//     `kubectl get exp` and `describe` show it;
+//   - bad searches are refused naming the field: by the API server (the schema) where it can
+//     tell, else by the operator (Failed, InvalidSpec) before any trial exists;
+// and `ringmaster local run examples/fashion-mnist-search.yaml` as a user runs it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "local_cluster.h"
+#include "local_run_checks.h"
+#include "process.h"
+
+namespace ringmaster {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+std::string readExample(const std::string& name) {
+  std::ifstream in(std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class SearchE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(testutil::kFashionMnistDir))
+      GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    const std::string why = cluster_.start();
+    if (!cluster_.missing().empty()) GTEST_SKIP() << cluster_.missing();
+    ASSERT_EQ(why, "");
+  }
+  void TearDown() override { operator_.reset(); }
+
+  // SIGKILLs the operator `local up` started and starts another with its flags (a shorter
+  // Lease, so that the new one leads sooner).
+  void killAndRestartOperator() {
+    ASSERT_EQ(cluster_.killOperator(), "");
+    operator_ = std::make_unique<testutil::Process>(std::vector<std::string>{
+        testutil::binaryPath("bin/ringmaster-operator"), "--kubeconfig", cluster_.kubeconfig(),
+        "--bind-address", "127.0.0.1", "--metrics-port", "0", "--health-port", "0",
+        "--leader-elect-lease-duration", "3", "--leader-elect-renew-deadline", "2",
+        "--leader-elect-retry-period", "0.5"});
+    operator_->start();
+  }
+
+  json trials(const std::string& experiment) {
+    testutil::ProcessResult r = cluster_.kubectl(
+        {"get", "trainingjobs", "-l", "ringmaster.dev/experiment=" + experiment, "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return json::parse(r.stdout_text, nullptr, false).value("items", json::array());
+  }
+
+  testutil::LocalCluster cluster_{GetParam()};
+  std::unique_ptr<testutil::Process> operator_;
+};
+
+TEST_P(SearchE2e, EightTrialsFourAtATimeSurviveTheOperatorKilled) {
+  ASSERT_EQ(cluster_.apply(readExample("fashion-mnist-search.yaml")).exit_code, 0);
+  // The first four trials exist: kill the operator while they run.
+  json experiment;
+  ASSERT_TRUE(testutil::eventually(
+      120s,
+      [&] {
+        experiment = cluster_.get("experiment", "fmnist-search");
+        return experiment.value("/status/trialsCreated"_json_pointer, 0) >= 4;
+      },
+      testutil::kPromptly))
+      << experiment.dump(2);
+  EXPECT_LE(experiment.value("/status/trialsRunning"_json_pointer, 0), 4) << experiment.dump(2);
+  ASSERT_NO_FATAL_FAILURE(killAndRestartOperator());
+
+  ASSERT_TRUE(testutil::eventually(600s, [&] {
+    experiment = cluster_.get("experiment", "fmnist-search");
+    return experiment.value("/status/phase"_json_pointer, std::string()) == "Succeeded" ||
+           experiment.value("/status/phase"_json_pointer, std::string()) == "Failed";
+  })) << experiment.dump(2);
+  ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
+  EXPECT_TRUE(testutil::hasCondition(experiment, "Succeeded", "True", "TrialsCompleted"))
+      << experiment.dump(2);
+  const json& status = experiment["status"];
+  EXPECT_EQ(status.value("trials", 0), 8);
+  EXPECT_EQ(status.value("trialsCreated", 0), 8);
+  EXPECT_EQ(status.value("trialsSucceeded", 0), 8);
+  EXPECT_EQ(status.value("trialsFailed", -1), 0);
+  EXPECT_EQ(status.value("trialsRunning", -1), 0);
+  EXPECT_EQ(status.value("progress", ""), "8/8");
+
+  // Every trial once, each Succeeded with an accuracy; the best is the status's.
+  std::set<std::string> indices;
+  std::string best_name;
+  double best = -1;
+  for (const json& t : trials("fmnist-search")) {
+    const std::string name = t["metadata"]["name"];
+    indices.insert(t["metadata"]["labels"].value("ringmaster.dev/trial-index", ""));
+    EXPECT_EQ(t.value("/status/phase"_json_pointer, std::string()), "Succeeded") << name;
+    EXPECT_EQ(t["metadata"]["ownerReferences"][0]["kind"], "Experiment") << name;
+    const double accuracy = t.value("/status/progress/testAccuracy"_json_pointer, -1.0);
+    EXPECT_GT(accuracy, 0.3) << name;
+    if (accuracy > best) best = accuracy, best_name = name;
+  }
+  EXPECT_EQ(indices, (std::set<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"}));
+  EXPECT_EQ(status["bestTrial"].value("name", ""), best_name) << status.dump(2);
+  EXPECT_DOUBLE_EQ(status["bestTrial"].value("objective", 0.0), best);
+  EXPECT_TRUE(status["bestTrial"]["parameters"].contains("optimizer.learningRate"));
+  EXPECT_TRUE(status["bestTrial"]["parameters"].contains("optimizer.momentum"));
+
+  // Each trial was created once: one TrialCreated Event per trial, across both operators.
+  testutil::ProcessResult events = cluster_.kubectl(
+      {"get", "events", "--field-selector", "involvedObject.name=fmnist-search", "-o", "json"});
+  int created = 0;
+  for (const json& e : json::parse(events.stdout_text).value("items", json::array())) {
+    if (e.value("reason", "") == "TrialCreated") created += e.value("count", 1);
+  }
+  EXPECT_EQ(created, 8) << events.stdout_text;
+
+  testutil::ProcessResult get = cluster_.kubectl({"get", "exp", "fmnist-search"});
+  EXPECT_NE(get.stdout_text.find("ALGORITHM   PHASE       TRIALS   RUNNING   BEST"),
+            std::string::npos)
+      << get.stdout_text;
+  EXPECT_NE(get.stdout_text.find("Succeeded   8/8"), std::string::npos) << get.stdout_text;
+  EXPECT_NE(get.stdout_text.find(best_name), std::string::npos) << get.stdout_text;
+  testutil::ProcessResult describe = cluster_.kubectl({"describe", "exp", "fmnist-search"});
+  EXPECT_NE(describe.stdout_text.find("TrialCreated"), std::string::npos) << describe.stdout_text;
+  EXPECT_NE(describe.stdout_text.find("8 of 8 trials succeeded"), std::string::npos)
+      << describe.stdout_text;
+}
+
+TEST_P(SearchE2e, BadSearchesAreRefusedNamingTheField) {
+  const std::string good = readExample("fashion-mnist-search.yaml");
+  auto with = [&](const std::string& from, const std::string& to, const std::string& name) {
+    std::string yaml = good;
+    const size_t at = yaml.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    yaml.replace(at, from.size(), to);
+    yaml.replace(yaml.find("name: fmnist-search"), 19, "name: " + name);
+    return yaml;
+  };
+  // The schema refuses these at the door.
+  struct Refused {
+    std::string from, to, says;
+  };
+  for (const Refused& r : std::vector<Refused>{
+           {"parallelism: 4", "parallelism: 0", "spec.parallelism"},
+           {"min: 0.002, max: 0.5, scale: log", "min: 0, max: 0.5, scale: log",
+            "a log-scale range must lie above 0"},
+           {"  maxTrials: 8\n", "", "spec.maxTrials: required for a random search"},
+           {"algorithm: random", "algorithm: bayes", "spec.algorithm"}}) {
+    SCOPED_TRACE(r.to);
+    testutil::ProcessResult applied = cluster_.apply(with(r.from, r.to, "refused"));
+    EXPECT_NE(applied.exit_code, 0) << applied.stdout_text;
+    EXPECT_NE(applied.stderr_text.find(r.says), std::string::npos) << applied.stderr_text;
+  }
+  // A path the schema cannot judge: the operator fails the search before any trial exists.
+  ASSERT_EQ(cluster_
+                .apply(with("path: optimizer.learningRate", "path: optimizer.learningRat",
+                            "no-such-field"))
+                .exit_code,
+            0);
+  json experiment;
+  ASSERT_TRUE(testutil::eventually(60s, [&] {
+    experiment = cluster_.get("experiment", "no-such-field");
+    return experiment.value("/status/phase"_json_pointer, std::string()) == "Failed";
+  })) << experiment.dump(2);
+  EXPECT_TRUE(testutil::hasCondition(experiment, "Failed", "True", "InvalidSpec"));
+  const std::string message = experiment.dump();
+  EXPECT_NE(message.find("spec.parameters[0]"), std::string::npos) << message;
+  EXPECT_NE(message.find("optimizer.learningRat"), std::string::npos) << message;
+  EXPECT_EQ(trials("no-such-field").size(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(ControlPlanes, SearchE2e, ::testing::ValuesIn(testutil::kControlPlanes),
+                         [](const auto& info) { return testutil::controlPlaneName(info.param); });
+
+// The user's path: the example through `ringmaster local run`, its trials printed best first.
+TEST(LocalRunSearchE2e, TheExampleRunsToSucceededAndNamesTheBestTrial) {
+  if (!std::filesystem::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  testutil::TempDir dir;
+  e2e::ExampleRun example = e2e::runExample("fashion-mnist-search.yaml", dir.path(), {});
+  const std::string out = example.run.stdout_text + example.run.stderr_text;
+  ASSERT_EQ(example.run.exit_code, 0) << out;
+  EXPECT_EQ(example.down.exit_code, 0) << example.down.stderr_text;
+  EXPECT_NE(out.find("fmnist-search: Succeeded (TrialsCompleted): 8 of 8 trials succeeded"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  best trial fmnist-search-trial-"), std::string::npos) << out;
+  EXPECT_NE(out.find("TRIAL"), std::string::npos) << out;
+  // The table: the starred row first, then 7 more rows.
+  const size_t header = out.find("TRIAL");
+  ASSERT_NE(header, std::string::npos);
+  std::istringstream rows(out.substr(header));
+  std::string line;
+  std::getline(rows, line);
+  int listed = 0;
+  while (std::getline(rows, line) && line.find("fmnist-search-trial-") != std::string::npos) {
+    if (listed == 0) EXPECT_EQ(line.rfind("  * ", 0), 0u) << line;
+    EXPECT_NE(line.find("Succeeded"), std::string::npos) << line;
+    ++listed;
+  }
+  EXPECT_EQ(listed, 8) << out;
+}
+
+}  // namespace
+}  // namespace ringmaster
