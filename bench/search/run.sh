@@ -10,18 +10,20 @@
 #   - idle gaps: each time a trial ended while more were left to create, how long its slot stayed
 #     empty (that trial's end -> the next creation): count, median, p95, max;
 #   - the operator's CPU seconds (utime+stime) and RSS over the search, per trial.
-#   bench/search/run.sh [--trials N] [--parallelism P] [--steps S]
+#   bench/search/run.sh [--trials N] [--parallelism P] [--steps S] [--keep-log FILE]
+# (--keep-log: a copy of the operator's log, to read the timeline behind the figures)
 # Needs build/bin/{ringmaster,ringmaster-operator,ringmaster-launcher,ringmaster-trainer}
 # (scripts/build-main build) and dataset-fashion-mnist.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-trials=100 parallelism=4 steps=20
+trials=100 parallelism=4 steps=20 keep_log=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --trials) trials=$2; shift 2 ;;
     --parallelism) parallelism=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    *) echo "usage: $0 [--trials N] [--parallelism P] [--steps S]" >&2; exit 2 ;;
+    --keep-log) keep_log=$2; shift 2 ;;
+    *) echo "usage: $0 [--trials N] [--parallelism P] [--steps S] [--keep-log FILE]" >&2; exit 2 ;;
   esac
 done
 source "$root/bench/lib/local_cluster.sh"
@@ -66,6 +68,7 @@ while true; do
 done
 cpu1=$(cpu "$operator_pid") rss1=$(rss "$operator_pid")
 "$kubectl" get exp bench-search
+[[ -n $keep_log ]] && cp "$data/operator.log" "$keep_log"
 python3 - "$data/operator.log" "$trials" "$parallelism" "$phase" \
   "$(( cpu1 - cpu0 ))" "$ticks" "$rss0" "$rss1" <<'PY'
 import datetime, re, statistics, sys
@@ -89,19 +92,14 @@ busy, active, prev = 0.0, 0, first
 for when, delta in events:
     if when > last_create:
         break
-    busy += active * (when - prev)
+    busy += min(active, p) * (when - prev)
     active, prev = active + delta, when
 occupancy = busy / (p * (last_create - first)) if last_create > first else 1.0
-# Each end while trials were left to create frees a slot; the next creation fills the oldest free
-# slot, and the time between is that slot's idle gap.
-freed, gaps, made = [], [], 0
-for when, delta in sorted(events, key=lambda e: (e[0], e[1])):
-    if delta > 0:
-        made += 1
-        if freed:
-            gaps.append(when - freed.pop(0))
-    elif made < n:
-        freed.append(when)
+# The i-th trial after the first P fills the slot the i-th ended trial freed; its gap is the
+# time between. The TrainingJob controller logs a trial's end after writing it, so the search
+# controller may create the replacement a few ms before that line: such a gap counts as 0.
+ends = sorted(ended.values())
+gaps = [max(0.0, c - e) for c, e in zip(sorted(created.values())[p:], ends)]
 lives = [ended[k] - created[k] for k in ended if k in created]
 gaps.sort()
 def q(xs, f):
