@@ -17,18 +17,6 @@ using contract::FieldErrors;
 constexpr const char* kParameters = "spec.parameters";
 constexpr const char* kTemplateSpec = "spec.trialTemplate.spec";
 
-search::Parameter parameterOf(const kube::SearchParameterSpec& spec) {
-  search::Parameter p;
-  p.path = spec.path.value_or("");
-  p.min = spec.min;
-  p.max = spec.max;
-  p.scale = spec.scale.value_or("linear") == "log" ? search::Scale::kLog : search::Scale::kLinear;
-  p.integer = spec.integer.value_or(false);
-  p.choices = spec.choices;
-  p.grid_points = spec.grid_points.value_or(0);
-  return p;
-}
-
 // `spec` with `assignment` written under spec.trainer. A value the trainer's spec cannot hold
 // (a string where a number goes) is an InvalidArgument naming the field.
 core::Result<kube::TrainingJobSpec> withValues(const kube::TrainingJobSpec& spec,
@@ -148,18 +136,10 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
   s.seed = spec.seed ? static_cast<uint64_t>(*spec.seed) : core::fnv1a32(experiment.metadata.uid);
   validateObjective(spec.objective, e, s);
 
-  for (size_t i = 0; i < spec.parameters.size(); ++i) {
-    const kube::SearchParameterSpec& p = spec.parameters[i];
-    const std::string at = std::string(kParameters) + "[" + std::to_string(i) + "]";
-    e.unknownFields(at, p.extra);
-    e.oneOf(at + ".scale", p.scale, {"linear", "log"});
-    if (!p.path) e.add(at + ".path", "required");
-    s.space.push_back(parameterOf(p));
-  }
   const size_t before_space = e.errors().size();
-  for (FieldError& err :
-       search::validateSpace(s.space, kParameters, s.algorithm == SearchAlgorithm::kGrid)) {
-    if (!contains(e.errors(), err)) e.add(std::move(err.field), std::move(err.message));
+  for (FieldError& err : search::spaceOf(spec.parameters, kParameters,
+                                         s.algorithm == SearchAlgorithm::kGrid, &s.space)) {
+    e.add(std::move(err.field), std::move(err.message));
   }
   const bool space_ok = e.errors().size() == before_space;
 

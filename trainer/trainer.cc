@@ -68,6 +68,7 @@ class CpuEngine final : public StepEngine {
         batch_(static_cast<int>(settings.batch_size)),
         model_(model),
         optimizer_(optimizer),
+        optimizer_settings_(settings.optimizer),
         ar_options_(ar_options),
         sampler_(train_.size(), rank_, world_, settings.seed),
         // Every epoch has the same number of steps, so the schedule is a function of the step
@@ -124,7 +125,7 @@ class CpuEngine final : public StepEngine {
     model_.backward([&](size_t offset, size_t count) { buckets_->onGradsReady(offset, count); });
     RM_RETURN_IF_ERROR_CTX(buckets_->finishStep(), "rank " + std::to_string(rank_) + ": step " +
                                                        std::to_string(steps_done + 1));
-    optimizer_.setLearningRate(learningRateAt(settings_.optimizer, steps_done, total_steps_));
+    optimizer_.setLearningRate(learningRateAt(optimizer_settings_, steps_done, total_steps_));
     optimizer_.step(model_.params(), model_.grads());
     const auto t1 = Clock::now();
     const double step_seconds = secondsBetween(t0, t1);
@@ -204,6 +205,30 @@ class CpuEngine final : public StepEngine {
     return trainer::saveCheckpoint(settings_, model_, optimizer_, at, ctx_.metrics);
   }
 
+  Result<std::string> writeMemberCheckpoint(const std::string& dir, const Position& at) override {
+    RM_RETURN_IF_ERROR(writeTrainingCheckpoint(settings_, dir, model_.signature(), model_.params(),
+                                               optimizer_, at, ctx_.metrics));
+    return dir + "/" + checkpoint::checkpointFileName(at.step);
+  }
+
+  Status exploit(const std::string& file,
+                 const contract::TrainerSettings::Optimizer& optimizer) override {
+    RM_ASSIGN_OR_RETURN(checkpoint::Checkpoint ck, checkpoint::readCheckpointFile(file));
+    if (ck.model_signature != model_.signature() ||
+        !checkpointFits(ck, model_.params().size(), optimizer_)) {
+      return core::invalidArgument(file + " holds " + ck.model_signature + " with " +
+                                   ck.optimizer_type + " state, not this member's " +
+                                   model_.signature() + " with " + optimizer_.type());
+    }
+    std::copy(ck.params.begin(), ck.params.end(), model_.params().begin());
+    std::vector<std::vector<float>*> state = optimizer_.state();
+    for (size_t i = 0; i < state.size(); ++i) *state[i] = ck.optimizer_state[i];
+    optimizer_.setStepCount(ck.optimizer_step);
+    optimizer_settings_ = optimizer;
+    optimizer_.setHyperparameters(optimizerConfig(optimizer));
+    return Status::Ok();
+  }
+
   uint64_t allreduceCalls() const override { return comm_calls_; }
   uint64_t allreduceBytes() const override { return comm_bytes_; }
 
@@ -224,6 +249,8 @@ class CpuEngine final : public StepEngine {
   const int batch_;
   model::Model& model_;
   optim::Optimizer& optimizer_;
+  // The optimizer's values this run trains on: the spec's, until a pbt exploit swaps them.
+  contract::TrainerSettings::Optimizer optimizer_settings_;
   std::unique_ptr<GradientBuckets> buckets_;        // planBuckets()
   std::vector<TrainerMetrics::Allreduce*> series_;  // by bucket; empty without metrics
   Autotuner* autotuner_ = nullptr;                  // while autotune runs
@@ -314,10 +341,26 @@ Result<TrainSummary> Trainer::run() {
                                        ctx_.metrics));
     if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
   }
-  RM_RETURN_IF_ERROR(
-      runTrainingLoop(settings_, LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics),
-                      engine, pos, &summary));
+  std::unique_ptr<pbt::Member> member;
+  if (settings_.pbt.enabled()) {
+    if (world != 1) {
+      return core::invalidArgument("trainer.pbt: a member trains on one rank, this run has " +
+                                   std::to_string(world));
+    }
+    member = std::make_unique<pbt::Member>(settings_.pbt, settings_.optimizer);
+    RM_LOG(INFO, STEP) << "pbt: member " << settings_.pbt.member << " of "
+                       << settings_.pbt.population.size() << " in " << settings_.pbt.directory
+                       << ", starting with " << search::describe(member->parameters());
+  }
+  LoopContext loop = LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics);
+  loop.pbt = member.get();
+  RM_RETURN_IF_ERROR(runTrainingLoop(settings_, loop, engine, pos, &summary));
   if (autotuner) summary.autotune = autotuner->choice();
+  if (member) {
+    summary.pbt_member = member->name();
+    summary.pbt_lineage = member->lineage();
+    summary.pbt_parameters = member->parameters();
+  }
   return summary;
 }
 
@@ -358,6 +401,26 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
                          {key::kAutotuneDefaultStepSeconds, a->default_seconds},
                          {key::kAutotuneBestStepSeconds, a->best_seconds},
                          {key::kAutotuneFromCheckpoint, a->from_checkpoint}};
+  }
+  if (!s.pbt_member.empty()) {
+    auto values = [](const search::Assignment& a) {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& [path, value] : a) out[path] = value;
+      return out;
+    };
+    nlohmann::json lineage = nlohmann::json::array();
+    for (const pbt::LineageEntry& e : s.pbt_lineage) {
+      lineage.push_back({{key::kPbtRound, e.round},
+                         {key::kPbtStep, e.step},
+                         {key::kPbtSource, e.source},
+                         {key::kPbtSourceObjective, e.source_objective},
+                         {key::kPbtObjective, e.own_objective},
+                         {key::kPbtParameters, values(e.parameters)}});
+    }
+    j[key::kPbt] = {{key::kPbtMember, s.pbt_member},
+                    {key::kPbtParameters, values(s.pbt_parameters)},
+                    {key::kPbtLineage, lineage},
+                    {key::kPbtRoundSeconds, s.pbt_round_seconds}};
   }
   const std::string tmp = path + ".tmp";
   {

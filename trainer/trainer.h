@@ -27,6 +27,7 @@
 #include "trainer/config.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device_stage.h"
+#include "trainer/pbt/member.h"
 #include "trainer/trainer_metrics.h"
 
 namespace ringmaster::trainer {
@@ -63,6 +64,13 @@ struct TrainSummary {
   double train_seconds = 0;
   // What autotune chose (spec.trainer.autotune), when it ran or a checkpoint held its choice.
   std::optional<AutotuneChoice> autotune;
+  // A population-based training member's (spec.trainer.pbt): its name, every exploit it made
+  // (whose weights, which values, when), the values it ended on, and the time its rounds took
+  // (checkpoint, waiting for the others, loading another's weights).
+  std::string pbt_member;
+  std::vector<pbt::LineageEntry> pbt_lineage;
+  search::Assignment pbt_parameters;
+  double pbt_round_seconds = 0;
 };
 
 // Builds a communicator over some ranks of the world (the data-parallel replicas of one

@@ -1,5 +1,6 @@
 #include "trainer/training_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -15,6 +16,46 @@ double learningRateAt(const contract::TrainerSettings::Optimizer& optimizer, int
   if (optimizer.schedule != contract::LrSchedule::kCosine || total_steps <= 0) return base;
   return base * 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / total_steps));
 }
+
+namespace {
+
+// A population-based training member's round after epoch pos.epoch: its checkpoint for the
+// others, the round's decision, and, when it exploits, the other member's weights and its
+// optimizer values loaded in place (no restart: the next step trains on them).
+core::Status memberRound(const contract::TrainerSettings& settings, const LoopContext& context,
+                         StepEngine& engine, const Position& pos, const EpochTotals& totals,
+                         TrainSummary* summary) {
+  pbt::Member& member = *context.pbt;
+  const double samples = std::max(1.0f, totals.values[2]);
+  const double objective =
+      settings.pbt.loss ? totals.values[1] / samples : totals.values[0] / samples;
+  const auto start = Clock::now();
+  RM_ASSIGN_OR_RETURN(
+      std::string checkpoint,
+      engine.writeMemberCheckpoint(member.directory().checkpointDir(member.name()), pos));
+  RM_ASSIGN_OR_RETURN(std::optional<pbt::Decision> decision,
+                      member.interval(pos.epoch, pos.step, objective, checkpoint, context.stop));
+  const auto met = Clock::now();
+  if (decision) {
+    RM_RETURN_IF_ERROR_CTX(engine.exploit(decision->checkpoint, decision->optimizer),
+                           "pbt round " + std::to_string(pos.epoch) + ": taking " +
+                               decision->entry.source + "'s checkpoint " + decision->checkpoint);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - met).count();
+    RM_LOG(INFO, STEP) << "pbt round " << pos.epoch << " at step " << pos.step << ": "
+                       << member.name() << " (" << objective << ") continues from "
+                       << decision->entry.source << " (" << decision->entry.source_objective
+                       << ") with " << search::describe(decision->entry.parameters)
+                       << "; exploit took " << static_cast<int64_t>(ms) << " ms";
+  } else {
+    RM_LOG(INFO, STEP) << "pbt round " << pos.epoch << " at step " << pos.step << ": "
+                       << member.name() << " (" << objective << ") trains on with "
+                       << search::describe(member.parameters());
+  }
+  summary->pbt_round_seconds += std::chrono::duration<double>(met - start).count();
+  return core::Status::Ok();
+}
+
+}  // namespace
 
 core::Status runTrainingLoop(const contract::TrainerSettings& settings, const LoopContext& context,
                              StepEngine& engine, Position pos, TrainSummary* summary) {
@@ -77,6 +118,9 @@ core::Status runTrainingLoop(const contract::TrainerSettings& settings, const Lo
       summary->epochs = epoch;
     }
     if (writer && !reached_max_steps) RM_RETURN_IF_ERROR(engine.saveCheckpoint(pos));
+    if (context.pbt != nullptr && !reached_max_steps && !trainingComplete(settings, pos)) {
+      RM_RETURN_IF_ERROR(memberRound(settings, context, engine, pos, totals, summary));
+    }
   }
   if (writer && reached_max_steps) RM_RETURN_IF_ERROR(engine.saveCheckpoint(pos));
 

@@ -1,7 +1,8 @@
 #pragma once
 // The one training loop of a rank, whatever a step is: epochs and their steps from where the run
 // resumed, max_steps, stopping when asked (rank 0 checkpoints first), periodic and end-of-epoch
-// checkpoints (rank 0), an evaluation after every epoch, and the run's report (RunReport).
+// checkpoints (rank 0), an evaluation after every epoch, a population-based training member's
+// round after it, and the run's report (RunReport).
 // What a step does is a StepEngine's: the CPU engine (trainer.cc) and the GPU engine
 // (gpu/gpu_trainer.cc) today; a pipeline schedule is another engine, not another loop.
 //
@@ -14,6 +15,7 @@
 #include "ringmaster/core/status.h"
 #include "ringmaster/core/stop.h"
 #include "trainer/config.h"
+#include "trainer/pbt/member.h"
 #include "trainer/resume.h"
 #include "trainer/run_report.h"
 #include "trainer/trainer.h"
@@ -48,6 +50,21 @@ class StepEngine {
                                              const std::string& what) = 0;
   // Rank 0 only: parameters and optimizer state at `at`.
   virtual core::Status saveCheckpoint(const Position& at) = 0;
+  // Population-based training (trainer/pbt): parameters and optimizer state at `at` into `dir`
+  // for the other members; the file written. Only engines whose runs can be members have it.
+  virtual core::Result<std::string> writeMemberCheckpoint(const std::string& dir,
+                                                          const Position& at) {
+    (void)dir;
+    (void)at;
+    return core::internalError("this engine cannot be a population-based training member");
+  }
+  // Continues from another member's checkpoint (at the same step) with `optimizer`'s values.
+  virtual core::Status exploit(const std::string& checkpoint_file,
+                               const contract::TrainerSettings::Optimizer& optimizer) {
+    (void)checkpoint_file;
+    (void)optimizer;
+    return core::internalError("this engine cannot be a population-based training member");
+  }
   // Allreduce calls and bytes of the whole run, for the report.
   virtual uint64_t allreduceCalls() const = 0;
   virtual uint64_t allreduceBytes() const = 0;
@@ -66,6 +83,9 @@ struct LoopContext {
   bool checkpoint_writer = false;
   const core::StopSource* stop = nullptr;  // optional
   TrainerMetrics* metrics = nullptr;       // optional
+  // This run's part in population-based training: after every epoch but the last, the member
+  // meets the population and may continue from another member's weights (optional).
+  pbt::Member* pbt = nullptr;
 
   // Data parallelism: every rank trains on its own samples, rank 0 writes checkpoints.
   static LoopContext dataParallel(int rank, int world, const core::StopSource* stop,

@@ -212,7 +212,9 @@ TEST(LocalRunSearchE2e, TheExampleRunsToSucceededAndNamesTheBestTrial) {
   std::getline(rows, line);
   int listed = 0;
   while (std::getline(rows, line) && line.find("fmnist-search-trial-") != std::string::npos) {
-    if (listed == 0) EXPECT_EQ(line.rfind("  * ", 0), 0u) << line;
+    if (listed == 0) {
+      EXPECT_EQ(line.rfind("  * ", 0), 0u) << line;
+    }
     EXPECT_NE(line.find("Succeeded"), std::string::npos) << line;
     ++listed;
   }

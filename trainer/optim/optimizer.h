@@ -57,6 +57,13 @@ class Optimizer {
   virtual std::vector<std::vector<float>*> state() = 0;
   // For schedules (warm-up, decay) between steps.
   void setLearningRate(double lr) { config_.learning_rate = lr; }
+  // Every hyperparameter at once, between steps (population-based training's exploit); the
+  // type stays this optimizer's.
+  void setHyperparameters(const OptimizerConfig& config) {
+    const OptimizerKind type = config_.type;
+    config_ = config;
+    config_.type = type;
+  }
   double learningRate() const { return config_.learning_rate; }
 
  protected:

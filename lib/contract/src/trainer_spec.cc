@@ -33,6 +33,12 @@ constexpr int64_t kDefaultCheckpointEverySteps = 500;
 constexpr int64_t kDefaultCheckpointKeep = 3;
 constexpr uint64_t kDefaultSeed = 42;
 constexpr int64_t kDefaultCommTimeoutSeconds = 300;
+// Ray Tune's PBT: the bottom and top quarters, a fresh draw a quarter of the time.
+constexpr double kDefaultPbtQuantile = 0.25;
+constexpr double kDefaultPbtResampleProbability = 0.25;
+// How long a member waits for the others after an epoch: members train the same steps, so they
+// arrive together unless one restarted.
+constexpr int32_t kDefaultPbtWaitSeconds = 300;
 
 constexpr ModelType kModelTypes[] = {ModelType::kMlp, ModelType::kCnn};
 constexpr OptimizerType kOptimizerTypes[] = {OptimizerType::kSgd, OptimizerType::kAdam};
@@ -307,6 +313,68 @@ void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErr
   }
 }
 
+// spec.trainer.pbt: a population this run belongs to, a space of optimizer fields an exploit
+// can swap in place, and what it can do today: one rank of data-parallel training on the CPU.
+void validatePbt(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
+  const kube::PbtSpec& pbt = *t.pbt;
+  e.unknownFields(p, pbt.extra);
+  if (!pbt.directory || pbt.directory->empty() || pbt.directory->front() != '/') {
+    e.add(p + ".directory",
+          "required: an absolute path on a volume every member mounts, where they meet");
+  } else if (kube::hasBackstep(*pbt.directory)) {
+    e.add(p + ".directory", invalidValue(*pbt.directory, "must not contain '..'"));
+  }
+  if (pbt.population.size() < 2) {
+    e.add(p + ".population", "must name at least 2 members, this one among them");
+  }
+  std::vector<std::string> seen;
+  for (const std::string& m : pbt.population) {
+    if (m.empty() || m.find('/') != std::string::npos || m == "." || m == "..") {
+      e.add(p + ".population", invalidValue(m, "a member's name is a file name in the directory"));
+    } else if (std::find(seen.begin(), seen.end(), m) != seen.end()) {
+      e.add(p + ".population", invalidValue(m, "is named twice"));
+    }
+    seen.push_back(m);
+  }
+  if (!pbt.member) {
+    e.add(p + ".member", "required: this run's name in the population");
+  } else if (std::find(pbt.population.begin(), pbt.population.end(), *pbt.member) ==
+             pbt.population.end()) {
+    e.add(p + ".member", invalidValue(*pbt.member, "is not in the population"));
+  }
+  for (FieldError& err : search::spaceOf(pbt.parameters, p + ".parameters", false, nullptr)) {
+    e.add(std::move(err.field), std::move(err.message));
+  }
+  for (size_t i = 0; i < pbt.parameters.size(); ++i) {
+    const std::string path = pbt.parameters[i].path.value_or("");
+    if (!path.empty() &&
+        std::find(kPbtFields.begin(), kPbtFields.end(), path) == kPbtFields.end()) {
+      e.add(p + ".parameters[" + std::to_string(i) + "].path",
+            invalidValue(path,
+                         "an exploit swaps optimizer fields in place (optimizer.learningRate, "
+                         "momentum, weightDecay, beta1, beta2); the weights it copies must fit "
+                         "the model and the data stay as they are"));
+    }
+  }
+  e.inInterval(p + ".quantile", pbt.quantile, 0, true, 0.5, false);
+  e.inInterval(p + ".resampleProbability", pbt.resample_probability, 0, false, 1, false);
+  e.oneOf(p + ".metric", pbt.metric, {"testAccuracy", "loss"});
+  e.oneOf(p + ".goal", pbt.goal, {"maximize", "minimize"});
+  e.inRange(p + ".waitSeconds", pbt.wait_seconds, 1, 86400);
+  e.atLeast(p + ".seed", pbt.seed, int64_t{0});
+  if (t.epochs.value_or(kDefaultEpochs) < 2) {
+    e.add(p, "members meet after every epoch but the last: train at least 2 epochs");
+  }
+  const kube::ParallelismSpec parallelism = t.parallelism.value_or(kube::ParallelismSpec{});
+  if ((parallelism.pipeline && parallelism.pipeline->stages.value_or(1) > 1) ||
+      parallelism.tensor.value_or(1) > 1 || parallelism.parameter_server) {
+    e.add(p,
+          "a member trains data-parallel; a pipeline, tensor parallelism and parameter "
+          "servers are not members yet");
+  }
+  if (t.device == "cuda") e.add(p, "a member trains on the CPU; the GPU engine is not one yet");
+}
+
 }  // namespace
 
 std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::string& p) {
@@ -363,6 +431,7 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
   e.atLeast(p + ".commTimeoutSeconds", t.comm_timeout_seconds, 1);
   e.inRange(p + ".blasThreads", t.blas_threads, 1, 256);
   if (t.autotune) validateAutotune(t, p + ".autotune", e);
+  if (t.pbt) validatePbt(t, p + ".pbt", e);
   e.oneOf(p + ".device", t.device, spellings(kDevices));
   e.oneOf(p + ".precision", t.precision, spellings(kPrecisions));
   if (t.precision == "bf16" && t.device == "cpu") {
@@ -465,6 +534,19 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
     s.autotune.first_bucket_caps = a.first_bucket_cap_mb;
     s.autotune.log = a.log.value_or("");
     s.autotune.retune = a.retune.value_or(false);
+  }
+  if (t.pbt) {
+    const kube::PbtSpec& pbt = *t.pbt;
+    s.pbt.directory = pbt.directory.value_or("");
+    s.pbt.member = pbt.member.value_or("");
+    s.pbt.population = pbt.population;
+    (void)search::spaceOf(pbt.parameters, "", false, &s.pbt.space);  // validated above
+    s.pbt.seed = static_cast<uint64_t>(pbt.seed.value_or(0));
+    s.pbt.quantile = pbt.quantile.value_or(kDefaultPbtQuantile);
+    s.pbt.resample_probability = pbt.resample_probability.value_or(kDefaultPbtResampleProbability);
+    s.pbt.loss = pbt.metric.value_or("testAccuracy") == "loss";
+    s.pbt.maximize = pbt.goal ? *pbt.goal == "maximize" : !s.pbt.loss;
+    s.pbt.wait_seconds = pbt.wait_seconds.value_or(kDefaultPbtWaitSeconds);
   }
   if (t.parallelism && t.parallelism->parameter_server) {
     const kube::ParameterServerSpec& ps = *t.parallelism->parameter_server;

@@ -18,6 +18,18 @@ std::vector<std::string> fields(const std::vector<FieldError>& errors) {
   return out;
 }
 
+// A valid pbt member's spec.trainer.pbt, with `changes` merged over it (null removes a key).
+nlohmann::json pbtMember(const nlohmann::json& changes = nlohmann::json::object()) {
+  nlohmann::json pbt = {
+      {"directory", "/pbt"},
+      {"member", "a"},
+      {"population", {"a", "b"}},
+      {"parameters",
+       {{{"path", "optimizer.learningRate"}, {"min", 0.001}, {"max", 0.5}, {"scale", "log"}}}}};
+  pbt.merge_patch(changes);
+  return pbt;
+}
+
 TEST(TrainerSpec, AnEmptySpecIsValidAndEveryDefaultIsSet) {
   EXPECT_THAT(validateTrainer({}, "trainer"), ::testing::IsEmpty());
   const TrainerSettings s = trainerSettings({});
@@ -68,6 +80,25 @@ TEST(TrainerSpec, AutotuneOnWithTheDefaultsOrTheGivenBudgetAndSpace) {
   EXPECT_EQ(s.autotune.bucket_caps, (std::vector<double>{4, 25, 64}));
   EXPECT_EQ(s.autotune.log, "/tmp/tune.csv");
   EXPECT_TRUE(s.autotune.retune);
+}
+
+TEST(TrainerSpec, APbtMembersDefaultsAreRayTunesAndTheSpaceIsLibSearchs) {
+  const TrainerSettings off = trainerSettings(kube::TrainerSpec{});
+  EXPECT_FALSE(off.pbt.enabled());
+  auto spec = kube::decode<kube::TrainerSpec>(nlohmann::json{{"pbt", pbtMember()}});
+  ASSERT_TRUE(spec.ok()) << spec.status().toString();
+  const TrainerSettings s = trainerSettings(*spec);
+  ASSERT_TRUE(s.pbt.enabled());
+  EXPECT_EQ(s.pbt.directory, "/pbt");
+  EXPECT_EQ(s.pbt.member, "a");
+  EXPECT_EQ(s.pbt.population, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(s.pbt.space.size(), 1u);
+  EXPECT_EQ(s.pbt.space[0].scale, search::Scale::kLog);
+  EXPECT_EQ(s.pbt.quantile, 0.25);
+  EXPECT_EQ(s.pbt.resample_probability, 0.25);
+  EXPECT_FALSE(s.pbt.loss);
+  EXPECT_TRUE(s.pbt.maximize);
+  EXPECT_EQ(s.pbt.wait_seconds, 300);
 }
 
 TEST(TrainerSpec, GivenValuesWinOverDefaults) {
@@ -297,6 +328,44 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"an unknown autotune key",
             {{"autotune", {{"samples", 3}}}},
             {"spec.trainer.autotune.samples"}},
+        Row{"a pbt member", {{"pbt", pbtMember()}}, {}},
+        Row{"a pbt member without a directory",
+            {{"pbt", pbtMember({{"directory", nullptr}})}},
+            {"spec.trainer.pbt.directory"}},
+        Row{"a pbt directory that is relative",
+            {{"pbt", pbtMember({{"directory", "pbt"}})}},
+            {"spec.trainer.pbt.directory"}},
+        Row{"a pbt member not in its population",
+            {{"pbt", pbtMember({{"member", "c"}})}},
+            {"spec.trainer.pbt.member"}},
+        Row{"a pbt population of one",
+            {{"pbt", pbtMember({{"population", {"a"}}, {"member", "a"}})}},
+            {"spec.trainer.pbt.population"}},
+        Row{"a pbt member named twice",
+            {{"pbt", pbtMember({{"population", {"a", "b", "b"}}})}},
+            {"spec.trainer.pbt.population"}},
+        Row{"pbt exploring the model's widths",
+            {{"pbt", pbtMember({{"parameters",
+                                 {{{"path", "model.hidden"}, {"choices", {{128}, {256}}}}}}})}},
+            {"spec.trainer.pbt.parameters[0].path"}},
+        Row{"pbt exploring nothing",
+            {{"pbt", pbtMember({{"parameters", nlohmann::json::array()}})}},
+            {"spec.trainer.pbt.parameters"}},
+        Row{"a pbt range through 0 on a log scale",
+            {{"pbt", pbtMember({{"parameters",
+                                 {{{"path", "optimizer.learningRate"},
+                                   {"min", 0},
+                                   {"max", 0.5},
+                                   {"scale", "log"}}}}})}},
+            {"spec.trainer.pbt.parameters[0].min"}},
+        Row{"a pbt quantile past a half",
+            {{"pbt", pbtMember({{"quantile", 0.6}})}},
+            {"spec.trainer.pbt.quantile"}},
+        Row{"a pbt wait of 0",
+            {{"pbt", pbtMember({{"waitSeconds", 0}})}},
+            {"spec.trainer.pbt.waitSeconds"}},
+        Row{"pbt over one epoch", {{"pbt", pbtMember()}, {"epochs", 1}}, {"spec.trainer.pbt"}},
+        Row{"pbt on the GPU", {{"pbt", pbtMember()}, {"device", "cuda"}}, {"spec.trainer.pbt"}},
         Row{"an unknown key", {{"learningRate", 0.1}}, {"spec.trainer.learningRate"}},
         Row{"an unknown key below", {{"optimizer", {{"lr", 0.1}}}}, {"spec.trainer.optimizer.lr"}}),
     [](const auto& info) {

@@ -6,17 +6,6 @@ namespace ringmaster::kube {
 namespace {
 
 template <class V, class S>
-void visitSearchParameterSpec(V& v, S& s) {
-  v("path", s.path);
-  v("min", s.min);
-  v("max", s.max);
-  v("scale", s.scale);
-  v("integer", s.integer);
-  v("choices", s.choices);
-  v("gridPoints", s.grid_points);
-}
-
-template <class V, class S>
 void visitObjectiveSpec(V& v, S& s) {
   v("metric", s.metric);
   v("goal", s.goal);
@@ -76,7 +65,6 @@ void visitExperiment(V& v, S& s) {
 
 }  // namespace
 
-RM_KUBE_DEFINE_CODEC(SearchParameterSpec, visitSearchParameterSpec)
 RM_KUBE_DEFINE_CODEC(ObjectiveSpec, visitObjectiveSpec)
 RM_KUBE_DEFINE_CODEC(TrialTemplate, visitTrialTemplate)
 RM_KUBE_DEFINE_CODEC(ExperimentSpec, visitExperimentSpec)

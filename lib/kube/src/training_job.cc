@@ -71,6 +71,31 @@ void visitAutotuneSpec(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitSearchParameterSpec(V& v, S& s) {
+  v("path", s.path);
+  v("min", s.min);
+  v("max", s.max);
+  v("scale", s.scale);
+  v("integer", s.integer);
+  v("choices", s.choices);
+  v("gridPoints", s.grid_points);
+}
+
+template <class V, class S>
+void visitPbtSpec(V& v, S& s) {
+  v("directory", s.directory);
+  v("member", s.member);
+  v("population", s.population);
+  v("parameters", s.parameters);
+  v("seed", s.seed);
+  v("quantile", s.quantile);
+  v("resampleProbability", s.resample_probability);
+  v("metric", s.metric);
+  v("goal", s.goal);
+  v("waitSeconds", s.wait_seconds);
+}
+
+template <class V, class S>
 void visitTrainerSpec(V& v, S& s) {
   v("model", s.model);
   v("dataset", s.dataset);
@@ -92,6 +117,7 @@ void visitTrainerSpec(V& v, S& s) {
   v("cudaGraph", s.cuda_graph);
   v("parallelism", s.parallelism);
   v("autotune", s.autotune);
+  v("pbt", s.pbt);
 }
 
 template <class V, class S>
@@ -219,6 +245,8 @@ RM_KUBE_DEFINE_CODEC(PipelineSpec, visitPipelineSpec)
 RM_KUBE_DEFINE_CODEC(ParameterServerSpec, visitParameterServerSpec)
 RM_KUBE_DEFINE_CODEC(ParallelismSpec, visitParallelismSpec)
 RM_KUBE_DEFINE_CODEC(AutotuneSpec, visitAutotuneSpec)
+RM_KUBE_DEFINE_CODEC(SearchParameterSpec, visitSearchParameterSpec)
+RM_KUBE_DEFINE_CODEC(PbtSpec, visitPbtSpec)
 RM_KUBE_DEFINE_CODEC(TrainerSpec, visitTrainerSpec)
 RM_KUBE_DEFINE_CODEC(SchedulingPolicy, visitSchedulingPolicy)
 RM_KUBE_DEFINE_CODEC(ElasticPolicy, visitElasticPolicy)

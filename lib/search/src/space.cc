@@ -130,6 +130,37 @@ std::vector<Assignment> gridOf(const std::vector<Parameter>& space) {
   return out;
 }
 
+std::vector<contract::FieldError> spaceOf(const std::vector<kube::SearchParameterSpec>& specs,
+                                          const std::string& prefix, bool grid,
+                                          std::vector<Parameter>* space) {
+  contract::FieldErrors e;
+  std::vector<Parameter> out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const kube::SearchParameterSpec& spec = specs[i];
+    const std::string at = prefix + "[" + std::to_string(i) + "]";
+    e.unknownFields(at, spec.extra);
+    e.oneOf(at + ".scale", spec.scale, {"linear", "log"});
+    if (!spec.path) e.add(at + ".path", "required");
+    Parameter p;
+    p.path = spec.path.value_or("");
+    p.min = spec.min;
+    p.max = spec.max;
+    p.scale = spec.scale.value_or("linear") == "log" ? Scale::kLog : Scale::kLinear;
+    p.integer = spec.integer.value_or(false);
+    p.choices = spec.choices;
+    p.grid_points = spec.grid_points.value_or(0);
+    out.push_back(std::move(p));
+  }
+  for (contract::FieldError& err : validateSpace(out, prefix, grid)) {
+    const auto& seen = e.errors();
+    if (std::find(seen.begin(), seen.end(), err) == seen.end()) {
+      e.add(std::move(err.field), std::move(err.message));
+    }
+  }
+  if (space != nullptr) *space = std::move(out);
+  return e.take();
+}
+
 Assignment gridAt(const std::vector<Parameter>& space, int64_t index) {
   // Mixed radix, the last parameter the fastest digit, as gridOf nests them.
   Assignment a(space.size());

@@ -14,6 +14,7 @@
 
 #include "ringmaster/contract/field_errors.h"
 #include "ringmaster/kube/training_job.h"
+#include "ringmaster/search/space.h"
 
 namespace ringmaster::contract {
 
@@ -126,8 +127,31 @@ struct TrainerSettings {
     bool operator==(const Autotune&) const = default;
   };
   Autotune autotune;
+  // Population-based training: this run is `member` of `population`, which meets in `directory`
+  // after every epoch (trainer/pbt). Off when member is empty.
+  struct Pbt {
+    std::string directory;
+    std::string member;
+    std::vector<std::string> population;
+    std::vector<search::Parameter> space;  // optimizer fields, swapped in place
+    uint64_t seed = 0;
+    double quantile = 0;
+    double resample_probability = 0;
+    bool loss = false;  // the objective: the test loss, else the test accuracy
+    bool maximize = true;
+    int32_t wait_seconds = 0;
+    bool enabled() const { return !member.empty(); }
+    bool operator==(const Pbt&) const = default;
+  };
+  Pbt pbt;
   bool operator==(const TrainerSettings&) const = default;
 };
+
+// The optimizer fields a pbt member may explore: what an exploit can change between two steps
+// without touching the weights' shapes or the data.
+inline const std::vector<std::string> kPbtFields = {"optimizer.learningRate", "optimizer.momentum",
+                                                    "optimizer.weightDecay", "optimizer.beta1",
+                                                    "optimizer.beta2"};
 
 // Problems of `spec` (an unset field is fine: its default applies), each named under `prefix`
 // ("spec.trainer" in the operator, "trainer" in the trainer).

@@ -43,4 +43,18 @@ inline constexpr char kAutotuneDefaultStepSeconds[] = "defaultStepSeconds";
 inline constexpr char kAutotuneBestStepSeconds[] = "bestStepSeconds";
 inline constexpr char kAutotuneFromCheckpoint[] = "fromCheckpoint";
 
+// The "pbt" object of a population-based training member: its name, the values it ended on, its
+// lineage (one object per exploit: round, step, source, sourceObjective, objective, parameters)
+// and the seconds its rounds took.
+inline constexpr char kPbt[] = "pbt";
+inline constexpr char kPbtMember[] = "member";
+inline constexpr char kPbtParameters[] = "parameters";
+inline constexpr char kPbtLineage[] = "lineage";
+inline constexpr char kPbtRound[] = "round";
+inline constexpr char kPbtStep[] = "step";
+inline constexpr char kPbtSource[] = "source";
+inline constexpr char kPbtSourceObjective[] = "sourceObjective";
+inline constexpr char kPbtObjective[] = "objective";
+inline constexpr char kPbtRoundSeconds[] = "roundSeconds";
+
 }  // namespace ringmaster::contract::trainer_summary

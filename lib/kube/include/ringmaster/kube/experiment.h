@@ -27,20 +27,6 @@ inline constexpr const char* kExperimentLabel = "ringmaster.dev/experiment";
 inline constexpr const char* kTrialIndexLabel = "ringmaster.dev/trial-index";
 inline constexpr const char* kTrialParametersAnnotation = "ringmaster.dev/trial-parameters";
 
-// One hyperparameter: a field under the trial's spec.trainer and the values it takes, a range
-// or a list of choices.
-struct SearchParameterSpec {
-  std::optional<std::string> path;  // "optimizer.learningRate"
-  std::optional<double> min;        // a range's ends
-  std::optional<double> max;
-  std::optional<std::string> scale;  // linear | log
-  std::optional<bool> integer;       // the range's values are whole numbers
-  std::vector<nlohmann::json> choices;
-  std::optional<int32_t> grid_points;  // "gridPoints": a range's values in a grid search
-  nlohmann::json extra;
-  bool operator==(const SearchParameterSpec&) const = default;
-};
-
 // What a trial is judged by: a figure of its final summary, as its TrainingJob's
 // status.progress holds it.
 struct ObjectiveSpec {
@@ -112,7 +98,6 @@ struct Experiment {
   bool operator==(const Experiment&) const = default;
 };
 
-RM_KUBE_DECLARE_CODEC(SearchParameterSpec);
 RM_KUBE_DECLARE_CODEC(ObjectiveSpec);
 RM_KUBE_DECLARE_CODEC(TrialTemplate);
 RM_KUBE_DECLARE_CODEC(ExperimentSpec);

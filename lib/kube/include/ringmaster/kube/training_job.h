@@ -106,6 +106,40 @@ struct AutotuneSpec {
   bool operator==(const AutotuneSpec&) const = default;
 };
 
+// One hyperparameter: a field under the trial's spec.trainer and the values it takes, a range
+// or a list of choices.
+struct SearchParameterSpec {
+  std::optional<std::string> path;  // "optimizer.learningRate"
+  std::optional<double> min;        // a range's ends
+  std::optional<double> max;
+  std::optional<std::string> scale;  // linear | log
+  std::optional<bool> integer;       // the range's values are whole numbers
+  std::vector<nlohmann::json> choices;
+  std::optional<int32_t> grid_points;  // "gridPoints": a range's values in a grid search
+  nlohmann::json extra;
+  bool operator==(const SearchParameterSpec&) const = default;
+};
+
+// Population-based training: this run is one member of a population that trains side by side
+// and, after every epoch, meets in `directory` (a volume every member mounts): each member
+// publishes its objective and a checkpoint, and the bottom quantile continues from a top
+// member's weights and optimizer state with that member's values of `parameters` perturbed.
+// An Experiment's pbt search writes it for each member.
+struct PbtSpec {
+  std::optional<std::string> directory;
+  std::optional<std::string> member;
+  std::vector<std::string> population;          // every member's name, this one's included
+  std::vector<SearchParameterSpec> parameters;  // explored: optimizer fields
+  std::optional<int64_t> seed;
+  std::optional<double> quantile;
+  std::optional<double> resample_probability;  // "resampleProbability"
+  std::optional<std::string> metric;           // testAccuracy | loss
+  std::optional<std::string> goal;             // maximize | minimize
+  std::optional<int32_t> wait_seconds;         // "waitSeconds": for the others at an interval
+  nlohmann::json extra;
+  bool operator==(const PbtSpec&) const = default;
+};
+
 // The built-in trainer (the trainer decodes its --config with this same codec).
 struct TrainerSpec {
   std::optional<ModelSpec> model;
@@ -130,6 +164,7 @@ struct TrainerSpec {
   std::optional<bool> cuda_graph;        // "cudaGraph"
   std::optional<ParallelismSpec> parallelism;
   std::optional<AutotuneSpec> autotune;
+  std::optional<PbtSpec> pbt;
   nlohmann::json extra;
   bool operator==(const TrainerSpec&) const = default;
 };
@@ -289,6 +324,8 @@ RM_KUBE_DECLARE_CODEC(PipelineSpec);
 RM_KUBE_DECLARE_CODEC(ParameterServerSpec);
 RM_KUBE_DECLARE_CODEC(ParallelismSpec);
 RM_KUBE_DECLARE_CODEC(AutotuneSpec);
+RM_KUBE_DECLARE_CODEC(SearchParameterSpec);
+RM_KUBE_DECLARE_CODEC(PbtSpec);
 RM_KUBE_DECLARE_CODEC(TrainerSpec);
 RM_KUBE_DECLARE_CODEC(SchedulingPolicy);
 RM_KUBE_DECLARE_CODEC(ElasticPolicy);

@@ -21,6 +21,7 @@
 
 #include "ringmaster/contract/field_errors.h"
 #include "ringmaster/core/status.h"
+#include "ringmaster/kube/training_job.h"
 
 namespace ringmaster::search {
 
@@ -50,6 +51,13 @@ using Assignment = std::vector<std::pair<std::string, nlohmann::json>>;
 // `grid`: the search is a grid, so every range needs its grid_points.
 std::vector<contract::FieldError> validateSpace(const std::vector<Parameter>& space,
                                                 const std::string& prefix, bool grid);
+
+// The space `specs` describes (an Experiment's spec.parameters, a pbt member's
+// spec.trainer.pbt.parameters) into *space, and its problems under `prefix`: unknown fields, a
+// missing path, a scale other than linear or log, and validateSpace's.
+std::vector<contract::FieldError> spaceOf(const std::vector<kube::SearchParameterSpec>& specs,
+                                          const std::string& prefix, bool grid,
+                                          std::vector<Parameter>* space);
 
 // Every combination of the parameters' grid values, the first parameter varying slowest. A
 // range's values: grid_points evenly on its scale, ends included (integers rounded, repeats
