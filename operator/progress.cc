@@ -130,6 +130,16 @@ core::Result<kube::TrainingProgress> parseTrainerSummary(std::string_view text) 
       p.allreduce_bus_bandwidth = std::round(*v);
     }
   }
+  // A pbt member's outcome: decoded with its type's codec (a bad one is named, not guessed at).
+  if (auto pbt = j.find(key::kPbt); pbt != j.end()) {
+    core::Result<kube::PbtProgress> decoded = kube::decode<kube::PbtProgress>(*pbt);
+    if (decoded.ok()) {
+      p.pbt = std::move(decoded).value();
+      any = true;
+    } else if (bad.ok()) {
+      bad = decoded.status().withContext(key::kPbt);
+    }
+  }
   if (!bad.ok()) return bad;
   if (!any) return core::notFound("no summary field (epochs, steps, finalTrainLoss, ...)");
   return p;
@@ -147,6 +157,7 @@ kube::TrainingProgress mergeProgress(const std::optional<kube::TrainingProgress>
   }
   if (final_figures.test_accuracy) out.test_accuracy = final_figures.test_accuracy;
   if (final_figures.resumed_from_step) out.resumed_from_step = final_figures.resumed_from_step;
+  if (final_figures.pbt) out.pbt = final_figures.pbt;
   return out;
 }
 

@@ -41,6 +41,10 @@ TrialObservation observeTrial(const kube::TrainingJob& trial, int64_t index,
   if (isTrue(trial.status, kSucceeded)) {
     t.state = search::TrialState::kSucceeded;
     t.objective = objectiveOf(trial.status, metric);
+    if (trial.status.progress && trial.status.progress->pbt) {
+      t.final_parameters = trial.status.progress->pbt->parameters;
+      t.lineage = trial.status.progress->pbt->lineage;
+    }
   } else if (isTrue(trial.status, kFailed)) {
     t.state = search::TrialState::kFailed;
   } else if (isTrue(trial.status, kRunning)) {
@@ -104,7 +108,11 @@ SearchPlan decideSearch(const kube::Experiment& experiment, const SearchSettings
       best.parameters[path] = value;
     }
     for (const TrialObservation& t : trials) {
-      if (t.index == *decided.best) best.objective = t.objective;
+      if (t.index != *decided.best) continue;
+      best.objective = t.objective;
+      // A pbt member ends on the values its exploits gave it, not those it started with.
+      for (const auto& [path, value] : t.final_parameters) best.parameters[path] = value;
+      best.lineage = t.lineage;
     }
     status.best_trial = std::move(best);
   }

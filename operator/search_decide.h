@@ -11,6 +11,8 @@
 // Thread-safety: pure functions. Failure: none.
 
 #include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +40,10 @@ struct TrialObservation {
   std::string name;
   search::TrialState state = search::TrialState::kPending;
   std::optional<double> objective;
+  // A pbt member's outcome (its TrainingJob's status.progress.pbt): the values it ended on and
+  // its exploits; empty otherwise.
+  std::map<std::string, nlohmann::json> final_parameters;
+  std::vector<kube::PbtExploit> lineage;
   bool operator==(const TrialObservation&) const = default;
 };
 

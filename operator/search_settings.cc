@@ -6,6 +6,7 @@
 #include <set>
 
 #include "operator/builders.h"
+#include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/fnv.h"
 #include "ringmaster/kube/codec.h"
 
@@ -74,10 +75,10 @@ void validateObjective(const std::optional<kube::ObjectiveSpec>& objective, Fiel
 
 // Each parameter's extreme values written into the template must make a valid trial; what the
 // template alone already gets wrong is reported once, under the template.
-void validateTrialValues(const kube::Experiment& experiment, const SearchSettings& s,
-                         const std::string& trial_name, const std::vector<FieldError>& base,
-                         const ValidateOptions& options, FieldErrors& e) {
-  const kube::TrainingJobSpec& spec = *experiment.spec.trial_template->spec;
+void validateTrialValues(const kube::Experiment& experiment, const kube::TrainingJobSpec& spec,
+                         const SearchSettings& s, const std::string& trial_name,
+                         const std::vector<FieldError>& base, const ValidateOptions& options,
+                         FieldErrors& e) {
   for (size_t i = 0; i < s.space.size(); ++i) {
     const std::string at = std::string(kParameters) + "[" + std::to_string(i) + "]";
     for (const nlohmann::json& value : extremes(s.space[i])) {
@@ -103,6 +104,96 @@ void validateTrialValues(const kube::Experiment& experiment, const SearchSetting
   }
 }
 
+// The template as trial `index` runs it before its values: for pbt, with the member's
+// spec.trainer.pbt (its name, the population, the space, where they meet).
+kube::TrainingJobSpec memberTemplate(const kube::Experiment& experiment, const SearchSettings& s,
+                                     int64_t index) {
+  kube::TrainingJobSpec spec = *experiment.spec.trial_template->spec;
+  if (s.algorithm != SearchAlgorithm::kPbt) return spec;
+  kube::PbtSpec pbt;
+  // A directory per Experiment object: a later search of the same name never reads the
+  // reports of an earlier one left on the volume.
+  pbt.directory =
+      s.pbt_directory + (experiment.metadata.uid.empty() ? "" : "/" + experiment.metadata.uid);
+  pbt.member = trialName(experiment.metadata.name, index);
+  for (int32_t i = 0; i < s.parallelism; ++i) {
+    pbt.population.push_back(trialName(experiment.metadata.name, i));
+  }
+  pbt.parameters = experiment.spec.parameters;
+  pbt.seed = static_cast<int64_t>(s.seed & 0x7fffffffffffffffULL);
+  pbt.quantile = s.pbt_quantile;
+  pbt.resample_probability = s.pbt_resample_probability;
+  pbt.metric = name(s.metric);
+  pbt.goal = s.maximize ? "maximize" : "minimize";
+  pbt.wait_seconds = s.pbt_wait_seconds;
+  if (!spec.trainer) spec.trainer.emplace();
+  spec.trainer->pbt = std::move(pbt);
+  return spec;
+}
+
+// spec.pbt and what pbt asks of the rest: one population that trains at once, optimizer fields
+// (what an exploit swaps in place), one rank per member, a directory every member mounts.
+void validatePbtSearch(const kube::ExperimentSpec& spec, SearchSettings& s, FieldErrors& e) {
+  if (s.algorithm != SearchAlgorithm::kPbt) {
+    if (spec.pbt) e.add("spec.pbt", "only for algorithm pbt");
+    return;
+  }
+  if (!spec.pbt) {
+    e.add("spec.pbt", "required for algorithm pbt: the directory where the members meet");
+    return;
+  }
+  const kube::PbtSearchSpec& pbt = *spec.pbt;
+  e.unknownFields("spec.pbt", pbt.extra);
+  s.pbt_directory = pbt.directory.value_or("");
+  if (s.pbt_directory.empty() || s.pbt_directory.front() != '/') {
+    e.add("spec.pbt.directory",
+          "required: an absolute path on a volume every trial mounts, where the members meet");
+  }
+  s.pbt_quantile = pbt.quantile;
+  s.pbt_resample_probability = pbt.resample_probability;
+  s.pbt_wait_seconds = pbt.wait_seconds;
+  if (spec.max_trials && *spec.max_trials != s.parallelism) {
+    e.add("spec.maxTrials",
+          "a pbt population trains all at once: maxTrials must equal "
+          "parallelism (" +
+              std::to_string(s.parallelism) + "), got " + std::to_string(*spec.max_trials));
+  }
+  if (s.parallelism < 2) {
+    e.add("spec.parallelism",
+          "a pbt population needs at least 2 members, got " + std::to_string(s.parallelism));
+  }
+  for (size_t i = 0; i < spec.parameters.size(); ++i) {
+    const std::string path = spec.parameters[i].path.value_or("");
+    if (!path.empty() && std::find(contract::kPbtFields.begin(), contract::kPbtFields.end(),
+                                   path) == contract::kPbtFields.end()) {
+      e.add(std::string(kParameters) + "[" + std::to_string(i) + "].path",
+            contract::invalidValue(path,
+                                   "pbt explores optimizer fields (optimizer.learningRate, "
+                                   "momentum, weightDecay, beta1, beta2): an exploit "
+                                   "swaps them in place, keeping the weights it copies"));
+    }
+  }
+  if (!spec.trial_template || !spec.trial_template->spec) return;
+  const kube::TrainingJobSpec& t = *spec.trial_template->spec;
+  if (t.replicas.value_or(1) * t.procs_per_replica.value_or(1) != 1) {
+    e.add(kTemplateSpec + std::string(".replicas"),
+          "a pbt member trains on one rank: replicas 1, procsPerReplica 1");
+  }
+  bool mounted = false;
+  for (const kube::VolumeMount& m : t.volume_mounts) {
+    const std::string& at = m.mount_path;
+    mounted = mounted || (!at.empty() && s.pbt_directory.rfind(at, 0) == 0 &&
+                          (s.pbt_directory.size() == at.size() || at.back() == '/' ||
+                           s.pbt_directory[at.size()] == '/'));
+  }
+  if (!s.pbt_directory.empty() && !mounted) {
+    e.add("spec.pbt.directory",
+          contract::invalidValue(s.pbt_directory,
+                                 "is on none of spec.trialTemplate.spec.volumeMounts: every "
+                                 "member must see the same directory"));
+  }
+}
+
 }  // namespace
 
 search::TrialBudget SearchSettings::budget() const {
@@ -117,7 +208,15 @@ search::TrialBudget SearchSettings::budget() const {
 }
 
 const char* name(SearchAlgorithm value) {
-  return value == SearchAlgorithm::kGrid ? "grid" : "random";
+  switch (value) {
+    case SearchAlgorithm::kGrid:
+      return "grid";
+    case SearchAlgorithm::kPbt:
+      return "pbt";
+    case SearchAlgorithm::kRandom:
+      break;
+  }
+  return "random";
 }
 
 const char* name(ObjectiveMetric value) {
@@ -131,8 +230,9 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
   SearchSettings s;
   const kube::ExperimentSpec& spec = experiment.spec;
   e.unknownFields("spec", spec.extra);
-  e.oneOf("spec.algorithm", spec.algorithm, {"grid", "random"});
+  e.oneOf("spec.algorithm", spec.algorithm, {"grid", "random", "pbt"});
   if (spec.algorithm == "grid") s.algorithm = SearchAlgorithm::kGrid;
+  if (spec.algorithm == "pbt") s.algorithm = SearchAlgorithm::kPbt;
   s.seed = spec.seed ? static_cast<uint64_t>(*spec.seed) : core::fnv1a32(experiment.metadata.uid);
   validateObjective(spec.objective, e, s);
 
@@ -160,7 +260,10 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
   } else if (s.algorithm == SearchAlgorithm::kRandom) {
     if (!spec.max_trials) e.add("spec.maxTrials", "required for a random search");
     s.max_trials = spec.max_trials.value_or(1);
+  } else {
+    s.max_trials = s.parallelism;
   }
+  validatePbtSearch(spec, s, e);
 
   const std::string trial_name = trialName(experiment.metadata.name, std::max(0, s.max_trials - 1));
   if (!spec.trial_template || !spec.trial_template->spec) {
@@ -173,8 +276,10 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
             "a search sets fields of the built-in trainer (spec.trainer); a trial cannot run a "
             "program of its own");
     }
+    const kube::TrainingJobSpec member =
+        memberTemplate(experiment, s, std::max(0, s.max_trials - 1));
     const kube::TrainingJob job =
-        jobNamed(trial_name, experiment.metadata.namespace_name, withDefaults(tspec, options));
+        jobNamed(trial_name, experiment.metadata.namespace_name, withDefaults(member, options));
     const std::vector<FieldError> base = validate(job, options);
     for (const FieldError& err : base) {
       if (err.field == "metadata.name") {
@@ -184,7 +289,7 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
         e.add(templateField(err.field), err.message);
       }
     }
-    if (space_ok) validateTrialValues(experiment, s, trial_name, base, options, e);
+    if (space_ok) validateTrialValues(experiment, member, s, trial_name, base, options, e);
   }
   if (e.empty() && settings != nullptr) *settings = std::move(s);
   return e.take();
@@ -212,7 +317,7 @@ core::Result<kube::TrainingJob> trialJob(const kube::Experiment& experiment,
   const search::Assignment values = trialAssignment(settings, index);
   const std::string name = trialName(experiment.metadata.name, index);
   RM_ASSIGN_OR_RETURN(kube::TrainingJobSpec spec,
-                      withValues(*experiment.spec.trial_template->spec, values));
+                      withValues(memberTemplate(experiment, settings, index), values));
   // Trials never share a checkpoint: each would resume the one before.
   if (spec.trainer && spec.trainer->checkpoint && spec.trainer->checkpoint->path) {
     std::string& path = *spec.trainer->checkpoint->path;

@@ -1,7 +1,9 @@
 #pragma once
 // An Experiment's spec as the operator acts on it: every default applied (the schema's, spelled
 // here once), the search space as lib/search's Parameters, and the TrainingJob each trial runs:
-// spec.trialTemplate.spec with the trial's values written under spec.trainer. Validation
+// spec.trialTemplate.spec with the trial's values written under spec.trainer (and, for pbt, the
+// member's spec.trainer.pbt: the population is `parallelism` trials that train at once and meet
+// in spec.pbt.directory after every epoch). Validation
 // refuses what would make a bad trial before any trial exists: the template is validated as a
 // TrainingJob (errors under spec.trialTemplate.spec), and every parameter's extreme values (a
 // range's ends, each choice) are written into the template and validated too, so that a path
@@ -25,7 +27,7 @@
 
 namespace ringmaster::op {
 
-enum class SearchAlgorithm { kGrid, kRandom };
+enum class SearchAlgorithm { kGrid, kRandom, kPbt };
 enum class ObjectiveMetric { kTestAccuracy, kLoss };
 
 // Katib's parallelTrialCount and maxFailedTrialCount defaults.
@@ -49,11 +51,15 @@ struct SearchSettings {
   int32_t max_trials = 0;  // random: required; grid: the grid's size
   int32_t parallelism = kDefaultSearchParallelism;
   int32_t max_failed_trials = kDefaultMaxFailedTrials;
+  // pbt: the population is `parallelism` trials that train at once; spec.pbt.
+  std::string pbt_directory;
+  std::optional<double> pbt_quantile, pbt_resample_probability;
+  std::optional<int32_t> pbt_wait_seconds;
 
   search::TrialBudget budget() const;
 };
 
-const char* name(SearchAlgorithm value);  // "grid" | "random"
+const char* name(SearchAlgorithm value);  // "grid" | "random" | "pbt"
 const char* name(ObjectiveMetric value);  // "testAccuracy" | "loss"
 
 // Every problem of `experiment`'s spec, each naming its field; `settings` (when not null) holds
@@ -66,11 +72,13 @@ core::Result<SearchSettings> searchSettingsOf(const kube::Experiment& experiment
 
 // "<experiment>-trial-<index>"
 std::string trialName(const std::string& experiment, int64_t index);
-// Trial `index`'s values: the grid's point, or the random draw for (seed, index).
+// Trial `index`'s values: the grid's point, or the random draw for (seed, index) (a pbt member's
+// first values).
 search::Assignment trialAssignment(const SearchSettings& settings, int64_t index);
 // The TrainingJob of trial `index`: the template's spec with the trial's values under
 // spec.trainer and a checkpoint directory of its own (<checkpoint.path>/<trial name>), owned by
-// the Experiment and labelled with it and the index.
+// the Experiment and labelled with it and the index; a pbt member's spec.trainer.pbt names it,
+// its population and where they meet.
 core::Result<kube::TrainingJob> trialJob(const kube::Experiment& experiment,
                                          const SearchSettings& settings, int64_t index);
 

@@ -214,18 +214,27 @@ class CpuEngine final : public StepEngine {
   Status exploit(const std::string& file,
                  const contract::TrainerSettings::Optimizer& optimizer) override {
     RM_ASSIGN_OR_RETURN(checkpoint::Checkpoint ck, checkpoint::readCheckpointFile(file));
-    if (ck.model_signature != model_.signature() ||
-        !checkpointFits(ck, model_.params().size(), optimizer_)) {
+    if (ck.model_signature != model_.signature() || ck.params.size() != model_.params().size() ||
+        ck.optimizer_type != optimizer_.type()) {
       return core::invalidArgument(file + " holds " + ck.model_signature + " with " +
                                    ck.optimizer_type + " state, not this member's " +
                                    model_.signature() + " with " + optimizer_.type());
     }
-    std::copy(ck.params.begin(), ck.params.end(), model_.params().begin());
-    std::vector<std::vector<float>*> state = optimizer_.state();
-    for (size_t i = 0; i < state.size(); ++i) *state[i] = ck.optimizer_state[i];
-    optimizer_.setStepCount(ck.optimizer_step);
+    // The new values first: they may need state the old ones did not (momentum from 0).
     optimizer_settings_ = optimizer;
     optimizer_.setHyperparameters(optimizerConfig(optimizer));
+    std::copy(ck.params.begin(), ck.params.end(), model_.params().begin());
+    // The source's state where it has some (of the same size), zeros where it had none: its
+    // momentum was 0, so its update carried no history.
+    std::vector<std::vector<float>*> state = optimizer_.state();
+    for (size_t i = 0; i < state.size(); ++i) {
+      if (i < ck.optimizer_state.size() && ck.optimizer_state[i].size() == state[i]->size()) {
+        *state[i] = ck.optimizer_state[i];
+      } else {
+        std::fill(state[i]->begin(), state[i]->end(), 0.0f);
+      }
+    }
+    optimizer_.setStepCount(ck.optimizer_step);
     return Status::Ok();
   }
 

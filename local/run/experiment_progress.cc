@@ -93,8 +93,15 @@ std::string trialTable(const kube::Experiment& experiment,
                                                          : t.status.phase.value_or("Pending");
     if (row.state == "Succeeded") row.score = objectiveOf(experiment, t);
     row.objective = row.score ? number(*row.score) : "-";
+    // A pbt member's values are those it ended on; any other trial's, those it was given.
     auto values = t.metadata.annotations.find(kube::kTrialParametersAnnotation);
     row.values = values == t.metadata.annotations.end() ? "" : values->second;
+    if (t.status.progress && t.status.progress->pbt &&
+        !t.status.progress->pbt->parameters.empty()) {
+      nlohmann::json ended(t.status.progress->pbt->parameters);
+      row.values = ended.dump() + " (" + std::to_string(t.status.progress->pbt->lineage.size()) +
+                   " exploits)";
+    }
     auto index = t.metadata.labels.find(kube::kTrialIndexLabel);
     if (index != t.metadata.labels.end()) row.index = std::atoll(index->second.c_str());
     rows.push_back(std::move(row));

@@ -24,7 +24,8 @@ std::string finishedSearch(const kube::Experiment& experiment);
 std::string searchOutcome(const kube::Experiment& experiment);
 
 // One line per trial, ordered by objective (best first; the experiment's goal decides), then
-// the unfinished and failed ones by index, under a header; the best trial marked with '*'.
+// the unfinished and failed ones by index, under a header; the best trial marked with '*'. A
+// pbt member's values are those it ended on, with its count of exploits.
 std::string trialTable(const kube::Experiment& experiment,
                        const std::vector<kube::TrainingJob>& trials);
 

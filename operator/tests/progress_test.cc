@@ -107,6 +107,27 @@ TEST(TrainerSummary, ARunThatResumedAtTheEndHasNoTrainingFigures) {
   EXPECT_FALSE(merged.samples_per_second.has_value());
 }
 
+TEST(TrainerSummary, APbtMembersLineageFoldsIntoProgressAndMerges) {
+  auto p = parseTrainerSummary(R"({"epochs": 4, "testAccuracy": 0.8437,
+      "pbt": {"member": "exp-trial-3", "parameters": {"optimizer.learningRate": 0.002},
+              "roundSeconds": 0.12,
+              "lineage": [{"round": 1, "step": 469, "source": "exp-trial-2",
+                           "sourceObjective": 0.81, "objective": 0.75,
+                           "parameters": {"optimizer.learningRate": 0.0032}}]}})");
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  ASSERT_TRUE(p->pbt.has_value());
+  EXPECT_EQ(p->pbt->member, "exp-trial-3");
+  EXPECT_EQ(p->pbt->round_seconds, 0.12);
+  ASSERT_EQ(p->pbt->lineage.size(), 1u);
+  EXPECT_EQ(p->pbt->lineage[0].source, "exp-trial-2");
+  EXPECT_EQ(p->pbt->lineage[0].step, 469);
+  EXPECT_EQ(mergeProgress(kube::TrainingProgress{}, *p).pbt, p->pbt);
+  // A pbt object of the wrong shape is named, not guessed at.
+  auto bad = parseTrainerSummary(R"({"epochs": 4, "pbt": {"lineage": 3}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("pbt"), std::string::npos) << bad.status().message();
+}
+
 TEST(TrainerSummary, BadMessagesAreErrorsNotCrashes) {
   struct Case {
     std::string text;

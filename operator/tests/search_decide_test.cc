@@ -223,6 +223,26 @@ TEST(DecideSearch, TheBestTrialCarriesItsValuesAndObjective) {
   EXPECT_EQ(plan.status.observed_generation, 1);
 }
 
+TEST(DecideSearch, APbtBestTrialEndsOnItsExploitedValuesWithItsLineage) {
+  const SearchSettings s = settings(2, 2);
+  TrialObservation winner = trial(1, S, 0.86);
+  winner.final_parameters = {{"optimizer.learningRate", 0.0042}};
+  kube::PbtExploit exploit;
+  exploit.round = 2;
+  exploit.step = 938;
+  exploit.source = "exp-trial-0";
+  exploit.source_objective = 0.83;
+  exploit.objective = 0.81;
+  exploit.parameters = winner.final_parameters;
+  winner.lineage = {exploit};
+  const SearchPlan plan = decideSearch(experiment(), s, {trial(0, S, 0.84), winner}, kNow);
+  ASSERT_TRUE(plan.status.best_trial.has_value());
+  EXPECT_EQ(plan.status.best_trial->name, "exp-trial-1");
+  EXPECT_EQ(plan.status.best_trial->parameters.at("optimizer.learningRate"), 0.0042)
+      << "the values it ended on, not its first draw";
+  EXPECT_EQ(plan.status.best_trial->lineage, std::vector<kube::PbtExploit>{exploit});
+}
+
 TEST(DecideSearch, AnEndedSearchStaysEndedAndStopsWhatStillRuns) {
   kube::Experiment e = experiment();
   SearchSettings s = settings();
@@ -260,8 +280,13 @@ TEST(ObserveTrial, StateAndObjectiveFromItsTrainingJob) {
   job.status.progress->loss = 0.35;
   setCondition(job.status, kRunning, false, "JobSucceeded", "", 1, kNow);
   setCondition(job.status, kSucceeded, true, "AllRanksSucceeded", "", 1, kNow);
+  job.status.progress->pbt = kube::PbtProgress{};
+  job.status.progress->pbt->parameters = {{"optimizer.momentum", 0.5}};
   const TrialObservation done = observeTrial(job, 3, ObjectiveMetric::kTestAccuracy);
-  EXPECT_EQ(done, (TrialObservation{3, "exp-trial-3", S, 0.87}));
+  EXPECT_EQ(done.state, S);
+  EXPECT_EQ(done.objective, 0.87);
+  EXPECT_EQ(done.final_parameters,
+            (std::map<std::string, nlohmann::json>{{"optimizer.momentum", 0.5}}));
   EXPECT_EQ(observeTrial(job, 3, ObjectiveMetric::kLoss).objective, 0.35);
   setCondition(job.status, kSucceeded, false, "", "", 1, kNow);
   setCondition(job.status, kFailed, true, "BackoffLimitExceeded", "", 1, kNow);

@@ -212,6 +212,90 @@ TEST(TrialJob, AGridsTrialsAreItsPointsInOrder) {
   EXPECT_EQ(trialAssignment(s, 5)[1].second, 0.9);
 }
 
+json pbtExampleJson() {
+  auto docs = kube::readYamlDocuments(std::string(RM_EXAMPLES_DIR) + "/fashion-mnist-pbt.yaml");
+  EXPECT_TRUE(docs.ok()) << docs.status().toString();
+  json doc = (*docs)[0];
+  doc["metadata"]["namespace"] = "default";
+  doc["metadata"]["uid"] = "pbt-uid";
+  return doc;
+}
+
+TEST(SearchSettings, APbtPopulationIsItsParallelismAndEachMemberKnowsIt) {
+  const kube::Experiment experiment = experimentOf(pbtExampleJson());
+  SearchSettings s;
+  const std::vector<FieldError> errors = validateExperiment(experiment, {}, &s);
+  ASSERT_TRUE(errors.empty()) << contract::describe(errors);
+  EXPECT_EQ(s.algorithm, SearchAlgorithm::kPbt);
+  EXPECT_EQ(s.max_trials, 4);
+  EXPECT_EQ(s.budget().parallelism, 4);
+
+  const kube::TrainingJob member = *trialJob(experiment, s, 2);
+  ASSERT_TRUE(member.spec.trainer && member.spec.trainer->pbt);
+  const kube::PbtSpec& pbt = *member.spec.trainer->pbt;
+  EXPECT_EQ(pbt.member, "fmnist-pbt-trial-2");
+  EXPECT_EQ(pbt.population, (std::vector<std::string>{"fmnist-pbt-trial-0", "fmnist-pbt-trial-1",
+                                                      "fmnist-pbt-trial-2", "fmnist-pbt-trial-3"}));
+  EXPECT_EQ(pbt.directory, "/pbt/pbt-uid") << "a directory per Experiment object";
+  EXPECT_EQ(pbt.parameters, experiment.spec.parameters);
+  EXPECT_EQ(pbt.seed, 3);
+  EXPECT_EQ(pbt.quantile, 0.25);
+  EXPECT_EQ(pbt.wait_seconds, 120);
+  EXPECT_EQ(pbt.metric, "testAccuracy");
+  EXPECT_EQ(pbt.goal, "maximize");
+  // Its first values are its own random draw, and the trainer takes the member as valid.
+  EXPECT_EQ(json(*member.spec.trainer->optimizer->learning_rate), trialAssignment(s, 2)[0].second);
+  EXPECT_TRUE(validate(member).empty()) << contract::describe(validate(member));
+}
+
+TEST(SearchSettings, RefusesBadPbtSearchesNamingTheField) {
+  const std::vector<Refusal> cases = {
+      {"no_population_spec", [](json& d) { d["spec"].erase("pbt"); }, "spec.pbt", "required"},
+      {"a_relative_directory", [](json& d) { d["spec"]["pbt"]["directory"] = "pbt"; },
+       "spec.pbt.directory", "absolute"},
+      {"a_directory_no_trial_mounts", [](json& d) { d["spec"]["pbt"]["directory"] = "/elsewhere"; },
+       "spec.pbt.directory", "volumeMounts"},
+      {"a_mount_that_only_shares_a_prefix",
+       [](json& d) { d["spec"]["pbt"]["directory"] = "/pbtx"; }, "spec.pbt.directory",
+       "volumeMounts"},
+      {"exploring_the_model",
+       [](json& d) {
+         d["spec"]["parameters"][1] = {
+             {"path", "model.hidden"},
+             {"choices", json::array({json::array({64}), json::array({128})})}};
+       },
+       "spec.parameters[1].path", "optimizer fields"},
+      {"members_of_two_ranks", [](json& d) { d["spec"]["trialTemplate"]["spec"]["replicas"] = 2; },
+       "spec.trialTemplate.spec.replicas", "one rank"},
+      {"max_trials_beyond_the_population", [](json& d) { d["spec"]["maxTrials"] = 8; },
+       "spec.maxTrials", "equal parallelism"},
+      {"a_population_of_one", [](json& d) { d["spec"]["parallelism"] = 1; }, "spec.parallelism",
+       "at least 2"},
+      {"one_epoch", [](json& d) { d["spec"]["trialTemplate"]["spec"]["trainer"]["epochs"] = 1; },
+       "spec.trialTemplate.spec.trainer.pbt", "at least 2 epochs"},
+      {"a_quantile_past_a_half", [](json& d) { d["spec"]["pbt"]["quantile"] = 0.7; },
+       "spec.trialTemplate.spec.trainer.pbt.quantile", "0.5"},
+      {"population_settings_on_a_random_search",
+       [](json& d) {
+         d["spec"]["algorithm"] = "random";
+         d["spec"]["maxTrials"] = 4;
+       },
+       "spec.pbt", "only for algorithm pbt"},
+  };
+  for (const Refusal& c : cases) {
+    SCOPED_TRACE(c.name);
+    json doc = pbtExampleJson();
+    c.change(doc);
+    const std::vector<FieldError> errors = validateExperiment(experimentOf(doc), {}, nullptr);
+    bool named = false;
+    for (const FieldError& e : errors) {
+      named = named || (e.field == c.field && e.message.find(c.says) != std::string::npos);
+    }
+    EXPECT_TRUE(named) << "want " << c.field << ": ..." << c.says << "...; got "
+                       << contract::describe(errors);
+  }
+}
+
 TEST(TrialIndex, OnlyAWholeNumberLabel) {
   kube::ObjectMeta meta;
   EXPECT_EQ(trialIndexOf(meta), std::nullopt);

@@ -7,6 +7,9 @@
 //     `kubectl get exp` and `describe` show it;
 //   - bad searches are refused naming the field: by the API server (the schema) where it can
 //     tell, else by the operator (Failed, InvalidSpec) before any trial exists;
+//   - the pbt example's 4 members meet after each epoch: one exploit a round, in place (no
+//     restart, each under 2 s), every member's lineage in its status and the winner's in the
+//     Experiment's;
 // and `ringmaster local run examples/fashion-mnist-search.yaml` as a user runs it.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -185,6 +188,54 @@ TEST_P(SearchE2e, BadSearchesAreRefusedNamingTheField) {
   EXPECT_NE(message.find("spec.parameters[0]"), std::string::npos) << message;
   EXPECT_NE(message.find("optimizer.learningRat"), std::string::npos) << message;
   EXPECT_EQ(trials("no-such-field").size(), 0u);
+}
+
+// Population-based training: 4 members, 4 epochs, 3 rounds of one exploit each, in place.
+TEST_P(SearchE2e, PbtMembersExploitInPlaceAndTheBestKeepsItsLineage) {
+  ASSERT_EQ(cluster_.apply(readExample("fashion-mnist-pbt.yaml")).exit_code, 0);
+  json experiment;
+  ASSERT_TRUE(testutil::eventually(600s, [&] {
+    experiment = cluster_.get("experiment", "fmnist-pbt");
+    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
+    return phase == "Succeeded" || phase == "Failed";
+  })) << experiment.dump(2);
+  ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
+  EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4);
+
+  int exploits = 0;
+  double best = -1;
+  json best_trial;
+  for (const json& t : trials("fmnist-pbt")) {
+    const std::string name = t["metadata"]["name"];
+    EXPECT_EQ(t.value("/status/phase"_json_pointer, std::string()), "Succeeded") << name;
+    EXPECT_EQ(t.value("/status/restarts"_json_pointer, -1), 0)
+        << name << ": exploits restart nothing";
+    const json pbt = t.value("/status/progress/pbt"_json_pointer, json::object());
+    EXPECT_EQ(pbt.value("member", ""), name) << t["status"].dump(2);
+    EXPECT_TRUE(pbt["parameters"].contains("optimizer.learningRate")) << pbt.dump();
+    for (const json& e : pbt.value("lineage", json::array())) {
+      ++exploits;
+      EXPECT_NE(e.value("source", ""), name);
+      EXPECT_GE(e.value("sourceObjective", 0.0), e.value("objective", 1.0)) << e.dump();
+      EXPECT_TRUE(e["parameters"].contains("optimizer.momentum")) << e.dump();
+    }
+    // Every exploit of this member took under 2 s, in its own words.
+    const std::string log = cluster_.podLog(name + "-worker-0");
+    for (size_t at = log.find("exploit took "); at != std::string::npos;
+         at = log.find("exploit took ", at + 1)) {
+      EXPECT_LT(std::atoi(log.c_str() + at + 13), 2000) << log.substr(at, 40);
+    }
+    const double accuracy = t.value("/status/progress/testAccuracy"_json_pointer, -1.0);
+    if (accuracy > best) best = accuracy, best_trial = t;
+  }
+  EXPECT_EQ(exploits, 3) << "one of four members exploits in each of the three rounds";
+  const json& reported = experiment["status"]["bestTrial"];
+  EXPECT_EQ(reported.value("name", ""), best_trial["metadata"].value("name", "?"));
+  EXPECT_DOUBLE_EQ(reported.value("objective", 0.0), best);
+  EXPECT_EQ(reported["parameters"], best_trial["status"]["progress"]["pbt"]["parameters"])
+      << "the values the winner ended on";
+  EXPECT_EQ(reported.value("lineage", json::array()),
+            best_trial["status"]["progress"]["pbt"].value("lineage", json::array()));
 }
 
 INSTANTIATE_TEST_SUITE_P(ControlPlanes, SearchE2e, ::testing::ValuesIn(testutil::kControlPlanes),

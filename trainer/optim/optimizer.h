@@ -58,8 +58,9 @@ class Optimizer {
   // For schedules (warm-up, decay) between steps.
   void setLearningRate(double lr) { config_.learning_rate = lr; }
   // Every hyperparameter at once, between steps (population-based training's exploit); the
-  // type stays this optimizer's.
-  void setHyperparameters(const OptimizerConfig& config) {
+  // type stays this optimizer's. State a value now needs (SGD's momentum buffer when momentum
+  // becomes nonzero) starts at zero; state() may then hold more buffers than before.
+  virtual void setHyperparameters(const OptimizerConfig& config) {
     const OptimizerKind type = config_.type;
     config_ = config;
     config_.type = type;

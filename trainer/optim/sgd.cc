@@ -39,6 +39,11 @@ Sgd::Sgd(const OptimizerConfig& config, size_t num_params) : Optimizer(config, n
   if (config.momentum != 0) momentum_.assign(num_params, 0.0f);
 }
 
+void Sgd::setHyperparameters(const OptimizerConfig& config) {
+  Optimizer::setHyperparameters(config);
+  if (config.momentum != 0 && momentum_.empty()) momentum_.assign(num_params_, 0.0f);
+}
+
 std::vector<std::vector<float>*> Sgd::state() {
   if (momentum_.empty()) return {};
   return {&momentum_};

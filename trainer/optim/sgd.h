@@ -11,10 +11,13 @@ class Sgd : public Optimizer {
   Sgd(const OptimizerConfig& config, size_t num_params);
   std::string type() const override { return "sgd"; }
   std::vector<std::vector<float>*> state() override;
+  void setHyperparameters(const OptimizerConfig& config) override;
 
  private:
   void update(const float* from, float* into, const float* grads) override;
-  std::vector<float> momentum_;  // empty when momentum == 0
+  // Empty while momentum has been 0 (a buffer kept once made: at momentum 0 it holds the last
+  // step's direction, and the update is plain SGD's).
+  std::vector<float> momentum_;
 };
 
 }  // namespace ringmaster::trainer::optim

@@ -13,6 +13,14 @@ void visitObjectiveSpec(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitPbtSearchSpec(V& v, S& s) {
+  v("directory", s.directory);
+  v("quantile", s.quantile);
+  v("resampleProbability", s.resample_probability);
+  v("waitSeconds", s.wait_seconds);
+}
+
+template <class V, class S>
 void visitTrialTemplate(V& v, S& s) {
   v("spec", s.spec);
 }
@@ -27,6 +35,7 @@ void visitExperimentSpec(V& v, S& s) {
   v("parallelism", s.parallelism);
   v("maxFailedTrials", s.max_failed_trials);
   v("trialTemplate", s.trial_template);
+  v("pbt", s.pbt);
 }
 
 template <class V, class S>
@@ -35,6 +44,7 @@ void visitTrialResult(V& v, S& s) {
   v("index", s.index);
   v("parameters", s.parameters);
   v("objective", s.objective);
+  v("lineage", s.lineage);
 }
 
 template <class V, class S>
@@ -66,6 +76,7 @@ void visitExperiment(V& v, S& s) {
 }  // namespace
 
 RM_KUBE_DEFINE_CODEC(ObjectiveSpec, visitObjectiveSpec)
+RM_KUBE_DEFINE_CODEC(PbtSearchSpec, visitPbtSearchSpec)
 RM_KUBE_DEFINE_CODEC(TrialTemplate, visitTrialTemplate)
 RM_KUBE_DEFINE_CODEC(ExperimentSpec, visitExperimentSpec)
 RM_KUBE_DEFINE_CODEC(TrialResult, visitTrialResult)

@@ -195,6 +195,24 @@ void visitPodReplacement(V& v, S& s) {
 }
 
 template <class V, class S>
+void visitPbtExploit(V& v, S& s) {
+  v("round", s.round);
+  v("step", s.step);
+  v("source", s.source);
+  v("sourceObjective", s.source_objective);
+  v("objective", s.objective);
+  v("parameters", s.parameters);
+}
+
+template <class V, class S>
+void visitPbtProgress(V& v, S& s) {
+  v("member", s.member);
+  v("parameters", s.parameters);
+  v("lineage", s.lineage);
+  v("roundSeconds", s.round_seconds);
+}
+
+template <class V, class S>
 void visitTrainingProgress(V& v, S& s) {
   v("epoch", s.epoch);
   v("step", s.step);
@@ -203,6 +221,7 @@ void visitTrainingProgress(V& v, S& s) {
   v("allreduceBusBandwidth", s.allreduce_bus_bandwidth);
   v("testAccuracy", s.test_accuracy);
   v("resumedFromStep", s.resumed_from_step);
+  v("pbt", s.pbt);
 }
 
 template <class V, class S>
@@ -256,6 +275,8 @@ RM_KUBE_DEFINE_CODEC(TrainingJobSpec, visitTrainingJobSpec)
 RM_KUBE_DEFINE_CODEC(ReplicaStatus, visitReplicaStatus)
 RM_KUBE_DEFINE_CODEC(RoleStatuses, visitRoleStatuses)
 RM_KUBE_DEFINE_CODEC(PodReplacement, visitPodReplacement)
+RM_KUBE_DEFINE_CODEC(PbtExploit, visitPbtExploit)
+RM_KUBE_DEFINE_CODEC(PbtProgress, visitPbtProgress)
 RM_KUBE_DEFINE_CODEC(TrainingProgress, visitTrainingProgress)
 RM_KUBE_DEFINE_CODEC(TrainingJobStatus, visitTrainingJobStatus)
 RM_KUBE_DEFINE_CODEC(TrainingJob, visitTrainingJob)

@@ -33,6 +33,32 @@ TEST(Sgd, PlainStepIsLearningRateTimesGradient) {
   EXPECT_EQ(o->type(), "sgd");
 }
 
+// Population-based training swaps values between steps: momentum from 0 gets a buffer of zeros
+// (the first step after is plain SGD's, as a fresh momentum run's), back to 0 keeps it unused.
+TEST(Sgd, NewHyperparametersMakeTheStateTheyNeed) {
+  OptimizerConfig c;
+  c.learning_rate = 0.1;
+  c.momentum = 0;
+  auto o = make(c, 2);
+  ASSERT_TRUE(o->state().empty());
+  c.momentum = 0.9;
+  c.learning_rate = 0.2;
+  o->setHyperparameters(c);
+  ASSERT_EQ(o->state().size(), 1u);
+  EXPECT_EQ(*o->state()[0], (std::vector<float>{0, 0}));
+  EXPECT_EQ(o->learningRate(), 0.2);
+  std::vector<float> p = {1.0f, 1.0f};
+  o->step(p, std::vector<float>{1.0f, -1.0f});
+  EXPECT_FLOAT_EQ(p[0], 0.8f);
+  EXPECT_FLOAT_EQ(p[1], 1.2f);
+  o->step(p, std::vector<float>{1.0f, -1.0f});  // buf = 0.9 * 1 + 1
+  EXPECT_FLOAT_EQ(p[0], 0.8f - 0.2f * 1.9f);
+  c.momentum = 0;
+  o->setHyperparameters(c);
+  o->step(p, std::vector<float>{1.0f, -1.0f});  // plain again: buf = 0 * buf + g
+  EXPECT_FLOAT_EQ(p[0], 0.8f - 0.2f * 1.9f - 0.2f);
+}
+
 TEST(Sgd, MomentumAndWeightDecayFollowTorchForThreeSteps) {
   OptimizerConfig c;
   c.learning_rate = 0.1;

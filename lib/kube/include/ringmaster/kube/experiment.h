@@ -38,6 +38,16 @@ struct ObjectiveSpec {
   bool operator==(const ObjectiveSpec&) const = default;
 };
 
+// Population-based training's population: where its members meet and how they exploit.
+struct PbtSearchSpec {
+  std::optional<std::string> directory;  // on a volume every trial mounts
+  std::optional<double> quantile;
+  std::optional<double> resample_probability;  // "resampleProbability"
+  std::optional<int32_t> wait_seconds;         // "waitSeconds"
+  nlohmann::json extra;
+  bool operator==(const PbtSearchSpec&) const = default;
+};
+
 struct TrialTemplate {
   std::optional<TrainingJobSpec> spec;
   nlohmann::json extra;
@@ -45,7 +55,7 @@ struct TrialTemplate {
 };
 
 struct ExperimentSpec {
-  std::optional<std::string> algorithm;  // grid | random
+  std::optional<std::string> algorithm;  // grid | random | pbt
   std::optional<int64_t> seed;           // random draws; default: from the Experiment's uid
   std::optional<ObjectiveSpec> objective;
   std::vector<SearchParameterSpec> parameters;
@@ -53,6 +63,7 @@ struct ExperimentSpec {
   std::optional<int32_t> parallelism;           // trials running at once
   std::optional<int32_t> max_failed_trials;     // "maxFailedTrials"
   std::optional<TrialTemplate> trial_template;  // "trialTemplate"
+  std::optional<PbtSearchSpec> pbt;             // algorithm pbt
   nlohmann::json extra;
   bool operator==(const ExperimentSpec&) const = default;
 };
@@ -60,8 +71,10 @@ struct ExperimentSpec {
 struct TrialResult {
   std::optional<std::string> name;  // the trial's TrainingJob
   std::optional<int64_t> index;
-  std::map<std::string, nlohmann::json> parameters;  // path -> value
+  // path -> value: the trial's values (a pbt member's: those it ended on)
+  std::map<std::string, nlohmann::json> parameters;
   std::optional<double> objective;
+  std::vector<PbtExploit> lineage;  // a pbt member's exploits, oldest first
   nlohmann::json extra;
   bool operator==(const TrialResult&) const = default;
 };
@@ -99,6 +112,7 @@ struct Experiment {
 };
 
 RM_KUBE_DECLARE_CODEC(ObjectiveSpec);
+RM_KUBE_DECLARE_CODEC(PbtSearchSpec);
 RM_KUBE_DECLARE_CODEC(TrialTemplate);
 RM_KUBE_DECLARE_CODEC(ExperimentSpec);
 RM_KUBE_DECLARE_CODEC(TrialResult);

@@ -11,6 +11,7 @@
 // integer, got string").
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -264,6 +265,30 @@ struct PodReplacement {
   bool operator==(const PodReplacement&) const = default;
 };
 
+// One exploit of a population-based training member: after round `round` (epochs done) at
+// `step` it continued from `source`'s weights, with these values.
+struct PbtExploit {
+  std::optional<int64_t> round;
+  std::optional<int64_t> step;
+  std::optional<std::string> source;
+  std::optional<double> source_objective;  // "sourceObjective"
+  std::optional<double> objective;         // what this member had reached
+  std::map<std::string, nlohmann::json> parameters;
+  nlohmann::json extra;
+  bool operator==(const PbtExploit&) const = default;
+};
+
+// A population-based training member's outcome, from its final summary.
+struct PbtProgress {
+  std::optional<std::string> member;
+  std::map<std::string, nlohmann::json> parameters;  // the values it ended on
+  std::vector<PbtExploit> lineage;
+  // "roundSeconds": what its rounds cost it (checkpoints, waiting for the others, exploits).
+  std::optional<double> round_seconds;
+  nlohmann::json extra;
+  bool operator==(const PbtProgress&) const = default;
+};
+
 struct TrainingProgress {
   std::optional<int32_t> epoch;
   std::optional<int64_t> step;
@@ -273,6 +298,7 @@ struct TrainingProgress {
   std::optional<double> test_accuracy;            // 0..1, after the last finished epoch
   // The checkpoint step the trainers started from; absent for a run from scratch.
   std::optional<int64_t> resumed_from_step;
+  std::optional<PbtProgress> pbt;  // a population-based training member's
   nlohmann::json extra;
   bool operator==(const TrainingProgress&) const = default;
 };
@@ -335,6 +361,8 @@ RM_KUBE_DECLARE_CODEC(TrainingJobSpec);
 RM_KUBE_DECLARE_CODEC(ReplicaStatus);
 RM_KUBE_DECLARE_CODEC(RoleStatuses);
 RM_KUBE_DECLARE_CODEC(PodReplacement);
+RM_KUBE_DECLARE_CODEC(PbtExploit);
+RM_KUBE_DECLARE_CODEC(PbtProgress);
 RM_KUBE_DECLARE_CODEC(TrainingProgress);
 RM_KUBE_DECLARE_CODEC(TrainingJobStatus);
 RM_KUBE_DECLARE_CODEC(TrainingJob);
