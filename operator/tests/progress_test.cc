@@ -54,6 +54,7 @@ TEST(Progress, GaugesTheTrainerHasNotSetYetStayUnset) {
                                         std::nullopt,
                                         std::nullopt,
                                         std::nullopt,
+                                        std::nullopt,
                                         {}}));
 }
 
@@ -151,11 +152,12 @@ TEST(TrainerSummary, BadMessagesAreErrorsNotCrashes) {
 }
 
 TEST(TrainerSummary, MergeReplacesWhatTheSummaryHas) {
-  kube::TrainingProgress scraped{4, 940, 0.35, 50000, 1e9, 0.8731, std::nullopt, {}};
-  kube::TrainingProgress final_figures{5,      1175,         0.3123, 54573, std::nullopt,
-                                       0.8862, std::nullopt, {}};
+  kube::TrainingProgress scraped{4, 940, 0.35, 50000, 1e9, 0.8731, std::nullopt, std::nullopt, {}};
+  kube::TrainingProgress final_figures{5,      1175,         0.3123,       54573, std::nullopt,
+                                       0.8862, std::nullopt, std::nullopt, {}};
   EXPECT_EQ(mergeProgress(scraped, final_figures),
-            (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, std::nullopt, {}}));
+            (kube::TrainingProgress{
+                5, 1175, 0.3123, 54573, 1e9, 0.8862, std::nullopt, std::nullopt, {}}));
   EXPECT_EQ(mergeProgress(std::nullopt, final_figures), final_figures);
 }
 

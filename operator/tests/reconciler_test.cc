@@ -608,7 +608,8 @@ TEST_F(ReconcilerTest, RankZerosSummaryIsTheFinalProgress) {
   apply(makeJob("fmnist", 2));
   converge(2);
   setAllPods("Running", true);
-  progress_.progress = kube::TrainingProgress{4, 940, 0.35, 50000, 1e9, 0.8731, std::nullopt, {}};
+  progress_.progress =
+      kube::TrainingProgress{4, 940, 0.35, 50000, 1e9, 0.8731, std::nullopt, std::nullopt, {}};
   sync();
   converge(1);
   EXPECT_EQ(job().status.progress->epoch, 4);
@@ -621,15 +622,16 @@ TEST_F(ReconcilerTest, RankZerosSummaryIsTheFinalProgress) {
   kube::TrainingJob j = job();
   EXPECT_EQ(j.status.phase, "Succeeded");
   EXPECT_EQ(j.status.progress,
-            (kube::TrainingProgress{5, 1175, 0.3123, 54573, 1e9, 0.8862, std::nullopt, {}}));
+            (kube::TrainingProgress{
+                5, 1175, 0.3123, 54573, 1e9, 0.8862, std::nullopt, std::nullopt, {}}));
 }
 
 TEST_F(ReconcilerTest, AMalformedSummaryKeepsTheLastProgressAndStillSucceeds) {
   apply(makeJob("fmnist", 1));
   converge(2);
   setAllPods("Running", true);
-  progress_.progress =
-      kube::TrainingProgress{4, 940, 0.35, 50000, std::nullopt, 0.8731, std::nullopt, {}};
+  progress_.progress = kube::TrainingProgress{
+      4, 940, 0.35, 50000, std::nullopt, 0.8731, std::nullopt, std::nullopt, {}};
   sync();
   converge(1);
   setPod("fmnist-worker-0", "Succeeded", false, 0);

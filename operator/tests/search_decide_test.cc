@@ -49,7 +49,12 @@ SearchSettings settings(int32_t max_trials = 8, int32_t parallelism = 4) {
 }
 
 TrialObservation trial(int64_t index, TrialState state, std::optional<double> objective = {}) {
-  return {index, trialName("exp", index), state, objective};
+  TrialObservation t;
+  t.index = index;
+  t.name = trialName("exp", index);
+  t.state = state;
+  t.objective = objective;
+  return t;
 }
 
 struct Case {
