@@ -99,8 +99,9 @@ std::string trialTable(const kube::Experiment& experiment,
     if (t.status.progress && t.status.progress->pbt &&
         !t.status.progress->pbt->parameters.empty()) {
       nlohmann::json ended(t.status.progress->pbt->parameters);
-      row.values = ended.dump() + " (" + std::to_string(t.status.progress->pbt->lineage.size()) +
-                   " exploits)";
+      const size_t exploits = t.status.progress->pbt->lineage.size();
+      row.values = ended.dump() + " (" + std::to_string(exploits) +
+                   (exploits == 1 ? " exploit)" : " exploits)");
     }
     auto index = t.metadata.labels.find(kube::kTrialIndexLabel);
     if (index != t.metadata.labels.end()) row.index = std::atoll(index->second.c_str());

@@ -63,6 +63,14 @@ TEST(SearchProgress, TrialsBestFirstThenTheRestByIndex) {
   EXPECT_LT(one, three) << table;
   EXPECT_NE(table.find("0.8400"), std::string::npos) << table;
   EXPECT_NE(table.find("{\"optimizer.learningRate\":0.03}"), std::string::npos) << table;
+  // A pbt member shows the values it ended on and its exploits.
+  kube::TrainingJob member = trial(0, "Succeeded", 0.85);
+  member.status.progress->pbt.emplace();
+  member.status.progress->pbt->parameters = {{"optimizer.learningRate", 0.002}};
+  member.status.progress->pbt->lineage.emplace_back();
+  const std::string pbt_table = trialTable(running(), {member});
+  EXPECT_NE(pbt_table.find("{\"optimizer.learningRate\":0.002} (1 exploit)"), std::string::npos)
+      << pbt_table;
   // A loss is minimized: the lowest first.
   kube::Experiment loss = running();
   loss.spec.objective.emplace();
