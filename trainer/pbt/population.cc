@@ -49,11 +49,11 @@ core::Status PopulationDirectory::publish(const MemberReport& report) const {
   return core::Status::Ok();
 }
 
-std::optional<MemberReport> PopulationDirectory::read(int64_t round,
-                                                      const std::string& member) const {
+PopulationDirectory::Found PopulationDirectory::read(int64_t round, const std::string& member,
+                                                     MemberReport* report) const {
   const std::string path = roundDir(directory_, round) + "/" + member + ".json";
   std::ifstream in(path);
-  if (!in) return std::nullopt;
+  if (!in) return Found::kAbsent;
   std::stringstream text;
   text << in.rdbuf();
   const json j = json::parse(text.str(), nullptr, false);
@@ -68,34 +68,36 @@ std::optional<MemberReport> PopulationDirectory::read(int64_t round,
     for (const auto& [path_key, value] : j.at("parameters").items()) {
       r.parameters.emplace_back(path_key, value);
     }
-    return r;
+    *report = std::move(r);
+    return Found::kReport;
   } catch (const json::exception& e) {
     RM_LOG(WARN, CORE) << "pbt: " << path << " is not a member's report (" << e.what()
                        << "); its member sits round " << round << " out";
-    return std::nullopt;
+    return Found::kUnreadable;
   }
 }
 
 std::vector<MemberReport> PopulationDirectory::gather(int64_t round, std::chrono::milliseconds wait,
                                                       const core::StopSource* stop) const {
   const auto deadline = std::chrono::steady_clock::now() + wait;
-  std::vector<std::optional<MemberReport>> found(population_.size());
+  std::vector<Found> found(population_.size(), Found::kAbsent);
+  std::vector<MemberReport> reports(population_.size());
   for (auto pause = std::chrono::milliseconds(5);;
        pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
-    size_t have = 0;
+    size_t settled = 0;
     for (size_t i = 0; i < population_.size(); ++i) {
-      if (!found[i]) found[i] = read(round, population_[i]);
-      have += found[i] ? 1 : 0;
+      if (found[i] == Found::kAbsent) found[i] = read(round, population_[i], &reports[i]);
+      settled += found[i] != Found::kAbsent ? 1 : 0;
     }
-    if (have == population_.size() || std::chrono::steady_clock::now() >= deadline ||
+    if (settled == population_.size() || std::chrono::steady_clock::now() >= deadline ||
         (stop != nullptr && stop->stopRequested())) {
       break;
     }
     std::this_thread::sleep_for(pause);
   }
   std::vector<MemberReport> out;
-  for (auto& r : found) {
-    if (r) out.push_back(std::move(*r));
+  for (size_t i = 0; i < population_.size(); ++i) {
+    if (found[i] == Found::kReport) out.push_back(std::move(reports[i]));
   }
   return out;
 }

@@ -48,7 +48,8 @@ class PopulationDirectory {
                                    const core::StopSource* stop) const;
 
  private:
-  std::optional<MemberReport> read(int64_t round, const std::string& member) const;
+  enum class Found { kAbsent, kReport, kUnreadable };
+  Found read(int64_t round, const std::string& member, MemberReport* report) const;
 
   std::string directory_;
   std::vector<std::string> population_;
