@@ -147,6 +147,12 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
   // TF_CONFIG: every task, the ps pod's too (spec.roles.ps), reaches every other at the address
   // its cluster names.
   nlohmann::json tf = run(example("tensorflow-tf-config.yaml"), "tf-config");
+  // The job succeeds with worker 0 and the ps pod; worker 1 ends on its own (cleanPodPolicy None).
+  nlohmann::json worker1;
+  EXPECT_TRUE(testutil::eventually(120s, [&] {
+    worker1 = cluster_->get("pod", "tf-config-worker-1");
+    return worker1.value("/status/phase"_json_pointer, std::string()) == "Succeeded";
+  })) << worker1.dump(2);
   const std::string tf_logs =
       logs("tf-config", 2) + "--- tf-config-ps-0\n" + cluster_->podLog("tf-config-ps-0");
   EXPECT_EQ(testutil::jobPhase(tf), "Succeeded") << tf.dump(2) << tf_logs;
