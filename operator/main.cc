@@ -261,6 +261,7 @@ int main(int argc, char** argv) {
       controller = std::make_unique<rm::op::Controller>(client, events, clock, progress,
                                                         metrics->get(), controller_options);
       controller_thread = std::jthread([c = controller.get()](std::stop_token s) { c->run(s); });
+      search_options.metrics = metrics->get();
       search = std::make_unique<rm::op::SearchController>(client, events, clock, search_options);
       search_thread = std::jthread([c = search.get()](std::stop_token s) { c->run(s); });
     } else if (!leading && controller) {

@@ -39,6 +39,13 @@ core::Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::create(metrics::
   RM_ASSIGN_OR_RETURN(m->job_restarts_,
                       r.gauge("ringmaster_operator_job_restarts",
                               "Gang restarts of the TrainingJob so far (status.restarts)"));
+  RM_ASSIGN_OR_RETURN(m->experiment_trials_,
+                      r.gauge("ringmaster_operator_experiment_trials",
+                              "An Experiment's trials by state (planned, created, running, "
+                              "succeeded, failed)"));
+  RM_ASSIGN_OR_RETURN(m->experiment_best_,
+                      r.gauge("ringmaster_operator_experiment_best_objective",
+                              "The objective of an Experiment's best trial so far"));
   return m;
 }
 
@@ -74,6 +81,53 @@ void OperatorMetrics::jobForgotten(const std::string& key) {
   if (it->second.world_size) job_world_size_->Remove(it->second.world_size);
   if (it->second.restarts) job_restarts_->Remove(it->second.restarts);
   jobs_.erase(it);
+}
+
+void OperatorMetrics::experimentObserved(const std::string& key,
+                                         const kube::ExperimentStatus& status,
+                                         const std::string& metric) {
+  const size_t slash = key.find('/');
+  const prometheus::Labels labels{{"namespace", key.substr(0, slash)},
+                                  {"experiment", key.substr(slash + 1)}};
+  const std::pair<const char*, std::optional<int32_t>> counts[] = {
+      {"planned", status.trials},
+      {"created", status.trials_created},
+      {"running", status.trials_running},
+      {"succeeded", status.trials_succeeded},
+      {"failed", status.trials_failed}};
+  std::lock_guard lock(jobs_mu_);
+  ExperimentSeries& series = experiments_[key];
+  for (const auto& [state, count] : counts) {
+    prometheus::Gauge*& gauge = series.trials[state];
+    if (gauge == nullptr) {
+      prometheus::Labels with_state = labels;
+      with_state["state"] = state;
+      gauge = &experiment_trials_->Add(with_state);
+    }
+    gauge->Set(count.value_or(0));
+  }
+  const bool has_best = status.best_trial && status.best_trial->objective;
+  if (series.best != nullptr && (!has_best || series.best_metric != metric)) {
+    experiment_best_->Remove(series.best);
+    series.best = nullptr;
+  }
+  if (!has_best) return;
+  if (series.best == nullptr) {
+    prometheus::Labels with_metric = labels;
+    with_metric["metric"] = metric;
+    series.best = &experiment_best_->Add(with_metric);
+    series.best_metric = metric;
+  }
+  series.best->Set(*status.best_trial->objective);
+}
+
+void OperatorMetrics::experimentForgotten(const std::string& key) {
+  std::lock_guard lock(jobs_mu_);
+  auto it = experiments_.find(key);
+  if (it == experiments_.end()) return;
+  for (auto& [state, gauge] : it->second.trials) experiment_trials_->Remove(gauge);
+  if (it->second.best) experiment_best_->Remove(it->second.best);
+  experiments_.erase(it);
 }
 
 OperatorMetrics::JobCounters OperatorMetrics::jobCounters(const std::string& ns) {

@@ -17,6 +17,11 @@
 //       What the operator knows of every job it manages, whatever program its pods run (a
 //       user's own program serves no trainer metrics): a dashboard lists jobs from these. A
 //       job's series go when it is deleted.
+//   ringmaster_operator_experiment_trials{namespace,experiment,state}   an Experiment's trials by
+//       state (planned: the search's size; created, running, succeeded, failed), from its status
+//   ringmaster_operator_experiment_best_objective{namespace,experiment,metric}   the best trial's
+//       objective so far (metric testAccuracy or loss); absent until a trial finished with one
+//       Each search's series go when its Experiment is deleted.
 //
 // Ownership: the Registry owns the metric families; OperatorMetrics holds pointers into them
 // and must not outlive it. Thread-safety: every method is thread-safe (prometheus-cpp metrics and
@@ -29,6 +34,7 @@
 #include <string>
 
 #include "ringmaster/core/status.h"
+#include "ringmaster/kube/experiment.h"
 #include "ringmaster/kube/training_job.h"
 #include "ringmaster/metrics/metrics.h"
 
@@ -54,6 +60,12 @@ class OperatorMetrics {
   void jobObserved(const std::string& key, const kube::TrainingJobStatus& status);
   // The job `key` is gone: its series are removed.
   void jobForgotten(const std::string& key);
+  // The Experiment `key` ("<namespace>/<name>") as its status now says; `metric` names its
+  // objective.
+  void experimentObserved(const std::string& key, const kube::ExperimentStatus& status,
+                          const std::string& metric);
+  // The Experiment `key` is gone: its series are removed.
+  void experimentForgotten(const std::string& key);
 
  private:
   struct JobCounters {
@@ -85,6 +97,14 @@ class OperatorMetrics {
   };
   std::mutex jobs_mu_;
   std::map<std::string, JobSeries> jobs_;  // guarded by jobs_mu_
+  prometheus::Family<prometheus::Gauge>* experiment_trials_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* experiment_best_ = nullptr;
+  struct ExperimentSeries {
+    std::map<std::string, prometheus::Gauge*> trials;  // by state
+    prometheus::Gauge* best = nullptr;
+    std::string best_metric;
+  };
+  std::map<std::string, ExperimentSeries> experiments_;  // guarded by jobs_mu_
 };
 
 }  // namespace ringmaster::op

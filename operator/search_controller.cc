@@ -58,7 +58,7 @@ SearchController::SearchController(kube::ApiClient& client, kube::EventRecorder&
       trial_options, on_trial);
   reconciler_ = std::make_unique<SearchReconciler>(
       client_, SearchReconciler::Listers{experiments_->store(), trials_->store()}, events, clock,
-      options_.validate);
+      options_.validate, options_.metrics);
 }
 
 SearchController::~SearchController() = default;
@@ -77,7 +77,7 @@ void SearchController::run(std::stop_token stop) {
   runWorkers(
       stop, queue_, options_.workers,
       [this](const std::string& key) { return reconciler_->reconcile(key); }, "experiment",
-      nullptr);
+      options_.metrics);
   for (std::jthread& i : informers) i.request_stop();
   for (std::jthread& i : informers) i.join();
   RM_LOG(INFO, RECONCILE) << "search controller stopped";

@@ -5,8 +5,8 @@
 // Experiment), a deduplicating work queue and worker threads. Workers start once both informers
 // listed once, so a fresh operator never counts trials from an empty cache.
 //
-// Ownership: borrows the ApiClient, EventRecorder and Clock (all must outlive it); owns the
-// informers, queue, reconciler and threads. Thread-safety: run() once from one thread; synced()
+// Ownership: borrows the ApiClient, EventRecorder, Clock and metrics (all must outlive it); owns
+// the informers, queue, reconciler and threads. Thread-safety: run() once from one thread; synced()
 // from any. Failure: API errors are logged and retried with backoff; they never stop it.
 
 #include <atomic>
@@ -26,6 +26,7 @@ class SearchController {
     int workers = 2;
     ValidateOptions validate;
     std::chrono::milliseconds informer_poll{1'000};
+    OperatorMetrics* metrics = nullptr;  // borrowed; each search's series and reconcile times
   };
 
   SearchController(kube::ApiClient& client, kube::EventRecorder& events, kube::Clock& clock,

@@ -32,12 +32,13 @@ const kube::ResourceType& experimentsResource() {
 
 SearchReconciler::SearchReconciler(kube::ApiClient& client, Listers listers,
                                    kube::EventRecorder& events, kube::Clock& clock,
-                                   ValidateOptions options)
+                                   ValidateOptions options, OperatorMetrics* metrics)
     : client_(client),
       listers_(std::move(listers)),
       events_(events),
       clock_(clock),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      metrics_(metrics) {}
 
 void SearchReconciler::expect(const std::string& key, const std::string& trial) {
   std::lock_guard lock(mu_);
@@ -69,6 +70,7 @@ bool SearchReconciler::awaitingCache(const std::string& key, const std::set<std:
 core::Result<Action> SearchReconciler::reconcile(const std::string& key) {
   std::shared_ptr<const kube::Experiment> cached = listers_.experiments->get(key);
   if (cached == nullptr || cached->metadata.deletion_timestamp) {
+    if (metrics_ != nullptr) metrics_->experimentForgotten(key);
     std::lock_guard lock(mu_);
     expected_.erase(key);
     return Action::done();
@@ -97,6 +99,7 @@ core::Result<Action> SearchReconciler::reconcile(const std::string& key) {
                   settings.status().message());
     }
     RM_RETURN_IF_ERROR(writeStatus(status));
+    if (metrics_ != nullptr) metrics_->experimentObserved(key, status, "");
     return Action::done();
   }
 
@@ -146,6 +149,7 @@ core::Result<Action> SearchReconciler::reconcile(const std::string& key) {
                 "stopped trial " + name + ": the search ended");
   }
   RM_RETURN_IF_ERROR(writeStatus(plan.status));
+  if (metrics_ != nullptr) metrics_->experimentObserved(key, plan.status, name(settings->metric));
   if (plan.finished) {
     const kube::Condition* ended = findCondition(
         plan.status.conditions, plan.status.phase == "Succeeded" ? kSucceeded : kFailed);

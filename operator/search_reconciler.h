@@ -5,7 +5,7 @@
 //        -> searchSettingsOf: refused -> Failed InvalidSpec naming each field; no trial made
 //        -> observe its trials (TrainingJobs it controls, from the cache) -> decideSearch
 //        -> create the new trials -> stop the running ones of an ended search
-//        -> write status only if it changed -> Events
+//        -> write status only if it changed -> Events and the search's metrics
 //
 // Trials are named by their index and AlreadyExists counts as success, so a restarted operator
 // never duplicates one; status.trialsCreated records how many were made, so none is made twice
@@ -13,8 +13,8 @@
 // counting it missing (the Experiment's own status write wakes the next pass sooner than the
 // trial's watch event may arrive).
 //
-// Ownership: borrows the ApiClient, EventRecorder and Clock (all must outlive it); shares the
-// caches. Thread-safety: reconcile() may run on many threads for different keys; the
+// Ownership: borrows the ApiClient, EventRecorder, Clock and metrics (all must outlive it); shares
+// the caches. Thread-safety: reconcile() may run on many threads for different keys; the
 // expectations are mutex-guarded. Failure: API errors are returned with context (the caller
 // requeues with backoff); a refused spec is a Failed status, not an error.
 
@@ -40,7 +40,7 @@ class SearchReconciler {
   };
 
   SearchReconciler(kube::ApiClient& client, Listers listers, kube::EventRecorder& events,
-                   kube::Clock& clock, ValidateOptions options);
+                   kube::Clock& clock, ValidateOptions options, OperatorMetrics* metrics = nullptr);
 
   core::Result<Action> reconcile(const std::string& key);
 
@@ -54,6 +54,7 @@ class SearchReconciler {
   kube::EventRecorder& events_;
   kube::Clock& clock_;
   ValidateOptions options_;
+  OperatorMetrics* metrics_;  // nullable
   std::mutex mu_;
   std::map<std::string, std::map<std::string, kube::Clock::TimePoint>> expected_;
 };

@@ -53,6 +53,14 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
                               "The value of each knob training runs under (MiB for bucket caps)"));
   m.autotune_bucket_cap = &setting->Add({{"knob", "bucketCapMB"}});
   m.autotune_first_bucket_cap = &setting->Add({{"knob", "firstBucketCapMB"}});
+  RM_ASSIGN_OR_RETURN(auto pbt_objective,
+                      r.gauge("ringmaster_trainer_pbt_objective",
+                              "A pbt member's objective at its last round (0 outside pbt)"));
+  m.pbt_objective = &pbt_objective->Add({});
+  RM_ASSIGN_OR_RETURN(auto exploits,
+                      r.counter("ringmaster_trainer_pbt_exploits_total",
+                                "Rounds at which this pbt member took another member's weights"));
+  m.pbt_exploits = &exploits->Add({});
   m.backend_ = backend;
   RM_ASSIGN_OR_RETURN(m.allreduce_seconds_, r.histogram("ringmaster_trainer_allreduce_seconds",
                                                         "Wall time of one bucket allreduce"));

@@ -39,6 +39,10 @@ struct TrainerMetrics {
   prometheus::Gauge* autotune_bucket_cap = nullptr;  // ..._autotune_setting{knob="bucketCapMB"}
   prometheus::Gauge* autotune_first_bucket_cap =
       nullptr;  // ..._autotune_setting{knob="firstBucketCapMB"}
+  // A population-based training member's objective as it reported it at its last round, and
+  // the rounds at which it took another member's weights.
+  prometheus::Gauge* pbt_objective = nullptr;   // ringmaster_trainer_pbt_objective
+  prometheus::Counter* pbt_exploits = nullptr;  // ringmaster_trainer_pbt_exploits_total
 
   // A pipeline stage's (null unless create() was told this rank is one):
   struct Pipeline {

@@ -36,10 +36,12 @@ core::Status memberRound(const contract::TrainerSettings& settings, const LoopCo
   RM_ASSIGN_OR_RETURN(std::optional<pbt::Decision> decision,
                       member.interval(pos.epoch, pos.step, objective, checkpoint, context.stop));
   const auto met = Clock::now();
+  if (context.metrics) context.metrics->pbt_objective->Set(objective);
   if (decision) {
     RM_RETURN_IF_ERROR_CTX(engine.exploit(decision->checkpoint, decision->optimizer),
                            "pbt round " + std::to_string(pos.epoch) + ": taking " +
                                decision->entry.source + "'s checkpoint " + decision->checkpoint);
+    if (context.metrics) context.metrics->pbt_exploits->Increment();
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - met).count();
     RM_LOG(INFO, STEP) << "pbt round " << pos.epoch << " at step " << pos.step << ": "
                        << member.name() << " (" << objective << ") continues from "

@@ -76,5 +76,53 @@ TEST(OperatorMetrics, EachJobsPhaseWorldAndRestartsFollowItsStatus) {
   EXPECT_NE(text.find("trainingjob=\"own\""), std::string::npos) << text;
 }
 
+// Each search's trials by state and its best objective follow its status; the best appears with
+// the first finished trial, moves with a better one, and a deleted Experiment leaves no series.
+TEST(OperatorMetrics, EachSearchsTrialsAndBestObjectiveFollowItsStatus) {
+  metrics::Registry registry;
+  auto m = OperatorMetrics::create(registry);
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  kube::ExperimentStatus status;
+  status.trials = 8;
+  status.trials_created = 4;
+  status.trials_running = 4;
+  (*m)->experimentObserved("team-a/lr", status, "testAccuracy");
+  std::string text = registry.serialize();
+  for (
+      const char* line :
+      {R"(ringmaster_operator_experiment_trials{experiment="lr",namespace="team-a",state="planned"} 8)",
+       R"(ringmaster_operator_experiment_trials{experiment="lr",namespace="team-a",state="created"} 4)",
+       R"(ringmaster_operator_experiment_trials{experiment="lr",namespace="team-a",state="running"} 4)",
+       R"(ringmaster_operator_experiment_trials{experiment="lr",namespace="team-a",state="succeeded"} 0)",
+       R"(ringmaster_operator_experiment_trials{experiment="lr",namespace="team-a",state="failed"} 0)"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " missing in\n" << text;
+  }
+  EXPECT_EQ(text.find("ringmaster_operator_experiment_best_objective{"), std::string::npos)
+      << "no trial finished, yet a best objective\n"
+      << text;
+  status.trials_running = 3;
+  status.trials_succeeded = 1;
+  status.best_trial.emplace();
+  status.best_trial->objective = 0.8125;
+  (*m)->experimentObserved("team-a/lr", status, "testAccuracy");
+  status.best_trial->objective = 0.85;
+  (*m)->experimentObserved("team-a/lr", status, "testAccuracy");
+  (*m)->experimentObserved("team-b/pbt", status, "loss");
+  text = registry.serialize();
+  for (
+      const char* line :
+      {R"(ringmaster_operator_experiment_trials{experiment="lr",namespace="team-a",state="succeeded"} 1)",
+       R"(ringmaster_operator_experiment_best_objective{experiment="lr",metric="testAccuracy",namespace="team-a"} 0.85)",
+       R"(ringmaster_operator_experiment_best_objective{experiment="pbt",metric="loss",namespace="team-b"} 0.85)"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " missing in\n" << text;
+  }
+  EXPECT_EQ(text.find("0.8125"), std::string::npos) << "the old best stays\n" << text;
+  (*m)->experimentForgotten("team-a/lr");
+  (*m)->experimentForgotten("team-a/never-seen");
+  text = registry.serialize();
+  EXPECT_EQ(text.find("experiment=\"lr\""), std::string::npos) << text;
+  EXPECT_NE(text.find("experiment=\"pbt\""), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace ringmaster::op

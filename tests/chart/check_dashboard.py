@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """dashboard_check_test: helm/ringmaster/dashboards/ringmaster.json is a Grafana dashboard
-(schemaVersion 39; datasource, namespace and trainingjob variables) whose every panel has a datasource
+(schemaVersion 39; datasource, namespace, trainingjob and experiment variables) whose every panel has a datasource
 and at least one PromQL target; every metric an expression names is registered by the code
 (trainer/ and operator/ sources: r.counter/gauge/histogram("ringmaster_..."); the kubelet's
 cAdvisor families in local/kubelet), rate() and
 increase() only take counters or histogram series, trainer queries honour $namespace and
-$trainingjob (pod queries its worker pods) and never use the label `job` (Prometheus's own: the scrape job),
+$trainingjob (pod queries its worker pods, search queries $experiment) and never use the label `job` (Prometheus's own: the scrape job),
 and, when promtool is on PATH, every expression parses as PromQL. It catches typos before the
 Prometheus integration test does.
 
@@ -27,7 +27,7 @@ REGISTERED = re.compile(r"\.(counter|gauge|histogram|summary)\(\s*\"(ringmaster_
 RATE_ARG = re.compile(r"\b(rate|irate|increase)\(\s*((?:ringmaster|container)_[a-z0-9_]+)")
 # What Grafana substitutes, for promtool.
 GRAFANA_VARS = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "30s",
-                "$namespace": ".*", "$trainingjob": ".*"}
+                "$namespace": ".*", "$trainingjob": ".*", "$experiment": ".*"}
 
 
 def exported_metrics(root):
@@ -79,7 +79,7 @@ def main():
     if dash.get("schemaVersion") != 39:
         failures.append(f"schemaVersion {dash.get('schemaVersion')}, want 39")
     variables = {v.get("name"): v for v in dash.get("templating", {}).get("list", [])}
-    for name in ("datasource", "namespace", "trainingjob"):
+    for name in ("datasource", "namespace", "trainingjob", "experiment"):
         if name not in variables:
             failures.append(f"template variable ${name} is missing")
     if variables.get("datasource", {}).get("type") != "datasource":
@@ -144,6 +144,9 @@ def main():
         if any(n.startswith("ringmaster_operator_jobs_") for n in names) and \
                 'namespace=~"$namespace"' not in expr:
             failures.append(f"panel '{title}': job counter query ignores $namespace: {expr}")
+        if any(n.startswith("ringmaster_operator_experiment_") for n in names) and \
+                ('namespace=~"$namespace"' not in expr or 'experiment=~"$experiment"' not in expr):
+            failures.append(f"panel '{title}': search query ignores $namespace/$experiment: {expr}")
         if re.search(r"(?<![a-z_])job\b", expr):
             failures.append(f"panel '{title}': uses label `job`, which is Prometheus's scrape job "
                             f"(the trainers' is `trainingjob`): {expr}")

@@ -1,6 +1,8 @@
 // The Grafana dashboard against a real Prometheus. The embedded cluster runs
 // a 2-replica Fashion-MNIST TrainingJob, a 2-stage pipeline one, a parameter-server one (one
-// server, two workers) and a job of a program of the user's own that exports nothing; Debian's
+// server, two workers), a job of a program of the user's own that exports nothing, a pbt
+// Experiment of two members that meet after every epoch and a one-trial grid search that
+// finishes (the search row's: a population's objective over time, the best trial); Debian's
 // prometheus scrapes the operator and every trainer rank with the target labels the chart's
 // ServiceMonitor/PodMonitor would add, and the kubelet's cAdvisor series as kube-prometheus-stack's
 // kubelet ServiceMonitor does; every panel and variable query of
@@ -46,6 +48,8 @@ const char* kJob = "dash";               // metadata.name of the data-parallel j
 const char* kPipelineJob = "dash-pipe";  // and of the pipeline-parallel one
 const char* kOwnJob = "dash-own";        // and of a program of the user's own, with no metrics
 const char* kPsJob = "dash-ps";          // and of the parameter-server one
+const char* kPbtSearch = "dash-pbt";     // metadata.name of the pbt Experiment (2 members)
+const char* kGridSearch = "dash-grid";   // and of the grid search with one short trial
 // Grafana's $__rate_interval is max($__interval + scrape interval, 4 x scrape interval); with the
 // 1 s scrapes here anything that spans several samples behaves the same.
 const char* kRateInterval = "10s";
@@ -233,7 +237,8 @@ class PrometheusDashboard : public ::testing::Test {
   // The job's trainer ranks as the chart's PodMonitor finds them: every pod with the job-name
   // label, its `metrics` container port (+ local rank), and the target labels the Prometheus
   // Operator adds (namespace, pod, container, endpoint) plus the PodMonitor's relabelings
-  // (trainingjob, attempt, replica_index). Empty until every pod runs with an IP.
+  // (trainingjob, attempt, replica_index, and a trial's experiment: a label whose value is
+  // empty is none). Empty until every pod runs with an IP.
   std::vector<Target> trainerTargets(const std::string& job) {
     json pods = kubectlJson({"get", "pods", "-l", std::string("ringmaster.dev/job-name=") + job});
     std::vector<Target> targets;
@@ -254,15 +259,17 @@ class PrometheusDashboard : public ::testing::Test {
         }
         if (port == 0) continue;
         for (int local = 0; local < procs; ++local) {
-          targets.push_back(
-              {ip + ":" + std::to_string(port + local),
-               {{"namespace", meta.value("namespace", "")},
-                {"pod", meta.value("name", "")},
-                {"container", c.value("name", "")},
-                {"endpoint", "metrics"},
-                {"trainingjob", labels.value("ringmaster.dev/job-name", "")},
-                {"attempt", labels.value("ringmaster.dev/attempt", "")},
-                {"replica_index", labels.value("ringmaster.dev/replica-index", "")}}});
+          Target target{ip + ":" + std::to_string(port + local),
+                        {{"namespace", meta.value("namespace", "")},
+                         {"pod", meta.value("name", "")},
+                         {"container", c.value("name", "")},
+                         {"endpoint", "metrics"},
+                         {"trainingjob", labels.value("ringmaster.dev/job-name", "")},
+                         {"attempt", labels.value("ringmaster.dev/attempt", "")},
+                         {"replica_index", labels.value("ringmaster.dev/replica-index", "")}}};
+          const std::string experiment = labels.value("ringmaster.dev/experiment", "");
+          if (!experiment.empty()) target.labels["experiment"] = experiment;
+          targets.push_back(std::move(target));
         }
       }
     }
@@ -375,25 +382,92 @@ spec:
                "    parallelism:\n      parameterServer: {servers: 1, consistency: bounded, "
                "staleness: 2}\n",
                "");
+  // The search row's: a population of two that meets in /pbt after every epoch (the bottom
+  // half, one member, takes the other's weights each round), trials long as the jobs above; and a
+  // grid of one short trial, whose end gives the operator a best objective.
+  {
+    auto r = cluster_.apply(std::string("apiVersion: ringmaster.dev/v1alpha1\nkind: Experiment\n"
+                                        "metadata: {name: ") +
+                            kPbtSearch + R"(}
+spec:
+  algorithm: pbt
+  seed: 5
+  parameters:
+  - {path: optimizer.learningRate, min: 0.001, max: 0.2, scale: log}
+  parallelism: 2
+  pbt: {directory: /pbt, quantile: 0.5, waitSeconds: 300}
+  trialTemplate:
+    spec:
+      replicas: 1
+      image: ringmaster/trainer:0.1.0
+      restartPolicy: Never
+      trainer:
+        model: {type: mlp, hidden: [64]}
+        dataset: {name: fashion-mnist, path: )" +
+                            testutil::kFashionMnistDir + R"(}
+        epochs: 100000
+        batchSize: 64
+        optimizer: {type: sgd, learningRate: 0.05, momentum: 0.9}
+      volumes:
+      - name: pbt
+        persistentVolumeClaim: {claimName: dash-pbt}
+      volumeMounts:
+      - {name: pbt, mountPath: /pbt}
+)");
+    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+    r = cluster_.apply(std::string("apiVersion: ringmaster.dev/v1alpha1\nkind: Experiment\n"
+                                   "metadata: {name: ") +
+                       kGridSearch + R"(}
+spec:
+  algorithm: grid
+  parameters:
+  - {path: optimizer.learningRate, choices: [0.1]}
+  parallelism: 1
+  trialTemplate:
+    spec:
+      replicas: 1
+      image: ringmaster/trainer:0.1.0
+      restartPolicy: Never
+      trainer:
+        model: {type: mlp, hidden: [32]}
+        dataset: {name: fashion-mnist, path: )" +
+                       testutil::kFashionMnistDir + R"(}
+        epochs: 1
+        batchSize: 128
+        optimizer: {type: sgd, learningRate: 0.1, momentum: 0.9}
+)");
+    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  }
   ASSERT_FALSE(HasFailure());
 
-  std::vector<Target> trainers, pipeline_trainers, ps_ranks;
+  const std::string member0 = std::string(kPbtSearch) + "-trial-0";
+  const std::string member1 = std::string(kPbtSearch) + "-trial-1";
+  std::vector<Target> trainers, pipeline_trainers, ps_ranks, members, members1;
   for (auto deadline = std::chrono::steady_clock::now() + 180s;
-       (trainers.empty() || pipeline_trainers.empty() || ps_ranks.empty()) &&
+       (trainers.empty() || pipeline_trainers.empty() || ps_ranks.empty() || members.empty() ||
+        members1.empty()) &&
        std::chrono::steady_clock::now() < deadline;) {
     trainers = trainerTargets(kJob);
     pipeline_trainers = trainerTargets(kPipelineJob);
     ps_ranks = trainerTargets(kPsJob);
-    if (trainers.empty() || pipeline_trainers.empty() || ps_ranks.empty())
+    members = trainerTargets(member0);
+    members1 = trainerTargets(member1);
+    if (trainers.empty() || pipeline_trainers.empty() || ps_ranks.empty() || members.empty() ||
+        members1.empty())
       std::this_thread::sleep_for(300ms);
   }
   ASSERT_EQ(trainers.size(), 2u) << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
   ASSERT_EQ(pipeline_trainers.size(), 2u)
       << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
   ASSERT_EQ(ps_ranks.size(), 3u) << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
+  ASSERT_EQ(members.size() + members1.size(), 2u)
+      << cluster_.kubectl({"get", "pods", "-o", "wide"}).stdout_text;
+  EXPECT_EQ(members[0].labels.value("experiment", ""), kPbtSearch) << members[0].labels.dump();
   const size_t data_parallel_ranks = trainers.size();
   trainers.insert(trainers.end(), pipeline_trainers.begin(), pipeline_trainers.end());
   trainers.insert(trainers.end(), ps_ranks.begin(), ps_ranks.end());
+  trainers.insert(trainers.end(), members.begin(), members.end());
+  trainers.insert(trainers.end(), members1.begin(), members1.end());
 
   // The chart's ServiceMonitor (operator) and PodMonitor (trainers), as static targets with the
   // chart's honorLabels: on for the operator (its job counters' namespace is the TrainingJob's)
@@ -463,8 +537,9 @@ spec:
   const auto all_up = std::chrono::steady_clock::now();
 
   // Scraped for a while, every allreduce and pipeline rank finished an epoch (its gauges are
-  // set at epoch ends), and the parameter server applied a push (its workers evaluate only at
-  // the end of the run).
+  // set at epoch ends), the parameter server applied a push (its workers evaluate only at
+  // the end of the run), both pbt members met for a round (one exploited) and the grid's trial
+  // finished.
   bool ready = false;
   const std::string evaluating = std::to_string(trainers.size() - ps_ranks.size());
   const std::string not_ps = std::string("{trainingjob!=\"") + kPsJob + "\"}";
@@ -472,16 +547,26 @@ spec:
        std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(500ms)) {
     json acc = query("count(ringmaster_trainer_test_accuracy_ratio" + not_ps + " > 0)", unixNow());
     json ps = query("sum(ringmaster_ps_server_updates_total) > 0", unixNow());
+    json rounds = query(std::string("count(ringmaster_trainer_pbt_objective{experiment=\"") +
+                            kPbtSearch + "\"} > 0) == 2 and on() sum(ringmaster_trainer_pbt_" +
+                            "exploits_total{experiment=\"" + kPbtSearch + "\"}) >= 1",
+                        unixNow());
+    json best = query(std::string("ringmaster_operator_experiment_best_objective{experiment=\"") +
+                          kGridSearch + "\"}",
+                      unixNow());
     const json& res = acc["data"]["result"];
     if (std::chrono::steady_clock::now() - all_up >= kMinScrapeSpan && res.is_array() &&
         !res.empty() && res[0]["value"][1] == evaluating &&
-        !ps["data"].value("result", json::array()).empty()) {
+        !ps["data"].value("result", json::array()).empty() &&
+        !rounds["data"].value("result", json::array()).empty() &&
+        !best["data"].value("result", json::array()).empty()) {
       ready = true;
       break;
     }
   }
-  ASSERT_TRUE(ready) << "no rank finished an epoch while scraped\n"
-                     << cluster_.kubectl({"get", "tj", kJob, "-o", "yaml"}).stdout_text;
+  ASSERT_TRUE(ready) << "not every rank finished an epoch (or pbt round) while scraped\n"
+                     << cluster_.kubectl({"get", "tj", kJob, "-o", "yaml"}).stdout_text
+                     << cluster_.kubectl({"get", "exp,tj"}).stdout_text;
   // One instant for every query, a scrape behind now so that all targets' samples are in.
   const double at = unixNow() - 1.0;
   const std::string range = std::to_string(static_cast<int>(std::ceil(at - prom_start))) + "s";
@@ -518,8 +603,33 @@ spec:
     vars[name] = values.size() == 1 ? joined : "(" + joined + ")";
   }
   EXPECT_EQ(vars["namespace"], "default");
-  EXPECT_EQ(vars["trainingjob"],
-            std::string("(") + kJob + "|" + kOwnJob + "|" + kPipelineJob + "|" + kPsJob + ")");
+  EXPECT_EQ(vars["trainingjob"], std::string("(") + kJob + "|" + kGridSearch + "-trial-0|" +
+                                     kOwnJob + "|" + member0 + "|" + member1 + "|" + kPipelineJob +
+                                     "|" + kPsJob + ")");
+  EXPECT_EQ(vars["experiment"], std::string("(") + kGridSearch + "|" + kPbtSearch + ")");
+  // The search row: the grid's one trial finished (planned 1, succeeded 1) with an objective,
+  // and the population's members each show their objective over time, by Experiment.
+  {
+    json done = query(std::string("ringmaster_operator_experiment_trials{experiment=\"") +
+                          kGridSearch + "\", state=~\"planned|succeeded\"}",
+                      at);
+    ASSERT_EQ(done["data"].value("result", json::array()).size(), 2u) << done.dump();
+    for (const json& series : done["data"]["result"])
+      EXPECT_EQ(series["value"][1], "1") << done.dump();
+    json best = query(std::string("ringmaster_operator_experiment_best_objective{experiment=\"") +
+                          kGridSearch + "\", metric=\"testAccuracy\"}",
+                      at);
+    ASSERT_EQ(best["data"].value("result", json::array()).size(), 1u) << best.dump();
+    const double objective = std::stod(best["data"]["result"][0]["value"][1].get<std::string>());
+    EXPECT_GT(objective, 0.5) << "one epoch of the MLP: " << best.dump();
+    EXPECT_LE(objective, 1.0) << best.dump();
+    json population = query(std::string("count by (experiment) (ringmaster_trainer_pbt_objective{"
+                                        "experiment=\"") +
+                                kPbtSearch + "\"} > 0)",
+                            at);
+    ASSERT_EQ(population["data"].value("result", json::array()).size(), 1u) << population.dump();
+    EXPECT_EQ(population["data"]["result"][0]["value"][1], "2") << population.dump();
+  }
   // The user's own program, known without its help: Running, one rank, and its pod's CPU (a
   // busy loop) and memory.
   {
@@ -561,8 +671,8 @@ spec:
     json r = query("ringmaster_operator_jobs_created_total{namespace=\"default\"}", at);
     const json& res = r["data"]["result"];
     ASSERT_TRUE(res.is_array() && res.size() == 1) << r.dump();
-    EXPECT_EQ(res[0]["value"][1], "4")
-        << "the four jobs created, in namespace default: " << r.dump();
+    EXPECT_EQ(res[0]["value"][1], "7")
+        << "the four jobs and three trials created, in namespace default: " << r.dump();
   }
 
   collectPanels(dashboard.value("panels", json::array()), &queries);
