@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "launcher/rank_processes.h"
+#include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/contract/tf_config.h"
 
 namespace ringmaster::launcher {
@@ -48,7 +49,11 @@ core::Result<LaunchPlan> planLaunch(const LauncherFlags& flags, const contract::
     plan.processes =
         rankProcesses(env, plan.program, plan.heartbeat_ms, flags.gpus || env.has_gpus, tf);
   }
-  plan.wants_summary = command.empty() && env.firstRank() == 0 && (mpi || !plan.processes.empty());
+  plan.own_program = !command.empty();
+  // A user's program under mpirun gets no summary file: mpirun passes on only the variables
+  // named on its command line, and which rank writes is the program's business.
+  plan.wants_summary = env.firstRank() == 0 && (plan.own_program ? !mpi && !plan.processes.empty()
+                                                                 : mpi || !plan.processes.empty());
 
   plan.rendezvous_timeout = seconds(flags.rdzv_timeout_seconds);
   plan.hang_timeout = seconds(flags.hang_timeout_seconds);
@@ -59,6 +64,10 @@ core::Result<LaunchPlan> planLaunch(const LauncherFlags& flags, const contract::
 
 void addSummaryPath(LaunchPlan& plan, const std::string& path) {
   if (!plan.wants_summary) return;
+  if (plan.own_program) {
+    plan.processes.front().env[contract::rank_env::kSummaryFile] = path;
+    return;
+  }
   std::vector<std::string>& argv =
       plan.mode == contract::LauncherMode::kMpi ? plan.program : plan.processes.front().argv;
   argv.insert(argv.end(), {"--summary-json", path});

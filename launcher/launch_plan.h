@@ -7,10 +7,13 @@
 //   processes   native mode: one per local rank (rank_processes.h), each with its own task of
 //               the pod's TF_CONFIG; MPI mode: none here, mpirun starts the ranks (pod 0's
 //               MpiPod runs mpirun, the others serve sshd: mpi_mode.h)
-//   summary     whether rank 0 of the built-in trainer runs on this pod: it is then asked for its
-//               summary, the termination message on success. Under mpirun every rank has one
-//               command line, so all get the flag and only rank 0 writes; mpirun places rank 0
-//               on pod 0, the first of the hostfile.
+//   summary     whether rank 0 runs on this pod: it is then asked for its summary, the
+//               termination message on success. The built-in trainer by its --summary-json flag
+//               (under mpirun every rank has one command line, so all get the flag and only
+//               rank 0 writes; mpirun places rank 0 on pod 0, the first of the hostfile); a
+//               program of the user's own, in native mode, by RINGMASTER_SUMMARY_FILE in the
+//               environment of the pod's first process (rank 0, or torchrun, whose ranks
+//               inherit it).
 //   timing      the rendezvous, hang and grace timeouts, and the heartbeat and hang-monitor
 //               intervals: many per hang timeout, since a verdict's step lags by one interval
 // and, in MPI mode, the options MpiPod::start gets.
@@ -41,7 +44,8 @@ struct LaunchPlan {
   contract::LauncherMode mode = contract::LauncherMode::kNative;
   std::vector<std::string> program;    // argv[0] absolute; in MPI mode what mpirun runs
   std::vector<ProcessSpec> processes;  // native mode's, for the supervisor; empty in MPI mode
-  bool wants_summary = false;          // rank 0 of the built-in trainer runs on this pod
+  bool wants_summary = false;          // rank 0 runs on this pod and can be asked for a summary
+  bool own_program = false;            // the user's program, not the built-in trainer
   int64_t heartbeat_ms = 250;          // RINGMASTER_HEARTBEAT_MS of every rank
   std::chrono::milliseconds rendezvous_timeout{0};
   std::chrono::milliseconds hang_timeout{0};  // 0: no hang detection
@@ -60,8 +64,9 @@ core::Result<LaunchPlan> planLaunch(const LauncherFlags& flags, const contract::
                                     const std::vector<std::string>& command,
                                     std::string_view tf_config, const ProgramResolver& resolve);
 
-// Asks rank 0 for its summary at `path`: through mpirun's command line in MPI mode, else through
-// rank 0's own. Nothing when the plan wants no summary.
+// Asks rank 0 for its summary at `path`: the trainer through mpirun's command line in MPI mode,
+// else through rank 0's own; a program of the user's own through its environment. Nothing when
+// the plan wants no summary.
 void addSummaryPath(LaunchPlan& plan, const std::string& path);
 
 // MPI mode's options for MpiPod::start; the work dir is --work-dir, else RINGMASTER_WORK_DIR.

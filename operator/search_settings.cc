@@ -1,6 +1,7 @@
 #include "operator/search_settings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -17,18 +18,79 @@ using contract::FieldErrors;
 
 constexpr const char* kParameters = "spec.parameters";
 constexpr const char* kTemplateSpec = "spec.trialTemplate.spec";
+constexpr std::string_view kEnvPrefix = "env.";
 
-// `spec` with `assignment` written under spec.trainer. A value the trainer's spec cannot hold
-// (a string where a number goes) is an InvalidArgument naming the field.
+bool isEnvPath(const std::string& path) { return path.starts_with(kEnvPrefix); }
+
+// The text an environment variable carries for `value`: a string as it is, a number or a bool
+// as JSON writes it (the shortest text that reads back as the same double).
+std::string envText(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// `spec` with `assignment` written in: an `env.NAME` value as the variable NAME of every
+// container the trial runs (replacing the template's own NAME), every other under
+// spec.trainer. A value the trainer's spec cannot hold (a string where a number goes) is an
+// InvalidArgument naming the field.
 core::Result<kube::TrainingJobSpec> withValues(const kube::TrainingJobSpec& spec,
                                                const search::Assignment& assignment) {
+  kube::TrainingJobSpec out = spec;
+  search::Assignment trainer_values;
+  for (const auto& [path, value] : assignment) {
+    if (!isEnvPath(path)) {
+      trainer_values.emplace_back(path, value);
+      continue;
+    }
+    kube::EnvVar var;
+    var.name = path.substr(kEnvPrefix.size());
+    var.value = envText(value);
+    auto same = [&](const kube::EnvVar& e) { return e.name == var.name; };
+    auto it = std::find_if(out.env.begin(), out.env.end(), same);
+    if (it != out.env.end()) {
+      *it = std::move(var);
+    } else {
+      out.env.push_back(std::move(var));
+    }
+  }
+  if (trainer_values.empty()) return out;
   nlohmann::json trainer = spec.trainer ? kube::encode(*spec.trainer) : nlohmann::json::object();
-  RM_RETURN_IF_ERROR(search::applyAssignment(assignment, trainer));
+  RM_RETURN_IF_ERROR(search::applyAssignment(trainer_values, trainer));
   core::Result<kube::TrainerSpec> decoded = kube::decode<kube::TrainerSpec>(trainer);
   if (!decoded.ok()) return decoded.status().withContext("spec.trainer");
-  kube::TrainingJobSpec out = spec;
   out.trainer = std::move(decoded).value();
   return out;
+}
+
+// A C identifier, as a shell and os.environ take a variable's name.
+bool isEnvName(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// Where each parameter goes: `env.NAME` a variable (any trial), anything else a trainer field,
+// which a trial of a program of the user's own has none of.
+void validateParameterPaths(const kube::ExperimentSpec& spec, FieldErrors& e) {
+  const bool own_program = spec.trial_template && spec.trial_template->spec &&
+                           !spec.trial_template->spec->command.empty();
+  for (size_t i = 0; i < spec.parameters.size(); ++i) {
+    const std::string path = spec.parameters[i].path.value_or("");
+    const std::string at = std::string(kParameters) + "[" + std::to_string(i) + "].path";
+    if (path.empty()) continue;  // spaceOf says so
+    if (isEnvPath(path)) {
+      if (!isEnvName(path.substr(kEnvPrefix.size()))) {
+        e.add(at, contract::invalidValue(path,
+                                         "env.NAME takes a variable's name: letters, "
+                                         "digits and _, not starting with a digit"));
+      }
+    } else if (own_program) {
+      e.add(at, contract::invalidValue(
+                    path,
+                    "a trial of a program of your own (spec.trialTemplate.spec.command) "
+                    "takes its values as environment variables: env.NAME"));
+    }
+  }
 }
 
 kube::TrainingJob jobNamed(const std::string& name, const std::string& ns,
@@ -241,6 +303,7 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
                                          s.algorithm == SearchAlgorithm::kGrid, &s.space)) {
     e.add(std::move(err.field), std::move(err.message));
   }
+  validateParameterPaths(spec, e);
   const bool space_ok = e.errors().size() == before_space;
 
   e.atLeast("spec.parallelism", spec.parallelism, 1);
@@ -271,10 +334,10 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
   } else {
     e.unknownFields("spec.trialTemplate", spec.trial_template->extra);
     const kube::TrainingJobSpec& tspec = *spec.trial_template->spec;
-    if (!tspec.command.empty()) {
+    if (!tspec.command.empty() && s.algorithm == SearchAlgorithm::kPbt) {
       e.add(kTemplateSpec + std::string(".command"),
-            "a search sets fields of the built-in trainer (spec.trainer); a trial cannot run a "
-            "program of its own");
+            "pbt swaps weights inside the built-in trainer; a program of your own searches "
+            "with grid or random");
     }
     const kube::TrainingJobSpec member =
         memberTemplate(experiment, s, std::max(0, s.max_trials - 1));

@@ -1,7 +1,9 @@
 #pragma once
 // An Experiment's spec as the operator acts on it: every default applied (the schema's, spelled
 // here once), the search space as lib/search's Parameters, and the TrainingJob each trial runs:
-// spec.trialTemplate.spec with the trial's values written under spec.trainer (and, for pbt, the
+// spec.trialTemplate.spec with the trial's values written in: a parameter `env.NAME` as the
+// environment variable NAME of the trial's containers (how a program of the user's own,
+// spec.command, takes its values), any other under spec.trainer (and, for pbt, the
 // member's spec.trainer.pbt: the population is `parallelism` trials that train at once and meet
 // in spec.pbt.directory after every epoch). Validation
 // refuses what would make a bad trial before any trial exists: the template is validated as a

@@ -11,6 +11,7 @@
 #include "operator/queue_admission.h"
 #include "ringmaster/contract/backend_rules.h"
 #include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/contract/spelling.h"
 #include "ringmaster/kube/names.h"
 
@@ -21,13 +22,23 @@ namespace {
 // trainer), and the ranks' own variables the launcher sets; a user may not override it.
 const std::set<std::string>& reservedEnv() {
   namespace pod_env = contract::pod_env;
-  static const std::set<std::string> kNames = {
-      pod_env::kNodeRank,  pod_env::kWorldSize,    pod_env::kLocalWorldSize,
-      pod_env::kNnodes,    pod_env::kMasterAddr,   pod_env::kMasterPort,
-      pod_env::kStorePort, pod_env::kJob,          pod_env::kAttempt,
-      pod_env::kBackend,   pod_env::kLauncherMode, pod_env::kStoreSecret,
-      pod_env::kPodIp,     pod_env::kPodName,      "RANK",
-      "LOCAL_RANK"};
+  static const std::set<std::string> kNames = {pod_env::kNodeRank,
+                                               pod_env::kWorldSize,
+                                               pod_env::kLocalWorldSize,
+                                               pod_env::kNnodes,
+                                               pod_env::kMasterAddr,
+                                               pod_env::kMasterPort,
+                                               pod_env::kStorePort,
+                                               pod_env::kJob,
+                                               pod_env::kAttempt,
+                                               pod_env::kBackend,
+                                               pod_env::kLauncherMode,
+                                               pod_env::kStoreSecret,
+                                               pod_env::kPodIp,
+                                               pod_env::kPodName,
+                                               "RANK",
+                                               "LOCAL_RANK",
+                                               contract::rank_env::kSummaryFile};
   return kNames;
 }
 

@@ -81,7 +81,7 @@ TEST(PlanLaunch, ModeProgramProcessesAndSummary) {
        {"/usr/bin/ringmaster-trainer", "--config", "/etc/job.yaml"},
        2,
        false},
-      {"a user's program writes no summary",
+      {"a user's program on rank 0's pod may write a summary",
        "",
        "/etc/job.yaml",
        pod(0),
@@ -89,7 +89,7 @@ TEST(PlanLaunch, ModeProgramProcessesAndSummary) {
        LauncherMode::kNative,
        {"/usr/bin/python3", "train.py", "--lr=0.1"},
        2,
-       false},
+       true},
       {"an absolute program stays",
        "",
        "",
@@ -107,7 +107,7 @@ TEST(PlanLaunch, ModeProgramProcessesAndSummary) {
        LauncherMode::kNative,
        {"/usr/bin/torchrun", "train.py"},
        1,
-       false},
+       true},
       {"MPI mode from the environment: the trainer's MPI backend, mpirun starts the ranks",
        "",
        "/etc/job.yaml",
@@ -296,6 +296,39 @@ TEST(AddSummaryPath, GoesWhereRankZerosCommandLineIs) {
     ASSERT_EQ(plan->processes.size(), 2u) << c.name;
     EXPECT_EQ(plan->processes[0].argv, c.want_rank0) << c.name;
     EXPECT_EQ(plan->processes[1].argv, plan->program) << c.name;
+    for (const ProcessSpec& p : plan->processes)
+      EXPECT_EQ(p.env.count(contract::rank_env::kSummaryFile), 0u) << c.name;
+  }
+}
+
+// A program of the user's own is told where to write its summary by its environment, never on
+// its command line (which is the user's): the pod's first process only, and only on rank 0's
+// pod; under mpirun it is not told at all.
+TEST(AddSummaryPath, TellsAUsersProgramByItsEnvironment) {
+  struct Case {
+    const char* name;
+    PodEnvironment env;
+    std::vector<std::string> want_summary_env;  // per process: "" for none
+  };
+  const Case cases[] = {
+      {"native, rank 0's pod: the first process", pod(0), {"/tmp/s/summary.json", ""}},
+      {"native, pod 1: none", pod(1), {"", ""}},
+      {"mpirun: none", pod(0, LauncherMode::kMpi), {}},
+  };
+  const Argv program = {"python3", "train.py"};
+  for (const Case& c : cases) {
+    core::Result<LaunchPlan> plan = planLaunch(LauncherFlags(), c.env, program, "", resolve);
+    ASSERT_TRUE(plan.ok()) << c.name << ": " << plan.status().toString();
+    addSummaryPath(*plan, "/tmp/s/summary.json");
+    EXPECT_EQ(plan->program, (Argv{"/usr/bin/python3", "train.py"})) << c.name;
+    ASSERT_EQ(plan->processes.size(), c.want_summary_env.size()) << c.name;
+    for (size_t i = 0; i < plan->processes.size(); ++i) {
+      const ProcessSpec& p = plan->processes[i];
+      EXPECT_EQ(p.argv, plan->program) << c.name << ": process " << i;
+      auto it = p.env.find(contract::rank_env::kSummaryFile);
+      EXPECT_EQ(it == p.env.end() ? "" : it->second, c.want_summary_env[i])
+          << c.name << ": process " << i;
+    }
   }
 }
 

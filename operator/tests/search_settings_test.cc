@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -143,9 +144,17 @@ TEST(SearchSettings, RefusesBadSpecsNamingTheField) {
        "required"},
       {"template_refused", [](json& d) { d["spec"]["trialTemplate"]["spec"]["replicas"] = 0; },
        "spec.trialTemplate.spec.replicas", "at least 1"},
-      {"template_runs_a_program",
+      {"a_trainer_field_for_a_program_of_ones_own",
        [](json& d) { d["spec"]["trialTemplate"]["spec"]["command"] = json::array({"python3"}); },
-       "spec.trialTemplate.spec.command", "built-in trainer"},
+       "spec.parameters[0].path", "env.NAME"},
+      {"a_variable_name_that_is_none",
+       [](json& d) { d["spec"]["parameters"][0]["path"] = "env.1-LR"; }, "spec.parameters[0].path",
+       "variable's name"},
+      {"a_variable_the_launcher_sets",
+       [](json& d) {
+         d["spec"]["parameters"][0] = {{"path", "env.RANK"}, {"choices", {1, 2}}};
+       },
+       "spec.parameters[0]", "is set by the operator or the launcher"},
       {"unknown_field", [](json& d) { d["spec"]["populationSize"] = 4; }, "spec.populationSize",
        ""},
       {"name_too_long_for_trials", [](json& d) { d["metadata"]["name"] = std::string(50, 'a'); },
@@ -210,6 +219,55 @@ TEST(TrialJob, AGridsTrialsAreItsPointsInOrder) {
   EXPECT_EQ(trialAssignment(s, 0)[1].second, 0.0);
   EXPECT_EQ(trialAssignment(s, 5)[0].second, 0.5);
   EXPECT_EQ(trialAssignment(s, 5)[1].second, 0.9);
+}
+
+json torchExampleJson() {
+  auto docs = kube::readYamlDocuments(std::string(RM_EXAMPLES_DIR) + "/pytorch-search.yaml");
+  EXPECT_TRUE(docs.ok()) << docs.status().toString();
+  EXPECT_EQ(docs->size(), 2u) << "the program's ConfigMap, then the Experiment";
+  json doc = docs->back();
+  doc["metadata"]["namespace"] = "default";
+  doc["metadata"]["uid"] = "torch-uid";
+  return doc;
+}
+
+// A program of the user's own takes its values as environment variables: each env.NAME value as
+// text (a number as JSON writes it), replacing the template's own NAME; nothing under
+// spec.trainer, which such a trial has none of.
+TEST(TrialJob, AProgramOfYourOwnTakesItsValuesAsVariables) {
+  json doc = torchExampleJson();
+  doc["spec"]["trialTemplate"]["spec"]["env"].push_back({{"name", "MOMENTUM"}, {"value", "0.5"}});
+  const kube::Experiment experiment = experimentOf(doc);
+  core::Result<SearchSettings> s = searchSettingsOf(experiment, {});
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  for (int64_t index = 0; index < s->max_trials; ++index) {
+    SCOPED_TRACE(index);
+    const search::Assignment values = trialAssignment(*s, index);
+    ASSERT_EQ(values.size(), 2u);
+    const kube::TrainingJob job = *trialJob(experiment, *s, index);
+    EXPECT_FALSE(job.spec.trainer.has_value());
+    EXPECT_EQ(job.spec.command, (std::vector<std::string>{"python3", "/app/train.py"}));
+    std::map<std::string, std::string> env;
+    for (const kube::EnvVar& var : job.spec.env) {
+      EXPECT_TRUE(env.emplace(var.name, var.value.value_or("")).second) << var.name << " twice";
+    }
+    EXPECT_EQ(env["OMP_NUM_THREADS"], "1") << "the template's own variables stay";
+    EXPECT_EQ(env["EPOCHS"], "1");
+    EXPECT_EQ(std::stod(env["LEARNING_RATE"]), values[0].second.get<double>())
+        << "the value's text reads back as the same double";
+    EXPECT_EQ(env["MOMENTUM"], values[1].second.dump()) << "the trial's value, not the template's";
+    EXPECT_EQ(json::parse(job.metadata.annotations.at(kTrialParametersAnnotation)),
+              json({{"env.LEARNING_RATE", values[0].second}, {"env.MOMENTUM", values[1].second}}));
+    EXPECT_TRUE(validate(job).empty()) << contract::describe(validate(job));
+  }
+  // pbt copies weights inside the built-in trainer: a program of one's own is refused there.
+  doc["spec"]["algorithm"] = "pbt";
+  doc["spec"].erase("maxTrials");
+  doc["spec"]["pbt"] = {{"directory", "/app"}};
+  bool named = false;
+  for (const FieldError& e : validateExperiment(experimentOf(doc), {}, nullptr))
+    named = named || e.field == "spec.trialTemplate.spec.command";
+  EXPECT_TRUE(named);
 }
 
 json pbtExampleJson() {

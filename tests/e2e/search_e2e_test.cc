@@ -10,7 +10,10 @@
 //   - the pbt example's 4 members meet after each epoch: one exploit a round, in place (no
 //     restart, each under 2 s), every member's lineage in its status and the winner's in the
 //     Experiment's;
-// and `ringmaster local run examples/fashion-mnist-search.yaml` as a user runs it.
+//   - a search over a PyTorch program of the user's own (Debian's python3-torch): each trial's
+//     values reach it as environment variables, and its objective is the test accuracy the
+//     program itself wrote (RINGMASTER_SUMMARY_FILE) and printed;
+// and `ringmaster local run` of both search examples as a user runs them.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -34,6 +37,13 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+
+// Why a PyTorch program cannot run here ("" when it can).
+std::string torchMissing() {
+  auto r = testutil::run({"/usr/bin/python3", "-c", "import torch, numpy"}, {}, 120s);
+  if (r.exit_code == 0) return "";
+  return "needs Debian's python3-torch (scripts/setup installs it): " + r.stderr_text;
+}
 
 std::string readExample(const std::string& name) {
   std::ifstream in(std::string(std::getenv("RM_SOURCE_DIR")) + "/examples/" + name);
@@ -190,6 +200,60 @@ TEST_P(SearchE2e, BadSearchesAreRefusedNamingTheField) {
   EXPECT_EQ(trials("no-such-field").size(), 0u);
 }
 
+// The user's own PyTorch program as the trial: 4 trials, 2 at a time. Each pod's environment
+// holds the trial's values, the program printed them and its accuracy, and that accuracy (from
+// its own summary file, through the termination message) is the trial's objective.
+TEST_P(SearchE2e, APyTorchProgramIsSearchedThroughItsEnvironmentAndItsOwnSummary) {
+  if (std::string why = torchMissing(); !why.empty()) GTEST_SKIP() << why;
+  ASSERT_EQ(cluster_.apply(readExample("pytorch-search.yaml")).exit_code, 0);
+  json experiment;
+  ASSERT_TRUE(testutil::eventually(600s, [&] {
+    experiment = cluster_.get("experiment", "torch-search");
+    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
+    return phase == "Succeeded" || phase == "Failed";
+  })) << experiment.dump(2);
+  ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
+  EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4) << experiment.dump(2);
+
+  double best = -1;
+  std::string best_name;
+  std::set<std::string> rates;
+  for (const json& t : trials("torch-search")) {
+    const std::string name = t["metadata"]["name"];
+    SCOPED_TRACE(name);
+    EXPECT_EQ(t.value("/status/phase"_json_pointer, std::string()), "Succeeded");
+    const json values =
+        json::parse(t["metadata"]["annotations"].value("ringmaster.dev/trial-parameters", "{}"));
+    ASSERT_TRUE(values.contains("env.LEARNING_RATE")) << values.dump();
+    // The pod's environment carries the values as text.
+    const json pod = cluster_.get("pod", name + "-worker-0");
+    std::map<std::string, std::string> env;
+    for (const json& c : pod["spec"]["containers"])
+      for (const json& e : c.value("env", json::array()))
+        env[e.value("name", "")] = e.value("value", "");
+    ASSERT_TRUE(env.count("LEARNING_RATE")) << pod.dump(2);
+    EXPECT_EQ(std::stod(env["LEARNING_RATE"]), values["env.LEARNING_RATE"].get<double>());
+    EXPECT_EQ(std::stod(env["MOMENTUM"]), values["env.MOMENTUM"].get<double>());
+    rates.insert(env["LEARNING_RATE"]);
+    // The program's own words: its values and its accuracy, which the status holds.
+    const double accuracy = t.value("/status/progress/testAccuracy"_json_pointer, -1.0);
+    EXPECT_GT(accuracy, 0.5) << t["status"].dump(2);
+    const std::string log = cluster_.podLog(name + "-worker-0");
+    char printed[64];
+    std::snprintf(printed, sizeof printed, "test accuracy %.4f", accuracy);
+    EXPECT_NE(log.find(printed), std::string::npos) << log;
+    // Python's repr and the operator's JSON both write a double's shortest text (a whole
+    // momentum comes back from the API server as "0", which Python prints as 0.0).
+    EXPECT_NE(log.find("lr " + env["LEARNING_RATE"] + " momentum "), std::string::npos) << log;
+    if (accuracy > best) best = accuracy, best_name = name;
+  }
+  EXPECT_EQ(rates.size(), 4u) << "four draws, four learning rates";
+  const json& best_trial = experiment["status"]["bestTrial"];
+  EXPECT_EQ(best_trial.value("name", ""), best_name) << best_trial.dump(2);
+  EXPECT_DOUBLE_EQ(best_trial.value("objective", 0.0), best);
+  EXPECT_TRUE(best_trial["parameters"].contains("env.LEARNING_RATE")) << best_trial.dump(2);
+}
+
 // Population-based training: 4 members, 4 epochs, 3 rounds of one exploit each, in place.
 TEST_P(SearchE2e, PbtMembersExploitInPlaceAndTheBestKeepsItsLineage) {
   ASSERT_EQ(cluster_.apply(readExample("fashion-mnist-pbt.yaml")).exit_code, 0);
@@ -270,6 +334,42 @@ TEST(LocalRunSearchE2e, TheExampleRunsToSucceededAndNamesTheBestTrial) {
     ++listed;
   }
   EXPECT_EQ(listed, 8) << out;
+}
+
+// The user's own PyTorch program searched through `ringmaster local run`: every trial
+// succeeded with the accuracy its program wrote, best first.
+TEST(LocalRunSearchE2e, ThePyTorchSearchExampleRunsToSucceeded) {
+  if (!std::filesystem::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (std::string why = torchMissing(); !why.empty()) GTEST_SKIP() << why;
+  testutil::TempDir dir;
+  e2e::ExampleRun example = e2e::runExample("pytorch-search.yaml", dir.path(), {});
+  const std::string out = example.run.stdout_text + example.run.stderr_text;
+  ASSERT_EQ(example.run.exit_code, 0) << out;
+  EXPECT_EQ(example.down.exit_code, 0) << example.down.stderr_text;
+  EXPECT_NE(out.find("torch-search: Succeeded (TrialsCompleted): 4 of 4 trials succeeded"),
+            std::string::npos)
+      << out;
+  const size_t header = out.find("TRIAL");
+  ASSERT_NE(header, std::string::npos) << out;
+  std::istringstream rows(out.substr(header));
+  std::string line;
+  std::getline(rows, line);
+  int listed = 0;
+  double previous = 2;
+  while (std::getline(rows, line) && line.find("torch-search-trial-") != std::string::npos) {
+    std::istringstream words(line.substr(4));
+    std::string name, state;
+    double accuracy = -1;
+    words >> name >> state >> accuracy;
+    EXPECT_EQ(state, "Succeeded") << line;
+    EXPECT_GT(accuracy, 0.5) << line;
+    EXPECT_LE(accuracy, previous) << "best first: " << line;
+    previous = accuracy;
+    EXPECT_NE(line.find("env.LEARNING_RATE"), std::string::npos) << line;
+    ++listed;
+  }
+  EXPECT_EQ(listed, 4) << out;
 }
 
 }  // namespace

@@ -27,6 +27,11 @@
 //                      default                                              optional
 //   POD_IP             where the process listens; inherited from the pod (the downward API),
 //                      never written by encode                              optional
+//   RINGMASTER_SUMMARY_FILE  where a program of the user's own, on the pod of rank 0, writes its
+//                      run's summary (a JSON object with the trainer summary's names:
+//                      testAccuracy, finalTrainLoss, ...) for the pod's termination message,
+//                      whence the job's status.progress and a search's objective; the launcher
+//                      sets it (not encode), the built-in trainer gets --summary-json instead
 // Under mpirun (OMPI_COMM_WORLD_RANK set and RANK unset) Open MPI's variables take the place of
 // RANK, WORLD_SIZE and LOCAL_RANK: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE and
 // OMPI_COMM_WORLD_LOCAL_RANK, with the same defaults and bounds. Defaults make a bare
@@ -67,6 +72,7 @@ inline constexpr const char* kBackend = pod_env::kBackend;
 inline constexpr const char* kPodIp = pod_env::kPodIp;
 inline constexpr char kUseAgentStore[] = "RINGMASTER_USE_AGENT_STORE";
 inline constexpr char kHeartbeatMs[] = "RINGMASTER_HEARTBEAT_MS";
+inline constexpr char kSummaryFile[] = "RINGMASTER_SUMMARY_FILE";
 // What torchrun (torch's elastic agent) reads, as PyTorchJob sets them: torchrun then starts
 // PET_NPROC_PER_NODE ranks itself and gives them RANK, LOCAL_RANK, WORLD_SIZE, ...
 inline constexpr char kPetNnodes[] = "PET_NNODES";
