@@ -47,11 +47,13 @@
 #include "launcher/hang_detector.h"
 #include "launcher/launch_plan.h"
 #include "launcher/mpi_mode.h"
+#include "launcher/pbt_rounds.h"
 #include "launcher/pod_outcome.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervisor.h"
 #include "launcher/termination_message.h"
 #include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/contract/rank_environment.h"
 #include "ringmaster/contract/store_secret.h"
 #include "ringmaster/contract/tf_config.h"
 #include "ringmaster/core/flags.h"
@@ -165,10 +167,72 @@ class SummaryFile {
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return text;
   }
+  // Before a run, so that what read() finds afterwards is that run's.
+  void clear() const {
+    std::error_code ec;
+    std::filesystem::remove(path(), ec);
+  }
+  core::Status write(const std::string& text) const {
+    std::ofstream out(path(), std::ios::trunc);
+    out << text;
+    if (!out) return core::errnoError("writing " + path(), errno);
+    return core::Status::Ok();
+  }
 
  private:
   std::string dir_;
 };
+
+// A pbt member of a program of the user's own: the program run once per interval, the population
+// met between the runs (pbt_rounds.h). Stops at the first run that fails, at a signal, or at a
+// round that cannot be taken (which fails the pod, naming the interval); the last run's summary
+// is left with the member's lineage for the termination message.
+SupervisorOutcome runIntervals(PbtRounds& rounds, const LaunchPlan& plan,
+                               const SummaryFile& summary, SignalRouter& signals,
+                               FailureCause* cause) {
+  SupervisorOutcome outcome;
+  auto failed = [&](const Status& why) {
+    RM_LOG(ERROR, LAUNCH) << why.message();
+    *cause = FailureCause{};
+    return SupervisorOutcome{1, why.message()};
+  };
+  for (int32_t interval = 1; interval <= rounds.intervals(); ++interval) {
+    std::vector<ProcessSpec> processes = plan.processes;
+    for (auto& [name, value] : rounds.runEnvironment(interval)) processes.front().env[name] = value;
+    summary.clear();
+    RM_LOG(INFO, LAUNCH) << "pbt member " << rounds.member() << ": interval " << interval << " of "
+                         << rounds.intervals() << " (checkpoints in " << rounds.checkpointDir()
+                         << ")";
+    Supervisor::Options options;
+    options.grace = plan.grace;
+    options.capture_errors = true;
+    auto started = Supervisor::start(std::move(processes), options);
+    if (!started.ok()) return failed(started.status());
+    signals.attach(started->get());
+    outcome = (*started)->wait();
+    *cause = (*started)->failureCause();
+    signals.attach(nullptr);
+    if (outcome.exit_code != 0 || signals.stop()->stopRequested()) return outcome;
+    const std::optional<std::string> text = summary.read();
+    const std::string what = "pbt interval " + std::to_string(interval) + ": ";
+    if (!text) {
+      return failed(core::invalidArgument(what + "the program wrote no summary to " +
+                                          contract::rank_env::kSummaryFile));
+    }
+    if (interval == rounds.intervals()) {
+      core::Result<std::string> last = rounds.finalSummary(*text);
+      if (!last.ok()) return failed(last.status().withContext(what));
+      if (Status s = summary.write(*last); !s.ok()) return failed(s);
+      break;
+    }
+    core::Result<double> objective = rounds.objectiveOf(interval, *text);
+    if (!objective.ok()) return failed(objective.status());
+    if (Status s = rounds.meet(interval, *objective, signals.stop()); !s.ok()) {
+      return failed(s.withContext(what));
+    }
+  }
+  return outcome;
+}
 
 int run(int argc, char** argv) {
   // Before any thread exists, so that every thread inherits the mask and sigwait sees them.
@@ -221,7 +285,8 @@ int run(int argc, char** argv) {
   };
   if (Status s = checkFlagValues(flags); !s.ok()) return fail(s);
 
-  auto env = contract::parsePodEnvironment([](const char* name) { return std::getenv(name); });
+  auto env = contract::parsePodEnvironment(
+      [](const char* name) -> const char* { return std::getenv(name); });
   if (!env.ok()) return fail(env.status());
   if (env->store_secret.empty()) {
     // A one-pod world (parsePodEnvironment insists otherwise): only our own processes connect.
@@ -246,6 +311,19 @@ int run(int argc, char** argv) {
   if (plan->wants_summary) {
     summary = std::make_unique<SummaryFile>();
     if (summary->ok()) addSummaryPath(*plan, summary->path());
+  }
+  // A pbt member of a program of the user's own: one run per interval (pbt_rounds.h).
+  std::unique_ptr<PbtRounds> rounds;
+  if (!env->pbt.empty()) {
+    if (!plan->own_program || plan->processes.size() != 1 || summary == nullptr || !summary->ok()) {
+      return fail(core::invalidArgument(
+          std::string(contract::pod_env::kPbt) +
+          ": a pbt member of a program of your own runs as one native process of a one-pod world"));
+    }
+    auto created = PbtRounds::create(
+        env->pbt, [](const char* name) -> const char* { return std::getenv(name); });
+    if (!created.ok()) return fail(created.status());
+    rounds = std::move(created).value();
   }
   RM_LOG(INFO, CONFIG) << contract::launcherModeName(env->mode) << " mode, attempt " << env->attempt
                        << ", pod " << env->node_rank << " of " << env->nnodes << ", "
@@ -323,7 +401,7 @@ int run(int argc, char** argv) {
   // What a hang verdict stops: the local processes, or (MPI mode) mpirun / this pod's serving.
   std::unique_ptr<Supervisor> supervisor;
   std::function<void(int, const std::string&)> stop_for_hang;
-  if (mpi == nullptr) {
+  if (mpi == nullptr && rounds == nullptr) {
     Supervisor::Options options;
     options.grace = plan->grace;
     options.capture_errors = true;
@@ -340,7 +418,7 @@ int run(int argc, char** argv) {
 
   std::unique_ptr<HangMonitor> monitor;
   std::atomic<bool> own_verdict{false};  // this pod's monitor judged a hang (outlives monitor)
-  if (plan->hang_timeout > milliseconds(0)) {
+  if (plan->hang_timeout > milliseconds(0) && rounds == nullptr) {
     auto client = (*store)->connectAnother(seconds(10));
     if (!client.ok()) {
       RM_LOG(WARN, LAUNCH) << "hang detection off: " << client.status().message();
@@ -364,6 +442,8 @@ int run(int argc, char** argv) {
     hooks.attach = [&signals](Supervisor* s) { signals.attach(s); };
     hooks.exit_code = [&signals] { return signals.exitCode(); };
     outcome = mpi->run((*store)->store(), rdzv_deadline, hooks);
+  } else if (rounds != nullptr) {
+    outcome = runIntervals(*rounds, *plan, *summary, signals, &cause);
   } else {
     outcome = supervisor->wait();
     cause = supervisor->failureCause();

@@ -16,6 +16,7 @@
 #include "ringmaster/contract/store_secret.h"
 #include "ringmaster/contract/tf_config.h"
 #include "ringmaster/core/base64.h"
+#include "ringmaster/kube/codec.h"
 #include "ringmaster/kube/termination_message.h"
 #include "ringmaster/rendezvous/tcp_store.h"
 
@@ -294,6 +295,10 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   worker_env.mode = settings.launcher;
   if (mpi) {
     worker_env.work_dir = std::string(kTmpMountPath) + "/mpi";
+  }
+  // A pbt member of a program of the user's own: the launcher runs its intervals.
+  if (!s.command.empty() && s.trainer && s.trainer->pbt) {
+    worker_env.pbt = kube::encode(*s.trainer->pbt).dump();
   }
   for (auto& [var, value] : contract::encode(worker_env)) {
     c.env.push_back(env(std::move(var), std::move(value)));

@@ -10,6 +10,7 @@
 #include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/fnv.h"
 #include "ringmaster/kube/codec.h"
+#include "ringmaster/kube/mounts.h"
 
 namespace ringmaster::op {
 namespace {
@@ -18,15 +19,9 @@ using contract::FieldErrors;
 
 constexpr const char* kParameters = "spec.parameters";
 constexpr const char* kTemplateSpec = "spec.trialTemplate.spec";
-constexpr std::string_view kEnvPrefix = "env.";
+using contract::kEnvParameterPrefix;
 
-bool isEnvPath(const std::string& path) { return path.starts_with(kEnvPrefix); }
-
-// The text an environment variable carries for `value`: a string as it is, a number or a bool
-// as JSON writes it (the shortest text that reads back as the same double).
-std::string envText(const nlohmann::json& value) {
-  return value.is_string() ? value.get<std::string>() : value.dump();
-}
+bool isEnvPath(const std::string& path) { return path.starts_with(kEnvParameterPrefix); }
 
 // `spec` with `assignment` written in: an `env.NAME` value as the variable NAME of every
 // container the trial runs (replacing the template's own NAME), every other under
@@ -42,8 +37,8 @@ core::Result<kube::TrainingJobSpec> withValues(const kube::TrainingJobSpec& spec
       continue;
     }
     kube::EnvVar var;
-    var.name = path.substr(kEnvPrefix.size());
-    var.value = envText(value);
+    var.name = path.substr(kEnvParameterPrefix.size());
+    var.value = contract::envParameterText(value);
     auto same = [&](const kube::EnvVar& e) { return e.name == var.name; };
     auto it = std::find_if(out.env.begin(), out.env.end(), same);
     if (it != out.env.end()) {
@@ -79,7 +74,7 @@ void validateParameterPaths(const kube::ExperimentSpec& spec, FieldErrors& e) {
     const std::string at = std::string(kParameters) + "[" + std::to_string(i) + "].path";
     if (path.empty()) continue;  // spaceOf says so
     if (isEnvPath(path)) {
-      if (!isEnvName(path.substr(kEnvPrefix.size()))) {
+      if (!isEnvName(path.substr(kEnvParameterPrefix.size()))) {
         e.add(at, contract::invalidValue(path,
                                          "env.NAME takes a variable's name: letters, "
                                          "digits and _, not starting with a digit"));
@@ -114,8 +109,16 @@ bool contains(const std::vector<FieldError>& errors, const FieldError& e) {
   return std::find(errors.begin(), errors.end(), e) != errors.end();
 }
 
-// A trial's errors on the template's behalf: spec.X -> spec.trialTemplate.spec.X.
+// A trial's errors on the template's behalf: spec.X -> spec.trialTemplate.spec.X, except the
+// member's spec.trainer.pbt, which the operator writes from the Experiment's own fields:
+// parameters[i] -> spec.parameters[i], directory and the population's settings -> spec.pbt.
 std::string templateField(const std::string& field) {
+  const std::string pbt = "spec.trainer.pbt.";
+  if (field.starts_with(pbt + "parameters")) return "spec." + field.substr(pbt.size());
+  for (const char* own :
+       {"directory", "quantile", "resampleProbability", "waitSeconds", "intervals"}) {
+    if (field == pbt + own) return "spec.pbt." + std::string(own);
+  }
   if (field.rfind("spec", 0) == 0) return kTemplateSpec + field.substr(4);
   return "spec.trialTemplate." + field;
 }
@@ -188,13 +191,17 @@ kube::TrainingJobSpec memberTemplate(const kube::Experiment& experiment, const S
   pbt.metric = name(s.metric);
   pbt.goal = s.maximize ? "maximize" : "minimize";
   pbt.wait_seconds = s.pbt_wait_seconds;
+  pbt.intervals = s.pbt_intervals;
   if (!spec.trainer) spec.trainer.emplace();
   spec.trainer->pbt = std::move(pbt);
   return spec;
 }
 
-// spec.pbt and what pbt asks of the rest: one population that trains at once, optimizer fields
-// (what an exploit swaps in place), one rank per member, a directory every member mounts.
+// spec.pbt and what pbt asks of the rest: one population that trains at once, one rank per
+// member, a directory every member mounts, and for a program of the user's own the number of
+// its runs. What the member's spec.trainer.pbt must hold (optimizer fields for the built-in
+// trainer, variables for a program) its validation as a TrainingJob says, under this spec's
+// fields (templateField).
 void validatePbtSearch(const kube::ExperimentSpec& spec, SearchSettings& s, FieldErrors& e) {
   if (s.algorithm != SearchAlgorithm::kPbt) {
     if (spec.pbt) e.add("spec.pbt", "only for algorithm pbt");
@@ -214,6 +221,18 @@ void validatePbtSearch(const kube::ExperimentSpec& spec, SearchSettings& s, Fiel
   s.pbt_quantile = pbt.quantile;
   s.pbt_resample_probability = pbt.resample_probability;
   s.pbt_wait_seconds = pbt.wait_seconds;
+  s.pbt_intervals = pbt.intervals;
+  const bool own_program = spec.trial_template && spec.trial_template->spec &&
+                           !spec.trial_template->spec->command.empty();
+  if (own_program && !pbt.intervals) {
+    e.add("spec.pbt.intervals",
+          "required for a program of your own (spec.trialTemplate.spec.command): how many times "
+          "each member runs it, meeting after every run but the last");
+  } else if (!own_program && pbt.intervals) {
+    e.add("spec.pbt.intervals",
+          "only for a program of your own (spec.trialTemplate.spec.command); the built-in trainer "
+          "meets after every epoch (spec.trialTemplate.spec.trainer.epochs)");
+  }
   if (spec.max_trials && *spec.max_trials != s.parallelism) {
     e.add("spec.maxTrials",
           "a pbt population trains all at once: maxTrials must equal "
@@ -224,31 +243,13 @@ void validatePbtSearch(const kube::ExperimentSpec& spec, SearchSettings& s, Fiel
     e.add("spec.parallelism",
           "a pbt population needs at least 2 members, got " + std::to_string(s.parallelism));
   }
-  for (size_t i = 0; i < spec.parameters.size(); ++i) {
-    const std::string path = spec.parameters[i].path.value_or("");
-    if (!path.empty() && std::find(contract::kPbtFields.begin(), contract::kPbtFields.end(),
-                                   path) == contract::kPbtFields.end()) {
-      e.add(std::string(kParameters) + "[" + std::to_string(i) + "].path",
-            contract::invalidValue(path,
-                                   "pbt explores optimizer fields (optimizer.learningRate, "
-                                   "momentum, weightDecay, beta1, beta2): an exploit "
-                                   "swaps them in place, keeping the weights it copies"));
-    }
-  }
   if (!spec.trial_template || !spec.trial_template->spec) return;
   const kube::TrainingJobSpec& t = *spec.trial_template->spec;
   if (t.replicas.value_or(1) * t.procs_per_replica.value_or(1) != 1) {
     e.add(kTemplateSpec + std::string(".replicas"),
           "a pbt member trains on one rank: replicas 1, procsPerReplica 1");
   }
-  bool mounted = false;
-  for (const kube::VolumeMount& m : t.volume_mounts) {
-    const std::string& at = m.mount_path;
-    mounted = mounted || (!at.empty() && s.pbt_directory.rfind(at, 0) == 0 &&
-                          (s.pbt_directory.size() == at.size() || at.back() == '/' ||
-                           s.pbt_directory[at.size()] == '/'));
-  }
-  if (!s.pbt_directory.empty() && !mounted) {
+  if (!s.pbt_directory.empty() && !kube::mountHolding(t.volume_mounts, s.pbt_directory)) {
     e.add("spec.pbt.directory",
           contract::invalidValue(s.pbt_directory,
                                  "is on none of spec.trialTemplate.spec.volumeMounts: every "
@@ -333,12 +334,6 @@ std::vector<FieldError> validateExperiment(const kube::Experiment& experiment,
     e.add(kTemplateSpec, "required: the TrainingJob spec every trial runs");
   } else {
     e.unknownFields("spec.trialTemplate", spec.trial_template->extra);
-    const kube::TrainingJobSpec& tspec = *spec.trial_template->spec;
-    if (!tspec.command.empty() && s.algorithm == SearchAlgorithm::kPbt) {
-      e.add(kTemplateSpec + std::string(".command"),
-            "pbt swaps weights inside the built-in trainer; a program of your own searches "
-            "with grid or random");
-    }
     const kube::TrainingJobSpec member =
         memberTemplate(experiment, s, std::max(0, s.max_trials - 1));
     const kube::TrainingJob job =

@@ -57,6 +57,7 @@ struct SearchSettings {
   std::string pbt_directory;
   std::optional<double> pbt_quantile, pbt_resample_probability;
   std::optional<int32_t> pbt_wait_seconds;
+  std::optional<int32_t> pbt_intervals;  // a program of the user's own: its runs
 
   search::TrialBudget budget() const;
 };

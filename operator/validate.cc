@@ -32,6 +32,10 @@ const std::set<std::string>& reservedEnv() {
                                                pod_env::kJob,
                                                pod_env::kAttempt,
                                                pod_env::kBackend,
+                                               pod_env::kPbt,
+                                               contract::rank_env::kCheckpointDir,
+                                               contract::rank_env::kPbtInterval,
+                                               contract::rank_env::kPbtIntervals,
                                                pod_env::kLauncherMode,
                                                pod_env::kStoreSecret,
                                                pod_env::kPodIp,
@@ -397,6 +401,27 @@ void validateElastic(const kube::TrainingJob& job, FieldErrors& e) {
   }
 }
 
+// A pbt member: the built-in trainer meets after every epoch, a program of the user's own (run
+// by the launcher once per interval) after every run, of which it must say how many.
+void validatePbtMember(const kube::TrainingJobSpec& s, FieldErrors& e) {
+  if (!s.trainer || !s.trainer->pbt) return;
+  const bool intervals = s.trainer->pbt->intervals.has_value();
+  if (!s.command.empty() && !intervals) {
+    e.add("spec.trainer.pbt.intervals",
+          "required with spec.command: how many times the launcher runs your program, the "
+          "members meeting after every run but the last");
+  } else if (s.command.empty() && intervals) {
+    e.add("spec.trainer.pbt.intervals",
+          "only with spec.command (a program of your own); the built-in trainer meets after "
+          "every epoch");
+  }
+  if (!s.command.empty() && s.replicas.value_or(1) * s.procs_per_replica.value_or(1) != 1) {
+    e.add("spec.trainer.pbt",
+          "a member of a program of your own runs on one rank: replicas 1, "
+          "procsPerReplica 1");
+  }
+}
+
 }  // namespace
 
 const char* name(Backend value) {
@@ -632,6 +657,7 @@ std::vector<FieldError> validate(const kube::TrainingJob& job, const ValidateOpt
     }
     validateParallelism(s, e);
     validateParameterServers(s, e);
+    validatePbtMember(s, e);
   }
   // The backend must be able to read where the gradients live (the contract's rules).
   if (std::string why = contract::backendError(backendUse(s)); !why.empty()) {

@@ -412,24 +412,8 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
                          {key::kAutotuneFromCheckpoint, a->from_checkpoint}};
   }
   if (!s.pbt_member.empty()) {
-    auto values = [](const search::Assignment& a) {
-      nlohmann::json out = nlohmann::json::object();
-      for (const auto& [path, value] : a) out[path] = value;
-      return out;
-    };
-    nlohmann::json lineage = nlohmann::json::array();
-    for (const pbt::LineageEntry& e : s.pbt_lineage) {
-      lineage.push_back({{key::kPbtRound, e.round},
-                         {key::kPbtStep, e.step},
-                         {key::kPbtSource, e.source},
-                         {key::kPbtSourceObjective, e.source_objective},
-                         {key::kPbtObjective, e.own_objective},
-                         {key::kPbtParameters, values(e.parameters)}});
-    }
-    j[key::kPbt] = {{key::kPbtMember, s.pbt_member},
-                    {key::kPbtParameters, values(s.pbt_parameters)},
-                    {key::kPbtLineage, lineage},
-                    {key::kPbtRoundSeconds, s.pbt_round_seconds}};
+    j[key::kPbt] =
+        pbt::summaryJson(s.pbt_member, s.pbt_parameters, s.pbt_lineage, s.pbt_round_seconds);
   }
   const std::string tmp = path + ".tmp";
   {

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iterator>
 
+#include "ringmaster/kube/mounts.h"
+
 namespace ringmaster::local {
 namespace {
 
@@ -25,25 +27,12 @@ struct ClaimPath {
   std::filesystem::path inside;
 };
 std::optional<ClaimPath> claimHolding(const kube::TrainingJobSpec& spec, const std::string& path) {
-  const kube::VolumeMount* best = nullptr;
-  std::filesystem::path best_rest;  // `path` relative to best's mount path ("." when equal)
-  std::ptrdiff_t best_steps = 0;    // directories from best's mount path down to `path`
-  for (const auto& m : spec.volume_mounts) {
-    const std::filesystem::path rest =
-        std::filesystem::path(path).lexically_relative(m.mount_path).lexically_normal();
-    if (rest.empty() || *rest.begin() == "..") continue;  // not at or below this mount
-    const std::ptrdiff_t steps = rest == "." ? 0 : std::distance(rest.begin(), rest.end());
-    if (!best || steps < best_steps) {  // fewer steps down: a deeper mount
-      best = &m;
-      best_rest = rest;
-      best_steps = steps;
-    }
-  }
-  if (!best) return std::nullopt;
+  const std::optional<kube::MountHolding> held = kube::mountHolding(spec.volume_mounts, path);
+  if (!held) return std::nullopt;
   for (const auto& v : spec.volumes) {
-    if (v.name != best->name || !v.persistent_volume_claim) continue;
-    std::filesystem::path inside = best->sub_path.value_or("");
-    if (best_rest != ".") inside /= best_rest;
+    if (v.name != held->mount->name || !v.persistent_volume_claim) continue;
+    std::filesystem::path inside = held->mount->sub_path.value_or("");
+    if (held->rest != ".") inside /= held->rest;
     return ClaimPath{v.persistent_volume_claim->claim_name, inside};
   }
   return std::nullopt;

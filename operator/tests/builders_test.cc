@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "ringmaster/contract/pod_environment.h"
+#include "ringmaster/kube/codec.h"
 #include "test_jobs.h"
 
 namespace ringmaster::op {
@@ -62,6 +63,30 @@ TEST(Builders, UserProgramsGetTfJobsTfConfig) {
   EXPECT_EQ(
       plainEnv(buildWorkerPod(defaulted(job), 1, 0, "s").spec.containers[0]).count("TF_CONFIG"),
       0u);  // MPI programs find each other through mpirun
+}
+
+// A pbt member of a program of the user's own: its pod carries the member's spec.trainer.pbt as
+// RINGMASTER_PBT, which the launcher runs the intervals by; the built-in trainer's member reads
+// its config instead.
+TEST(Builders, AUsersPbtMemberTellsTheLauncherItsPopulation) {
+  kube::TrainingJob job = makeJob("m", 1);
+  job.spec.procs_per_replica = 1;
+  job.spec.command = {"python3", "train.py"};
+  kube::PbtSpec pbt;
+  pbt.directory = "/pbt";
+  pbt.member = "m";
+  pbt.population = {"m", "n"};
+  pbt.intervals = 3;
+  job.spec.trainer.emplace();
+  job.spec.trainer->pbt = pbt;
+  std::map<std::string, std::string> env =
+      plainEnv(buildWorkerPod(defaulted(job), 0, 0, "s").spec.containers[0]);
+  ASSERT_EQ(env.count("RINGMASTER_PBT"), 1u);
+  EXPECT_EQ(kube::decode<kube::PbtSpec>(nlohmann::json::parse(env["RINGMASTER_PBT"])).value(), pbt);
+  job.spec.command.clear();
+  EXPECT_EQ(plainEnv(buildWorkerPod(defaulted(job), 0, 0, "s").spec.containers[0])
+                .count("RINGMASTER_PBT"),
+            0u);
 }
 
 // spec.roles.ps: the ps pods come after the workers in the gang, named and labelled by their role,

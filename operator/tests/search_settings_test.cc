@@ -260,13 +260,31 @@ TEST(TrialJob, AProgramOfYourOwnTakesItsValuesAsVariables) {
               json({{"env.LEARNING_RATE", values[0].second}, {"env.MOMENTUM", values[1].second}}));
     EXPECT_TRUE(validate(job).empty()) << contract::describe(validate(job));
   }
-  // pbt copies weights inside the built-in trainer: a program of one's own is refused there.
+  // pbt over a program of one's own: the launcher runs it `intervals` times, so it must say how
+  // many; each member's job then carries its population with the variables to explore.
   doc["spec"]["algorithm"] = "pbt";
   doc["spec"].erase("maxTrials");
   doc["spec"]["pbt"] = {{"directory", "/app"}};
   bool named = false;
   for (const FieldError& e : validateExperiment(experimentOf(doc), {}, nullptr))
-    named = named || e.field == "spec.trialTemplate.spec.command";
+    named = named || (e.field == "spec.pbt.intervals" &&
+                      e.message.find("program of your own") != std::string::npos);
+  EXPECT_TRUE(named);
+  doc["spec"]["pbt"]["intervals"] = 3;
+  const kube::Experiment pbt = experimentOf(doc);
+  core::Result<SearchSettings> member_settings = searchSettingsOf(pbt, {});
+  ASSERT_TRUE(member_settings.ok()) << member_settings.status().toString();
+  const kube::TrainingJob member = *trialJob(pbt, *member_settings, 1);
+  ASSERT_TRUE(member.spec.trainer && member.spec.trainer->pbt);
+  EXPECT_EQ(member.spec.trainer->pbt->intervals, 3);
+  EXPECT_EQ(member.spec.trainer->pbt->member, "torch-search-trial-1");
+  EXPECT_EQ(member.spec.trainer->pbt->parameters[0].path, "env.LEARNING_RATE");
+  EXPECT_TRUE(validate(member).empty()) << contract::describe(validate(member));
+  // A trainer field in such a member's space is refused, naming the Experiment's parameter.
+  doc["spec"]["parameters"][1]["path"] = "optimizer.momentum";
+  named = false;
+  for (const FieldError& e : validateExperiment(experimentOf(doc), {}, nullptr))
+    named = named || e.field == "spec.parameters[1].path";
   EXPECT_TRUE(named);
 }
 
@@ -332,7 +350,7 @@ TEST(SearchSettings, RefusesBadPbtSearchesNamingTheField) {
       {"one_epoch", [](json& d) { d["spec"]["trialTemplate"]["spec"]["trainer"]["epochs"] = 1; },
        "spec.trialTemplate.spec.trainer.pbt", "at least 2 epochs"},
       {"a_quantile_past_a_half", [](json& d) { d["spec"]["pbt"]["quantile"] = 0.7; },
-       "spec.trialTemplate.spec.trainer.pbt.quantile", "0.5"},
+       "spec.pbt.quantile", "0.5"},
       {"population_settings_on_a_random_search",
        [](json& d) {
          d["spec"]["algorithm"] = "random";

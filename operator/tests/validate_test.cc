@@ -57,6 +57,22 @@ void psPods(kube::TrainingJob& job, int32_t replicas) {
   job.spec.roles.emplace().ps.emplace().replicas = replicas;
 }
 
+// spec.trainer.pbt: a member of a population of two; `intervals` when given (a program of one's
+// own), `path` its one explored field.
+void pbtMember(kube::TrainingJob& job, std::optional<int32_t> intervals, const std::string& path) {
+  kube::PbtSpec pbt;
+  pbt.directory = "/pbt";
+  pbt.member = "a";
+  pbt.population = {"a", "b"};
+  pbt.intervals = intervals;
+  kube::SearchParameterSpec p;
+  p.path = path;
+  p.choices = {0.1, 0.2};
+  pbt.parameters = {p};
+  if (!job.spec.trainer) job.spec.trainer.emplace();
+  job.spec.trainer->pbt = pbt;
+}
+
 // spec.elastic {minReplicas: lo, maxReplicas: hi}.
 void elastic(kube::TrainingJob& job, int32_t lo, int32_t hi) {
   job.spec.elastic = kube::ElasticPolicy{};
@@ -188,6 +204,34 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                      j.spec.backend = "nccl";
                                                    },
                                                    "spec.backend"},
+                                           BadSpec{"a program's pbt member without intervals",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 1;
+                                                     j.spec.command = {"python3", "train.py"};
+                                                     pbtMember(j, std::nullopt, "env.LR");
+                                                   },
+                                                   "spec.trainer.pbt.intervals"},
+                                           BadSpec{"intervals for the built-in trainer",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 1;
+                                                     pbtMember(j, 3, "optimizer.learningRate");
+                                                   },
+                                                   "spec.trainer.pbt.intervals"},
+                                           BadSpec{"a program's pbt member exploring a "
+                                                   "trainer field",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 1;
+                                                     j.spec.command = {"python3", "train.py"};
+                                                     pbtMember(j, 3, "optimizer.learningRate");
+                                                   },
+                                                   "spec.trainer.pbt.parameters[0].path"},
+                                           BadSpec{"a program's pbt member on two pods",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 2;
+                                                     j.spec.command = {"python3", "train.py"};
+                                                     pbtMember(j, 3, "env.LR");
+                                                   },
+                                                   "spec.trainer.pbt"},
                                            BadSpec{"0 parameter servers",
                                                    [](auto& j) { psTrainer(j, 0); },
                                                    "spec.trainer.parallelism.parameterServer"

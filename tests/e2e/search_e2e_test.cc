@@ -13,6 +13,9 @@
 //   - a search over a PyTorch program of the user's own (Debian's python3-torch): each trial's
 //     values reach it as environment variables, and its objective is the test accuracy the
 //     program itself wrote (RINGMASTER_SUMMARY_FILE) and printed;
+//   - population-based training of such a program through checkpoints: 4 members, 3 runs each,
+//     every run resuming from its member's checkpoint (or a copy of a better member's), one
+//     exploit a round, every member's lineage in its status;
 // and `ringmaster local run` of both search examples as a user runs them.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -254,6 +257,50 @@ TEST_P(SearchE2e, APyTorchProgramIsSearchedThroughItsEnvironmentAndItsOwnSummary
   EXPECT_TRUE(best_trial["parameters"].contains("env.LEARNING_RATE")) << best_trial.dump(2);
 }
 
+// Population-based training of the user's own PyTorch program: the launcher runs it 3 times per
+// member, and the population meets between runs through checkpoints.
+TEST_P(SearchE2e, APyTorchPopulationMeetsThroughCheckpoints) {
+  if (std::string why = torchMissing(); !why.empty()) GTEST_SKIP() << why;
+  ASSERT_EQ(cluster_.apply(readExample("pytorch-pbt.yaml")).exit_code, 0);
+  json experiment;
+  ASSERT_TRUE(testutil::eventually(600s, [&] {
+    experiment = cluster_.get("experiment", "torch-pbt");
+    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
+    return phase == "Succeeded" || phase == "Failed";
+  })) << experiment.dump(2);
+  ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
+  EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4) << experiment.dump(2);
+
+  std::map<int64_t, int> exploits_by_round;
+  for (const json& t : trials("torch-pbt")) {
+    const std::string name = t["metadata"]["name"];
+    SCOPED_TRACE(name);
+    const json pbt = t.value("/status/progress/pbt"_json_pointer, json::object());
+    EXPECT_EQ(pbt.value("member", ""), name) << t["status"].dump(2);
+    EXPECT_TRUE(pbt["parameters"].contains("env.LEARNING_RATE")) << pbt.dump();
+    EXPECT_GT(t.value("/status/progress/testAccuracy"_json_pointer, 0.0), 0.5);
+    const std::string log = cluster_.podLog(name + "-worker-0");
+    // Every run resumed from a checkpoint one epoch further on: its own, or after an exploit a
+    // copy of the source's.
+    for (const char* run : {"interval 1, epoch 1:", "interval 2, epoch 2:", "interval 3, epoch 3:"})
+      EXPECT_NE(log.find(run), std::string::npos) << run << "\n" << log;
+    for (const json& e : pbt.value("lineage", json::array())) {
+      const std::string source = e.value("source", "");
+      EXPECT_NE(source, name);
+      ++exploits_by_round[e.value("round", int64_t{0})];
+      EXPECT_NE(log.find("pbt round " + std::to_string(e.value("round", 0)) + ": " + name),
+                std::string::npos)
+          << log;
+      EXPECT_NE(log.find("continues from " + source), std::string::npos) << log;
+      EXPECT_GT(e.value("sourceObjective", 0.0), e.value("objective", 1.0)) << e.dump();
+    }
+  }
+  // A quarter of 4: one member exploits in each of the 2 rounds.
+  EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}}));
+  const json& best = experiment["status"]["bestTrial"];
+  EXPECT_TRUE(best["parameters"].contains("env.MOMENTUM")) << best.dump(2);
+}
+
 // Population-based training: 4 members, 4 epochs, 3 rounds of one exploit each, in place.
 TEST_P(SearchE2e, PbtMembersExploitInPlaceAndTheBestKeepsItsLineage) {
   ASSERT_EQ(cluster_.apply(readExample("fashion-mnist-pbt.yaml")).exit_code, 0);
@@ -334,6 +381,34 @@ TEST(LocalRunSearchE2e, TheExampleRunsToSucceededAndNamesTheBestTrial) {
     ++listed;
   }
   EXPECT_EQ(listed, 8) << out;
+}
+
+// The pbt example of the user's own PyTorch program through `ringmaster local run`: every
+// member succeeded, one exploit a round.
+TEST(LocalRunSearchE2e, ThePyTorchPbtExampleRunsToSucceeded) {
+  if (!std::filesystem::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (std::string why = torchMissing(); !why.empty()) GTEST_SKIP() << why;
+  testutil::TempDir dir;
+  e2e::ExampleRun example = e2e::runExample("pytorch-pbt.yaml", dir.path(), {});
+  const std::string out = example.run.stdout_text + example.run.stderr_text;
+  ASSERT_EQ(example.run.exit_code, 0) << out;
+  EXPECT_EQ(example.down.exit_code, 0) << example.down.stderr_text;
+  EXPECT_NE(out.find("torch-pbt: Succeeded (TrialsCompleted): 4 of 4 trials succeeded"),
+            std::string::npos)
+      << out;
+  int exploits = 0, rows = 0;
+  for (size_t at = out.find("torch-pbt-trial-"); at != std::string::npos;
+       at = out.find("torch-pbt-trial-", at + 1)) {
+    const size_t end = out.find('\n', at);
+    const std::string line = out.substr(at, end - at);
+    const size_t open = line.rfind(" (");
+    if (line.find("Succeeded") == std::string::npos || open == std::string::npos) continue;
+    exploits += std::atoi(line.c_str() + open + 2);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4) << out;
+  EXPECT_EQ(exploits, 2) << "one exploit in each of the 2 rounds\n" << out;
 }
 
 // The user's own PyTorch program searched through `ringmaster local run`: every trial

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ringmaster/contract/trainer_summary.h"
 #include "ringmaster/core/log.h"
 
 namespace ringmaster::trainer::pbt {
@@ -35,6 +36,29 @@ contract::TrainerSettings::Optimizer withValues(contract::TrainerSettings::Optim
   return optimizer;
 }
 
+nlohmann::json summaryJson(const std::string& member, const search::Assignment& parameters,
+                           const std::vector<LineageEntry>& lineage, double round_seconds) {
+  namespace key = contract::trainer_summary;
+  auto values = [](const search::Assignment& a) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [path, value] : a) out[path] = value;
+    return out;
+  };
+  nlohmann::json entries = nlohmann::json::array();
+  for (const LineageEntry& e : lineage) {
+    entries.push_back({{key::kPbtRound, e.round},
+                       {key::kPbtStep, e.step},
+                       {key::kPbtSource, e.source},
+                       {key::kPbtSourceObjective, e.source_objective},
+                       {key::kPbtObjective, e.own_objective},
+                       {key::kPbtParameters, values(e.parameters)}});
+  }
+  return {{key::kPbtMember, member},
+          {key::kPbtParameters, values(parameters)},
+          {key::kPbtLineage, entries},
+          {key::kPbtRoundSeconds, round_seconds}};
+}
+
 Member::Member(const contract::TrainerSettings::Pbt& settings,
                const contract::TrainerSettings::Optimizer& optimizer)
     : settings_(settings),
@@ -44,6 +68,11 @@ Member::Member(const contract::TrainerSettings::Pbt& settings,
     parameters_.emplace_back(p.path, optimizerValue(optimizer_, p.path));
   }
 }
+
+Member::Member(const contract::TrainerSettings::Pbt& settings, search::Assignment initial)
+    : settings_(settings),
+      directory_(settings.directory, settings.population),
+      parameters_(std::move(initial)) {}
 
 core::Result<std::optional<Decision>> Member::interval(int64_t round, int64_t step,
                                                        double objective,

@@ -6,13 +6,15 @@
 // which optimizer values. It keeps the member's lineage: every exploit, whose weights, which
 // values, at which step.
 //
-// The values are optimizer fields (contract::kPbtFields), read from and written into the
-// run's optimizer settings by path.
+// The built-in trainer's values are optimizer fields (contract::kPbtFields), read from and
+// written into the run's optimizer settings by path; a program of the user's own (the launcher's
+// rounds) explores env.NAME values, which the member only carries.
 //
 // Thread-safety: one per member (rank 0 of its run). Failure: publish errors; a round where the
 // member is alone (the others late past waitSeconds) is no error: it trains on unchanged.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,8 +43,13 @@ struct LineageEntry {
   bool operator==(const LineageEntry&) const = default;
 };
 
+// The summary's "pbt" object (contract::trainer_summary: member, the values it ended on, its
+// lineage, the seconds its rounds took): what the operator folds into status.progress.pbt.
+nlohmann::json summaryJson(const std::string& member, const search::Assignment& parameters,
+                           const std::vector<LineageEntry>& lineage, double round_seconds);
+
 struct Decision {
-  std::string checkpoint;                          // the source's checkpoint file to load
+  std::string checkpoint;                          // the source's checkpoint to load
   contract::TrainerSettings::Optimizer optimizer;  // the values to train on
   LineageEntry entry;
 };
@@ -52,6 +59,8 @@ class Member {
   // `optimizer`: the values this member starts with (its spec.trainer.optimizer).
   Member(const contract::TrainerSettings::Pbt& settings,
          const contract::TrainerSettings::Optimizer& optimizer);
+  // `initial`: the values this member starts with, by path (a program's env.NAME values).
+  Member(const contract::TrainerSettings::Pbt& settings, search::Assignment initial);
 
   const PopulationDirectory& directory() const { return directory_; }
   const std::string& name() const { return settings_.member; }

@@ -62,6 +62,7 @@ std::vector<std::pair<std::string, std::string>> encode(const PodEnvironment& en
     vars.emplace_back(kLauncherMode, launcherModeName(env.mode));
   }
   if (!env.work_dir.empty()) vars.emplace_back(kWorkDir, env.work_dir);
+  if (!env.pbt.empty()) vars.emplace_back(kPbt, env.pbt);
   return vars;
 }
 
@@ -110,6 +111,7 @@ Result<PodEnvironment> parsePodEnvironment(const EnvLookup& lookup) {
   }
   e.mode = *parsed_mode;
   e.work_dir = env_var::string(lookup, kWorkDir, "");
+  e.pbt = env_var::string(lookup, kPbt, "");
   e.store_secret = env_var::string(lookup, kStoreSecret, "");
   if (!e.store_secret.empty() && e.store_secret.size() < store_secret::kMinChars) {
     // The value itself stays out of the message: it is a secret even when it is a bad one.

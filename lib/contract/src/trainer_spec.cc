@@ -313,10 +313,22 @@ void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErr
   }
 }
 
+}  // namespace
+
+std::string envParameterText(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+namespace {
+
 // spec.trainer.pbt: a population this run belongs to, a space of optimizer fields an exploit
 // can swap in place, and what it can do today: one rank of data-parallel training on the CPU.
+// With `intervals`, the member is a program of the user's own that the launcher runs once per
+// interval: its space is environment variables (env.NAME), and the trainer's limits are not its.
 void validatePbt(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
   const kube::PbtSpec& pbt = *t.pbt;
+  const bool own_program = pbt.intervals.has_value();
+  e.atLeast(p + ".intervals", pbt.intervals, 2);
   e.unknownFields(p, pbt.extra);
   if (!pbt.directory || pbt.directory->empty() || pbt.directory->front() != '/') {
     e.add(p + ".directory",
@@ -347,8 +359,12 @@ void validatePbt(const kube::TrainerSpec& t, const std::string& p, FieldErrors& 
   }
   for (size_t i = 0; i < pbt.parameters.size(); ++i) {
     const std::string path = pbt.parameters[i].path.value_or("");
-    if (!path.empty() &&
-        std::find(kPbtFields.begin(), kPbtFields.end(), path) == kPbtFields.end()) {
+    if (own_program && !path.empty() && !path.starts_with(kEnvParameterPrefix)) {
+      e.add(p + ".parameters[" + std::to_string(i) + "].path",
+            invalidValue(path,
+                         "a program of your own (intervals) explores its environment: env.NAME"));
+    } else if (!own_program && !path.empty() &&
+               std::find(kPbtFields.begin(), kPbtFields.end(), path) == kPbtFields.end()) {
       e.add(p + ".parameters[" + std::to_string(i) + "].path",
             invalidValue(path,
                          "an exploit swaps optimizer fields in place (optimizer.learningRate, "
@@ -362,6 +378,7 @@ void validatePbt(const kube::TrainerSpec& t, const std::string& p, FieldErrors& 
   e.oneOf(p + ".goal", pbt.goal, {"maximize", "minimize"});
   e.inRange(p + ".waitSeconds", pbt.wait_seconds, 1, 86400);
   e.atLeast(p + ".seed", pbt.seed, int64_t{0});
+  if (own_program) return;  // the rest is the built-in trainer's
   if (t.epochs.value_or(kDefaultEpochs) < 2) {
     e.add(p, "members meet after every epoch but the last: train at least 2 epochs");
   }
@@ -547,6 +564,7 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
     s.pbt.loss = pbt.metric.value_or("testAccuracy") == "loss";
     s.pbt.maximize = pbt.goal ? *pbt.goal == "maximize" : !s.pbt.loss;
     s.pbt.wait_seconds = pbt.wait_seconds.value_or(kDefaultPbtWaitSeconds);
+    s.pbt.intervals = pbt.intervals.value_or(0);
   }
   if (t.parallelism && t.parallelism->parameter_server) {
     const kube::ParameterServerSpec& ps = *t.parallelism->parameter_server;

@@ -18,6 +18,7 @@ void visitPbtSearchSpec(V& v, S& s) {
   v("quantile", s.quantile);
   v("resampleProbability", s.resample_probability);
   v("waitSeconds", s.wait_seconds);
+  v("intervals", s.intervals);
 }
 
 template <class V, class S>

@@ -93,6 +93,7 @@ void visitPbtSpec(V& v, S& s) {
   v("metric", s.metric);
   v("goal", s.goal);
   v("waitSeconds", s.wait_seconds);
+  v("intervals", s.intervals);
 }
 
 template <class V, class S>

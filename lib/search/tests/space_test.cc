@@ -66,7 +66,15 @@ TEST(ValidateSpace, RefusesWhatCannotBeSearchedNamingTheField) {
        "must be above min (0.9)"},
       {"half_a_range", {no_max}, false, "spec.parameters[0].max", "required"},
       {"range_and_choices", {both}, false, "spec.parameters[0]", "both a range"},
-      {"nothing", {Parameter{.path = "seed"}}, false, "spec.parameters[0]", "needs a range"},
+      {"nothing",
+       {[] {
+         Parameter p;
+         p.path = "seed";
+         return p;
+       }()},
+       false,
+       "spec.parameters[0]",
+       "needs a range"},
       {"no_path", {range("", 0, 1)}, false, "spec.parameters[0].path", "a field of spec.trainer"},
       {"bad_path",
        {range("optimizer..momentum", 0, 1)},

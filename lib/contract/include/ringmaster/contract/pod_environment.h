@@ -22,6 +22,8 @@
 //                      store_secret.h)                          required when NNODES > 1
 //   RINGMASTER_LAUNCHER_MODE  native | mpi                                   default native
 //   RINGMASTER_WORK_DIR  MPI mode: where sshd's files go                     optional
+//   RINGMASTER_PBT     a pbt member of a program of the user's own: its spec.trainer.pbt as
+//                      JSON, which the launcher runs the program's intervals by   optional
 //   POD_IP, POD_NAME   from the downward API; POD_IP is where we listen       optional
 //   NVIDIA_VISIBLE_DEVICES  set (and not void/none) on GPU pods               optional
 // Defaults make a bare `ringmaster-launcher` a one-pod world on this machine. An empty value
@@ -60,6 +62,7 @@ inline constexpr char kBackend[] = "RINGMASTER_BACKEND";
 inline constexpr const char* kStoreSecret = store_secret::kEnv;
 inline constexpr char kLauncherMode[] = "RINGMASTER_LAUNCHER_MODE";
 inline constexpr char kWorkDir[] = "RINGMASTER_WORK_DIR";
+inline constexpr char kPbt[] = "RINGMASTER_PBT";
 // Set by Kubernetes from these pod fields (the downward API), not by encode().
 inline constexpr char kPodIp[] = "POD_IP";
 inline constexpr char kPodIpField[] = "status.podIP";
@@ -108,6 +111,7 @@ struct PodEnvironment {
   std::string backend;  // "" when unset
   LauncherMode mode = LauncherMode::kNative;
   std::string work_dir;  // "" when unset
+  std::string pbt;       // RINGMASTER_PBT's JSON; "" when unset
   // "" when unset (a one-pod world: the launcher makes one up, nobody else needs it).
   std::string store_secret;
   std::string pod_ip;    // "" when unset

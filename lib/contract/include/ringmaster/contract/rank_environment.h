@@ -32,6 +32,9 @@
 //                      testAccuracy, finalTrainLoss, ...) for the pod's termination message,
 //                      whence the job's status.progress and a search's objective; the launcher
 //                      sets it (not encode), the built-in trainer gets --summary-json instead
+//   RINGMASTER_PBT_INTERVAL, RINGMASTER_PBT_INTERVALS, RINGMASTER_CHECKPOINT_DIR  a pbt member's
+//                      run of a program of the user's own: interval i (1-based) of n, and the
+//                      directory it resumes from and leaves its checkpoint in; the launcher's
 // Under mpirun (OMPI_COMM_WORLD_RANK set and RANK unset) Open MPI's variables take the place of
 // RANK, WORLD_SIZE and LOCAL_RANK: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE and
 // OMPI_COMM_WORLD_LOCAL_RANK, with the same defaults and bounds. Defaults make a bare
@@ -73,6 +76,11 @@ inline constexpr const char* kPodIp = pod_env::kPodIp;
 inline constexpr char kUseAgentStore[] = "RINGMASTER_USE_AGENT_STORE";
 inline constexpr char kHeartbeatMs[] = "RINGMASTER_HEARTBEAT_MS";
 inline constexpr char kSummaryFile[] = "RINGMASTER_SUMMARY_FILE";
+// A pbt member's run of a program of the user's own (launcher/pbt_rounds.h): which interval
+// (1-based) of how many, and the directory it resumes from and saves its checkpoint to.
+inline constexpr char kPbtInterval[] = "RINGMASTER_PBT_INTERVAL";
+inline constexpr char kPbtIntervals[] = "RINGMASTER_PBT_INTERVALS";
+inline constexpr char kCheckpointDir[] = "RINGMASTER_CHECKPOINT_DIR";
 // What torchrun (torch's elastic agent) reads, as PyTorchJob sets them: torchrun then starts
 // PET_NPROC_PER_NODE ranks itself and gives them RANK, LOCAL_RANK, WORLD_SIZE, ...
 inline constexpr char kPetNnodes[] = "PET_NNODES";

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringmaster/contract/field_errors.h"
@@ -140,12 +141,21 @@ struct TrainerSettings {
     bool loss = false;  // the objective: the test loss, else the test accuracy
     bool maximize = true;
     int32_t wait_seconds = 0;
+    // A program of the user's own that the launcher runs this many times (its space env.NAME
+    // variables); 0: the built-in trainer, meeting after every epoch.
+    int32_t intervals = 0;
     bool enabled() const { return !member.empty(); }
     bool operator==(const Pbt&) const = default;
   };
   Pbt pbt;
   bool operator==(const TrainerSettings&) const = default;
 };
+
+// A search parameter (or a pbt member's) that is the environment variable NAME: "env.NAME".
+inline constexpr std::string_view kEnvParameterPrefix = "env.";
+// The text such a variable carries for `value`: a string as it is, a number or a bool as JSON
+// writes it (the shortest text that reads back as the same double).
+std::string envParameterText(const nlohmann::json& value);
 
 // The optimizer fields a pbt member may explore: what an exploit can change between two steps
 // without touching the weights' shapes or the data.

@@ -44,6 +44,7 @@ struct PbtSearchSpec {
   std::optional<double> quantile;
   std::optional<double> resample_probability;  // "resampleProbability"
   std::optional<int32_t> wait_seconds;         // "waitSeconds"
+  std::optional<int32_t> intervals;            // a program of the user's own: its runs
   nlohmann::json extra;
   bool operator==(const PbtSearchSpec&) const = default;
 };

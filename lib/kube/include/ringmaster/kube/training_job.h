@@ -137,6 +137,7 @@ struct PbtSpec {
   std::optional<std::string> metric;           // testAccuracy | loss
   std::optional<std::string> goal;             // maximize | minimize
   std::optional<int32_t> wait_seconds;         // "waitSeconds": for the others at an interval
+  std::optional<int32_t> intervals;            // a program of the user's own: its runs
   nlohmann::json extra;
   bool operator==(const PbtSpec&) const = default;
 };
