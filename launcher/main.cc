@@ -196,7 +196,9 @@ SupervisorOutcome runIntervals(PbtRounds& rounds, const LaunchPlan& plan,
     *cause = FailureCause{};
     return SupervisorOutcome{1, why.message()};
   };
-  for (int32_t interval = 1; interval <= rounds.intervals(); ++interval) {
+  core::Result<int32_t> first = rounds.resume(signals.stop());
+  if (!first.ok()) return failed(first.status());
+  for (int32_t interval = *first; interval <= rounds.intervals(); ++interval) {
     std::vector<ProcessSpec> processes = plan.processes;
     for (auto& [name, value] : rounds.runEnvironment(interval)) processes.front().env[name] = value;
     summary.clear();

@@ -101,6 +101,27 @@ core::Result<double> PbtRounds::objectiveOf(int32_t interval,
   return summary[key].get<double>();
 }
 
+core::Result<int32_t> PbtRounds::resume(const core::StopSource* stop) {
+  int32_t met = 0;
+  std::string restore;  // the checkpoint the next run starts from
+  for (int32_t round = 1; round < settings_.intervals; ++round) {
+    const std::optional<trainer::pbt::MemberReport> own =
+        member_.directory().report(round, member());
+    if (!own) break;
+    RM_ASSIGN_OR_RETURN(std::optional<trainer::pbt::Decision> decision,
+                        member_.interval(round, round, own->objective, own->checkpoint, stop));
+    restore = decision ? decision->checkpoint : own->checkpoint;
+    met = round;
+  }
+  if (met == 0) return 1;
+  RM_RETURN_IF_ERROR_CTX(replaceWithCopy(restore, work_dir_),
+                         "pbt: resuming " + member() + " after round " + std::to_string(met));
+  RM_LOG(INFO, LAUNCH) << "pbt member " << member() << " resumes after round " << met << " from "
+                       << restore << " with " << search::describe(member_.parameters()) << " ("
+                       << member_.lineage().size() << " exploits so far)";
+  return met + 1;
+}
+
 core::Status PbtRounds::meet(int32_t interval, double objective, const core::StopSource* stop) {
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;

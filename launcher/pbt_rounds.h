@@ -14,6 +14,10 @@
 // when it exploits, the source's copy replaces its working directory and the source's values,
 // explored, are its next run's. The last run's summary, with the member's lineage under "pbt",
 // is the pod's termination message, which the operator folds into status.progress.pbt.
+// A member whose pod was replaced (a node lost, a restart) finds its rounds so far in the
+// population's directory: resume() replays them (its own reports again, so the same decisions
+// from the same reports) and restores its checkpoint directory from the last one's, and it runs
+// on from the next interval, with its lineage whole.
 //
 // Thread-safety: one per pod, from one thread. Failure: bad RINGMASTER_PBT is InvalidArgument
 // naming the field; a run that wrote no objective names the interval and the file; I/O errors
@@ -42,6 +46,9 @@ class PbtRounds {
   static core::Result<std::unique_ptr<PbtRounds>> create(const std::string& pbt_json,
                                                          const Lookup& lookup);
 
+  // Replays the rounds this member already met in (none on a first start) and returns the
+  // interval to run next.
+  core::Result<int32_t> resume(const core::StopSource* stop);
   int32_t intervals() const { return settings_.intervals; }
   const std::string& member() const { return settings_.member; }
   const std::string& checkpointDir() const { return work_dir_; }

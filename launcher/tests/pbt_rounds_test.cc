@@ -154,5 +154,57 @@ TEST_F(PbtRoundsTest, TheBottomMemberContinuesFromACopyOfTheTopMembersCheckpoint
   EXPECT_EQ(json::parse(*(*m0)->finalSummary("{}"))["pbt"]["lineage"].size(), 0u);
 }
 
+// A member's pod replaced after a round (a node lost): the new launcher replays the rounds it
+// met in from the population's directory, restores the checkpoint the next run starts from, and
+// runs on from the next interval with the same values and lineage; a first start runs interval 1.
+TEST_F(PbtRoundsTest, AReplacedMemberResumesAfterItsLastRound) {
+  const std::map<std::string, std::string> m0_env = {{"LEARNING_RATE", "0.2"},
+                                                     {"OPTIMIZER", "adam"}};
+  const std::map<std::string, std::string> m1_env = {{"LEARNING_RATE", "0.01"},
+                                                     {"OPTIMIZER", "sgd"}};
+  auto m0 = PbtRounds::create(member("m0").dump(), env(m0_env));
+  auto m1 = PbtRounds::create(member("m1").dump(), env(m1_env));
+  ASSERT_TRUE(m0.ok() && m1.ok());
+  EXPECT_EQ(*(*m1)->resume(nullptr), 1) << "nothing met yet: the first interval";
+  for (const auto& [rounds, weights] :
+       {std::pair{m0->get(), "m0's weights"}, std::pair{m1->get(), "m1's weights"}}) {
+    fs::create_directories(rounds->checkpointDir());
+    std::ofstream(rounds->checkpointDir() + "/model.pt") << weights;
+  }
+  core::Status s0, s1;
+  std::thread t0([&] { s0 = (*m0)->meet(1, 0.85, nullptr); });
+  std::thread t1([&] { s1 = (*m1)->meet(1, 0.70, nullptr); });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(s0.ok() && s1.ok()) << s0.toString() << s1.toString();
+  const std::string explored = (*m1)->runEnvironment(2).at("LEARNING_RATE");
+  // Interval 2 had begun on both when their pods were lost: half-written checkpoints.
+  std::ofstream((*m0)->checkpointDir() + "/model.pt") << "half of m0's interval 2";
+  std::ofstream((*m1)->checkpointDir() + "/model.pt") << "half of m1's interval 2";
+
+  auto again1 = PbtRounds::create(member("m1").dump(), env(m1_env));
+  auto again0 = PbtRounds::create(member("m0").dump(), env(m0_env));
+  ASSERT_TRUE(again1.ok() && again0.ok());
+  core::Result<int32_t> next1 = (*again1)->resume(nullptr);
+  core::Result<int32_t> next0 = (*again0)->resume(nullptr);
+  ASSERT_TRUE(next1.ok()) << next1.status().toString();
+  ASSERT_TRUE(next0.ok()) << next0.status().toString();
+  EXPECT_EQ(*next1, 2);
+  EXPECT_EQ(*next0, 2);
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read((*again1)->checkpointDir() + "/model.pt"), "m0's weights")
+      << "the exploit's checkpoint again, not the lost run's";
+  EXPECT_EQ(read((*again0)->checkpointDir() + "/model.pt"), "m0's weights")
+      << "its own round-1 checkpoint";
+  EXPECT_EQ((*again1)->runEnvironment(2).at("LEARNING_RATE"), explored)
+      << "the same decision from the same reports";
+  const json last = json::parse(*(*again1)->finalSummary(R"({"testAccuracy": 0.86})"));
+  ASSERT_EQ(last["pbt"]["lineage"].size(), 1u) << last.dump(2);
+  EXPECT_EQ(last["pbt"]["lineage"][0]["source"], "m0");
+}
+
 }  // namespace
 }  // namespace ringmaster::launcher

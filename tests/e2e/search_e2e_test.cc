@@ -15,7 +15,9 @@
 //     program itself wrote (RINGMASTER_SUMMARY_FILE) and printed;
 //   - population-based training of such a program through checkpoints: 4 members, 3 runs each,
 //     every run resuming from its member's checkpoint (or a copy of a better member's), one
-//     exploit a round, every member's lineage in its status;
+//     exploit a round, every member's lineage in its status; a member whose pod dies after a
+//     round (its launcher SIGKILLed: the node lost under it) comes back, replays its rounds and
+//     runs on from the next interval, the search counting every trial once;
 // and `ringmaster local run` of both search examples as a user runs them.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -299,6 +301,51 @@ TEST_P(SearchE2e, APyTorchPopulationMeetsThroughCheckpoints) {
   EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}}));
   const json& best = experiment["status"]["bestTrial"];
   EXPECT_TRUE(best["parameters"].contains("env.MOMENTUM")) << best.dump(2);
+}
+
+// A member of that population whose pod dies after its first round (the launcher SIGKILLed, as
+// when its node is lost): the job restarts it, the new launcher replays round 1 from the
+// population's directory and runs on from interval 2; the search ends with 4 trials, each made
+// once, and the same one exploit a round.
+TEST_P(SearchE2e, APyTorchMemberLostAfterARoundRunsOnFromTheNextInterval) {
+  if (std::string why = torchMissing(); !why.empty()) GTEST_SKIP() << why;
+  std::string yaml = readExample("pytorch-pbt.yaml");
+  const std::string never = "      restartPolicy: Never\n";
+  ASSERT_NE(yaml.find(never), std::string::npos);
+  yaml.replace(yaml.find(never), never.size(),
+               "      restartPolicy: OnFailure\n      backoffLimit: 2\n");
+  ASSERT_EQ(cluster_.apply(yaml).exit_code, 0);
+  const std::string victim = "torch-pbt-trial-1";
+  ASSERT_TRUE(testutil::eventually(300s, [&] {
+    return cluster_.podLog(victim + "-worker-0").find("pbt round 1: " + victim) !=
+           std::string::npos;
+  })) << cluster_.podLog(victim + "-worker-0");
+  const pid_t launcher = cluster_.findProcess("ringmaster-launcher", {{"RINGMASTER_JOB", victim}});
+  ASSERT_GT(launcher, 0);
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+
+  json experiment;
+  ASSERT_TRUE(testutil::eventually(600s, [&] {
+    experiment = cluster_.get("experiment", "torch-pbt");
+    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
+    return phase == "Succeeded" || phase == "Failed";
+  })) << experiment.dump(2);
+  ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
+  EXPECT_EQ(experiment["status"].value("trialsCreated", 0), 4);
+  EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4);
+  std::map<int64_t, int> exploits_by_round;
+  for (const json& t : trials("torch-pbt")) {
+    const std::string name = t["metadata"]["name"];
+    EXPECT_EQ(t["status"].value("restarts", 0), name == victim ? 1 : 0) << name;
+    for (const json& e : t.value("/status/progress/pbt/lineage"_json_pointer, json::array()))
+      ++exploits_by_round[e.value("round", int64_t{0})];
+  }
+  EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}}));
+  const std::string log = cluster_.podLog(victim + "-worker-0");
+  EXPECT_NE(log.find("pbt member " + victim + " resumes after round 1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("interval 1, epoch"), std::string::npos) << "interval 1 ran again\n" << log;
+  EXPECT_NE(log.find("interval 2, epoch 2:"), std::string::npos) << log;
+  EXPECT_NE(log.find("interval 3, epoch 3:"), std::string::npos) << log;
 }
 
 // Population-based training: 4 members, 4 epochs, 3 rounds of one exploit each, in place.

@@ -77,6 +77,13 @@ PopulationDirectory::Found PopulationDirectory::read(int64_t round, const std::s
   }
 }
 
+std::optional<MemberReport> PopulationDirectory::report(int64_t round,
+                                                        const std::string& member) const {
+  MemberReport r;
+  if (read(round, member, &r) != Found::kReport) return std::nullopt;
+  return r;
+}
+
 std::vector<MemberReport> PopulationDirectory::gather(int64_t round, std::chrono::milliseconds wait,
                                                       const core::StopSource* stop) const {
   const auto deadline = std::chrono::steady_clock::now() + wait;

@@ -46,6 +46,8 @@ class PopulationDirectory {
   // missing then are left out. In population order.
   std::vector<MemberReport> gather(int64_t round, std::chrono::milliseconds wait,
                                    const core::StopSource* stop) const;
+  // `member`'s report of `round` when it wrote one (that parses); no waiting.
+  std::optional<MemberReport> report(int64_t round, const std::string& member) const;
 
  private:
   enum class Found { kAbsent, kReport, kUnreadable };
