@@ -102,24 +102,16 @@ core::Result<double> PbtRounds::objectiveOf(int32_t interval,
 }
 
 core::Result<int32_t> PbtRounds::resume(const core::StopSource* stop) {
-  int32_t met = 0;
-  std::string restore;  // the checkpoint the next run starts from
-  for (int32_t round = 1; round < settings_.intervals; ++round) {
-    const std::optional<trainer::pbt::MemberReport> own =
-        member_.directory().report(round, member());
-    if (!own) break;
-    RM_ASSIGN_OR_RETURN(std::optional<trainer::pbt::Decision> decision,
-                        member_.interval(round, round, own->objective, own->checkpoint, stop));
-    restore = decision ? decision->checkpoint : own->checkpoint;
-    met = round;
-  }
-  if (met == 0) return 1;
-  RM_RETURN_IF_ERROR_CTX(replaceWithCopy(restore, work_dir_),
-                         "pbt: resuming " + member() + " after round " + std::to_string(met));
-  RM_LOG(INFO, LAUNCH) << "pbt member " << member() << " resumes after round " << met << " from "
-                       << restore << " with " << search::describe(member_.parameters()) << " ("
-                       << member_.lineage().size() << " exploits so far)";
-  return met + 1;
+  RM_ASSIGN_OR_RETURN(std::optional<trainer::pbt::Replay> replay, member_.replay(stop));
+  if (!replay) return 1;
+  RM_RETURN_IF_ERROR_CTX(
+      replaceWithCopy(replay->checkpoint, work_dir_),
+      "pbt: resuming " + member() + " after round " + std::to_string(replay->round));
+  RM_LOG(INFO, LAUNCH) << "pbt member " << member() << " resumes after round " << replay->round
+                       << " from " << replay->checkpoint << " with "
+                       << search::describe(member_.parameters()) << " (" << member_.lineage().size()
+                       << " exploits so far)";
+  return static_cast<int32_t>(replay->round) + 1;
 }
 
 core::Status PbtRounds::meet(int32_t interval, double objective, const core::StopSource* stop) {

@@ -360,6 +360,20 @@ Result<TrainSummary> Trainer::run() {
     RM_LOG(INFO, STEP) << "pbt: member " << settings_.pbt.member << " of "
                        << settings_.pbt.population.size() << " in " << settings_.pbt.directory
                        << ", starting with " << search::describe(member->parameters());
+    // A replaced member (its pod lost or restarted) takes its rounds again from the directory
+    // and continues where the last one left it, unless its own checkpoint is further on.
+    RM_ASSIGN_OR_RETURN(std::optional<pbt::Replay> replay, member->replay(ctx_.stop));
+    if (replay && replay->round > pos.epoch) {
+      RM_RETURN_IF_ERROR_CTX(
+          engine.exploit(replay->checkpoint,
+                         pbt::withValues(settings_.optimizer, member->parameters())),
+          "pbt: resuming after round " + std::to_string(replay->round));
+      pos = Position{replay->round, replay->step, 0};
+      RM_LOG(INFO, STEP) << "pbt: member " << member->name() << " resumes after round "
+                         << replay->round << " (step " << replay->step << ") from "
+                         << replay->checkpoint << " with " << search::describe(member->parameters())
+                         << " (" << member->lineage().size() << " exploits so far)";
+    }
   }
   LoopContext loop = LoopContext::dataParallel(rank, world, ctx_.stop, ctx_.metrics);
   loop.pbt = member.get();

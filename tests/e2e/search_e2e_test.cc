@@ -9,7 +9,8 @@
 //     tell, else by the operator (Failed, InvalidSpec) before any trial exists;
 //   - the pbt example's 4 members meet after each epoch: one exploit a round, in place (no
 //     restart, each under 2 s), every member's lineage in its status and the winner's in the
-//     Experiment's;
+//     Experiment's; a member whose trainer is SIGKILLed after round 1 comes back, replays its
+//     round and trains on from epoch 2;
 //   - a search over a PyTorch program of the user's own (Debian's python3-torch): each trial's
 //     values reach it as environment variables, and its objective is the test accuracy the
 //     program itself wrote (RINGMASTER_SUMMARY_FILE) and printed;
@@ -342,10 +343,64 @@ TEST_P(SearchE2e, APyTorchMemberLostAfterARoundRunsOnFromTheNextInterval) {
   }
   EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}}));
   const std::string log = cluster_.podLog(victim + "-worker-0");
-  EXPECT_NE(log.find("pbt member " + victim + " resumes after round 1"), std::string::npos) << log;
-  EXPECT_EQ(log.find("interval 1, epoch"), std::string::npos) << "interval 1 ran again\n" << log;
-  EXPECT_NE(log.find("interval 2, epoch 2:"), std::string::npos) << log;
-  EXPECT_NE(log.find("interval 3, epoch 3:"), std::string::npos) << log;
+  // Killed after round 1, or later on a busy machine: the new pod runs only what was left, each
+  // run one epoch on from the restored checkpoint.
+  const std::string resumed = "pbt member " + victim + " resumes after round ";
+  const size_t at = log.find(resumed);
+  ASSERT_NE(at, std::string::npos) << log;
+  const int replayed = std::atoi(log.c_str() + at + resumed.size());
+  EXPECT_GE(replayed, 1) << log;
+  for (int interval = 1; interval <= 3; ++interval) {
+    const std::string run =
+        "interval " + std::to_string(interval) + ", epoch " + std::to_string(interval) + ":";
+    EXPECT_EQ(log.find(run) != std::string::npos, interval > replayed) << run << "\n" << log;
+  }
+}
+
+// A built-in trainer's member killed after its first round (its pod restarts: the example's
+// restartPolicy OnFailure): the new trainer replays round 1 from the population's directory,
+// loads the checkpoint it had continued from and trains on from epoch 2; the search still has
+// one exploit a round and 4 trials made once.
+TEST_P(SearchE2e, APbtMemberKilledAfterARoundTrainsOnFromItsNextEpoch) {
+  ASSERT_EQ(cluster_.apply(readExample("fashion-mnist-pbt.yaml")).exit_code, 0);
+  const std::string victim = "fmnist-pbt-trial-1";
+  ASSERT_TRUE(testutil::eventually(300s, [&] {
+    return cluster_.podLog(victim + "-worker-0").find("pbt round 1 at step") != std::string::npos;
+  })) << cluster_.podLog(victim + "-worker-0");
+  const pid_t trainer = cluster_.findProcess("ringmaster-trainer", {{"RINGMASTER_JOB", victim}});
+  ASSERT_GT(trainer, 0);
+  ASSERT_EQ(kill(trainer, SIGKILL), 0);
+
+  json experiment;
+  ASSERT_TRUE(testutil::eventually(600s, [&] {
+    experiment = cluster_.get("experiment", "fmnist-pbt");
+    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
+    return phase == "Succeeded" || phase == "Failed";
+  })) << experiment.dump(2);
+  ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
+  EXPECT_EQ(experiment["status"].value("trialsCreated", 0), 4);
+  EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4);
+  std::map<int64_t, int> exploits_by_round;
+  for (const json& t : trials("fmnist-pbt")) {
+    const std::string name = t["metadata"]["name"];
+    EXPECT_EQ(t["status"].value("restarts", 0), name == victim ? 1 : 0) << name;
+    for (const json& e : t.value("/status/progress/pbt/lineage"_json_pointer, json::array()))
+      ++exploits_by_round[e.value("round", int64_t{0})];
+  }
+  EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}}));
+  const std::string log = cluster_.podLog(victim + "-worker-0");
+  // Killed after round 1, or later on a busy machine: it replays what it had met in and meets in
+  // the rest.
+  const std::string resumed = "pbt: member " + victim + " resumes after round ";
+  const size_t at = log.find(resumed);
+  ASSERT_NE(at, std::string::npos) << log;
+  const int replayed = std::atoi(log.c_str() + at + resumed.size());
+  EXPECT_GE(replayed, 1) << log;
+  for (int round = 1; round <= 3; ++round) {
+    const bool met =
+        log.find("pbt round " + std::to_string(round) + " at step") != std::string::npos;
+    EXPECT_EQ(met, round > replayed) << "round " << round << "\n" << log;
+  }
 }
 
 // Population-based training: 4 members, 4 epochs, 3 rounds of one exploit each, in place.

@@ -105,4 +105,16 @@ core::Result<std::optional<Decision>> Member::interval(int64_t round, int64_t st
   return std::optional<Decision>(std::move(d));
 }
 
+core::Result<std::optional<Replay>> Member::replay(const core::StopSource* stop) {
+  std::optional<Replay> at;
+  for (int64_t round = 1;; ++round) {
+    const std::optional<MemberReport> own = directory_.report(round, settings_.member);
+    if (!own) break;
+    RM_ASSIGN_OR_RETURN(std::optional<Decision> decision,
+                        interval(round, own->step, own->objective, own->checkpoint, stop));
+    at = Replay{round, own->step, decision ? decision->checkpoint : own->checkpoint};
+  }
+  return at;
+}
+
 }  // namespace ringmaster::trainer::pbt

@@ -48,6 +48,14 @@ struct LineageEntry {
 nlohmann::json summaryJson(const std::string& member, const search::Assignment& parameters,
                            const std::vector<LineageEntry>& lineage, double round_seconds);
 
+// Where a replaced member stands after replaying its rounds: the last round it met in, its step
+// then, and the checkpoint to continue from (its own of that round, or its exploit's source's).
+struct Replay {
+  int64_t round = 0;
+  int64_t step = 0;
+  std::string checkpoint;
+};
+
 struct Decision {
   std::string checkpoint;                          // the source's checkpoint to load
   contract::TrainerSettings::Optimizer optimizer;  // the values to train on
@@ -74,6 +82,10 @@ class Member {
   core::Result<std::optional<Decision>> interval(int64_t round, int64_t step, double objective,
                                                  const std::string& checkpoint,
                                                  const core::StopSource* stop);
+  // A member whose process was replaced (its pod lost, restarted) finds the rounds it met in
+  // before in the directory: each is taken again from its own report (so the same decision
+  // from the same reports, the values and lineage as they were). nullopt when it met in none.
+  core::Result<std::optional<Replay>> replay(const core::StopSource* stop);
 
  private:
   contract::TrainerSettings::Pbt settings_;

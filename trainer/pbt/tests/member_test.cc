@@ -103,6 +103,46 @@ TEST_F(PbtMemberTest, TheBottomMemberTakesTheTopMembersCheckpointAndPerturbedVal
   EXPECT_EQ(round1[3].parameters[0].second, 0.4) << "a report holds the values it trained with";
 }
 
+// A member whose process was replaced replays its rounds from its own reports: the same
+// decision, values and lineage, and the checkpoint to continue from; one that met in none has
+// nothing to replay.
+TEST_F(PbtMemberTest, AReplacedMemberReplaysItsRoundsToTheSameDecision) {
+  const double objectives[] = {0.9, 0.8, 0.7, 0.6};
+  const double rates[] = {0.05, 0.1, 0.2, 0.4};
+  std::vector<std::unique_ptr<Member>> members;
+  for (int i = 0; i < 4; ++i) {
+    members.push_back(
+        std::make_unique<Member>(settings("m" + std::to_string(i)), optimizer(rates[i], 0.9)));
+  }
+  Member fresh(settings("m3"), optimizer(0.4, 0.9));
+  auto none = fresh.replay(nullptr);
+  ASSERT_TRUE(none.ok()) << none.status().toString();
+  EXPECT_FALSE(none->has_value());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      ASSERT_TRUE(
+          members[i]->interval(1, 469, objectives[i], "/ckpt/m" + std::to_string(i), nullptr).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  Member bottom(settings("m3"), optimizer(0.4, 0.9));
+  auto replay = bottom.replay(nullptr);
+  ASSERT_TRUE(replay.ok()) << replay.status().toString();
+  ASSERT_TRUE(replay->has_value());
+  EXPECT_EQ((*replay)->round, 1);
+  EXPECT_EQ((*replay)->step, 469);
+  EXPECT_EQ((*replay)->checkpoint, "/ckpt/m0") << "the exploit's source";
+  EXPECT_EQ(bottom.parameters(), members[3]->parameters());
+  EXPECT_EQ(bottom.lineage(), members[3]->lineage());
+  Member top(settings("m0"), optimizer(0.05, 0.9));
+  auto kept = top.replay(nullptr);
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_EQ((*kept)->checkpoint, "/ckpt/m0") << "its own";
+  EXPECT_TRUE(top.lineage().empty());
+}
+
 TEST_F(PbtMemberTest, AMemberLeftAloneTrainsOn) {
   contract::TrainerSettings::Pbt s = settings("m0", 3);
   s.wait_seconds = 1;
