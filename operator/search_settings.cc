@@ -23,6 +23,12 @@ using contract::kEnvParameterPrefix;
 
 bool isEnvPath(const std::string& path) { return path.starts_with(kEnvParameterPrefix); }
 
+// Whether the trials run a program of the user's own (the template's spec.command).
+bool runsOwnProgram(const kube::ExperimentSpec& spec) {
+  return spec.trial_template && spec.trial_template->spec &&
+         !spec.trial_template->spec->command.empty();
+}
+
 // `spec` with `assignment` written in: an `env.NAME` value as the variable NAME of every
 // container the trial runs (replacing the template's own NAME), every other under
 // spec.trainer. A value the trainer's spec cannot hold (a string where a number goes) is an
@@ -67,8 +73,7 @@ bool isEnvName(std::string_view name) {
 // Where each parameter goes: `env.NAME` a variable (any trial), anything else a trainer field,
 // which a trial of a program of the user's own has none of.
 void validateParameterPaths(const kube::ExperimentSpec& spec, FieldErrors& e) {
-  const bool own_program = spec.trial_template && spec.trial_template->spec &&
-                           !spec.trial_template->spec->command.empty();
+  const bool own_program = runsOwnProgram(spec);
   for (size_t i = 0; i < spec.parameters.size(); ++i) {
     const std::string path = spec.parameters[i].path.value_or("");
     const std::string at = std::string(kParameters) + "[" + std::to_string(i) + "].path";
@@ -198,10 +203,10 @@ kube::TrainingJobSpec memberTemplate(const kube::Experiment& experiment, const S
 }
 
 // spec.pbt and what pbt asks of the rest: one population that trains at once, one rank per
-// member, a directory every member mounts, and for a program of the user's own the number of
-// its runs. What the member's spec.trainer.pbt must hold (optimizer fields for the built-in
-// trainer, variables for a program) its validation as a TrainingJob says, under this spec's
-// fields (templateField).
+// member, a directory every member mounts. What the member's spec.trainer.pbt must hold
+// (optimizer fields for the built-in trainer; variables and the number of its runs for a
+// program of the user's own) its validation as a TrainingJob says, under this spec's fields
+// (templateField).
 void validatePbtSearch(const kube::ExperimentSpec& spec, SearchSettings& s, FieldErrors& e) {
   if (s.algorithm != SearchAlgorithm::kPbt) {
     if (spec.pbt) e.add("spec.pbt", "only for algorithm pbt");
@@ -222,17 +227,6 @@ void validatePbtSearch(const kube::ExperimentSpec& spec, SearchSettings& s, Fiel
   s.pbt_resample_probability = pbt.resample_probability;
   s.pbt_wait_seconds = pbt.wait_seconds;
   s.pbt_intervals = pbt.intervals;
-  const bool own_program = spec.trial_template && spec.trial_template->spec &&
-                           !spec.trial_template->spec->command.empty();
-  if (own_program && !pbt.intervals) {
-    e.add("spec.pbt.intervals",
-          "required for a program of your own (spec.trialTemplate.spec.command): how many times "
-          "each member runs it, meeting after every run but the last");
-  } else if (!own_program && pbt.intervals) {
-    e.add("spec.pbt.intervals",
-          "only for a program of your own (spec.trialTemplate.spec.command); the built-in trainer "
-          "meets after every epoch (spec.trialTemplate.spec.trainer.epochs)");
-  }
   if (spec.max_trials && *spec.max_trials != s.parallelism) {
     e.add("spec.maxTrials",
           "a pbt population trains all at once: maxTrials must equal "

@@ -408,12 +408,12 @@ void validatePbtMember(const kube::TrainingJobSpec& s, FieldErrors& e) {
   const bool intervals = s.trainer->pbt->intervals.has_value();
   if (!s.command.empty() && !intervals) {
     e.add("spec.trainer.pbt.intervals",
-          "required with spec.command: how many times the launcher runs your program, the "
-          "members meeting after every run but the last");
+          "required for a program of your own (spec.command): how many times the launcher runs "
+          "it, the members meeting after every run but the last");
   } else if (s.command.empty() && intervals) {
     e.add("spec.trainer.pbt.intervals",
-          "only with spec.command (a program of your own); the built-in trainer meets after "
-          "every epoch");
+          "only for a program of your own (spec.command); the built-in trainer meets after "
+          "every epoch (spec.trainer.epochs)");
   }
   if (!s.command.empty() && s.replicas.value_or(1) * s.procs_per_replica.value_or(1) != 1) {
     e.add("spec.trainer.pbt",

@@ -55,6 +55,23 @@ class PbtRoundsTest : public ::testing::Test {
     };
   }
 
+  // Each member's first run left "<name>'s weights" in its checkpoint directory; m0 (0.85) and
+  // m1 (0.70) then meet in round 1, at once.
+  static void meetRoundOne(PbtRounds& m0, PbtRounds& m1) {
+    for (const auto& [rounds, weights] :
+         {std::pair{&m0, "m0's weights"}, std::pair{&m1, "m1's weights"}}) {
+      fs::create_directories(rounds->checkpointDir());
+      std::ofstream(rounds->checkpointDir() + "/model.pt") << weights;
+    }
+    core::Status s0, s1;
+    std::thread t0([&] { s0 = m0.meet(1, 0.85, nullptr); });
+    std::thread t1([&] { s1 = m1.meet(1, 0.70, nullptr); });
+    t0.join();
+    t1.join();
+    ASSERT_TRUE(s0.ok()) << s0.toString();
+    ASSERT_TRUE(s1.ok()) << s1.toString();
+  }
+
   fs::path dir_;
 };
 
@@ -115,19 +132,7 @@ TEST_F(PbtRoundsTest, TheBottomMemberContinuesFromACopyOfTheTopMembersCheckpoint
   auto m1 = PbtRounds::create(member("m1").dump(),
                               env({{"LEARNING_RATE", "0.01"}, {"OPTIMIZER", "sgd"}}));
   ASSERT_TRUE(m0.ok() && m1.ok());
-  // What each member's first run left in its checkpoint directory.
-  for (const auto& [rounds, weights] :
-       {std::pair{m0->get(), "m0's weights"}, std::pair{m1->get(), "m1's weights"}}) {
-    fs::create_directories(rounds->checkpointDir());
-    std::ofstream(rounds->checkpointDir() + "/model.pt") << weights;
-  }
-  core::Status s0, s1;
-  std::thread t0([&] { s0 = (*m0)->meet(1, 0.85, nullptr); });
-  std::thread t1([&] { s1 = (*m1)->meet(1, 0.70, nullptr); });
-  t0.join();
-  t1.join();
-  ASSERT_TRUE(s0.ok()) << s0.toString();
-  ASSERT_TRUE(s1.ok()) << s1.toString();
+  ASSERT_NO_FATAL_FAILURE(meetRoundOne(**m0, **m1));
 
   auto read = [](const std::string& path) {
     std::ifstream in(path);
@@ -166,17 +171,7 @@ TEST_F(PbtRoundsTest, AReplacedMemberResumesAfterItsLastRound) {
   auto m1 = PbtRounds::create(member("m1").dump(), env(m1_env));
   ASSERT_TRUE(m0.ok() && m1.ok());
   EXPECT_EQ(*(*m1)->resume(nullptr), 1) << "nothing met yet: the first interval";
-  for (const auto& [rounds, weights] :
-       {std::pair{m0->get(), "m0's weights"}, std::pair{m1->get(), "m1's weights"}}) {
-    fs::create_directories(rounds->checkpointDir());
-    std::ofstream(rounds->checkpointDir() + "/model.pt") << weights;
-  }
-  core::Status s0, s1;
-  std::thread t0([&] { s0 = (*m0)->meet(1, 0.85, nullptr); });
-  std::thread t1([&] { s1 = (*m1)->meet(1, 0.70, nullptr); });
-  t0.join();
-  t1.join();
-  ASSERT_TRUE(s0.ok() && s1.ok()) << s0.toString() << s1.toString();
+  ASSERT_NO_FATAL_FAILURE(meetRoundOne(**m0, **m1));
   const std::string explored = (*m1)->runEnvironment(2).at("LEARNING_RATE");
   // Interval 2 had begun on both when their pods were lost: half-written checkpoints.
   std::ofstream((*m0)->checkpointDir() + "/model.pt") << "half of m0's interval 2";

@@ -266,10 +266,14 @@ TEST(TrialJob, AProgramOfYourOwnTakesItsValuesAsVariables) {
   doc["spec"].erase("maxTrials");
   doc["spec"]["pbt"] = {{"directory", "/app"}};
   bool named = false;
-  for (const FieldError& e : validateExperiment(experimentOf(doc), {}, nullptr))
+  int on_intervals = 0;
+  for (const FieldError& e : validateExperiment(experimentOf(doc), {}, nullptr)) {
     named = named || (e.field == "spec.pbt.intervals" &&
                       e.message.find("program of your own") != std::string::npos);
+    on_intervals += e.field == "spec.pbt.intervals" ? 1 : 0;
+  }
   EXPECT_TRUE(named);
+  EXPECT_EQ(on_intervals, 1) << "said once";
   doc["spec"]["pbt"]["intervals"] = 3;
   const kube::Experiment pbt = experimentOf(doc);
   core::Result<SearchSettings> member_settings = searchSettingsOf(pbt, {});
@@ -351,6 +355,8 @@ TEST(SearchSettings, RefusesBadPbtSearchesNamingTheField) {
        "spec.trialTemplate.spec.trainer.pbt", "at least 2 epochs"},
       {"a_quantile_past_a_half", [](json& d) { d["spec"]["pbt"]["quantile"] = 0.7; },
        "spec.pbt.quantile", "0.5"},
+      {"intervals_for_the_built_in_trainer", [](json& d) { d["spec"]["pbt"]["intervals"] = 3; },
+       "spec.pbt.intervals", "only for a program of your own"},
       {"population_settings_on_a_random_search",
        [](json& d) {
          d["spec"]["algorithm"] = "random";
