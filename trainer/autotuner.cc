@@ -1,12 +1,12 @@
 #include "trainer/autotuner.h"
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <vector>
 
 #include "ringmaster/core/log.h"
@@ -34,35 +34,53 @@ std::string milliseconds(double seconds) {
   return text;
 }
 
-// The choice a checkpoint directory holds, if any.
-std::optional<AutotuneChoice> readChoice(const std::string& path) {
+// "bucketCapMB=4 firstBucketCapMB=1"
+std::string describe(const AutotuneValues& values) {
+  std::ostringstream text;
+  for (const auto& [knob, value] : values) {
+    text << (text.tellp() > 0 ? " " : "") << knob << "=" << value;
+  }
+  return text.str();
+}
+
+// The keys of the choice file beside the knobs'.
+constexpr char kSamplesKey[] = "samples";
+constexpr char kDefaultSecondsKey[] = "defaultStepSeconds";
+constexpr char kBestSecondsKey[] = "bestStepSeconds";
+constexpr char kStepKey[] = "step";
+
+// The choice a checkpoint directory holds for these knobs, if any.
+std::optional<AutotuneChoice> readChoice(const std::string& path,
+                                         const std::vector<autotune::Knob>& knobs) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("bucketCapMB") || !j.contains("firstBucketCapMB")) {
-    RM_LOG(WARN, STEP) << "autotune: " << path << " is not a choice autotune wrote; tuning again";
-    return std::nullopt;
-  }
   AutotuneChoice choice;
-  choice.bucket_cap_mb = j.value("bucketCapMB", 0.0);
-  choice.first_bucket_cap_mb = j.value("firstBucketCapMB", 0.0);
-  choice.samples = j.value("samples", 0);
-  choice.default_seconds = j.value("defaultStepSeconds", 0.0);
-  choice.best_seconds = j.value("bestStepSeconds", 0.0);
-  choice.step = j.value("step", int64_t{0});
-  if (!(choice.bucket_cap_mb > 0) || !(choice.first_bucket_cap_mb > 0)) return std::nullopt;
+  for (const autotune::Knob& knob : knobs) {
+    if (j.is_discarded() || !j.contains(knob.name) || !j[knob.name].is_number() ||
+        !(j[knob.name].get<double>() > 0)) {
+      RM_LOG(WARN, STEP) << "autotune: " << path << " holds no choice of " << knob.name
+                         << " (an earlier run tuned another engine, or not autotune wrote it); "
+                            "tuning again";
+      return std::nullopt;
+    }
+    choice.values[knob.name] = j[knob.name].get<double>();
+  }
+  choice.samples = j.value(kSamplesKey, 0);
+  choice.default_seconds = j.value(kDefaultSecondsKey, 0.0);
+  choice.best_seconds = j.value(kBestSecondsKey, 0.0);
+  choice.step = j.value(kStepKey, int64_t{0});
   return choice;
 }
 
 Status writeChoice(const std::string& path, const AutotuneChoice& c) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const nlohmann::json j = {{"bucketCapMB", c.bucket_cap_mb},
-                            {"firstBucketCapMB", c.first_bucket_cap_mb},
-                            {"samples", c.samples},
-                            {"defaultStepSeconds", c.default_seconds},
-                            {"bestStepSeconds", c.best_seconds},
-                            {"step", c.step}};
+  nlohmann::json j = {{kSamplesKey, c.samples},
+                      {kDefaultSecondsKey, c.default_seconds},
+                      {kBestSecondsKey, c.best_seconds},
+                      {kStepKey, c.step}};
+  for (const auto& [knob, value] : c.values) j[knob] = value;
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -77,11 +95,37 @@ Status writeChoice(const std::string& path, const AutotuneChoice& c) {
 
 }  // namespace
 
+std::vector<autotune::Knob> bucketSpace(const contract::TrainerSettings& settings,
+                                        size_t model_bytes) {
+  const contract::TrainerSettings::Autotune& a = settings.autotune;
+  std::vector<autotune::Knob> knobs =
+      autotune::bucketKnobs(model_bytes, settings.first_bucket_cap_mb, settings.bucket_cap_mb);
+  if (!a.bucket_caps.empty()) {
+    knobs[0] = spaceKnob(autotune::kBucketCapKnob, a.bucket_caps, settings.bucket_cap_mb);
+  }
+  if (!a.first_bucket_caps.empty()) {
+    knobs[1] =
+        spaceKnob(autotune::kFirstBucketCapKnob, a.first_bucket_caps, settings.first_bucket_cap_mb);
+  }
+  return knobs;
+}
+
+std::vector<autotune::Knob> microBatchSpace(const contract::TrainerSettings& settings) {
+  const int32_t given = settings.pipeline.micro_batches;
+  if (settings.autotune.micro_batches.empty()) {
+    return {autotune::microBatchKnob(settings.batch_size, given)};
+  }
+  const std::vector<double> values(settings.autotune.micro_batches.begin(),
+                                   settings.autotune.micro_batches.end());
+  return {spaceKnob(autotune::kMicroBatchesKnob, values, given)};
+}
+
 struct Autotuner::State {
-  State(comm::Communicator& c, Apply a, TrainerMetrics* m)
-      : comm(c), apply(std::move(a)), metrics(m) {}
+  State(comm::Communicator& c, std::vector<autotune::Knob> k, Apply a, TrainerMetrics* m)
+      : comm(c), knobs(std::move(k)), apply(std::move(a)), metrics(m) {}
 
   comm::Communicator& comm;
+  const std::vector<autotune::Knob> knobs;
   Apply apply;
   TrainerMetrics* metrics = nullptr;
   std::string choice_path;                           // "" without checkpoints
@@ -95,32 +139,50 @@ struct Autotuner::State {
 
   int rank() const { return comm.rank(); }
 
-  // Every rank: rank 0's [found, cap, first], through one allreduce of three floats.
-  Result<std::array<float, 3>> fromRankZero(std::array<float, 3> mine, const std::string& what) {
-    std::array<float, 3> sum = rank() == 0 ? mine : std::array<float, 3>{0, 0, 0};
-    comm::AllreduceOptions options;
-    options.tag = "autotune";
-    RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(sum.data(), sum.size(), options),
-                           "rank " + std::to_string(rank()) + ": autotune " + what);
-    return sum;
+  AutotuneValues valuesOf(const autotune::Setting& setting) const {
+    AutotuneValues values;
+    for (size_t k = 0; k < knobs.size(); ++k) values[knobs[k].name] = knobs[k].values[setting[k]];
+    return values;
+  }
+  // The setting of these values; a value off a knob's grid leaves that knob where `from` has it.
+  autotune::Setting settingOf(const std::vector<float>& values, autotune::Setting from) const {
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      for (size_t i = 0; i < knobs[k].values.size(); ++i) {
+        if (static_cast<float>(knobs[k].values[i]) == values[k]) from[k] = i;
+      }
+    }
+    return from;
   }
 
-  // The caps training runs under, in the gauges.
-  void show(double cap, double first) const {
-    if (metrics == nullptr) return;
-    metrics->autotune_bucket_cap->Set(cap);
-    metrics->autotune_first_bucket_cap->Set(first);
+  // Every rank: rank 0's [flag, value per knob], through one allreduce that only rank 0 fills.
+  Result<std::vector<float>> fromRankZero(std::vector<float> mine, const std::string& what) {
+    if (rank() != 0) std::fill(mine.begin(), mine.end(), 0.0f);
+    comm::AllreduceOptions options;
+    options.tag = "autotune";
+    RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(mine.data(), mine.size(), options),
+                           "rank " + std::to_string(rank()) + ": autotune " + what);
+    return mine;
   }
-  // New buckets of these caps from the next step on.
-  Status applyCaps(double cap, double first) {
-    RM_RETURN_IF_ERROR(apply(cap, first));
-    show(cap, first);
-    return Status::Ok();
+  // [flag, the setting's values]: what rank 0 sends.
+  std::vector<float> message(float flag, const autotune::Setting& setting) const {
+    std::vector<float> m = {flag};
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      m.push_back(static_cast<float>(knobs[k].values[setting[k]]));
+    }
+    return m;
+  }
+
+  // The values training runs under, in the gauges.
+  void show(const AutotuneValues& values) const {
+    if (metrics == nullptr || metrics->autotune_setting == nullptr) return;
+    for (const auto& [knob, value] : values)
+      metrics->autotune_setting->Add({{"knob", knob}}).Set(value);
   }
   Status applySetting(const autotune::Setting& setting) {
     if (setting == applied) return Status::Ok();
-    RM_RETURN_IF_ERROR(applyCaps(*session->valueOf(setting, autotune::kBucketCapKnob),
-                                 *session->valueOf(setting, autotune::kFirstBucketCapKnob)));
+    const AutotuneValues values = valuesOf(setting);
+    RM_RETURN_IF_ERROR(apply(values));
+    show(values);
     applied = setting;
     return Status::Ok();
   }
@@ -130,61 +192,62 @@ Autotuner::Autotuner(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Autotuner::~Autotuner() = default;
 
 Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSettings& settings,
-                                                    comm::Communicator& comm, size_t model_bytes,
-                                                    Apply apply, TrainerMetrics* metrics) {
+                                                    comm::Communicator& comm,
+                                                    std::vector<autotune::Knob> knobs, Apply apply,
+                                                    TrainerMetrics* metrics) {
   const contract::TrainerSettings::Autotune& a = settings.autotune;
-  auto state = std::make_unique<State>(comm, std::move(apply), metrics);
+  auto state = std::make_unique<State>(comm, std::move(knobs), std::move(apply), metrics);
   State& s = *state;
-  s.show(settings.bucket_cap_mb, settings.first_bucket_cap_mb);
-  if (comm.size() == 1) {
-    if (s.rank() == 0) {
-      RM_LOG(INFO, STEP) << "autotune: one rank exchanges no gradients, so its bucket caps do "
-                            "not matter; nothing to tune";
-    }
-    return std::unique_ptr<Autotuner>(new Autotuner(std::move(state)));
-  }
   if (!settings.checkpoint.path.empty()) {
     s.choice_path =
         (std::filesystem::path(settings.checkpoint.path) / kAutotuneChoiceFile).string();
-  }
-  std::vector<autotune::Knob> knobs =
-      autotune::bucketKnobs(model_bytes, settings.first_bucket_cap_mb, settings.bucket_cap_mb);
-  if (!a.bucket_caps.empty()) {
-    knobs[0] = spaceKnob(autotune::kBucketCapKnob, a.bucket_caps, settings.bucket_cap_mb);
-  }
-  if (!a.first_bucket_caps.empty()) {
-    knobs[1] =
-        spaceKnob(autotune::kFirstBucketCapKnob, a.first_bucket_caps, settings.first_bucket_cap_mb);
   }
   autotune::SessionOptions options;
   options.warmup_steps = a.warmup_steps;
   options.measure_steps = a.measure_steps;
   options.search.max_samples = a.max_samples;
-  s.session = std::make_unique<autotune::TuningSession>(knobs, options);
-  s.applied = s.session->current();  // the configured caps, which the buckets start with
+  s.session = std::make_unique<autotune::TuningSession>(s.knobs, options);
+  s.applied = s.session->current();  // the configured setting, which the engine starts with
+  s.show(s.valuesOf(s.applied));
 
   // A choice the checkpoint directory holds: rank 0 reads it, every rank trains on it.
   std::optional<AutotuneChoice> saved;
-  if (s.rank() == 0 && !s.choice_path.empty() && !a.retune) saved = readChoice(s.choice_path);
+  if (s.rank() == 0 && !s.choice_path.empty() && !a.retune) {
+    saved = readChoice(s.choice_path, s.knobs);
+  }
   if (!s.choice_path.empty()) {
-    std::array<float, 3> mine = {0, 0, 0};
+    autotune::Setting setting = s.applied;
     if (saved) {
-      mine = {1, static_cast<float>(saved->bucket_cap_mb),
-              static_cast<float>(saved->first_bucket_cap_mb)};
+      // A saved value off this run's grid (its space changed) is not taken for a neighbour.
+      for (size_t k = 0; k < s.knobs.size() && saved; ++k) {
+        const std::vector<double>& values = s.knobs[k].values;
+        const auto at = std::find(values.begin(), values.end(), saved->value(s.knobs[k].name));
+        if (at == values.end()) {
+          saved.reset();
+        } else {
+          setting[k] = static_cast<size_t>(at - values.begin());
+        }
+      }
+      if (!saved) {
+        RM_LOG(WARN, STEP) << "autotune: the choice in " << s.choice_path
+                           << " is outside this run's space; tuning again";
+      }
     }
-    RM_ASSIGN_OR_RETURN(const auto agreed, s.fromRankZero(mine, "reading the checkpoint's choice"));
+    RM_ASSIGN_OR_RETURN(
+        const std::vector<float> agreed,
+        s.fromRankZero(s.message(saved ? 1.0f : 0.0f, setting), "reading the checkpoint's choice"));
     if (agreed[0] > 0) {
-      RM_RETURN_IF_ERROR(s.applyCaps(agreed[1], agreed[2]));
+      const autotune::Setting chosen =
+          s.settingOf(std::vector<float>(agreed.begin() + 1, agreed.end()), s.applied);
+      RM_RETURN_IF_ERROR(s.applySetting(chosen));
       AutotuneChoice choice = saved.value_or(AutotuneChoice{});
-      choice.bucket_cap_mb = agreed[1];
-      choice.first_bucket_cap_mb = agreed[2];
+      choice.values = s.valuesOf(chosen);
       choice.from_checkpoint = true;
       s.choice = choice;
       s.session.reset();
       if (s.rank() == 0) {
-        RM_LOG(INFO, STEP) << "autotune: training on the choice in " << s.choice_path
-                           << " (bucketCapMB=" << choice.bucket_cap_mb
-                           << " firstBucketCapMB=" << choice.first_bucket_cap_mb
+        RM_LOG(INFO, STEP) << "autotune: training on the choice in " << s.choice_path << " ("
+                           << describe(choice.values)
                            << "), not tuning again; autotune.retune: true tunes again";
       }
       return std::unique_ptr<Autotuner>(new Autotuner(std::move(state)));
@@ -195,8 +258,9 @@ Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSetti
       s.csv_path = a.log;
       s.csv.open(a.log, std::ios::trunc);
       if (!s.csv) return core::errnoError("autotune: log " + a.log, errno);
-      s.csv << "sample,step," << autotune::kBucketCapKnob << "," << autotune::kFirstBucketCapKnob
-            << ",median_step_seconds,best\n";
+      s.csv << "sample,step";
+      for (const autotune::Knob& knob : s.knobs) s.csv << "," << knob.name;
+      s.csv << ",median_step_seconds,best\n";
     }
     RM_LOG(INFO, STEP) << "autotune: up to " << a.max_samples << " samples of "
                        << s.session->stepsPerSample() << " steps (" << a.warmup_steps
@@ -218,16 +282,10 @@ Status Autotuner::afterStep(double seconds, int64_t step) {
   if (++s.steps_in_sample < session.stepsPerSample()) return Status::Ok();
   s.steps_in_sample = 0;
 
-  // Rank 0 decided; every rank learns the next setting (or that the search ended).
-  std::array<float, 3> mine = {0, 0, 0};
-  if (s.rank() == 0) {
-    const autotune::Setting next = session.current();
-    mine = {session.done() ? 2.0f : 1.0f,
-            static_cast<float>(*session.valueOf(next, autotune::kBucketCapKnob)),
-            static_cast<float>(*session.valueOf(next, autotune::kFirstBucketCapKnob))};
-  }
-  RM_ASSIGN_OR_RETURN(const auto agreed,
-                      s.fromRankZero(mine, "deciding after step " + std::to_string(step)));
+  // Rank 0 decided; every rank learns the next setting (or that the search ended: flag 2).
+  RM_ASSIGN_OR_RETURN(const std::vector<float> agreed,
+                      s.fromRankZero(s.message(session.done() ? 2.0f : 1.0f, session.current()),
+                                     "deciding after step " + std::to_string(step)));
   if (s.rank() == 0 && sample) {
     const autotune::CoordinateSearch& search = session.search();
     const size_t n = search.samples().size();
@@ -241,32 +299,23 @@ Status Autotuner::afterStep(double seconds, int64_t step) {
                        << session.describe(search.best()) << ", "
                        << milliseconds(search.bestSeconds()) << ")";
     if (s.csv.is_open()) {
-      s.csv << n << "," << step << ","
-            << *session.valueOf(sample->setting, autotune::kBucketCapKnob) << ","
-            << *session.valueOf(sample->setting, autotune::kFirstBucketCapKnob) << ","
-            << sample->seconds << "," << (sample->setting == search.best() ? 1 : 0) << "\n";
+      s.csv << n << "," << step;
+      for (const auto& knob : s.knobs) s.csv << "," << *session.valueOf(sample->setting, knob.name);
+      s.csv << "," << sample->seconds << "," << (sample->setting == search.best() ? 1 : 0) << "\n";
       s.csv.flush();
       if (!s.csv) return core::errnoError("autotune: writing " + s.csv_path, errno);
     }
   }
   // Every rank builds the setting rank 0 named, from its knob values.
-  autotune::Setting next = s.applied;
-  const std::vector<autotune::Knob>& knobs = session.search().knobs();
-  for (size_t k = 0; k < knobs.size(); ++k) {
-    const auto& values = knobs[k].values;
-    const float want = agreed[k + 1];
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (static_cast<float>(values[i]) == want) next[k] = i;
-    }
-  }
+  const autotune::Setting next =
+      s.settingOf(std::vector<float>(agreed.begin() + 1, agreed.end()), s.applied);
   RM_RETURN_IF_ERROR_CTX(s.applySetting(next), "rank " + std::to_string(s.rank()) +
                                                    ": autotune after step " + std::to_string(step));
   if (agreed[0] < 1.5f) return Status::Ok();
 
   // The search ended: train on the best from here, and say so.
   AutotuneChoice choice;
-  choice.bucket_cap_mb = *session.valueOf(next, autotune::kBucketCapKnob);
-  choice.first_bucket_cap_mb = *session.valueOf(next, autotune::kFirstBucketCapKnob);
+  choice.values = s.valuesOf(next);
   choice.step = step;
   if (s.rank() == 0) {
     const autotune::CoordinateSearch& search = session.search();
@@ -280,7 +329,7 @@ Status Autotuner::afterStep(double seconds, int64_t step) {
     RM_LOG(INFO, STEP) << "autotune chose " << session.describe(next) << " after " << choice.samples
                        << " samples (steps " << s.first_step << "-" << step << "): median step "
                        << milliseconds(choice.best_seconds) << " against "
-                       << milliseconds(choice.default_seconds) << " under the configured caps ("
+                       << milliseconds(choice.default_seconds) << " under the configured setting ("
                        << delta << ")";
     if (!s.choice_path.empty()) RM_RETURN_IF_ERROR(writeChoice(s.choice_path, choice));
   }

@@ -1,12 +1,13 @@
 #pragma once
-// Autotune inside a data-parallel run (spec.trainer.autotune): rank 0 runs the TuningSession
-// (trainer/autotune) on its own step times, which the step's allreduces make the slowest rank's,
-// and at the end of every sample sends its decision to every rank in one small allreduce; every
-// rank then applies it between the same two steps (a new gradient bucket plan). The steps trained
-// while tuning count like any other. Rank 0 logs every sample, writes it to the CSV log when one
-// is asked for (Horovod's HOROVOD_AUTOTUNE_LOG columns: the knobs, then the measure), and once
-// the search ends writes the choice to the checkpoint directory, so that a restarted run trains
-// on it at once instead of tuning again (unless retune).
+// Autotune inside a run (spec.trainer.autotune): rank 0 runs the TuningSession
+// (trainer/autotune) on its own step times, which the step's collectives make the slowest
+// rank's, and at the end of every sample sends its decision to every rank in one small
+// allreduce; every rank then applies it between the same two steps: a new gradient bucket plan
+// (data parallelism), or stages rebuilt for another micro-batch count (a pipeline). The steps
+// trained while tuning count like any other. Rank 0 logs every sample, writes it to the CSV log
+// when one is asked for (Horovod's HOROVOD_AUTOTUNE_LOG columns: the knobs, then the measure),
+// and once the search ends writes the choice to the checkpoint directory, so that a restarted
+// run trains on it at once instead of tuning again (unless retune).
 //
 // Thread-safety: the training thread, between steps (the buckets' communication thread is idle
 // then). Failure: a broadcast's error names the rank and the step; the CSV log and the choice
@@ -14,42 +15,59 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ringmaster/contract/trainer_spec.h"
 #include "ringmaster/core/status.h"
+#include "trainer/autotune/coordinate_search.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/trainer_metrics.h"
 
 namespace ringmaster::trainer {
 
+// A setting by knob name: {"bucketCapMB": 4, "firstBucketCapMB": 1}, {"microBatches": 8}.
+using AutotuneValues = std::map<std::string, double>;
+
 // What autotune chose, for the run's summary and the checkpoint.
 struct AutotuneChoice {
-  double bucket_cap_mb = 0;
-  double first_bucket_cap_mb = 0;
+  AutotuneValues values;
   int samples = 0;             // measured in this run (0: taken from the checkpoint)
-  double default_seconds = 0;  // median step time under the configured caps
-  double best_seconds = 0;     // under the chosen ones
+  double default_seconds = 0;  // median step time under the configured setting
+  double best_seconds = 0;     // under the chosen one
   int64_t step = 0;            // the step after which training ran under the choice
   bool from_checkpoint = false;
+  // The value of `knob`, 0 when the choice has none.
+  double value(const std::string& knob) const {
+    const auto it = values.find(knob);
+    return it == values.end() ? 0 : it->second;
+  }
 };
 
 // "autotune.json": the choice beside the checkpoints.
 inline constexpr char kAutotuneChoiceFile[] = "autotune.json";
 
+// The data-parallel engine's space: its bucket caps over the spec's lists, or the default
+// grids for a model of `model_bytes` gradient bytes.
+std::vector<autotune::Knob> bucketSpace(const contract::TrainerSettings& settings,
+                                        size_t model_bytes);
+// A pipeline's: its micro-batch count over the spec's list, or the default grid.
+std::vector<autotune::Knob> microBatchSpace(const contract::TrainerSettings& settings);
+
 class Autotuner {
  public:
-  // Builds a new gradient bucket plan from these caps (MiB).
-  using Apply = std::function<core::Status(double bucket_cap_mb, double first_bucket_cap_mb)>;
+  // Makes the engine run under these values from the next step on.
+  using Apply = std::function<core::Status(const AutotuneValues& values)>;
 
-  // Tunes the caps of a model of `model_bytes` gradient bytes, or, where the checkpoint
-  // directory holds a choice (and not retune), applies it. Every rank calls it.
+  // Tunes `knobs` (every rank passes the same), or, where the checkpoint directory holds a
+  // choice of the same knobs (and not retune), applies it. Every rank calls it.
   static core::Result<std::unique_ptr<Autotuner>> start(const contract::TrainerSettings& settings,
                                                         comm::Communicator& comm,
-                                                        size_t model_bytes, Apply apply,
-                                                        TrainerMetrics* metrics);
+                                                        std::vector<autotune::Knob> knobs,
+                                                        Apply apply, TrainerMetrics* metrics);
   ~Autotuner();
 
   // A step just finished in `seconds`; `step` steps are done. Every rank calls it after every

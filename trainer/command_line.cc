@@ -158,8 +158,8 @@ void declareFlags(core::FlagSet& flags, CommandLine* cl) {
   flags.addDouble("bucket-cap-mb", &cl->bucket_cap_mb, "gradient bucket size in MiB");
   flags.addDouble("first-bucket-cap-mb", &cl->first_bucket_cap_mb, "first bucket size in MiB");
   flags.addBool("autotune", &cl->autotune,
-                "measure step time under candidate bucket caps during the first steps and train "
-                "on the fastest (trainer.autotune)");
+                "measure step time under candidate bucket caps (a pipeline's: micro-batch "
+                "counts) during the first steps and train on the fastest (trainer.autotune)");
   flags.addString("autotune-log", &cl->autotune_log,
                   "autotune: write every sample to this CSV (implies --autotune)");
   flags.addInt("autotune-samples", &cl->autotune_samples,

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "ringmaster/core/log.h"
+#include "trainer/autotune/tuning_session.h"
+#include "trainer/autotuner.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
 #include "trainer/model/model_stage.h"
@@ -141,10 +143,10 @@ class PipelineEngine final : public StepEngine {
         ctx_(ctx),
         comm_(*ctx.comm),
         group_(group),
-        stage_(stage),
+        stage_(&stage),
         device_(device),
         optimizer_(optimizer),
-        executor_(executor),
+        executor_(&executor),
         layout_(layout),
         stage_index_(layout.stage),
         stages_(layout.stages),
@@ -165,6 +167,14 @@ class PipelineEngine final : public StepEngine {
     return static_cast<int64_t>(sampler_.numBatches(batch_));
   }
 
+  // From the next step on the stage and its executor are these (autotune rebuilt them for
+  // another micro-batch count, with this stage's parameters).
+  void rebind(model::ModelStage& stage, pipeline::StageExecutor& executor) {
+    stage_ = &stage;
+    executor_ = &executor;
+  }
+  void setAutotuner(Autotuner* autotuner) { autotuner_ = autotuner; }
+
   Status beginEpoch(int64_t epoch, int64_t first_batch) override {
     sampler_.setEpoch(epoch);
     loss_sum_ = 0;
@@ -177,7 +187,7 @@ class PipelineEngine final : public StepEngine {
       const int64_t rows = std::min<int64_t>(batch_, shard - b * batch_);
       micro_batches += std::min<int64_t>(settings_.pipeline.micro_batches, rows);
     }
-    return executor_.beginStream(micro_batches);
+    return executor_->beginStream(micro_batches);
   }
 
   Result<int> step(int64_t epoch, int64_t b, int64_t steps_done) override {
@@ -190,20 +200,21 @@ class PipelineEngine final : public StepEngine {
     pipeline::StepStats stats;
     if (pipedream_) {
       RM_ASSIGN_OR_RETURN(stats,
-                          executor_.runStream({x_.data(), y_.data(), n}, step, applyEach(step)));
+                          executor_->runStream({x_.data(), y_.data(), n}, step, applyEach(step)));
       if (b + 1 == batchesPerEpoch()) {
         RM_ASSIGN_OR_RETURN(const pipeline::StepStats drained, drain(step));
         stats.add(drained);
       }
     } else {
-      RM_ASSIGN_OR_RETURN(stats, executor_.run({x_.data(), y_.data(), n}, step));
-      if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->downloadGrads(stage_.grads()));
+      RM_ASSIGN_OR_RETURN(stats, executor_->run({x_.data(), y_.data(), n}, step));
+      if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->downloadGrads(stage_->grads()));
       if (group_ != nullptr) RM_RETURN_IF_ERROR(averageOverReplicas(step));
-      optimizer_.step(stage_.params(), stage_.grads());
-      if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->uploadParams(stage_.params()));
+      optimizer_.step(stage_->params(), stage_->grads());
+      if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->uploadParams(stage_->params()));
     }
     RM_RETURN_IF_ERROR(apply_status_);
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (autotuner_ != nullptr) RM_RETURN_IF_ERROR(autotuner_->afterStep(seconds, step));
     // The bubble is the schedule's idle time: tensor sums are work, not idleness. The compute
     // metric leaves them out so that the two add up to what the stage did.
     const double tensor_seconds = tensor_sums_->seconds - tensor_before.seconds;
@@ -247,7 +258,7 @@ class PipelineEngine final : public StepEngine {
 
   Result<EpochMeasures> endEpoch(int64_t epoch, int64_t steps) override {
     // A run that stops inside an epoch (maxSteps) still applies what it forwarded.
-    if (pipedream_ && !executor_.streamDrained()) {
+    if (pipedream_ && !executor_->streamDrained()) {
       RM_RETURN_IF_ERROR(drain(0).status());
       RM_RETURN_IF_ERROR(apply_status_);
     }
@@ -291,7 +302,7 @@ class PipelineEngine final : public StepEngine {
       data::gatherBatch(test_, mine.data(), mine.size(), x.data(), y.data());
     }
     RM_ASSIGN_OR_RETURN(const pipeline::EvaluationStats stats,
-                        executor_.evaluate(x.data(), y.data(), rows, what));
+                        executor_->evaluate(x.data(), y.data(), rows, what));
     if (device_ != nullptr) RM_RETURN_IF_ERROR(device_->wait());
     // Only the last stage scores (its tensor rank 0: the others hold the same numbers); every
     // other rank adds zeros to the sum.
@@ -307,7 +318,7 @@ class PipelineEngine final : public StepEngine {
   }
 
   Status saveCheckpoint(const Position& at) override {
-    if (pipedream_ && !executor_.streamEnded()) {
+    if (pipedream_ && !executor_->streamEnded()) {
       // Micro-batches are in flight between the stages: no step here is one all of them share.
       RM_LOG(INFO, CKPT) << "pipeline " << stageName(stage_index_, stages_) << ": no checkpoint at "
                          << "step " << at.step << " inside a pipedream epoch (it checkpoints at "
@@ -315,7 +326,7 @@ class PipelineEngine final : public StepEngine {
       return Status::Ok();
     }
     return writeTrainingCheckpoint(settings_, stageDirectory(settings_, layout_), signature_,
-                                   stage_.params(), optimizer_, at, ctx_.metrics)
+                                   stage_->params(), optimizer_, at, ctx_.metrics)
         .withContext("pipeline " + stageName(stage_index_, stages_));
   }
 
@@ -335,15 +346,15 @@ class PipelineEngine final : public StepEngine {
     return [this, step](std::span<const float> newest, std::span<float> next) {
       if (apply_status_.ok() && group_ != nullptr) apply_status_ = averageOverReplicas(step);
       if (!apply_status_.ok()) return false;
-      optimizer_.stepInto(newest, next, stage_.grads());
+      optimizer_.stepInto(newest, next, stage_->grads());
       return true;
     };
   }
   size_t activationBytes() const {
-    return device_ != nullptr ? device_->activationBytes() : stage_.activationBytes();
+    return device_ != nullptr ? device_->activationBytes() : stage_->activationBytes();
   }
   Result<pipeline::StepStats> drain(int64_t step) {
-    return executor_.drainStream(step, applyEach(step));
+    return executor_->drainStream(step, applyEach(step));
   }
 
   // The replicas' gradients of this stage, averaged: each replica's are its own mini-batch's
@@ -352,7 +363,7 @@ class PipelineEngine final : public StepEngine {
     comm::AllreduceOptions opts;
     opts.timeout = std::chrono::seconds(settings_.comm_timeout_seconds);
     opts.tag = "stage " + std::to_string(stage_index_) + " gradients";
-    auto grads = stage_.grads();
+    auto grads = stage_->grads();
     RM_RETURN_IF_ERROR_CTX(group_->allreduceSum(grads.data(), grads.size(), opts),
                            "pipeline " + stageName(stage_index_, stages_) + ", replica " +
                                std::to_string(layout_.replica) + ", step " + std::to_string(step));
@@ -366,10 +377,11 @@ class PipelineEngine final : public StepEngine {
   const TrainerContext& ctx_;
   comm::Communicator& comm_;
   comm::Communicator* group_;
-  model::ModelStage& stage_;
+  model::ModelStage* stage_;
   DeviceStage* const device_;
   optim::Optimizer& optimizer_;
-  pipeline::StageExecutor& executor_;
+  pipeline::StageExecutor* executor_;
+  Autotuner* autotuner_ = nullptr;  // while autotune runs
   const Layout layout_;
   const int stage_index_, stages_;
   const bool last_;
@@ -623,6 +635,12 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
         "parallelism.pipeline.schedule: pipedream stages train on the CPU (their weight versions "
         "are host memory); use gpipe or 1f1b on the GPU");
   }
+  const bool tunes = settings.autotune.enabled;
+  if (tunes && (on_device || tensor > 1 || kind == pipeline::ScheduleKind::kPipeDream)) {
+    return core::invalidArgument(
+        "trainer.autotune: tunes the micro-batches of a gpipe or 1f1b pipeline on the CPU without "
+        "tensor parallelism");
+  }
   TensorSums tensor_sums;  // outlives the stage's reducer and the engine, which use it
   RM_ASSIGN_OR_RETURN(
       auto stage, model::ModelStage::create(model_config, settings.seed, micro_rows, first, end,
@@ -672,8 +690,9 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
   links.next = layout.last() ? -1 : layout.rank + tensor;
   links.timeout = std::chrono::seconds(settings.comm_timeout_seconds);
   links.stream = device != nullptr ? device->stream() : nullptr;
-  pipeline::StageExecutor executor(device != nullptr ? device->compute() : *stage, kind,
-                                   stage_index, stages, micro_batches, links);
+  auto executor =
+      std::make_unique<pipeline::StageExecutor>(device != nullptr ? device->compute() : *stage,
+                                                kind, stage_index, stages, micro_batches, links);
   RM_LOG(INFO, STEP) << "pipeline " << stageName(stage_index, stages) << ": layers [" << first
                      << ", " << end << ") of " << layers << ", " << stage->params().size()
                      << " parameters, " << micro_batches << " micro-batches of " << micro_rows
@@ -687,8 +706,33 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
                                              : std::string())
                      << (device != nullptr ? "; on the GPU: " + device->describe() : std::string());
 
-  PipelineEngine engine(settings, ctx, *stage, device.get(), *optimizer, executor, layout,
+  PipelineEngine engine(settings, ctx, *stage, device.get(), *optimizer, *executor, layout,
                         group.get(), signature, &tensor_sums);
+  // Autotune's micro-batch counts: each one a stage of its micro-batch's rows and the slots its
+  // schedule needs, holding this stage's parameters, and an executor over it; the old ones go
+  // (their sends all finished at the end of the step before).
+  std::unique_ptr<Autotuner> autotuner;
+  if (tunes) {
+    auto rebuild = [&](const AutotuneValues& values) -> Status {
+      const int m = static_cast<int>(values.at(autotune::kMicroBatchesKnob));
+      RM_ASSIGN_OR_RETURN(const int need,
+                          pipeline::StageExecutor::slotsNeeded(kind, stage_index, stages, m));
+      RM_ASSIGN_OR_RETURN(
+          auto next, model::ModelStage::create(model_config, settings.seed,
+                                               static_cast<int>(settings.batch_size / m), first,
+                                               end, need, {layout.tensor_rank, tensor}));
+      std::copy(stage->params().begin(), stage->params().end(), next->params().begin());
+      auto next_executor =
+          std::make_unique<pipeline::StageExecutor>(*next, kind, stage_index, stages, m, links);
+      engine.rebind(*next, *next_executor);
+      executor = std::move(next_executor);  // before the stage it runs over
+      stage = std::move(next);
+      return Status::Ok();
+    };
+    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(settings, comm, microBatchSpace(settings),
+                                                    rebuild, ctx.metrics));
+    if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
+  }
   RM_RETURN_IF_ERROR(runTrainingLoop(settings,
                                      {.rank = layout.rank,
                                       .world = comm.size(),
@@ -697,6 +741,7 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
                                       .stop = ctx.stop,
                                       .metrics = ctx.metrics},
                                      engine, pos, &summary));
+  if (autotuner) summary.autotune = autotuner->choice();
   if (stage_params != nullptr) {
     stage_params->assign(stage->params().begin(), stage->params().end());
   }

@@ -12,6 +12,7 @@
 
 #include "ringmaster/contract/trainer_summary.h"
 #include "ringmaster/core/log.h"
+#include "trainer/autotune/tuning_session.h"
 #include "trainer/autotuner.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
@@ -342,13 +343,22 @@ Result<TrainSummary> Trainer::run() {
                        << world << ", backend " << comm.backend();
   std::unique_ptr<Autotuner> autotuner;
   if (settings_.autotune.enabled) {
-    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(
-                                       settings_, comm, model.grads().size() * sizeof(float),
-                                       [&engine](double cap, double first) {
-                                         return engine.planBuckets(first, cap);
-                                       },
-                                       ctx_.metrics));
-    if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
+    if (world == 1) {
+      if (rank == 0) {
+        RM_LOG(INFO, STEP) << "autotune: one rank exchanges no gradients, so its bucket caps do "
+                              "not matter; nothing to tune";
+      }
+    } else {
+      RM_ASSIGN_OR_RETURN(autotuner,
+                          Autotuner::start(
+                              settings_, comm, bucketSpace(settings_, model.grads().size_bytes()),
+                              [&engine](const AutotuneValues& values) {
+                                return engine.planBuckets(values.at(autotune::kFirstBucketCapKnob),
+                                                          values.at(autotune::kBucketCapKnob));
+                              },
+                              ctx_.metrics));
+      if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
+    }
   }
   std::unique_ptr<pbt::Member> member;
   if (settings_.pbt.enabled()) {
@@ -418,12 +428,12 @@ Status writeSummaryJson(const TrainSummary& s, const std::string& path) {
   optional(key::kTestAccuracy, s.test_accuracy);
   optional(key::kTestLoss, s.test_loss);
   if (const auto& a = s.autotune) {
-    j[key::kAutotune] = {{key::kAutotuneBucketCapMB, a->bucket_cap_mb},
-                         {key::kAutotuneFirstBucketCapMB, a->first_bucket_cap_mb},
-                         {key::kAutotuneSamples, a->samples},
-                         {key::kAutotuneDefaultStepSeconds, a->default_seconds},
-                         {key::kAutotuneBestStepSeconds, a->best_seconds},
-                         {key::kAutotuneFromCheckpoint, a->from_checkpoint}};
+    nlohmann::json& tuned =
+        j[key::kAutotune] = {{key::kAutotuneSamples, a->samples},
+                             {key::kAutotuneDefaultStepSeconds, a->default_seconds},
+                             {key::kAutotuneBestStepSeconds, a->best_seconds},
+                             {key::kAutotuneFromCheckpoint, a->from_checkpoint}};
+    for (const auto& [knob, value] : a->values) tuned[knob] = value;
   }
   if (!s.pbt_member.empty()) {
     j[key::kPbt] =

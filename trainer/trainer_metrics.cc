@@ -48,11 +48,9 @@ core::Result<TrainerMetrics> TrainerMetrics::create(metrics::Registry& r,
   RM_ASSIGN_OR_RETURN(auto sample, r.gauge("ringmaster_trainer_autotune_sample_step_seconds",
                                            "Median step time of autotune's last sample"));
   m.autotune_sample_seconds = &sample->Add({});
-  RM_ASSIGN_OR_RETURN(auto setting,
+  RM_ASSIGN_OR_RETURN(m.autotune_setting,
                       r.gauge("ringmaster_trainer_autotune_setting",
                               "The value of each knob training runs under (MiB for bucket caps)"));
-  m.autotune_bucket_cap = &setting->Add({{"knob", "bucketCapMB"}});
-  m.autotune_first_bucket_cap = &setting->Add({{"knob", "firstBucketCapMB"}});
   RM_ASSIGN_OR_RETURN(auto pbt_objective,
                       r.gauge("ringmaster_trainer_pbt_objective",
                               "A pbt member's objective at its last round (0 outside pbt)"));

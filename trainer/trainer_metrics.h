@@ -36,9 +36,8 @@ struct TrainerMetrics {
   prometheus::Counter* autotune_samples = nullptr;  // ringmaster_trainer_autotune_samples_total
   prometheus::Gauge* autotune_sample_seconds =
       nullptr;  // ringmaster_trainer_autotune_sample_step_seconds
-  prometheus::Gauge* autotune_bucket_cap = nullptr;  // ..._autotune_setting{knob="bucketCapMB"}
-  prometheus::Gauge* autotune_first_bucket_cap =
-      nullptr;  // ..._autotune_setting{knob="firstBucketCapMB"}
+  // ringmaster_trainer_autotune_setting{knob}: a series per knob of the engine autotune tunes.
+  prometheus::Family<prometheus::Gauge>* autotune_setting = nullptr;
   // A population-based training member's objective as it reported it at its last round, and
   // the rounds at which it took another member's weights.
   prometheus::Gauge* pbt_objective = nullptr;   // ringmaster_trainer_pbt_objective

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # bench/autotune: autotune against a hand grid, side by side. For each case, the hand grid runs
-# ringmaster-trainer once per (bucketCapMB, firstBucketCapMB) of autotune's default space for
-# --steps steps; then autotune runs once over the same case and space. Printed per case: the grid (configured caps marked `default`, its
-# best `best`, autotune's choice `tuned`), the samples autotune spent, its choice's grid step
-# time against the grid's best and the defaults, and its tuning cost: the time its samples took
-# beyond what the same steps take under its choice, as a share of a 5-epoch run under it.
-#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,cnn-shm] [--steps N] [--repeats N]
-#                         [--samples N]
+# ringmaster-trainer once per setting of autotune's default space (every combination of its
+# knobs' values: the bucket caps of a data-parallel case, the micro-batch count of a pipeline)
+# for --steps steps; then autotune runs once over the same case and space. Printed per case: the
+# grid (the configured setting marked `default`, its best `best`, autotune's choice `tuned`), the
+# samples autotune spent, its choice's grid step time against the grid's best and the default,
+# and its tuning cost: the time its samples took beyond what the same steps take under its
+# choice, as a share of a 5-epoch run under it.
+#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm] [--steps N]
+#                         [--repeats N] [--samples N]
 # Each grid cell runs --repeats times (interleaved, so that a slow minute of the machine falls on
 # every cell alike) and takes the median.
 # Cases: mlp-shm (the README's MLP, 2 ranks over shared memory), mlp-10gbit (the same with each
 # rank in its own network namespace behind a 10 Gbit/s link, tcp; needs root, bench/lib/netns.sh),
 # cnn-shm (the CNN, 2 ranks over shared memory), mlp-wide-shm (an MLP of 2x2048 hidden, 31 MB of
-# gradients, where the caps reach past 25 MB). Needs an optimized build in build/.
+# gradients, where the caps reach past 25 MB), pipeline-shm (an MLP of 4x1024 hidden cut into 2
+# 1f1b stages over shared memory, one micro-batch per stage configured: its micro-batch count).
+# Needs an optimized build in build/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cases=mlp-shm,mlp-10gbit,cnn-shm steps=200 repeats=3 samples=30
+cases=mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm steps=200 repeats=3 samples=30
 while [[ $# -gt 0 ]]; do
   case $1 in
     --cases) cases=$2; shift 2 ;;
@@ -36,7 +40,7 @@ netns_up=""
 on_rank() { local rank=$1; shift; POD_IP=127.0.0.1 "$@"; }
 master=127.0.0.1
 
-# run_case <case> <name> <extra trainer flags...>: 2 ranks; rank 0's log in $tmp/<name>.log.
+# run_pair <name> <backend> <trainer flags...>: 2 ranks; rank 0's log in $tmp/<name>.0.log.
 run_pair() {
   local name=$1 backend=$2; shift 2
   local port pids=()
@@ -45,19 +49,38 @@ run_pair() {
     on_rank "$rank" env RANK=$rank WORLD_SIZE=2 MASTER_ADDR="$master" MASTER_PORT=$port \
       OMP_NUM_THREADS=1 RINGMASTER_LOG_LEVEL="$([[ $rank == 0 ]] && echo info || echo warn)" \
       "$trainer" --backend "$backend" --batch-size 128 --lr 0.05 --momentum 0.9 \
-      --summary-json "$tmp/$name.$rank.json" "$@" \
+      --metrics-port -1 --summary-json "$tmp/$name.$rank.json" "$@" \
       >"$tmp/$name.$rank.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
 }
 
+# The flags that set a knob: the bucket caps have flags of their own; a pipeline's micro-batch
+# count is a field of the case's config, written per value.
+knob_flags() {
+  local name=$1 knob=$2 value=$3
+  case $knob in
+    bucketCapMB) echo "--bucket-cap-mb $value" ;;
+    firstBucketCapMB) echo "--first-bucket-cap-mb $value" ;;
+    microBatches)
+      sed "s/microBatches: .*/microBatches: $value/" "$tmp/$case_name.yaml" >"$tmp/$name.yaml"
+      echo "--config $tmp/$name.yaml" ;;
+    *) echo "bench/autotune: no flag for knob $knob" >&2; exit 2 ;;
+  esac
+}
+
 for case_name in ${cases//,/ }; do
-  backend=auto
+  backend=auto config=()
   case $case_name in
     mlp-shm) model=(--model mlp --hidden 512,512) ;;
     mlp-wide-shm) model=(--model mlp --hidden 2048,2048) ;;
     cnn-shm) model=(--model cnn) ;;
+    pipeline-shm)
+      model=(--model mlp --hidden 1024,1024,1024,1024)
+      printf 'parallelism:\n  pipeline:\n    stages: 2\n    schedule: 1f1b\n    microBatches: 2\n' \
+        >"$tmp/$case_name.yaml"
+      config=(--config "$tmp/$case_name.yaml") ;;
     mlp-10gbit)
       model=(--model mlp --hidden 512,512) backend=tcp
       if [[ -z $netns_up ]]; then
@@ -77,61 +100,84 @@ for case_name in ${cases//,/ }; do
     *) echo "bench/autotune: unknown case $case_name" >&2; exit 2 ;;
   esac
   echo "== $case_name: the hand grid (${steps} steps each) and autotune (up to $samples samples)" >&2
-  # The space: what autotune's default grid is for this model (its first log line says).
-  run_pair "$case_name-space" "$backend" "${model[@]}" --max-steps 1 --autotune \
+  # The space: what autotune's default grid is for this case (its first log line says), as
+  # "knob=v1,v2,...;knob=...".
+  run_pair "$case_name-space" "$backend" "${model[@]}" "${config[@]}" --max-steps 1 --autotune \
     --autotune-samples 1
-  space=$(grep -o 'over bucketCapMB in .*' "$tmp/$case_name-space.0.log" | head -1)
-  read -r -a caps <<<"$(sed -E 's/.*bucketCapMB in \{([^}]*)\}.*/\1/; s/,//g' <<<"$space")"
-  read -r -a firsts <<<"$(sed -E 's/.*firstBucketCapMB in \{([^}]*)\}.*/\1/; s/,//g' <<<"$space")"
+  space=$(grep -o ' over [a-zA-Z]* in .*' "$tmp/$case_name-space.0.log" | head -1 |
+    sed -E 's/^ over //; s/ in \{/=/g; s/\}//g; s/, /,/g; s/; /;/g')
+  # Every combination of the knobs' values, one line each: "knob=v knob=v".
+  mapfile -t cells < <("$python" - "$space" <<'PY'
+import itertools, sys
+knobs = [part.split("=") for part in sys.argv[1].split(";")]
+for values in itertools.product(*[v.split(",") for _, v in knobs]):
+    print(" ".join(f"{k}={v}" for (k, _), v in zip(knobs, values)))
+PY
+  )
   for repeat in $(seq "$repeats"); do
-    for cap in "${caps[@]}"; do
-      for first in "${firsts[@]}"; do
-        run_pair "$case_name-grid-$cap-$first-$repeat" "$backend" "${model[@]}" \
-          --max-steps "$steps" --bucket-cap-mb "$cap" --first-bucket-cap-mb "$first"
+    for cell in "${cells[@]}"; do
+      cell_name="$case_name-grid-${cell// /-}-$repeat"
+      flags=()
+      for kv in $cell; do
+        read -r -a more <<<"$(knob_flags "$cell_name" "${kv%%=*}" "${kv#*=}")"
+        flags+=("${more[@]}")
       done
+      # A knob written into a config of the cell's own replaces the case's config.
+      [[ " ${flags[*]} " == *" --config "* ]] || flags+=("${config[@]}")
+      run_pair "$cell_name" "$backend" "${model[@]}" "${flags[@]}" --max-steps "$steps"
     done
   done
-  run_pair "$case_name-tuned" "$backend" "${model[@]}" --max-steps $((samples * 13 + 20)) \
-    --autotune --autotune-samples "$samples" --autotune-log "$tmp/$case_name-tuned.csv"
-  "$python" - "$tmp" "$case_name" "${caps[*]}" "${firsts[*]}" "$repeats" <<'PY'
+  run_pair "$case_name-tuned" "$backend" "${model[@]}" "${config[@]}" \
+    --max-steps $((samples * 13 + 20)) --autotune --autotune-samples "$samples" \
+    --autotune-log "$tmp/$case_name-tuned.csv"
+  "$python" - "$tmp" "$case_name" "$space" "$repeats" <<'PY'
 import csv, json, statistics, sys
-tmp, case, caps, firsts = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
-repeats = int(sys.argv[5])
-
-grid, spreads = {}, []
-for cap in caps:
-    for first in firsts:
-        times = []
-        for r in range(1, repeats + 1):
-            summary = json.load(open(f"{tmp}/{case}-grid-{cap}-{first}-{r}.0.json"))
-            times.append(summary["trainSeconds"] / summary["steps"])
-        grid[(cap, first)] = statistics.median(times)
-        spreads.append((max(times) - min(times)) / grid[(cap, first)])
-tuned = json.load(open(f"{tmp}/{case}-tuned.0.json")).get("autotune", {})
+tmp, case, space, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+knobs = [part.split("=")[0] for part in space.split(";")]
+values = {part.split("=")[0]: part.split("=")[1].split(",") for part in space.split(";")}
 fmt = lambda v: f"{float(v):g}"
-chosen = (fmt(tuned["bucketCapMB"]), fmt(tuned["firstBucketCapMB"]))
-default = ("25", "1")
+
+import itertools
+grid, spreads = {}, []
+for cell in itertools.product(*[values[k] for k in knobs]):
+    times = []
+    for r in range(1, repeats + 1):
+        name = "-".join(f"{k}={v}" for k, v in zip(knobs, cell))
+        summary = json.load(open(f"{tmp}/{case}-grid-{name}-{r}.0.json"))
+        times.append(summary["trainSeconds"] / summary["steps"])
+    key = tuple(fmt(v) for v in cell)
+    grid[key] = statistics.median(times)
+    spreads.append((max(times) - min(times)) / grid[key])
+tuned = json.load(open(f"{tmp}/{case}-tuned.0.json")).get("autotune", {})
+rows = list(csv.DictReader(open(f"{tmp}/{case}-tuned.csv")))
+chosen = tuple(fmt(tuned[k]) for k in knobs)
+default = tuple(fmt(rows[0][k]) for k in knobs)  # the first sample is the configured setting
 best = min(grid, key=grid.get)
-print(f"\n{case}: step time (ms, median of {repeats} runs) by bucketCapMB (rows) and "
-      "firstBucketCapMB (columns)")
-print("bucketCapMB " + " ".join(f"{f:>14}" for f in firsts))
-for cap in caps:
-    cells = []
-    for first in firsts:
-        tags = [t for t, k in (("default", default), ("best", best), ("tuned", chosen))
-                if k == (cap, first)]
-        cells.append(f"{grid[(cap, first)] * 1e3:6.2f} {','.join(tags):>7}")
-    print(f"{cap:>11} " + " ".join(f"{c:>14}" for c in cells))
+tags = lambda key: ",".join(t for t, k in (("default", default), ("best", best), ("tuned", chosen))
+                            if k == key)
+if len(knobs) == 2:
+    print(f"\n{case}: step time (ms, median of {repeats} runs) by {knobs[0]} (rows) and "
+          f"{knobs[1]} (columns)")
+    print(f"{knobs[0]:>11} " + " ".join(f"{fmt(f):>14}" for f in values[knobs[1]]))
+    for a in values[knobs[0]]:
+        cells = [f"{grid[(fmt(a), fmt(b))] * 1e3:6.2f} {tags((fmt(a), fmt(b))):>7}"
+                 for b in values[knobs[1]]]
+        print(f"{fmt(a):>11} " + " ".join(f"{c:>14}" for c in cells))
+else:
+    print(f"\n{case}: step time (ms, median of {repeats} runs) by {', '.join(knobs)}")
+    for key in sorted(grid, key=lambda k: [float(v) for v in k]):
+        print(f"{' '.join(key):>11} {grid[key] * 1e3:8.2f} {tags(key)}")
 print(f"{case}: the grid's run-to-run spread (max - min over the repeats, median over cells): "
       f"{100 * statistics.median(spreads):.1f}%; best against worst cell "
       f"{100 * (max(grid.values()) / min(grid.values()) - 1):.1f}%")
-rows = list(csv.DictReader(open(f"{tmp}/{case}-tuned.csv")))
 best_tuned = min(float(r["median_step_seconds"]) for r in rows)
 spent = sum((float(r["median_step_seconds"]) - best_tuned) * 13 for r in rows)
 steps_per_epoch = 60000 // (2 * 128) + 1
+if case.startswith("pipeline"):
+    steps_per_epoch = 60000 // 128 + 1  # one replica takes every mini-batch
 five_epochs = 5 * steps_per_epoch * best_tuned
 g_chosen = grid.get(chosen)
-print(f"{case}: autotune chose bucketCapMB={chosen[0]} firstBucketCapMB={chosen[1]} after "
+print(f"{case}: autotune chose {' '.join(f'{k}={v}' for k, v in zip(knobs, chosen))} after "
       f"{tuned['samples']} samples")
 if g_chosen is None:
     print(f"{case}: its choice is outside the grid")

@@ -2,7 +2,9 @@
 // trains the README's MLP on 2 worker pods with spec.trainer.autotune. Worker 0's log shows the
 // samples the search measured (the configured caps first) and its choice, the other pod trained
 // under that choice too (it followed rank 0's decisions), and the job ends Succeeded with the
-// accuracy its two epochs reach untuned.
+// accuracy its two epochs reach untuned. The same for a pipeline's micro-batch count:
+// examples/fashion-mnist-pipeline-autotune.yaml, two stages in two pods, both rebuilt for every
+// count stage 0 measures.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -42,6 +44,33 @@ TEST(LocalRunAutotuneE2e, TheSearchChoosesAndTheJobSucceeds) {
   EXPECT_EQ(log.find("autotune sample 13 "), std::string::npos) << "past maxSamples:\n" << log;
   // Rank 1 logs no samples: rank 0 decides.
   EXPECT_EQ(worker1.stdout_text.find("autotune sample"), std::string::npos) << worker1.stdout_text;
+  EXPECT_GE(e2e::testAccuracy(log), 0.83) << log;
+}
+
+TEST(LocalRunAutotuneE2e, APipelinesMicroBatchCountIsTunedAndTheJobSucceeds) {
+  if (!std::filesystem::exists(testutil::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  testutil::TempDir dir;
+  e2e::ExampleRun example =
+      e2e::runExample("fashion-mnist-pipeline-autotune.yaml", dir.path(),
+                      {"fmnist-pipeline-autotune-worker-0", "fmnist-pipeline-autotune-worker-1"});
+  const std::string outcome = example.run.stdout_text + example.run.stderr_text;
+  const std::string& log = example.logs["fmnist-pipeline-autotune-worker-0"].stdout_text;
+  const std::string& stage1 = example.logs["fmnist-pipeline-autotune-worker-1"].stdout_text;
+  ASSERT_EQ(example.run.exit_code, 0) << outcome;
+  EXPECT_EQ(example.down.exit_code, 0) << example.down.stdout_text << example.down.stderr_text;
+  EXPECT_NE(example.run.stdout_text.find("fmnist-pipeline-autotune: Succeeded"), std::string::npos)
+      << outcome;
+  EXPECT_NE(log.find("autotune: up to 8 samples of 13 steps (3 warm-up) over microBatches in "
+                     "{1, 2, 4, 8, 16, 32}"),
+            std::string::npos)
+      << log;
+  // One micro-batch per stage first, then the search steps up: the stages were rebuilt.
+  EXPECT_NE(log.find("autotune sample 1 at step 13: microBatches=2 "), std::string::npos) << log;
+  EXPECT_NE(log.find("autotune sample 2 at step 26: microBatches=4 "), std::string::npos) << log;
+  EXPECT_NE(log.find("autotune chose microBatches="), std::string::npos) << log;
+  EXPECT_EQ(stage1.find("autotune sample"), std::string::npos) << stage1;
+  // The accuracy two untuned epochs reach (rank 0 reports what the last stage scored).
   EXPECT_GE(e2e::testAccuracy(log), 0.83) << log;
 }
 

@@ -62,20 +62,25 @@ std::optional<double> TuningSession::valueOf(const Setting& setting,
 
 namespace {
 
+// `values` (ascending) with `given` among them, which is where the search starts.
+Knob startingAt(const std::string& name, std::vector<double> values, double given) {
+  if (std::find(values.begin(), values.end(), given) == values.end()) {
+    values.insert(std::upper_bound(values.begin(), values.end(), given), given);
+  }
+  const size_t at =
+      static_cast<size_t>(std::find(values.begin(), values.end(), given) - values.begin());
+  return {name, std::move(values), at};
+}
+
 // `from` doubling up to the first value >= `whole` (and at most kMaxBucketCapMB), with `given`
 // among them.
 Knob doublingKnob(const std::string& name, double from, double whole, double given) {
-  Knob knob{name, {}, 0};
+  std::vector<double> values;
   for (double v = from; v <= kMaxBucketCapMB; v *= 2) {
-    knob.values.push_back(v);
+    values.push_back(v);
     if (v >= whole) break;
   }
-  if (std::find(knob.values.begin(), knob.values.end(), given) == knob.values.end()) {
-    knob.values.insert(std::upper_bound(knob.values.begin(), knob.values.end(), given), given);
-  }
-  knob.default_index = static_cast<size_t>(
-      std::find(knob.values.begin(), knob.values.end(), given) - knob.values.begin());
-  return knob;
+  return startingAt(name, std::move(values), given);
 }
 
 }  // namespace
@@ -84,6 +89,14 @@ std::vector<Knob> bucketKnobs(size_t model_bytes, double first_cap_mb, double ca
   const double model_mb = static_cast<double>(model_bytes) / (1 << 20);
   return {doublingKnob(kBucketCapKnob, 1, model_mb, cap_mb),
           doublingKnob(kFirstBucketCapKnob, 0.25, model_mb, first_cap_mb)};
+}
+
+Knob microBatchKnob(int64_t batch_rows, int32_t micro_batches) {
+  std::vector<double> values;
+  for (int64_t m = 1; m * kMinMicroBatchRows <= batch_rows && batch_rows % m == 0; m *= 2) {
+    values.push_back(static_cast<double>(m));
+  }
+  return startingAt(kMicroBatchesKnob, std::move(values), micro_batches);
 }
 
 }  // namespace ringmaster::trainer::autotune

@@ -5,14 +5,17 @@
 // threads), then `measure_steps` whose median is the setting's measure. The steps count like any
 // other: tuning changes how fast they run, not what they train.
 //
-// Also the knobs of the data-parallel engine: gradient bucket caps on a doubling grid up to the
-// model's size (a cap past it is one bucket, the same plan), which reaches beyond Horovod's
-// 64 MB fusion buffer where the model is larger.
+// Also the knobs themselves: the data-parallel engine's gradient bucket caps on a doubling grid
+// up to the model's size (a cap past it is one bucket, the same plan), which reaches beyond
+// Horovod's 64 MB fusion buffer where the model is larger; and a pipeline's micro-batch count,
+// whose best value trades the bubble (fewer micro-batches) against small, slow matrix products
+// and more messages (more of them).
 //
 // Thread-safety: one thread (rank 0 decides; the trainer broadcasts). Failure: none; options are
 // validated by the trainer's contract.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,5 +72,14 @@ inline constexpr double kMaxBucketCapMB = 1024;
 // configured caps (which are always values of their knob): firstBucketCapMB from 0.25 MiB,
 // bucketCapMB from 1 MiB, each doubling up to the first value that holds the whole model.
 std::vector<Knob> bucketKnobs(size_t model_bytes, double first_cap_mb, double cap_mb);
+
+inline constexpr char kMicroBatchesKnob[] = "microBatches";
+// Below this many rows a micro-batch's matrix products are mostly overhead.
+inline constexpr int64_t kMinMicroBatchRows = 4;
+
+// A pipeline's micro-batch count for mini-batches of `batch_rows`, starting at the configured
+// `micro_batches`: the powers of two that divide batch_rows, up to micro-batches of
+// kMinMicroBatchRows rows, and the configured count.
+Knob microBatchKnob(int64_t batch_rows, int32_t micro_batches);
 
 }  // namespace ringmaster::trainer::autotune

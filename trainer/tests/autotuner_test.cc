@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/autotune/tuning_session.h"
 #include "trainer/tests/rank_threads.h"
 #include "trainer/tests/synthetic_data.h"
 
@@ -95,8 +96,11 @@ TEST_F(AutotuneRun, ChoosesTrainsOnTheChoiceAndChangesNothingItTrains) {
   EXPECT_EQ(lines[0], "sample,step,bucketCapMB,firstBucketCapMB,median_step_seconds,best");
   EXPECT_EQ(lines[1].substr(0, 9), "1,3,25,1,");  // the first sample: the configured caps
   EXPECT_DOUBLE_EQ(metrics->autotune_samples->Value(), a.samples);
-  EXPECT_DOUBLE_EQ(metrics->autotune_bucket_cap->Value(), a.bucket_cap_mb);
-  EXPECT_DOUBLE_EQ(metrics->autotune_first_bucket_cap->Value(), a.first_bucket_cap_mb);
+  for (const char* knob : {autotune::kBucketCapKnob, autotune::kFirstBucketCapKnob}) {
+    EXPECT_DOUBLE_EQ(metrics->autotune_setting->Add({{"knob", knob}}).Value(), a.value(knob))
+        << knob;
+  }
+  EXPECT_EQ(a.values.size(), 2u);
   ASSERT_TRUE(fs::exists(dir_ / "ckpt" / kAutotuneChoiceFile));
 
   // A longer run over that checkpoint directory trains on the choice without tuning again...
@@ -106,8 +110,7 @@ TEST_F(AutotuneRun, ChoosesTrainsOnTheChoiceAndChangesNothingItTrains) {
   ASSERT_TRUE(resumed.ok()) << resumed.status().toString();
   ASSERT_TRUE(resumed->autotune.has_value());
   EXPECT_TRUE(resumed->autotune->from_checkpoint);
-  EXPECT_EQ(resumed->autotune->bucket_cap_mb, a.bucket_cap_mb);
-  EXPECT_EQ(resumed->autotune->first_bucket_cap_mb, a.first_bucket_cap_mb);
+  EXPECT_EQ(resumed->autotune->values, a.values);
   EXPECT_EQ(resumed->steps, 3 * 16);
   // ...unless told to tune again.
   longer.epochs = 4;

@@ -14,11 +14,13 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "trainer/autotune/tuning_session.h"
 #include "trainer/comm/inproc_communicator.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/tests/synthetic_data.h"
@@ -194,6 +196,59 @@ TEST_F(PipelineTrainer, StagesTrainTheSameModelAsOneRank) {
     EXPECT_NEAR(*a.final_train_loss, *b.final_train_loss, 1e-4);
     EXPECT_NE(a.model_signature.find("layers [0, "), std::string::npos) << a.model_signature;
   }
+}
+
+// Autotune of the micro-batch count: every stage rebuilds itself for each count rank 0 names,
+// between the same two steps, and the run trains what the untuned run trains (the mini-batch's
+// gradient is the same mean, up to float rounding), in the same steps. The choice is every
+// stage's, in the CSV log and beside the checkpoints, where a longer run takes it instead of
+// tuning again.
+TEST_F(PipelineTrainer, AutotuneRebuildsTheStagesForEachMicroBatchCountAndTrainsTheSameModel) {
+  const contract::TrainerSettings plain = config(2, 2, Schedule::kOneFOneB);
+  contract::TrainerSettings tuned = plain;
+  tuned.autotune.enabled = true;
+  tuned.autotune.max_samples = 4;
+  tuned.autotune.warmup_steps = 1;
+  tuned.autotune.measure_steps = 2;
+  tuned.autotune.log = (dir_ / "autotune.csv").string();
+  tuned.checkpoint.path = (dir_ / "ckpt").string();
+  tuned.checkpoint.every_steps = 0;
+  fs::create_directories(dir_);
+
+  const RunResult untuned = run(plain, 2);
+  for (const auto& s : untuned.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_FALSE(untuned.summaries[0]->autotune.has_value());
+  const RunResult piped = run(tuned, 2);
+  for (const auto& s : piped.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+  ASSERT_TRUE(piped.summaries[0]->autotune.has_value());
+  const AutotuneChoice& a = *piped.summaries[0]->autotune;
+  EXPECT_GE(a.samples, 2);  // the configured count and at least one other
+  EXPECT_LE(a.samples, 4);
+  ASSERT_EQ(a.values.size(), 1u);
+  const double chosen = a.value(autotune::kMicroBatchesKnob);
+  EXPECT_TRUE(chosen == 1 || chosen == 2 || chosen == 4 || chosen == 8) << chosen;
+  ASSERT_TRUE(piped.summaries[1]->autotune.has_value());
+  EXPECT_EQ(piped.summaries[1]->autotune->values, a.values);  // every stage trains on it
+  EXPECT_EQ(piped.summaries[0]->steps, untuned.summaries[0]->steps);
+  EXPECT_LE(relativeDifference(piped.params, untuned.params), 1e-5);
+
+  // The samples: the configured count first, then another, which the stages were rebuilt for.
+  std::ifstream csv(dir_ / "autotune.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), static_cast<size_t>(a.samples) + 1);
+  EXPECT_EQ(lines[0], "sample,step,microBatches,median_step_seconds,best");
+  EXPECT_EQ(lines[1].substr(0, 6), "1,3,2,");
+  EXPECT_EQ(lines[2].substr(0, 6), "2,6,4,");  // the search steps up from the configured count
+  ASSERT_TRUE(fs::exists(dir_ / "ckpt" / kAutotuneChoiceFile));
+
+  contract::TrainerSettings longer = tuned;
+  longer.epochs = 3;
+  const RunResult resumed = run(longer, 2);
+  for (const auto& s : resumed.summaries) ASSERT_TRUE(s.ok()) << s.status().toString();
+  ASSERT_TRUE(resumed.summaries[0]->autotune.has_value());
+  EXPECT_TRUE(resumed.summaries[0]->autotune->from_checkpoint);
+  EXPECT_EQ(resumed.summaries[0]->autotune->values, a.values);
 }
 
 // D x S = 2 x 2: two replicas of a two-stage pipeline, batch b each, train what one rank does on

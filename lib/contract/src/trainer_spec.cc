@@ -273,8 +273,9 @@ int64_t modelParameters(const kube::ModelSpec& model) {
 
 namespace {
 
-// spec.trainer.autotune: a budget the search can spend, a space holding the run's own caps
-// (where the search starts), and what it can tune today: data-parallel training on the CPU.
+// spec.trainer.autotune: a budget the search can spend, a space holding the run's own setting
+// (where the search starts), and what it can tune today: on the CPU, data parallelism's gradient
+// bucket caps, or a flushed pipeline's micro-batch count.
 void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
   const kube::AutotuneSpec& a = *t.autotune;
   e.unknownFields(p, a.extra);
@@ -301,15 +302,45 @@ void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErr
     }
   }
   const kube::ParallelismSpec parallelism = t.parallelism.value_or(kube::ParallelismSpec{});
-  const bool split = (parallelism.pipeline && parallelism.pipeline->stages.value_or(1) > 1) ||
-                     parallelism.tensor.value_or(1) > 1 || parallelism.parameter_server;
-  if (split) {
+  const std::optional<kube::PipelineSpec>& pipe = parallelism.pipeline;
+  const bool pipeline = pipe && pipe->stages.value_or(1) > 1;
+  if (parallelism.tensor.value_or(1) > 1 || parallelism.parameter_server) {
     e.add(p,
-          "tunes data-parallel training (its gradient bucket caps); a pipeline's, tensor "
+          "tunes data parallelism's gradient bucket caps and a pipeline's micro-batches; tensor "
           "parallelism's and parameter servers' knobs are not tuned yet");
+  } else if (pipeline) {
+    if (pipe->schedule == "pipedream") {
+      e.add(p,
+            "a pipedream pipeline updates after every micro-batch, so its micro-batch count "
+            "changes what it trains and is not tuned; gpipe and 1f1b are");
+    }
+    if (!a.bucket_cap_mb.empty() || !a.first_bucket_cap_mb.empty()) {
+      e.add(p + (a.bucket_cap_mb.empty() ? ".firstBucketCapMB" : ".bucketCapMB"),
+            "a pipeline sums each stage's gradients in one allreduce, without buckets: tune "
+            "its microBatches");
+    }
+    const int64_t batch = t.batch_size.value_or(kDefaultBatchSize);
+    const int32_t given = pipe->micro_batches.value_or(pipe->stages.value_or(1));
+    for (int32_t m : a.micro_batches) {
+      if (m < 1 || batch % m != 0) {
+        e.add(p + ".microBatches", "values must divide batchSize " + std::to_string(batch) +
+                                       ", got " + std::to_string(m));
+        break;
+      }
+    }
+    if (!a.micro_batches.empty() &&
+        std::find(a.micro_batches.begin(), a.micro_batches.end(), given) == a.micro_batches.end()) {
+      e.add(p + ".microBatches", "must hold the run's microBatches (" + std::to_string(given) +
+                                     "), where the search starts and which it must be able "
+                                     "to keep");
+    }
+  } else if (!a.micro_batches.empty()) {
+    e.add(p + ".microBatches",
+          "tunes a pipeline's micro-batches; this run has no pipeline "
+          "(parallelism.pipeline.stages above 1)");
   }
   if (t.device == "cuda") {
-    e.add(p, "tunes training on the CPU; the GPU engine's buckets are not tuned yet");
+    e.add(p, "tunes training on the CPU; the GPU engine's knobs are not tuned yet");
   }
 }
 
@@ -549,6 +580,7 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
     s.autotune.measure_steps = a.measure_steps.value_or(kDefaultAutotuneMeasureSteps);
     s.autotune.bucket_caps = a.bucket_cap_mb;
     s.autotune.first_bucket_caps = a.first_bucket_cap_mb;
+    s.autotune.micro_batches = a.micro_batches;
     s.autotune.log = a.log.value_or("");
     s.autotune.retune = a.retune.value_or(false);
   }

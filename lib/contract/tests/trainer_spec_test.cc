@@ -73,11 +73,13 @@ TEST(TrainerSpec, AutotuneOnWithTheDefaultsOrTheGivenBudgetAndSpace) {
   EXPECT_FALSE(s.autotune.retune);
   spec.autotune->max_samples = 30;
   spec.autotune->bucket_cap_mb = {4, 25, 64};
+  spec.autotune->micro_batches = {1, 2};
   spec.autotune->log = "/tmp/tune.csv";
   spec.autotune->retune = true;
   s = trainerSettings(spec);
   EXPECT_EQ(s.autotune.max_samples, 30);
   EXPECT_EQ(s.autotune.bucket_caps, (std::vector<double>{4, 25, 64}));
+  EXPECT_EQ(s.autotune.micro_batches, (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(s.autotune.log, "/tmp/tune.csv");
   EXPECT_TRUE(s.autotune.retune);
 }
@@ -317,6 +319,32 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"autotune of a pipeline",
             {{"autotune", nlohmann::json::object()},
              {"parallelism", {{"pipeline", {{"stages", 2}}}}}},
+            {}},
+        Row{"autotune of a pipeline over a space holding its microBatches",
+            {{"autotune", {{"microBatches", {2, 4, 8, 16}}}},
+             {"parallelism", {{"pipeline", {{"stages", 2}, {"microBatches", 4}}}}}},
+            {}},
+        Row{"an autotune space without the pipeline's microBatches (one per stage unset)",
+            {{"autotune", {{"microBatches", {4, 8}}}},
+             {"parallelism", {{"pipeline", {{"stages", 2}}}}}},
+            {"spec.trainer.autotune.microBatches"}},
+        Row{"an autotune micro-batch count that does not divide batchSize",
+            {{"autotune", {{"microBatches", {2, 3}}}},
+             {"parallelism", {{"pipeline", {{"stages", 2}}}}}},
+            {"spec.trainer.autotune.microBatches"}},
+        Row{"autotune micro-batches without a pipeline",
+            {{"autotune", {{"microBatches", {1, 2}}}}},
+            {"spec.trainer.autotune.microBatches"}},
+        Row{"autotune bucket caps of a pipeline",
+            {{"autotune", {{"bucketCapMB", {25, 50}}}},
+             {"parallelism", {{"pipeline", {{"stages", 2}}}}}},
+            {"spec.trainer.autotune.bucketCapMB"}},
+        Row{"autotune of a pipedream pipeline",
+            {{"autotune", nlohmann::json::object()},
+             {"parallelism", {{"pipeline", {{"stages", 2}, {"schedule", "pipedream"}}}}}},
+            {"spec.trainer.autotune"}},
+        Row{"autotune of tensor parallelism",
+            {{"autotune", nlohmann::json::object()}, {"parallelism", {{"tensor", 2}}}},
             {"spec.trainer.autotune"}},
         Row{"autotune of parameter servers",
             {{"autotune", nlohmann::json::object()},

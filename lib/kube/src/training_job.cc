@@ -66,6 +66,7 @@ void visitAutotuneSpec(V& v, S& s) {
   v("measureSteps", s.measure_steps);
   v("bucketCapMB", s.bucket_cap_mb);
   v("firstBucketCapMB", s.first_bucket_cap_mb);
+  v("microBatches", s.micro_batches);
   v("log", s.log);
   v("retune", s.retune);
 }

@@ -103,5 +103,27 @@ TEST(BucketKnobs, DoubleUpToTheModelAndKeepTheConfiguredCaps) {
   }
 }
 
+TEST(MicroBatchKnob, PowersOfTwoDividingTheBatchDownToFourRowsAndTheConfiguredCount) {
+  struct Row {
+    const char* what;
+    int64_t batch;
+    int32_t given;
+    std::vector<double> values;
+  };
+  const Row rows[] = {
+      {"the README's batch, one per stage", 128, 2, {1, 2, 4, 8, 16, 32}},
+      {"a count off the powers of two (32 would leave 3 rows)", 96, 3, {1, 2, 3, 4, 8, 16}},
+      {"an odd batch", 9, 9, {1, 9}},
+      {"a batch under four rows", 2, 1, {1}},
+      {"the configured count past four rows", 64, 64, {1, 2, 4, 8, 16, 64}},
+  };
+  for (const Row& row : rows) {
+    const Knob knob = microBatchKnob(row.batch, row.given);
+    EXPECT_EQ(knob.name, kMicroBatchesKnob);
+    EXPECT_EQ(knob.values, row.values) << row.what;
+    EXPECT_EQ(knob.values[knob.default_index], row.given) << row.what;
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::trainer::autotune

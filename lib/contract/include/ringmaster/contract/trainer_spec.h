@@ -116,13 +116,15 @@ struct TrainerSettings {
     bool operator==(const ParameterServers&) const = default;
   };
   ParameterServers parameter_servers;
-  // Autotune of the data-parallel engine's gradient bucket caps (trainer/autotune).
+  // Autotune of the data-parallel engine's gradient bucket caps, or of a pipeline's micro-batch
+  // count (trainer/autotune).
   struct Autotune {
     bool enabled = false;
     int32_t max_samples = 0;
     int32_t warmup_steps = 0;
     int32_t measure_steps = 0;
     std::vector<double> bucket_caps, first_bucket_caps;  // empty: the default grid
+    std::vector<int32_t> micro_batches;                  // a pipeline's; empty: the default
     std::string log;                                     // CSV path; empty: none
     bool retune = false;
     bool operator==(const Autotune&) const = default;

@@ -34,10 +34,10 @@ inline constexpr char kAllreduceHiddenSeconds[] = "hiddenSeconds";
 inline constexpr char kAllreduceExposedSeconds[] = "exposedSeconds";
 inline constexpr char kAllreduceOverlapRatio[] = "overlapRatio";
 
-// The "autotune" object (present when the run tuned or took a checkpoint's choice) and its keys.
+// The "autotune" object (present when the run tuned or took a checkpoint's choice): the chosen
+// value of every knob it tuned under the knob's name ("bucketCapMB" and "firstBucketCapMB", or
+// "microBatches"), and these keys.
 inline constexpr char kAutotune[] = "autotune";
-inline constexpr char kAutotuneBucketCapMB[] = "bucketCapMB";
-inline constexpr char kAutotuneFirstBucketCapMB[] = "firstBucketCapMB";
 inline constexpr char kAutotuneSamples[] = "samples";
 inline constexpr char kAutotuneDefaultStepSeconds[] = "defaultStepSeconds";
 inline constexpr char kAutotuneBestStepSeconds[] = "bestStepSeconds";
