@@ -120,6 +120,24 @@ std::vector<autotune::Knob> microBatchSpace(const contract::TrainerSettings& set
   return {spaceKnob(autotune::kMicroBatchesKnob, values, given)};
 }
 
+std::vector<autotune::Knob> blasThreadsSpace(const contract::TrainerSettings& settings, int cores) {
+  const auto given = static_cast<int32_t>(settings.blas_threads);
+  if (settings.autotune.blas_threads.empty()) return {autotune::blasThreadsKnob(cores, given)};
+  const std::vector<double> values(settings.autotune.blas_threads.begin(),
+                                   settings.autotune.blas_threads.end());
+  return {spaceKnob(autotune::kBlasThreadsKnob, values, given)};
+}
+
+Result<int> fewestBlasCores(comm::Communicator& comm, int mine) {
+  std::vector<float> cores(static_cast<size_t>(comm.size()), 0.0f);
+  cores[static_cast<size_t>(comm.rank())] = static_cast<float>(mine);
+  comm::AllreduceOptions options;
+  options.tag = "autotune cores";
+  RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(cores.data(), cores.size(), options),
+                         "rank " + std::to_string(comm.rank()) + ": autotune, gathering cores");
+  return static_cast<int>(*std::min_element(cores.begin(), cores.end()));
+}
+
 struct Autotuner::State {
   State(comm::Communicator& c, std::vector<autotune::Knob> k, Apply a, TrainerMetrics* m)
       : comm(c), knobs(std::move(k)), apply(std::move(a)), metrics(m) {}
@@ -196,8 +214,29 @@ Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSetti
                                                     std::vector<autotune::Knob> knobs, Apply apply,
                                                     TrainerMetrics* metrics) {
   const contract::TrainerSettings::Autotune& a = settings.autotune;
+  std::string fixed;  // the knobs of one value, for the log
+  for (auto k = knobs.begin(); k != knobs.end();) {
+    if (k->values.size() > 1) {
+      ++k;
+      continue;
+    }
+    std::ostringstream text;
+    text << (fixed.empty() ? "" : ", ") << k->name << "=" << k->values.front();
+    fixed += text.str();
+    k = knobs.erase(k);
+  }
   auto state = std::make_unique<State>(comm, std::move(knobs), std::move(apply), metrics);
   State& s = *state;
+  if (s.knobs.empty()) {
+    if (s.rank() == 0) {
+      RM_LOG(INFO, STEP) << "autotune: nothing to tune here (every knob has one value: "
+                         << (fixed.empty() ? "none" : fixed) << ")";
+    }
+    return std::unique_ptr<Autotuner>(new Autotuner(std::move(state)));
+  }
+  if (s.rank() == 0 && !fixed.empty()) {
+    RM_LOG(INFO, STEP) << "autotune: leaves " << fixed << " as it is (one value here)";
+  }
   if (!settings.checkpoint.path.empty()) {
     s.choice_path =
         (std::filesystem::path(settings.checkpoint.path) / kAutotuneChoiceFile).string();

@@ -40,6 +40,7 @@
 #include "trainer/comm_plan.h"
 #include "trainer/command_line.h"
 #include "trainer/config.h"
+#include "trainer/cpu_share.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device.h"
 #include "trainer/exit_status.h"
@@ -257,6 +258,7 @@ int run(int argc, char** argv) {
   ctx.stop = &stop;
   ctx.metrics = &*trainer_metrics;
   ctx.progress_bar = world->rank == 0 && isatty(STDOUT_FILENO);
+  ctx.blas_cores = cpusPerProcess(world->local_world_size);
   if (settings.autotune.enabled && device->cuda && world->rank == 0) {
     // device auto found a GPU: the contract refuses autotune only where cuda is asked for.
     RM_LOG(WARN, CONFIG) << "autotune tunes training on the CPU; the GPU engine trains with the "

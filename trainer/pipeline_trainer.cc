@@ -17,6 +17,7 @@
 #include "trainer/autotuner.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
+#include "trainer/model/blas_kernels.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/pipeline/partition.h"
@@ -713,8 +714,13 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
   // (their sends all finished at the end of the step before).
   std::unique_ptr<Autotuner> autotuner;
   if (tunes) {
-    auto rebuild = [&](const AutotuneValues& values) -> Status {
-      const int m = static_cast<int>(values.at(autotune::kMicroBatchesKnob));
+    auto rebuild = [&, current = micro_batches](const AutotuneValues& values) mutable -> Status {
+      if (const auto threads = values.find(autotune::kBlasThreadsKnob); threads != values.end()) {
+        model::setBlasThreads(static_cast<int>(threads->second));
+      }
+      const auto count = values.find(autotune::kMicroBatchesKnob);
+      if (count == values.end() || static_cast<int>(count->second) == current) return Status::Ok();
+      const int m = static_cast<int>(count->second);
       RM_ASSIGN_OR_RETURN(const int need,
                           pipeline::StageExecutor::slotsNeeded(kind, stage_index, stages, m));
       RM_ASSIGN_OR_RETURN(
@@ -727,10 +733,16 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
       engine.rebind(*next, *next_executor);
       executor = std::move(next_executor);  // before the stage it runs over
       stage = std::move(next);
+      current = m;
       return Status::Ok();
     };
-    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(settings, comm, microBatchSpace(settings),
-                                                    rebuild, ctx.metrics));
+    std::vector<autotune::Knob> knobs = microBatchSpace(settings);
+    RM_ASSIGN_OR_RETURN(const int cores, fewestBlasCores(comm, ctx.blas_cores));
+    for (autotune::Knob& knob : blasThreadsSpace(settings, cores)) {
+      knobs.push_back(std::move(knob));
+    }
+    RM_ASSIGN_OR_RETURN(autotuner,
+                        Autotuner::start(settings, comm, std::move(knobs), rebuild, ctx.metrics));
     if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
   }
   RM_RETURN_IF_ERROR(runTrainingLoop(settings,

@@ -17,6 +17,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
 #include "trainer/gradient_buckets.h"
+#include "trainer/model/blas_kernels.h"
 #include "trainer/model/model.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/pipeline_trainer.h"
@@ -343,22 +344,29 @@ Result<TrainSummary> Trainer::run() {
                        << world << ", backend " << comm.backend();
   std::unique_ptr<Autotuner> autotuner;
   if (settings_.autotune.enabled) {
-    if (world == 1) {
-      if (rank == 0) {
-        RM_LOG(INFO, STEP) << "autotune: one rank exchanges no gradients, so its bucket caps do "
-                              "not matter; nothing to tune";
-      }
-    } else {
-      RM_ASSIGN_OR_RETURN(autotuner,
-                          Autotuner::start(
-                              settings_, comm, bucketSpace(settings_, model.grads().size_bytes()),
-                              [&engine](const AutotuneValues& values) {
-                                return engine.planBuckets(values.at(autotune::kFirstBucketCapKnob),
-                                                          values.at(autotune::kBucketCapKnob));
-                              },
-                              ctx_.metrics));
-      if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
+    // One rank exchanges no gradients: its bucket caps do not matter.
+    std::vector<autotune::Knob> knobs;
+    if (world > 1) knobs = bucketSpace(settings_, model.grads().size_bytes());
+    RM_ASSIGN_OR_RETURN(const int cores, fewestBlasCores(comm, ctx_.blas_cores));
+    for (autotune::Knob& knob : blasThreadsSpace(settings_, cores)) {
+      knobs.push_back(std::move(knob));
     }
+    auto apply = [&engine,
+                  caps = std::pair{settings_.bucket_cap_mb, settings_.first_bucket_cap_mb}](
+                     const AutotuneValues& values) mutable -> Status {
+      if (const auto threads = values.find(autotune::kBlasThreadsKnob); threads != values.end()) {
+        model::setBlasThreads(static_cast<int>(threads->second));
+      }
+      const auto cap = values.find(autotune::kBucketCapKnob);
+      const auto first = values.find(autotune::kFirstBucketCapKnob);
+      if (cap == values.end() || first == values.end()) return Status::Ok();
+      if (std::pair{cap->second, first->second} == caps) return Status::Ok();
+      caps = {cap->second, first->second};
+      return engine.planBuckets(first->second, cap->second);
+    };
+    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(settings_, comm, std::move(knobs),
+                                                    std::move(apply), ctx_.metrics));
+    if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
   }
   std::unique_ptr<pbt::Member> member;
   if (settings_.pbt.enabled()) {

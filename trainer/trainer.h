@@ -93,6 +93,9 @@ struct TrainerContext {
   const core::StopSource* stop = nullptr;  // optional
   TrainerMetrics* metrics = nullptr;       // optional
   bool progress_bar = false;               // live bar on stdout (rank 0, when a terminal)
+  // The cores this rank's BLAS may keep busy (cpu_share.h), the top of autotune's BLAS threads;
+  // 0: unknown (ranks as threads of one process share one BLAS: not tuned).
+  int blas_cores = 0;
 };
 
 class Trainer {

@@ -7,7 +7,7 @@
 # samples autotune spent, its choice's grid step time against the grid's best and the default,
 # and its tuning cost: the time its samples took beyond what the same steps take under its
 # choice, as a share of a 5-epoch run under it.
-#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm] [--steps N]
+#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm,mlp-1rank] [--steps N]
 #                         [--repeats N] [--samples N]
 # Each grid cell runs --repeats times (interleaved, so that a slow minute of the machine falls on
 # every cell alike) and takes the median.
@@ -15,11 +15,14 @@
 # rank in its own network namespace behind a 10 Gbit/s link, tcp; needs root, bench/lib/netns.sh),
 # cnn-shm (the CNN, 2 ranks over shared memory), mlp-wide-shm (an MLP of 2x2048 hidden, 31 MB of
 # gradients, where the caps reach past 25 MB), pipeline-shm (an MLP of 4x1024 hidden cut into 2
-# 1f1b stages over shared memory, one micro-batch per stage configured: its micro-batch count).
+# 1f1b stages over shared memory, one micro-batch per stage configured: its micro-batch count),
+# mlp-1rank (the README's MLP on one rank, which has the machine's cores to itself: its BLAS
+# threads). Every rank is told it shares the machine with the case's other ranks
+# (LOCAL_WORLD_SIZE), which caps the BLAS threads autotune tries at its share of the cores.
 # Needs an optimized build in build/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cases=mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm steps=200 repeats=3 samples=30
+cases=mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm,mlp-1rank steps=200 repeats=3 samples=30
 while [[ $# -gt 0 ]]; do
   case $1 in
     --cases) cases=$2; shift 2 ;;
@@ -40,13 +43,15 @@ netns_up=""
 on_rank() { local rank=$1; shift; POD_IP=127.0.0.1 "$@"; }
 master=127.0.0.1
 
-# run_pair <name> <backend> <trainer flags...>: 2 ranks; rank 0's log in $tmp/<name>.0.log.
+# run_pair <name> <backend> <trainer flags...>: $ranks ranks (2 unless the case says), all on
+# this machine; rank 0's log in $tmp/<name>.0.log.
 run_pair() {
   local name=$1 backend=$2; shift 2
   local port pids=()
   port=$(free_port "$python")
-  for rank in 1 0; do
-    on_rank "$rank" env RANK=$rank WORLD_SIZE=2 MASTER_ADDR="$master" MASTER_PORT=$port \
+  for rank in $(seq $((ranks - 1)) -1 0); do
+    on_rank "$rank" env RANK=$rank WORLD_SIZE=$ranks LOCAL_RANK=$rank LOCAL_WORLD_SIZE=$ranks \
+      MASTER_ADDR="$master" MASTER_PORT=$port \
       OMP_NUM_THREADS=1 RINGMASTER_LOG_LEVEL="$([[ $rank == 0 ]] && echo info || echo warn)" \
       "$trainer" --backend "$backend" --batch-size 128 --lr 0.05 --momentum 0.9 \
       --metrics-port -1 --summary-json "$tmp/$name.$rank.json" "$@" \
@@ -56,13 +61,14 @@ run_pair() {
   for p in "${pids[@]}"; do wait "$p"; done
 }
 
-# The flags that set a knob: the bucket caps have flags of their own; a pipeline's micro-batch
+# The flags that set a knob: the bucket caps and BLAS threads have flags of their own; a pipeline's micro-batch
 # count is a field of the case's config, written per value.
 knob_flags() {
   local name=$1 knob=$2 value=$3
   case $knob in
     bucketCapMB) echo "--bucket-cap-mb $value" ;;
     firstBucketCapMB) echo "--first-bucket-cap-mb $value" ;;
+    blasThreads) echo "--blas-threads $value" ;;
     microBatches)
       sed "s/microBatches: .*/microBatches: $value/" "$tmp/$case_name.yaml" >"$tmp/$name.yaml"
       echo "--config $tmp/$name.yaml" ;;
@@ -71,9 +77,10 @@ knob_flags() {
 }
 
 for case_name in ${cases//,/ }; do
-  backend=auto config=()
+  backend=auto config=() ranks=2
   case $case_name in
     mlp-shm) model=(--model mlp --hidden 512,512) ;;
+    mlp-1rank) model=(--model mlp --hidden 512,512) ranks=1 ;;
     mlp-wide-shm) model=(--model mlp --hidden 2048,2048) ;;
     cnn-shm) model=(--model cnn) ;;
     pipeline-shm)
@@ -130,9 +137,10 @@ PY
   run_pair "$case_name-tuned" "$backend" "${model[@]}" "${config[@]}" \
     --max-steps $((samples * 13 + 20)) --autotune --autotune-samples "$samples" \
     --autotune-log "$tmp/$case_name-tuned.csv"
-  "$python" - "$tmp" "$case_name" "$space" "$repeats" <<'PY'
+  "$python" - "$tmp" "$case_name" "$space" "$repeats" "$ranks" <<'PY'
 import csv, json, statistics, sys
 tmp, case, space, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ranks = int(sys.argv[5])
 knobs = [part.split("=")[0] for part in space.split(";")]
 values = {part.split("=")[0]: part.split("=")[1].split(",") for part in space.split(";")}
 fmt = lambda v: f"{float(v):g}"
@@ -172,9 +180,8 @@ print(f"{case}: the grid's run-to-run spread (max - min over the repeats, median
       f"{100 * (max(grid.values()) / min(grid.values()) - 1):.1f}%")
 best_tuned = min(float(r["median_step_seconds"]) for r in rows)
 spent = sum((float(r["median_step_seconds"]) - best_tuned) * 13 for r in rows)
-steps_per_epoch = 60000 // (2 * 128) + 1
-if case.startswith("pipeline"):
-    steps_per_epoch = 60000 // 128 + 1  # one replica takes every mini-batch
+replicas = 1 if case.startswith("pipeline") else ranks  # a pipeline's stages are one replica
+steps_per_epoch = 60000 // (replicas * 128) + 1
 five_epochs = 5 * steps_per_epoch * best_tuned
 g_chosen = grid.get(chosen)
 print(f"{case}: autotune chose {' '.join(f'{k}={v}' for k, v in zip(knobs, chosen))} after "

@@ -6,7 +6,11 @@
 //
 // Usage: model_bench [--benchmark_filter=cnn] [--benchmark_repetitions=5] [--benchmark_min_time=2]
 // samples/s is the items_per_second column, per CPU-second of the benchmark's thread (steadier
-// on a busy machine than per wall second, which the Time column gives).
+// on a busy machine than per wall second, which the Time column gives). The MLP's rows also count
+// FLOP/s (2 per multiply-add of its dense layers' products: forward; backward, the weights'
+// gradients and every layer's input gradient but the first's), beside
+// sgemm/1024, a square product's FLOP/s: the core's practical peak under OpenBLAS, which says how
+// much faster the MLP's step could be at all.
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -72,6 +76,20 @@ void samplesPerSecond(benchmark::State& state, const model::ModelConfig& config,
   for (int i = 0; i < 5; ++i) step();  // warm caches and OpenBLAS's buffers
   for (auto _ : state) step();
   state.SetItemsProcessed(state.iterations() * kBatch);
+  if (config.type == model::ModelKind::kMlp) {
+    // Multiply-adds per sample, one per weight and product: forward; backward, the weights'
+    // gradients and the inputs' (but the first layer's, which nothing needs).
+    double weights = 0, first = 0;
+    for (const model::ParamView& view : m.paramViews()) {
+      if (!view.name.ends_with(".weight")) continue;
+      if (weights == 0) first = static_cast<double>(view.count);
+      weights += static_cast<double>(view.count);
+    }
+    const double products = phase == Phase::kForward ? weights : 3 * weights - first;
+    state.counters["FLOP/s"] =
+        benchmark::Counter(2 * products * kBatch * static_cast<double>(state.iterations()),
+                           benchmark::Counter::kIsRate);
+  }
   state.SetLabel(m.signature() + ", " + std::to_string(m.params().size()) + " params");
 }
 
@@ -88,6 +106,19 @@ void registerModel(const std::string& name, const model::ModelConfig& config) {
   }
 }
 
+// C = A * B of n x n floats on one OpenBLAS thread.
+void sgemmPeak(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * n * n * n * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +132,7 @@ int main(int argc, char** argv) {
   cnn.type = model::ModelKind::kCnn;
   registerModel("mlp", mlp);
   registerModel("cnn", cnn);
+  benchmark::RegisterBenchmark("sgemm", sgemmPeak)->Arg(1024)->Unit(benchmark::kMillisecond);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -99,4 +99,10 @@ Knob microBatchKnob(int64_t batch_rows, int32_t micro_batches) {
   return startingAt(kMicroBatchesKnob, std::move(values), micro_batches);
 }
 
+Knob blasThreadsKnob(int cores, int32_t threads) {
+  std::vector<double> values;
+  for (int n = 1; n <= cores; n *= 2) values.push_back(n);
+  return startingAt(kBlasThreadsKnob, std::move(values), threads);
+}
+
 }  // namespace ringmaster::trainer::autotune

@@ -77,6 +77,12 @@ inline constexpr char kMicroBatchesKnob[] = "microBatches";
 // Below this many rows a micro-batch's matrix products are mostly overhead.
 inline constexpr int64_t kMinMicroBatchRows = 4;
 
+inline constexpr char kBlasThreadsKnob[] = "blasThreads";
+
+// BLAS threads for a process that may use `cores` cores, starting at the configured `threads`:
+// 1 doubling up to `cores`, and the configured count.
+Knob blasThreadsKnob(int cores, int32_t threads);
+
 // A pipeline's micro-batch count for mini-batches of `batch_rows`, starting at the configured
 // `micro_batches`: the powers of two that divide batch_rows, up to micro-batches of
 // kMinMicroBatchRows rows, and the configured count.

@@ -82,6 +82,8 @@ std::string useFastestBlasKernels(char** argv) {
 
 std::string blasKernelsInUse() { return openblas_get_corename(); }
 
+void setBlasThreads(int threads) { openblas_set_num_threads(threads); }
+
 std::string blasKernelsNote() {
   const char* core = std::getenv(kCoreTypeVar);
   if (core == nullptr) return "";

@@ -41,6 +41,10 @@ std::string useFastestBlasKernels(char** argv);
 // The kernels OpenBLAS runs in this process (openblas_get_corename()).
 std::string blasKernelsInUse();
 
+// The threads OpenBLAS runs each call on from now on, in this whole process: call it where no
+// other thread is inside a BLAS call.
+void setBlasThreads(int threads);
+
 // For the start-up log after useFastestBlasKernels: which kernels run, and why ("" when
 // OpenBLAS's own choice was kept and nobody set OPENBLAS_CORETYPE).
 std::string blasKernelsNote();

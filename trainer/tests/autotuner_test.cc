@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -129,6 +131,39 @@ TEST_F(AutotuneRun, OneRankHasNothingToTune) {
   EXPECT_FALSE(run->autotune.has_value());
   EXPECT_EQ(run->steps, 2 * 32);
   EXPECT_FALSE(fs::exists(dir_ / "autotune.csv"));
+}
+
+// One rank with cores to spare tunes its BLAS threads (its only knob): the search measures
+// them, trains on the choice, and the run is the untuned one's, up to float rounding, in the
+// same steps. OpenBLAS's threads are the process's, so the test puts back the one thread the
+// other tests run their rank threads on.
+TEST_F(AutotuneRun, OneRankTunesItsBlasThreads) {
+  std::vector<float> plain_params, tuned_params;
+  auto plain = testing::runRanks(config(), 1, train_, test_, nullptr, &plain_params);
+  ASSERT_TRUE(plain.ok()) << plain.status().toString();
+  contract::TrainerSettings c = tuned();
+  c.autotune.blas_threads = {1, 2};
+  auto run = testing::runRanks(c, 1, train_, test_, nullptr, &tuned_params);
+  openblas_set_num_threads(1);
+  ASSERT_TRUE(run.ok()) << run.status().toString();
+  ASSERT_TRUE(run->autotune.has_value());
+  const AutotuneChoice& a = *run->autotune;
+  ASSERT_EQ(a.values.size(), 1u);  // no bucket caps on one rank
+  const double threads = a.value(autotune::kBlasThreadsKnob);
+  EXPECT_TRUE(threads == 1 || threads == 2) << threads;
+  EXPECT_EQ(a.samples, 2);
+  EXPECT_EQ(run->steps, plain->steps);
+  ASSERT_EQ(tuned_params.size(), plain_params.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < plain_params.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(tuned_params[i]) - plain_params[i]));
+    scale = std::max(scale, std::fabs(double(plain_params[i])));
+  }
+  EXPECT_LE(diff / scale, 1e-5);
+  std::ifstream csv(dir_ / "autotune.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "sample,step,blasThreads,median_step_seconds,best");
 }
 
 }  // namespace

@@ -275,7 +275,7 @@ namespace {
 
 // spec.trainer.autotune: a budget the search can spend, a space holding the run's own setting
 // (where the search starts), and what it can tune today: on the CPU, data parallelism's gradient
-// bucket caps, or a flushed pipeline's micro-batch count.
+// bucket caps, or a flushed pipeline's micro-batch count, and either's BLAS threads.
 void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErrors& e) {
   const kube::AutotuneSpec& a = *t.autotune;
   e.unknownFields(p, a.extra);
@@ -338,6 +338,20 @@ void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErr
     e.add(p + ".microBatches",
           "tunes a pipeline's micro-batches; this run has no pipeline "
           "(parallelism.pipeline.stages above 1)");
+  }
+  if (!a.blas_threads.empty()) {
+    const int32_t given = t.blas_threads.value_or(1);
+    for (int32_t n : a.blas_threads) {
+      if (n < 1 || n > 256) {
+        e.add(p + ".blasThreads", "values must be in [1, 256], got " + std::to_string(n));
+        break;
+      }
+    }
+    if (std::find(a.blas_threads.begin(), a.blas_threads.end(), given) == a.blas_threads.end()) {
+      e.add(p + ".blasThreads", "must hold the run's blasThreads (" + std::to_string(given) +
+                                    "), where the search starts and which it must be able to "
+                                    "keep");
+    }
   }
   if (t.device == "cuda") {
     e.add(p, "tunes training on the CPU; the GPU engine's knobs are not tuned yet");
@@ -581,6 +595,7 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
     s.autotune.bucket_caps = a.bucket_cap_mb;
     s.autotune.first_bucket_caps = a.first_bucket_cap_mb;
     s.autotune.micro_batches = a.micro_batches;
+    s.autotune.blas_threads = a.blas_threads;
     s.autotune.log = a.log.value_or("");
     s.autotune.retune = a.retune.value_or(false);
   }

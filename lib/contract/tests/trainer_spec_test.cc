@@ -74,12 +74,14 @@ TEST(TrainerSpec, AutotuneOnWithTheDefaultsOrTheGivenBudgetAndSpace) {
   spec.autotune->max_samples = 30;
   spec.autotune->bucket_cap_mb = {4, 25, 64};
   spec.autotune->micro_batches = {1, 2};
+  spec.autotune->blas_threads = {1, 2, 4};
   spec.autotune->log = "/tmp/tune.csv";
   spec.autotune->retune = true;
   s = trainerSettings(spec);
   EXPECT_EQ(s.autotune.max_samples, 30);
   EXPECT_EQ(s.autotune.bucket_caps, (std::vector<double>{4, 25, 64}));
   EXPECT_EQ(s.autotune.micro_batches, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(s.autotune.blas_threads, (std::vector<int32_t>{1, 2, 4}));
   EXPECT_EQ(s.autotune.log, "/tmp/tune.csv");
   EXPECT_TRUE(s.autotune.retune);
 }
@@ -343,6 +345,15 @@ INSTANTIATE_TEST_SUITE_P(
             {{"autotune", nlohmann::json::object()},
              {"parallelism", {{"pipeline", {{"stages", 2}, {"schedule", "pipedream"}}}}}},
             {"spec.trainer.autotune"}},
+        Row{"autotune over BLAS threads holding the run's",
+            {{"blasThreads", 2}, {"autotune", {{"blasThreads", {1, 2, 4}}}}},
+            {}},
+        Row{"an autotune space without the run's blasThreads (unset: 1)",
+            {{"autotune", {{"blasThreads", {2, 4}}}}},
+            {"spec.trainer.autotune.blasThreads"}},
+        Row{"autotune of 0 BLAS threads",
+            {{"autotune", {{"blasThreads", {0, 1}}}}},
+            {"spec.trainer.autotune.blasThreads"}},
         Row{"autotune of tensor parallelism",
             {{"autotune", nlohmann::json::object()}, {"parallelism", {{"tensor", 2}}}},
             {"spec.trainer.autotune"}},

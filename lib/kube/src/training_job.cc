@@ -67,6 +67,7 @@ void visitAutotuneSpec(V& v, S& s) {
   v("bucketCapMB", s.bucket_cap_mb);
   v("firstBucketCapMB", s.first_bucket_cap_mb);
   v("microBatches", s.micro_batches);
+  v("blasThreads", s.blas_threads);
   v("log", s.log);
   v("retune", s.retune);
 }

@@ -125,5 +125,27 @@ TEST(MicroBatchKnob, PowersOfTwoDividingTheBatchDownToFourRowsAndTheConfiguredCo
   }
 }
 
+TEST(BlasThreadsKnob, DoublingUpToTheCoresAndTheConfiguredCount) {
+  struct Row {
+    const char* what;
+    int cores;
+    int32_t given;
+    std::vector<double> values;
+  };
+  const Row rows[] = {
+      {"one core: nothing to search", 1, 1, {1}},
+      {"two cores", 2, 1, {1, 2}},
+      {"six cores", 6, 1, {1, 2, 4}},
+      {"a configured count past the cores", 2, 8, {1, 2, 8}},
+      {"cores unknown", 0, 1, {1}},
+  };
+  for (const Row& row : rows) {
+    const Knob knob = blasThreadsKnob(row.cores, row.given);
+    EXPECT_EQ(knob.name, kBlasThreadsKnob);
+    EXPECT_EQ(knob.values, row.values) << row.what;
+    EXPECT_EQ(knob.values[knob.default_index], row.given) << row.what;
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::trainer::autotune

@@ -125,6 +125,7 @@ struct TrainerSettings {
     int32_t measure_steps = 0;
     std::vector<double> bucket_caps, first_bucket_caps;  // empty: the default grid
     std::vector<int32_t> micro_batches;                  // a pipeline's; empty: the default
+    std::vector<int32_t> blas_threads;                   // empty: the default
     std::string log;                                     // CSV path; empty: none
     bool retune = false;
     bool operator==(const Autotune&) const = default;

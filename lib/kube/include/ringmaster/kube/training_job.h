@@ -102,6 +102,7 @@ struct AutotuneSpec {
   std::vector<double> bucket_cap_mb;        // "bucketCapMB": the space; empty: the default grid
   std::vector<double> first_bucket_cap_mb;  // "firstBucketCapMB"
   std::vector<int32_t> micro_batches;       // "microBatches": a pipeline's; empty: the default
+  std::vector<int32_t> blas_threads;        // "blasThreads": empty: the default
   std::optional<std::string> log;           // a CSV of every sample (HOROVOD_AUTOTUNE_LOG's)
   std::optional<bool> retune;               // tune again though the checkpoint holds a choice
   nlohmann::json extra;
