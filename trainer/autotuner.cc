@@ -128,6 +128,25 @@ std::vector<autotune::Knob> blasThreadsSpace(const contract::TrainerSettings& se
   return {spaceKnob(autotune::kBlasThreadsKnob, values, given)};
 }
 
+std::vector<autotune::Knob> transportSpace(const contract::TrainerSettings& settings,
+                                           const comm::Communicator& comm) {
+  const std::optional<size_t> doubling = comm.doublingMaxBytes();
+  const std::vector<double>& space = settings.autotune.tcp_doubling_max_kb;
+  if (!doubling) {
+    if (!space.empty() && comm.rank() == 0) {
+      RM_LOG(INFO, STEP) << "autotune: the " << comm.backend()
+                         << " backend has no recursive-doubling threshold; "
+                            "autotune.tcpDoublingMaxKB is not searched";
+    }
+    return {};
+  }
+  const double now = static_cast<double>(*doubling) / 1024;
+  if (space.empty()) return {autotune::tcpDoublingKnob(now)};
+  std::vector<double> values = space;
+  values.push_back(now);
+  return {spaceKnob(autotune::kTcpDoublingKnob, values, now)};
+}
+
 Result<int> fewestBlasCores(comm::Communicator& comm, int mine) {
   std::vector<float> cores(static_cast<size_t>(comm.size()), 0.0f);
   cores[static_cast<size_t>(comm.rank())] = static_cast<float>(mine);

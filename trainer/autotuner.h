@@ -60,6 +60,11 @@ std::vector<autotune::Knob> microBatchSpace(const contract::TrainerSettings& set
 // Either's BLAS threads over the spec's list, or 1 doubling up to `cores` (one value, nothing
 // to search, when the process has one core or it is unknown: 0).
 std::vector<autotune::Knob> blasThreadsSpace(const contract::TrainerSettings& settings, int cores);
+// The transport's knobs: tcp's recursive-doubling threshold over the spec's list or the default
+// grid, starting at the one the transport runs with (tcpDoublingMaxKB, or its own), which is
+// added; none for other backends.
+std::vector<autotune::Knob> transportSpace(const contract::TrainerSettings& settings,
+                                           const comm::Communicator& comm);
 // The fewest cores any rank's BLAS may use (each passes its own): the top of the BLAS threads
 // every rank searches alike. Every rank calls it.
 core::Result<int> fewestBlasCores(comm::Communicator& comm, int mine);

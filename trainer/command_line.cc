@@ -92,6 +92,10 @@ core::Status applyFlags(const core::FlagSet& flags, const CommandLine& cl,
   if (given("precision")) spec->precision = cl.precision;
   if (given("cuda-graph")) spec->cuda_graph = cl.cuda_graph;
   if (given("bucket-cap-mb")) spec->bucket_cap_mb = cl.bucket_cap_mb;
+  if (given("tcp-doubling-max-kb")) {  // 0: the transport's own, as when unset
+    spec->tcp_doubling_max_kb =
+        cl.tcp_doubling_max_kb != 0 ? std::optional(cl.tcp_doubling_max_kb) : std::nullopt;
+  }
   if (given("first-bucket-cap-mb")) spec->first_bucket_cap_mb = cl.first_bucket_cap_mb;
   if (given("seed")) spec->seed = cl.seed;
   if (given("blas-threads")) spec->blas_threads = narrow(cl.blas_threads);
@@ -130,6 +134,7 @@ CommandLine defaultCommandLine() {
   cl.momentum = d.optimizer.momentum;
   cl.weight_decay = d.optimizer.weight_decay;
   cl.bucket_cap_mb = d.bucket_cap_mb;
+  cl.tcp_doubling_max_kb = d.tcp_doubling_max_kb;
   cl.first_bucket_cap_mb = d.first_bucket_cap_mb;
   cl.cuda_graph = d.cuda_graph;
   cl.autotune = d.autotune.enabled;
@@ -156,6 +161,9 @@ void declareFlags(core::FlagSet& flags, CommandLine* cl) {
   flags.addString("precision", &cl->precision, "GPU arithmetic: fp32 | bf16");
   flags.addBool("cuda-graph", &cl->cuda_graph, "GPU: replay each step as one CUDA graph");
   flags.addDouble("bucket-cap-mb", &cl->bucket_cap_mb, "gradient bucket size in MiB");
+  flags.addDouble("tcp-doubling-max-kb", &cl->tcp_doubling_max_kb,
+                  "backend tcp: largest allreduce (KiB) by recursive doubling (0: the transport's "
+                  "own, 16 a rank up to 256)");
   flags.addDouble("first-bucket-cap-mb", &cl->first_bucket_cap_mb, "first bucket size in MiB");
   flags.addBool("autotune", &cl->autotune,
                 "measure step time under candidate bucket caps (a pipeline's: micro-batch "

@@ -25,7 +25,8 @@ struct CommandLine {
       precision;
   int64_t epochs = 0, batch_size = 0, seed = 0, checkpoint_every = 0, blas_threads = 0,
           max_steps = 0, log_every_steps = 0, comm_timeout_seconds = 0;
-  double lr = 0, momentum = 0, weight_decay = 0, bucket_cap_mb = 0, first_bucket_cap_mb = 0;
+  double lr = 0, momentum = 0, weight_decay = 0, bucket_cap_mb = 0, first_bucket_cap_mb = 0,
+         tcp_doubling_max_kb = 0;
   bool cuda_graph = false;
   bool print_blas_kernels = false;
   // Autotune (spec.trainer.autotune): on, its CSV log, its sample budget.

@@ -101,6 +101,27 @@ class CpuEngine final : public StepEngine {
   }
   const GradientBuckets& buckets() const { return *buckets_; }
   void setAutotuner(Autotuner* autotuner) { autotuner_ = autotuner; }
+  // Autotune's setting from the next step on: the BLAS threads at once; a new bucket plan when
+  // the caps or the transport's threshold change (a bucket's series name the algorithm its size
+  // takes). A knob left out of the search (one value) keeps the configured value.
+  Status applyTuned(const AutotuneValues& values) {
+    if (const auto threads = values.find(autotune::kBlasThreadsKnob); threads != values.end()) {
+      model::setBlasThreads(static_cast<int>(threads->second));
+    }
+    AutotuneValues plan = values;
+    plan.erase(autotune::kBlasThreadsKnob);
+    if (plan.empty() || plan == tuned_plan_) return Status::Ok();
+    tuned_plan_ = plan;
+    if (const auto kib = plan.find(autotune::kTcpDoublingKnob); kib != plan.end()) {
+      RM_RETURN_IF_ERROR(comm_.setDoublingMaxBytes(static_cast<size_t>(kib->second * 1024)));
+    }
+    const auto value = [&plan](const char* knob, double configured) {
+      const auto it = plan.find(knob);
+      return it != plan.end() ? it->second : configured;
+    };
+    return planBuckets(value(autotune::kFirstBucketCapKnob, settings_.first_bucket_cap_mb),
+                       value(autotune::kBucketCapKnob, settings_.bucket_cap_mb));
+  }
 
   int64_t batchesPerEpoch() const override {
     return static_cast<int64_t>(sampler_.numBatches(batch_));
@@ -265,6 +286,7 @@ class CpuEngine final : public StepEngine {
   std::unique_ptr<GradientBuckets> buckets_;        // planBuckets()
   std::vector<TrainerMetrics::Allreduce*> series_;  // by bucket; empty without metrics
   Autotuner* autotuner_ = nullptr;                  // while autotune runs
+  AutotuneValues tuned_plan_;  // the caps and threshold autotune last planned buckets for
   const comm::AllreduceOptions ar_options_;
   data::ShardedSampler sampler_;
   const double total_steps_;
@@ -337,6 +359,10 @@ Result<TrainSummary> Trainer::run() {
   comm::AllreduceOptions ar_options;
   ar_options.timeout = std::chrono::seconds(settings_.comm_timeout_seconds);
   CpuEngine engine(settings_, ctx_, model, optimizer, ar_options);
+  if (settings_.tcp_doubling_max_kb > 0 && comm.doublingMaxBytes()) {
+    RM_RETURN_IF_ERROR(
+        comm.setDoublingMaxBytes(static_cast<size_t>(settings_.tcp_doubling_max_kb * 1024)));
+  }
   RM_RETURN_IF_ERROR(engine.planBuckets(settings_.first_bucket_cap_mb, settings_.bucket_cap_mb));
   if (rank == 0)
     RM_LOG(INFO, STEP) << model.signature() << ": " << model.params().size() << " parameters in "
@@ -344,28 +370,22 @@ Result<TrainSummary> Trainer::run() {
                        << world << ", backend " << comm.backend();
   std::unique_ptr<Autotuner> autotuner;
   if (settings_.autotune.enabled) {
-    // One rank exchanges no gradients: its bucket caps do not matter.
+    // One rank exchanges no gradients: its bucket caps and transport do not matter.
     std::vector<autotune::Knob> knobs;
-    if (world > 1) knobs = bucketSpace(settings_, model.grads().size_bytes());
+    if (world > 1) {
+      knobs = bucketSpace(settings_, model.grads().size_bytes());
+      for (autotune::Knob& knob : transportSpace(settings_, comm)) knobs.push_back(std::move(knob));
+    }
     RM_ASSIGN_OR_RETURN(const int cores, fewestBlasCores(comm, ctx_.blas_cores));
     for (autotune::Knob& knob : blasThreadsSpace(settings_, cores)) {
       knobs.push_back(std::move(knob));
     }
-    auto apply = [&engine,
-                  caps = std::pair{settings_.bucket_cap_mb, settings_.first_bucket_cap_mb}](
-                     const AutotuneValues& values) mutable -> Status {
-      if (const auto threads = values.find(autotune::kBlasThreadsKnob); threads != values.end()) {
-        model::setBlasThreads(static_cast<int>(threads->second));
-      }
-      const auto cap = values.find(autotune::kBucketCapKnob);
-      const auto first = values.find(autotune::kFirstBucketCapKnob);
-      if (cap == values.end() || first == values.end()) return Status::Ok();
-      if (std::pair{cap->second, first->second} == caps) return Status::Ok();
-      caps = {cap->second, first->second};
-      return engine.planBuckets(first->second, cap->second);
-    };
-    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(settings_, comm, std::move(knobs),
-                                                    std::move(apply), ctx_.metrics));
+    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(
+                                       settings_, comm, std::move(knobs),
+                                       [&engine](const AutotuneValues& values) {
+                                         return engine.applyTuned(values);
+                                       },
+                                       ctx_.metrics));
     if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
   }
   std::unique_ptr<pbt::Member> member;

@@ -7,12 +7,13 @@
 # samples autotune spent, its choice's grid step time against the grid's best and the default,
 # and its tuning cost: the time its samples took beyond what the same steps take under its
 # choice, as a share of a 5-epoch run under it.
-#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm,mlp-1rank] [--steps N]
-#                         [--repeats N] [--samples N]
+#   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,tcp-10gbit,cnn-shm,pipeline-shm,mlp-1rank]
+#                         [--steps N] [--repeats N] [--samples N]
 # Each grid cell runs --repeats times (interleaved, so that a slow minute of the machine falls on
 # every cell alike) and takes the median.
 # Cases: mlp-shm (the README's MLP, 2 ranks over shared memory), mlp-10gbit (the same with each
 # rank in its own network namespace behind a 10 Gbit/s link, tcp; needs root, bench/lib/netns.sh),
+# tcp-10gbit (the same link, buckets of 0.25 and 1 MiB: tcp's recursive-doubling threshold),
 # cnn-shm (the CNN, 2 ranks over shared memory), mlp-wide-shm (an MLP of 2x2048 hidden, 31 MB of
 # gradients, where the caps reach past 25 MB), pipeline-shm (an MLP of 4x1024 hidden cut into 2
 # 1f1b stages over shared memory, one micro-batch per stage configured: its micro-batch count),
@@ -22,7 +23,7 @@
 # Needs an optimized build in build/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cases=mlp-shm,mlp-10gbit,cnn-shm,pipeline-shm,mlp-1rank steps=200 repeats=3 samples=30
+cases=mlp-shm,mlp-10gbit,tcp-10gbit,cnn-shm,pipeline-shm,mlp-1rank steps=200 repeats=3 samples=30
 while [[ $# -gt 0 ]]; do
   case $1 in
     --cases) cases=$2; shift 2 ;;
@@ -61,14 +62,16 @@ run_pair() {
   for p in "${pids[@]}"; do wait "$p"; done
 }
 
-# The flags that set a knob: the bucket caps and BLAS threads have flags of their own; a pipeline's micro-batch
-# count is a field of the case's config, written per value.
+# The flags that set a knob: the bucket caps, tcp's doubling threshold and BLAS threads have
+# flags of their own; a pipeline's micro-batch count is a field of the case's config, written per
+# value.
 knob_flags() {
   local name=$1 knob=$2 value=$3
   case $knob in
     bucketCapMB) echo "--bucket-cap-mb $value" ;;
     firstBucketCapMB) echo "--first-bucket-cap-mb $value" ;;
     blasThreads) echo "--blas-threads $value" ;;
+    tcpDoublingMaxKB) echo "--tcp-doubling-max-kb $value" ;;
     microBatches)
       sed "s/microBatches: .*/microBatches: $value/" "$tmp/$case_name.yaml" >"$tmp/$name.yaml"
       echo "--config $tmp/$name.yaml" ;;
@@ -77,7 +80,9 @@ knob_flags() {
 }
 
 for case_name in ${cases//,/ }; do
-  backend=auto config=() ranks=2
+  # case_yaml: the case's config (every run); tune_yaml: what autotune's runs add to it, to keep
+  # knobs another case studies out of this one's space (a list of one value is not searched).
+  backend=auto ranks=2 case_yaml="" tune_yaml=""
   case $case_name in
     mlp-shm) model=(--model mlp --hidden 512,512) ;;
     mlp-1rank) model=(--model mlp --hidden 512,512) ranks=1 ;;
@@ -85,11 +90,16 @@ for case_name in ${cases//,/ }; do
     cnn-shm) model=(--model cnn) ;;
     pipeline-shm)
       model=(--model mlp --hidden 1024,1024,1024,1024)
-      printf 'parallelism:\n  pipeline:\n    stages: 2\n    schedule: 1f1b\n    microBatches: 2\n' \
-        >"$tmp/$case_name.yaml"
-      config=(--config "$tmp/$case_name.yaml") ;;
-    mlp-10gbit)
+      case_yaml=$'parallelism:\n  pipeline:\n    stages: 2\n    schedule: 1f1b\n    microBatches: 2\n' ;;
+    mlp-10gbit | tcp-10gbit)
       model=(--model mlp --hidden 512,512) backend=tcp
+      if [[ $case_name == mlp-10gbit ]]; then
+        tune_yaml=$'autotune:\n  tcpDoublingMaxKB: [32]\n'
+      else
+        # Small buckets, so that the threshold decides how they are summed.
+        case_yaml=$'firstBucketCapMB: 0.25\nbucketCapMB: 1\n'
+        tune_yaml=$'autotune:\n  bucketCapMB: [1]\n  firstBucketCapMB: [0.25]\n'
+      fi
       if [[ -z $netns_up ]]; then
         # shellcheck source=../lib/netns.sh
         source "$root/bench/lib/netns.sh"
@@ -106,10 +116,19 @@ for case_name in ${cases//,/ }; do
       } ;;
     *) echo "bench/autotune: unknown case $case_name" >&2; exit 2 ;;
   esac
+  config=() tune_config=()
+  if [[ -n $case_yaml ]]; then
+    printf '%s' "$case_yaml" >"$tmp/$case_name.yaml"
+    config=(--config "$tmp/$case_name.yaml")
+  fi
+  if [[ -n $case_yaml$tune_yaml ]]; then
+    printf '%s%s' "$case_yaml" "$tune_yaml" >"$tmp/$case_name-tune.yaml"
+    tune_config=(--config "$tmp/$case_name-tune.yaml")
+  fi
   echo "== $case_name: the hand grid (${steps} steps each) and autotune (up to $samples samples)" >&2
   # The space: what autotune's default grid is for this case (its first log line says), as
   # "knob=v1,v2,...;knob=...".
-  run_pair "$case_name-space" "$backend" "${model[@]}" "${config[@]}" --max-steps 1 --autotune \
+  run_pair "$case_name-space" "$backend" "${model[@]}" "${tune_config[@]}" --max-steps 1 --autotune \
     --autotune-samples 1
   space=$(grep -o ' over [a-zA-Z]* in .*' "$tmp/$case_name-space.0.log" | head -1 |
     sed -E 's/^ over //; s/ in \{/=/g; s/\}//g; s/, /,/g; s/; /;/g')
@@ -134,7 +153,7 @@ PY
       run_pair "$cell_name" "$backend" "${model[@]}" "${flags[@]}" --max-steps "$steps"
     done
   done
-  run_pair "$case_name-tuned" "$backend" "${model[@]}" "${config[@]}" \
+  run_pair "$case_name-tuned" "$backend" "${model[@]}" "${tune_config[@]}" \
     --max-steps $((samples * 13 + 20)) --autotune --autotune-samples "$samples" \
     --autotune-log "$tmp/$case_name-tuned.csv"
   "$python" - "$tmp" "$case_name" "$space" "$repeats" "$ranks" <<'PY'

@@ -81,6 +81,27 @@ class SearchE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
     operator_->start();
   }
 
+  // The Experiment `name` once it has ended, Succeeded or Failed (as it was after 600 s if not).
+  json endedExperiment(const std::string& name) {
+    json experiment;
+    EXPECT_TRUE(testutil::eventually(600s, [&] {
+      experiment = cluster_.get("experiment", name);
+      const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
+      return phase == "Succeeded" || phase == "Failed";
+    })) << experiment.dump(2);
+    return experiment;
+  }
+
+  // How many exploits the trials of `experiment` took in each round, from their lineage.
+  std::map<int64_t, int> exploitsByRound(const std::string& experiment) {
+    std::map<int64_t, int> by_round;
+    for (const json& t : trials(experiment)) {
+      for (const json& e : t.value("/status/progress/pbt/lineage"_json_pointer, json::array()))
+        ++by_round[e.value("round", int64_t{0})];
+    }
+    return by_round;
+  }
+
   json trials(const std::string& experiment) {
     testutil::ProcessResult r = cluster_.kubectl(
         {"get", "trainingjobs", "-l", "ringmaster.dev/experiment=" + experiment, "-o", "json"});
@@ -107,11 +128,7 @@ TEST_P(SearchE2e, EightTrialsFourAtATimeSurviveTheOperatorKilled) {
   EXPECT_LE(experiment.value("/status/trialsRunning"_json_pointer, 0), 4) << experiment.dump(2);
   ASSERT_NO_FATAL_FAILURE(killAndRestartOperator());
 
-  ASSERT_TRUE(testutil::eventually(600s, [&] {
-    experiment = cluster_.get("experiment", "fmnist-search");
-    return experiment.value("/status/phase"_json_pointer, std::string()) == "Succeeded" ||
-           experiment.value("/status/phase"_json_pointer, std::string()) == "Failed";
-  })) << experiment.dump(2);
+  experiment = endedExperiment("fmnist-search");
   ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
   EXPECT_TRUE(testutil::hasCondition(experiment, "Succeeded", "True", "TrialsCompleted"))
       << experiment.dump(2);
@@ -212,12 +229,7 @@ TEST_P(SearchE2e, BadSearchesAreRefusedNamingTheField) {
 TEST_P(SearchE2e, APyTorchProgramIsSearchedThroughItsEnvironmentAndItsOwnSummary) {
   if (std::string why = torchMissing(); !why.empty()) GTEST_SKIP() << why;
   ASSERT_EQ(cluster_.apply(readExample("pytorch-search.yaml")).exit_code, 0);
-  json experiment;
-  ASSERT_TRUE(testutil::eventually(600s, [&] {
-    experiment = cluster_.get("experiment", "torch-search");
-    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
-    return phase == "Succeeded" || phase == "Failed";
-  })) << experiment.dump(2);
+  json experiment = endedExperiment("torch-search");
   ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
   EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4) << experiment.dump(2);
 
@@ -265,16 +277,10 @@ TEST_P(SearchE2e, APyTorchProgramIsSearchedThroughItsEnvironmentAndItsOwnSummary
 TEST_P(SearchE2e, APyTorchPopulationMeetsThroughCheckpoints) {
   if (std::string why = torchMissing(); !why.empty()) GTEST_SKIP() << why;
   ASSERT_EQ(cluster_.apply(readExample("pytorch-pbt.yaml")).exit_code, 0);
-  json experiment;
-  ASSERT_TRUE(testutil::eventually(600s, [&] {
-    experiment = cluster_.get("experiment", "torch-pbt");
-    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
-    return phase == "Succeeded" || phase == "Failed";
-  })) << experiment.dump(2);
+  json experiment = endedExperiment("torch-pbt");
   ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
   EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4) << experiment.dump(2);
 
-  std::map<int64_t, int> exploits_by_round;
   for (const json& t : trials("torch-pbt")) {
     const std::string name = t["metadata"]["name"];
     SCOPED_TRACE(name);
@@ -290,7 +296,6 @@ TEST_P(SearchE2e, APyTorchPopulationMeetsThroughCheckpoints) {
     for (const json& e : pbt.value("lineage", json::array())) {
       const std::string source = e.value("source", "");
       EXPECT_NE(source, name);
-      ++exploits_by_round[e.value("round", int64_t{0})];
       EXPECT_NE(log.find("pbt round " + std::to_string(e.value("round", 0)) + ": " + name),
                 std::string::npos)
           << log;
@@ -299,7 +304,7 @@ TEST_P(SearchE2e, APyTorchPopulationMeetsThroughCheckpoints) {
     }
   }
   // A quarter of 4: one member exploits in each of the 2 rounds.
-  EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}}));
+  EXPECT_EQ(exploitsByRound("torch-pbt"), (std::map<int64_t, int>{{1, 1}, {2, 1}}));
   const json& best = experiment["status"]["bestTrial"];
   EXPECT_TRUE(best["parameters"].contains("env.MOMENTUM")) << best.dump(2);
 }
@@ -325,23 +330,15 @@ TEST_P(SearchE2e, APyTorchMemberLostAfterARoundRunsOnFromTheNextInterval) {
   ASSERT_GT(launcher, 0);
   ASSERT_EQ(kill(launcher, SIGKILL), 0);
 
-  json experiment;
-  ASSERT_TRUE(testutil::eventually(600s, [&] {
-    experiment = cluster_.get("experiment", "torch-pbt");
-    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
-    return phase == "Succeeded" || phase == "Failed";
-  })) << experiment.dump(2);
+  json experiment = endedExperiment("torch-pbt");
   ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
   EXPECT_EQ(experiment["status"].value("trialsCreated", 0), 4);
   EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4);
-  std::map<int64_t, int> exploits_by_round;
   for (const json& t : trials("torch-pbt")) {
     const std::string name = t["metadata"]["name"];
     EXPECT_EQ(t["status"].value("restarts", 0), name == victim ? 1 : 0) << name;
-    for (const json& e : t.value("/status/progress/pbt/lineage"_json_pointer, json::array()))
-      ++exploits_by_round[e.value("round", int64_t{0})];
   }
-  EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}}));
+  EXPECT_EQ(exploitsByRound("torch-pbt"), (std::map<int64_t, int>{{1, 1}, {2, 1}}));
   const std::string log = cluster_.podLog(victim + "-worker-0");
   // Killed after round 1, or later on a busy machine: the new pod runs only what was left, each
   // run one epoch on from the restored checkpoint.
@@ -371,23 +368,15 @@ TEST_P(SearchE2e, APbtMemberKilledAfterARoundTrainsOnFromItsNextEpoch) {
   ASSERT_GT(trainer, 0);
   ASSERT_EQ(kill(trainer, SIGKILL), 0);
 
-  json experiment;
-  ASSERT_TRUE(testutil::eventually(600s, [&] {
-    experiment = cluster_.get("experiment", "fmnist-pbt");
-    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
-    return phase == "Succeeded" || phase == "Failed";
-  })) << experiment.dump(2);
+  json experiment = endedExperiment("fmnist-pbt");
   ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
   EXPECT_EQ(experiment["status"].value("trialsCreated", 0), 4);
   EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4);
-  std::map<int64_t, int> exploits_by_round;
   for (const json& t : trials("fmnist-pbt")) {
     const std::string name = t["metadata"]["name"];
     EXPECT_EQ(t["status"].value("restarts", 0), name == victim ? 1 : 0) << name;
-    for (const json& e : t.value("/status/progress/pbt/lineage"_json_pointer, json::array()))
-      ++exploits_by_round[e.value("round", int64_t{0})];
   }
-  EXPECT_EQ(exploits_by_round, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}}));
+  EXPECT_EQ(exploitsByRound("fmnist-pbt"), (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}}));
   const std::string log = cluster_.podLog(victim + "-worker-0");
   // Killed after round 1, or later on a busy machine: it replays what it had met in and meets in
   // the rest.
@@ -406,12 +395,7 @@ TEST_P(SearchE2e, APbtMemberKilledAfterARoundTrainsOnFromItsNextEpoch) {
 // Population-based training: 4 members, 4 epochs, 3 rounds of one exploit each, in place.
 TEST_P(SearchE2e, PbtMembersExploitInPlaceAndTheBestKeepsItsLineage) {
   ASSERT_EQ(cluster_.apply(readExample("fashion-mnist-pbt.yaml")).exit_code, 0);
-  json experiment;
-  ASSERT_TRUE(testutil::eventually(600s, [&] {
-    experiment = cluster_.get("experiment", "fmnist-pbt");
-    const std::string phase = experiment.value("/status/phase"_json_pointer, std::string());
-    return phase == "Succeeded" || phase == "Failed";
-  })) << experiment.dump(2);
+  json experiment = endedExperiment("fmnist-pbt");
   ASSERT_EQ(experiment["status"]["phase"], "Succeeded") << experiment.dump(2);
   EXPECT_EQ(experiment["status"].value("trialsSucceeded", 0), 4);
 

@@ -105,4 +105,10 @@ Knob blasThreadsKnob(int cores, int32_t threads) {
   return startingAt(kBlasThreadsKnob, std::move(values), threads);
 }
 
+Knob tcpDoublingKnob(double default_kib) {
+  std::vector<double> values;
+  for (double kib = 4; kib <= 4096; kib *= 2) values.push_back(kib);
+  return startingAt(kTcpDoublingKnob, std::move(values), default_kib);
+}
+
 }  // namespace ringmaster::trainer::autotune

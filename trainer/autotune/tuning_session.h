@@ -77,6 +77,14 @@ inline constexpr char kMicroBatchesKnob[] = "microBatches";
 // Below this many rows a micro-batch's matrix products are mostly overhead.
 inline constexpr int64_t kMinMicroBatchRows = 4;
 
+inline constexpr char kTcpDoublingKnob[] = "tcpDoublingMaxKB";
+
+// The tcp transport's recursive-doubling threshold (KiB), starting at its own `default_kib`:
+// 4 KiB doubling up to 4 MiB. Doubling pays one step per doubling of the world, each moving the
+// whole vector; the ring pays 2(N - 1) steps that move 1/N each: where they cross depends on the
+// link's latency against its bandwidth.
+Knob tcpDoublingKnob(double default_kib);
+
 inline constexpr char kBlasThreadsKnob[] = "blasThreads";
 
 // BLAS threads for a process that may use `cores` cores, starting at the configured `threads`:

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ringmaster/core/status.h"
@@ -116,6 +117,14 @@ class Communicator {
 
   // The GPU-memory collectives of this backend; null for host-memory backends.
   virtual DeviceCollectives* deviceCollectives() { return nullptr; }
+
+  // The largest allreduce (bytes) that takes recursive doubling rather than the bandwidth-bound
+  // algorithms, where the backend lets a caller tune it (autotune): tcp's; nullopt elsewhere
+  // (one algorithm, or a library that chooses inside the call).
+  virtual std::optional<size_t> doublingMaxBytes() const { return std::nullopt; }
+  // Sets it from the next allreduce on; every rank must set the same, between the same two
+  // calls. kInvalidArgument where doublingMaxBytes() is nullopt.
+  virtual core::Status setDoublingMaxBytes(size_t bytes);
 
   const CommStats& stats() const { return stats_; }
 

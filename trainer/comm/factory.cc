@@ -38,6 +38,10 @@ class StoreOwningCommunicator final : public Communicator {
   std::string allreduceAlgorithm(size_t bytes) const override {
     return inner_->allreduceAlgorithm(bytes);
   }
+  std::optional<size_t> doublingMaxBytes() const override { return inner_->doublingMaxBytes(); }
+  core::Status setDoublingMaxBytes(size_t bytes) override {
+    return inner_->setDoublingMaxBytes(bytes);
+  }
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override {
     core::Status s = inner_->allreduceSum(data, count, opts);
     stats_ = inner_->stats();

@@ -370,6 +370,7 @@ TcpCommunicator::TcpCommunicator(int rank, int size, std::chrono::milliseconds t
     : rank_(rank),
       size_(size),
       timeout_(timeout),
+      doubling_max_bytes_(tcpDoublingMaxBytes(size)),
       fds_(std::move(fds)),
       queues_(std::make_unique<SendQueue[]>(static_cast<size_t>(size))) {}
 
@@ -732,9 +733,14 @@ core::Status TcpCommunicator::halvingDoubling(float* data, size_t count, Clock::
   });
 }
 
+core::Status TcpCommunicator::setDoublingMaxBytes(size_t bytes) {
+  doubling_max_bytes_.store(bytes);
+  return core::Status::Ok();
+}
+
 std::string TcpCommunicator::allreduceAlgorithm(size_t bytes) const {
   if (size_ == 1) return "none";
-  if (bytes <= tcpDoublingMaxBytes(size_)) return "recursive_doubling";
+  if (bytes <= doubling_max_bytes_.load()) return "recursive_doubling";
   return size_ >= 4 && bytes <= kTcpHalvingDoublingMaxBytes ? "halving_doubling" : "ring";
 }
 

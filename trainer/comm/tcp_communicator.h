@@ -9,7 +9,8 @@
 //      token); it accepts one connection from every higher rank, reading hellos as they come,
 //      so that a stranger (silent, or with a wrong magic, token, size or rank) holds up nobody
 //      and is dropped.
-// allreduceSum picks by size: up to tcpDoublingMaxBytes(world), recursive doubling (log2 N
+// allreduceSum picks by size: up to tcpDoublingMaxBytes(world) (or what setDoublingMaxBytes
+// set: autotune's knob), recursive doubling (log2 N
 // exchanges of the whole vector; ranks beyond the largest power of two first fold into a partner
 // and get the result back); from 4 ranks on and up to kTcpHalvingDoublingMaxBytes,
 // halving-doubling (reduce-scatter by recursive halving, then all-gather by recursive doubling:
@@ -29,11 +30,13 @@
 // other ranks fail at once too instead of waiting for their timeouts; later calls fail fast.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +81,8 @@ class TcpCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string backend() const override { return "tcp"; }
   std::string allreduceAlgorithm(size_t bytes) const override;
+  std::optional<size_t> doublingMaxBytes() const override { return doubling_max_bytes_.load(); }
+  core::Status setDoublingMaxBytes(size_t bytes) override;
 
   core::Status allreduceSum(float* data, size_t count, const AllreduceOptions& opts) override;
   core::Status broadcast(void* data, size_t bytes, int root) override;
@@ -147,6 +152,8 @@ class TcpCommunicator final : public Communicator {
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  // Written between calls by the training thread, read by whichever thread calls allreduce.
+  std::atomic<size_t> doubling_max_bytes_;
   std::vector<int> fds_;  // by rank; -1 for this rank
   struct SendQueue;
   std::unique_ptr<SendQueue[]> queues_;  // by rank

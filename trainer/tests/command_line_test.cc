@@ -173,6 +173,7 @@ TEST_F(CommandLineTest, TheDefaultsHelpShowsAreTheContracts) {
   EXPECT_DOUBLE_EQ(cl.lr, d.optimizer.learning_rate);
   EXPECT_DOUBLE_EQ(cl.momentum, d.optimizer.momentum);
   EXPECT_DOUBLE_EQ(cl.bucket_cap_mb, d.bucket_cap_mb);
+  EXPECT_DOUBLE_EQ(cl.tcp_doubling_max_kb, d.tcp_doubling_max_kb);
   EXPECT_EQ(cl.checkpoint_every, d.checkpoint.every_steps);
   EXPECT_EQ(cl.blas_threads, d.blas_threads);
   EXPECT_EQ(cl.comm_timeout_seconds, d.comm_timeout_seconds);
@@ -300,6 +301,20 @@ TEST_F(CommandLineTest, BadParameterServerFlagsNameTheFlagOrTheField) {
     EXPECT_NE(config.status().message().find(c.needle), std::string::npos)
         << config.status().message();
   }
+}
+
+// tcp's recursive-doubling threshold: the flag sets it, 0 leaves the transport's own, and a
+// negative one is refused naming the field.
+TEST_F(CommandLineTest, TheTcpDoublingThresholdFlag) {
+  auto set = resolve({"--tcp-doubling-max-kb", "128"});
+  ASSERT_TRUE(set.ok()) << set.status().toString();
+  EXPECT_DOUBLE_EQ(set->settings.tcp_doubling_max_kb, 128);
+  auto own = resolve({"--config", file("tcpDoublingMaxKB: 64\n"), "--tcp-doubling-max-kb", "0"});
+  ASSERT_TRUE(own.ok()) << own.status().toString();
+  EXPECT_DOUBLE_EQ(own->settings.tcp_doubling_max_kb, 0);
+  auto negative = resolve({"--tcp-doubling-max-kb", "-1"});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_THAT(negative.status().message(), HasSubstr("tcpDoublingMaxKB"));
 }
 
 }  // namespace

@@ -339,6 +339,13 @@ void validateAutotune(const kube::TrainerSpec& t, const std::string& p, FieldErr
           "tunes a pipeline's micro-batches; this run has no pipeline "
           "(parallelism.pipeline.stages above 1)");
   }
+  for (double kib : a.tcp_doubling_max_kb) {
+    if (!(kib > 0 && kib <= 1 << 20)) {
+      e.add(p + ".tcpDoublingMaxKB",
+            "values must be in (0, 1048576] KiB, got " + std::to_string(kib));
+      break;
+    }
+  }
   if (!a.blas_threads.empty()) {
     const int32_t given = t.blas_threads.value_or(1);
     for (int32_t n : a.blas_threads) {
@@ -476,6 +483,7 @@ std::vector<FieldError> validateTrainer(const kube::TrainerSpec& t, const std::s
     }
   }
   e.inInterval(p + ".bucketCapMB", t.bucket_cap_mb, 0, true, 4096, false);
+  e.inInterval(p + ".tcpDoublingMaxKB", t.tcp_doubling_max_kb, 0, true, 1 << 20, false);
   e.above(p + ".firstBucketCapMB", t.first_bucket_cap_mb, 0);
   e.atLeast(p + ".seed", t.seed, int64_t{0});
   e.inRange(p + ".metricsPort", t.metrics_port, 1, 65535);
@@ -561,6 +569,7 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
   s.optimizer.epsilon = o.epsilon.value_or(kDefaultEpsilon);
 
   s.bucket_cap_mb = t.bucket_cap_mb.value_or(kDefaultBucketCapMB);
+  s.tcp_doubling_max_kb = t.tcp_doubling_max_kb.value_or(0);
   s.first_bucket_cap_mb = t.first_bucket_cap_mb.value_or(kDefaultFirstBucketCapMB);
 
   const kube::CheckpointSpec c = t.checkpoint.value_or(kube::CheckpointSpec{});
@@ -596,6 +605,7 @@ TrainerSettings trainerSettings(const kube::TrainerSpec& t) {
     s.autotune.first_bucket_caps = a.first_bucket_cap_mb;
     s.autotune.micro_batches = a.micro_batches;
     s.autotune.blas_threads = a.blas_threads;
+    s.autotune.tcp_doubling_max_kb = a.tcp_doubling_max_kb;
     s.autotune.log = a.log.value_or("");
     s.autotune.retune = a.retune.value_or(false);
   }

@@ -68,6 +68,7 @@ void visitAutotuneSpec(V& v, S& s) {
   v("firstBucketCapMB", s.first_bucket_cap_mb);
   v("microBatches", s.micro_batches);
   v("blasThreads", s.blas_threads);
+  v("tcpDoublingMaxKB", s.tcp_doubling_max_kb);
   v("log", s.log);
   v("retune", s.retune);
 }
@@ -108,6 +109,7 @@ void visitTrainerSpec(V& v, S& s) {
   v("optimizer", s.optimizer);
   v("bucketCapMB", s.bucket_cap_mb);
   v("firstBucketCapMB", s.first_bucket_cap_mb);
+  v("tcpDoublingMaxKB", s.tcp_doubling_max_kb);
   v("checkpoint", s.checkpoint);
   v("seed", s.seed);
   v("maxSteps", s.max_steps);

@@ -147,5 +147,16 @@ TEST(BlasThreadsKnob, DoublingUpToTheCoresAndTheConfiguredCount) {
   }
 }
 
+TEST(TcpDoublingKnob, FourKibDoublingToFourMibAndTheTransportsOwn) {
+  const Knob two_ranks = tcpDoublingKnob(32);
+  EXPECT_EQ(two_ranks.name, kTcpDoublingKnob);
+  EXPECT_EQ(two_ranks.values,
+            (std::vector<double>{4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}));
+  EXPECT_EQ(two_ranks.values[two_ranks.default_index], 32);
+  const Knob three_ranks = tcpDoublingKnob(48);  // 16 KiB a rank: off the powers of two
+  EXPECT_EQ(three_ranks.values.size(), 12u);
+  EXPECT_EQ(three_ranks.values[three_ranks.default_index], 48);
+}
+
 }  // namespace
 }  // namespace ringmaster::trainer::autotune

@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "trainer/comm/communicator.h"
@@ -256,6 +258,39 @@ TEST(AllreduceTest, TcpAndShmNameTheAlgorithmTheyRunBySize) {
         << row.backend << " world " << row.world << ", " << row.bytes << " bytes";
   }
   EXPECT_EQ(tcpDoublingMaxBytes(64), size_t{256} << 10) << "doubling is capped";
+}
+
+// tcp's doubling threshold is a knob (autotune's): set on every rank, allreduces up to it take
+// recursive doubling from the next call on, and sum alike either way; shm has none to set.
+TEST(AllreduceTest, TcpDoublingThresholdCanBeSetAndStillSums) {
+  auto comms = testing::makeCommunicators("tcp", 2);
+  ASSERT_EQ(comms.size(), 2u);
+  EXPECT_EQ(comms[0]->doublingMaxBytes(), std::optional<size_t>(32 << 10));
+  const size_t count = 64 << 10;  // 256 KiB: the ring by default
+  EXPECT_EQ(comms[0]->allreduceAlgorithm(count * sizeof(float)), "ring");
+  for (auto& c : comms) ASSERT_TRUE(c->setDoublingMaxBytes(1 << 20).ok());
+  EXPECT_EQ(comms[1]->doublingMaxBytes(), std::optional<size_t>(1 << 20));
+  EXPECT_EQ(comms[0]->allreduceAlgorithm(count * sizeof(float)), "recursive_doubling");
+  std::vector<std::vector<float>> data(2, std::vector<float>(count));
+  for (int r = 0; r < 2; ++r) {
+    for (size_t i = 0; i < count; ++i)
+      data[r][i] = static_cast<float>(r + 1) * static_cast<float>(i % 7);
+  }
+  std::vector<std::thread> threads;
+  std::vector<core::Status> results(2);
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back(
+        [&, r] { results[r] = comms[r]->allreduceSum(data[r].data(), count, {}); });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(results[r].ok()) << results[r].toString();
+    for (size_t i = 0; i < count; i += 997) EXPECT_EQ(data[r][i], 3.0f * static_cast<float>(i % 7));
+  }
+  auto shm = testing::makeCommunicators("shm", 2);
+  ASSERT_EQ(shm.size(), 2u);
+  EXPECT_EQ(shm[0]->doublingMaxBytes(), std::nullopt);
+  EXPECT_EQ(shm[0]->setDoublingMaxBytes(1 << 20).code(), core::Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -93,6 +93,8 @@ struct TrainerSettings {
   Optimizer optimizer;
   double bucket_cap_mb = 0;
   double first_bucket_cap_mb = 0;  // small, so communication starts early in backward
+  // The tcp transport's recursive-doubling threshold (KiB); 0: the transport's own.
+  double tcp_doubling_max_kb = 0;
   Checkpoint checkpoint;
   uint64_t seed = 0;
   int32_t metrics_port = 0;
@@ -126,6 +128,7 @@ struct TrainerSettings {
     std::vector<double> bucket_caps, first_bucket_caps;  // empty: the default grid
     std::vector<int32_t> micro_batches;                  // a pipeline's; empty: the default
     std::vector<int32_t> blas_threads;                   // empty: the default
+    std::vector<double> tcp_doubling_max_kb;             // tcp's; empty: the default
     std::string log;                                     // CSV path; empty: none
     bool retune = false;
     bool operator==(const Autotune&) const = default;

@@ -103,6 +103,7 @@ struct AutotuneSpec {
   std::vector<double> first_bucket_cap_mb;  // "firstBucketCapMB"
   std::vector<int32_t> micro_batches;       // "microBatches": a pipeline's; empty: the default
   std::vector<int32_t> blas_threads;        // "blasThreads": empty: the default
+  std::vector<double> tcp_doubling_max_kb;  // "tcpDoublingMaxKB": empty: the default
   std::optional<std::string> log;           // a CSV of every sample (HOROVOD_AUTOTUNE_LOG's)
   std::optional<bool> retune;               // tune again though the checkpoint holds a choice
   nlohmann::json extra;
@@ -156,6 +157,7 @@ struct TrainerSpec {
   std::optional<OptimizerSpec> optimizer;
   std::optional<double> bucket_cap_mb;        // "bucketCapMB"
   std::optional<double> first_bucket_cap_mb;  // "firstBucketCapMB"
+  std::optional<double> tcp_doubling_max_kb;  // "tcpDoublingMaxKB"
   std::optional<CheckpointSpec> checkpoint;
   std::optional<int64_t> seed;
   std::optional<int64_t> max_steps;
