@@ -11,6 +11,7 @@
 
 #include "ringmaster/core/log.h"
 #include "trainer/autotune/tuning_session.h"
+#include "trainer/model/blas_kernels.h"
 
 namespace ringmaster::trainer {
 
@@ -19,28 +20,36 @@ using core::Status;
 
 namespace {
 
-// A knob over the space the spec gives (ascending, without repeats), starting at `given`,
-// which validation made one of its values.
-autotune::Knob spaceKnob(const std::string& name, std::vector<double> values, double given) {
-  std::sort(values.begin(), values.end());
-  values.erase(std::unique(values.begin(), values.end()), values.end());
-  const auto at = std::find(values.begin(), values.end(), given);
-  return {name, values, static_cast<size_t>(at - values.begin())};
-}
-
 std::string milliseconds(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);
   return text;
 }
 
-// "bucketCapMB=4 firstBucketCapMB=1"
-std::string describe(const AutotuneValues& values) {
-  std::ostringstream text;
-  for (const auto& [knob, value] : values) {
-    text << (text.tellp() > 0 ? " " : "") << knob << "=" << value;
-  }
-  return text.str();
+// A knob over the list the spec gives, starting at the run's `given` value.
+template <class T>
+autotune::Knob listedKnob(const std::string& name, const std::vector<T>& list, double given) {
+  return autotune::knobOver(name, std::vector<double>(list.begin(), list.end()), given);
+}
+
+// The BLAS threads over the spec's list, or 1 doubling up to `cores` (one value, nothing to
+// search, when the process has one core or it is unknown: 0).
+autotune::Knob blasThreadsKnob(const contract::TrainerSettings& settings, int cores) {
+  const auto given = static_cast<int32_t>(settings.blas_threads);
+  if (settings.autotune.blas_threads.empty()) return autotune::blasThreadsKnob(cores, given);
+  return listedKnob(autotune::kBlasThreadsKnob, settings.autotune.blas_threads, given);
+}
+
+// The fewest cores any rank's BLAS may use (each passes its own), so that every rank searches
+// the same BLAS threads. Every rank calls it.
+Result<int> fewestBlasCores(comm::Communicator& comm, int mine) {
+  std::vector<float> cores(static_cast<size_t>(comm.size()), 0.0f);
+  cores[static_cast<size_t>(comm.rank())] = static_cast<float>(mine);
+  comm::AllreduceOptions options;
+  options.tag = "autotune cores";
+  RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(cores.data(), cores.size(), options),
+                         "rank " + std::to_string(comm.rank()) + ": autotune, gathering cores");
+  return static_cast<int>(*std::min_element(cores.begin(), cores.end()));
 }
 
 // The keys of the choice file beside the knobs'.
@@ -101,11 +110,11 @@ std::vector<autotune::Knob> bucketSpace(const contract::TrainerSettings& setting
   std::vector<autotune::Knob> knobs =
       autotune::bucketKnobs(model_bytes, settings.first_bucket_cap_mb, settings.bucket_cap_mb);
   if (!a.bucket_caps.empty()) {
-    knobs[0] = spaceKnob(autotune::kBucketCapKnob, a.bucket_caps, settings.bucket_cap_mb);
+    knobs[0] = listedKnob(autotune::kBucketCapKnob, a.bucket_caps, settings.bucket_cap_mb);
   }
   if (!a.first_bucket_caps.empty()) {
-    knobs[1] =
-        spaceKnob(autotune::kFirstBucketCapKnob, a.first_bucket_caps, settings.first_bucket_cap_mb);
+    knobs[1] = listedKnob(autotune::kFirstBucketCapKnob, a.first_bucket_caps,
+                          settings.first_bucket_cap_mb);
   }
   return knobs;
 }
@@ -115,17 +124,7 @@ std::vector<autotune::Knob> microBatchSpace(const contract::TrainerSettings& set
   if (settings.autotune.micro_batches.empty()) {
     return {autotune::microBatchKnob(settings.batch_size, given)};
   }
-  const std::vector<double> values(settings.autotune.micro_batches.begin(),
-                                   settings.autotune.micro_batches.end());
-  return {spaceKnob(autotune::kMicroBatchesKnob, values, given)};
-}
-
-std::vector<autotune::Knob> blasThreadsSpace(const contract::TrainerSettings& settings, int cores) {
-  const auto given = static_cast<int32_t>(settings.blas_threads);
-  if (settings.autotune.blas_threads.empty()) return {autotune::blasThreadsKnob(cores, given)};
-  const std::vector<double> values(settings.autotune.blas_threads.begin(),
-                                   settings.autotune.blas_threads.end());
-  return {spaceKnob(autotune::kBlasThreadsKnob, values, given)};
+  return {listedKnob(autotune::kMicroBatchesKnob, settings.autotune.micro_batches, given)};
 }
 
 std::vector<autotune::Knob> transportSpace(const contract::TrainerSettings& settings,
@@ -142,19 +141,7 @@ std::vector<autotune::Knob> transportSpace(const contract::TrainerSettings& sett
   }
   const double now = static_cast<double>(*doubling) / 1024;
   if (space.empty()) return {autotune::tcpDoublingKnob(now)};
-  std::vector<double> values = space;
-  values.push_back(now);
-  return {spaceKnob(autotune::kTcpDoublingKnob, values, now)};
-}
-
-Result<int> fewestBlasCores(comm::Communicator& comm, int mine) {
-  std::vector<float> cores(static_cast<size_t>(comm.size()), 0.0f);
-  cores[static_cast<size_t>(comm.rank())] = static_cast<float>(mine);
-  comm::AllreduceOptions options;
-  options.tag = "autotune cores";
-  RM_RETURN_IF_ERROR_CTX(comm.allreduceSum(cores.data(), cores.size(), options),
-                         "rank " + std::to_string(comm.rank()) + ": autotune, gathering cores");
-  return static_cast<int>(*std::min_element(cores.begin(), cores.end()));
+  return {listedKnob(autotune::kTcpDoublingKnob, space, now)};
 }
 
 struct Autotuner::State {
@@ -215,10 +202,16 @@ struct Autotuner::State {
     for (const auto& [knob, value] : values)
       metrics->autotune_setting->Add({{"knob", knob}}).Set(value);
   }
+  // The BLAS threads are the process's: set here; the engine's own knobs go to `apply`.
   Status applySetting(const autotune::Setting& setting) {
     if (setting == applied) return Status::Ok();
     const AutotuneValues values = valuesOf(setting);
-    RM_RETURN_IF_ERROR(apply(values));
+    AutotuneValues engine = values;
+    if (const auto threads = engine.find(autotune::kBlasThreadsKnob); threads != engine.end()) {
+      model::setBlasThreads(static_cast<int>(threads->second));
+      engine.erase(threads);
+    }
+    if (!engine.empty()) RM_RETURN_IF_ERROR(apply(engine));
     show(values);
     applied = setting;
     return Status::Ok();
@@ -230,9 +223,12 @@ Autotuner::~Autotuner() = default;
 
 Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSettings& settings,
                                                     comm::Communicator& comm,
-                                                    std::vector<autotune::Knob> knobs, Apply apply,
+                                                    std::vector<autotune::Knob> knobs,
+                                                    int blas_cores, Apply apply,
                                                     TrainerMetrics* metrics) {
   const contract::TrainerSettings::Autotune& a = settings.autotune;
+  RM_ASSIGN_OR_RETURN(const int cores, fewestBlasCores(comm, blas_cores));
+  knobs.push_back(blasThreadsKnob(settings, cores));
   std::string fixed;  // the knobs of one value, for the log
   for (auto k = knobs.begin(); k != knobs.end();) {
     if (k->values.size() > 1) {
@@ -302,12 +298,12 @@ Result<std::unique_ptr<Autotuner>> Autotuner::start(const contract::TrainerSetti
       choice.values = s.valuesOf(chosen);
       choice.from_checkpoint = true;
       s.choice = choice;
-      s.session.reset();
       if (s.rank() == 0) {
         RM_LOG(INFO, STEP) << "autotune: training on the choice in " << s.choice_path << " ("
-                           << describe(choice.values)
+                           << s.session->describe(chosen)
                            << "), not tuning again; autotune.retune: true tunes again";
       }
+      s.session.reset();
       return std::unique_ptr<Autotuner>(new Autotuner(std::move(state)));
     }
   }

@@ -4,10 +4,10 @@
 // rank's, and at the end of every sample sends its decision to every rank in one small
 // allreduce; every rank then applies it between the same two steps: a new gradient bucket plan
 // (data parallelism), or stages rebuilt for another micro-batch count (a pipeline), and the
-// BLAS threads where a process has cores to spare. The steps
-// trained while tuning count like any other. Rank 0 logs every sample, writes it to the CSV log
-// when one is asked for (Horovod's HOROVOD_AUTOTUNE_LOG columns: the knobs, then the measure),
-// and once the search ends writes the choice to the checkpoint directory, so that a restarted
+// BLAS threads where a process has cores to spare. The steps trained while tuning count like
+// any other. Rank 0 logs every sample, writes it to the CSV log when one is asked for
+// (Horovod's HOROVOD_AUTOTUNE_LOG columns: the knobs, then the measure), and once the search
+// ends writes the choice to the checkpoint directory, so that a restarted
 // run trains on it at once instead of tuning again (unless retune).
 //
 // Thread-safety: the training thread, between steps (the buckets' communication thread is idle
@@ -57,31 +57,27 @@ std::vector<autotune::Knob> bucketSpace(const contract::TrainerSettings& setting
                                         size_t model_bytes);
 // A pipeline's: its micro-batch count over the spec's list, or the default grid.
 std::vector<autotune::Knob> microBatchSpace(const contract::TrainerSettings& settings);
-// Either's BLAS threads over the spec's list, or 1 doubling up to `cores` (one value, nothing
-// to search, when the process has one core or it is unknown: 0).
-std::vector<autotune::Knob> blasThreadsSpace(const contract::TrainerSettings& settings, int cores);
 // The transport's knobs: tcp's recursive-doubling threshold over the spec's list or the default
 // grid, starting at the one the transport runs with (tcpDoublingMaxKB, or its own), which is
 // added; none for other backends.
 std::vector<autotune::Knob> transportSpace(const contract::TrainerSettings& settings,
                                            const comm::Communicator& comm);
-// The fewest cores any rank's BLAS may use (each passes its own): the top of the BLAS threads
-// every rank searches alike. Every rank calls it.
-core::Result<int> fewestBlasCores(comm::Communicator& comm, int mine);
 
 class Autotuner {
  public:
-  // Makes the engine run under these values from the next step on.
+  // Makes the engine run under these values of its knobs from the next step on.
   using Apply = std::function<core::Status(const AutotuneValues& values)>;
 
-  // Tunes `knobs` (every rank passes the same; a knob of one value has nothing to search and is
-  // left out), or, where the checkpoint directory holds a choice of the same knobs (and not
-  // retune), applies it. With no knob left it tunes nothing and chooses nothing. Every rank
-  // calls it.
+  // Tunes the engine's `knobs` (every rank passes the same) and the process's BLAS threads, up
+  // to the fewest `blas_cores` of any rank (trainer/cpu_share.h; 0: unknown, not searched), or,
+  // where the checkpoint directory holds a choice of the same knobs (and not retune), applies
+  // it. A knob of one value has nothing to search and is left out; with none left it tunes
+  // nothing and chooses nothing. Every rank calls it.
   static core::Result<std::unique_ptr<Autotuner>> start(const contract::TrainerSettings& settings,
                                                         comm::Communicator& comm,
                                                         std::vector<autotune::Knob> knobs,
-                                                        Apply apply, TrainerMetrics* metrics);
+                                                        int blas_cores, Apply apply,
+                                                        TrainerMetrics* metrics);
   ~Autotuner();
 
   // A step just finished in `seconds`; `step` steps are done. Every rank calls it after every

@@ -17,7 +17,6 @@
 #include "trainer/autotuner.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
-#include "trainer/model/blas_kernels.h"
 #include "trainer/model/model_stage.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/pipeline/partition.h"
@@ -715,9 +714,6 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
   std::unique_ptr<Autotuner> autotuner;
   if (tunes) {
     auto rebuild = [&, current = micro_batches](const AutotuneValues& values) mutable -> Status {
-      if (const auto threads = values.find(autotune::kBlasThreadsKnob); threads != values.end()) {
-        model::setBlasThreads(static_cast<int>(threads->second));
-      }
       const auto count = values.find(autotune::kMicroBatchesKnob);
       if (count == values.end() || static_cast<int>(count->second) == current) return Status::Ok();
       const int m = static_cast<int>(count->second);
@@ -736,13 +732,8 @@ Result<TrainSummary> trainPipelineStage(const contract::TrainerSettings& setting
       current = m;
       return Status::Ok();
     };
-    std::vector<autotune::Knob> knobs = microBatchSpace(settings);
-    RM_ASSIGN_OR_RETURN(const int cores, fewestBlasCores(comm, ctx.blas_cores));
-    for (autotune::Knob& knob : blasThreadsSpace(settings, cores)) {
-      knobs.push_back(std::move(knob));
-    }
-    RM_ASSIGN_OR_RETURN(autotuner,
-                        Autotuner::start(settings, comm, std::move(knobs), rebuild, ctx.metrics));
+    RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(settings, comm, microBatchSpace(settings),
+                                                    ctx.blas_cores, rebuild, ctx.metrics));
     if (autotuner->tuning()) engine.setAutotuner(autotuner.get());
   }
   RM_RETURN_IF_ERROR(runTrainingLoop(settings,

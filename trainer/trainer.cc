@@ -17,7 +17,6 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/sampler.h"
 #include "trainer/gradient_buckets.h"
-#include "trainer/model/blas_kernels.h"
 #include "trainer/model/model.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/pipeline_trainer.h"
@@ -101,16 +100,11 @@ class CpuEngine final : public StepEngine {
   }
   const GradientBuckets& buckets() const { return *buckets_; }
   void setAutotuner(Autotuner* autotuner) { autotuner_ = autotuner; }
-  // Autotune's setting from the next step on: the BLAS threads at once; a new bucket plan when
-  // the caps or the transport's threshold change (a bucket's series name the algorithm its size
-  // takes). A knob left out of the search (one value) keeps the configured value.
-  Status applyTuned(const AutotuneValues& values) {
-    if (const auto threads = values.find(autotune::kBlasThreadsKnob); threads != values.end()) {
-      model::setBlasThreads(static_cast<int>(threads->second));
-    }
-    AutotuneValues plan = values;
-    plan.erase(autotune::kBlasThreadsKnob);
-    if (plan.empty() || plan == tuned_plan_) return Status::Ok();
+  // Autotune's caps and transport threshold from the next step on: a new bucket plan when they
+  // change (a bucket's series name the algorithm its size takes). A knob left out of the search
+  // (one value) keeps the configured value.
+  Status applyTuned(const AutotuneValues& plan) {
+    if (plan == tuned_plan_) return Status::Ok();
     tuned_plan_ = plan;
     if (const auto kib = plan.find(autotune::kTcpDoublingKnob); kib != plan.end()) {
       RM_RETURN_IF_ERROR(comm_.setDoublingMaxBytes(static_cast<size_t>(kib->second * 1024)));
@@ -376,12 +370,8 @@ Result<TrainSummary> Trainer::run() {
       knobs = bucketSpace(settings_, model.grads().size_bytes());
       for (autotune::Knob& knob : transportSpace(settings_, comm)) knobs.push_back(std::move(knob));
     }
-    RM_ASSIGN_OR_RETURN(const int cores, fewestBlasCores(comm, ctx_.blas_cores));
-    for (autotune::Knob& knob : blasThreadsSpace(settings_, cores)) {
-      knobs.push_back(std::move(knob));
-    }
     RM_ASSIGN_OR_RETURN(autotuner, Autotuner::start(
-                                       settings_, comm, std::move(knobs),
+                                       settings_, comm, std::move(knobs), ctx_.blas_cores,
                                        [&engine](const AutotuneValues& values) {
                                          return engine.applyTuned(values);
                                        },

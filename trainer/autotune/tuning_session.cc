@@ -60,17 +60,16 @@ std::optional<double> TuningSession::valueOf(const Setting& setting,
   return std::nullopt;
 }
 
-namespace {
-
-// `values` (ascending) with `given` among them, which is where the search starts.
-Knob startingAt(const std::string& name, std::vector<double> values, double given) {
-  if (std::find(values.begin(), values.end(), given) == values.end()) {
-    values.insert(std::upper_bound(values.begin(), values.end(), given), given);
-  }
+Knob knobOver(const std::string& name, std::vector<double> values, double given) {
+  values.push_back(given);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
   const size_t at =
       static_cast<size_t>(std::find(values.begin(), values.end(), given) - values.begin());
   return {name, std::move(values), at};
 }
+
+namespace {
 
 // `from` doubling up to the first value >= `whole` (and at most kMaxBucketCapMB), with `given`
 // among them.
@@ -80,7 +79,7 @@ Knob doublingKnob(const std::string& name, double from, double whole, double giv
     values.push_back(v);
     if (v >= whole) break;
   }
-  return startingAt(name, std::move(values), given);
+  return knobOver(name, std::move(values), given);
 }
 
 }  // namespace
@@ -96,19 +95,19 @@ Knob microBatchKnob(int64_t batch_rows, int32_t micro_batches) {
   for (int64_t m = 1; m * kMinMicroBatchRows <= batch_rows && batch_rows % m == 0; m *= 2) {
     values.push_back(static_cast<double>(m));
   }
-  return startingAt(kMicroBatchesKnob, std::move(values), micro_batches);
+  return knobOver(kMicroBatchesKnob, std::move(values), micro_batches);
 }
 
 Knob blasThreadsKnob(int cores, int32_t threads) {
   std::vector<double> values;
   for (int n = 1; n <= cores; n *= 2) values.push_back(n);
-  return startingAt(kBlasThreadsKnob, std::move(values), threads);
+  return knobOver(kBlasThreadsKnob, std::move(values), threads);
 }
 
 Knob tcpDoublingKnob(double default_kib) {
   std::vector<double> values;
   for (double kib = 4; kib <= 4096; kib *= 2) values.push_back(kib);
-  return startingAt(kTcpDoublingKnob, std::move(values), default_kib);
+  return knobOver(kTcpDoublingKnob, std::move(values), default_kib);
 }
 
 }  // namespace ringmaster::trainer::autotune

@@ -68,6 +68,10 @@ inline constexpr char kBucketCapKnob[] = "bucketCapMB";
 // The largest bucket cap the search considers, whatever the model (MiB).
 inline constexpr double kMaxBucketCapMB = 1024;
 
+// A knob over `values` (any order, repeats allowed) and `given`, which is where the search
+// starts: ascending, each value once.
+Knob knobOver(const std::string& name, std::vector<double> values, double given);
+
 // The data-parallel engine's knobs for a model of `model_bytes` gradient bytes, starting at the
 // configured caps (which are always values of their knob): firstBucketCapMB from 0.25 MiB,
 // bucketCapMB from 1 MiB, each doubling up to the first value that holds the whole model.
