@@ -54,6 +54,7 @@ inline constexpr const char* kScaledDown = "ScaledDown";
 inline constexpr const char* kScaledUp = "ScaledUp";
 // Replaced
 inline constexpr const char* kReplacedWorkerPod = "ReplacedWorkerPod";
+inline constexpr const char* kReplacedEvaluatorPod = "ReplacedEvaluatorPod";
 }  // namespace reason
 
 }  // namespace ringmaster::op

@@ -160,23 +160,32 @@ struct Decision {
   std::vector<const WorkerPod*> current, standby;
   bool stale = false;
   bool have_pod_group = false;  // the gang scheduler's PodGroup holds the gang (schedule)
-  // The chief pod succeeded, or a parameter-server job's pod 0 and servers' pods did: the job
-  // succeeded, whatever the others do (TFJob's rule: the chief's success is the job's).
-  bool chief_succeeded = false;
+  // The training is done, whatever the others do: the chief pod succeeded, or a
+  // parameter-server job's pod 0 and servers' pods did (TFJob's rule: the chief's success is the
+  // job's), or every pod but the evaluator's did.
+  bool trained = false;
+  // The evaluator's pod of the current attempt; nullptr without one (or while it is replaced).
+  const WorkerPod* evaluator() const {
+    const int i = spec.evaluatorPod();
+    return i >= 0 && i < replicas ? current[static_cast<size_t>(i)] : nullptr;
+  }
 };
 
-bool chiefSucceeded(const Decision& d) {
+bool succeeded(const WorkerPod* pod) { return pod != nullptr && pod->phase == "Succeeded"; }
+
+bool trainingDone(const Decision& d) {
   if (const int chief = d.spec.chiefPod(); chief >= 0) {
-    const WorkerPod* pod = chief < d.replicas ? d.current[static_cast<size_t>(chief)] : nullptr;
-    return pod != nullptr && pod->phase == "Succeeded";
+    return chief < d.replicas && succeeded(d.current[static_cast<size_t>(chief)]);
   }
-  if (d.spec.parameter_servers == 0) return false;
   for (int i = 0; i < d.replicas; ++i) {
-    const WorkerPod* pod = d.current[static_cast<size_t>(i)];
-    if (d.spec.replacedAlone(i)) continue;
-    if (pod == nullptr || pod->phase != "Succeeded") return false;
+    // A parameter-server job's workers other than pod 0 are not waited for.
+    if (d.spec.roleOf(i) == Role::kEvaluator ||
+        (d.spec.parameter_servers > 0 && d.spec.replacedAlone(i))) {
+      continue;
+    }
+    if (!succeeded(d.current[static_cast<size_t>(i)])) return false;
   }
-  return true;
+  return d.replicas > 0;
 }
 
 // A suspended job: every pod goes, the status is kept.
@@ -258,15 +267,16 @@ void sortPods(Decision& d) {
   }
 }
 
-// A parameter-server job's failed worker pods (every rank on them a worker, not pod 0) are
-// replaced alone where the policy would restart the gang: the servers dropped their ranks, the
-// other workers train on, and the new pods' trainers rejoin at the servers' step. The budget is
-// backoffLimit per such pod on average; past it (or for a failure the policy makes permanent,
-// or once worker 0 finished) the failure policy decides as for any job. A pod already on record
-// (its uid in status.replacements: the cache still shows it) is deleted again, not counted again.
-bool replaceWorkers(Decision& d) {
-  if (d.spec.parameter_servers == 0 || d.spec.restart_policy == RestartPolicy::kNever) return false;
-  if (d.current.empty() || d.current[0] == nullptr || d.current[0]->finished()) return false;
+// Failed pods that are replaced alone where the policy would restart the gang: a
+// parameter-server job's worker pods (every rank on them a worker, not pod 0) while worker 0
+// trains, since the servers dropped their ranks, the other workers train on, and the new pods'
+// trainers rejoin at the servers' step; and the evaluator's pod, which no task talks to. The
+// budget is backoffLimit per such pod on average; past it (or for a failure the policy makes
+// permanent) the failure policy decides as for any job. A pod already on record (its uid in
+// status.replacements: the cache still shows it) is deleted again, not counted again.
+bool replaceAlone(Decision& d, bool evaluator_only) {
+  if (d.spec.restart_policy == RestartPolicy::kNever || d.current.empty()) return false;
+  const bool worker0_trains = d.current[0] != nullptr && !d.current[0]->finished();
   kube::TrainingJobStatus& s = d.plan.status;
   auto on_record = [&s](const WorkerPod& pod) {
     return std::any_of(s.replacements.begin(), s.replacements.end(),
@@ -277,7 +287,10 @@ bool replaceWorkers(Decision& d) {
   for (int i = 0; i < d.replicas; ++i) {
     const WorkerPod* pod = d.current[static_cast<size_t>(i)];
     if (pod == nullptr || pod->phase != "Failed") continue;
+    const bool evaluator = d.spec.roleOf(i) == Role::kEvaluator;
+    if (evaluator_only && !evaluator) continue;
     if (!d.spec.replacedAlone(i) || permanentFailure(d.spec, *pod)) return false;
+    if (!evaluator && !worker0_trains) return false;
     failed.push_back(i);
     if (!on_record(*pod)) ++fresh;
   }
@@ -287,6 +300,7 @@ bool replaceWorkers(Decision& d) {
   const int replaced = s.replaced_pods.value_or(0);
   if (replaced + fresh > int64_t{d.spec.backoff_limit} * replaceable) return false;
   std::string latest;
+  int latest_index = 0;
   for (int i : failed) {
     const WorkerPod& pod = *d.current[static_cast<size_t>(i)];
     d.plan.stale.push_back(pod.metadata.name);
@@ -297,6 +311,7 @@ bool replaceWorkers(Decision& d) {
     record.time = d.now;
     record.reason = describeFailure(pod, i);
     latest = *record.reason;
+    latest_index = i;
     s.replacements.push_back(std::move(record));
   }
   constexpr size_t kKeptReplacements = 10;
@@ -305,13 +320,17 @@ bool replaceWorkers(Decision& d) {
                          s.replacements.end() - static_cast<ptrdiff_t>(kKeptReplacements));
   }
   d.plan.delete_pods = PodDeletion::kStale;
-  d.plan.delete_reason = "a failed worker pod is replaced alone";
+  d.plan.delete_reason = "a failed pod is replaced alone";
   if (fresh > 0) {
     s.replaced_pods = replaced + fresh;
-    setCondition(s, kReplaced, true, reason::kReplacedWorkerPod,
-                 latest + "; replaced alone while the parameter servers and the other workers go " +
-                     "on (" + std::to_string(replaced + fresh) +
-                     " worker pod(s) replaced so far, not counted against backoffLimit)",
+    const bool evaluator = d.spec.roleOf(latest_index) == Role::kEvaluator;
+    setCondition(s, kReplaced, true,
+                 evaluator ? reason::kReplacedEvaluatorPod : reason::kReplacedWorkerPod,
+                 latest + "; replaced alone while " +
+                     (evaluator ? "the job trains on"
+                                : "the parameter servers and the other workers go on") +
+                     " (" + std::to_string(replaced + fresh) +
+                     " pod(s) replaced so far, not counted against backoffLimit)",
                  d.generation, d.now);
   }
   d.plan.requeue = milliseconds(1'000);
@@ -366,23 +385,51 @@ bool success(Decision& d) {
     foldFinalSummary(d.plan, *rank0);
   }
   d.plan.status_on_error = s;
-  int succeeded = 0;
-  for (const WorkerPod* pod : d.current) succeeded += pod != nullptr && pod->phase == "Succeeded";
-  if (succeeded == d.replicas || d.chief_succeeded) {
+  const int done = static_cast<int>(std::count_if(d.current.begin(), d.current.end(), succeeded));
+  if (d.trained) {
+    std::string evaluation;  // what became of an evaluation that did not succeed
+    if (const int e = d.spec.evaluatorPod(); e >= 0 && !succeeded(d.evaluator())) {
+      const WorkerPod* pod = d.evaluator();
+      if (pod != nullptr && pod->phase == "Failed") {
+        evaluation = "; the evaluator pod " + pod->metadata.name + " failed";
+      } else {
+        // The evaluator gets finishTimeoutSeconds from the training's end to evaluate the
+        // final model.
+        std::optional<kube::Time> ended;
+        for (int i = 0; i < d.replicas; ++i) {
+          const WorkerPod* p = d.current[static_cast<size_t>(i)];
+          if (i == e || !succeeded(p) || !p->finished_at) continue;
+          if (!ended || *ended < *p->finished_at) ended = p->finished_at;
+        }
+        const int timeout = d.spec.finish_timeout_seconds;
+        if (timeout <= 0 || (ended && d.now < plusSeconds(*ended, timeout))) {
+          if (timeout > 0) minDelay(d.requeue, timeUntil(d.now, plusSeconds(*ended, timeout)));
+          return false;
+        }
+        evaluation = "; the evaluator pod" + (pod != nullptr ? " " + pod->metadata.name : "") +
+                     " had not succeeded " + std::to_string(timeout) +
+                     " s after the training ended (finishTimeoutSeconds) and is stopped";
+      }
+    }
     observePods(d.at, d.current, d.now, s);
     const std::string of =
-        " (" + std::to_string(succeeded) + "/" + std::to_string(d.replicas) + " pods succeeded)";
-    if (succeeded == d.replicas) {
+        " (" + std::to_string(done) + "/" + std::to_string(d.replicas) + " pods succeeded)";
+    if (done == d.replicas) {
       setCondition(s, kSucceeded, true, reason::kAllRanksSucceeded,
                    "all " + std::to_string(d.replicas) + " pods succeeded", d.generation, d.now);
     } else if (const int chief = d.spec.chiefPod(); chief >= 0) {
       setCondition(s, kSucceeded, true, reason::kChiefSucceeded,
                    "the chief pod " + d.current[static_cast<size_t>(chief)]->metadata.name +
-                       " succeeded" + of,
+                       " succeeded" + of + evaluation,
+                   d.generation, d.now);
+    } else if (d.spec.parameter_servers > 0) {
+      setCondition(s, kSucceeded, true, reason::kChiefSucceeded,
+                   "pod 0 and the parameter servers' pods succeeded" + of + evaluation,
                    d.generation, d.now);
     } else {
-      setCondition(s, kSucceeded, true, reason::kChiefSucceeded,
-                   "pod 0 and the parameter servers' pods succeeded" + of, d.generation, d.now);
+      setCondition(s, kSucceeded, true, reason::kAllRanksSucceeded,
+                   "every pod but the evaluator's succeeded" + of + evaluation, d.generation,
+                   d.now);
     }
     setCondition(s, kRunning, false, reason::kJobSucceeded, "the job succeeded", d.generation,
                  d.now);
@@ -391,9 +438,14 @@ bool success(Decision& d) {
     d.plan.requeue = milliseconds(0);  // cleanPodPolicy, ttl
     return true;
   }
-  const auto [done, done_index] = firstSucceeded(d.current);
-  if (done == nullptr || d.spec.finish_timeout_seconds <= 0) return false;
-  const kube::Time due = plusSeconds(*done->finished_at, d.spec.finish_timeout_seconds);
+  // The evaluator ending first says nothing about the others.
+  std::vector<const WorkerPod*> training = d.current;
+  if (const int e = d.spec.evaluatorPod(); e >= 0 && e < d.replicas) {
+    training[static_cast<size_t>(e)] = nullptr;
+  }
+  const auto [first, done_index] = firstSucceeded(training);
+  if (first == nullptr || d.spec.finish_timeout_seconds <= 0) return false;
+  const kube::Time due = plusSeconds(*first->finished_at, d.spec.finish_timeout_seconds);
   if (d.now < due) {
     minDelay(d.requeue, timeUntil(d.now, due));
     return false;
@@ -407,7 +459,7 @@ bool success(Decision& d) {
   failJob(s, reason::kRanksDidNotFinish,
           (running.empty() ? std::string("a worker pod") : running) + " still running " +
               std::to_string(d.spec.finish_timeout_seconds) + " s after pod " +
-              done->metadata.name + " (replica " + std::to_string(done_index) +
+              first->metadata.name + " (replica " + std::to_string(done_index) +
               ") succeeded (finishTimeoutSeconds): a rank that ends while others run "
               "usually means they hang",
           d.generation, d.now);
@@ -540,8 +592,12 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   d.plan.ensure_children = true;
   d.plan.ensure_ssh_secret = d.spec.launcher == contract::LauncherMode::kMpi;
   sortPods(d);
-  d.chief_succeeded = chiefSucceeded(d);
-  if (!d.chief_succeeded && (replaceWorkers(d) || failurePolicy(d))) return std::move(d.plan);
+  d.trained = trainingDone(d);
+  // Once the training is done only the evaluator's failures matter: it is replaced to evaluate
+  // the final model, and the others' pods are done with.
+  if (d.trained ? replaceAlone(d, true) : (replaceAlone(d, false) || failurePolicy(d))) {
+    return std::move(d.plan);
+  }
   if (success(d) || growElastic(d)) return std::move(d.plan);
   createMissing(d);
   if (scheduleTimeout(d)) return std::move(d.plan);

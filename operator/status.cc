@@ -222,7 +222,7 @@ std::optional<PodProblem> podProblem(const kube::Pod& pod) {
 
 RoleCounts zeroCounts() {
   RoleCounts none;
-  for (kube::ReplicaStatus* c : {&none.workers, &none.ps, &none.chief}) {
+  for (kube::ReplicaStatus* c : {&none.workers, &none.ps, &none.chief, &none.evaluator}) {
     c->active = 0;
     c->ready = 0;
     c->succeeded = 0;
@@ -240,12 +240,14 @@ void setReplicaCounts(const kube::TrainingJob& job, const RoleCounts& counts,
   kube::RoleStatuses roles = status.roles.value_or(kube::RoleStatuses{});
   roles.ps = settings.ps_pods > 0 ? std::optional(counts.ps) : std::nullopt;
   roles.chief = settings.chief_pods > 0 ? std::optional(counts.chief) : std::nullopt;
+  roles.evaluator = settings.evaluator_pods > 0 ? std::optional(counts.evaluator) : std::nullopt;
   status.roles = roles;
-  if (!roles.ps && !roles.chief && (roles.extra.is_null() || roles.extra.empty())) {
+  if (!roles.ps && !roles.chief && !roles.evaluator &&
+      (roles.extra.is_null() || roles.extra.empty())) {
     status.roles.reset();
   }
   const int ready = counts.workers.ready.value_or(0) + counts.ps.ready.value_or(0) +
-                    counts.chief.ready.value_or(0);
+                    counts.chief.ready.value_or(0) + counts.evaluator.ready.value_or(0);
   status.world_size = world;
   status.world = std::to_string(ready * procs) + "/" + std::to_string(world);
 }
@@ -264,9 +266,10 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
     if (pod == nullptr) continue;
     ++existing;
     const Role r = settings.roleOf(static_cast<int32_t>(i));
-    kube::ReplicaStatus& role = r == Role::kPs      ? by_role.ps
-                                : r == Role::kChief ? by_role.chief
-                                                    : by_role.workers;
+    kube::ReplicaStatus& role = r == Role::kPs          ? by_role.ps
+                                : r == Role::kChief     ? by_role.chief
+                                : r == Role::kEvaluator ? by_role.evaluator
+                                                        : by_role.workers;
     for (kube::ReplicaStatus* c : {&counts, &role}) {
       if (pod->phase == "Succeeded") {
         ++*c->succeeded;
@@ -286,7 +289,8 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
         status, kCreated, true, reason::kWorkersCreated,
         "created " + std::to_string(settings.replicas) + " worker pods" +
             (settings.ps_pods > 0 ? ", " + std::to_string(settings.ps_pods) + " ps pods" : "") +
-            (settings.chief_pods > 0 ? ", the chief pod" : ""),
+            (settings.chief_pods > 0 ? ", the chief pod" : "") +
+            (settings.evaluator_pods > 0 ? ", the evaluator pod" : ""),
         generation, now);
   }
   // A rank that finished first still joined: the job stays Running while the others finish

@@ -83,13 +83,14 @@ std::optional<PodProblem> podProblem(const kube::Pod& pod);
 // Pod counts of each role of the gang.
 struct RoleCounts {
   kube::ReplicaStatus workers;
-  kube::ReplicaStatus ps;     // none for a job without ps pods
-  kube::ReplicaStatus chief;  // none for a job without a chief pod
+  kube::ReplicaStatus ps;         // none for a job without ps pods
+  kube::ReplicaStatus chief;      // none for a job without a chief pod
+  kube::ReplicaStatus evaluator;  // none for a job without an evaluator pod
 };
 // Every count of every role 0 (set, not absent: the status says "none").
 RoleCounts zeroCounts();
-// status.replicas (the workers), status.roles.ps and .chief (a job with such pods), worldSize
-// and world ("<ready ranks>/<total ranks>", every role's) from pod counts.
+// status.replicas (the workers), status.roles.ps, .chief and .evaluator (a job with such pods),
+// worldSize and world ("<ready ranks>/<total ranks>", every role's) from pod counts.
 void setReplicaCounts(const kube::TrainingJob& job, const RoleCounts& counts,
                       kube::TrainingJobStatus& status);
 

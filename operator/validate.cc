@@ -268,47 +268,60 @@ void validateRolePod(const kube::TrainingJob& job, const ValidateOptions& option
   }
 }
 
-// spec.roles: parameter servers and a user program's chief in pods of their own, after the
-// workers. Their pods run procsPerReplica ranks each like every pod of the gang (the ps pods'
-// all servers); their resources and template, where given, are checked as the workers' are,
-// under their own path.
+// A role of one TensorFlow task a program of the user's own plays (the chief, the evaluator):
+// one pod of one process under launcher native in a fixed world.
+void validateTaskRole(const kube::TrainingJob& job, const ValidateOptions& options, Role role,
+                      const kube::RoleSpec& spec, const std::string& path, FieldErrors& e) {
+  const kube::TrainingJobSpec& s = job.spec;
+  const std::string role_name = name(role);
+  e.unknownFields(path, spec.extra);
+  if (!spec.replicas) e.add(path + ".replicas", "required");
+  e.inRange(path + ".replicas", spec.replicas, 1, 1);
+  if (s.command.empty()) {
+    e.add(path, role == Role::kChief
+                    ? std::string("a chief pod runs a program of your own (spec.command), which "
+                                  "finds it in TF_CONFIG's cluster.chief; the built-in trainer's "
+                                  "chief is worker 0")
+                    : std::string("an evaluator pod runs a program of your own (spec.command), "
+                                  "which finds itself in TF_CONFIG's task; worker 0 evaluates "
+                                  "the built-in trainer's model"));
+  }
+  if (s.procs_per_replica.value_or(1) != 1) {
+    e.add(path, "a TensorFlow cluster has one " + role_name +
+                    " task: procsPerReplica must be 1, got " +
+                    std::to_string(*s.procs_per_replica));
+  }
+  if (s.launcher == "mpi") e.add(path, "TF_CONFIG's roles run under launcher native, not mpi");
+  if (s.elastic) {
+    e.add(path, "a job with a" + std::string(role == Role::kEvaluator ? "n " : " ") + role_name +
+                    " has a fixed world; drop spec.elastic");
+  }
+  validateRolePod(job, options, role, spec, path, e);
+}
+
+// spec.roles: parameter servers, a user program's chief and evaluator in pods of their own,
+// after the workers. Their pods run procsPerReplica ranks each like every pod of the gang (the
+// ps pods' all servers); their resources and template, where given, are checked as the
+// workers' are, under their own path.
 void validateRoles(const kube::TrainingJob& job, const ValidateOptions& options, FieldErrors& e) {
   const kube::TrainingJobSpec& s = job.spec;
   if (!s.roles) return;
   const std::string field = "spec.roles";
   if (s.roles->extra.is_object()) {
     for (const auto& [key, value] : s.roles->extra.items()) {
-      if (key == "evaluator") {
-        e.add(field + "." + key,
-              "not a role the operator runs yet: worker 0 evaluates the built-in trainer's "
-              "model (the roles with pods of their own are ps and chief)");
-      } else if (key == "worker") {
+      if (key == "worker") {
         e.add(field + "." + key, "the workers are spec.replicas, spec.resources and spec.template");
       } else {
-        e.add(field + "." + key, "unknown role; the roles with pods of their own are ps and chief");
+        e.add(field + "." + key,
+              "unknown role; the roles with pods of their own are ps, chief and evaluator");
       }
     }
   }
   if (s.roles->chief) {
-    const kube::RoleSpec& chief = *s.roles->chief;
-    const std::string p = field + ".chief";
-    e.unknownFields(p, chief.extra);
-    if (!chief.replicas) e.add(p + ".replicas", "required");
-    e.inRange(p + ".replicas", chief.replicas, 1, 1);
-    if (s.command.empty()) {
-      e.add(p,
-            "a chief pod runs a program of your own (spec.command), which finds it in "
-            "TF_CONFIG's cluster.chief; the built-in trainer's chief is worker 0");
-    }
-    if (s.procs_per_replica.value_or(1) != 1) {
-      e.add(p, "a TensorFlow cluster has one chief task: procsPerReplica must be 1, got " +
-                   std::to_string(*s.procs_per_replica));
-    }
-    if (s.launcher == "mpi") {
-      e.add(p, "TF_CONFIG's roles run under launcher native, not mpi");
-    }
-    if (s.elastic) e.add(p, "a job with a chief has a fixed world; drop spec.elastic");
-    validateRolePod(job, options, Role::kChief, chief, p, e);
+    validateTaskRole(job, options, Role::kChief, *s.roles->chief, field + ".chief", e);
+  }
+  if (s.roles->evaluator) {
+    validateTaskRole(job, options, Role::kEvaluator, *s.roles->evaluator, field + ".evaluator", e);
   }
   if (!s.roles->ps) return;
   const kube::RoleSpec& ps = *s.roles->ps;
@@ -458,6 +471,8 @@ const char* name(Role value) {
       return "ps";
     case Role::kChief:
       return "chief";
+    case Role::kEvaluator:
+      return "evaluator";
     case Role::kWorker:
       break;
   }
@@ -470,6 +485,7 @@ kube::TrainingJobSpec specForRole(const kube::TrainingJobSpec& spec, Role role) 
   const std::optional<kube::RoleSpec>* given = nullptr;
   if (role == Role::kPs) given = &spec.roles->ps;
   if (role == Role::kChief) given = &spec.roles->chief;
+  if (role == Role::kEvaluator) given = &spec.roles->evaluator;
   if (given == nullptr || !*given) return view;
   if ((*given)->resources) view.resources = (*given)->resources;
   if ((*given)->pod_template) view.pod_template = (*given)->pod_template;
@@ -518,6 +534,9 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
   }
   if (spec.roles && spec.roles->chief) {
     s.chief_pods = std::clamp(spec.roles->chief->replicas.value_or(0), 0, 1);
+  }
+  if (spec.roles && spec.roles->evaluator) {
+    s.evaluator_pods = std::clamp(spec.roles->evaluator->replicas.value_or(0), 0, 1);
   }
   if (spec.trainer) {
     s.parameter_servers = contract::trainerSettings(*spec.trainer).parameter_servers.servers;

@@ -47,8 +47,9 @@ struct ValidateOptions {
 using contract::FieldError;
 
 enum class Backend { kAuto, kNccl, kTcp, kGloo, kMpi };
-// What a pod of the gang is: a worker, or one of spec.roles' (a parameter server, the chief).
-enum class Role { kWorker, kPs, kChief };
+// What a pod of the gang is: a worker, or one of spec.roles' (a parameter server, the chief, the
+// evaluator).
+enum class Role { kWorker, kPs, kChief, kEvaluator };
 enum class RestartPolicy { kNever, kOnFailure, kExitCode };
 // Which pods a finished job deletes: none, the unfinished ones, or all.
 enum class CleanPodPolicy { kNone, kRunning, kAll };
@@ -81,28 +82,35 @@ struct JobSettings {
   int32_t ps_pods = 0;
   // spec.roles.chief.replicas: the chief's pod, after the ps pods (0: none; at most 1).
   int32_t chief_pods = 0;
+  // spec.roles.evaluator.replicas: the evaluator's pod, last (0: none; at most 1).
+  int32_t evaluator_pods = 0;
   // Ranks that serve parameters (spec.trainer.parallelism.parameterServer.servers, or every rank
   // of the ps pods): the last ones of the world; 0 without parameter servers.
   int32_t parameter_servers = 0;
 
-  // The pods of the gang: the workers, then the ps pods, then the chief's. Every pod runs
-  // procs_per_replica ranks, so that pod i holds ranks [i x procs, (i + 1) x procs) whatever
-  // its role.
+  // The pods of the gang: the workers, then the ps pods, the chief's, the evaluator's. Every pod
+  // runs procs_per_replica ranks, so that pod i holds ranks [i x procs, (i + 1) x procs)
+  // whatever its role.
   int32_t gangPods() const { return podsWith(replicas); }
   // The gang's pods with `workers` worker pods (an elastic job's current world); saturating:
   // validation reads it for specs it then refuses.
   int32_t podsWith(int32_t workers) const {
-    const int64_t pods = int64_t{workers} + ps_pods + chief_pods;
+    const int64_t pods = int64_t{workers} + ps_pods + chief_pods + evaluator_pods;
     return static_cast<int32_t>(std::min<int64_t>(pods, std::numeric_limits<int32_t>::max()));
   }
   // The chief's pod index; -1 without one.
   int32_t chiefPod() const { return chief_pods > 0 ? replicas + ps_pods : -1; }
+  // The evaluator's pod index; -1 without one.
+  int32_t evaluatorPod() const { return evaluator_pods > 0 ? replicas + ps_pods + chief_pods : -1; }
   int32_t worldSize() const { return gangPods() * procs_per_replica; }
   // The role of pod `index`, and its index among that role's pods (an elastic job's standby
   // pods beyond the world are workers: such a job has no other roles).
   Role roleOf(int32_t index) const {
-    if (index < replicas || (ps_pods == 0 && chief_pods == 0)) return Role::kWorker;
-    return index < replicas + ps_pods ? Role::kPs : Role::kChief;
+    if (index < replicas || (ps_pods == 0 && chief_pods == 0 && evaluator_pods == 0)) {
+      return Role::kWorker;
+    }
+    if (index < replicas + ps_pods) return Role::kPs;
+    return index < replicas + ps_pods + chief_pods ? Role::kChief : Role::kEvaluator;
   }
   int32_t indexInRole(int32_t index) const {
     switch (roleOf(index)) {
@@ -110,15 +118,19 @@ struct JobSettings {
         return index - replicas;
       case Role::kChief:
         return index - replicas - ps_pods;
+      case Role::kEvaluator:
+        return index - replicas - ps_pods - chief_pods;
       case Role::kWorker:
         break;
     }
     return index;
   }
-  // Whether a failed pod at `replica` is replaced alone rather than restarting the gang: every
-  // rank on it is a parameter-server job's worker, whose servers drop it and take it back, and
-  // it is not pod 0, which hosts the attempt's rendezvous store.
+  // Whether a failed pod at `replica` is replaced alone rather than restarting the gang: the
+  // evaluator's (no task of the cluster talks to it), or one whose every rank is a
+  // parameter-server job's worker, whose servers drop it and take it back, other than pod 0,
+  // which hosts the attempt's rendezvous store.
   bool replacedAlone(int32_t replica) const {
+    if (replica > 0 && roleOf(replica) == Role::kEvaluator) return true;
     if (parameter_servers == 0 || replica <= 0 || roleOf(replica) != Role::kWorker) return false;
     // Servers among the worker pods' ranks: the last ones.
     return ps_pods > 0 || (replica + 1) * procs_per_replica <= worldSize() - parameter_servers;
@@ -143,7 +155,7 @@ kube::TrainingJob atCurrentWorld(const kube::TrainingJob& job,
 const char* name(Backend value);
 const char* name(RestartPolicy value);
 const char* name(CleanPodPolicy value);
-// "worker" | "ps" | "chief": pod names, labels, TF_CONFIG's task types
+// "worker" | "ps" | "chief" | "evaluator": pod names, labels, TF_CONFIG's task types
 const char* name(Role value);
 
 // The spec the pods of `role` are built from: the job's, with the role's resources and template

@@ -149,6 +149,25 @@ TEST(Builders, PsPodsAreTheirOwnRoleAfterTheWorkers) {
   EXPECT_EQ(tf["cluster"]["ps"], cluster["ps"]);
   EXPECT_EQ(tf["task"], nlohmann::json({{"type", "chief"}, {"index", 0}}));
   EXPECT_EQ(podHost("tf", "ml", settingsOf(d.spec), 0), "tf-worker-0.tf.ml.svc");
+
+  // An evaluator's pod, last: its task names it, but no task of the cluster is its.
+  job.spec.roles->evaluator.emplace().replicas = 1;
+  const kube::TrainingJob with_evaluator = defaulted(job);
+  const kube::Pod evaluator = buildWorkerPod(with_evaluator, 5, 0, "s");
+  EXPECT_EQ(evaluator.metadata.name, "tf-evaluator-0");
+  EXPECT_EQ(evaluator.spec.hostname, "tf-evaluator-0");
+  EXPECT_EQ(evaluator.metadata.labels.at(kRoleLabel), "evaluator");
+  env = plainEnv(evaluator.spec.containers[0]);
+  EXPECT_EQ(env["NNODES"], "6");
+  EXPECT_EQ(env["NODE_RANK"], "5");
+  const nlohmann::json eval_tf = nlohmann::json::parse(env["TF_CONFIG"]);
+  EXPECT_EQ(eval_tf["cluster"], tf["cluster"]);
+  EXPECT_FALSE(eval_tf["cluster"].contains("evaluator"));
+  EXPECT_EQ(eval_tf["task"], nlohmann::json({{"type", "evaluator"}, {"index", 0}}));
+  // The others' TF_CONFIG does not name it either.
+  const nlohmann::json chief_tf = nlohmann::json::parse(
+      plainEnv(buildWorkerPod(with_evaluator, 4, 0, "s").spec.containers[0])["TF_CONFIG"]);
+  EXPECT_EQ(chief_tf["cluster"], tf["cluster"]);
 }
 
 // An elastic job that shrank to 3 of its 4 pods: ranks count the current world, and the pod

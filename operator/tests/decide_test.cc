@@ -31,9 +31,10 @@ struct Spec {
   std::string launcher{};                 // "" = the default
   std::optional<int32_t> min_replicas{};  // set: spec.elastic
   std::optional<int32_t> max_replicas{};
-  int servers = 0;     // spec.trainer.parallelism.parameterServer.servers
-  int ps_pods = 0;     // spec.roles.ps.replicas: pods of their own after the workers
-  bool chief = false;  // spec.roles.chief: a user program's chief pod, after the ps pods
+  int servers = 0;         // spec.trainer.parallelism.parameterServer.servers
+  int ps_pods = 0;         // spec.roles.ps.replicas: pods of their own after the workers
+  bool chief = false;      // spec.roles.chief: a user program's chief pod, after the ps pods
+  bool evaluator = false;  // spec.roles.evaluator: a user program's evaluator pod, last
 };
 
 struct Cond {
@@ -127,6 +128,11 @@ kube::TrainingJob jobOf(const Spec& spec) {
   }
   if (spec.chief) {
     job.spec.roles.emplace(job.spec.roles.value_or(kube::Roles{})).chief.emplace().replicas = 1;
+    job.spec.command = {"python3", "train.py"};
+    job.spec.trainer.reset();
+  }
+  if (spec.evaluator) {
+    job.spec.roles.emplace(job.spec.roles.value_or(kube::Roles{})).evaluator.emplace().replicas = 1;
     job.spec.command = {"python3", "train.py"};
     job.spec.trainer.reset();
   }
@@ -838,6 +844,103 @@ const Row kRows[] = {
               .release = true,
               .requeue = milliseconds(0),
               .restarts = 1}},
+    // A user program's evaluator (spec.roles.evaluator): the last pod, replaced alone when it
+    // fails, and given finishTimeoutSeconds after the training to evaluate the final model.
+    {.name = "EvaluatorPodIsCreatedLast",
+     .spec = {.ps_pods = 1, .chief = true, .evaluator = true},
+     .want = {.phase = "Pending",
+              .condition = "Created=True/WorkersCreated",
+              .create = {0, 1, 2, 3, 4},
+              .requeue = kSecond,
+              .restarts = 0,
+              .world = "0/5",
+              .start_time = true}},
+    {.name = "EvaluatorFailedIsReplacedAloneWhileTheJobTrains",
+     .spec = {.evaluator = true},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {kRunning0, kRunning1, failed(2, 1)},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .deletion = PodDeletion::kStale,
+              .requeue = kSecond,
+              .restarts = 0,
+              .replaced = "Replaced=True/ReplacedEvaluatorPod",
+              .replaced_pods = 1,
+              .stale = {"fmnist-evaluator-0"}}},
+    {.name = "EvaluatorFailedUnderRestartPolicyNeverFailsTheJob",
+     .spec = {.restart_policy = "Never", .evaluator = true},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, kRunning1, failed(2, 1)},
+     .want = {.phase = "Failed",
+              .condition = "Failed=True/RankFailed",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "TrainedJobWaitsForItsEvaluatorWithinTheFinishTimeout",
+     .spec = {.evaluator = true},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods =
+         {{.index = 0, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 20},
+          {.index = 1, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 10},
+          {.index = 2}},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .requeue = milliseconds(590'000),
+              .restarts = 0}},
+    {.name = "TrainedJobWhoseEvaluatorSucceededSucceeds",
+     .spec = {.evaluator = true},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {succeeded(0), succeeded(1), succeeded(2)},
+     .want = {.phase = "Succeeded",
+              .condition = "Succeeded=True/AllRanksSucceeded",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "TrainedJobSucceedsPastTheFinishTimeoutWhateverItsEvaluatorDoes",
+     .spec = {.evaluator = true},
+     .status = {.restarts = 0, .started_ago = 1000},
+     .pods =
+         {{.index = 0, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 700},
+          {.index = 1, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 650},
+          {.index = 2}},
+     .want = {.phase = "Succeeded",
+              .condition = "Succeeded=True/AllRanksSucceeded",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "ChiefSucceededAndTheEvaluatorFailedIsReplacedToEvaluateTheFinalModel",
+     .spec = {.ps_pods = 1, .chief = true, .evaluator = true},
+     .status = {.restarts = 0,
+                .started_ago = 100,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods = {kRunning0, kRunning1, {.index = 2}, succeeded(3), failed(4, 1)},
+     .want = {.phase = "Running",
+              .condition = "Running=True/AllRanksJoined",
+              .deletion = PodDeletion::kStale,
+              .requeue = kSecond,
+              .restarts = 0,
+              .replaced = "Replaced=True/ReplacedEvaluatorPod",
+              .replaced_pods = 1,
+              .stale = {"fmnist-evaluator-0"}}},
+    {.name = "ChiefSucceededAndTheEvaluatorFailedUnderNeverSucceedsTheJob",
+     .spec = {.restart_policy = "Never", .ps_pods = 1, .chief = true, .evaluator = true},
+     .status = {.restarts = 0, .started_ago = 100},
+     .pods = {kRunning0, kRunning1, {.index = 2}, succeeded(3), failed(4, 1)},
+     .want = {.phase = "Succeeded",
+              .condition = "Succeeded=True/ChiefSucceeded",
+              .requeue = milliseconds(0),
+              .completion_time = true}},
+    {.name = "AnEvaluatorThatSucceededFirstStartsNoFinishTimeout",
+     .spec = {.evaluator = true},
+     .status = {.restarts = 0,
+                .started_ago = 1000,
+                .conditions = {{"Running", true, "AllRanksJoined"}}},
+     .pods =
+         {kRunning0,
+          kRunning1,
+          {.index = 2, .phase = "Succeeded", .ready = false, .exit_code = 0, .finished_ago = 700}},
+     .want = {.phase = "Running", .condition = "Running=True/AllRanksJoined", .restarts = 0}},
     {.name = "PsWithoutServersAFailedWorkerStillRestartsTheGang",
      .spec = {.replicas = 3},
      .status = {.restarts = 0, .started_ago = 100},
@@ -910,6 +1013,20 @@ TEST(DecideTest, EachRoleIsCountedOnItsOwn) {
   EXPECT_EQ(plan.status.roles->ps->succeeded, 1);
   EXPECT_EQ(plan.status.world, "2/4");
   EXPECT_EQ(plan.status.current_replicas, 2);  // the workers, as spec.replicas counts them
+  EXPECT_FALSE(plan.status.roles->evaluator.has_value());
+  // The evaluator's pod on its own line, and in the world.
+  Row with_evaluator{.name = "evaluator",
+                     .spec = {.replicas = 2, .evaluator = true},
+                     .status = {.restarts = 0, .started_ago = 100},
+                     .pods = {kRunning0, kRunning1, {.index = 2}}};
+  const kube::TrainingJob evaluated = jobOf(with_evaluator.spec);
+  const Plan counted = decide(evaluated, statusOf(with_evaluator.status),
+                              observedOf(evaluated, with_evaluator), kNow, {});
+  ASSERT_TRUE(counted.status.roles && counted.status.roles->evaluator);
+  EXPECT_EQ(counted.status.roles->evaluator->active, 1);
+  EXPECT_EQ(counted.status.roles->evaluator->ready, 1);
+  EXPECT_EQ(counted.status.replicas->active, 2);
+  EXPECT_EQ(counted.status.world, "3/3");
   // Without ps pods the status has no roles.
   row.spec.ps_pods = 0;
   row.pods = {kRunning0, kRunning1};

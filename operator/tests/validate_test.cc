@@ -291,10 +291,33 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                    },
                                                    "spec.trainer.parallelism.parameterServer"
                                                    ".servers"},
-                                           BadSpec{"an evaluator role",
+                                           BadSpec{"an evaluator for the built-in trainer",
                                                    [](auto& j) {
-                                                     j.spec.roles.emplace().extra = {
-                                                         {"evaluator", {{"replicas", 1}}}};
+                                                     j.spec.roles.emplace().evaluator.emplace()
+                                                         .replicas = 1;
+                                                   },
+                                                   "spec.roles.evaluator"},
+                                           BadSpec{"two evaluators",
+                                                   [](auto& j) {
+                                                     j.spec.command = {"python3", "tf.py"};
+                                                     j.spec.roles.emplace().evaluator.emplace()
+                                                         .replicas = 2;
+                                                   },
+                                                   "spec.roles.evaluator.replicas"},
+                                           BadSpec{"an evaluator in an elastic job",
+                                                   [](auto& j) {
+                                                     j.spec.command = {"python3", "tf.py"};
+                                                     j.spec.roles.emplace().evaluator.emplace()
+                                                         .replicas = 1;
+                                                     elastic(j, 1, 2);
+                                                   },
+                                                   "spec.roles.evaluator"},
+                                           BadSpec{"an evaluator under mpirun",
+                                                   [](auto& j) {
+                                                     j.spec.command = {"python3", "tf.py"};
+                                                     j.spec.launcher = "mpi";
+                                                     j.spec.roles.emplace().evaluator.emplace()
+                                                         .replicas = 1;
                                                    },
                                                    "spec.roles.evaluator"},
                                            BadSpec{"a chief for the built-in trainer",
@@ -665,6 +688,47 @@ TEST(Validate, PsPodsOfTheirOwnAreAcceptedAndServeEveryRankOnThem) {
   ASSERT_TRUE(spec.ok()) << spec.status().toString();
   EXPECT_FALSE(spec->trainer.has_value());
   EXPECT_EQ(settingsOf(*spec).parameter_servers, 1);
+}
+
+// A user program's chief and evaluator: one pod each after the ps pods, the evaluator's last;
+// the evaluator's failure is its own.
+TEST(Validate, AChiefAndAnEvaluatorComeAfterTheServersInThatOrder) {
+  kube::TrainingJob job = makeJob("tf", 2);
+  job.spec.trainer.reset();
+  job.spec.command = {"python3", "train.py"};
+  psPods(job, 1);
+  job.spec.roles->chief.emplace().replicas = 1;
+  job.spec.roles->evaluator.emplace().replicas = 1;
+  kube::ResourceRequirements small;
+  small.limits["cpu"] = kube::Quantity(1);
+  job.spec.roles->evaluator->resources = small;
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_TRUE(spec.ok()) << spec.status().toString();
+  const JobSettings s = settingsOf(*spec);
+  EXPECT_EQ(s.gangPods(), 5);
+  EXPECT_EQ(s.worldSize(), 5);
+  EXPECT_EQ(s.chiefPod(), 3);
+  EXPECT_EQ(s.evaluatorPod(), 4);
+  const Role roles[] = {Role::kWorker, Role::kWorker, Role::kPs, Role::kChief, Role::kEvaluator};
+  const bool alone[] = {false, true, false, false, true};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(s.roleOf(i), roles[i]) << "pod " << i;
+    EXPECT_EQ(s.indexInRole(i), i < 2 ? i : 0) << "pod " << i;
+    EXPECT_EQ(s.replacedAlone(i), alone[i]) << "pod " << i;
+  }
+  EXPECT_STREQ(name(Role::kEvaluator), "evaluator");
+  EXPECT_EQ(specForRole(*spec, Role::kEvaluator).resources, small);
+  EXPECT_EQ(specForRole(*spec, Role::kChief).resources, spec->resources);
+  // Beside plain workers too: the evaluator is the second pod, replaced alone.
+  job.spec.roles.reset();
+  job.spec.roles.emplace().evaluator.emplace().replicas = 1;
+  spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_TRUE(spec.ok()) << spec.status().toString();
+  const JobSettings plain = settingsOf(*spec);
+  EXPECT_EQ(plain.evaluatorPod(), 2);
+  EXPECT_EQ(plain.chiefPod(), -1);
+  EXPECT_FALSE(plain.replacedAlone(1));
+  EXPECT_TRUE(plain.replacedAlone(2));
 }
 
 // The ps pods' own resources and template: the spec each role's pods are built from.

@@ -169,7 +169,8 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
   EXPECT_EQ(tf["status"]["roles"]["ps"].value("succeeded", 0), 1) << tf.dump(2);
 
   // ParameterServerStrategy's shape: the workers and the server serve until stopped; the chief
-  // reaches them all and exits, and its success is the job's (TFJob's rule).
+  // reaches them all and exits, and its success is the job's (TFJob's rule) once the evaluator,
+  // outside TF_CONFIG's cluster, finished too.
   nlohmann::json strategy = run(example("tensorflow-ps-strategy.yaml"), "tf-ps-strategy");
   const std::string chief_log = cluster_->podLog("tf-ps-strategy-chief-0");
   EXPECT_EQ(testutil::jobPhase(strategy), "Succeeded") << strategy.dump(2) << chief_log;
@@ -182,6 +183,15 @@ TEST_P(UserProgramsE2e, PyTorchTorchrunMpiAndTensorFlowProgramsRunAsTrainingJobs
     EXPECT_NE(chief_log.find(std::string("chief reached ") + task), std::string::npos) << chief_log;
   }
   EXPECT_NE(chief_log.find("chief done: 2 workers, 1 ps"), std::string::npos) << chief_log;
+  const std::string evaluator_log = cluster_->podLog("tf-ps-strategy-evaluator-0");
+  EXPECT_EQ(strategy["status"]["roles"]["evaluator"].value("succeeded", 0), 1) << strategy.dump(2);
+  EXPECT_NE(evaluator_log.find("evaluator reached ps 0 at "
+                               "tf-ps-strategy-ps-0.tf-ps-strategy.default.svc:2222"),
+            std::string::npos)
+      << evaluator_log;
+  EXPECT_NE(evaluator_log.find("evaluator 0 done beside 2 workers, 1 ps and 1 chief"),
+            std::string::npos)
+      << evaluator_log;
 
   // A program's own /metrics on the pod's declared `metrics` port (9090 + LOCAL_RANK), where the
   // chart's PodMonitor scrapes every worker pod, reachable at the pod's address.

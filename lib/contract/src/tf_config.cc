@@ -1,5 +1,7 @@
 #include "ringmaster/contract/tf_config.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 namespace ringmaster::contract {
@@ -8,6 +10,7 @@ TfConfig clusterTfConfig(const std::map<std::string, std::vector<std::string>>& 
                          int procs_per_pod, const std::string& task_type, int task_index) {
   TfConfig config;
   for (const auto& [role, hosts] : role_pod_hosts) {
+    if (role == kEvaluatorTask) continue;
     std::vector<std::string>& tasks = config.cluster[role];
     for (const std::string& host : hosts) {
       for (int k = 0; k < procs_per_pod; ++k) {
@@ -55,6 +58,14 @@ core::Result<TfConfig> parseTfConfig(std::string_view json) {
   }
   config.task_type = type->get<std::string>();
   const int64_t at = index->get<int64_t>();
+  if (config.task_type == kEvaluatorTask) {
+    if (config.cluster.contains(kEvaluatorTask)) {
+      return refuse("cluster.evaluator: the evaluator is not a role of the training cluster");
+    }
+    if (at < 0) return refuse("task.index " + std::to_string(at) + " must not be negative");
+    config.task_index = static_cast<int>(std::min<int64_t>(at, INT32_MAX));
+    return config;
+  }
   const auto role = config.cluster.find(config.task_type);
   if (role == config.cluster.end()) {
     return refuse("task.type '" + config.task_type + "' is not a role of cluster");

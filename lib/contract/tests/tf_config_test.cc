@@ -43,6 +43,18 @@ TEST(TfConfig, RoundTripsEveryRole) {
   EXPECT_EQ(*parsed, config);
 }
 
+TEST(TfConfig, TheEvaluatorIsNotInTheClusterItsTaskNames) {
+  const TfConfig config = clusterTfConfig(
+      {{"worker", {"w0"}}, {"chief", {"c0"}}, {"evaluator", {"e0"}}}, 1, "evaluator", 0);
+  EXPECT_EQ(config.cluster.count("evaluator"), 0u);
+  EXPECT_EQ(config.cluster.at("chief"), (std::vector<std::string>{"c0:2222"}));
+  const nlohmann::json j = nlohmann::json::parse(encodeTfConfig(config));
+  EXPECT_EQ(j["task"], nlohmann::json::parse(R"({"type": "evaluator", "index": 0})"));
+  auto parsed = parseTfConfig(encodeTfConfig(config));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(*parsed, config);
+}
+
 TEST(TfConfig, RefusesWhatATensorFlowProgramCouldNotUse) {
   struct Case {
     const char* json;
@@ -60,6 +72,12 @@ TEST(TfConfig, RefusesWhatATensorFlowProgramCouldNotUse) {
        "TF_CONFIG: task.index 1 must be in [0, 1)"},
       {"{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"worker\", \"index\": \"0\"}}",
        "TF_CONFIG: task.index must be an integer"},
+      {"{\"cluster\": {\"worker\": [\"a:1\"], \"evaluator\": [\"e:1\"]}, "
+       "\"task\": {\"type\": \"evaluator\", \"index\": 0}}",
+       "TF_CONFIG: cluster.evaluator: the evaluator is not a role of the training cluster"},
+      {"{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": \"evaluator\", "
+       "\"index\": -1}}",
+       "TF_CONFIG: task.index -1 must not be negative"},
   };
   for (const Case& c : cases) {
     auto parsed = parseTfConfig(c.json);

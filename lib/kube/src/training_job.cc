@@ -148,6 +148,7 @@ template <class V, class S>
 void visitRoles(V& v, S& s) {
   v("ps", s.ps);
   v("chief", s.chief);
+  v("evaluator", s.evaluator);
 }
 
 template <class V, class S>
@@ -189,6 +190,7 @@ template <class V, class S>
 void visitRoleStatuses(V& v, S& s) {
   v("ps", s.ps);
   v("chief", s.chief);
+  v("evaluator", s.evaluator);
 }
 
 template <class V, class S>

@@ -7,8 +7,9 @@
 // One task per process: task k of pod i listens on kTfPort + k at pod i's name through the job's
 // headless Service (with one process per pod, as TFJob runs, every task is on kTfPort). The
 // operator writes the cluster with the pod's first task; the launcher gives the pod's k-th
-// process index + k. Roles other than "worker" (ps, chief, evaluator) are keys of `cluster`
-// like any other.
+// process index + k. The other roles of the training cluster (ps, chief) are keys of
+// `cluster` like "worker"; the evaluator is not one (TFJob's rule, after TensorFlow's: it evaluates
+// beside the cluster, which never addresses it), so its task names a type `cluster` lacks.
 //
 // Thread-safety: value types and pure functions. Failure: kInvalidArgument naming what in the
 // JSON is wrong.
@@ -34,8 +35,10 @@ struct TfConfig {
   bool operator==(const TfConfig&) const = default;
 };
 
-// A job whose roles ("worker", "ps") run in pods: `procs_per_pod` tasks at each of a role's pod
-// hosts, in order; the task is `task_type`'s `task_index`.
+inline constexpr char kEvaluatorTask[] = "evaluator";
+
+// A job whose roles ("worker", "ps", ...) run in pods: `procs_per_pod` tasks at each of a role's
+// pod hosts, in order, but none of the evaluator's; the task is `task_type`'s `task_index`.
 TfConfig clusterTfConfig(const std::map<std::string, std::vector<std::string>>& role_pod_hosts,
                          int procs_per_pod, const std::string& task_type, int task_index);
 

@@ -203,9 +203,10 @@ struct RoleSpec {
 
 // The roles a job runs in pods of their own, beside spec.replicas worker pods.
 struct Roles {
-  std::optional<RoleSpec> ps;     // parameter servers
-  std::optional<RoleSpec> chief;  // a user program's coordinator (TF_CONFIG's chief)
-  nlohmann::json extra;           // any other key: a role the operator refuses, naming it
+  std::optional<RoleSpec> ps;         // parameter servers
+  std::optional<RoleSpec> chief;      // a user program's coordinator (TF_CONFIG's chief)
+  std::optional<RoleSpec> evaluator;  // a user program's side evaluator (TF_CONFIG's evaluator)
+  nlohmann::json extra;               // any other key: a role the operator refuses, naming it
   bool operator==(const Roles&) const = default;
 };
 
@@ -255,6 +256,7 @@ struct ReplicaStatus {
 struct RoleStatuses {
   std::optional<ReplicaStatus> ps;
   std::optional<ReplicaStatus> chief;
+  std::optional<ReplicaStatus> evaluator;
   nlohmann::json extra;
   bool operator==(const RoleStatuses&) const = default;
 };
