@@ -19,6 +19,7 @@ comm::CommConfig worldCommConfig(const contract::RankEnvironment& world,
   c.host = world.pod_ip;
   c.timeout = rendezvous_timeout;
   c.point_to_point = config.settings.pipeline.stages > 1;  // stages send to their neighbours
+  c.tcp_doubling_max_bytes = static_cast<size_t>(config.settings.tcp_doubling_max_kb * 1024);
   return c;
 }
 

@@ -353,10 +353,6 @@ Result<TrainSummary> Trainer::run() {
   comm::AllreduceOptions ar_options;
   ar_options.timeout = std::chrono::seconds(settings_.comm_timeout_seconds);
   CpuEngine engine(settings_, ctx_, model, optimizer, ar_options);
-  if (settings_.tcp_doubling_max_kb > 0 && comm.doublingMaxBytes()) {
-    RM_RETURN_IF_ERROR(
-        comm.setDoublingMaxBytes(static_cast<size_t>(settings_.tcp_doubling_max_kb * 1024)));
-  }
   RM_RETURN_IF_ERROR(engine.planBuckets(settings_.first_bucket_cap_mb, settings_.bucket_cap_mb));
   if (rank == 0)
     RM_LOG(INFO, STEP) << model.signature() << ": " << model.params().size() << " parameters in "

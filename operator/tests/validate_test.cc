@@ -258,6 +258,12 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                      j.spec.launcher = "mpi";
                                                    },
                                                    "spec.launcher"},
+                                           BadSpec{"an allreduce threshold for parameter servers",
+                                                   [](auto& j) {
+                                                     psTrainer(j, 1);
+                                                     j.spec.trainer->tcp_doubling_max_kb = 64;
+                                                   },
+                                                   "spec.trainer.parallelism.parameterServer"},
                                            BadSpec{"parameter servers on the GPU",
                                                    [](auto& j) {
                                                      psTrainer(j, 1);

@@ -167,6 +167,9 @@ core::Result<std::unique_ptr<Communicator>> makeTcp(const CommConfig& config,
   tcp.timeout = config.timeout;
   tcp.hostname = advertisedHost(config);
   RM_ASSIGN_OR_RETURN(auto comm, TcpCommunicator::create(tcp));
+  if (config.tcp_doubling_max_bytes > 0) {
+    RM_RETURN_IF_ERROR(comm->setDoublingMaxBytes(config.tcp_doubling_max_bytes));
+  }
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 

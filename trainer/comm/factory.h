@@ -69,6 +69,9 @@ struct CommConfig {
   // shm: staging slot size and the single-synchronization threshold (see ShmConfig).
   size_t shm_slot_bytes = 512 << 10;
   size_t shm_direct_max_bytes = 32 << 10;
+  // tcp: the largest allreduce that takes recursive doubling (setDoublingMaxBytes); 0: the
+  // transport's own (tcpDoublingMaxBytes). A pipeline's groups inherit the world's.
+  size_t tcp_doubling_max_bytes = 0;
   // Test-only: this rank claims it cannot map the shm segment (see ShmConfig).
   bool shm_pretend_unreachable_for_testing = false;
   // The caller sends and receives (pipeline stages): shm then maps a ring per pair of ranks

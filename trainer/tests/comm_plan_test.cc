@@ -98,6 +98,7 @@ TEST(GroupCommConfig, AGroupRendezvousesUnderItsOwnKeysThroughTheWorldsStore) {
   TrainerConfig config;
   config.settings = defaultTrainerSettings();
   config.settings.pipeline.stages = 2;
+  config.settings.tcp_doubling_max_kb = 64;
   config.backend = "gloo";
   const comm::CommConfig world =
       worldCommConfig(environment({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"RINGMASTER_JOB", "j"}}),
@@ -112,6 +113,9 @@ TEST(GroupCommConfig, AGroupRendezvousesUnderItsOwnKeysThroughTheWorldsStore) {
   EXPECT_EQ(group.master_addr, world.master_addr);
   EXPECT_EQ(group.master_port, world.master_port);
   EXPECT_EQ(group.timeout, world.timeout);
+  // The transport's thresholds are the run's in every group (tcp's doubling limit here).
+  EXPECT_EQ(world.tcp_doubling_max_bytes, size_t{64} << 10);
+  EXPECT_EQ(group.tcp_doubling_max_bytes, world.tcp_doubling_max_bytes);
 }
 
 }  // namespace

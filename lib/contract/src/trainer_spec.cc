@@ -89,6 +89,11 @@ void validateParameterServer(const kube::TrainerSpec& t, const std::string& p, F
   if (t.global_batch_size) {
     e.add(p, "each worker trains batchSize samples a step against the servers; set batchSize");
   }
+  if (t.tcp_doubling_max_kb) {
+    e.add(p,
+          "workers and servers move parameters over connections of their own, with no "
+          "allreduce to take tcpDoublingMaxKB; leave it unset");
+  }
 }
 
 void validateModel(const kube::ModelSpec& m, const std::string& p, FieldErrors& e) {

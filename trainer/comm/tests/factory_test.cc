@@ -130,6 +130,28 @@ TEST(FactoryTest, ExplicitGlooIsHonored) {
   EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
 }
 
+TEST(FactoryTest, TcpTakesTheRunsDoublingThresholdFromItsConfig) {
+  auto store = rendezvous::makeInMemoryStore();
+  auto comms = unwrapAll(makeAll(2, [&](int r) {
+    CommConfig c = configFor("tcp", r, 2, store.get());
+    c.tcp_doubling_max_bytes = size_t{1} << 20;
+    return c;
+  }));
+  ASSERT_EQ(comms.size(), 2u);
+  for (const auto& c : comms) EXPECT_EQ(c->doublingMaxBytes(), std::optional<size_t>(1 << 20));
+  EXPECT_EQ(comms[0]->allreduceAlgorithm(size_t{256} << 10), "recursive_doubling");
+  EXPECT_EQ(allreduceRankPlusOne(comms), std::vector<float>(2, 3.0f));
+  // Other backends have no such threshold: the setting is tcp's alone.
+  auto shm = unwrapAll(makeAll(2, [&](int r) {
+    CommConfig c = configFor("shm", r, 2, store.get());
+    c.key_prefix = "shm";
+    c.tcp_doubling_max_bytes = size_t{1} << 20;
+    return c;
+  }));
+  ASSERT_EQ(shm.size(), 2u);
+  EXPECT_EQ(shm[0]->doublingMaxBytes(), std::nullopt);
+}
+
 TEST(FactoryTest, KeyPrefixKeepsTwoGroupsOnOneStoreApart) {
   auto store = rendezvous::makeInMemoryStore();
   for (std::string prefix : {"job/0", "job/1"}) {
