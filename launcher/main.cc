@@ -389,7 +389,7 @@ int run(int argc, char** argv) {
   const milliseconds left =
       std::max(milliseconds(1), rdzv_timeout - std::chrono::duration_cast<milliseconds>(
                                                    std::chrono::steady_clock::now() - rdzv_start));
-  auto nodes = joinGang((*store)->store(), me, env->nnodes, left, signals.stop());
+  auto nodes = joinGang((*store)->store(), me, env->nnodes, left, signals.stop(), env->emptyPods());
   if (!nodes.ok()) return rdzv_failed(nodes.status());
   const auto rdzv_deadline = rdzv_start + rdzv_timeout;
   if (mpi != nullptr) {
@@ -397,7 +397,7 @@ int run(int argc, char** argv) {
       return rdzv_failed(s);
   }
   joined = true;
-  RM_LOG(INFO, RDZV) << "rendezvous complete: " << env->nnodes << " pod(s) joined "
+  RM_LOG(INFO, RDZV) << "rendezvous complete: " << nodes->size() << " pod(s) joined "
                      << env->attemptPrefix() << ", world of " << env->world_size;
 
   // What a hang verdict stops: the local processes, or (MPI mode) mpirun / this pod's serving.

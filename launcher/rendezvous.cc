@@ -61,6 +61,7 @@ void finishGang(rendezvous::Store& attempt_store, int node_rank, int nnodes,
   if (node_rank != 0) return;
   std::vector<std::string> started, exited;
   for (int i = 0; i < nnodes; ++i) {
+    if (!attempt_store.wait({nodeKey(i)}, milliseconds(0)).ok()) continue;  // no pod joined
     started.push_back(startedKey(i));
     exited.push_back(exitedKey(i));
   }
@@ -114,20 +115,26 @@ Result<NodeInfo> decodeNodeInfo(const std::string& text) {
 
 Result<std::vector<NodeInfo>> joinGang(rendezvous::Store& attempt_store, const NodeInfo& me,
                                        int nnodes, milliseconds timeout,
-                                       const core::StopSource* stop) {
+                                       const core::StopSource* stop,
+                                       const std::vector<int>& empty) {
+  auto expected = [&empty](int i) {
+    return std::find(empty.begin(), empty.end(), i) == empty.end();
+  };
   const std::string context =
       "rendezvous (pod " + std::to_string(me.node_rank) + " of " + std::to_string(nnodes) + ")";
   const Clock::time_point deadline = Clock::now() + timeout;
   RM_RETURN_IF_ERROR_CTX(
       attempt_store.set(nodeKey(me.node_rank), rendezvous::toBytes(encodeNodeInfo(me))), context);
   std::vector<std::string> keys;
-  for (int i = 0; i < nnodes; ++i) keys.push_back(nodeKey(i));
+  for (int i = 0; i < nnodes; ++i) {
+    if (expected(i)) keys.push_back(nodeKey(i));
+  }
   Status st = waitInSlices(attempt_store, keys, core::millisecondsUntil(deadline), stop);
   if (st.code() == core::Code::kTimeout) {
     // Name the pods that never registered, not just that some did not.
     std::string missing;
     for (int i = 0; i < nnodes; ++i) {
-      if (!attempt_store.wait({nodeKey(i)}, milliseconds(0)).ok()) {
+      if (expected(i) && !attempt_store.wait({nodeKey(i)}, milliseconds(0)).ok()) {
         missing += (missing.empty() ? "" : ", ") + std::to_string(i);
       }
     }
@@ -137,6 +144,7 @@ Result<std::vector<NodeInfo>> joinGang(rendezvous::Store& attempt_store, const N
   if (!st.ok()) return st.withContext(context);
   std::vector<NodeInfo> nodes;
   for (int i = 0; i < nnodes; ++i) {
+    if (!expected(i)) continue;
     Result<rendezvous::Bytes> bytes = attempt_store.get(nodeKey(i), kSlice);
     if (!bytes.ok()) return bytes.status().withContext(context);
     Result<NodeInfo> info = decodeNodeInfo(rendezvous::toString(*bytes));

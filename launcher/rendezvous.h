@@ -59,14 +59,18 @@ std::string nodeKey(int node_rank);     // "launcher/node/<i>"
 std::string startedKey(int node_rank);  // "launcher/started/<i>"
 std::string exitedKey(int node_rank);   // "launcher/exited/<i>"
 
-// Step 3 over a store already scoped to the attempt. Returns every pod's NodeInfo by node rank.
+// Step 3 over a store already scoped to the attempt. Returns every pod's NodeInfo by node rank,
+// but for the `empty` ones (an elastic parameter-server job's worker slots without a pod when
+// this one was made: PodEnvironment::emptyPods), which it neither waits for nor returns.
 core::Result<std::vector<NodeInfo>> joinGang(rendezvous::Store& attempt_store, const NodeInfo& me,
                                              int nnodes, std::chrono::milliseconds timeout,
-                                             const core::StopSource* stop = nullptr);
+                                             const core::StopSource* stop = nullptr,
+                                             const std::vector<int>& empty = {});
 
 // Step 4. Never fails the pod: what it cannot do it logs. `start_timeout` bounds pod 0's wait
 // for pods that have not started, `linger` its wait for pods still running; a stop request
-// ends both at once.
+// ends both at once. Pod 0 waits for the pods that joined the gang (those of an elastic job
+// that came and went included), not for slots that never had one.
 void finishGang(rendezvous::Store& attempt_store, int node_rank, int nnodes,
                 std::chrono::milliseconds start_timeout, std::chrono::milliseconds linger,
                 const core::StopSource* stop = nullptr);

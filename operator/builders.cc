@@ -293,6 +293,12 @@ kube::Pod buildWorkerPod(const kube::TrainingJob& job, int index, int attempt,
   worker_env.backend = op::name(settings.backend);
   worker_env.store_secret = store_secret;
   worker_env.mode = settings.launcher;
+  // A job that scales its workers: how many there are as this pod is made (the servers take
+  // those in at the start, the others as they come).
+  if (settings.scalesWorkers()) {
+    worker_env.worker_pods = settings.replicas;
+    worker_env.worker_slots = settings.workerSlots();
+  }
   if (mpi) {
     worker_env.work_dir = std::string(kTmpMountPath) + "/mpi";
   }

@@ -123,7 +123,9 @@ struct Decision {
   Decision(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
            const Observed& seen, kube::Time at_time, const DecideOptions& opts)
       : spec(settingsOf(job.spec)),
-        replicas(spec.podsWith(currentReplicas(spec, status))),
+        replicas(spec.scalesWorkers() ? spec.gangPods()
+                                      : spec.podsWith(currentReplicas(spec, status))),
+        world_pods(spec.podsWith(currentReplicas(spec, status))),
         slots(spec.podSlots()),
         generation(job.metadata.generation.value_or(0)),
         attempt(status.restarts.value_or(0)),
@@ -146,8 +148,11 @@ struct Decision {
   }
 
   const JobSettings spec;
-  const int replicas;  // the current world's pods: its workers, then any ps and chief pods
-  const int slots;     // pod indices the job may use (an elastic job's standby pods too)
+  // The current world's pods by index: its workers, then any other roles' (a job that scales its
+  // workers: every slot, filled or not).
+  const int replicas;
+  const int world_pods;  // of them, those the current world has (spec.slotFilled)
+  const int slots;       // pod indices the job may use (an elastic job's standby pods too)
   const int64_t generation;
   const int attempt;
   const kube::Time now;
@@ -249,6 +254,11 @@ void sortPods(Decision& d) {
     const bool beyond = i >= d.replicas;
     if (pod->terminating) {
       d.stale = true;
+    } else if (!d.spec.slotFilled(i)) {
+      // A job that scaled its workers down: the pods beyond its count go, and their ranks leave
+      // the servers on SIGTERM.
+      d.stale = true;
+      d.plan.stale.push_back(pod->metadata.name);
     } else if (pod->attempt == d.attempt && pod->standby == beyond &&
                !(beyond && pod->finished())) {
       if (beyond) {
@@ -296,7 +306,9 @@ bool replaceAlone(Decision& d, bool evaluator_only) {
   }
   if (failed.empty()) return false;
   int replaceable = 0;
-  for (int i = 0; i < d.replicas; ++i) replaceable += d.spec.replacedAlone(i) ? 1 : 0;
+  for (int i = 0; i < d.replicas; ++i) {
+    replaceable += d.spec.replacedAlone(i) && d.spec.slotFilled(i) ? 1 : 0;
+  }
   const int replaced = s.replaced_pods.value_or(0);
   if (replaced + fresh > int64_t{d.spec.backoff_limit} * replaceable) return false;
   std::string latest;
@@ -368,7 +380,7 @@ bool failurePolicy(Decision& d) {
             d.generation, d.now);
   } else {
     gangRestart(d.plan, reason::kRankFailed,
-                what + "; restarting all " + std::to_string(d.replicas) + " pods as attempt " +
+                what + "; restarting all " + std::to_string(d.world_pods) + " pods as attempt " +
                     std::to_string(d.attempt + 1),
                 true, d.attempt, d.generation, d.now);
   }
@@ -413,10 +425,10 @@ bool success(Decision& d) {
     }
     observePods(d.at, d.current, d.now, s);
     const std::string of =
-        " (" + std::to_string(done) + "/" + std::to_string(d.replicas) + " pods succeeded)";
-    if (done == d.replicas) {
+        " (" + std::to_string(done) + "/" + std::to_string(d.world_pods) + " pods succeeded)";
+    if (done == d.world_pods) {
       setCondition(s, kSucceeded, true, reason::kAllRanksSucceeded,
-                   "all " + std::to_string(d.replicas) + " pods succeeded", d.generation, d.now);
+                   "all " + std::to_string(d.world_pods) + " pods succeeded", d.generation, d.now);
     } else if (const int chief = d.spec.chiefPod(); chief >= 0) {
       setCondition(s, kSucceeded, true, reason::kChiefSucceeded,
                    "the chief pod " + d.current[static_cast<size_t>(chief)]->metadata.name +
@@ -471,7 +483,9 @@ bool success(Decision& d) {
 // Resize up: capacity came back for an elastic job's standby pods, and the world grows by those
 // scheduled.
 bool growElastic(Decision& d) {
-  if (!d.spec.elastic || d.stale || d.replicas >= d.spec.max_replicas) return false;
+  if (!d.spec.elastic || d.spec.scalesWorkers() || d.stale || d.replicas >= d.spec.max_replicas) {
+    return false;
+  }
   const int returned = static_cast<int>(std::count_if(
       d.standby.begin(), d.standby.end(), [](const WorkerPod* pod) { return pod->scheduled; }));
   if (returned == 0) return false;
@@ -483,13 +497,28 @@ bool growElastic(Decision& d) {
   return true;
 }
 
+// A job that scales its workers: a changed spec.replicas is its new world, which the next steps
+// make (pods beyond it are deleted, missing ones created) while the servers and the other
+// workers go on: Resized, without a restart.
+void scaleWorkers(Decision& d, const kube::TrainingJobStatus& before) {
+  if (!d.spec.scalesWorkers() || !before.current_replicas) return;
+  const int from = *before.current_replicas;
+  const int to = d.plan.status.current_replicas.value_or(from);
+  if (from == to) return;
+  setCondition(d.plan.status, kResized, true, to < from ? reason::kScaledDown : reason::kScaledUp,
+               std::to_string(from) + " -> " + std::to_string(to) +
+                   " worker pods: spec.replicas changed; the parameter servers and the other "
+                   "workers go on",
+               d.generation, d.now);
+}
+
 // Creation: the missing pods are created once nothing holds them back (an old attempt's pods
 // still going, the Unschedulable back-off, creations not yet seen).
 void createMissing(Decision& d) {
   kube::TrainingJobStatus& s = d.plan.status;
   std::vector<int> missing;
   for (int i = 0; i < d.slots; ++i) {
-    if (d.podAt(i) == nullptr) missing.push_back(i);
+    if (d.podAt(i) == nullptr && d.spec.slotFilled(i)) missing.push_back(i);
   }
   if (missing.empty()) {
     d.have_pod_group = d.observed.pod_group_served;
@@ -519,23 +548,31 @@ void createMissing(Decision& d) {
 }
 
 // Gang scheduling without a gang scheduler: all pods scheduled within scheduleTimeoutSeconds,
-// or none held (an elastic job shrinks to what was scheduled, when that is enough).
+// or none held (an elastic job shrinks to what was scheduled, when that is enough). A job that
+// scales its workers holds only pod 0 and the servers' pods to it: its other workers are taken
+// in whenever they come.
 bool scheduleTimeout(Decision& d) {
+  std::vector<const WorkerPod*> gang;
+  for (int i = 0; i < d.replicas; ++i) {
+    if (!d.spec.slotFilled(i) || (d.spec.scalesWorkers() && d.spec.replacedAlone(i))) continue;
+    gang.push_back(d.current[static_cast<size_t>(i)]);
+  }
   const bool all_exist =
-      std::all_of(d.current.begin(), d.current.end(), [](const WorkerPod* pod) { return pod; });
+      std::all_of(gang.begin(), gang.end(), [](const WorkerPod* pod) { return pod; });
   if (!all_exist || d.have_pod_group) return false;
   kube::TrainingJobStatus& s = d.plan.status;
   int scheduled = 0;
   std::optional<kube::Time> oldest;
   bool gated = false;
-  for (const WorkerPod* pod : d.current) {
+  for (const WorkerPod* pod : gang) {
     if (pod->scheduled || pod->finished()) ++scheduled;
     if (pod->created && (!oldest || *pod->created < *oldest)) oldest = pod->created;
     if (!pod->scheduling_gate.empty()) gated = true;
   }
   // Gated pods wait for a queue's admission, which may rightly take hours: the gang's timeout
   // starts once the queue let them go (the pod update that removes a gate wakes us).
-  if (scheduled >= d.replicas || !oldest || gated) return false;
+  const int gang_pods = static_cast<int>(gang.size());
+  if (scheduled >= gang_pods || !oldest || gated) return false;
   const int timeout = d.spec.schedule_timeout_seconds;
   const kube::Time start =
       d.observed.released && *oldest < *d.observed.released ? *d.observed.released : *oldest;
@@ -544,10 +581,10 @@ bool scheduleTimeout(Decision& d) {
     minDelay(d.requeue, timeUntil(d.now, due));
     return false;
   }
-  const std::string within = std::to_string(scheduled) + "/" + std::to_string(d.replicas) +
+  const std::string within = std::to_string(scheduled) + "/" + std::to_string(gang_pods) +
                              " pods scheduled within scheduleTimeoutSeconds (" +
                              std::to_string(timeout) + " s)";
-  if (d.spec.elastic && scheduled >= d.spec.min_replicas) {
+  if (d.spec.elastic && !d.spec.scalesWorkers() && scheduled >= d.spec.min_replicas) {
     resize(d.plan, d.replicas, scheduled, within, d.attempt, d.generation, d.now);
   } else {
     const int retries = s.schedule_retries.value_or(0) + 1;
@@ -592,6 +629,7 @@ Plan decide(const kube::TrainingJob& job, const kube::TrainingJobStatus& status,
   d.plan.ensure_children = true;
   d.plan.ensure_ssh_secret = d.spec.launcher == contract::LauncherMode::kMpi;
   sortPods(d);
+  scaleWorkers(d, status);
   d.trained = trainingDone(d);
   // Once the training is done only the evaluator's failures matter: it is replaced to evaluate
   // the final model, and the others' pods are done with.

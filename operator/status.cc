@@ -235,7 +235,8 @@ void setReplicaCounts(const kube::TrainingJob& job, const RoleCounts& counts,
                       kube::TrainingJobStatus& status) {
   const JobSettings settings = settingsOf(job.spec);
   const int procs = settings.procs_per_replica;
-  const int world = settings.worldSize();
+  // The ranks of the current world (a job that scales its workers: those whose slots are filled).
+  const int world = settings.podsWith(settings.replicas) * procs;
   status.replicas = counts.workers;
   kube::RoleStatuses roles = status.roles.value_or(kube::RoleStatuses{});
   roles.ps = settings.ps_pods > 0 ? std::optional(counts.ps) : std::nullopt;
@@ -255,7 +256,7 @@ void setReplicaCounts(const kube::TrainingJob& job, const RoleCounts& counts,
 void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod*>& pods,
                  kube::Time now, kube::TrainingJobStatus& status) {
   const JobSettings settings = settingsOf(job.spec);
-  const int replicas = settings.gangPods();
+  const int replicas = settings.podsWith(settings.replicas);  // the current world's pods
   const int procs = settings.procs_per_replica;
   const int64_t generation = job.metadata.generation.value_or(0);
   RoleCounts by_role = zeroCounts();
@@ -302,7 +303,8 @@ void observePods(const kube::TrainingJob& job, const std::vector<const WorkerPod
   // job stays Running, and says so.
   int replacing = 0;
   bool others_in = isTrue(status, kRunning) && !all_ready;
-  for (int i = 0; i < replicas && others_in; ++i) {
+  for (int i = 0; i < settings.gangPods() && others_in; ++i) {
+    if (!settings.slotFilled(i)) continue;
     const WorkerPod* pod =
         i < static_cast<int>(pods.size()) ? pods[static_cast<size_t>(i)] : nullptr;
     const bool in =

@@ -196,7 +196,9 @@ void validateParameterServers(const kube::TrainingJobSpec& s, FieldErrors& e) {
     e.add("spec.launcher", "parameter servers run under launcher native, not mpi");
   }
   if (s.elastic) {
-    e.add("spec.elastic", "a job with parameter servers has a fixed world; drop spec.elastic");
+    e.add("spec.elastic",
+          "parameter servers among the workers' ranks fix the world; give them pods of their own "
+          "(spec.roles.ps) for a job whose worker count changes");
   }
   if (s.replicas && s.procs_per_replica) {
     const int64_t world = int64_t{*s.replicas} * *s.procs_per_replica;
@@ -335,7 +337,21 @@ void validateRoles(const kube::TrainingJob& job, const ValidateOptions& options,
           "a trainer of one world)");
   }
   if (s.elastic) {
-    e.add(p, "a job with parameter servers has a fixed world; drop spec.elastic");
+    // The workers come and go as spec.replicas changes, while the servers serve on.
+    if (!s.command.empty()) {
+      e.add("spec.elastic",
+            "a job whose worker count changes runs the built-in trainer's servers and workers; "
+            "a program of your own reads a fixed cluster (TF_CONFIG)");
+    } else if (const contract::TrainerSettings::ParameterServers servers =
+                   contract::trainerSettings(s.trainer.value_or(kube::TrainerSpec{}))
+                       .parameter_servers;
+               servers.consistency == contract::PsConsistency::kSync ||
+               (servers.consistency == contract::PsConsistency::kBounded &&
+                servers.staleness == 0)) {
+      e.add("spec.trainer.parallelism.parameterServer.consistency",
+            "a job whose worker count changes needs async or bounded: a sync step is every "
+            "worker's batch, which would change size with it");
+    }
   }
   if (s.trainer && ps.replicas && *ps.replicas >= 1) {
     const int64_t servers = contract::trainerSettings(*s.trainer).parameter_servers.servers;
@@ -393,7 +409,8 @@ void validateElastic(const kube::TrainingJob& job, FieldErrors& e) {
           "world; elastic jobs are data parallel");
     return;
   }
-  if (t.checkpoint.path.empty()) {
+  // Parameter servers in pods of their own take workers in and let them go without a restart.
+  if (t.checkpoint.path.empty() && !(s.roles && s.roles->ps)) {
     e.add("spec.trainer.checkpoint.path",
           "required for an elastic job: each resize restarts its ranks from the newest "
           "checkpoint (a path on a volume that outlives the pods, e.g. a PersistentVolumeClaim)");
@@ -553,6 +570,9 @@ JobSettings settingsOf(const kube::TrainingJobSpec& spec) {
 }
 
 int32_t currentReplicas(const JobSettings& settings, const kube::TrainingJobStatus& status) {
+  if (settings.scalesWorkers()) {
+    return std::clamp(settings.replicas, settings.min_replicas, settings.max_replicas);
+  }
   if (!settings.elastic || !status.current_replicas) return settings.replicas;
   return std::clamp(*status.current_replicas, settings.min_replicas, settings.max_replicas);
 }
@@ -595,7 +615,9 @@ kube::TrainingJobSpec withDefaults(const kube::TrainingJobSpec& spec,
   if (s.elastic && !s.elastic->max_replicas) s.elastic->max_replicas = s.replicas;
   // An elastic job keeps its global batch at every world: batchSize per rank is read at the
   // world the job starts at.
-  if (s.elastic && s.trainer && !s.trainer->global_batch_size && s.replicas) {
+  // Parameter servers' workers each train batchSize a step, however many they are.
+  if (s.elastic && s.trainer && !s.trainer->global_batch_size && s.replicas &&
+      !(s.roles && s.roles->ps)) {
     const int64_t ranks = int64_t{*s.replicas} * s.procs_per_replica.value_or(1);
     const int64_t global = contract::trainerSettings(*s.trainer).batch_size * ranks;
     if (global <= std::numeric_limits<int32_t>::max()) {

@@ -88,10 +88,19 @@ struct JobSettings {
   // of the ps pods): the last ones of the world; 0 without parameter servers.
   int32_t parameter_servers = 0;
 
+  // An elastic job whose parameter servers have pods of their own: its worker count follows
+  // spec.replicas, within [min_replicas, max_replicas], while it runs and without a restart (the
+  // servers take workers in and let them go). Its worker pods keep max_replicas slots, the ps
+  // pods after them, so that no rank moves when the count changes.
+  bool scalesWorkers() const { return elastic && ps_pods > 0; }
+  // Worker pod indices before the other roles' pods: spec.replicas, or max_replicas when the job
+  // scales its workers.
+  int32_t workerSlots() const { return scalesWorkers() ? max_replicas : replicas; }
+
   // The pods of the gang: the workers, then the ps pods, the chief's, the evaluator's. Every pod
   // runs procs_per_replica ranks, so that pod i holds ranks [i x procs, (i + 1) x procs)
-  // whatever its role.
-  int32_t gangPods() const { return podsWith(replicas); }
+  // whatever its role (a job that scales its workers: whether or not slot i has a pod now).
+  int32_t gangPods() const { return podsWith(workerSlots()); }
   // The gang's pods with `workers` worker pods (an elastic job's current world); saturating:
   // validation reads it for specs it then refuses.
   int32_t podsWith(int32_t workers) const {
@@ -99,27 +108,30 @@ struct JobSettings {
     return static_cast<int32_t>(std::min<int64_t>(pods, std::numeric_limits<int32_t>::max()));
   }
   // The chief's pod index; -1 without one.
-  int32_t chiefPod() const { return chief_pods > 0 ? replicas + ps_pods : -1; }
+  int32_t chiefPod() const { return chief_pods > 0 ? workerSlots() + ps_pods : -1; }
   // The evaluator's pod index; -1 without one.
-  int32_t evaluatorPod() const { return evaluator_pods > 0 ? replicas + ps_pods + chief_pods : -1; }
+  int32_t evaluatorPod() const {
+    return evaluator_pods > 0 ? workerSlots() + ps_pods + chief_pods : -1;
+  }
   int32_t worldSize() const { return gangPods() * procs_per_replica; }
   // The role of pod `index`, and its index among that role's pods (an elastic job's standby
   // pods beyond the world are workers: such a job has no other roles).
   Role roleOf(int32_t index) const {
-    if (index < replicas || (ps_pods == 0 && chief_pods == 0 && evaluator_pods == 0)) {
+    const int32_t workers = workerSlots();
+    if (index < workers || (ps_pods == 0 && chief_pods == 0 && evaluator_pods == 0)) {
       return Role::kWorker;
     }
-    if (index < replicas + ps_pods) return Role::kPs;
-    return index < replicas + ps_pods + chief_pods ? Role::kChief : Role::kEvaluator;
+    if (index < workers + ps_pods) return Role::kPs;
+    return index < workers + ps_pods + chief_pods ? Role::kChief : Role::kEvaluator;
   }
   int32_t indexInRole(int32_t index) const {
     switch (roleOf(index)) {
       case Role::kPs:
-        return index - replicas;
+        return index - workerSlots();
       case Role::kChief:
-        return index - replicas - ps_pods;
+        return index - workerSlots() - ps_pods;
       case Role::kEvaluator:
-        return index - replicas - ps_pods - chief_pods;
+        return index - workerSlots() - ps_pods - chief_pods;
       case Role::kWorker:
         break;
     }
@@ -135,15 +147,20 @@ struct JobSettings {
     // Servers among the worker pods' ranks: the last ones.
     return ps_pods > 0 || (replica + 1) * procs_per_replica <= worldSize() - parameter_servers;
   }
-  // Worker pod indices the job may ever use: 0 .. podSlots()-1.
-  int32_t podSlots() const { return elastic ? max_replicas : gangPods(); }
+  // Whether pod `index` belongs to the world at `replicas` worker pods: a job that scales its
+  // workers leaves its worker slots from there on empty.
+  bool slotFilled(int32_t index) const {
+    return !scalesWorkers() || index < replicas || roleOf(index) != Role::kWorker;
+  }
+  // Pod indices the job may ever use: 0 .. podSlots()-1 (an elastic job's standby pods too).
+  int32_t podSlots() const { return elastic && !scalesWorkers() ? max_replicas : gangPods(); }
   bool operator==(const JobSettings&) const = default;
 };
 
 JobSettings settingsOf(const kube::TrainingJobSpec& spec);
 
 // The worker pods of the current world: spec.replicas, or status.currentReplicas of an elastic
-// job (within its bounds).
+// job (within its bounds) that does not scale its workers by spec.replicas.
 int32_t currentReplicas(const JobSettings& settings, const kube::TrainingJobStatus& status);
 
 // `job` as its current world runs it: spec.replicas is currentReplicas(), so that pods, their

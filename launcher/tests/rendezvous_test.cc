@@ -69,6 +69,36 @@ TEST(JoinGang, PodsThatDisagreeOnTheWorldShapeAreRejected) {
   EXPECT_THAT(got.status().message(), HasSubstr("does not fit a world of 2 pods x 2 processes"));
 }
 
+// An elastic parameter-server job's empty worker slot (pod 1 of 3 here): the others' barrier
+// passes without it, and pod 0's end does not wait for it; a pod that comes later to fill it
+// joins through the same barrier.
+TEST(JoinGang, EmptySlotsAreNotWaitedFor) {
+  auto base = rendezvous::makeInMemoryStore();
+  rendezvous::PrefixStore store(base.get(), "j/attempt-0");
+  std::vector<std::optional<core::Result<std::vector<NodeInfo>>>> got(3);
+  std::vector<std::thread> pods;
+  for (int i : {2, 0}) {
+    pods.emplace_back([&, i] { got[i] = joinGang(store, node(i), 3, 60s, nullptr, {1}); });
+  }
+  for (auto& t : pods) t.join();
+  for (int i : {0, 2}) {
+    ASSERT_TRUE(got[i]->ok()) << got[i]->status().toString();
+    EXPECT_EQ(**got[i], (std::vector<NodeInfo>{node(0), node(2)}));
+  }
+  auto late = joinGang(store, node(1), 3, 60s);  // made after the job scaled up: no empty slot
+  ASSERT_TRUE(late.ok()) << late.status().toString();
+  EXPECT_EQ(late->size(), 3u);
+  // Pod 0's end waits for the pods that joined, not for a slot that never had one.
+  rendezvous::PrefixStore other(base.get(), "j/attempt-1");
+  for (int i : {0, 2}) {
+    ASSERT_TRUE(other.set(nodeKey(i), rendezvous::toBytes(encodeNodeInfo(node(i)))).ok());
+    ASSERT_TRUE(other.set(startedKey(i), rendezvous::toBytes("1")).ok());
+  }
+  finishGang(other, 2, 3, 60s, 60s);
+  finishGang(other, 0, 3, 600s, 600s);  // returns at once; a wait for pod 1 fails the test
+  EXPECT_TRUE(other.wait({exitedKey(0)}, 0s).ok());
+}
+
 TEST(JoinGang, StopRequestEndsTheWait) {
   auto store = rendezvous::makeInMemoryStore();
   core::StopSource stop;
@@ -79,6 +109,9 @@ TEST(JoinGang, StopRequestEndsTheWait) {
 
 TEST(FinishGang, PodZeroKeepsTheStoreUntilEveryPodStartedAndExited) {
   auto store = rendezvous::makeInMemoryStore();
+  for (int i = 0; i < 2; ++i) {  // both joined (joinGang)
+    ASSERT_TRUE(store->set(nodeKey(i), rendezvous::toBytes(encodeNodeInfo(node(i)))).ok());
+  }
   ASSERT_TRUE(store->set(startedKey(0), rendezvous::toBytes("1")).ok());
   std::atomic<bool> finished{false};
   std::thread pod0([&] {

@@ -170,6 +170,38 @@ TEST(Builders, PsPodsAreTheirOwnRoleAfterTheWorkers) {
   EXPECT_EQ(chief_tf["cluster"], tf["cluster"]);
 }
 
+// A parameter-server job that scales its workers: 2 of its 3 worker slots filled, the ps pod
+// after all 3, every pod's WORLD_SIZE counting every slot, and RINGMASTER_WORKER_PODS the count
+// as the pod was made.
+TEST(Builders, AScalingJobsPodsKeepTheirSlotsAndSayHowManyWorkersThereAre) {
+  kube::TrainingJob job = makeJob("ps", 2);
+  job.spec.roles.emplace().ps.emplace().replicas = 1;
+  job.spec.elastic = kube::ElasticPolicy{};
+  job.spec.elastic->min_replicas = 1;
+  job.spec.elastic->max_replicas = 3;
+  const kube::TrainingJob d = defaulted(job);
+  const kube::Pod worker = buildWorkerPod(d, 1, 0, "store-secret-for-tests");
+  std::map<std::string, std::string> env = plainEnv(worker.spec.containers[0]);
+  EXPECT_EQ(worker.metadata.name, "ps-worker-1");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["NNODES"], "4");
+  EXPECT_EQ(env["RINGMASTER_WORKER_PODS"], "2");
+  EXPECT_EQ(env["RINGMASTER_WORKER_SLOTS"], "3");
+  const kube::Pod server = buildWorkerPod(d, 3, 0, "store-secret-for-tests");
+  EXPECT_EQ(server.metadata.name, "ps-ps-0");
+  EXPECT_EQ(server.metadata.labels.at(kRoleLabel), "ps");
+  EXPECT_EQ(server.metadata.labels.count(kStandbyLabel), 0u);
+  env = plainEnv(server.spec.containers[0]);
+  EXPECT_EQ(env["NODE_RANK"], "3");
+  EXPECT_EQ(env["RINGMASTER_WORKER_PODS"], "2");
+  // A fixed world's pods carry no such count.
+  kube::TrainingJob fixed = makeJob("ps", 2);
+  fixed.spec.roles.emplace().ps.emplace().replicas = 1;
+  EXPECT_EQ(plainEnv(buildWorkerPod(defaulted(fixed), 1, 0, "s").spec.containers[0])
+                .count("RINGMASTER_WORKER_PODS"),
+            0u);
+}
+
 // An elastic job that shrank to 3 of its 4 pods: ranks count the current world, and the pod
 // beyond it is a standby pod placed like a worker but holding no rank.
 TEST(Builders, ElasticPodsFollowTheCurrentWorldAndTheRestStandBy) {

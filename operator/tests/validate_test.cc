@@ -284,12 +284,36 @@ INSTANTIATE_TEST_SUITE_P(Table, RejectsBadSpec,
                                                      j.spec.launcher = "mpi";
                                                    },
                                                    "spec.roles.ps"},
-                                           BadSpec{"ps pods in an elastic job",
+                                           BadSpec{"ps pods in an elastic sync job",
                                                    [](auto& j) {
                                                      psPods(j, 1);
                                                      elastic(j, 1, 2);
                                                    },
-                                                   "spec.roles.ps"},
+                                                   "spec.trainer.parallelism.parameterServer"
+                                                   ".consistency"},
+                                           BadSpec{"ps pods in an elastic job of staleness 0",
+                                                   [](auto& j) {
+                                                     psTrainer(j, 1, "bounded", 0);
+                                                     psPods(j, 1);
+                                                     elastic(j, 1, 2);
+                                                   },
+                                                   "spec.trainer.parallelism.parameterServer"
+                                                   ".consistency"},
+                                           BadSpec{"a program's ps pods in an elastic job",
+                                                   [](auto& j) {
+                                                     j.spec.trainer.reset();
+                                                     j.spec.command = {"python3", "tf.py"};
+                                                     psPods(j, 1);
+                                                     elastic(j, 1, 2);
+                                                   },
+                                                   "spec.elastic"},
+                                           BadSpec{"servers among the workers in an elastic job",
+                                                   [](auto& j) {
+                                                     j.spec.replicas = 3;
+                                                     psTrainer(j, 1, "async");
+                                                     elastic(j, 2, 3);
+                                                   },
+                                                   "spec.elastic"},
                                            BadSpec{"servers that are not the ps pods' ranks",
                                                    [](auto& j) {
                                                      psTrainer(j, 2);
@@ -735,6 +759,43 @@ TEST(Validate, AChiefAndAnEvaluatorComeAfterTheServersInThatOrder) {
   EXPECT_EQ(plain.chiefPod(), -1);
   EXPECT_FALSE(plain.replacedAlone(1));
   EXPECT_TRUE(plain.replacedAlone(2));
+}
+
+// Servers in pods of their own let the worker count follow spec.replicas: the workers keep
+// maxReplicas slots before the ps pods, so that no rank moves when it changes.
+TEST(Validate, AnElasticJobWithPsPodsScalesItsWorkersInSlotsOfTheirOwn) {
+  kube::TrainingJob job = makeJob("ps", 2);
+  psTrainer(job, 1, "async");
+  job.spec.trainer->parallelism->parameter_server->servers.reset();
+  psPods(job, 1);
+  elastic(job, 1, 4);
+  core::Result<kube::TrainingJobSpec> spec = defaultAndValidate(job, ValidateOptions{});
+  ASSERT_TRUE(spec.ok()) << spec.status().toString();  // no checkpoint needed: nothing restarts
+  EXPECT_FALSE(spec->trainer->global_batch_size.has_value());  // each worker trains batchSize
+  const JobSettings s = settingsOf(*spec);
+  EXPECT_TRUE(s.scalesWorkers());
+  EXPECT_EQ(s.workerSlots(), 4);
+  EXPECT_EQ(s.gangPods(), 5);
+  EXPECT_EQ(s.worldSize(), 5);
+  EXPECT_EQ(s.podSlots(), 5);
+  EXPECT_EQ(s.parameter_servers, 1);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(s.roleOf(i), i < 4 ? Role::kWorker : Role::kPs) << "pod " << i;
+    EXPECT_EQ(s.slotFilled(i), i < 2 || i == 4) << "pod " << i;
+    EXPECT_EQ(s.replacedAlone(i), i > 0 && i < 4) << "pod " << i;
+  }
+  EXPECT_EQ(s.indexInRole(4), 0);
+  // The count is spec.replicas, whatever the status says.
+  kube::TrainingJobStatus status;
+  status.current_replicas = 3;
+  EXPECT_EQ(currentReplicas(s, status), 2);
+  // A job that does not scale this way keeps its positions.
+  kube::TrainingJob fixed = makeJob("ps", 2);
+  psPods(fixed, 1);
+  const JobSettings f = settingsOf(withDefaults(fixed.spec, ValidateOptions{}));
+  EXPECT_FALSE(f.scalesWorkers());
+  EXPECT_EQ(f.roleOf(2), Role::kPs);
+  EXPECT_TRUE(f.slotFilled(1));
 }
 
 // The ps pods' own resources and template: the spec each role's pods are built from.

@@ -286,6 +286,80 @@ TEST(PsFaults, UnderAsyncAFastWorkerTakesTheStepsAStragglerDoesNotGetTo) {
   EXPECT_GT(figureAfter(results[0].stderr_text, "test accuracy "), 70) << results[0].stderr_text;
 }
 
+// An elastic job's world (RINGMASTER_WORKER_PODS): 3 worker slots and a server, 2 workers at the
+// start. A third worker joins mid-run (the job scaled up) and the second is stopped (scaled
+// down); the servers never wait for the empty slot, take the newcomer at their step, drop the
+// one that left, and the run ends after the data set's batches x epochs pushes, whoever made
+// them, with the accuracy of a run that never scaled.
+TEST(PsElastic, WorkersJoinAndLeaveWhileTheRunGoesOn) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const std::vector<std::string> argv =
+      job({"--ps-servers", "1", "--ps-consistency", "async"}, "6");
+  const int port = freePort();
+  auto elasticEnv = [port](int rank, int worker_pods) {
+    std::map<std::string, std::string> env = rankEnv(rank, 4, port);
+    env["NNODES"] = "4";
+    env["RINGMASTER_WORKER_PODS"] = std::to_string(worker_pods);
+    return env;
+  };
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r : {0, 1, 3}) {
+    ranks.push_back(std::make_unique<Process>(argv, elasticEnv(r, 2)));
+    ranks.back()->start();
+  }
+  Process& server = *ranks[2];
+  ASSERT_TRUE(waitForLine(*ranks[0], "step 100 loss")) << ranks[0]->stderrSoFar() << "\nserver:\n"
+                                                       << server.stderrSoFar();
+  EXPECT_NE(server.stderrSoFar().find("for 2 of up to 3 worker(s), async"), std::string::npos)
+      << server.stderrSoFar();
+  // Scaled up: the third worker's pod is made with the job's new count. Meanwhile worker 1 is
+  // held and worker 0 (whose process hosts the store the newcomer reads) slowed to a crawl, so
+  // that however loaded this machine, the run is not over before the newcomer is up.
+  ranks[1]->signal(SIGSTOP);
+  std::atomic<bool> crawling{true};
+  std::thread crawl([&] {
+    while (crawling) {
+      ranks[0]->signal(SIGSTOP);
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));
+      ranks[0]->signal(SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  Process joined(argv, elasticEnv(2, 3));
+  joined.start();
+  const bool came = waitForLine(server, "worker 2 rejoined at step ");
+  crawling = false;
+  crawl.join();
+  ranks[1]->signal(SIGCONT);
+  ASSERT_TRUE(came) << server.stderrSoFar() << joined.stderrSoFar();
+  // At the others' step, not 0: what they trained is not trained again.
+  EXPECT_GT(figureAfter(server.stderrSoFar(), "worker 2 rejoined at step "), 0);
+  // Scaled down: the second worker's pod is deleted.
+  ranks[1]->signal(SIGTERM);
+  const ProcessResult left = ranks[1]->wait(std::chrono::seconds(60));
+  EXPECT_EQ(left.exit_code, 143) << left.stderr_text;
+  for (Process* p : {ranks[0].get(), &joined, &server}) {
+    const ProcessResult result = p->wait(std::chrono::seconds(240));
+    EXPECT_FALSE(result.signaled) << result.stderr_text;
+    EXPECT_EQ(result.exit_code, 0) << result.stderr_text;
+  }
+  EXPECT_NE(joined.stderrSoFar().find(": joined 1 parameter server(s) at step "), std::string::npos)
+      << joined.stderrSoFar();
+  const std::string log = server.stderrSoFar();
+  EXPECT_NE(log.find("worker 1 left"), std::string::npos) << log;
+  // 6 epochs of the whole data set at batch 64: 938 batches each, give or take the pushes in
+  // flight when the last one went in.
+  const double pushes = figureAfter(log, "done, every worker left: ");
+  EXPECT_GE(pushes, 6 * 938) << log;
+  EXPECT_LE(pushes, 6 * 938 + 2) << log;
+  const std::string worker0 = ranks[0]->stderrSoFar();
+  EXPECT_NE(worker0.find("done: 6 epochs, 5628 steps, test accuracy "), std::string::npos)
+      << worker0;
+  EXPECT_GT(figureAfter(worker0, "test accuracy "), 80) << worker0;
+  std::printf("elastic: worker 2 joined at step %.0f, the run took %.0f pushes\n%s\n",
+              figureAfter(log, "worker 2 rejoined at step "), pushes, log.c_str());
+}
+
 // Throughput of the same job both ways, on this machine: printed for the record.
 TEST(PsTrainer, PrintsSyncThroughputBesideAllreduce) {
   if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";

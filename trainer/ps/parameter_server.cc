@@ -25,6 +25,12 @@ core::Result<std::unique_ptr<ParameterServer>> ParameterServer::create(
   if (workers < 0) {
     return core::invalidArgument(where + ": workers must be >= 0, got " + std::to_string(workers));
   }
+  if (options.elastic && options.consistency.isSync()) {
+    return core::invalidArgument(where +
+                                 ": an elastic run's workers come and go, which a sync "
+                                 "step (every live worker's batch) cannot keep; use async "
+                                 "or bounded staleness");
+  }
   size_t elements = 0;
   for (const Piece& piece : pieces) {
     if (piece.elements < 1) {
@@ -46,7 +52,8 @@ core::Result<std::unique_ptr<ParameterServer>> ParameterServer::create(
   std::unique_ptr<ParameterServer> ps(
       new ParameterServer(server, std::move(pieces), elements, std::move(options)));
   if (elements > 0) ps->optimizer_ = std::move(optimizer);
-  ps->workers_ = std::max(workers, 1);
+  // An elastic run counts pushes: one "step" of progress each.
+  ps->workers_ = ps->options_.elastic ? 1 : std::max(workers, 1);
   ps->step_config_ = first;
   ps->values_.assign(initial.begin(), initial.end());
   ps->scratch_.resize(elements);
@@ -232,7 +239,7 @@ core::Status ParameterServer::restore(const ServerSnapshot& snapshot) {
   counters_.pushes = step * workers;
   counters_.pushes_applied = counters_.pushes;
   counters_.updates = isSync() ? step : step * workers;
-  for (WorkerId w = 0; w < workers_; ++w) {
+  for (WorkerId w = 0; w < workers_ && !options_.elastic; ++w) {
     if (clock_.clockOf(w)) RM_RETURN_IF_ERROR_CTX(clock_.advance(w, snapshot.step), where);
   }
   pending_step_ = snapshot.step;

@@ -93,6 +93,10 @@ struct ServerOptions {
   ServerObserver* observer = nullptr;  // optional; borrowed, outlives the server
   // Take a snapshot every this many steps (takeSnapshot); 0: never.
   int64_t snapshot_every = 0;
+  // An elastic run's server (loose consistency only): workers join and leave for good as the job
+  // scales, so the schedule, the snapshots and a restore count pushes, whoever made them, where a
+  // fixed world counts steps of the workers it started with; a restore leaves the clocks alone.
+  bool elastic = false;
 };
 
 struct ServerCounters {

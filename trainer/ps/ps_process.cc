@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -47,6 +49,50 @@ bool stopWithin(const PsRun& run, std::chrono::milliseconds timeout) {
 std::string stopReason(const PsRun& run) {
   return run.stop != nullptr ? run.stop->reason() : "stop requested";
 }
+
+// Once a stop is requested, gives the worker's loop `grace` to leave its servers between steps;
+// a worker still waiting on a server by then (a pull the staleness bound holds behind a peer
+// that does not move) has its connections shut, so that it stops now, as a dropped worker.
+class StopInterrupter {
+ public:
+  StopInterrupter(const core::StopSource* stop, std::vector<PsTcpConnection*> connections,
+                  std::chrono::milliseconds grace)
+      : connections_(std::move(connections)) {
+    if (stop == nullptr) return;
+    thread_ = std::thread([this, grace] {
+      std::unique_lock lock(mu_);
+      changed_.wait(lock, [this] { return stopping_ || done_; });
+      if (changed_.wait_for(lock, grace, [this] { return done_; })) return;
+      RM_LOG(INFO, COMM) << "still waiting on a parameter server " << grace.count()
+                         << " ms after the stop: shutting its connections";
+      for (PsTcpConnection* c : connections_) c->interrupt();
+    });
+    on_stop_.emplace(*stop, [this] {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      changed_.notify_all();
+    });
+  }
+  ~StopInterrupter() {
+    on_stop_.reset();
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      changed_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  StopInterrupter(const StopInterrupter&) = delete;
+  StopInterrupter& operator=(const StopInterrupter&) = delete;
+
+ private:
+  const std::vector<PsTcpConnection*> connections_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool stopping_ = false, done_ = false;  // guarded by mu_
+  std::thread thread_;
+  std::optional<core::StopCallback> on_stop_;
+};
 
 // The store the job meets in; rank 0 hosts it unless the launcher does.
 struct StoreLink {
@@ -90,6 +136,12 @@ struct ModelPlan {
 core::Result<ModelPlan> planModel(const PsRun& run, const std::string& who) {
   contract::TrainerSettings settings = run.settings;
   RM_RETURN_IF_ERROR_CTX(resolveBatchSize(settings, run.placement.workers), who);
+  if (run.elasticStartWorkers() > 0 && run.placement.consistency.isSync()) {
+    return core::invalidArgument(who +
+                                 ": an elastic job's workers come and go, which a sync step "
+                                 "(every live worker's batch) cannot keep; use async or "
+                                 "bounded staleness");
+  }
   ModelPlan mp;
   mp.batch = static_cast<int>(settings.batch_size);
   RM_ASSIGN_OR_RETURN(mp.model,
@@ -98,7 +150,9 @@ core::Result<ModelPlan> planModel(const PsRun& run, const std::string& who) {
     return core::invalidArgument(who + ": model expects " + std::to_string(mp.model->inputSize()) +
                                  " input features, data set has " +
                                  std::to_string(run.train->featureSize()));
-  const data::ShardedSampler sampler(run.train->size(), 0, run.placement.workers, settings.seed);
+  // An elastic run's workers each draw from the whole data set.
+  const int shards = run.elasticStartWorkers() > 0 ? 1 : run.placement.workers;
+  const data::ShardedSampler sampler(run.train->size(), 0, shards, settings.seed);
   mp.batches_per_epoch = static_cast<int64_t>(sampler.numBatches(static_cast<size_t>(mp.batch)));
   mp.layout = FlatLayout::of(mp.model->paramViews());
   auto plan = planShards(mp.layout.tensors, run.placement.servers);
@@ -145,7 +199,10 @@ core::Status serveParameters(const PsRun& run) {
     server_metrics = std::move(*made);
     options.observer = server_metrics.get();
   }
-  auto created = ParameterServer::create(place.index, pieces, initial, place.workers, options);
+  const int elastic_start = run.elasticStartWorkers();
+  options.elastic = elastic_start > 0;
+  auto created = ParameterServer::create(place.index, pieces, initial,
+                                         options.elastic ? elastic_start : place.workers, options);
   if (!created.ok()) return created.status().withContext(who);
   std::unique_ptr<ParameterServer> server = std::move(*created);
 
@@ -174,8 +231,10 @@ core::Status serveParameters(const PsRun& run) {
   RM_RETURN_IF_ERROR_CTX(store.client->set(key, rendezvous::toBytes(toString(address))),
                          who + ": publish " + key);
   RM_LOG(INFO, COMM) << who << " of " << place.servers << ": listening on " << toString(address)
-                     << " for " << place.workers << " worker(s), " << toString(place.consistency)
-                     << ", " << pieces.size() << " piece(s), " << elements << " parameters of "
+                     << " for "
+                     << (options.elastic ? std::to_string(elastic_start) + " of up to " : "")
+                     << place.workers << " worker(s), " << toString(place.consistency) << ", "
+                     << pieces.size() << " piece(s), " << elements << " parameters of "
                      << mp.model->signature();
 
   // Snapshots are written here, off the workers' requests, the newest one each time round.
@@ -251,6 +310,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     links.push_back(c->get());
     connections.push_back(std::move(*c));
   }
+  std::vector<PsTcpConnection*> interruptible;
+  for (const auto& c : connections) interruptible.push_back(c.get());
+  const StopInterrupter interrupter(run.stop, std::move(interruptible), std::chrono::seconds(2));
   auto leaveAll = [&] {
     for (size_t s = 0; s < connections.size(); ++s) {
       const core::Status left = connections[s]->leave();
@@ -269,10 +331,18 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     RM_RETURN_IF_ERROR_CTX(connections[static_cast<size_t>(s)]->join(start_plan.step),
                            who + ": rejoin parameter server " + std::to_string(s));
   }
-  if (!start_plan.join.empty())
+  const int elastic_start = run.elasticStartWorkers();
+  const bool elastic = elastic_start > 0;
+  if (!start_plan.join.empty() && elastic) {
+    RM_LOG(INFO, COMM) << who << ": joined " << start_plan.join.size()
+                       << " parameter server(s) at step " << start_plan.step + 1
+                       << ": the job scaled up (or this worker's process started again), the "
+                          "others go on beside it";
+  } else if (!start_plan.join.empty()) {
     RM_LOG(INFO, COMM) << who << ": rejoined " << start_plan.join.size()
                        << " parameter server(s) at step " << start_plan.step + 1
                        << ": this worker's process started again, the others went on without it";
+  }
   // Live everywhere past step 0: the servers resumed from their checkpoint, and so does the run.
   const bool resumed = start_plan.join.empty() && start_plan.step > 0;
   if (resumed)
@@ -284,14 +354,20 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   RM_RETURN_IF_ERROR_CTX(
       store.client->set(workerReadyKey(run.world.attemptPrefix(), id), rendezvous::toBytes("1")),
       who + ": say it is ready");
-  for (int w = 0; w < place.workers; ++w) {
+  // An elastic job's workers wait only for those it started with, and one that joins as the job
+  // scales up (it rejoins: live nowhere yet) for none.
+  const int wait_for = !elastic ? place.workers : start_plan.join.empty() ? elastic_start : 0;
+  for (int w = 0; w < wait_for; ++w) {
     RM_RETURN_IF_ERROR(readKey(workerReadyKey(run.world.attemptPrefix(), w),
                                "wait for worker " + std::to_string(w))
                            .status());
   }
   RM_ASSIGN_OR_RETURN(std::unique_ptr<PsWorker> worker,
                       PsWorker::create(id, mp.model.get(), mp.plan, mp.layout, std::move(links)));
-  ShardBatches batches(*run.train, id, place.workers, mp.batch, run.settings.seed);
+  ShardBatches batches =
+      elastic
+          ? ShardBatches(*run.train, 0, 1, mp.batch, run.settings.seed + static_cast<uint64_t>(id))
+          : ShardBatches(*run.train, id, place.workers, mp.batch, run.settings.seed);
   const int64_t per_epoch = batches.batchesPerEpoch();
   int64_t total = run.settings.epochs * per_epoch;
   if (run.settings.max_steps > 0) total = std::min(total, run.settings.max_steps);
@@ -328,9 +404,11 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
   // the servers' total x workers pushes, whoever pushes them (TensorFlow's global step), so that a
   // fast worker takes the steps a straggler does not get to; a worker stops once its servers have
   // taken them all.
+  // An elastic run's steps are the data set's batches, each worker's pushes counting toward them.
   const bool sync = place.consistency.isSync();
-  const auto push_budget = static_cast<uint64_t>(total) * static_cast<uint64_t>(place.workers);
-  const int64_t last_step = sync ? total : total * place.workers;
+  const int budget_workers = elastic ? 1 : place.workers;
+  const auto push_budget = static_cast<uint64_t>(total) * static_cast<uint64_t>(budget_workers);
+  const int64_t last_step = sync ? total : total * budget_workers;
   const int64_t first_step = std::min(start_plan.step, last_step);
   int64_t next = first_step;  // this worker's clock: the step it trains next
   while (next < last_step) {

@@ -42,6 +42,14 @@ struct PsRun {
   // Optional: the rank's /metrics registry, for the trainer's series (a worker's steps, samples,
   // loss) and the parameter-server ones (ps_metrics.h).
   metrics::Registry* registry = nullptr;
+
+  // An elastic job's (world.worker_pods set): its workers at the start, the worker pods then
+  // times their ranks; 0 in a fixed world. Worker ids from there up to placement.workers join
+  // later, as the job scales up, and any but 0 may leave for good as it scales down. Such a run
+  // is epochs x the data set's batches pushes, whoever pushes them, and each worker draws its
+  // batches from the whole data set in an order of its own (a shard would leave the data of
+  // worker slots that are empty unseen); loose consistency only.
+  int elasticStartWorkers() const { return world.worker_pods * world.local_world_size; }
 };
 
 // A server rank: serves until every worker has left (or was dropped); Ok then.

@@ -1,5 +1,6 @@
 #include "trainer/ps/ps_tcp_connection.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,16 +53,20 @@ PsTcpConnection::~PsTcpConnection() { drop(); }
 
 void PsTcpConnection::drop() {
   std::lock_guard lock(mu_);
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-    closed_reason_ = "closed";
-  }
+  if (fd_ >= 0) (void)broken(core::unavailable("closed"));
+}
+
+void PsTcpConnection::interrupt() {
+  std::lock_guard lock(fd_mu_);
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
 core::Status PsTcpConnection::broken(core::Status why) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  {
+    std::lock_guard lock(fd_mu_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
   closed_reason_ = why.message();
   return why;
 }

@@ -54,6 +54,10 @@ class PsTcpConnection final : public ServerConnection {
   core::Status join(int64_t clock);
   // Closes the connection without LEAVE, as a crash would (the server removes the worker).
   void drop();
+  // Shuts the socket down from any thread, so that a request waiting for its reply (a pull the
+  // staleness bound holds) fails at once with kUnavailable; the server takes it as the worker
+  // being gone. For a worker asked to stop that cannot leave between steps.
+  void interrupt();
 
   WorkerId worker() const { return worker_; }
   const std::string& address() const { return address_; }
@@ -72,7 +76,10 @@ class PsTcpConnection final : public ServerConnection {
   core::Status check(WorkerId worker, const char* what) const;
 
   std::mutex mu_;
-  int fd_;  // -1 once closed
+  // Taken (after mu_, where both are) to close the socket and by interrupt(), which must not
+  // wait for a request in flight.
+  std::mutex fd_mu_;
+  int fd_;  // -1 once closed; written under both mutexes
   const std::string address_;
   const WorkerId worker_;
   const PsTcpConnectionOptions options_;

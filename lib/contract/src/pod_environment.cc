@@ -44,6 +44,12 @@ std::string PodEnvironment::describePod() const {
   return s;
 }
 
+std::vector<int> PodEnvironment::emptyPods() const {
+  std::vector<int> empty;
+  for (int i = worker_pods; worker_pods > 0 && i < worker_slots; ++i) empty.push_back(i);
+  return empty;
+}
+
 std::vector<std::pair<std::string, std::string>> encode(const PodEnvironment& env) {
   using namespace pod_env;
   std::vector<std::pair<std::string, std::string>> vars = {
@@ -63,6 +69,10 @@ std::vector<std::pair<std::string, std::string>> encode(const PodEnvironment& en
   }
   if (!env.work_dir.empty()) vars.emplace_back(kWorkDir, env.work_dir);
   if (!env.pbt.empty()) vars.emplace_back(kPbt, env.pbt);
+  if (env.worker_pods > 0) {
+    vars.emplace_back(kWorkerPods, std::to_string(env.worker_pods));
+    vars.emplace_back(kWorkerSlots, std::to_string(env.worker_slots));
+  }
   return vars;
 }
 
@@ -112,6 +122,13 @@ Result<PodEnvironment> parsePodEnvironment(const EnvLookup& lookup) {
   e.mode = *parsed_mode;
   e.work_dir = env_var::string(lookup, kWorkDir, "");
   e.pbt = env_var::string(lookup, kPbt, "");
+  // Unset: every worker slot is filled.
+  if (env_var::text(lookup, kWorkerPods) != nullptr || env_var::text(lookup, kWorkerSlots)) {
+    RM_ASSIGN_OR_RETURN(int64_t slots, intVar(lookup, kWorkerSlots, 0, 1, nnodes));
+    RM_ASSIGN_OR_RETURN(int64_t pods, intVar(lookup, kWorkerPods, 0, 1, slots));
+    e.worker_pods = static_cast<int>(pods);
+    e.worker_slots = static_cast<int>(slots);
+  }
   e.store_secret = env_var::string(lookup, kStoreSecret, "");
   if (!e.store_secret.empty() && e.store_secret.size() < store_secret::kMinChars) {
     // The value itself stays out of the message: it is a secret even when it is a bad one.

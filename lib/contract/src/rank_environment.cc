@@ -45,6 +45,7 @@ RankEnvironment launchedRank(const PodEnvironment& pod, int local_rank, int64_t 
   e.use_agent_store = true;
   e.store_secret = pod.store_secret;
   e.heartbeat_ms = heartbeat_ms;
+  e.worker_pods = pod.worker_pods;
   return e;
 }
 
@@ -67,6 +68,7 @@ std::vector<std::pair<std::string, std::string>> encode(const RankEnvironment& e
       {kStoreSecret, env.store_secret},
       {kHeartbeatMs, std::to_string(env.heartbeat_ms)}};
   if (!env.backend.empty()) vars.emplace_back(kBackend, env.backend);
+  if (env.worker_pods > 0) vars.emplace_back(kWorkerPods, std::to_string(env.worker_pods));
   return vars;
 }
 
@@ -147,6 +149,12 @@ Result<RankEnvironment> parseRankEnvironment(const EnvLookup& lookup) {
   e.store_secret = env_var::string(lookup, kStoreSecret, "");
   e.backend = env_var::string(lookup, kBackend, "");
   e.pod_ip = env_var::string(lookup, kPodIp, "");
+  RM_ASSIGN_OR_RETURN(int64_t worker_pods, env_var::integer(lookup, kWorkerPods, 0));
+  if (worker_pods < 0 || worker_pods > e.nnodes) {
+    return refuse(kWorkerPods, worker_pods,
+                  "must be in [1, " + std::string(kNnodes) + "=" + std::to_string(e.nnodes) + "]");
+  }
+  e.worker_pods = static_cast<int>(worker_pods);
   return e;
 }
 

@@ -78,6 +78,10 @@ std::vector<RoundTripCase> roundTripCases() {
   seventh.master_port = 29600;
   seventh.has_gpus = true;
   cases.push_back({"AttemptSevenOnGpus", seventh});
+  PodEnvironment scaling = gang(2, 5, 1);  // 4 worker slots and a ps pod, 2 workers made
+  scaling.worker_pods = 2;
+  scaling.worker_slots = 4;
+  cases.push_back({"AnElasticParameterServerJobsPod", scaling});
   return cases;
 }
 
@@ -196,6 +200,15 @@ std::vector<BadCase> badCases() {
       {"ShortStoreSecret",
        {{"RINGMASTER_STORE_SECRET", "hunter2"}},
        "RINGMASTER_STORE_SECRET is 7 characters, fewer than 32"},
+      {"MoreWorkerSlotsThanTheGang",
+       {{"RINGMASTER_WORKER_PODS", "1"}, {"RINGMASTER_WORKER_SLOTS", "3"}},
+       "RINGMASTER_WORKER_SLOTS=3 must be in [1, 2]"},
+      {"MoreWorkerPodsThanSlots",
+       {{"RINGMASTER_WORKER_PODS", "2"}, {"RINGMASTER_WORKER_SLOTS", "1"}},
+       "RINGMASTER_WORKER_PODS=2 must be in [1, 1]"},
+      {"WorkerPodsWithoutSlots",
+       {{"RINGMASTER_WORKER_PODS", "1"}},
+       "RINGMASTER_WORKER_SLOTS=0 must be in [1, 2]"},
       {"GangWithoutStoreSecret",
        {{"RINGMASTER_STORE_SECRET", std::nullopt}},
        "RINGMASTER_STORE_SECRET must be set when NNODES=2 > 1: every pod proves it to the "

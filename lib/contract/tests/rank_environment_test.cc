@@ -68,6 +68,9 @@ std::vector<RoundTripCase> roundTripCases() {
   with_backend.pod_ip = "10.0.0.8";
   with_backend.master_port = 29600;
   cases.push_back({"WithBackendAndPodIp", with_backend});
+  PodEnvironment scaling = pod(1, 5, 1);
+  scaling.worker_pods = 3;
+  cases.push_back({"AnElasticParameterServerJobsRank", launchedRank(scaling, 0, 100)});
   RankEnvironment own_store;
   own_store.rank = 1;
   own_store.world_size = 2;

@@ -279,6 +279,53 @@ INSTANTIATE_TEST_SUITE_P(Modes, SnapshotTable,
                                            SnapshotCase{"Bounded", Consistency::bounded(2)}),
                          caseName<SnapshotCase>);
 
+// An elastic run's server: one worker at the start, a second joining and the first leaving for
+// good; its schedule, snapshots and restore count pushes, whoever made them, and a restore
+// leaves the clocks alone.
+TEST(ElasticServer, CountsPushesWhoeverMadeThemAndLetsWorkersComeAndGo) {
+  ServerOptions o = options(Consistency::async());
+  std::vector<int64_t> schedule;  // the progress each update's learning rate was asked at
+  o.learning_rate_at = [&schedule](int64_t progress) {
+    schedule.push_back(progress);
+    return 1.0;
+  };
+  o.snapshot_every = 3;
+  o.elastic = true;
+  auto server = makeServer(o, 1);
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->liveWorkers(), 1u);
+  EXPECT_EQ(server->standing(1), (WorkerStanding{false, 0}));  // a slot not filled yet
+  for (int64_t step = 0; step < 2; ++step) {
+    pulled(*server, 0, step);
+    push(*server, 0, step, kGrad0);
+  }
+  // The job scaled up: worker 1 joins where worker 0 is, then worker 0 leaves.
+  auto joined = server->addWorker(1);
+  ASSERT_TRUE(joined.ok()) << joined.status().toString();
+  EXPECT_EQ(*joined, 2);
+  pulled(*server, 1, 2);
+  push(*server, 1, 2, kGrad1);
+  ASSERT_TRUE(server->removeWorker(0).ok());
+  pulled(*server, 1, 3);
+  push(*server, 1, 3, kGrad1);
+  EXPECT_EQ(schedule, (std::vector<int64_t>{0, 1, 2, 3}));
+  std::optional<ServerSnapshot> snapshot = server->takeSnapshot();
+  ASSERT_TRUE(snapshot.has_value());
+  EXPECT_EQ(snapshot->step, 3);  // the third push, not a step of the workers it started with
+
+  auto restored = makeServer(o, 1);
+  ASSERT_TRUE(restored->restore(*snapshot).ok());
+  EXPECT_EQ(restored->pushes(), 3u);
+  EXPECT_EQ(restored->standing(0), (WorkerStanding{true, 0}));
+  // A sync step is every live worker's batch: an elastic server refuses it.
+  ServerOptions sync = options(Consistency::sync());
+  sync.elastic = true;
+  auto refused = ParameterServer::create(0, {Piece{0, 0, 4, 0}}, kInitial, 1, sync);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("use async or bounded staleness"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(ServerSnapshot, RestoreRefusesWhatDoesNotFitAndAServerThatAlreadyServed) {
   ServerOptions o = options(Consistency::sync());
   o.optimizer.momentum = 0.5;

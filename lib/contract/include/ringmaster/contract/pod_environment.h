@@ -24,6 +24,10 @@
 //   RINGMASTER_WORK_DIR  MPI mode: where sshd's files go                     optional
 //   RINGMASTER_PBT     a pbt member of a program of the user's own: its spec.trainer.pbt as
 //                      JSON, which the launcher runs the program's intervals by   optional
+//   RINGMASTER_WORKER_PODS, RINGMASTER_WORKER_SLOTS  an elastic parameter-server job's worker
+//                      pods when this pod was made, and the worker pod slots before the
+//                      servers' pods: 1 <= pods <= slots <= NNODES, both or neither. Slots
+//                      [pods, slots) are empty until the job scales up         optional
 //   POD_IP, POD_NAME   from the downward API; POD_IP is where we listen       optional
 //   NVIDIA_VISIBLE_DEVICES  set (and not void/none) on GPU pods               optional
 // Defaults make a bare `ringmaster-launcher` a one-pod world on this machine. An empty value
@@ -63,6 +67,8 @@ inline constexpr const char* kStoreSecret = store_secret::kEnv;
 inline constexpr char kLauncherMode[] = "RINGMASTER_LAUNCHER_MODE";
 inline constexpr char kWorkDir[] = "RINGMASTER_WORK_DIR";
 inline constexpr char kPbt[] = "RINGMASTER_PBT";
+inline constexpr char kWorkerPods[] = "RINGMASTER_WORKER_PODS";
+inline constexpr char kWorkerSlots[] = "RINGMASTER_WORKER_SLOTS";
 // Set by Kubernetes from these pod fields (the downward API), not by encode().
 inline constexpr char kPodIp[] = "POD_IP";
 inline constexpr char kPodIpField[] = "status.podIP";
@@ -112,6 +118,8 @@ struct PodEnvironment {
   LauncherMode mode = LauncherMode::kNative;
   std::string work_dir;  // "" when unset
   std::string pbt;       // RINGMASTER_PBT's JSON; "" when unset
+  int worker_pods = 0;   // RINGMASTER_WORKER_PODS; 0 when unset (every worker slot is filled)
+  int worker_slots = 0;  // RINGMASTER_WORKER_SLOTS; 0 when unset
   // "" when unset (a one-pod world: the launcher makes one up, nobody else needs it).
   std::string store_secret;
   std::string pod_ip;    // "" when unset
@@ -126,6 +134,9 @@ struct PodEnvironment {
   int firstRank() const { return node_rank * local_world_size; }
   // "pod 1 (job-worker-1)" or "pod 1", for log lines.
   std::string describePod() const;
+  // The pods of the gang that did not exist when this pod was made: the empty worker slots
+  // [worker_pods, worker_slots) of an elastic parameter-server job; none otherwise.
+  std::vector<int> emptyPods() const;
 
   bool operator==(const PodEnvironment&) const = default;
 };

@@ -25,6 +25,8 @@
 //   RINGMASTER_HEARTBEAT_MS  how often a rank heartbeats (positive)         default 1000
 //   RINGMASTER_BACKEND the collective backend; the trainer reads it as its --backend flag's
 //                      default                                              optional
+//   RINGMASTER_WORKER_PODS  the pod's (pod_environment.h), passed on: an elastic
+//                      parameter-server job's worker pods when the pod was made  optional
 //   POD_IP             where the process listens; inherited from the pod (the downward API),
 //                      never written by encode                              optional
 //   RINGMASTER_SUMMARY_FILE  where a program of the user's own, on the pod of rank 0, writes its
@@ -73,6 +75,7 @@ inline constexpr const char* kAttempt = pod_env::kAttempt;
 inline constexpr const char* kStoreSecret = pod_env::kStoreSecret;
 inline constexpr const char* kBackend = pod_env::kBackend;
 inline constexpr const char* kPodIp = pod_env::kPodIp;
+inline constexpr const char* kWorkerPods = pod_env::kWorkerPods;
 inline constexpr char kUseAgentStore[] = "RINGMASTER_USE_AGENT_STORE";
 inline constexpr char kHeartbeatMs[] = "RINGMASTER_HEARTBEAT_MS";
 inline constexpr char kSummaryFile[] = "RINGMASTER_SUMMARY_FILE";
@@ -115,6 +118,7 @@ struct RankEnvironment {
   int64_t heartbeat_ms = 1000;
   std::string backend;  // "" when unset
   std::string pod_ip;   // "" when unset
+  int worker_pods = 0;  // 0 when unset
 
   // "<job>/attempt-<attempt>": every key of this attempt lives under it.
   std::string attemptPrefix() const;
