@@ -7,6 +7,7 @@
 // Thread-safety: value types. Failure: none.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,15 @@ enum class TablePrinter {
   kReplicaSet,
   kNode,
   kEvent,  // kube-apiserver's event columns: Name is the last one (wide only), not the first
+  kScale,  // an autoscaling/v1 Scale: Desired, Available, Age
+};
+
+// A custom resource's scale subresource (autoscaling/v1 Scale, scale.h): where its replica
+// counts live, as the CRD's subresources.scale names them (".spec.replicas").
+struct ScaleSubresource {
+  std::string spec_replicas_path;
+  std::string status_replicas_path;
+  std::string label_selector_path;  // "" when the CRD names none
 };
 
 struct ApiResource {
@@ -52,6 +62,7 @@ struct ApiResource {
   // Custom resources: the version's openAPIV3Schema (published under /openapi/v3); null for
   // built-ins (their schemas live in openapi.cc).
   nlohmann::json schema;
+  std::optional<ScaleSubresource> scale;  // served as <resource>/scale when set
 };
 
 }  // namespace ringmaster::local

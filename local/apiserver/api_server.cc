@@ -11,6 +11,7 @@
 #include "local/apiserver/pod_log.h"
 #include "local/apiserver/protobuf_body.h"
 #include "local/apiserver/rbac.h"
+#include "local/apiserver/scale.h"
 #include "local/apiserver/table.h"
 #include "local/https/auth.h"
 #include "local/https/local_network.h"
@@ -496,6 +497,10 @@ void ApiServer::serveResource(const Request& r, ResponseWriter& w, const std::st
       !t.ns.empty() && tail[2] == "token") {
     return serveTokenRequest(r, w, t.ns, t.name);
   }
+  if (tail.size() == 3 && tail[2] == "scale" && t.resource().scale) {
+    if (t.resource().type.namespaced && t.ns.empty()) return sendPageNotFound(w);
+    return serveScale(r, w, t);
+  }
   if (tail.size() == 3) {
     if (tail[2] != "status" || !t.resource().type.has_status_subresource) {
       return sendPageNotFound(w);
@@ -702,6 +707,72 @@ void ApiServer::serveApply(const Request& r, ResponseWriter& w, const Target& t)
   if (!patched.ok()) return sendError(w, patched.error());
   if (!wo->dry_run) afterWrite(t.resource(), **patched);
   sendWritten(w, 200, (*patched)->text, warnings);
+}
+
+void ApiServer::serveScale(const Request& r, ResponseWriter& w, const Target& t) {
+  const ScaleSubresource& scale = *t.resource().scale;
+  const ResourceKey key = t.resource().type.key();
+  if (r.method == "GET") {
+    const Representation rep = negotiate(r);
+    if (rep == Representation::kNone) return sendError(w, notAcceptable());
+    auto got = store_.get(key, t.ns, t.name);
+    if (!got.ok()) return sendError(w, got.error());
+    const json current = scaleOf(scale, (*got)->object);
+    if (rep != Representation::kTable) return sendJson(w, 200, scaleText(current));
+    ApiResource printer;
+    printer.printer = TablePrinter::kScale;
+    nlohmann::ordered_json doc;
+    doc["kind"] = "Table";
+    doc["apiVersion"] = "meta.k8s.io/v1";
+    doc["metadata"] = {{"resourceVersion", std::to_string((*got)->resource_version)}};
+    doc["columnDefinitions"] = tableColumns(printer);
+    doc["rows"] = {
+        tableRow(printer, current, parseIncludeObject(param(r, "includeObject")), SysClock::now())};
+    return sendJson(w, 200, doc.dump());
+  }
+  if (r.method != "PUT" && r.method != "PATCH") {
+    const std::string verb = r.method == "POST"     ? "create"
+                             : r.method == "DELETE" ? "delete"
+                                                    : r.method;
+    return sendError(
+        w, StatusError(405, "MethodNotAllowed",
+                       verb + " is not supported on resources of kind \"" + key.qualified() + "\"")
+               .withDetails("", key.group, key.resource));
+  }
+  std::vector<std::string> warnings;
+  auto wo = writeOptions(r, &warnings);
+  if (!wo.ok()) return sendError(w, wo.error());
+  ObjectStore::MutateFn edit;
+  json put_body;
+  std::optional<PatchType> patch_type;
+  if (r.method == "PUT") {
+    auto body = parseBody(r);
+    if (!body.ok()) return sendError(w, body.error());
+    put_body = std::move(body).value();
+  } else {
+    patch_type = patchTypeFromContentType(contentTypeEssence(r));
+    if (!patch_type) {
+      return sendError(w, unsupportedMediaTypeError(
+                              "the body of the request was in an unknown format - accepted media "
+                              "types include: application/json-patch+json, "
+                              "application/merge-patch+json, application/apply-patch+yaml"));
+    }
+  }
+  // Read, rescale and write under the store's lock, so that the operator's status writes in
+  // between do not make an unconditional scale fail on a stale resourceVersion.
+  auto written = store_.mutate(
+      key, t.ns, t.name,
+      [&](json& obj) -> std::optional<StatusError> {
+        auto next = patch_type ? withScalePatch(scale, std::move(obj), *patch_type, r.body, t.name)
+                               : withScale(scale, std::move(obj), put_body, t.name);
+        if (!next.ok()) return next.error();
+        obj = std::move(next).value();
+        return std::nullopt;
+      },
+      Subresource::kMain, *wo);
+  if (!written.ok()) return sendError(w, written.error());
+  if (!wo->dry_run) afterWrite(t.resource(), **written);
+  return sendWritten(w, 200, scaleText(scaleOf(scale, (*written)->object)), warnings);
 }
 
 void ApiServer::servePodSubresource(const Request& r, ResponseWriter& w, const std::string& ns,

@@ -76,6 +76,8 @@ class ApiServer {
                          const std::string& name);
   void servePodSubresource(const Request& request, ResponseWriter& writer, const std::string& ns,
                            const std::string& name, const std::string& sub);
+  // GET, PUT and PATCH of a custom resource's scale subresource (scale.h).
+  void serveScale(const Request& request, ResponseWriter& writer, const Target& target);
   void serveList(const Request& request, ResponseWriter& writer, const Target& target, bool table);
   void serveWatch(const Request& request, ResponseWriter& writer, const Target& target, bool table);
   void afterWrite(const ApiResource& resource, const StoredObject& object);

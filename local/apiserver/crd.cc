@@ -1,5 +1,6 @@
 #include "local/apiserver/crd.h"
 
+#include "local/apiserver/scale.h"
 #include "local/apiserver/schema.h"
 #include "ringmaster/core/json.h"
 
@@ -52,6 +53,10 @@ std::vector<StatusCause> problems(const json& crd) {
         continue;
       }
       for (auto& c : checkStructuralSchema(*schema, at)) causes.push_back(std::move(c));
+      for (auto& c : scaleSubresourceCauses(
+               v, "spec.versions[" + std::to_string(i) + "].subresources.scale")) {
+        causes.push_back(std::move(c));
+      }
     }
   }
   if (causes.empty()) {
@@ -68,11 +73,17 @@ std::vector<StatusCause> problems(const json& crd) {
 
 // The store's admit hook for a custom resource: prune, default and validate with the storage
 // version's schema; unknown fields follow ?fieldValidation.
-AdmitFn schemaAdmitter(json schema, std::string kind, std::string group, std::string version) {
+AdmitFn schemaAdmitter(json schema, std::string kind, std::string group, std::string version,
+                       std::optional<ScaleSubresource> scale) {
   return [schema = std::move(schema), kind = std::move(kind), group = std::move(group),
-          version = std::move(version)](json& obj, const json* old,
-                                        AdmitContext& context) -> std::optional<StatusError> {
-    SchemaOutcome outcome = admitCustomResource(obj, old, schema, context.status_write);
+          version = std::move(version), scale = std::move(scale)](
+             json& obj, const json* old, AdmitContext& context) -> std::optional<StatusError> {
+    std::function<std::vector<StatusCause>(const json&)> scale_causes;
+    if (scale) {
+      scale_causes = [&](const json& o) { return scaleCauses(*scale, o, context.status_write); };
+    }
+    SchemaOutcome outcome =
+        admitCustomResource(obj, old, schema, context.status_write, scale_causes);
     if (!outcome.unknown_fields.empty() && context.field_validation != FieldValidation::kIgnore) {
       if (context.field_validation == FieldValidation::kStrict) {
         std::string fields;
@@ -128,6 +139,7 @@ ApiResult<CrdResources> resourcesFromCrd(const json& crd) {
                                     v["subresources"].contains("status");
     r.type.builtin = false;
     r.type.tracks_generation = true;
+    r.scale = scaleSubresourceOf(v);
     r.singular = stringMember(names, "singular");
     if (r.singular.empty()) {
       r.singular = r.type.kind;
@@ -153,7 +165,7 @@ ApiResult<CrdResources> resourcesFromCrd(const json& crd) {
       r.columns.push_back({"Age", "date", "", "", 0, ".metadata.creationTimestamp"});
     }
     if (const json* schema = crdVersionSchema(v)) {
-      r.type.admit = schemaAdmitter(*schema, r.type.kind, r.type.group, r.type.version);
+      r.type.admit = schemaAdmitter(*schema, r.type.kind, r.type.group, r.type.version, r.scale);
       r.schema = *schema;
     }
     if (v.value("storage", false) || (!have_storage && &v == &spec["versions"].back())) {

@@ -113,6 +113,15 @@ std::string apiResourceListText(const std::vector<ApiResource>& resources, const
       s["verbs"] = {"get", "patch", "update"};
       list.push_back(s);
     }
+    if (r.scale) {
+      list.push_back(ordered{{"name", r.type.resource + "/scale"},
+                             {"singularName", ""},
+                             {"namespaced", r.type.namespaced},
+                             {"group", "autoscaling"},
+                             {"version", "v1"},
+                             {"kind", "Scale"},
+                             {"verbs", {"get", "patch", "update"}}});
+    }
   }
   ordered doc;
   doc["kind"] = "APIResourceList";

@@ -588,8 +588,9 @@ std::vector<StatusCause> checkStructuralSchema(const json& schema, const std::st
   return out;
 }
 
-SchemaOutcome admitCustomResource(json& obj, const json* old, const json& schema,
-                                  bool status_only) {
+SchemaOutcome admitCustomResource(
+    json& obj, const json* old, const json& schema, bool status_only,
+    const std::function<std::vector<StatusCause>(const nlohmann::json&)>& more_causes) {
   SchemaOutcome out;
   pruneUnknownFields(obj, schema, &out.unknown_fields);
   std::sort(out.unknown_fields.begin(), out.unknown_fields.end());
@@ -606,6 +607,9 @@ SchemaOutcome admitCustomResource(json& obj, const json* old, const json& schema
     return kept;
   };
   out.causes = keep(validateSchema(obj, schema));
+  if (more_causes) {
+    for (auto& c : more_causes(obj)) out.causes.push_back(std::move(c));
+  }
   if (!schemaHasCelRules(schema)) return out;
   // As kube-apiserver 1.26: rules are skipped only after errors that leave the object's shape
   // unknown or too big to evaluate (wrong type, missing required field, too long, too many). A

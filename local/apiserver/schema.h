@@ -11,6 +11,7 @@
 // Thread-safety: pure functions (the "unsupported rule" log is guarded). Failure: validation
 // problems are returned as StatusCauses; nothing throws.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -46,12 +47,14 @@ std::vector<StatusCause> checkStructuralSchema(const nlohmann::json& schema,
                                                const std::string& path);
 
 // The whole pipeline for one write of a custom resource: prune, default, validate, CEL.
-// `status_only` keeps only causes under status (a status subresource write).
+// `status_only` keeps only causes under status (a status subresource write). `more_causes`, when
+// set, adds the checks that come between the schema's and the rules' (the scale subresource's).
 struct SchemaOutcome {
   std::vector<std::string> unknown_fields;
   std::vector<StatusCause> causes;
 };
-SchemaOutcome admitCustomResource(nlohmann::json& obj, const nlohmann::json* old,
-                                  const nlohmann::json& schema, bool status_only);
+SchemaOutcome admitCustomResource(
+    nlohmann::json& obj, const nlohmann::json* old, const nlohmann::json& schema, bool status_only,
+    const std::function<std::vector<StatusCause>(const nlohmann::json&)>& more_causes = {});
 
 }  // namespace ringmaster::local

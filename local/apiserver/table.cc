@@ -425,6 +425,11 @@ nlohmann::ordered_json tableColumns(const ApiResource& r) {
         cols.push_back(column(c.name, c.type, description, c.priority, c.format));
       }
       break;
+    case TablePrinter::kScale:
+      cols.push_back(column("Desired", "integer", "Number of desired replicas"));
+      cols.push_back(column("Available", "integer", "Number of actual replicas"));
+      cols.push_back(column("Age", "date", kCreationDescription));
+      break;
     case TablePrinter::kPod:
       cols.push_back(column("Ready", "string",
                             "The aggregate readiness state of this pod for accepting traffic."));
@@ -546,6 +551,11 @@ nlohmann::ordered_json tableRow(const ApiResource& r, const nlohmann::json& obj,
           cells.push_back(v.dump());
         }
       }
+      break;
+    case TablePrinter::kScale:
+      cells.push_back(ordered::parse(evalJsonPath(obj, ".spec.replicas").dump()));
+      cells.push_back(ordered::parse(evalJsonPath(obj, ".status.replicas").dump()));
+      cells.push_back(ageOf(created, now));
       break;
     case TablePrinter::kPod:
       for (auto& c : podCells(obj)) cells.push_back(c);

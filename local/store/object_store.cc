@@ -369,7 +369,8 @@ ApiResult<ObjectPtr> ObjectStore::patch(const ResourceKey& key, const std::strin
 }
 
 ApiResult<ObjectPtr> ObjectStore::mutate(const ResourceKey& key, const std::string& ns,
-                                         const std::string& name, const MutateFn& fn) {
+                                         const std::string& name, const MutateFn& fn,
+                                         Subresource sub, const WriteOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   const ResourceType* type = typeLocked(key);
   if (!type) return unknownResource();
@@ -380,7 +381,7 @@ ApiResult<ObjectPtr> ObjectStore::mutate(const ResourceKey& key, const std::stri
   ObjectPtr existing = it->second;
   json obj = existing->object;
   if (auto err = fn(obj)) return *err;
-  return updateLocked(*type, effective_ns, name, std::move(obj), Subresource::kAll, existing);
+  return updateLocked(*type, effective_ns, name, std::move(obj), sub, existing, options);
 }
 
 ApiResult<ObjectPtr> ObjectStore::updateLocked(const ResourceType& type, const std::string& ns,

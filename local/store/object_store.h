@@ -137,11 +137,15 @@ class ObjectStore {
                              Subresource sub = Subresource::kMain,
                              const WriteOptions& options = {});
   // Read-modify-write under the store's lock: `fn` edits a copy of the current object (spec and
-  // status) or returns an error to abort; the result is written as an update (Subresource::kAll).
-  // `fn` must not call back into the store.
+  // status) or returns an error to abort; the result is written as an update of `sub` (internal
+  // writers: the whole object; a scale subresource write: the main resource, so that its status
+  // stays). A resourceVersion `fn` leaves in the metadata is the write's precondition. `fn` must
+  // not call back into the store.
   using MutateFn = std::function<std::optional<StatusError>(nlohmann::json& obj)>;
   ApiResult<ObjectPtr> mutate(const ResourceKey& key, const std::string& ns,
-                              const std::string& name, const MutateFn& fn);
+                              const std::string& name, const MutateFn& fn,
+                              Subresource sub = Subresource::kAll,
+                              const WriteOptions& options = {});
   ApiResult<DeleteResult> remove(const ResourceKey& key, const std::string& ns,
                                  const std::string& name, const DeleteOptions& options = {});
   // 400 for bad selectors or resourceVersion; a too-old RV yields a watch whose only event is

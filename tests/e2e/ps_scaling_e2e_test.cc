@@ -1,11 +1,11 @@
 // e2e under `ringmaster local up`, and again on a real control plane (envtest) that the local
 // kubelet and operator join, driven with real kubectl: examples/fashion-mnist-ps-elastic.yaml, a
 // parameter-server job whose worker count follows spec.replicas. It starts with 1 worker pod;
-// `kubectl patch` to 2 creates worker 1, whose trainer joins the server at its step; patching back
-// to 1 deletes it, and its rank leaves the server. Nothing restarts (status.restarts stays 0),
-// the Resized condition says ScaledUp and then ScaledDown, a count beyond maxReplicas is refused
-// by the API server, and the job Succeeds once the run's pushes are in, at the accuracy of a run
-// that never scaled.
+// `kubectl scale` to 2 (the scale subresource) creates worker 1, whose trainer joins the server at
+// its step; `kubectl patch` back to 1 deletes it, and its rank leaves the server. Nothing restarts
+// (status.restarts stays 0), the Resized condition says ScaledUp and then ScaledDown, a count
+// beyond maxReplicas is refused by the API server, and the job Succeeds once the run's pushes are
+// in, at the accuracy of a run that never scaled.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -38,8 +38,13 @@ class PsScalingE2e : public ::testing::TestWithParam<testutil::ControlPlane> {
     ASSERT_EQ(why, "");
   }
 
-  // `kubectl patch` of spec.replicas.
+  // `kubectl scale`: the scale subresource's PATCH.
   testutil::ProcessResult scaleTo(int replicas) {
+    return cluster_.kubectl(
+        {"scale", "trainingjob", kJob, "--replicas=" + std::to_string(replicas)});
+  }
+  // `kubectl patch` of spec.replicas.
+  testutil::ProcessResult patchTo(int replicas) {
     return cluster_.kubectl({"patch", "trainingjob", kJob, "--type", "merge", "-p",
                              "{\"spec\":{\"replicas\":" + std::to_string(replicas) + "}}"});
   }
@@ -97,6 +102,9 @@ TEST_P(PsScalingE2e, WorkersJoinAndLeaveAsSpecReplicasChangesWithoutARestart) {
   // Up: worker 1's pod is made, and its trainer joins the server where the run is.
   testutil::ProcessResult up = scaleTo(2);
   ASSERT_EQ(up.exit_code, 0) << up.stdout_text << up.stderr_text;
+  EXPECT_NE(up.stdout_text.find("trainingjob.ringmaster.dev/fmnist-ps-elastic scaled"),
+            std::string::npos)
+      << up.stdout_text;
   ASSERT_TRUE(eventually(180s, [&] { return logged(server, "worker 1 rejoined at step "); }))
       << cluster_.podLog(server) << cluster_.get("trainingjob", kJob).dump(2);
   EXPECT_TRUE(logged(worker1, ": joined 1 parameter server(s) at step "))
@@ -104,6 +112,11 @@ TEST_P(PsScalingE2e, WorkersJoinAndLeaveAsSpecReplicasChangesWithoutARestart) {
   nlohmann::json job = cluster_.get("trainingjob", kJob);
   EXPECT_TRUE(hasCondition(job, "Resized", "True", "ScaledUp")) << job.dump(2);
   EXPECT_EQ(job["status"].value("currentReplicas", 0), 2) << job.dump(2);
+  // The Scale autoscalers read: spec.replicas, and status.currentReplicas as its status.
+  const testutil::ProcessResult scale =
+      cluster_.kubectl({"get", "trainingjob", kJob, "--subresource=scale", "-o",
+                        "jsonpath={.kind} {.spec.replicas} {.status.replicas}"});
+  EXPECT_EQ(scale.stdout_text, "Scale 2 2") << scale.stdout_text << scale.stderr_text;
   // The newcomer may have run its few steps ahead of worker 0 (the staleness bound); held too.
   const pid_t trainer1 = trainerOf(1);
   ASSERT_GT(trainer1, 0) << "no trainer of " << worker1;
@@ -118,7 +131,7 @@ TEST_P(PsScalingE2e, WorkersJoinAndLeaveAsSpecReplicasChangesWithoutARestart) {
 
   // Down: worker 1's pod is deleted; once both trainers go on, its trainer stops between steps
   // and its rank leaves the server.
-  testutil::ProcessResult down = scaleTo(1);
+  testutil::ProcessResult down = patchTo(1);
   ASSERT_EQ(down.exit_code, 0) << down.stdout_text << down.stderr_text;
   ASSERT_TRUE(eventually(120s, [&] {
     const nlohmann::json pod = cluster_.get("pod", worker1);

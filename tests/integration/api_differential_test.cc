@@ -438,6 +438,70 @@ TEST_F(ApiDifferentialTest, CustomResourceValidation) {
                gadget("g5", R"({"min":"three","max":2})")});
 }
 
+// A CRD's scale subresource (what `kubectl scale` and autoscalers write): the Scale read from the
+// object, writes that reach only the spec's count and go through the object's own schema, rules
+// and count checks, preconditions, dry runs and the methods it refuses.
+TEST_F(ApiDifferentialTest, ScaleSubresource) {
+  const std::string crd =
+      R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+    "metadata":{"name":"dials.example.dev"},
+    "spec":{"group":"example.dev","scope":"Namespaced",
+      "names":{"plural":"dials","singular":"dial","kind":"Dial"},
+      "versions":[{"name":"v1","served":true,"storage":true,
+        "subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas",
+          "statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"}},
+        "schema":{"openAPIV3Schema":{"type":"object","properties":{
+          "spec":{"type":"object",
+            "x-kubernetes-validations":[{"rule":"self.replicas <= 5","message":"at most 5 replicas"}],
+            "properties":{"replicas":{"type":"integer"},"color":{"type":"string"}}},
+          "status":{"type":"object","properties":{
+            "replicas":{"type":"integer"},"selector":{"type":"string"}}}}}}}]}})";
+  compare(Case{"create the CRD", Verb::kPost,
+               "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd});
+  for (int i = 0; i < 100; ++i) {
+    kube::ApiRequest r;
+    r.path = "/apis/example.dev/v1/namespaces/" + name_ + "/dials";
+    auto a = real_.client->request(r);
+    auto b = local_.client->request(r);
+    if (a.ok() && b.ok() && a->status_code == 200 && b->status_code == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const std::string dials = "/apis/example.dev/v1/namespaces/" + name_ + "/dials";
+  const std::string scale = dials + "/d1/scale";
+  compare(Case{"a dial", Verb::kPost, dials,
+               R"({"apiVersion":"example.dev/v1","kind":"Dial","metadata":{"name":"d1"},)"
+               R"("spec":{"replicas":2,"color":"red"}})"});
+  compare(Case{"its status", Verb::kPatch, dials + "/d1/status",
+               R"({"status":{"replicas":1,"selector":"app=d1"}})", kube::kMergePatchContentType});
+  compare(Case{"get its scale", Verb::kGet, scale});
+  compare(Case{"scale it up", Verb::kPatch, scale, R"({"spec":{"replicas":4}})",
+               kube::kMergePatchContentType});
+  compare(Case{"a scale the object's rule refuses", Verb::kPatch, scale,
+               R"({"spec":{"replicas":9}})", kube::kMergePatchContentType});
+  compare(Case{"a negative scale", Verb::kPatch, scale, R"({"spec":{"replicas":-1}})",
+               kube::kMergePatchContentType});
+  compare(Case{"a json patch of the scale", Verb::kPatch, scale,
+               R"([{"op":"replace","path":"/spec/replicas","value":3}])",
+               kube::kJsonPatchContentType});
+  compare(Case{"a strategic merge patch of the scale", Verb::kPatch, scale,
+               R"({"spec":{"replicas":3}})", kube::kStrategicMergePatchContentType});
+  compare(Case{"a scale without a name", Verb::kPut, scale, R"({"spec":{"replicas":3}})"});
+  compare(Case{"a scale of another name", Verb::kPut, scale,
+               R"({"metadata":{"name":"d2"},"spec":{"replicas":3}})"});
+  compare(Case{"a scale over a stale version", Verb::kPut, scale,
+               R"({"metadata":{"name":"d1","resourceVersion":"1"},"spec":{"replicas":3}})"});
+  compare(Case{"put a scale", Verb::kPut, scale,
+               R"({"metadata":{"name":"d1"},"spec":{"replicas":5}})"});
+  compare(Case{"a dry run", Verb::kPatch, scale + "?dryRun=All", R"({"spec":{"replicas":0}})",
+               kube::kMergePatchContentType});
+  compare(Case{"the dial after them", Verb::kGet, dials + "/d1"});
+  compare(Case{"the scale of a missing dial", Verb::kGet, dials + "/nope/scale"});
+  compare(Case{"create a scale", Verb::kPost, scale, R"({"spec":{"replicas":1}})"});
+  compare(Case{"a dial created with a negative count", Verb::kPost, dials,
+               R"({"apiVersion":"example.dev/v1","kind":"Dial","metadata":{"name":"d3"},)"
+               R"("spec":{"replicas":-3}})"});
+}
+
 // `kubectl get` of the kinds users list most, against both servers: the same columns and the
 // same cells, but for what differs by nature (ages, allocated addresses, uids). This is the
 // table kubectl prints from the server's Table answer, so a column the embedded server lacks,

@@ -31,6 +31,23 @@ TEST(Discovery, CoreResourceListHasPodsWithStatusSubresource) {
   EXPECT_TRUE(pod_status);
 }
 
+// As kube-apiserver lists a CRD's subresources: status, then scale (autoscaling/v1 Scale).
+TEST(Discovery, ACustomResourceWithScaleListsItAfterItsStatus) {
+  ApiResource dials;
+  dials.type.group = "example.dev";
+  dials.type.version = "v1";
+  dials.type.resource = "dials";
+  dials.type.kind = "Dial";
+  dials.type.has_status_subresource = true;
+  dials.scale = ScaleSubresource{".spec.replicas", ".status.replicas", ""};
+  json doc = json::parse(apiResourceListText({dials}, "example.dev", "v1"));
+  ASSERT_EQ(doc["resources"].size(), 3u) << doc.dump();
+  EXPECT_EQ(doc["resources"][1]["name"], "dials/status");
+  EXPECT_EQ(doc["resources"][2], json::parse(R"({"name":"dials/scale","singularName":"",
+    "namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale",
+    "verbs":["get","patch","update"]})"));
+}
+
 TEST(Discovery, GroupListOmitsCoreGroup) {
   json doc = json::parse(apiGroupListText(builtinResources()));
   EXPECT_EQ(doc["kind"], "APIGroupList");
