@@ -55,6 +55,9 @@ class Optimizer {
   void setStepCount(int64_t steps) { step_count_ = steps; }
   // The buffers to save and restore with a checkpoint, in a fixed order (may be empty).
   virtual std::vector<std::vector<float>*> state() = 0;
+  // The buffer the next steps keep moving the parameters along, times the learning rate (SGD's
+  // momentum buffer); null for none. A parameter server looks ahead along it.
+  virtual const std::vector<float>* velocity() const { return nullptr; }
   // For schedules (warm-up, decay) between steps.
   void setLearningRate(double lr) { config_.learning_rate = lr; }
   // Every hyperparameter at once, between steps (population-based training's exploit); the

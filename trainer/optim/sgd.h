@@ -12,6 +12,9 @@ class Sgd : public Optimizer {
   std::string type() const override { return "sgd"; }
   std::vector<std::vector<float>*> state() override;
   void setHyperparameters(const OptimizerConfig& config) override;
+  const std::vector<float>* velocity() const override {
+    return momentum_.empty() ? nullptr : &momentum_;
+  }
 
  private:
   void update(const float* from, float* into, const float* grads) override;

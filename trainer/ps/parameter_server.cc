@@ -94,7 +94,8 @@ core::Status ParameterServer::waitForStep(std::unique_lock<std::mutex>& lock, Wo
   return core::Status::Ok();
 }
 
-core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<float> values) {
+core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<float> values,
+                                   PullView view) {
   if (values.size() != elements_) {
     return core::invalidArgument("parameter server " + std::to_string(id_) + ": pull into " +
                                  std::to_string(values.size()) + " floats, holds " +
@@ -107,6 +108,18 @@ core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<floa
     options_.observer->served(ServerObserver::Request::kPull, elements_ * sizeof(float),
                               core::secondsSince(arrived));
   std::copy(values_.begin(), values_.end(), values.begin());
+  const std::vector<float>* velocity = optimizer_ ? optimizer_->velocity() : nullptr;
+  if (!isSync() && view == PullView::kForStep && velocity && velocity->size() == elements_) {
+    const auto found = expected_updates_.find(worker);
+    const double updates = found != expected_updates_.end()
+                               ? found->second
+                               : static_cast<double>(clock_.liveWorkers()) - 1.0;
+    const auto ahead =
+        static_cast<float>(lookahead(step_config_, optimizer_->learningRate(), updates));
+    if (ahead != 0.0f) {
+      for (size_t i = 0; i < elements_; ++i) values[i] -= ahead * (*velocity)[i];
+    }
+  }
   pulled_at_[worker] = {step, counters_.updates};
   ++counters_.pulls;
   counters_.bytes_pulled += elements_ * sizeof(float);
@@ -147,6 +160,8 @@ core::Status ParameterServer::push(WorkerId worker, int64_t step,
                                 ? static_cast<int64_t>(counters_.updates - pulled->second.second)
                                 : workers - 1;
       const auto scale = static_cast<float>(rule.gradient_scale * stalenessScale(workers, since));
+      const auto expected = expected_updates_.try_emplace(worker, workers - 1.0).first;
+      expected->second = expectedUpdates(expected->second, since);
       for (size_t i = 0; i < elements_; ++i) scratch_[i] = gradients[i] * scale;
       const int64_t staleness = clock_.staleness(step);
       ++counters_.staleness[staleness];
@@ -295,6 +310,7 @@ core::Status ParameterServer::removeWorker(WorkerId worker) {
     if (closed_) return core::cancelled("parameter server " + std::to_string(id_) + ": closed");
     RM_RETURN_IF_ERROR(clock_.leave(worker));
     pulled_at_.erase(worker);
+    expected_updates_.erase(worker);
     if (isSync()) completeStepIfReady();
   }
   changed_.notify_all();

@@ -19,6 +19,8 @@
 //    more than W - 1 times since its pull counts less (stalenessScale).
 //  - bounded staleness s: pushes are applied as in async, and a pull of step n waits until
 //    n - (slowest live worker's clock) <= s.
+// In both loose modes a pull for a step (PullView::kForStep) answers the values moved on along
+// the momentum by the updates the worker's push will likely find applied (lookahead, push_step.h).
 // The clock lives under the server's own mutex (not in a StalenessGate), so that applying step t
 // and releasing the pulls of t+1 are one critical section.
 //
@@ -109,6 +111,10 @@ struct ServerCounters {
   int64_t maxStaleness() const { return staleness.empty() ? 0 : staleness.rbegin()->first; }
 };
 
+// What a pull is for: a worker's step (which a loose server answers looking ahead along the
+// momentum), or the values as they stand (the final parameters, an evaluation).
+enum class PullView : uint8_t { kForStep, kAsStored };
+
 class ParameterServer {
  public:
   // `initial`: the values of `pieces`, concatenated in their order. Workers 0..workers-1 start
@@ -130,7 +136,8 @@ class ParameterServer {
   const Consistency& consistency() const { return clock_.consistency(); }
 
   // The pieces' values as step `step` may see them (waits as described above) into `values`.
-  core::Status pull(WorkerId worker, int64_t step, std::span<float> values);
+  core::Status pull(WorkerId worker, int64_t step, std::span<float> values,
+                    PullView view = PullView::kForStep);
   // The worker's gradient of the pieces for step `step`; advances its clock to step + 1.
   core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients);
   // Where `worker` stands: live at its clock, or not live and the clock addWorker() would join
@@ -189,6 +196,9 @@ class ParameterServer {
   optim::OptimizerConfig step_config_;           // what optimizer_ runs
   // By worker: the step it last pulled and the updates applied before that pull.
   std::map<WorkerId, std::pair<int64_t, uint64_t>> pulled_at_;
+  // Loose modes, by worker: the updates its next push will likely find applied since its pull
+  // (expectedUpdates), how far its pulls look ahead.
+  std::map<WorkerId, double> expected_updates_;
   // Sync: the gradients pushed for pending_step_, by worker.
   std::map<WorkerId, std::vector<float>> pending_;
   int64_t pending_step_ = 0;

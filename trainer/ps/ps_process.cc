@@ -23,6 +23,7 @@
 #include "trainer/ps/ps_tcp_connection.h"
 #include "trainer/ps/ps_tcp_server.h"
 #include "trainer/ps/ps_worker.h"
+#include "trainer/ps/push_step.h"
 #include "trainer/ps/server_checkpoint.h"
 #include "trainer/trainer_metrics.h"
 #include "trainer/training_loop.h"
@@ -233,8 +234,11 @@ core::Status serveParameters(const PsRun& run) {
   RM_LOG(INFO, COMM) << who << " of " << place.servers << ": listening on " << toString(address)
                      << " for "
                      << (options.elastic ? std::to_string(elastic_start) + " of up to " : "")
-                     << place.workers << " worker(s), " << toString(place.consistency) << ", "
-                     << pieces.size() << " piece(s), " << elements << " parameters of "
+                     << place.workers << " worker(s), " << toString(place.consistency)
+                     << (!place.consistency.isSync() && lookahead(options.optimizer, 1, 1) > 0
+                             ? " (pulls look ahead along the momentum)"
+                             : "")
+                     << ", " << pieces.size() << " piece(s), " << elements << " parameters of "
                      << mp.model->signature();
 
   // Snapshots are written here, off the workers' requests, the newest one each time round.
@@ -487,9 +491,9 @@ core::Result<TrainSummary> trainAgainstServers(const PsRun& run) {
     summary.samples_per_second =
         static_cast<double>(last_pushes - first_pushes + 1) * mp.batch / seconds;
   if (id == 0) {
-    // The final parameters: the view of this worker's next step, which in sync waits for every
-    // worker's last push.
-    if (core::Status pulled = worker->pull(next); !pulled.ok()) {
+    // The final parameters, as they stand at this worker's next step (which in sync waits for
+    // every worker's last push).
+    if (core::Status pulled = worker->pull(next, PullView::kAsStored); !pulled.ok()) {
       leaveAll();
       return pulled.withContext(who + ": pull the final parameters");
     }

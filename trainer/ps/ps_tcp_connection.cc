@@ -132,12 +132,13 @@ core::Result<std::string> PsTcpConnection::roundTrip(const std::string& request,
   return reply;
 }
 
-core::Status PsTcpConnection::pull(WorkerId worker, int64_t step, std::span<float> values) {
+core::Status PsTcpConnection::pull(WorkerId worker, int64_t step, std::span<float> values,
+                                   PullView view) {
   RM_RETURN_IF_ERROR(check(worker, "pull"));
   std::lock_guard lock(mu_);
   RM_ASSIGN_OR_RETURN(
       const std::string reply,
-      roundTrip(wire::encode(wire::Pull{step}),
+      roundTrip(wire::encode(wire::Pull{step, view == PullView::kAsStored}),
                 std::max(wire::maxDataFrameBytes(values.size()), kMaxSmallReplyBytes)));
   if (!reply.empty() && reply[0] == static_cast<char>(wire::Type::kValues)) {
     core::Status st = wire::parseValuesInto(reply, values);

@@ -42,7 +42,8 @@ class PsTcpConnection final : public ServerConnection {
   PsTcpConnection& operator=(const PsTcpConnection&) = delete;
 
   // `worker` must be the one the connection was made for (kInvalidArgument otherwise).
-  core::Status pull(WorkerId worker, int64_t step, std::span<float> values) override;
+  core::Status pull(WorkerId worker, int64_t step, std::span<float> values,
+                    PullView view = PullView::kForStep) override;
   core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients) override;
   uint64_t serverPushes() const override { return server_pushes_; }
   // Tells the server this worker is done (it removes the worker) and closes the connection.

@@ -256,7 +256,8 @@ void PsTcpServer::serve(Connection& c) {
         reply = wire::encode(errorOf(why));
         close_after = true;
       } else if (const auto* pull = std::get_if<wire::Pull>(&*request)) {
-        const core::Status st = server_.pull(w, pull->step, values);
+        const core::Status st = server_.pull(
+            w, pull->step, values, pull->as_stored ? PullView::kAsStored : PullView::kForStep);
         reply = st.ok() ? wire::encodeValues(values) : wire::encode(errorOf(st));
       } else if (const auto* push = std::get_if<wire::Push>(&*request)) {
         const core::Status st = server_.push(w, push->step, push->gradients);

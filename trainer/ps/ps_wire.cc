@@ -109,7 +109,9 @@ std::string encode(const Message& message) {
           [](const Welcome& m) {
             return Writer(Type::kWelcome).raw(m.proof).u8(m.live ? 1 : 0).i64(m.clock).take();
           },
-          [](const Pull& m) { return Writer(Type::kPull).i64(m.step).take(); },
+          [](const Pull& m) {
+            return Writer(Type::kPull).i64(m.step).u8(m.as_stored ? 1 : 0).take();
+          },
           [](const Push& m) { return encodePush(m.step, m.gradients); },
           [](const Values& m) { return encodeValues(m.values); },
           [](const Ack&) { return Writer(Type::kAck).take(); },
@@ -155,7 +157,9 @@ core::Result<Message> parse(std::string_view body) {
     }
     case Type::kPull: {
       Pull m;
-      if (!r.i64(&m.step) || !r.done()) return bad("PULL");
+      uint8_t as_stored = 0;
+      if (!r.i64(&m.step) || !r.u8(&as_stored) || as_stored > 1 || !r.done()) return bad("PULL");
+      m.as_stored = as_stored == 1;
       return Message(m);
     }
     case Type::kPush: {

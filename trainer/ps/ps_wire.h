@@ -19,7 +19,9 @@
 //        its clock, or not live and the clock it would join at); or ERROR(UNAUTHENTICATED) and
 //        the server closes.
 //   then, one request and its reply at a time:
-//     PULL  = 0x02 : i64 step                 -> VALUES = 0x83 : float32 x n (rest of body)
+//     PULL  = 0x02 : i64 step, u8 as_stored   -> VALUES = 0x83 : float32 x n (rest of body); 0:
+//                                                for the worker's step (a loose server may look
+//                                                ahead), 1: the values as they stand
 //     PUSH  = 0x03 : i64 step, float32 x n    -> PUSHED = 0x86 : u64 pushes the server took so far
 //     LEAVE = 0x04                            -> ACK    = 0x84; the server removes the worker and
 //                                                closes
@@ -53,7 +55,7 @@ namespace ringmaster::trainer::ps::wire {
 static_assert(std::endian::native == std::endian::little,
               "the PS wire protocol sends floats as raw little-endian float32");
 
-inline constexpr uint32_t kVersion = 3;
+inline constexpr uint32_t kVersion = 4;
 inline constexpr size_t kFrameHeaderBytes = 4;
 inline constexpr size_t kNonceBytes = rendezvous::auth::kNonceBytes;
 inline constexpr size_t kProofBytes = rendezvous::auth::kProofBytes;
@@ -105,6 +107,7 @@ struct Welcome {
 };
 struct Pull {
   int64_t step = 0;
+  bool as_stored = false;
   bool operator==(const Pull&) const = default;
 };
 struct Push {

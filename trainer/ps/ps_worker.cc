@@ -165,11 +165,11 @@ std::string PsWorker::where(int64_t step, int server) const {
          std::to_string(server);
 }
 
-core::Status PsWorker::pull(int64_t step) {
+core::Status PsWorker::pull(int64_t step, PullView view) {
   last_ = {};
   const Clock::time_point start = Clock::now();
   for (size_t s = 0; s < servers_.size(); ++s) {
-    RM_RETURN_IF_ERROR_CTX(servers_[s]->pull(id_, step, buffers_[s]),
+    RM_RETURN_IF_ERROR_CTX(servers_[s]->pull(id_, step, buffers_[s], view),
                            where(step, static_cast<int>(s)));
     scatterPieces(plan_.by_server[s], layout_, buffers_[s], model_.params());
     last_.bytes_pulled += buffers_[s].size() * sizeof(float);

@@ -62,7 +62,8 @@ std::vector<float> assembleParameters(std::span<const std::unique_ptr<ParameterS
 class ServerConnection {
  public:
   virtual ~ServerConnection() = default;
-  virtual core::Status pull(WorkerId worker, int64_t step, std::span<float> values) = 0;
+  virtual core::Status pull(WorkerId worker, int64_t step, std::span<float> values,
+                            PullView view = PullView::kForStep) = 0;
   virtual core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients) = 0;
   // The pushes the server had taken (from every worker) when it answered this worker's last push.
   virtual uint64_t serverPushes() const = 0;
@@ -72,8 +73,9 @@ class ServerConnection {
 class InProcConnection final : public ServerConnection {
  public:
   explicit InProcConnection(ParameterServer* server) : server_(*server) {}
-  core::Status pull(WorkerId worker, int64_t step, std::span<float> values) override {
-    return server_.pull(worker, step, values);
+  core::Status pull(WorkerId worker, int64_t step, std::span<float> values,
+                    PullView view = PullView::kForStep) override {
+    return server_.pull(worker, step, values, view);
   }
   core::Status push(WorkerId worker, int64_t step, std::span<const float> gradients) override {
     RM_RETURN_IF_ERROR(server_.push(worker, step, gradients));
@@ -128,8 +130,9 @@ class PsWorker {
                                                         std::vector<ServerConnection*> servers);
 
   WorkerId id() const { return id_; }
-  // Pulls step `step`'s values of every piece into the model's parameters.
-  core::Status pull(int64_t step);
+  // Pulls step `step`'s values of every piece into the model's parameters: for that step (a loose
+  // server looks ahead), or as they stand (the final parameters).
+  core::Status pull(int64_t step, PullView view = PullView::kForStep);
   // Forward and backward on the batch with the pulled parameters, then pushes every server's
   // gradients for `step`. Returns the batch's mean loss.
   core::Result<float> computeAndPush(int64_t step, const float* images, const int32_t* labels,

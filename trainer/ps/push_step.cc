@@ -27,4 +27,16 @@ double stalenessScale(int workers, int64_t updates_since_pull) {
   return w / std::max(w, static_cast<double>(updates_since_pull) + 1.0);
 }
 
+double lookahead(const optim::OptimizerConfig& step_config, double learning_rate, double updates) {
+  const double mu = step_config.momentum;
+  if (step_config.type != optim::OptimizerKind::kSgd || mu <= 0 || updates <= 0) return 0;
+  const double along = mu * (1.0 - std::pow(mu, updates)) / (1.0 - mu);
+  return learning_rate * along * (step_config.nesterov ? mu : 1.0);
+}
+
+double expectedUpdates(double previous, int64_t found) {
+  constexpr double kWeight = 0.25;  // of the newest push: a mean over about the last 4
+  return (1.0 - kWeight) * previous + kWeight * static_cast<double>(std::max<int64_t>(found, 0));
+}
+
 }  // namespace ringmaster::trainer::ps

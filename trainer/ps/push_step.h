@@ -18,6 +18,17 @@
 // Sync: the configuration as is, scale 1 (the server averages a step's pushes into one update).
 // Adam: the configuration as is, scale 1/W (its step hardly depends on the gradient's scale).
 //
+// A pull for a step looks ahead (as DANA does: Hakimi et al., "Taming Momentum in a Distributed
+// Asynchronous Environment"): a loose server answers it with its values moved on by the momentum
+// part of the updates the worker's push will likely find applied before it, u of them,
+//   values - lr (mu + mu^2 + ... + mu^u) v      (v: SGD's momentum buffer; Nesterov: times mu),
+// so that the gradient is computed near where it is applied. Without it a push one update stale
+// under momentum 0.95 made a 2-worker async run end about a point below sync: a delayed
+// heavy-ball step is stable only for lr x curvature < 1 - mu, against 2 (1 + mu) undelayed. The
+// part of those updates that is other workers' new gradients stays unknown. u is a running mean
+// of what the worker's pushes found (W - 1 before its first). Adam's step is not a multiple of
+// a buffer: its pulls do not look ahead.
+//
 // Thread-safety: pure functions.
 
 #include <cstdint>
@@ -40,5 +51,16 @@ PushStep pushStep(const Consistency& consistency, const optim::OptimizerConfig& 
 // The extra scale of a push whose gradient other pushes updated the parameters under
 // `updates_since_pull` times: 1 up to workers - 1, then workers / (updates_since_pull + 1).
 double stalenessScale(int workers, int64_t updates_since_pull);
+
+// How far a pull looks ahead along the momentum buffer: lr (mu + ... + mu^updates) for the
+// optimizer a push runs (`step_config`, its per-push momentum) at learning rate
+// `learning_rate`, `updates` a real count (mu (1 - mu^u) / (1 - mu)); times mu for Nesterov; 0
+// for Adam, without momentum, or for no updates.
+double lookahead(const optim::OptimizerConfig& step_config, double learning_rate, double updates);
+
+// The updates a worker's next push will likely find applied since its pull, from the last
+// estimate and what its push just found: a running mean that follows a change of pace within a
+// few pushes.
+double expectedUpdates(double previous, int64_t found);
 
 }  // namespace ringmaster::trainer::ps

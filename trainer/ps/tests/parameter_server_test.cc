@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "trainer/ps/ps_worker.h"
+#include "trainer/ps/push_step.h"
 
 namespace ringmaster::trainer::ps {
 namespace {
@@ -191,6 +192,50 @@ TEST(AsyncServer, WeightDecayIsAPushsShare) {
   // 0.5 / 2 per push: two pushes decay the weights about as much as one sync step of 0.5.
   push(*server, 0, 0, Floats(4, 0));
   EXPECT_EQ(server->values(), (Floats{0.75, 1.5, 2.25, 3}));
+}
+
+// A pull for a step answers the values moved on along the momentum by the updates the worker's
+// push will likely find (push_step.h); a pull as stored, and sync, the values as they are.
+TEST(LooseServer, APullForAStepLooksAheadAlongTheMomentum) {
+  ServerOptions o = options(Consistency::async());
+  o.optimizer.momentum = 0.81;  // per push with 2 workers: 0.9
+  auto server = makeServer(o);
+  const PushStep rule = pushStep(Consistency::async(), o.optimizer, 2);
+  ASSERT_DOUBLE_EQ(rule.optimizer.momentum, 0.9);
+  // No momentum yet: nothing to look ahead along.
+  EXPECT_EQ(pulled(*server, 0, 0), kInitial);
+  EXPECT_EQ(pulled(*server, 1, 0), kInitial);
+  push(*server, 0, 0, kGrad0);  // found 0 updates since its pull: expects 0.75 from now on
+  push(*server, 1, 0, kGrad1);  // found 1: expects 1
+  const auto s = static_cast<float>(rule.gradient_scale);
+  Floats velocity(4), values(4);
+  for (size_t i = 0; i < 4; ++i) {
+    velocity[i] = 0.9f * (s * kGrad0[i]) + s * kGrad1[i];
+    values[i] = kInitial[i] - s * kGrad0[i] - velocity[i];
+  }
+  const Floats stored = server->values();
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(stored[i], values[i], 1e-5) << i;
+  for (const auto& [worker, expected] : {std::pair{0, 0.75}, std::pair{1, 1.0}}) {
+    const auto ahead = static_cast<float>(lookahead(rule.optimizer, 1, expected));
+    const Floats got = pulled(*server, worker, 1);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_NEAR(got[i], values[i] - ahead * velocity[i], 1e-5) << "worker " << worker;
+    }
+  }
+  Floats as_stored(4);
+  ASSERT_TRUE(server->pull(0, 1, as_stored, PullView::kAsStored).ok());
+  EXPECT_EQ(as_stored, stored);
+}
+
+TEST(SyncServer, PullsNeverLookAhead) {
+  ServerOptions o = options(Consistency::sync());
+  o.optimizer.momentum = 0.9;
+  auto server = makeServer(o);
+  pulled(*server, 0, 0);
+  pulled(*server, 1, 0);
+  push(*server, 0, 0, kGrad0);
+  push(*server, 1, 0, kGrad1);
+  EXPECT_EQ(pulled(*server, 0, 1), server->values());
 }
 
 // --- bounded staleness ---

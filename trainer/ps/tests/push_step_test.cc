@@ -109,5 +109,50 @@ INSTANTIATE_TEST_SUITE_P(
                       StaleCase{"one_worker_overtaken", 1, 1, 0.5}),
     [](const auto& info) { return info.param.name; });
 
+struct LookaheadCase {
+  std::string name;
+  optim::OptimizerConfig config;  // the per-push optimizer
+  double learning_rate;
+  double updates;
+  double ahead;
+};
+void PrintTo(const LookaheadCase& c, std::ostream* os) { *os << c.name; }
+
+class LookaheadTable : public ::testing::TestWithParam<LookaheadCase> {};
+
+TEST_P(LookaheadTable, FollowsTheMomentumOfTheUpdatesToCome) {
+  const LookaheadCase& c = GetParam();
+  EXPECT_NEAR(lookahead(c.config, c.learning_rate, c.updates), c.ahead, 1e-12);
+}
+
+optim::OptimizerConfig nesterov(double momentum) {
+  optim::OptimizerConfig c = sgd(momentum);
+  c.nesterov = true;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Updates, LookaheadTable,
+    ::testing::Values(
+        // lr (mu + ... + mu^u): one update ahead is lr mu, two lr (mu + mu^2).
+        LookaheadCase{"one_update", sgd(0.5), 2, 1, 1.0},
+        LookaheadCase{"two_updates", sgd(0.5), 2, 2, 1.5},
+        LookaheadCase{"three_quarters_of_one", sgd(0.5), 2, 0.75, 2 * (1 - std::pow(0.5, 0.75))},
+        LookaheadCase{"many_updates_approach_mu_over_1_minus_mu", sgd(0.9), 1, 400, 9.0},
+        LookaheadCase{"none_expected", sgd(0.9), 1, 0, 0},
+        LookaheadCase{"nesterov_moves_one_mu_further", nesterov(0.5), 2, 1, 0.5},
+        LookaheadCase{"no_momentum", sgd(0), 2, 1, 0},
+        LookaheadCase{"adam_does_not_look_ahead", adam(), 2, 1, 0}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ExpectedUpdates, IsARunningMeanOfWhatThePushesFound) {
+  EXPECT_DOUBLE_EQ(expectedUpdates(1, 1), 1);
+  EXPECT_DOUBLE_EQ(expectedUpdates(1, 3), 1.5);
+  EXPECT_DOUBLE_EQ(expectedUpdates(0, -1), 0);  // a push without its pull found none
+  double u = 0;
+  for (int i = 0; i < 40; ++i) u = expectedUpdates(u, 2);
+  EXPECT_NEAR(u, 2, 1e-4);  // a new pace is followed
+}
+
 }  // namespace
 }  // namespace ringmaster::trainer::ps
