@@ -128,6 +128,10 @@ void putString(std::string& out, std::string_view s) {
 std::string workerName(const std::string& job, int index) {
   return job + "-worker-" + std::to_string(index);
 }
+std::string workerSelector(const std::string& job) {
+  return std::string(kJobNameLabel) + "=" + job + "," + kRoleLabel + "=" + name(Role::kWorker) +
+         ",!" + kStandbyLabel;
+}
 std::string configMapName(const std::string& job) { return job + "-config"; }
 std::string secretName(const std::string& job) { return job + "-ssh"; }
 std::string podName(const std::string& job, const JobSettings& settings, int index) {

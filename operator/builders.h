@@ -59,6 +59,9 @@ inline constexpr const char* kTmpMountPath = "/var/tmp/ringmaster";
 inline constexpr int64_t kWorkerUid = 1000;
 
 std::string workerName(const std::string& job, int index);  // "<job>-worker-<index>"
+// The label selector of the job's worker pods that hold ranks (not the standby ones):
+// status.selector, which the scale subresource gives autoscalers to find the pods it scales.
+std::string workerSelector(const std::string& job);
 // Pod `index` of the gang (JobSettings::roleOf): "<job>-worker-<i>", or "<job>-ps-<i>" with i
 // counted among the ps pods.
 std::string podName(const std::string& job, const JobSettings& settings, int index);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "operator/builders.h"
 #include "operator/progress.h"
 #include "operator/status.h"
 #include "operator/validate.h"
@@ -134,6 +135,7 @@ struct Decision {
         options(opts) {
     plan.status = status;
     plan.status.current_replicas = currentReplicas(spec, status);
+    plan.status.selector = workerSelector(job.metadata.name);
     if (!plan.status.restarts) plan.status.restarts = 0;
     at = atCurrentWorld(job, plan.status);
   }

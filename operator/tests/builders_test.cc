@@ -23,6 +23,16 @@ std::map<std::string, std::string> plainEnv(const kube::Container& c) {
   return out;
 }
 
+// The scale subresource's selector: the job's worker pods that hold ranks, by their labels.
+TEST(Builders, TheWorkerSelectorNamesTheWorkersByTheirLabels) {
+  EXPECT_EQ(workerSelector("fmnist"),
+            "ringmaster.dev/job-name=fmnist,ringmaster.dev/role=worker,!ringmaster.dev/standby");
+  const kube::Pod pod = buildWorkerPod(defaulted(makeJob("fmnist", 2)), 1, 0, "secret");
+  EXPECT_EQ(pod.metadata.labels.at(kJobNameLabel), "fmnist");
+  EXPECT_EQ(pod.metadata.labels.at(kRoleLabel), "worker");
+  EXPECT_EQ(pod.metadata.labels.count(kStandbyLabel), 0u);
+}
+
 TEST(Builders, WorkerPodEnvCountsProcessesInWorldSize) {
   kube::TrainingJob job = makeJob("fmnist", 3);
   job.spec.procs_per_replica = 4;

@@ -11,6 +11,7 @@
 
 #include "operator/status.h"
 #include "operator/validate.h"
+#include "ringmaster/kube/codec.h"
 #include "ringmaster/kube/training_job.h"
 
 namespace ringmaster::op {
@@ -29,6 +30,21 @@ TEST(Crd, NamesGroupAndStatusSubresource) {
   EXPECT_EQ(crd["spec"]["names"]["categories"][0].as<std::string>(), "ringmaster");
   EXPECT_EQ(version(crd)["name"].as<std::string>(), "v1alpha1");
   EXPECT_TRUE(version(crd)["subresources"]["status"].IsMap());
+}
+
+// kubectl scale and autoscalers: the counts and the selector the operator writes.
+TEST(Crd, TheScaleSubresourceReadsWhatTheOperatorWrites) {
+  const YAML::Node scale = version(loadCrd())["subresources"]["scale"];
+  ASSERT_TRUE(scale.IsMap());
+  EXPECT_EQ(scale["specReplicasPath"].as<std::string>(), ".spec.replicas");
+  EXPECT_EQ(scale["statusReplicasPath"].as<std::string>(), ".status.currentReplicas");
+  EXPECT_EQ(scale["labelSelectorPath"].as<std::string>(), ".status.selector");
+  kube::TrainingJobStatus status;
+  status.current_replicas = 2;
+  status.selector = "ringmaster.dev/job-name=j";
+  const nlohmann::json written = kube::encode(status);
+  EXPECT_EQ(written["currentReplicas"], 2);
+  EXPECT_EQ(written["selector"], "ringmaster.dev/job-name=j");
 }
 
 TEST(Crd, PrinterColumnsTellTheStory) {

@@ -250,6 +250,8 @@ TEST_P(Decide, PlansTheTransition) {
   const Expect& want = row.want;
 
   EXPECT_EQ(phaseOf(plan.status), want.phase);
+  // Every plan's status names the worker pods for the scale subresource.
+  EXPECT_EQ(plan.status.selector, workerSelector(job.metadata.name));
   if (!want.condition.empty()) {
     const std::string type = want.condition.substr(0, want.condition.find('='));
     EXPECT_EQ(conditionText(plan.status, type), want.condition);

@@ -112,11 +112,15 @@ TEST_P(PsScalingE2e, WorkersJoinAndLeaveAsSpecReplicasChangesWithoutARestart) {
   nlohmann::json job = cluster_.get("trainingjob", kJob);
   EXPECT_TRUE(hasCondition(job, "Resized", "True", "ScaledUp")) << job.dump(2);
   EXPECT_EQ(job["status"].value("currentReplicas", 0), 2) << job.dump(2);
-  // The Scale autoscalers read: spec.replicas, and status.currentReplicas as its status.
+  // The Scale autoscalers read: spec.replicas, status.currentReplicas as its status, and the
+  // selector of the worker pods.
   const testutil::ProcessResult scale =
       cluster_.kubectl({"get", "trainingjob", kJob, "--subresource=scale", "-o",
-                        "jsonpath={.kind} {.spec.replicas} {.status.replicas}"});
-  EXPECT_EQ(scale.stdout_text, "Scale 2 2") << scale.stdout_text << scale.stderr_text;
+                        "jsonpath={.kind} {.spec.replicas} {.status.replicas} {.status.selector}"});
+  EXPECT_EQ(scale.stdout_text,
+            "Scale 2 2 ringmaster.dev/job-name=fmnist-ps-elastic,ringmaster.dev/role=worker,"
+            "!ringmaster.dev/standby")
+      << scale.stdout_text << scale.stderr_text;
   // The newcomer may have run its few steps ahead of worker 0 (the staleness bound); held too.
   const pid_t trainer1 = trainerOf(1);
   ASSERT_GT(trainer1, 0) << "no trainer of " << worker1;

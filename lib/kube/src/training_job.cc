@@ -240,6 +240,7 @@ void visitTrainingJobStatus(V& v, S& s) {
   v("roles", s.roles);
   v("restarts", s.restarts);
   v("currentReplicas", s.current_replicas);
+  v("selector", s.selector);
   v("worldSize", s.world_size);
   v("world", s.world);
   v("scheduleRetries", s.schedule_retries);

@@ -321,6 +321,8 @@ struct TrainingJobStatus {
   std::optional<int32_t> restarts;        // gang restarts so far = the current attempt number
   // Worker pods in the current world: spec.replicas, or where an elastic job resized to.
   std::optional<int32_t> current_replicas;
+  // The label selector of those pods (the scale subresource's, for autoscalers).
+  std::optional<std::string> selector;
   std::optional<int32_t> world_size;
   std::optional<std::string> world;  // "<ready ranks>/<total ranks>" (printer column WORLD)
   std::optional<int32_t> schedule_retries;
