@@ -8,9 +8,11 @@
 # and its tuning cost: the time its samples took beyond what the same steps take under its
 # choice, as a share of a 5-epoch run under it.
 #   bench/autotune/run.sh [--cases mlp-shm,mlp-10gbit,tcp-10gbit,cnn-shm,pipeline-shm,mlp-1rank]
-#                         [--steps N] [--repeats N] [--samples N]
+#                         [--steps N] [--repeats N] [--samples N] [--confirm N]
 # Each grid cell runs --repeats times (interleaved, so that a slow minute of the machine falls on
-# every cell alike) and takes the median.
+# every cell alike) and takes the median. The grid's best cell is the least of many noisy medians,
+# and so flatters itself (the winner's curse): where autotune chose another cell, the two then run
+# head to head, --confirm times each, interleaved, and their medians are compared too.
 # Cases: mlp-shm (the README's MLP, 2 ranks over shared memory), mlp-10gbit (the same with each
 # rank in its own network namespace behind a 10 Gbit/s link, tcp; needs root, bench/lib/netns.sh),
 # tcp-10gbit (the same link, buckets of 0.25 and 1 MiB: tcp's recursive-doubling threshold),
@@ -24,13 +26,16 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cases=mlp-shm,mlp-10gbit,tcp-10gbit,cnn-shm,pipeline-shm,mlp-1rank steps=200 repeats=3 samples=30
+confirm=5
 while [[ $# -gt 0 ]]; do
   case $1 in
     --cases) cases=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --samples) samples=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
-    *) echo "usage: $0 [--cases LIST] [--steps N] [--repeats N] [--samples N]" >&2; exit 2 ;;
+    --confirm) confirm=$2; shift 2 ;;
+    *) echo "usage: $0 [--cases LIST] [--steps N] [--repeats N] [--samples N] [--confirm N]" >&2
+       exit 2 ;;
   esac
 done
 trainer=${RM_TRAINER:-$root/build/bin/ringmaster-trainer}
@@ -140,26 +145,53 @@ for values in itertools.product(*[v.split(",") for _, v in knobs]):
     print(" ".join(f"{k}={v}" for (k, _), v in zip(knobs, values)))
 PY
   )
-  for repeat in $(seq "$repeats"); do
-    for cell in "${cells[@]}"; do
-      cell_name="$case_name-grid-${cell// /-}-$repeat"
-      flags=()
-      for kv in $cell; do
-        read -r -a more <<<"$(knob_flags "$cell_name" "${kv%%=*}" "${kv#*=}")"
-        flags+=("${more[@]}")
-      done
-      # A knob written into a config of the cell's own replaces the case's config.
-      [[ " ${flags[*]} " == *" --config "* ]] || flags+=("${config[@]}")
-      run_pair "$cell_name" "$backend" "${model[@]}" "${flags[@]}" --max-steps "$steps"
+  # run_cell <run name> <cell>: one run of the grid's setting "knob=v knob=v".
+  run_cell() {
+    local cell_name=$1 cell=$2 flags=() kv more
+    for kv in $cell; do
+      read -r -a more <<<"$(knob_flags "$cell_name" "${kv%%=*}" "${kv#*=}")"
+      flags+=("${more[@]}")
     done
+    # A knob written into a config of the cell's own replaces the case's config.
+    [[ " ${flags[*]} " == *" --config "* ]] || flags+=("${config[@]}")
+    run_pair "$cell_name" "$backend" "${model[@]}" "${flags[@]}" --max-steps "$steps"
+  }
+  for repeat in $(seq "$repeats"); do
+    for cell in "${cells[@]}"; do run_cell "$case_name-grid-${cell// /-}-$repeat" "$cell"; done
   done
   run_pair "$case_name-tuned" "$backend" "${model[@]}" "${tune_config[@]}" \
     --max-steps $((samples * 13 + 20)) --autotune --autotune-samples "$samples" \
     --autotune-log "$tmp/$case_name-tuned.csv"
-  "$python" - "$tmp" "$case_name" "$space" "$repeats" "$ranks" <<'PY'
+  # The grid's best cell and autotune's choice, as cells ("knob=v knob=v"), one line each.
+  mapfile -t rivals < <("$python" - "$tmp" "$case_name" "$space" "$repeats" <<'PY'
+import itertools, json, statistics, sys
+tmp, case, space, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+knobs = [part.split("=")[0] for part in space.split(";")]
+values = {part.split("=")[0]: part.split("=")[1].split(",") for part in space.split(";")}
+def median(cell):
+    name = "-".join(f"{k}={v}" for k, v in zip(knobs, cell))
+    return statistics.median(
+        s["trainSeconds"] / s["steps"]
+        for s in (json.load(open(f"{tmp}/{case}-grid-{name}-{r}.0.json"))
+                  for r in range(1, repeats + 1)))
+best = min(itertools.product(*[values[k] for k in knobs]), key=median)
+tuned = json.load(open(f"{tmp}/{case}-tuned.0.json")).get("autotune", {})
+# The grid's spelling of the value autotune chose ("25" for 25.0).
+chosen = [next((v for v in values[k] if float(v) == float(tuned[k])), str(tuned[k])) for k in knobs]
+print(" ".join(f"{k}={v}" for k, v in zip(knobs, best)))
+print(" ".join(f"{k}={v}" for k, v in zip(knobs, chosen)))
+PY
+  )
+  if [[ ${#rivals[@]} == 2 && ${rivals[0]} != "${rivals[1]}" && $confirm -gt 0 ]]; then
+    for repeat in $(seq "$confirm"); do
+      run_cell "$case_name-confirm-best-$repeat" "${rivals[0]}"
+      run_cell "$case_name-confirm-tuned-$repeat" "${rivals[1]}"
+    done
+  fi
+  "$python" - "$tmp" "$case_name" "$space" "$repeats" "$ranks" "$confirm" <<'PY'
 import csv, json, statistics, sys
 tmp, case, space, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-ranks = int(sys.argv[5])
+ranks, confirm = int(sys.argv[5]), int(sys.argv[6])
 knobs = [part.split("=")[0] for part in space.split(";")]
 values = {part.split("=")[0]: part.split("=")[1].split(",") for part in space.split(";")}
 fmt = lambda v: f"{float(v):g}"
@@ -211,6 +243,16 @@ else:
     print(f"{case}: ratio tuned/grid-best step time: {g_chosen / grid[best]:.3f} "
           f"(within 5%: {'yes' if g_chosen <= 1.05 * grid[best] else 'NO'})")
     print(f"{case}: ratio tuned/default step time:   {g_chosen / grid[default]:.3f}")
+import os
+if chosen != best and confirm > 0 and os.path.exists(f"{tmp}/{case}-confirm-best-1.0.json"):
+    def confirmed(who):
+        return statistics.median(
+            s["trainSeconds"] / s["steps"]
+            for s in (json.load(open(f"{tmp}/{case}-confirm-{who}-{r}.0.json"))
+                      for r in range(1, confirm + 1)))
+    head = confirmed("tuned") / confirmed("best")
+    print(f"{case}: head to head ({confirm} runs each, interleaved): tuned/grid-best step time "
+          f"{head:.3f} (within 5%: {'yes' if head <= 1.05 else 'NO'})")
 print(f"{case}: tuning cost {spent:.2f} s, {100 * spent / five_epochs:.1f}% of a 5-epoch run "
       f"({five_epochs:.0f} s at the chosen setting's step time)")
 PY
