@@ -742,7 +742,6 @@ void ApiServer::serveScale(const Request& r, ResponseWriter& w, const Target& t)
   std::vector<std::string> warnings;
   auto wo = writeOptions(r, &warnings);
   if (!wo.ok()) return sendError(w, wo.error());
-  ObjectStore::MutateFn edit;
   json put_body;
   std::optional<PatchType> patch_type;
   if (r.method == "PUT") {
@@ -751,12 +750,7 @@ void ApiServer::serveScale(const Request& r, ResponseWriter& w, const Target& t)
     put_body = std::move(body).value();
   } else {
     patch_type = patchTypeFromContentType(contentTypeEssence(r));
-    if (!patch_type) {
-      return sendError(w, unsupportedMediaTypeError(
-                              "the body of the request was in an unknown format - accepted media "
-                              "types include: application/json-patch+json, "
-                              "application/merge-patch+json, application/apply-patch+yaml"));
-    }
+    if (!patch_type) return sendError(w, customResourcePatchTypeError());
   }
   // Read, rescale and write under the store's lock, so that the operator's status writes in
   // between do not make an unconditional scale fail on a stale resourceVersion.

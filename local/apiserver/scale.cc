@@ -11,6 +11,10 @@ namespace {
 using json = nlohmann::json;
 using core::stringMember;
 
+// What a Scale keeps of its object's metadata, in kube-apiserver's order.
+constexpr const char* kScaleMetadata[] = {"name", "namespace", "uid", "resourceVersion",
+                                          "creationTimestamp"};
+
 // ".spec.replicas" -> {"spec", "replicas"}; the CRD's checks allow only such simple paths.
 std::vector<std::string> pathSegments(const std::string& path) {
   std::vector<std::string> out;
@@ -131,7 +135,7 @@ std::vector<StatusCause> scaleSubresourceCauses(const json& crd_version, const s
 json scaleOf(const ScaleSubresource& scale, const json& object) {
   const json meta = object.value("metadata", json::object());
   json m = json::object();
-  for (const char* key : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"}) {
+  for (const char* key : kScaleMetadata) {
     if (meta.contains(key)) m[key] = meta[key];
   }
   json status = {{"replicas", countAt(object, scale.status_replicas_path)}};
@@ -152,7 +156,7 @@ std::string scaleText(const json& scale) {
   using ordered = nlohmann::ordered_json;
   ordered meta = ordered::object();
   const json m = scale.value("metadata", json::object());
-  for (const char* key : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"}) {
+  for (const char* key : kScaleMetadata) {
     if (m.contains(key)) meta[key] = ordered::parse(m[key].dump());
   }
   ordered status = ordered::object();
@@ -204,12 +208,7 @@ ApiResult<json> withScale(const ScaleSubresource& scale, json object, const json
 
 ApiResult<json> withScalePatch(const ScaleSubresource& scale, json object, PatchType type,
                                std::string_view patch, const std::string& name) {
-  if (type == PatchType::kStrategicMerge) {
-    return unsupportedMediaTypeError(
-        "the body of the request was in an unknown format - accepted media types include: "
-        "application/json-patch+json, application/merge-patch+json, "
-        "application/apply-patch+yaml");
-  }
+  if (type == PatchType::kStrategicMerge) return customResourcePatchTypeError();
   const json current = scaleOf(scale, object);
   auto patched = applyPatch(type, current, patch);
   if (!patched.ok()) return patched.error();
@@ -224,8 +223,7 @@ ApiResult<json> withScalePatch(const ScaleSubresource& scale, json object, Patch
   }
   // The patched Scale carries the object's name and resourceVersion: a patch that sets another
   // version makes it a precondition.
-  json written = std::move(patched).value();
-  return withScale(scale, std::move(object), written, name);
+  return withScale(scale, std::move(object), patched.value(), name);
 }
 
 std::vector<StatusCause> scaleCauses(const ScaleSubresource& scale, const json& object,

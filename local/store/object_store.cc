@@ -352,10 +352,7 @@ ApiResult<ObjectPtr> ObjectStore::patch(const ResourceKey& key, const std::strin
   const ResourceType* type = typeLocked(key);
   if (!type) return unknownResource();
   if (patch_type == PatchType::kStrategicMerge && !type->strategic_merge_patch) {
-    return unsupportedMediaTypeError(
-        "the body of the request was in an unknown format - accepted media types include: "
-        "application/json-patch+json, application/merge-patch+json, "
-        "application/apply-patch+yaml");
+    return customResourcePatchTypeError();
   }
   std::string effective_ns = type->namespaced ? ns : "";
   auto& objects = buckets_[key].objects;

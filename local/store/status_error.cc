@@ -177,6 +177,13 @@ StatusError unsupportedMediaTypeError(std::string message) {
   return StatusError(415, "UnsupportedMediaType", std::move(message));
 }
 
+StatusError customResourcePatchTypeError() {
+  return unsupportedMediaTypeError(
+      "the body of the request was in an unknown format - accepted media types include: "
+      "application/json-patch+json, application/merge-patch+json, "
+      "application/apply-patch+yaml");
+}
+
 StatusError patchApplyError(const std::string& message) {
   StatusError e(422, "Invalid", "the server rejected our request due to an error in our request");
   e.addCause({"UnexpectedServerResponse", message, ""});

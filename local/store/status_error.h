@@ -85,6 +85,9 @@ StatusError forbiddenError(const ResourceKey& qr, const std::string& name, const
 StatusError internalError(const std::string& message);
 StatusError tooLargeResourceVersionError(uint64_t requested, uint64_t current);
 StatusError unsupportedMediaTypeError(std::string message);
+// The 415 for a patch type custom resources (and their scale subresource) do not take: any but
+// JSON patch, merge patch and apply, as kube-apiserver words it.
+StatusError customResourcePatchTypeError();
 // 422 from a patch that cannot be applied (json patch test failed, bad path, …).
 StatusError patchApplyError(const std::string& message);
 

@@ -305,6 +305,19 @@ class ApiDifferentialTest : public ::testing::Test {
     }
   }
 
+  // A new CRD's resources are served a moment after it is Established: waits (up to 20 s) until
+  // both servers list `path`.
+  void awaitServed(const std::string& path) {
+    for (int i = 0; i < 100; ++i) {
+      kube::ApiRequest r;
+      r.path = path;
+      auto a = real_.client->request(r);
+      auto b = local_.client->request(r);
+      if (a.ok() && b.ok() && a->status_code == 200 && b->status_code == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
   Side local_, real_;
   std::string name_;  // this test's namespace
   std::string ns_;    // its path
@@ -409,15 +422,7 @@ TEST_F(ApiDifferentialTest, CustomResourceValidation) {
               "color":{"type":"string","enum":["red","blue"]}}}}}}}]}})";
   compare(Case{"create the CRD", Verb::kPost,
                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd});
-  // A new CRD is served a moment after it is Established.
-  for (int i = 0; i < 100; ++i) {
-    kube::ApiRequest r;
-    r.path = "/apis/example.dev/v1/namespaces/" + name_ + "/gadgets";
-    auto a = real_.client->request(r);
-    auto b = local_.client->request(r);
-    if (a.ok() && b.ok() && a->status_code == 200 && b->status_code == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  awaitServed("/apis/example.dev/v1/namespaces/" + name_ + "/gadgets");
   const std::string gadgets = "/apis/example.dev/v1/namespaces/" + name_ + "/gadgets";
   auto gadget = [](const std::string& name, const std::string& spec) {
     return R"({"apiVersion":"example.dev/v1","kind":"Gadget","metadata":{"name":")" + name +
@@ -458,14 +463,7 @@ TEST_F(ApiDifferentialTest, ScaleSubresource) {
             "replicas":{"type":"integer"},"selector":{"type":"string"}}}}}}}]}})";
   compare(Case{"create the CRD", Verb::kPost,
                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd});
-  for (int i = 0; i < 100; ++i) {
-    kube::ApiRequest r;
-    r.path = "/apis/example.dev/v1/namespaces/" + name_ + "/dials";
-    auto a = real_.client->request(r);
-    auto b = local_.client->request(r);
-    if (a.ok() && b.ok() && a->status_code == 200 && b->status_code == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  awaitServed("/apis/example.dev/v1/namespaces/" + name_ + "/dials");
   const std::string dials = "/apis/example.dev/v1/namespaces/" + name_ + "/dials";
   const std::string scale = dials + "/d1/scale";
   compare(Case{"a dial", Verb::kPost, dials,

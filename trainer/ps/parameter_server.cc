@@ -107,18 +107,20 @@ core::Status ParameterServer::pull(WorkerId worker, int64_t step, std::span<floa
   if (options_.observer)
     options_.observer->served(ServerObserver::Request::kPull, elements_ * sizeof(float),
                               core::secondsSince(arrived));
-  std::copy(values_.begin(), values_.end(), values.begin());
   const std::vector<float>* velocity = optimizer_ ? optimizer_->velocity() : nullptr;
+  float ahead = 0;
   if (!isSync() && view == PullView::kForStep && velocity && velocity->size() == elements_) {
     const auto found = expected_updates_.find(worker);
     const double updates = found != expected_updates_.end()
                                ? found->second
                                : static_cast<double>(clock_.liveWorkers()) - 1.0;
-    const auto ahead =
-        static_cast<float>(lookahead(step_config_, optimizer_->learningRate(), updates));
-    if (ahead != 0.0f) {
-      for (size_t i = 0; i < elements_; ++i) values[i] -= ahead * (*velocity)[i];
-    }
+    ahead = static_cast<float>(lookahead(step_config_, optimizer_->learningRate(), updates));
+  }
+  // One pass over the values either way: a copy, or the copy moved on along the momentum.
+  if (ahead == 0.0f) {
+    std::copy(values_.begin(), values_.end(), values.begin());
+  } else {
+    for (size_t i = 0; i < elements_; ++i) values[i] = values_[i] - ahead * (*velocity)[i];
   }
   pulled_at_[worker] = {step, counters_.updates};
   ++counters_.pulls;
